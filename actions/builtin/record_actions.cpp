@@ -1,0 +1,132 @@
+#include "actions/builtin/record_actions.h"
+
+#include "actions/builtin/common.h"
+
+namespace flowrt::builtin {
+namespace {
+
+Result<Value> values_input(const StepCall& call) {
+  const Value& v = call.input("values");
+  if (v.is_null()) return Value::empty_object();
+  if (!v.is_object()) return Error{wrong_type("values", "an object", v)};
+  return v;
+}
+
+}  // namespace
+
+StepOutcome CreateRecordAction::start(const StepCall& call) const {
+  Result<Value> values = values_input(call);
+  if (!values) return StepOutcome::failed(values.message());
+  Result<Value> record = call.host.create_record(call.input("table"), *values, call.input("while_holding"));
+  if (!record) return StepOutcome::failed(record.message());
+  Value sys_id = (*record)["sys_id"];
+  return StepOutcome::done(Value::object({{"record", std::move(record).value()}, {"sys_id", std::move(sys_id)}}));
+}
+
+StepOutcome UpdateRecordAction::start(const StepCall& call) const {
+  Result<Value> values = values_input(call);
+  if (!values) return StepOutcome::failed(values.message());
+  Result<Value> record =
+      call.host.update_record(call.input("table"), call.input("sys_id"), *values, call.input("while_holding"));
+  if (!record) return StepOutcome::failed(record.message());
+  return StepOutcome::done(Value::object({{"record", std::move(record).value()}}));
+}
+
+StepOutcome DeleteRecordAction::start(const StepCall& call) const {
+  Result<bool> deleted = call.host.delete_record(call.input("table"), call.input("sys_id"), call.input("while_holding"));
+  if (!deleted) return StepOutcome::failed(deleted.message());
+  return StepOutcome::done(Value::object({{"deleted", Value(*deleted)}}));
+}
+
+StepOutcome LookUpRecordAction::start(const StepCall& call) const {
+  Result<std::string_view> table = string_input(call, "table");
+  if (!table) return StepOutcome::failed(table.message());
+  const Value& order = call.input("order_by");
+  if (!order.is_null() && !order.is_string()) return StepOutcome::failed(wrong_type("order_by", "a field name", order));
+  RecordQuery q;
+  q.table = *table;
+  q.condition = call.step.input("condition") && !call.step.input("condition")->absent() ? &call.step.condition : nullptr;
+  q.scope = &call.scope;
+  q.order_by = order.as_string();
+  q.limit = 1;
+  Result<Value> found = call.host.find_records(q);
+  if (!found) return StepOutcome::failed(found.message());
+  const Value& first = found->at(0);
+  return StepOutcome::done(Value::object({{"record", first}, {"found", Value(!first.is_null())}}));
+}
+
+StepOutcome LookUpRecordsAction::start(const StepCall& call) const {
+  Result<std::string_view> table = string_input(call, "table");
+  if (!table) return StepOutcome::failed(table.message());
+  const Value& order = call.input("order_by");
+  if (!order.is_null() && !order.is_string()) return StepOutcome::failed(wrong_type("order_by", "a field name", order));
+  const Value& limit = call.input("limit");
+  if (!limit.is_null() && (!limit.is_int() || limit.as_int() < 0)) {
+    return StepOutcome::failed(wrong_type("limit", "a non-negative integer", limit));
+  }
+  RecordQuery q;
+  q.table = *table;
+  q.condition = call.step.input("condition") && !call.step.input("condition")->absent() ? &call.step.condition : nullptr;
+  q.scope = &call.scope;
+  q.order_by = order.as_string();
+  q.limit = limit.is_null() ? 0 : static_cast<size_t>(limit.as_int());
+  Result<Value> found = call.host.find_records(q);
+  if (!found) return StepOutcome::failed(found.message());
+  const auto count = static_cast<long long>(found->size());
+  return StepOutcome::done(Value::object({{"records", std::move(found).value()}, {"count", Value(count)}}));
+}
+
+StepOutcome WaitForConditionAction::start(const StepCall& call) const {
+  Result<std::string_view> table = string_input(call, "table");
+  if (!table) return StepOutcome::failed(table.message());
+  Result<std::string_view> sys_id = string_input(call, "sys_id");
+  if (!sys_id) return StepOutcome::failed(sys_id.message());
+  TimeMs deadline = -1;
+  const Value& timeout = call.input("timeout");
+  if (!timeout.is_null()) {
+    Result<DurationMs> d = parse_duration(timeout);
+    if (!d) return StepOutcome::failed("input 'timeout': " + d.message());
+    deadline = call.host.now() + *d;
+  }
+  Value record = call.host.read_record(*table, *sys_id);
+  if (record.is_null()) {
+    return StepOutcome::failed("no record " + std::string(*table) + "/" + std::string(*sys_id) + " to wait for");
+  }
+  Scope scope = call.scope;
+  scope.record = &record;
+  scope.previous = nullptr;
+  // Already true: no wait. (changes ops compare with a previous value, which only a later
+  // write provides, so they never hold here.)
+  Result<bool> now = evaluate(call.step.condition, scope);
+  if (!now) return StepOutcome::failed(now.message());
+  if (*now) return StepOutcome::done(Value::object({{"record", record}, {"timed_out", Value(false)}}));
+  if (deadline >= 0 && deadline <= call.host.now()) {
+    return StepOutcome::done(Value::object({{"record", record}, {"timed_out", Value(true)}}));
+  }
+  Result<Condition> bound = bind_condition(call.step.condition, call.scope);
+  if (!bound) return StepOutcome::failed(bound.message());
+  WaitRequest wait;
+  wait.kind = WaitRequest::Kind::kRecord;
+  wait.deadline = deadline;
+  wait.table = call.input("table");
+  wait.sys_id = call.input("sys_id");
+  wait.condition = std::make_shared<const Condition>(std::move(bound).value());
+  return StepOutcome::park(std::move(wait));
+}
+
+StepOutcome WaitForConditionAction::resume(const StepCall& call, const WakeUp& wake) const {
+  switch (wake.kind) {
+    case WakeUp::Kind::kRecord:
+      return StepOutcome::done(Value::object({{"record", wake.record}, {"timed_out", Value(false)}}));
+    case WakeUp::Kind::kTimeout: {
+      Value record = call.host.read_record(call.input("table").as_string(), call.input("sys_id").as_string());
+      return StepOutcome::done(Value::object({{"record", std::move(record)}, {"timed_out", Value(true)}}));
+    }
+    case WakeUp::Kind::kRecordDeleted:
+      return StepOutcome::failed("record " + text_of(call.input("table")) + "/" + text_of(call.input("sys_id")) +
+                                 " was deleted while waiting for its condition");
+    default: return StepOutcome::failed("unexpected wake-up of wait_for_condition");
+  }
+}
+
+}  // namespace flowrt::builtin

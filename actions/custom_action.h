@@ -1,0 +1,77 @@
+// Custom C++ action types, registered through the library API (SPEC section 6).
+//
+// A CustomActionType declares its inputs and outputs, which the compiler checks like any
+// other action, and a function that does the work. The function may be called from any
+// worker thread, for many contexts at once, so it must be safe for concurrent use. It
+// returns an object of outputs or an Error; an exception it throws becomes a step error with
+// the exception's message, and the engine goes on.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "actions/action.h"
+#include "compiler/signatures.h"
+
+namespace flowrt {
+
+// What a custom action sees while it runs. Valid only during the call.
+class CustomActionContext {
+ public:
+  CustomActionContext(const StepCall& call) : call_(call) {}  // NOLINT
+
+  // The rendered input `name`, null when absent.
+  const Value& input(std::string_view name) const { return call_.input(name); }
+  // Adds a line to the context's log.
+  void log(std::string_view message, LogLevel level = LogLevel::kInfo) const { call_.host.log(level, message); }
+  // True once the context is cancelled or past its run-time quota: a long action should
+  // stop and return soon (its result is then discarded).
+  bool cancel_requested() const { return call_.host.cancel_requested(); }
+  TimeMs now() const { return call_.host.now(); }
+  const Value& context_id() const { return call_.host.context_id(); }
+  // The engine, for actions that read or write records.
+  StepHost& host() const { return call_.host; }
+
+ private:
+  const StepCall& call_;
+};
+
+struct CustomActionType {
+  std::string name;              // how steps call it: {"action": NAME}
+  std::vector<Param> inputs;
+  std::vector<Param> outputs;
+  std::function<Result<Value>(CustomActionContext&)> run;
+};
+
+// The registry of custom action types. Registration takes a lock; looking a type up by
+// index (what a running step does) takes none. Types cannot be removed or replaced.
+class ActionRegistry final : public ActionTypeLookup {
+ public:
+  static constexpr size_t kCapacity = 4096;
+
+  ActionRegistry();
+  ~ActionRegistry() override;
+
+  // Fails when the name is invalid, is a built-in action, or is already registered.
+  Status add(CustomActionType type);
+
+  const ActionSignature* find(std::string_view name, uint32_t* index) const override;
+  // The Action that runs type `index`, or nullptr.
+  const Action* action(uint32_t index) const;
+
+ private:
+  struct Entry;
+  mutable std::shared_mutex mu_;
+  std::unordered_map<std::string, uint32_t> by_name_;  // guarded by mu_
+  std::array<std::atomic<const Entry*>, kCapacity> entries_{};  // published after construction
+  std::atomic<uint32_t> size_{0};
+};
+
+}  // namespace flowrt

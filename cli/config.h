@@ -1,0 +1,20 @@
+// config.json for `flowrt run` (SPEC section 12): properties, lock limits, clock start.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "plans/result.h"
+#include "runtime/engine_core.h"
+
+namespace flowrt::cli {
+
+struct RunConfig {
+  EngineOptions engine;
+  std::map<std::string, int64_t> lock_limits;  // "locks": {"NAME": {"limit": N}}
+};
+
+// Reads config.json; a missing optional file gives the defaults.
+Result<RunConfig> read_config(const std::string& path, bool must_exist);
+
+}  // namespace flowrt::cli

@@ -1,0 +1,75 @@
+// flowrt run: load definitions, apply the events file on a virtual clock, print contexts.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/config.h"
+#include "cli/table_output.h"
+#include "plans/value_json.h"
+#include "runtime/engine.h"
+#include "runtime/harness.h"
+
+namespace flowrt::cli {
+
+int run_command(const std::vector<std::string>& raw) {
+  ParsedArgs args = parse_args(raw, {"flows", "events", "config", "format", "out"});
+  if (args.positional.size() > 1) throw UsageError{"run takes one directory"};
+  if (args.positional.empty() && (!args.has("flows") || !args.has("events"))) {
+    throw UsageError{"run needs DIR, or --flows and --events"};
+  }
+  const std::string format = args.get("format", "table");
+  if (format != "table" && format != "json") throw UsageError{"--format must be table or json"};
+
+  const std::string dir = args.positional.empty() ? "" : args.positional[0];
+  if (!dir.empty() && !std::filesystem::is_directory(dir)) throw UsageError{"'" + dir + "' is not a directory"};
+  auto in_dir = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
+  const std::string flows = args.get("flows", dir.empty() ? "" : in_dir("flows"));
+  const std::string events = args.get("events", dir.empty() ? "" : in_dir("events.jsonl"));
+  const std::string config_path = args.get("config", dir.empty() ? "" : in_dir("config.json"));
+
+  std::vector<std::string> errors;
+  auto fail = [&](int code) {
+    for (const std::string& e : errors) std::cerr << e << "\n";
+    return code;
+  };
+
+  Result<RunConfig> config = config_path.empty() ? Result<RunConfig>(RunConfig{}) : read_config(config_path, args.has("config"));
+  if (!config) {
+    errors.push_back(config.message());
+    return fail(1);
+  }
+  Engine engine(config->engine);
+  Diagnostics diags = engine.load({flows});
+  if (!diags.empty()) {
+    for (const Diagnostic& d : diags.list()) errors.push_back(d.describe());
+    if (diags.omitted() > 0) errors.push_back("... and " + std::to_string(diags.omitted()) + " more errors");
+    return fail(1);
+  }
+
+  Harness harness(engine);
+  Status ran = std::filesystem::exists(events) || args.has("events") ? harness.run_file(events) : Status::ok();
+  if (!ran) errors.push_back(ran.message());
+
+  if (args.has("out")) {
+    std::ofstream out(args.get("out"));
+    if (!out) {
+      errors.push_back(args.get("out") + ": cannot write");
+    } else {
+      for (const ContextRecord& c : engine.contexts()) out << c.value().to_json() << "\n";
+    }
+  }
+  if (format == "json") {
+    std::cout << engine.document(errors).to_json() << "\n";
+  } else {
+    print_table(engine, errors, std::cout);
+  }
+  if (!errors.empty()) {
+    for (const std::string& e : errors) std::cerr << e << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace flowrt::cli

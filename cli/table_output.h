@@ -1,0 +1,15 @@
+// The `flowrt run` table: one row per context (flow, status, run time, steps), a line per
+// error, then the skipped starts. For people; the JSON document is for programs.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "runtime/engine.h"
+
+namespace flowrt::cli {
+
+void print_table(const Engine& engine, const std::vector<std::string>& errors, std::ostream& out);
+
+}  // namespace flowrt::cli

@@ -1,0 +1,85 @@
+#include "compiler/plan_builder.h"
+
+#include <algorithm>
+
+#include "compiler/unit_compiler.h"
+
+namespace flowrt {
+
+PlanBuilder::PlanBuilder(const DefinitionLookup& definitions, const ActionTypeLookup* actions,
+                         const CompileOptions& options, Diagnostics* diags)
+    : definitions_(definitions), actions_(actions), options_(options), diags_(diags) {}
+
+void PlanBuilder::compile_unit(const Definition& def, uint32_t index) {
+  const TriggerSpec* trigger = index == 0 && def.type == UnitType::kFlow ? &plan_.trigger : nullptr;
+  PlanUnit unit;
+  UnitCompiler(this, def, trigger).compile(&unit);
+  plan_.units[index] = std::move(unit);
+}
+
+bool PlanBuilder::unit_for(UnitType type, const std::string& id, uint32_t* index, std::string* problem) {
+  const std::string kind(unit_type_name(type));
+  auto it = index_.find({type, id});
+  if (it != index_.end()) {
+    *index = it->second;
+    return true;
+  }
+  const Definition* def = definitions_.find(type, id);
+  if (!def) {
+    *problem = "unknown " + kind + " '" + id + "'";
+    return false;
+  }
+  if (def->status == DefinitionStatus::kDraft && !options_.allow_draft_dependencies) {
+    *problem = "uses " + kind + " '" + id + "', which is a draft; publish it first";
+    return false;
+  }
+  *index = static_cast<uint32_t>(plan_.units.size());
+  plan_.units.emplace_back();
+  index_.emplace(std::make_pair(type, id), *index);
+  plan_.dependencies.push_back(PlanDependency{type, id, def->fingerprint});
+  const size_t before = diags_->size();
+  compile_unit(*def, *index);
+  if (diags_->size() != before) {
+    dependency_failed_ = true;
+    *problem = kind + " '" + id + "' does not compile";
+    return false;
+  }
+  return true;
+}
+
+std::shared_ptr<const Plan> PlanBuilder::build(const Definition& root) {
+  const size_t before = diags_->size();
+  plan_.flow_id = root.id;
+  if (root.type == UnitType::kFlow) {
+    const std::string trigger_ptr = pointer_append(root.pointer, "trigger");
+    if (!root.source.contains("trigger")) {
+      diags_->add(root.file, root.pointer, "a flow needs a \"trigger\"");
+    } else {
+      compile_trigger(root.source["trigger"], root.file, trigger_ptr, &plan_.trigger, diags_);
+    }
+  }
+  plan_.units.emplace_back();
+  index_.emplace(std::make_pair(root.type, root.id), 0u);
+  plan_.dependencies.push_back(PlanDependency{root.type, root.id, root.fingerprint});
+  compile_unit(root, 0);
+  if (diags_->size() != before) return nullptr;
+
+  // The version covers the root and every definition it uses, in a stable order.
+  std::vector<PlanDependency> deps(plan_.dependencies.begin() + 1, plan_.dependencies.end());
+  std::sort(deps.begin(), deps.end(), [](const PlanDependency& a, const PlanDependency& b) {
+    return std::tie(a.type, a.id) < std::tie(b.type, b.id);
+  });
+  std::string text = root.fingerprint;
+  for (const PlanDependency& d : deps) {
+    text += '|';
+    text += unit_type_name(d.type);
+    text += ':';
+    text += d.id;
+    text += '=';
+    text += d.fingerprint;
+  }
+  plan_.version = root.id + "@" + hex64(hash_bytes(text)).substr(0, 8);
+  return std::make_shared<const Plan>(std::move(plan_));
+}
+
+}  // namespace flowrt

@@ -1,0 +1,243 @@
+// UnitCompiler: action steps and their inputs.
+#include <algorithm>
+
+#include "compiler/unit_compiler.h"
+#include "plans/time.h"
+
+namespace flowrt {
+namespace {
+
+std::string param_list(const std::vector<Param>& params) {
+  std::string out;
+  for (const Param& p : params) out += (out.empty() ? "" : ", ") + p.name;
+  return out.empty() ? "none" : out;
+}
+
+std::vector<Param> params_of(const ActionSignature& sig) {
+  std::vector<Param> out;
+  for (const InputParam& p : sig.inputs) out.push_back(p.param);
+  return out;
+}
+
+}  // namespace
+
+ActionStep UnitCompiler::compile_action(const Value& step, const std::string& pointer) {
+  check_keys(step, {"id", "action", "inputs", "on_error", "name", "description"}, pointer);
+  ActionStep out;
+  const size_t order = order_++;
+  current_order_ = order;
+  ++action_count_;
+
+  const Value& id = step["id"];
+  if (!id.is_null()) {
+    if (!id.is_string() || !valid_id(id.as_string())) {
+      add_error(pointer_append(pointer, "id"), "step id must be 1 to 128 characters of A-Z, a-z, 0-9, '_', '.', '-'");
+    } else {
+      out.id = std::string(id.as_string());
+      auto it = steps_.find(out.id);
+      if (it != steps_.end() && it->second.order == order) out.slot = static_cast<int32_t>(it->second.slot);
+    }
+  }
+  const Value& on_error = step["on_error"];
+  if (on_error == Value("continue")) {
+    out.on_error = OnError::kContinue;
+  } else if (!on_error.is_null() && on_error != Value("stop")) {
+    add_error(pointer_append(pointer, "on_error"), "on_error must be \"stop\" or \"continue\", not " + on_error.to_json());
+  }
+
+  const Value& action = step["action"];
+  const std::string action_ptr = pointer_append(pointer, "action");
+  if (!action.is_string() || action.as_string().empty()) {
+    add_error(action_ptr, "action must be the name of an action type");
+    return out;
+  }
+  out.action = std::string(action.as_string());
+  const Value& inputs = step.contains("inputs") ? step["inputs"] : Value::empty_object();
+  const std::string inputs_ptr = pointer_append(pointer, "inputs");
+  if (!inputs.is_object()) {
+    add_error(inputs_ptr, "inputs must be an object");
+    return out;
+  }
+
+  if (const ActionSignature* sig = find_builtin(out.action, &out.kind)) {
+    if (out.kind == ActionKind::kAssignOutputs && def_.type == UnitType::kFlow) {
+      add_error(action_ptr, "assign_outputs is only for subflows and actions; a flow has no outputs");
+    }
+    if (out.kind == ActionKind::kCallSubflow) {
+      for (const Member& m : inputs.members()) {
+        if (m.key.as_string() != "subflow" && m.key.as_string() != "inputs") {
+          add_error(pointer_append(inputs_ptr, m.key.as_string()),
+                    "call_subflow has no input '" + std::string(m.key.as_string()) + "' (inputs: subflow, inputs)");
+        }
+      }
+      const Value& sub = inputs["subflow"];
+      if (!sub.is_string()) {
+        add_error(sub.is_null() ? inputs_ptr : pointer_append(inputs_ptr, "subflow"),
+                  "call_subflow needs \"subflow\": the literal id of a subflow");
+        return out;
+      }
+      out.callee_id = std::string(sub.as_string());
+      if (!resolve_callee(UnitType::kSubflow, out.callee_id, pointer_append(inputs_ptr, "subflow"), &out)) return out;
+      const Definition* def = builder_->definitions().find(UnitType::kSubflow, out.callee_id);
+      std::vector<Param> params, outputs;
+      read_params(def->source["inputs"], "", "", &params, nullptr);
+      read_params(def->source["outputs"], "", "", &outputs, nullptr);
+      compile_call_inputs(params, inputs.contains("inputs") ? inputs["inputs"] : Value::empty_object(),
+                          pointer_append(inputs_ptr, "inputs"), def->label(), &out);
+      for (const Param& p : outputs) out.output_names.push_back(Value(std::string_view(p.name)));
+      return out;
+    }
+    compile_builtin_inputs(*sig, inputs, inputs_ptr, &out);
+    for (const Param& p : sig->outputs) out.output_names.push_back(Value(std::string_view(p.name)));
+    return out;
+  }
+  if (const Definition* def = builder_->definitions().find(UnitType::kAction, out.action)) {
+    out.kind = ActionKind::kCallAction;
+    out.callee_id = out.action;
+    if (!resolve_callee(UnitType::kAction, out.action, action_ptr, &out)) return out;
+    std::vector<Param> params, outputs;
+    read_params(def->source["inputs"], "", "", &params, nullptr);
+    read_params(def->source["outputs"], "", "", &outputs, nullptr);
+    compile_call_inputs(params, inputs, inputs_ptr, def->label(), &out);
+    for (const Param& p : outputs) out.output_names.push_back(Value(std::string_view(p.name)));
+    return out;
+  }
+  uint32_t index = 0;
+  if (const ActionSignature* sig = builder_->actions() ? builder_->actions()->find(out.action, &index) : nullptr) {
+    out.kind = ActionKind::kCustom;
+    out.callee = index;
+    compile_builtin_inputs(*sig, inputs, inputs_ptr, &out);
+    for (const Param& p : sig->outputs) out.output_names.push_back(Value(std::string_view(p.name)));
+    return out;
+  }
+  add_error(action_ptr, "unknown action '" + out.action +
+                            "' (not a built-in action, an action definition or a registered action type)");
+  return out;
+}
+
+bool UnitCompiler::resolve_callee(UnitType type, const std::string& id, const std::string& pointer,
+                                  ActionStep* out) {
+  std::string problem;
+  if (!builder_->unit_for(type, id, &out->callee, &problem)) {
+    add_error(pointer, problem);
+    return false;
+  }
+  return true;
+}
+
+void UnitCompiler::check_literal(const Template& t, const Param& p, InputRole role, const std::string& pointer) {
+  if (!t.is_constant() || t.absent()) return;
+  if (role == InputRole::kDuration) {
+    Result<DurationMs> d = parse_duration(t.constant);
+    if (!d) add_error(pointer, "input '" + p.name + "': " + d.message());
+    return;
+  }
+  if (p.required && t.constant.is_null()) {
+    add_error(pointer, "input '" + p.name + "' is required and cannot be null");
+    return;
+  }
+  if (!value_fits(t.constant, p.type)) {
+    add_error(pointer, "input '" + p.name + "' must be " + std::string(param_type_name(p.type)) + ", not " +
+                           std::string(type_name(t.constant.type())));
+  }
+}
+
+void UnitCompiler::compile_builtin_inputs(const ActionSignature& sig, const Value& inputs, const std::string& pointer,
+                                          ActionStep* out) {
+  out->inputs.resize(sig.inputs.size());
+  for (const InputParam& p : sig.inputs) out->input_names.push_back(Value(std::string_view(p.param.name)));
+  for (const Member& m : inputs.members()) {
+    const std::string_view key = m.key.as_string();
+    const std::string p = pointer_append(pointer, key);
+    auto it = std::find_if(sig.inputs.begin(), sig.inputs.end(), [&](const InputParam& ip) { return ip.param.name == key; });
+    if (it == sig.inputs.end()) {
+      add_error(p, sig.name + " has no input '" + std::string(key) + "' (inputs: " + param_list(params_of(sig)) + ")");
+      continue;
+    }
+    const size_t index = static_cast<size_t>(it - sig.inputs.begin());
+    switch (it->role) {
+      case InputRole::kCondition:
+        out->condition = expr_.compile_condition(m.value, p, FieldMode::kRecordUnderTest,
+                                                 out->kind == ActionKind::kWaitForCondition);
+        out->inputs[index] = expr_.compile_template(m.value, p);
+        break;
+      case InputRole::kAssignments:
+        compile_assignments(m.value, p, out->kind == ActionKind::kAssignOutputs, out);
+        out->inputs[index] = expr_.compile_template(m.value, p);
+        break;
+      default:
+        out->inputs[index] = expr_.compile_template(m.value, p);
+        check_literal(out->inputs[index], it->param, it->role, p);
+        break;
+    }
+  }
+  for (size_t i = 0; i < sig.inputs.size(); ++i) {
+    if (sig.inputs[i].param.required && out->inputs[i].absent()) {
+      add_error(pointer, sig.name + " needs input '" + sig.inputs[i].param.name + "'");
+    }
+  }
+}
+
+void UnitCompiler::compile_call_inputs(const std::vector<Param>& params, const Value& inputs,
+                                       const std::string& pointer, const std::string& callee_label, ActionStep* out) {
+  out->inputs.resize(params.size());
+  for (const Param& p : params) out->input_names.push_back(Value(std::string_view(p.name)));
+  if (!inputs.is_object()) {
+    add_error(pointer, "inputs must be an object");
+    return;
+  }
+  for (const Member& m : inputs.members()) {
+    const std::string_view key = m.key.as_string();
+    const std::string p = pointer_append(pointer, key);
+    auto it = std::find_if(params.begin(), params.end(), [&](const Param& param) { return param.name == key; });
+    if (it == params.end()) {
+      add_error(p, callee_label + " has no input '" + std::string(key) + "' (inputs: " + param_list(params) + ")");
+      continue;
+    }
+    const size_t index = static_cast<size_t>(it - params.begin());
+    out->inputs[index] = expr_.compile_template(m.value, p);
+    check_literal(out->inputs[index], *it, InputRole::kValue, p);
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (params[i].required && out->inputs[i].absent()) {
+      add_error(pointer, callee_label + " needs input '" + params[i].name + "'");
+    }
+  }
+}
+
+void UnitCompiler::compile_assignments(const Value& values, const std::string& pointer, bool outputs,
+                                       ActionStep* out) {
+  if (!values.is_object()) {
+    add_error(pointer, "values must be an object of names and values");
+    return;
+  }
+  for (const Member& m : values.members()) {
+    const std::string name(m.key.as_string());
+    const std::string p = pointer_append(pointer, name);
+    Assignment a;
+    a.name = m.key;
+    if (outputs) {
+      auto it = outputs_.find(name);
+      if (it == outputs_.end()) {
+        add_error(p, def_.label() + " declares no output '" + name + "' (outputs: " + param_list(unit_->outputs) + ")");
+        continue;
+      }
+      a.slot = it->second;
+    } else {
+      auto it = variables_.find(name);
+      if (it == variables_.end()) {
+        add_error(p, "variable name '" + name + "' must be letters, digits, '_' or '-'");
+        continue;
+      }
+      a.slot = it->second;
+    }
+    a.value = expr_.compile_template(m.value, p);
+    if (outputs && a.value.is_constant() && !value_fits(a.value.constant, unit_->outputs[a.slot].type)) {
+      add_error(p, "output '" + name + "' is declared " + std::string(param_type_name(unit_->outputs[a.slot].type)) +
+                       ", not " + std::string(type_name(a.value.constant.type())));
+    }
+    out->assignments.push_back(std::move(a));
+  }
+}
+
+}  // namespace flowrt

@@ -1,0 +1,47 @@
+// JSON text <-> Value.
+//
+// Parsing is iterative (no recursion on nesting) and enforces JsonLimits, so hostile input
+// such as "[" x 100000 is refused with a clear error instead of exhausting the stack or
+// memory. Writing produces compact JSON. Free functions; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "plans/result.h"
+#include "plans/value.h"
+
+namespace flowrt {
+
+struct JsonLimits {
+  size_t max_bytes = 64u << 20;        // whole document
+  size_t max_depth = 128;              // nested arrays/objects
+  size_t max_string_bytes = 16u << 20; // one string or key
+};
+
+struct JsonParseError {
+  std::string message;  // what is wrong, without the position
+  size_t offset = 0;    // byte offset of the error
+  size_t line = 1;      // 1-based
+  size_t column = 1;    // 1-based, in bytes
+  // "line L, column C: message"
+  std::string describe() const;
+};
+
+// Parses one JSON document. On failure, returns false and fills *error.
+bool parse_json(std::string_view text, Value* out, JsonParseError* error,
+                const JsonLimits& limits = {});
+
+// Convenience for code and tests: parse or return the error as Result.
+Result<Value> parse_json(std::string_view text, const JsonLimits& limits = {});
+
+// Appends the compact JSON text of `v` to `out`. Non-finite doubles are written as null.
+void write_json(const Value& v, std::string& out);
+// Appends `s` as a quoted JSON string.
+void write_json_string(std::string_view s, std::string& out);
+
+// Indented JSON for people (two spaces).
+std::string to_pretty_json(const Value& v);
+
+}  // namespace flowrt

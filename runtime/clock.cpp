@@ -1,0 +1,95 @@
+#include "runtime/clock.h"
+
+#include <chrono>
+
+namespace flowrt {
+namespace {
+
+TimeMs system_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+EngineClock::EngineClock(bool is_virtual, TimeMs start) : virtual_(is_virtual), now_(start) {}
+
+TimeMs EngineClock::now() const { return virtual_ ? now_.load(std::memory_order_acquire) : system_now(); }
+
+void EngineClock::set(TimeMs t) {
+  TimeMs current = now_.load(std::memory_order_relaxed);
+  while (t > current && !now_.compare_exchange_weak(current, t, std::memory_order_acq_rel)) {
+  }
+}
+
+TimerHandle TimerQueue::add(TimeMs deadline, bool context_timer, Fire fire) {
+  MutexLock lock(mu_);
+  const Key key{deadline, next_seq_++};
+  const bool earliest = timers_.empty() || key < timers_.begin()->first;
+  timers_.emplace(key, Entry{context_timer, std::move(fire)});
+  if (earliest) changed_.notify_all();
+  return TimerHandle{key.first, key.second};
+}
+
+void TimerQueue::cancel(const TimerHandle& handle) {
+  if (!handle.valid()) return;
+  MutexLock lock(mu_);
+  timers_.erase(Key{handle.deadline, handle.seq});
+}
+
+std::optional<TimeMs> TimerQueue::next_deadline(bool context_only) const {
+  MutexLock lock(mu_);
+  for (const auto& [key, entry] : timers_) {
+    if (!context_only || entry.context_timer) return key.first;
+  }
+  return std::nullopt;
+}
+
+std::vector<TimerQueue::Fire> TimerQueue::take_due(TimeMs now, bool context_only) {
+  MutexLock lock(mu_);
+  std::vector<Fire> due;
+  for (auto it = timers_.begin(); it != timers_.end() && it->first.first <= now;) {
+    if (context_only && !it->second.context_timer) {
+      ++it;
+      continue;
+    }
+    due.push_back(std::move(it->second.fire));
+    it = timers_.erase(it);
+  }
+  return due;
+}
+
+size_t TimerQueue::size() const {
+  MutexLock lock(mu_);
+  return timers_.size();
+}
+
+std::vector<TimerQueue::Fire> TimerQueue::wait_due(const EngineClock& clock) {
+  MutexLock lock(mu_);
+  while (!stopped_) {
+    const TimeMs now = clock.now();
+    if (!timers_.empty() && timers_.begin()->first.first <= now) {
+      std::vector<Fire> due;
+      for (auto it = timers_.begin(); it != timers_.end() && it->first.first <= now;) {
+        due.push_back(std::move(it->second.fire));
+        it = timers_.erase(it);
+      }
+      return due;
+    }
+    if (timers_.empty()) {
+      changed_.wait(mu_);
+    } else {
+      const auto wait = std::chrono::milliseconds(timers_.begin()->first.first - now);
+      changed_.wait_until(mu_, std::chrono::steady_clock::now() + wait);
+    }
+  }
+  return {};
+}
+
+void TimerQueue::stop() {
+  MutexLock lock(mu_);
+  stopped_ = true;
+  changed_.notify_all();
+}
+
+}  // namespace flowrt

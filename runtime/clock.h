@@ -1,0 +1,74 @@
+// EngineClock and TimerQueue: engine time, real or virtual, and the timers that run on it.
+//
+// A virtual clock moves only when the engine's advance/settle sets it, so waits, lock
+// delays, schedules and timeouts are exact and cost no real time. A real clock follows the
+// system clock. Both are safe for concurrent use.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "plans/time.h"
+#include "runtime/thread_annotations.h"
+
+namespace flowrt {
+
+class EngineClock {
+ public:
+  EngineClock(bool is_virtual, TimeMs start);
+  bool is_virtual() const { return virtual_; }
+  TimeMs now() const;
+  // Virtual clocks only; never moves backwards.
+  void set(TimeMs t);
+
+ private:
+  const bool virtual_;
+  std::atomic<TimeMs> now_;
+};
+
+// Identifies a timer so that it can be cancelled.
+struct TimerHandle {
+  TimeMs deadline = -1;
+  uint64_t seq = 0;
+  bool valid() const { return deadline >= 0; }
+};
+
+// Timers ordered by deadline, then by the order they were added. "Context" timers are
+// those a context waits on (waits, timeouts, lock retries and leases); settle moves the
+// clock only to those. Schedule timers fire only when advance passes them.
+class TimerQueue {
+ public:
+  using Fire = std::function<void()>;
+
+  TimerHandle add(TimeMs deadline, bool context_timer, Fire fire) EXCLUDES(mu_);
+  // Removes a timer that has not fired; harmless when it has.
+  void cancel(const TimerHandle& handle) EXCLUDES(mu_);
+  std::optional<TimeMs> next_deadline(bool context_only) const EXCLUDES(mu_);
+  // Removes and returns the timers due at or before `now`, in order.
+  std::vector<Fire> take_due(TimeMs now, bool context_only) EXCLUDES(mu_);
+  size_t size() const EXCLUDES(mu_);
+
+  // For a real clock: blocks until a timer is due at `clock.now()` or stop() is called.
+  std::vector<Fire> wait_due(const EngineClock& clock) EXCLUDES(mu_);
+  void stop() EXCLUDES(mu_);
+
+ private:
+  struct Entry {
+    bool context_timer;
+    Fire fire;
+  };
+  using Key = std::pair<TimeMs, uint64_t>;
+
+  mutable Mutex mu_;
+  CondVar changed_;
+  std::map<Key, Entry> timers_ GUARDED_BY(mu_);
+  uint64_t next_seq_ GUARDED_BY(mu_) = 0;
+  bool stopped_ GUARDED_BY(mu_) = false;
+};
+
+}  // namespace flowrt

@@ -1,0 +1,131 @@
+// Context: one run of a flow, from its trigger event to its end.
+//
+// Ownership: the ContextStore owns every context (shared); timers and waiters that must
+// find a parked context hold shared references too. Three parts, three rules:
+//  - identity (seq, id, flow, trigger, cause, chain): constant after construction;
+//  - execution (plan, exec): touched only by the thread that runs the context; hand-over
+//    between threads goes through the ready queue (a happens-before edge);
+//  - schedule phase and execution record: guarded by mu_, so that wake-ups, cancellation
+//    and readers taking a snapshot are safe while the context runs.
+// A context runs on one thread at a time and holds no thread while parked.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plans/eval.h"
+#include "plans/plan.h"
+#include "runtime/context_record.h"
+#include "runtime/exec_state.h"
+#include "runtime/thread_annotations.h"
+
+namespace flowrt {
+
+struct FlowSlot;
+using Chain = std::vector<Value>;  // flow ids, oldest first
+
+// What led to a context: the context whose write, event or call started it (none for
+// operations from outside), and the causal chain of flows.
+struct Cause {
+  Value context_id;                    // null for outside operations
+  Value flow_id;
+  std::shared_ptr<const Chain> chain;  // of the new context; null = empty
+};
+
+class Context : public std::enable_shared_from_this<Context> {
+ public:
+  enum class Phase : uint8_t { kQueued, kReady, kRunning, kParking, kParked, kDone };
+
+  Context(uint64_t seq, FlowSlot* flow, TriggerData trigger, Cause cause, Value inputs);
+
+  // ---- identity: constant ----
+  const uint64_t seq;
+  const Value id;             // "ctx-<seq>"
+  FlowSlot* const flow;
+  const TriggerData trigger;
+  const Cause cause;
+  const Value inputs;         // API inputs (object) or null
+  // The chain of contexts this one starts: its own chain plus its flow. Built once.
+  const std::shared_ptr<const Chain>& child_chain() const { return child_chain_; }
+
+  // ---- execution: owned by the running thread ----
+  std::shared_ptr<const Plan> plan;
+  ExecState exec;
+  double run_ms = 0;          // running time so far, waiting excluded
+
+  // ---- scheduling ----
+  // Running -> parking. Returns the id that a wake-up for this wait must carry. The
+  // running thread then registers the wait (timers, waiters) and calls end_park().
+  uint64_t begin_park() EXCLUDES(mu_);
+  // Parking -> parked; or -> ready when a wake-up or cancel arrived meanwhile, and then
+  // returns true: the caller must hand the context to a worker.
+  bool end_park() EXCLUDES(mu_);
+  // Parked -> ready with `wake`, if `wait_id` is still the current wait. True when the
+  // caller must hand the context to a worker. While parking, the wake-up is kept for
+  // end_park().
+  bool wake(uint64_t wait_id, WakeUp wake) EXCLUDES(mu_);
+  // Queued/ready -> running. False when the context already ended.
+  bool begin_run() EXCLUDES(mu_);
+  // Records a cancel request. Returns true when the context was parked and is now ready:
+  // the caller must hand it to a worker. A running or queued context sees the request at
+  // its next step.
+  bool request_cancel() EXCLUDES(mu_);
+  bool cancel_requested() const { return cancel_.load(std::memory_order_acquire); }
+  // Also set when the run-time quota passes during a long action.
+  void set_cancel_flag() { cancel_.store(true, std::memory_order_release); }
+  WakeUp take_wake() EXCLUDES(mu_);
+  Phase phase() const EXCLUDES(mu_);
+
+  // ---- execution record ----
+  void record_start(const Plan* plan, TimeMs now, const std::vector<Value>& variables) EXCLUDES(mu_);
+  int64_t begin_step(Value path, const Node* node, TimeMs now, Value inputs) EXCLUDES(mu_);
+  void end_step(int64_t index, StepStatus status, TimeMs now, Value outputs, Value error) EXCLUDES(mu_);
+  void set_step_status(int64_t index, StepStatus status) EXCLUDES(mu_);
+  void add_log(LogLevel level, Value step, TimeMs now, Value message) EXCLUDES(mu_);
+  void set_variables(const std::vector<Value>& variables) EXCLUDES(mu_);
+  void set_status(ContextStatus status) EXCLUDES(mu_);
+  // Ends the record: status, end time, error (null or {"message", "step"}). Phase -> done.
+  void finish(ContextStatus status, TimeMs now, Value error, double run_ms) EXCLUDES(mu_);
+  ContextStatus status() const EXCLUDES(mu_);
+  bool finished() const { return finished_.load(std::memory_order_acquire); }
+
+  // A consistent snapshot of the record as JSON (SPEC section 10). `value_limit` caps the
+  // size of each step input and output kept (0 = no cap).
+  Value to_value(size_t value_limit = 0) const EXCLUDES(mu_);
+  // Summary for tables: status, run time, step count.
+  struct Summary {
+    ContextStatus status;
+    double run_ms;
+    size_t steps;
+    TimeMs started;
+    TimeMs ended;
+    Value error;
+  };
+  Summary summary() const EXCLUDES(mu_);
+
+ private:
+  std::shared_ptr<const Chain> child_chain_;
+  std::atomic<bool> cancel_{false};
+  std::atomic<bool> finished_{false};
+
+  mutable Mutex mu_;
+  Phase phase_ GUARDED_BY(mu_) = Phase::kQueued;
+  uint64_t wait_id_ GUARDED_BY(mu_) = 0;
+  WakeUp wake_ GUARDED_BY(mu_);
+  bool early_wake_ GUARDED_BY(mu_) = false;  // a wake-up that came while parking
+  // record
+  ContextStatus status_ GUARDED_BY(mu_) = ContextStatus::kInProgress;
+  const Plan* record_plan_ GUARDED_BY(mu_) = nullptr;
+  TimeMs started_at_ GUARDED_BY(mu_) = -1;
+  TimeMs ended_at_ GUARDED_BY(mu_) = -1;
+  double run_ms_ GUARDED_BY(mu_) = 0;
+  std::vector<StepEntry> steps_ GUARDED_BY(mu_);
+  std::vector<LogEntry> logs_ GUARDED_BY(mu_);
+  std::vector<Value> variables_ GUARDED_BY(mu_);
+  Value error_ GUARDED_BY(mu_);
+};
+
+}  // namespace flowrt

@@ -1,0 +1,301 @@
+#include "runtime/dispatcher.h"
+
+#include <algorithm>
+
+#include "runtime/engine_core.h"
+#include "runtime/flow_slot.h"
+#include "runtime/record_json.h"
+
+namespace flowrt {
+
+Dispatcher::Dispatcher(EngineCore& core, uint64_t seed) : core_(core), store_(seed) {}
+
+std::string Dispatcher::waiter_key(std::string_view table, std::string_view sys_id) {
+  std::string key;
+  key.reserve(table.size() + sys_id.size() + 1);
+  key.append(table);
+  key.push_back('\0');
+  key.append(sys_id);
+  return key;
+}
+
+void Dispatcher::set_index(std::shared_ptr<const TriggerIndex> index) {
+  MutexLock lock(mu_);
+  index_ = std::move(index);
+}
+
+TriggerData Dispatcher::record_trigger(std::string_view table, RecordOperation op, const Value& record,
+                                       const Value* previous) {
+  TriggerData t;
+  t.type = TriggerType::kRecord;
+  t.operation = op;
+  t.time = core_.clock.now();
+  t.table = Value(table);
+  t.sys_id = record["sys_id"];
+  t.record = record;
+  if (previous) {
+    t.previous = *previous;
+    t.has_previous = true;
+  }
+  return t;
+}
+
+void Dispatcher::skip(FlowSlot& flow, const TriggerData& trigger, Origin origin, std::string_view reason) {
+  SkippedStart s;
+  s.flow = flow.id_value;
+  s.reason = Value(reason);
+  s.event = trigger_to_value(trigger);
+  if (origin.context) {
+    s.cause = Value::object({{"context", origin.context->id}, {"flow", origin.context->flow->id_value}});
+  }
+  core_.contexts.add_skipped(std::move(s));
+}
+
+Result<StartedFlow> Dispatcher::admit(FlowSlot& flow, TriggerData trigger, Value inputs, Origin origin,
+                                      std::shared_ptr<const Plan> plan, Commit* commit) {
+  Cause cause;
+  if (Context* parent = origin.context) {
+    // Direct recursion: a context's own operation that would start its own flow again.
+    if (parent->flow == &flow) {
+      skip(flow, trigger, origin, "direct_recursion");
+      return StartedFlow{Value(), true, Value("direct_recursion")};
+    }
+    cause.context_id = parent->id;
+    cause.flow_id = parent->flow->id_value;
+    cause.chain = parent->child_chain();
+    // Indirect recursion: at most `limit` runs of a flow in one causal chain.
+    const int64_t limit = std::max<int64_t>(1, core_.properties().indirect_recursion_limit);
+    const auto runs = std::count(cause.chain->begin(), cause.chain->end(), flow.id_value);
+    if (runs >= limit) {
+      skip(flow, trigger, origin, "indirect_recursion_limit");
+      return StartedFlow{Value(), true, Value("indirect_recursion_limit")};
+    }
+  }
+  auto ctx = std::make_shared<Context>(next_seq_++, &flow, std::move(trigger), std::move(cause), std::move(inputs));
+  ctx->plan = std::move(plan);
+  Context* raw = ctx.get();
+  core_.contexts.add(std::move(ctx));
+  core_.work_added();
+  core_.events.push(raw);
+  ++commit->started;
+  return StartedFlow{raw->id, false, Value()};
+}
+
+void Dispatcher::emit_record(std::string_view table, RecordOperation op, const Value& record, const Value* previous,
+                             bool changed, Origin origin, Commit* commit) {
+  if (!index_) return;
+  std::span<const TriggerEntry> entries = index_->on_record(table, op);
+  if (entries.empty()) return;
+  const Value* before = op == RecordOperation::kUpdate ? previous : nullptr;
+  for (const TriggerEntry& e : entries) {
+    auto* flow = static_cast<FlowSlot*>(e.handle);
+    if (!flow->active.load(std::memory_order_acquire)) continue;
+    if (!record_trigger_matches(*e.spec, op, record, before, changed)) continue;
+    (void)admit(*flow, record_trigger(table, op, record, before), Value(), origin, nullptr, commit);
+  }
+}
+
+void Dispatcher::wake_waiters(std::string_view table, const Value& record, const Value* previous, bool deleted) {
+  if (waiters_.empty()) return;
+  auto it = waiters_.find(waiter_key(table, record["sys_id"].as_string()));
+  if (it == waiters_.end()) return;
+  std::vector<Waiter>& list = it->second;
+  Scope scope;
+  scope.record = &record;
+  scope.previous = previous;
+  for (size_t i = 0; i < list.size();) {
+    Waiter& w = list[i];
+    bool met = false;
+    if (!deleted) {
+      Result<bool> r = evaluate(*w.condition, scope);
+      met = r.is_ok() && *r;
+    }
+    if (met || deleted) {
+      WakeUp wake;
+      wake.kind = deleted ? WakeUp::Kind::kRecordDeleted : WakeUp::Kind::kRecord;
+      wake.at = core_.clock.now();
+      wake.record = record;
+      core_.wake(w.context, w.wait_id, std::move(wake));
+      list[i] = std::move(list.back());
+      list.pop_back();
+      --waiter_count_;
+    } else {
+      ++i;
+    }
+  }
+  if (list.empty()) waiters_.erase(it);
+}
+
+void Dispatcher::after_commit(const Commit& commit) { core_.workers.notify_events(commit.started); }
+
+Result<Value> Dispatcher::insert(std::string_view table, const Value& values, Origin origin) {
+  Commit commit;
+  Result<Value> record = Error{""};
+  {
+    MutexLock lock(mu_);
+    record = store_.insert(table, values, core_.clock.now());
+    if (!record) return record;
+    emit_record(table, RecordOperation::kInsert, *record, nullptr, true, origin, &commit);
+  }
+  after_commit(commit);
+  return record;
+}
+
+Result<Value> Dispatcher::update(std::string_view table, std::string_view sys_id, const Value& values, Origin origin) {
+  Commit commit;
+  Value record;
+  {
+    MutexLock lock(mu_);
+    Result<RecordChange> change = store_.update(table, sys_id, values, core_.clock.now());
+    if (!change) return change.error();
+    emit_record(table, RecordOperation::kUpdate, change->record, &change->previous, change->changed, origin, &commit);
+    wake_waiters(table, change->record, &change->previous, false);
+    record = change->record;
+  }
+  after_commit(commit);
+  return record;
+}
+
+Result<Value> Dispatcher::remove(std::string_view table, std::string_view sys_id, Origin origin) {
+  Commit commit;
+  Value record;
+  {
+    MutexLock lock(mu_);
+    Result<Value> removed = store_.remove(table, sys_id);
+    if (!removed) return removed;
+    emit_record(table, RecordOperation::kDelete, *removed, nullptr, true, origin, &commit);
+    wake_waiters(table, *removed, nullptr, true);
+    record = *removed;
+  }
+  after_commit(commit);
+  return record;
+}
+
+Result<size_t> Dispatcher::update_where(std::string_view table, const Condition& where, const Value& values,
+                                        Origin origin) {
+  Commit commit;
+  size_t n = 0;
+  {
+    MutexLock lock(mu_);
+    RecordQuery q;
+    q.table = table;
+    q.condition = &where;
+    Result<Value> found = store_.find(q);
+    if (!found) return found.error();
+    for (const Value& r : found->items()) {
+      Result<RecordChange> change = store_.update(table, r["sys_id"].as_string(), values, core_.clock.now());
+      if (!change) return change.error();
+      emit_record(table, RecordOperation::kUpdate, change->record, &change->previous, change->changed, origin,
+                  &commit);
+      wake_waiters(table, change->record, &change->previous, false);
+      ++n;
+    }
+  }
+  after_commit(commit);
+  return n;
+}
+
+Result<size_t> Dispatcher::remove_where(std::string_view table, const Condition& where, Origin origin) {
+  Commit commit;
+  size_t n = 0;
+  {
+    MutexLock lock(mu_);
+    RecordQuery q;
+    q.table = table;
+    q.condition = &where;
+    Result<Value> found = store_.find(q);
+    if (!found) return found.error();
+    for (const Value& r : found->items()) {
+      Result<Value> removed = store_.remove(table, r["sys_id"].as_string());
+      if (!removed) return removed.error();
+      emit_record(table, RecordOperation::kDelete, *removed, nullptr, true, origin, &commit);
+      wake_waiters(table, *removed, nullptr, true);
+      ++n;
+    }
+  }
+  after_commit(commit);
+  return n;
+}
+
+Status Dispatcher::fire_event(const Value& name, const Value& payload, Origin origin) {
+  if (!name.is_string() || name.as_string().empty()) return Error{"an event needs a name"};
+  Commit commit;
+  {
+    MutexLock lock(mu_);
+    if (index_) {
+      for (const TriggerEntry& e : index_->on_event(name.as_string())) {
+        auto* flow = static_cast<FlowSlot*>(e.handle);
+        if (!flow->active.load(std::memory_order_acquire)) continue;
+        TriggerData t;
+        t.type = TriggerType::kEvent;
+        t.time = core_.clock.now();
+        t.event_name = name;
+        t.payload = payload;
+        (void)admit(*flow, std::move(t), Value(), origin, nullptr, &commit);
+      }
+    }
+  }
+  after_commit(commit);
+  return Status::ok();
+}
+
+Result<StartedFlow> Dispatcher::start_flow(FlowSlot& flow, TriggerData trigger, Value inputs, Origin origin,
+                                           std::shared_ptr<const Plan> plan) {
+  Commit commit;
+  Result<StartedFlow> started = Error{""};
+  {
+    MutexLock lock(mu_);
+    started = admit(flow, std::move(trigger), std::move(inputs), origin, std::move(plan), &commit);
+  }
+  after_commit(commit);
+  return started;
+}
+
+Value Dispatcher::get(std::string_view table, std::string_view sys_id) {
+  MutexLock lock(mu_);
+  return store_.get(table, sys_id);
+}
+
+Result<Value> Dispatcher::find(const RecordQuery& query) {
+  MutexLock lock(mu_);
+  return store_.find(query);
+}
+
+std::vector<std::string> Dispatcher::table_names() {
+  MutexLock lock(mu_);
+  return store_.table_names();
+}
+
+std::vector<Value> Dispatcher::records(std::string_view table) {
+  MutexLock lock(mu_);
+  return store_.records(table);
+}
+
+bool Dispatcher::add_waiter(const Value& table, const Value& sys_id, std::shared_ptr<Context> ctx, uint64_t wait_id,
+                            std::shared_ptr<const Condition> condition) {
+  MutexLock lock(mu_);
+  if (store_.get(table.as_string(), sys_id.as_string()).is_null()) return false;
+  waiters_[waiter_key(table.as_string(), sys_id.as_string())].push_back(
+      Waiter{std::move(ctx), wait_id, std::move(condition)});
+  ++waiter_count_;
+  return true;
+}
+
+void Dispatcher::remove_waiter(const Value& table, const Value& sys_id, const Context* ctx) {
+  MutexLock lock(mu_);
+  auto it = waiters_.find(waiter_key(table.as_string(), sys_id.as_string()));
+  if (it == waiters_.end()) return;
+  auto& list = it->second;
+  const size_t before = list.size();
+  list.erase(std::remove_if(list.begin(), list.end(), [&](const Waiter& w) { return w.context.get() == ctx; }),
+             list.end());
+  waiter_count_ -= before - list.size();
+  if (list.empty()) waiters_.erase(it);
+}
+
+size_t Dispatcher::waiter_count() {
+  MutexLock lock(mu_);
+  return waiter_count_;
+}
+
+}  // namespace flowrt

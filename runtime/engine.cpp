@@ -1,0 +1,253 @@
+#include "runtime/engine.h"
+
+#include "compiler/loader.h"
+#include "runtime/flow_slot.h"
+
+namespace flowrt {
+
+Engine::Engine(EngineOptions options) : core_(std::make_unique<EngineCore>(std::move(options))) { core_->start(); }
+
+Engine::~Engine() { core_->stop(); }
+
+namespace {
+
+Diagnostics add_definitions(EngineCore& core, std::vector<Definition> defs) {
+  Diagnostics diags;
+  // Check the whole set as it would be, in a scratch registry, so that a bad load changes
+  // nothing.
+  std::vector<Definition> all = core.flows.all_definitions();
+  std::vector<Definition> merged;
+  for (const Definition& existing : all) {
+    bool replaced = false;
+    for (const Definition& d : defs) {
+      replaced = replaced || (d.type == existing.type && d.id == existing.id && d.status == existing.status);
+    }
+    if (!replaced) merged.push_back(existing);
+  }
+  merged.insert(merged.end(), defs.begin(), defs.end());
+  FlowRegistry scratch(&core.actions);
+  scratch.add(merged);
+  scratch.check_all(core.compile_options(), &diags);
+  if (!diags.empty()) return diags;
+
+  std::vector<std::string> active;
+  for (const Definition& d : defs) {
+    if (d.type == UnitType::kFlow && d.status == DefinitionStatus::kPublished && d.active) active.push_back(d.id);
+  }
+  core.flows.add(std::move(defs));
+  for (const std::string& id : active) {
+    Status s = core.flows.activate(id, core.compile_options(), core.clock.now());
+    if (!s) diags.add("", "", s.message());
+  }
+  core.refresh_triggers();
+  return diags;
+}
+
+Result<Definition> definition_from_value(const Value& v) {
+  Diagnostics diags;
+  Definition d;
+  if (!read_definition(v, "", "", &d, &diags)) return Error{diags.describe()};
+  if (!diags.empty()) return Error{diags.describe()};
+  return d;
+}
+
+}  // namespace
+
+Diagnostics Engine::load(const std::vector<std::string>& paths) {
+  Diagnostics diags;
+  std::vector<Definition> defs = load_definitions(paths, &diags);
+  if (!diags.empty()) return diags;
+  return add_definitions(*core_, std::move(defs));
+}
+
+Diagnostics Engine::load_text(std::string_view text, const std::string& file) {
+  Diagnostics diags;
+  std::vector<Definition> defs;
+  parse_definitions(text, file, &defs, &diags);
+  check_unique_ids(defs, &diags);
+  if (!diags.empty()) return diags;
+  return add_definitions(*core_, std::move(defs));
+}
+
+Status Engine::save(const Value& definition) {
+  Result<Definition> d = definition_from_value(definition);
+  if (!d) return d.error();
+  core_->flows.save(std::move(d).value());
+  return Status::ok();
+}
+
+Status Engine::publish(std::string_view id) {
+  FLOWRT_RETURN_IF_ERROR(core_->flows.publish(id, core_->compile_options()));
+  core_->refresh_triggers();
+  return Status::ok();
+}
+
+Status Engine::activate(std::string_view id) {
+  FLOWRT_RETURN_IF_ERROR(core_->flows.activate(id, core_->compile_options(), core_->clock.now()));
+  core_->refresh_triggers();
+  return Status::ok();
+}
+
+Status Engine::deactivate(std::string_view id) {
+  FLOWRT_RETURN_IF_ERROR(core_->flows.deactivate(id));
+  core_->refresh_triggers();
+  return Status::ok();
+}
+
+Diagnostics Engine::validate() const {
+  Diagnostics diags;
+  core_->flows.check_all(core_->compile_options(), &diags);
+  return diags;
+}
+
+Status Engine::register_action(CustomActionType type) { return core_->actions.add(std::move(type)); }
+
+Status Engine::set_property(std::string_view name, const Value& value) { return core_->set_property(name, value); }
+
+EngineProperties Engine::properties() const { return core_->properties(); }
+
+Result<Value> Engine::insert(std::string_view table, const Value& values) {
+  return core_->dispatcher.insert(table, values, Origin{});
+}
+
+Result<Value> Engine::update(std::string_view table, std::string_view sys_id, const Value& values) {
+  return core_->dispatcher.update(table, sys_id, values, Origin{});
+}
+
+Result<size_t> Engine::update_where(std::string_view table, const Value& where, const Value& values) {
+  Diagnostics diags;
+  Condition c;
+  if (!compile_record_condition(where, "where", "", &c, &diags)) return Error{diags.describe()};
+  return core_->dispatcher.update_where(table, c, values, Origin{});
+}
+
+Result<Value> Engine::remove(std::string_view table, std::string_view sys_id) {
+  return core_->dispatcher.remove(table, sys_id, Origin{});
+}
+
+Result<size_t> Engine::remove_where(std::string_view table, const Value& where) {
+  Diagnostics diags;
+  Condition c;
+  if (!compile_record_condition(where, "where", "", &c, &diags)) return Error{diags.describe()};
+  return core_->dispatcher.remove_where(table, c, Origin{});
+}
+
+Status Engine::fire_event(std::string_view name, const Value& payload) {
+  return core_->dispatcher.fire_event(Value(name), payload, Origin{});
+}
+
+Result<std::string> Engine::call_flow(std::string_view flow, const Value& inputs) {
+  FlowSlot* slot = core_->flows.slot(flow);
+  if (!slot) return Error{"no flow '" + std::string(flow) + "'"};
+  if (!slot->active.load()) return Error{"flow '" + std::string(flow) + "' is not active"};
+  {
+    MutexLock lock(slot->plan_mu);
+    if (slot->plan && slot->plan->trigger.type != TriggerType::kApi) {
+      return Error{"flow '" + std::string(flow) + "' has a " +
+                   std::string(trigger_type_name(slot->plan->trigger.type)) +
+                   " trigger; only API flows start on request (use test_flow to run it now)"};
+    }
+  }
+  if (!inputs.is_null() && !inputs.is_object()) return Error{"inputs must be an object"};
+  TriggerData t;
+  t.type = TriggerType::kApi;
+  t.time = core_->clock.now();
+  Result<StartedFlow> started =
+      core_->dispatcher.start_flow(*slot, std::move(t), inputs.is_null() ? Value::empty_object() : inputs, Origin{});
+  if (!started) return started.error();
+  if (started->skipped) return Error{"the start was skipped: " + std::string(started->reason.as_string())};
+  return std::string(started->context_id.as_string());
+}
+
+Result<std::string> Engine::test_flow(std::string_view flow, const Value& record, const Value& inputs) {
+  FlowSlot* slot = core_->flows.slot(flow);
+  if (!slot) return Error{"no flow '" + std::string(flow) + "'"};
+  FlowRegistry::PlanResult p = core_->flows.plan_for_test(flow, core_->compile_options());
+  if (!p.plan) return Error{"flow '" + std::string(flow) + "' does not compile: " + p.error};
+  TriggerData t;
+  t.time = core_->clock.now();
+  const TriggerSpec& spec = p.plan->trigger;
+  if (!record.is_null()) {
+    const Value& table = record["table"];
+    const Value& sys_id = record["sys_id"];
+    if (!table.is_string() || !sys_id.is_string()) return Error{"record needs \"table\" and \"sys_id\""};
+    Value r = core_->dispatcher.get(table.as_string(), sys_id.as_string());
+    if (r.is_null()) {
+      return Error{"no record in " + std::string(table.as_string()) + " with sys_id " + std::string(sys_id.as_string())};
+    }
+    t.type = TriggerType::kRecord;
+    t.table = table;
+    t.sys_id = sys_id;
+    t.record = r;
+    t.operation = spec.when == RecordWhen::kCreated   ? RecordOperation::kInsert
+                  : spec.when == RecordWhen::kDeleted ? RecordOperation::kDelete
+                                                      : RecordOperation::kUpdate;
+    if (t.operation == RecordOperation::kUpdate) {
+      t.previous = r;
+      t.has_previous = true;
+    }
+  } else {
+    t.type = spec.type == TriggerType::kRecord ? TriggerType::kApi : spec.type;
+    t.payload = inputs;
+  }
+  if (!inputs.is_null() && !inputs.is_object()) return Error{"inputs must be an object"};
+  Result<StartedFlow> started = core_->dispatcher.start_flow(
+      *slot, std::move(t), inputs.is_null() ? Value::empty_object() : inputs, Origin{}, std::move(p.plan));
+  if (!started) return started.error();
+  return std::string(started->context_id.as_string());
+}
+
+Status Engine::cancel(std::string_view context_id) { return core_->cancel(context_id); }
+
+void Engine::advance(DurationMs d) { core_->advance(d); }
+void Engine::settle(DurationMs until) { core_->settle(until); }
+TimeMs Engine::now() const { return core_->clock.now(); }
+
+std::optional<ContextRecord> Engine::context(std::string_view id) const {
+  std::shared_ptr<Context> c = core_->contexts.find(id);
+  if (!c) return std::nullopt;
+  return ContextRecord(c->to_value(core_->properties().record_value_limit));
+}
+
+std::vector<ContextRecord> Engine::contexts(std::string_view flow) const {
+  const size_t limit = core_->properties().record_value_limit;
+  std::vector<ContextRecord> out;
+  for (const auto& c : core_->contexts.all()) {
+    if (flow.empty() || c->flow->id == flow) out.emplace_back(c->to_value(limit));
+  }
+  return out;
+}
+
+std::vector<Value> Engine::skipped() const {
+  std::vector<Value> out;
+  for (const SkippedStart& s : core_->contexts.skipped()) {
+    out.push_back(Value::object({{"flow", s.flow}, {"reason", s.reason}, {"event", s.event}, {"cause", s.cause}}));
+  }
+  return out;
+}
+
+Value Engine::record(std::string_view table, std::string_view sys_id) const {
+  return core_->dispatcher.get(table, sys_id);
+}
+
+std::vector<Value> Engine::records(std::string_view table) const { return core_->dispatcher.records(table); }
+
+std::vector<std::string> Engine::tables() const { return core_->dispatcher.table_names(); }
+
+Value Engine::document(const std::vector<std::string>& errors) const {
+  std::vector<Value> contexts_json;
+  for (const ContextRecord& c : contexts()) contexts_json.push_back(c.value());
+  std::vector<Member> tables_json;
+  for (const std::string& t : tables()) {
+    tables_json.push_back(Member{Value(std::string_view(t)), Value::array(records(t))});
+  }
+  std::vector<Value> errors_json;
+  for (const std::string& e : errors) errors_json.push_back(Value(std::string_view(e)));
+  return Value::object({{"contexts", Value::array(std::move(contexts_json))},
+                        {"skipped", Value::array(skipped())},
+                        {"records", Value::object(std::move(tables_json))},
+                        {"locks", Value::empty_array()},
+                        {"errors", Value::array(std::move(errors_json))}});
+}
+
+}  // namespace flowrt

@@ -1,0 +1,87 @@
+// Engine: flowrt's library API. Everything the events file can do, a C++ program (or a
+// GoogleTest) can do here: load definitions, write records, fire events, call and test
+// flows, drive the clock, and read context records and tables.
+//
+// Thread-safety: every method may be called from any thread. Operations do not wait for
+// the flows they trigger (they race as real traffic would); settle() is the barrier.
+// Records returned are snapshots (immutable Values), consistent at the time of the call.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "actions/custom_action.h"
+#include "compiler/diagnostics.h"
+#include "runtime/context_record_view.h"
+#include "runtime/engine_core.h"
+#include "runtime/properties.h"
+
+namespace flowrt {
+
+class Engine {
+ public:
+  explicit Engine(EngineOptions options = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // ---- definitions and lifecycle (SPEC sections 2, 9.6, 11) ----
+  // Loads definition files or directories. All or nothing: when anything is wrong, nothing
+  // is added and the diagnostics say what (file: /json/pointer: message).
+  Diagnostics load(const std::vector<std::string>& paths);
+  // Loads definitions from JSON text (one object or an array), named `file` in errors.
+  Diagnostics load_text(std::string_view text, const std::string& file = "<text>");
+  Status save(const Value& definition);       // as a draft
+  Status publish(std::string_view id);
+  Status activate(std::string_view id);
+  Status deactivate(std::string_view id);
+  // Compiles every loaded definition; the diagnostics of all that do not compile.
+  Diagnostics validate() const;
+  Status register_action(CustomActionType type);
+  Status set_property(std::string_view name, const Value& value);
+  EngineProperties properties() const;
+
+  // ---- operations ----
+  Result<Value> insert(std::string_view table, const Value& values);
+  Result<Value> update(std::string_view table, std::string_view sys_id, const Value& values);
+  // Updates every record matching `where` (a condition object); returns how many.
+  Result<size_t> update_where(std::string_view table, const Value& where, const Value& values);
+  Result<Value> remove(std::string_view table, std::string_view sys_id);
+  Result<size_t> remove_where(std::string_view table, const Value& where);
+  Status fire_event(std::string_view name, const Value& payload = Value());
+  // Starts an active API flow; returns the new context's id.
+  Result<std::string> call_flow(std::string_view flow, const Value& inputs = Value::empty_object());
+  // Runs a flow now, trigger condition bypassed, drafts included: with a record
+  // ({"table", "sys_id"}) for record-triggered flows, or with inputs.
+  Result<std::string> test_flow(std::string_view flow, const Value& record, const Value& inputs);
+  Status cancel(std::string_view context_id);
+
+  // ---- the clock ----
+  // Moves a virtual clock on by `d`, running everything that falls due on the way.
+  void advance(DurationMs d);
+  // Waits until no context can run, moving a virtual clock to each timer a context waits
+  // on, up to `until` from now.
+  void settle(DurationMs until = 24 * 3600 * 1000);
+  TimeMs now() const;
+
+  // ---- reading ----
+  std::optional<ContextRecord> context(std::string_view id) const;
+  std::vector<ContextRecord> contexts(std::string_view flow = {}) const;
+  std::vector<Value> skipped() const;  // {"flow", "reason", "event", "cause"}
+  Value record(std::string_view table, std::string_view sys_id) const;
+  std::vector<Value> records(std::string_view table) const;
+  std::vector<std::string> tables() const;
+  // {"contexts", "skipped", "records", "locks", "errors"}: the `flowrt run` document.
+  Value document(const std::vector<std::string>& errors = {}) const;
+
+  // Internals, for tools in this project (benchmarks, the CLI).
+  EngineCore& core() { return *core_; }
+
+ private:
+  std::unique_ptr<EngineCore> core_;
+};
+
+}  // namespace flowrt

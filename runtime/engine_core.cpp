@@ -1,0 +1,231 @@
+#include "runtime/engine_core.h"
+
+#include <chrono>
+
+#include "runtime/interpreter.h"
+#include "triggers/schedule.h"
+
+namespace flowrt {
+
+EngineCore::EngineCore(EngineOptions opts)
+    : options(std::move(opts)),
+      clock(options.virtual_clock, options.virtual_clock ? options.start_time : 0),
+      flows(&actions),
+      dispatcher(*this, options.seed),
+      workers(events, [this](Context* ctx) { run(ctx); }),
+      props_(options.properties) {
+  contexts.set_retention(options.properties.context_retention);
+}
+
+EngineCore::~EngineCore() { stop(); }
+
+void EngineCore::start() {
+  if (started_) return;
+  started_ = true;
+  unsigned n = properties().worker_threads;
+  if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
+  workers.start(n);
+  if (!clock.is_virtual()) {
+    timer_thread_ = std::thread([this] {
+      while (true) {
+        std::vector<TimerQueue::Fire> due = timers.wait_due(clock);
+        if (due.empty()) return;  // stopped
+        for (TimerQueue::Fire& f : due) f();
+      }
+    });
+  }
+}
+
+void EngineCore::stop() {
+  if (!started_) return;
+  started_ = false;
+  timers.stop();
+  if (timer_thread_.joinable()) timer_thread_.join();
+  workers.stop();
+}
+
+EngineProperties EngineCore::properties() const {
+  MutexLock lock(props_mu_);
+  return props_;
+}
+
+Status EngineCore::set_property(std::string_view name, const Value& value) {
+  size_t retention;
+  {
+    MutexLock lock(props_mu_);
+    EngineProperties next = props_;
+    FLOWRT_RETURN_IF_ERROR(flowrt::set_property(&next, name, value));
+    props_ = next;
+    retention = props_.context_retention;
+  }
+  contexts.set_retention(retention);
+  return Status::ok();
+}
+
+CompileOptions EngineCore::compile_options() const {
+  const EngineProperties p = properties();
+  CompileOptions o;
+  o.max_actions = p.max_actions;
+  o.max_action_steps = p.max_action_steps;
+  return o;
+}
+
+void EngineCore::work_done() {
+  if (work_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    MutexLock lock(idle_mu_);
+    idle_cv_.notify_all();
+  }
+}
+
+void EngineCore::wait_idle() {
+  MutexLock lock(idle_mu_);
+  while (work_.load(std::memory_order_acquire) != 0) idle_cv_.wait(idle_mu_);
+}
+
+void EngineCore::run(Context* ctx) {
+  if (ctx->begin_run()) {
+    Interpreter interpreter(*this, *ctx);
+    if (interpreter.run() == Interpreter::Outcome::kParked) park(ctx);
+  }
+  work_done();
+}
+
+void EngineCore::make_ready(Context* ctx) {
+  work_added();
+  workers.push_ready(ctx);
+}
+
+void EngineCore::wake(const std::shared_ptr<Context>& ctx, uint64_t wait_id, WakeUp w) {
+  if (ctx->wake(wait_id, std::move(w))) make_ready(ctx.get());
+}
+
+void EngineCore::park(Context* ctx) {
+  std::shared_ptr<Context> self = ctx->shared_from_this();
+  const uint64_t id = ctx->begin_park();
+  const WaitRequest& w = ctx->exec.wait;
+  auto at = [this](WakeUp::Kind kind) {
+    WakeUp wake;
+    wake.kind = kind;
+    wake.at = clock.now();
+    return wake;
+  };
+  switch (w.kind) {
+    case WaitRequest::Kind::kTimer:
+      ctx->exec.timer = timers.add(w.deadline, true, [this, self, id, at] { wake(self, id, at(WakeUp::Kind::kTimer)); });
+      break;
+    case WaitRequest::Kind::kRecord:
+      if (!dispatcher.add_waiter(w.table, w.sys_id, self, id, w.condition)) {
+        self->wake(id, at(WakeUp::Kind::kRecordDeleted));  // kept for end_park
+      } else if (w.deadline >= 0) {
+        ctx->exec.timer =
+            timers.add(w.deadline, true, [this, self, id, at] { wake(self, id, at(WakeUp::Kind::kTimeout)); });
+      }
+      break;
+    default: break;
+  }
+  if (ctx->end_park()) make_ready(ctx);
+}
+
+void EngineCore::clear_wait(Context& ctx) {
+  ExecState& e = ctx.exec;
+  timers.cancel(e.timer);
+  e.timer = TimerHandle{};
+  if (e.wait.kind == WaitRequest::Kind::kRecord) dispatcher.remove_waiter(e.wait.table, e.wait.sys_id, &ctx);
+  e.wait = WaitRequest{};
+}
+
+void EngineCore::finish_context(Context& ctx, ContextStatus status, Value error) {
+  ctx.finish(status, clock.now(), std::move(error), ctx.run_ms);
+  contexts.on_finished();
+}
+
+Status EngineCore::cancel(std::string_view context_id) {
+  std::shared_ptr<Context> ctx = contexts.find(context_id);
+  if (!ctx) return Error{"no context '" + std::string(context_id) + "'"};
+  if (ctx->request_cancel()) make_ready(ctx.get());
+  return Status::ok();
+}
+
+void EngineCore::fire_due(TimeMs t, bool context_only) {
+  for (TimerQueue::Fire& f : timers.take_due(t, context_only)) f();
+}
+
+void EngineCore::advance(DurationMs d) {
+  MutexLock drive(drive_mu_);
+  const TimeMs target = clock.now() + d;
+  while (true) {
+    wait_idle();
+    std::optional<TimeMs> next = timers.next_deadline(false);
+    if (!next || *next > target) break;
+    clock.set(*next);
+    fire_due(clock.now(), false);
+  }
+  clock.set(target);
+  wait_idle();
+}
+
+void EngineCore::settle(DurationMs until) {
+  MutexLock drive(drive_mu_);
+  const TimeMs limit = clock.now() + until;
+  while (true) {
+    wait_idle();
+    std::optional<TimeMs> next = timers.next_deadline(true);
+    if (!next || *next > limit) break;
+    if (clock.is_virtual()) {
+      clock.set(*next);
+      fire_due(clock.now(), true);
+    } else {
+      // A real clock cannot be moved: wait for the timer thread to fire it.
+      const TimeMs wait = std::min<TimeMs>(std::max<TimeMs>(*next - clock.now(), 1), 10);
+      std::this_thread::sleep_for(std::chrono::milliseconds(wait));
+    }
+  }
+}
+
+void EngineCore::refresh_triggers() {
+  dispatcher.set_index(flows.build_index());
+  arm_schedules();
+}
+
+void EngineCore::arm_schedules() {
+  MutexLock lock(schedule_mu_);
+  for (FlowSlot* slot : flows.active_flows()) {
+    std::shared_ptr<const Plan> plan;
+    {
+      MutexLock plan_lock(slot->plan_mu);
+      plan = slot->plan;
+    }
+    if (!plan || plan->trigger.type != TriggerType::kSchedule) continue;
+    if (slot->schedule_timer.valid()) continue;  // armed already
+    std::optional<TimeMs> next = next_occurrence(plan->trigger, slot->activated_at, clock.now());
+    if (!next) continue;
+    const uint64_t generation = ++slot->schedule_generation;
+    const TimeMs at = *next;
+    slot->schedule_timer = timers.add(at, false, [this, slot, generation, at] { schedule_tick(slot, generation, at); });
+  }
+}
+
+void EngineCore::schedule_tick(FlowSlot* slot, uint64_t generation, TimeMs at) {
+  std::shared_ptr<const Plan> plan;
+  {
+    MutexLock lock(schedule_mu_);
+    if (generation != slot->schedule_generation) return;
+    slot->schedule_timer = TimerHandle{};
+    if (!slot->active.load(std::memory_order_acquire)) return;
+    MutexLock plan_lock(slot->plan_mu);
+    plan = slot->plan;
+  }
+  if (!plan || plan->trigger.type != TriggerType::kSchedule) return;
+  TriggerData t;
+  t.type = TriggerType::kSchedule;
+  t.time = at;
+  (void)dispatcher.start_flow(*slot, std::move(t), Value(), Origin{});
+  std::optional<TimeMs> next = next_occurrence(plan->trigger, slot->activated_at, at + 1);
+  if (!next) return;
+  MutexLock lock(schedule_mu_);
+  if (generation != slot->schedule_generation) return;
+  const TimeMs when = *next;
+  slot->schedule_timer = timers.add(when, false, [this, slot, generation, when] { schedule_tick(slot, generation, when); });
+}
+
+}  // namespace flowrt

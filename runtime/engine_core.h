@@ -1,0 +1,111 @@
+// EngineCore: the runtime's internals behind the Engine facade, and the one place that
+// owns them all.
+//
+// Components and their owners: the clock and timers, the action registry, the flow
+// registry (definitions, plan cache), the context store, the event queue, the dispatcher
+// (records, triggers, commit path) and the worker pool (threads). Work accounting: `work_`
+// counts contexts that are queued, ready or running; it reaches zero only when no context
+// can run, which is what settle waits for. Shutdown order (destructor): stop the timer
+// thread, stop the workers (wake and join), then free contexts and everything else.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "actions/custom_action.h"
+#include "compiler/compiler.h"
+#include "runtime/clock.h"
+#include "runtime/context_store.h"
+#include "runtime/dispatcher.h"
+#include "runtime/event_queue.h"
+#include "runtime/flow_registry.h"
+#include "runtime/properties.h"
+#include "runtime/thread_annotations.h"
+#include "runtime/worker_pool.h"
+
+namespace flowrt {
+
+struct EngineOptions {
+  // Virtual clock (moves only on advance/settle) or the system clock.
+  bool virtual_clock = true;
+  // Where a virtual clock starts.
+  TimeMs start_time = kDefaultVirtualStart;
+  // Rules and budgets; worker_threads among them.
+  EngineProperties properties;
+  // Seed of generated sys_ids.
+  uint64_t seed = 0;
+};
+
+class EngineCore {
+ public:
+  explicit EngineCore(EngineOptions options);
+  ~EngineCore();
+  EngineCore(const EngineCore&) = delete;
+  EngineCore& operator=(const EngineCore&) = delete;
+
+  // Starts the workers (and the timer thread of a real clock).
+  void start();
+  void stop();
+
+  // ---- properties ----
+  EngineProperties properties() const EXCLUDES(props_mu_);
+  Status set_property(std::string_view name, const Value& value) EXCLUDES(props_mu_);
+  CompileOptions compile_options() const;
+
+  // ---- work accounting ----
+  void work_added(int64_t n = 1) { work_.fetch_add(n, std::memory_order_acq_rel); }
+  void work_done();
+  // Blocks until no context is queued, ready or running.
+  void wait_idle() EXCLUDES(idle_mu_);
+
+  // ---- running contexts ----
+  // Worker entry: runs a queued or ready context until it ends or parks.
+  void run(Context* ctx);
+  // Hands a context to the workers.
+  void make_ready(Context* ctx);
+  void wake(const std::shared_ptr<Context>& ctx, uint64_t wait_id, WakeUp wake);
+  // Drops a parked context's wait registrations (timer, record waiter).
+  void clear_wait(Context& ctx);
+  // Ends a context: releases what it holds, finishes its record.
+  void finish_context(Context& ctx, ContextStatus status, Value error);
+  Status cancel(std::string_view context_id);
+
+  // ---- clock ----
+  void advance(DurationMs d);
+  void settle(DurationMs until);
+  // (Re)arms the schedule timers of every active schedule-triggered flow.
+  void arm_schedules();
+  // Rebuilds the trigger index from the active flows and arms schedules.
+  void refresh_triggers();
+
+  // ---- components (constant after construction) ----
+  const EngineOptions options;
+  EngineClock clock;
+  TimerQueue timers;
+  ActionRegistry actions;
+  FlowRegistry flows;
+  ContextStore contexts;
+  EventQueue events;
+  Dispatcher dispatcher;
+  WorkerPool workers;
+
+ private:
+  void park(Context* ctx);
+  void fire_due(TimeMs t, bool context_only);
+  void schedule_tick(FlowSlot* flow, uint64_t generation, TimeMs at);
+
+  mutable Mutex props_mu_;
+  EngineProperties props_ GUARDED_BY(props_mu_);
+  std::atomic<int64_t> work_{0};
+  Mutex idle_mu_;
+  CondVar idle_cv_;
+  Mutex drive_mu_;  // one advance/settle at a time
+  Mutex schedule_mu_;
+  std::thread timer_thread_;
+  bool started_ = false;
+};
+
+}  // namespace flowrt

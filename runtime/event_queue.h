@@ -1,0 +1,33 @@
+// EventQueue: the one FIFO queue of trigger events, in commit order.
+//
+// Built on moodycamel::ConcurrentQueue, which orders items only per producer: every push
+// goes through the one producer token, and pushes happen under the Dispatcher's commit
+// lock (REQUIRES), so the queue order is the commit order across all producers. Any thread
+// may pop; items are claimed in queue order. The moodycamel header stays out of this one.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+namespace flowrt {
+
+class Context;
+
+class EventQueue {
+ public:
+  EventQueue();
+  ~EventQueue();
+  EventQueue(const EventQueue&) = delete;
+  EventQueue& operator=(const EventQueue&) = delete;
+
+  // REQUIRES: the caller holds the commit lock (one producer at a time).
+  void push(Context* event);
+  bool try_pop(Context** event);
+  size_t size_approx() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace flowrt

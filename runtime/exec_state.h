@@ -1,0 +1,72 @@
+// ExecState: where a context is in its plan, and its data: the stack of running units
+// (the flow, and any subflow or action it called), each with its block frames, step
+// outputs, variables, inputs and loop items. Plain data that refers into the context's
+// immutable plan; to_value/from_value write it out and read it back as JSON (positions as
+// indices), which is what a parked context needs to outlive the process. Owned by the
+// thread running the context; not synchronized.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "actions/action.h"
+#include "plans/plan.h"
+#include "plans/result.h"
+#include "plans/value.h"
+#include "runtime/clock.h"
+
+namespace flowrt {
+
+struct BlockFrame {
+  enum class Kind : uint8_t { kBody, kBranch, kLoop, kTry, kCatch };
+  Kind kind = Kind::kBody;
+  const Block* block = nullptr;
+  uint32_t pc = 0;          // index of the next node of `block` to run
+  uint32_t branch = 0;      // kBranch: 0 = then, k = else_if k, kElse = else
+  Value prefix;             // path of this block's nodes = prefix + index (+ "#iteration")
+  bool dynamic = false;     // false: nodes' static paths apply
+  Value items;              // kLoop: the items
+  uint32_t iteration = 0;   // kLoop: index of the current item
+  int64_t record = -1;      // step entry of the node that opened the block (loop, try)
+  const Node* owner = nullptr;  // the logic node that opened the block (null for a body)
+  Value owner_path;         // its run-time path
+  Value error;              // kCatch: {"message", "step"}
+
+  static constexpr uint32_t kElse = UINT32_MAX;
+};
+
+struct Activation {
+  uint32_t unit = 0;                 // index in plan->units
+  std::vector<Value> steps;          // outputs by step slot
+  std::vector<Value> vars;           // by variable slot
+  std::vector<Value> inputs;         // by declared input slot
+  Value input_object;                // all inputs by name (flows without declarations)
+  std::vector<Value> items;          // current for_each item by loop depth
+  std::vector<Value> outputs;        // by declared output slot
+  std::vector<BlockFrame> blocks;
+  int64_t call_record = -1;          // the caller's step entry for this call (-1: the flow)
+  const Node* call_node = nullptr;   // the caller's call step
+  Value call_path;                   // its run-time path
+  Value prefix;                      // path prefix of this unit's steps: "3.subflow." ("" for the flow)
+};
+
+struct ExecState {
+  bool started = false;
+  std::vector<Activation> stack;
+
+  // The parked step, while parked.
+  bool parked = false;
+  const Node* parked_node = nullptr;
+  int64_t parked_record = -1;
+  Value parked_path;
+  std::vector<Value> parked_inputs;
+  WaitRequest wait;
+  TimerHandle timer;                 // the wait's timer (deadline or timeout), if any
+
+  // JSON: {"plan_version", "stack": [...], "parked": {...}}.
+  Value to_value(const Plan& plan) const;
+  // Rebuilds the state written by to_value against the same plan.
+  static Result<ExecState> from_value(const Value& v, const Plan& plan);
+};
+
+}  // namespace flowrt

@@ -1,0 +1,285 @@
+#include "runtime/flow_registry.h"
+
+#include <mutex>
+
+namespace flowrt {
+
+// Definitions as a compile sees them. REQUIRES: the registry's mu_ is held (shared or
+// exclusive) for as long as the returned pointers are used.
+class FlowRegistry::View final : public DefinitionLookup {
+ public:
+  View(const FlowRegistry& r, bool drafts_first) : r_(r), drafts_first_(drafts_first) {}
+  const Definition* find(UnitType type, std::string_view id) const override {
+    auto it = r_.defs_.find({type, std::string(id)});
+    if (it == r_.defs_.end()) return nullptr;
+    const Versions& v = it->second;
+    if (drafts_first_ && v.draft) return &*v.draft;
+    if (v.published) return &*v.published;
+    return v.draft ? &*v.draft : nullptr;  // a draft alone: the compiler refuses it unless allowed
+  }
+
+ private:
+  const FlowRegistry& r_;
+  bool drafts_first_;
+};
+
+FlowRegistry::FlowRegistry(const ActionTypeLookup* actions) : actions_(actions) {}
+FlowRegistry::~FlowRegistry() = default;
+
+FlowSlot* FlowRegistry::slot_locked(const std::string& id) {
+  auto it = slots_by_id_.find(id);
+  if (it != slots_by_id_.end()) return it->second;
+  slots_.push_back(std::make_unique<FlowSlot>(static_cast<uint32_t>(slots_.size()), id));
+  FlowSlot* s = slots_.back().get();
+  slots_by_id_.emplace(id, s);
+  return s;
+}
+
+void FlowRegistry::add(std::vector<Definition> defs) {
+  std::unique_lock lock(mu_);
+  for (Definition& d : defs) {
+    if (d.type == UnitType::kFlow) slot_locked(d.id);
+    Versions& v = defs_[{d.type, d.id}];
+    if (d.status == DefinitionStatus::kDraft) v.draft = std::move(d);
+    else v.published = std::move(d);
+  }
+  bump_epoch();
+}
+
+void FlowRegistry::save(Definition def) {
+  std::unique_lock lock(mu_);
+  if (def.type == UnitType::kFlow) slot_locked(def.id);
+  def.status = DefinitionStatus::kDraft;
+  defs_[{def.type, def.id}].draft = std::move(def);
+  // Drafts run only in tests; plans of published versions are unaffected.
+}
+
+Status FlowRegistry::publish(std::string_view id, const CompileOptions& options) {
+  std::unique_lock lock(mu_);
+  for (UnitType type : {UnitType::kFlow, UnitType::kSubflow, UnitType::kAction}) {
+    auto it = defs_.find({type, std::string(id)});
+    if (it == defs_.end() || !it->second.draft) continue;
+    Definition candidate = *it->second.draft;
+    candidate.status = DefinitionStatus::kPublished;
+    View view(*this, false);
+    Compiler compiler(view, actions_, options);
+    Diagnostics diags;
+    if (!compiler.compile_unit(candidate, &diags)) return Error{diags.describe()};
+    it->second.published = std::move(candidate);
+    it->second.draft.reset();
+    bump_epoch();
+    return Status::ok();
+  }
+  for (UnitType type : {UnitType::kFlow, UnitType::kSubflow, UnitType::kAction}) {
+    if (defs_.count({type, std::string(id)})) return Status::ok();  // already published, nothing to do
+  }
+  return Error{"no definition '" + std::string(id) + "'"};
+}
+
+Status FlowRegistry::activate(std::string_view id, const CompileOptions& options, TimeMs now) {
+  std::unique_lock lock(mu_);
+  auto it = defs_.find({UnitType::kFlow, std::string(id)});
+  if (it == defs_.end()) return Error{"no flow '" + std::string(id) + "'"};
+  Versions& v = it->second;
+  Definition candidate = v.draft ? *v.draft : *v.published;
+  candidate.status = DefinitionStatus::kPublished;
+  View view(*this, false);
+  Compiler compiler(view, actions_, options);
+  Diagnostics diags;
+  std::shared_ptr<const Plan> plan = compiler.compile_flow(candidate, &diags);
+  if (!plan) return Error{"flow '" + std::string(id) + "' cannot be activated: " + diags.describe()};
+  const bool changed = v.draft.has_value();
+  if (changed) {
+    v.published = std::move(candidate);
+    v.draft.reset();
+    bump_epoch();
+  }
+  FlowSlot* s = slot_locked(std::string(id));
+  {
+    MutexLock plan_lock(s->plan_mu);
+    s->plan = std::move(plan);
+    s->compile_error.clear();
+    s->validated_epoch = epoch();
+  }
+  if (!s->active.load()) s->activated_at = now;
+  s->active.store(true, std::memory_order_release);
+  return Status::ok();
+}
+
+Status FlowRegistry::deactivate(std::string_view id) {
+  std::unique_lock lock(mu_);
+  auto it = slots_by_id_.find(id);
+  if (it == slots_by_id_.end()) return Error{"no flow '" + std::string(id) + "'"};
+  it->second->active.store(false, std::memory_order_release);
+  return Status::ok();
+}
+
+std::vector<std::pair<std::string, std::string>> FlowRegistry::activate_loaded(const CompileOptions& options,
+                                                                               TimeMs now) {
+  std::vector<std::string> ids;
+  {
+    std::shared_lock lock(mu_);
+    for (const auto& [key, v] : defs_) {
+      if (key.first == UnitType::kFlow && v.published && v.published->active) ids.push_back(key.second);
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> errors;
+  for (const std::string& id : ids) {
+    std::unique_lock lock(mu_);
+    auto it = defs_.find({UnitType::kFlow, id});
+    View view(*this, false);
+    Compiler compiler(view, actions_, options);
+    Diagnostics diags;
+    std::shared_ptr<const Plan> plan = compiler.compile_flow(*it->second.published, &diags);
+    if (!plan) {
+      errors.emplace_back(id, diags.describe());
+      continue;
+    }
+    FlowSlot* s = slot_locked(id);
+    MutexLock plan_lock(s->plan_mu);
+    s->plan = std::move(plan);
+    s->compile_error.clear();
+    s->validated_epoch = epoch();
+    s->activated_at = now;
+    s->active.store(true, std::memory_order_release);
+  }
+  return errors;
+}
+
+FlowSlot* FlowRegistry::slot(std::string_view flow_id) const {
+  std::shared_lock lock(mu_);
+  auto it = slots_by_id_.find(flow_id);
+  return it == slots_by_id_.end() ? nullptr : it->second;
+}
+
+FlowSlot* FlowRegistry::slot(uint32_t index) const {
+  std::shared_lock lock(mu_);
+  return index < slots_.size() ? slots_[index].get() : nullptr;
+}
+
+std::vector<FlowSlot*> FlowRegistry::active_flows() const {
+  std::shared_lock lock(mu_);
+  std::vector<FlowSlot*> out;
+  for (const auto& s : slots_) {
+    if (s->active.load(std::memory_order_acquire)) out.push_back(s.get());
+  }
+  return out;
+}
+
+std::optional<Definition> FlowRegistry::definition(UnitType type, std::string_view id) const {
+  std::shared_lock lock(mu_);
+  View view(*this, false);
+  const Definition* d = view.find(type, id);
+  return d ? std::optional<Definition>(*d) : std::nullopt;
+}
+
+std::vector<Definition> FlowRegistry::all_definitions() const {
+  std::shared_lock lock(mu_);
+  std::vector<Definition> out;
+  for (const auto& [key, v] : defs_) {
+    if (v.published) out.push_back(*v.published);
+    if (v.draft) out.push_back(*v.draft);
+  }
+  return out;
+}
+
+bool FlowRegistry::dependencies_current(const Plan& plan) const {
+  View view(*this, false);
+  for (const PlanDependency& d : plan.dependencies) {
+    const Definition* def = view.find(d.type, d.id);
+    if (!def || def->fingerprint != d.fingerprint || def->status != DefinitionStatus::kPublished) return false;
+  }
+  return true;
+}
+
+FlowRegistry::PlanResult FlowRegistry::plan_for(FlowSlot& slot, const CompileOptions& options) {
+  const uint64_t now_epoch = epoch();
+  {
+    MutexLock lock(slot.plan_mu);
+    if (slot.validated_epoch == now_epoch) return PlanResult{slot.plan, slot.compile_error};
+  }
+  // Something changed since the plan was checked: re-check its dependencies, and compile
+  // only if the flow or something it uses really changed. Lock order: mu_, then plan_mu.
+  std::shared_lock lock(mu_);
+  std::shared_ptr<const Plan> cached;
+  {
+    MutexLock plan_lock(slot.plan_mu);
+    cached = slot.plan;
+  }
+  PlanResult result;
+  if (cached && dependencies_current(*cached)) {
+    result.plan = cached;
+  } else {
+    auto it = defs_.find({UnitType::kFlow, slot.id});
+    if (it == defs_.end() || !it->second.published) {
+      result.error = "flow '" + slot.id + "' has no published version";
+    } else {
+      View view(*this, false);
+      Compiler compiler(view, actions_, options);
+      Diagnostics diags;
+      result.plan = compiler.compile_flow(*it->second.published, &diags);
+      if (!result.plan) result.error = diags.describe();
+    }
+  }
+  MutexLock plan_lock(slot.plan_mu);
+  slot.plan = result.plan;
+  slot.compile_error = result.error;
+  slot.validated_epoch = now_epoch;
+  return result;
+}
+
+FlowRegistry::PlanResult FlowRegistry::plan_for_test(std::string_view flow_id, const CompileOptions& options) {
+  std::shared_lock lock(mu_);
+  auto it = defs_.find({UnitType::kFlow, std::string(flow_id)});
+  if (it == defs_.end()) return PlanResult{nullptr, "no flow '" + std::string(flow_id) + "'"};
+  const Definition& def = it->second.draft ? *it->second.draft : *it->second.published;
+  CompileOptions o = options;
+  o.allow_draft_dependencies = def.source["show_draft_actions"] == Value(true);
+  View view(*this, o.allow_draft_dependencies);
+  Compiler compiler(view, actions_, o);
+  Diagnostics diags;
+  PlanResult result;
+  result.plan = compiler.compile_flow(def, &diags);
+  if (!result.plan) result.error = diags.describe();
+  return result;
+}
+
+void FlowRegistry::check_all(const CompileOptions& options, Diagnostics* diags) const {
+  std::shared_lock lock(mu_);
+  for (const auto& [key, v] : defs_) {
+    for (const std::optional<Definition>* version : {&v.published, &v.draft}) {
+      if (!version->has_value()) continue;
+      const Definition& def = **version;
+      CompileOptions o = options;
+      o.allow_draft_dependencies =
+          def.status == DefinitionStatus::kDraft && def.source["show_draft_actions"] == Value(true);
+      View view(*this, o.allow_draft_dependencies);
+      Compiler compiler(view, actions_, o);
+      compiler.compile_unit(def, diags);
+    }
+  }
+}
+
+std::shared_ptr<const TriggerIndex> FlowRegistry::build_index() const {
+  auto index = std::make_shared<TriggerIndex>();
+  std::shared_lock lock(mu_);
+  for (const auto& s : slots_) {
+    if (!s->active.load(std::memory_order_acquire)) continue;
+    std::shared_ptr<const Plan> plan;
+    {
+      MutexLock plan_lock(s->plan_mu);
+      plan = s->plan;
+    }
+    if (!plan) continue;
+    TriggerEntry e;
+    e.flow = s->index;
+    e.handle = s.get();
+    e.flow_id = s->id;
+    // The trigger lives in the plan; share the plan's ownership.
+    e.spec = std::shared_ptr<const TriggerSpec>(plan, &plan->trigger);
+    index->add(std::move(e));
+  }
+  return index;
+}
+
+}  // namespace flowrt

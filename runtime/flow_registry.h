@@ -1,0 +1,91 @@
+// FlowRegistry: every definition (draft and published versions), the flows' lifecycle, and
+// the plan cache.
+//
+// Thread-safety: definitions and lifecycle are guarded by mu_ (readers share it; saving,
+// publishing, activating take it alone). The plan cache is per flow (FlowSlot::plan_mu):
+// plan_for returns the cached plan while no definition has changed since it was checked
+// (one epoch compare), re-checks the plan's dependencies after a change, and compiles just
+// in time only when the flow or something it uses really changed. Plans are immutable and
+// shared: a context keeps the plan it started with.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "compiler/compiler.h"
+#include "compiler/definition.h"
+#include "triggers/trigger_index.h"
+#include "runtime/flow_slot.h"
+
+namespace flowrt {
+
+class FlowRegistry {
+ public:
+  explicit FlowRegistry(const ActionTypeLookup* actions);
+  ~FlowRegistry();
+
+  // ---- definitions and lifecycle ----
+  // Adds definitions as written: published or draft per their status. Replaces existing
+  // versions of the same status.
+  void add(std::vector<Definition> defs);
+  // Stores `def` as the draft of its id (SPEC "save").
+  void save(Definition def);
+  // Makes the draft of `id` the published version, after checking that it compiles.
+  // For flows, also after checking the flow compiles. `type` may be null: any type.
+  Status publish(std::string_view id, const CompileOptions& options);
+  // Publishes a flow's draft if it has one, compiles it and makes it active.
+  Status activate(std::string_view id, const CompileOptions& options, TimeMs now);
+  Status deactivate(std::string_view id);
+  // Activates every published flow marked active (after a load). Errors are returned per flow.
+  std::vector<std::pair<std::string, std::string>> activate_loaded(const CompileOptions& options, TimeMs now);
+
+  // ---- lookups ----
+  FlowSlot* slot(std::string_view flow_id) const;
+  FlowSlot* slot(uint32_t index) const;
+  std::vector<FlowSlot*> active_flows() const;
+  // The published (or, failing that, draft) definition, copied.
+  std::optional<Definition> definition(UnitType type, std::string_view id) const;
+  std::vector<Definition> all_definitions() const;  // published and drafts
+  uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
+
+  // ---- plans ----
+  struct PlanResult {
+    std::shared_ptr<const Plan> plan;
+    std::string error;  // the compile error, when plan is null
+  };
+  // The plan new contexts of this flow run (published versions), from the cache.
+  PlanResult plan_for(FlowSlot& slot, const CompileOptions& options);
+  // Compiles the flow's current version for test_flow: the draft if there is one, with
+  // draft dependencies when it shows draft actions. Not cached.
+  PlanResult plan_for_test(std::string_view flow_id, const CompileOptions& options);
+  // Compiles every definition (flows and, alone, subflows and actions), for validate.
+  void check_all(const CompileOptions& options, Diagnostics* diags) const;
+
+  // A new trigger index over the active flows.
+  std::shared_ptr<const TriggerIndex> build_index() const;
+
+ private:
+  struct Versions {
+    std::optional<Definition> draft;
+    std::optional<Definition> published;
+  };
+  class View;  // DefinitionLookup over published (or draft) versions; REQUIRES mu_ held
+
+  FlowSlot* slot_locked(const std::string& id);
+  bool dependencies_current(const Plan& plan) const;  // REQUIRES mu_ held
+  void bump_epoch() { epoch_.fetch_add(1, std::memory_order_acq_rel); }
+
+  const ActionTypeLookup* actions_;
+  mutable std::shared_mutex mu_;
+  std::map<std::pair<UnitType, std::string>, Versions> defs_;  // guarded by mu_
+  std::map<std::string, FlowSlot*, std::less<>> slots_by_id_;    // guarded by mu_
+  std::vector<std::unique_ptr<FlowSlot>> slots_;                 // guarded by mu_; slots never move
+  std::atomic<uint64_t> epoch_{0};
+};
+
+}  // namespace flowrt

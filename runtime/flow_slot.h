@@ -1,0 +1,41 @@
+// FlowSlot: the runtime's handle on one flow id, stable for the engine's life.
+//
+// It carries the plan cache entry of the flow (guarded by plan_mu) and its lifecycle state
+// (active flag, schedule), which the FlowRegistry changes under its own lock.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "plans/plan.h"
+#include "plans/value.h"
+#include "runtime/clock.h"
+#include "runtime/thread_annotations.h"
+
+namespace flowrt {
+
+struct FlowSlot {
+  FlowSlot(uint32_t i, std::string flow_id)
+      : index(i), id(std::move(flow_id)), id_value(std::string_view(id)) {}
+
+  // ---- constant ----
+  const uint32_t index;
+  const std::string id;
+  const Value id_value;
+
+  // ---- plan cache entry ----
+  Mutex plan_mu;
+  std::shared_ptr<const Plan> plan GUARDED_BY(plan_mu);  // null when it does not compile
+  std::string compile_error GUARDED_BY(plan_mu);         // why, when plan is null
+  uint64_t validated_epoch GUARDED_BY(plan_mu) = UINT64_MAX;
+
+  // ---- lifecycle: written under FlowRegistry's lock; `active` is read without it ----
+  std::atomic<bool> active{false};
+  TimeMs activated_at = 0;
+  TimerHandle schedule_timer;
+  uint64_t schedule_generation = 0;  // a schedule timer of an older generation is stale
+};
+
+}  // namespace flowrt

@@ -1,0 +1,515 @@
+#include "runtime/interpreter.h"
+
+#include "runtime/engine_core.h"
+#include "runtime/flow_slot.h"
+#include "runtime/step_host.h"
+
+namespace flowrt {
+namespace {
+
+Value error_value(const std::string& message, const Value& step) {
+  return Value::object({{"message", Value(std::string_view(message))}, {"step", step}});
+}
+
+std::string join_path(const Value& prefix, std::string_view segment) {
+  std::string s(prefix.as_string());
+  s += segment;
+  return s;
+}
+
+}  // namespace
+
+Interpreter::Interpreter(EngineCore& core, Context& ctx)
+    : core_(core), ctx_(ctx), exec_(ctx.exec), props_(core.properties()) {}
+
+TimeMs Interpreter::now() const { return core_.clock.now(); }
+
+double Interpreter::elapsed_ms() const {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - slice_start_).count();
+}
+
+bool Interpreter::over_quota() const {
+  return ctx_.run_ms + elapsed_ms() > static_cast<double>(props_.max_run_time);
+}
+
+Interpreter::Outcome Interpreter::run() {
+  slice_start_ = std::chrono::steady_clock::now();
+  Flow flow = Flow::kContinue;
+  if (!exec_.started) {
+    if (!start()) return Outcome::kFinished;
+  } else if (exec_.parked) {
+    flow = resume();
+  }
+  if (flow == Flow::kContinue) flow = loop();
+  if (flow == Flow::kParked) {
+    ctx_.run_ms += elapsed_ms();
+    return Outcome::kParked;
+  }
+  return Outcome::kFinished;
+}
+
+bool Interpreter::start() {
+  exec_.started = true;
+  if (ctx_.cancel_requested()) {
+    finish(ContextStatus::kCancelled, Value());
+    return false;
+  }
+  if (!ctx_.plan) {
+    FlowRegistry::PlanResult p = core_.flows.plan_for(*ctx_.flow, core_.compile_options());
+    if (!p.plan) {
+      finish(ContextStatus::kError, error_value("flow '" + ctx_.flow->id + "' does not compile: " + p.error, Value()));
+      return false;
+    }
+    ctx_.plan = std::move(p.plan);
+  }
+  const PlanUnit& root = ctx_.plan->root();
+  std::vector<Value> inputs;
+  for (const Param& p : root.inputs) inputs.push_back(ctx_.inputs[p.name]);
+  push_activation(0, std::move(inputs), ctx_.inputs, -1, Value());
+  ctx_.record_start(ctx_.plan.get(), now(), exec_.stack.back().vars);
+  return true;
+}
+
+void Interpreter::push_activation(uint32_t unit_index, std::vector<Value> inputs, Value input_object,
+                                  int64_t call_record, Value prefix) {
+  const PlanUnit& unit = ctx_.plan->units[unit_index];
+  Activation a;
+  a.unit = unit_index;
+  a.steps.resize(unit.step_ids.size());
+  a.vars = unit.variable_initial;
+  a.inputs = std::move(inputs);
+  a.input_object = std::move(input_object);
+  a.items.resize(unit.max_loop_depth);
+  a.outputs.resize(unit.outputs.size());
+  a.call_record = call_record;
+  a.prefix = std::move(prefix);
+  BlockFrame body;
+  body.kind = BlockFrame::Kind::kBody;
+  body.block = &unit.body;
+  body.prefix = a.prefix;
+  body.dynamic = !a.prefix.as_string().empty();
+  a.blocks.push_back(std::move(body));
+  exec_.stack.push_back(std::move(a));
+}
+
+void Interpreter::push_block(Activation& a, BlockFrame::Kind kind, const Block* block, const Value& owner_path,
+                             std::string_view segment, int64_t record, const Node* owner) {
+  const BlockFrame& parent = a.blocks.back();
+  BlockFrame f;
+  f.kind = kind;
+  f.block = block;
+  f.owner = owner;
+  f.owner_path = owner_path;
+  f.record = record;
+  // Static paths hold unless a loop iteration or a call prefix is somewhere above.
+  f.dynamic = parent.dynamic || parent.kind == BlockFrame::Kind::kLoop || kind == BlockFrame::Kind::kLoop;
+  if (f.dynamic) f.prefix = Value(std::string_view(join_path(owner_path, segment)));
+  a.blocks.push_back(std::move(f));
+}
+
+Scope Interpreter::scope_for(const Activation& a) const {
+  Scope s;
+  s.trigger = &ctx_.trigger;
+  s.steps = a.steps;
+  s.variables = a.vars;
+  s.inputs = a.inputs;
+  s.input_object = &a.input_object;
+  s.items = a.items;
+  for (auto it = a.blocks.rbegin(); it != a.blocks.rend(); ++it) {
+    if (it->kind == BlockFrame::Kind::kCatch) {
+      s.error = &it->error;
+      break;
+    }
+  }
+  s.context_id = &ctx_.id;
+  s.flow_id = &ctx_.flow->id_value;
+  return s;
+}
+
+Value Interpreter::path_of(const Activation&, const BlockFrame& f, const Node& node, uint32_t index) const {
+  if (!f.dynamic) return node.path;
+  std::string s(f.prefix.as_string());
+  s += std::to_string(index + 1);
+  if (f.kind == BlockFrame::Kind::kLoop) {
+    s += '#';
+    s += std::to_string(f.iteration + 1);
+  }
+  return Value(std::string_view(s));
+}
+
+Interpreter::Flow Interpreter::loop() {
+  while (true) {
+    if (ctx_.cancel_requested()) return finish(ContextStatus::kCancelled, Value());
+    if (over_quota()) {
+      return finish(ContextStatus::kError,
+                    error_value("the context ran longer than max_run_time (" +
+                                    format_duration(props_.max_run_time) + ")",
+                                Value()));
+    }
+    Activation& a = exec_.stack.back();
+    BlockFrame& f = a.blocks.back();
+    if (f.pc >= f.block->size()) {
+      Flow flow = end_block(a);
+      if (flow != Flow::kContinue) return flow;
+      continue;
+    }
+    const uint32_t index = f.pc++;
+    Flow flow = step_node(a, f, (*f.block)[index], index);
+    if (flow != Flow::kContinue) return flow;
+  }
+}
+
+Interpreter::Flow Interpreter::step_node(Activation& a, BlockFrame& f, const Node& node, uint32_t index) {
+  const Value path = path_of(a, f, node, index);
+  switch (node.op.index()) {
+    case 0: return run_action(a, node, std::get<ActionStep>(node.op), path);
+    case 1: {  // if
+      const IfNode& n = std::get<IfNode>(node.op);
+      const Scope scope = scope_for(a);
+      int chosen = -1;
+      for (size_t i = 0; i < n.conditions.size(); ++i) {
+        Result<bool> r = evaluate(n.conditions[i], scope);
+        if (!r) {
+          const int64_t rec = ctx_.begin_step(path, &node, now(), Value::empty_object());
+          ctx_.end_step(rec, StepStatus::kError, now(), Value(), Value(std::string_view(r.message())));
+          return raise(r.message(), path);
+        }
+        if (*r) {
+          chosen = static_cast<int>(i);
+          break;
+        }
+      }
+      Value branch;
+      const Block* block = nullptr;
+      std::string segment;
+      if (chosen == 0) {
+        branch = Value("then");
+        block = &n.branches[0];
+        segment = ".then.";
+      } else if (chosen > 0) {
+        branch = Value(std::string_view("else_if." + std::to_string(chosen)));
+        block = &n.branches[static_cast<size_t>(chosen)];
+        segment = ".else_if." + std::to_string(chosen) + ".then.";
+      } else if (n.has_else) {
+        branch = Value("else");
+        block = &n.else_block;
+        segment = ".else.";
+      }
+      const TimeMs t = now();
+      const int64_t rec = ctx_.begin_step(path, &node, t, Value::empty_object());
+      ctx_.end_step(rec, StepStatus::kCompleted, t, Value::object({{"branch", branch}}), Value());
+      if (block) {
+        push_block(a, BlockFrame::Kind::kBranch, block, path, segment, -1, &node);
+        a.blocks.back().branch = chosen >= 0 ? static_cast<uint32_t>(chosen) : BlockFrame::kElse;
+      }
+      return Flow::kContinue;
+    }
+    case 2: {  // for_each
+      const ForEachNode& n = std::get<ForEachNode>(node.op);
+      Result<Value> items = render(n.items, scope_for(a));
+      const int64_t rec = ctx_.begin_step(path, &node, now(), Value::object({{"items", items ? *items : Value()}}));
+      if (!items) {
+        ctx_.end_step(rec, StepStatus::kError, now(), Value(), Value(std::string_view(items.message())));
+        return raise(items.message(), path);
+      }
+      Value list = items->is_null() ? Value::empty_array() : *items;
+      std::string problem;
+      if (!list.is_array()) {
+        problem = "for_each needs an array, got " + std::string(type_name(list.type()));
+      } else if (list.size() > props_.max_iterations) {
+        problem = "for_each over " + std::to_string(list.size()) + " items is more than max_iterations (" +
+                  std::to_string(props_.max_iterations) + ")";
+      }
+      if (!problem.empty()) {
+        ctx_.end_step(rec, StepStatus::kError, now(), Value(), Value(std::string_view(problem)));
+        return raise(problem, path);
+      }
+      if (list.size() == 0) {
+        ctx_.end_step(rec, StepStatus::kCompleted, now(), Value::object({{"iterations", Value(0)}}), Value());
+        return Flow::kContinue;
+      }
+      push_block(a, BlockFrame::Kind::kLoop, &n.body, path, ".do.", rec, &node);
+      BlockFrame& loop = a.blocks.back();
+      loop.items = list;
+      loop.iteration = 0;
+      a.items[n.depth] = list.at(0);
+      return Flow::kContinue;
+    }
+    case 3: {  // try
+      const TryNode& n = std::get<TryNode>(node.op);
+      const int64_t rec = ctx_.begin_step(path, &node, now(), Value::empty_object());
+      push_block(a, BlockFrame::Kind::kTry, &n.body, path, ".try.", rec, &node);
+      return Flow::kContinue;
+    }
+    default: {  // end
+      const TimeMs t = now();
+      const int64_t rec = ctx_.begin_step(path, &node, t, Value::empty_object());
+      ctx_.end_step(rec, StepStatus::kCompleted, t, Value(), Value());
+      // Close the open logic of this unit as completed, then end the unit.
+      while (a.blocks.size() > 1) {
+        const BlockFrame& open = a.blocks.back();
+        if (open.record >= 0) ctx_.end_step(open.record, StepStatus::kCompleted, t, Value(), Value());
+        a.blocks.pop_back();
+      }
+      return finish_activation();
+    }
+  }
+}
+
+Interpreter::Flow Interpreter::end_block(Activation& a) {
+  BlockFrame& f = a.blocks.back();
+  switch (f.kind) {
+    case BlockFrame::Kind::kBody: return finish_activation();
+    case BlockFrame::Kind::kBranch: a.blocks.pop_back(); return Flow::kContinue;
+    case BlockFrame::Kind::kLoop: {
+      const ForEachNode& n = std::get<ForEachNode>(f.owner->op);
+      if (++f.iteration < f.items.size()) {
+        f.pc = 0;
+        a.items[n.depth] = f.items.at(f.iteration);
+        return Flow::kContinue;
+      }
+      ctx_.end_step(f.record, StepStatus::kCompleted, now(),
+                    Value::object({{"iterations", Value(static_cast<long long>(f.items.size()))}}), Value());
+      a.items[n.depth] = Value();
+      a.blocks.pop_back();
+      return Flow::kContinue;
+    }
+    case BlockFrame::Kind::kTry:
+    case BlockFrame::Kind::kCatch:
+      ctx_.end_step(f.record, StepStatus::kCompleted, now(),
+                    Value::object({{"caught", Value(f.kind == BlockFrame::Kind::kCatch)}}), Value());
+      a.blocks.pop_back();
+      return Flow::kContinue;
+  }
+  return Flow::kContinue;
+}
+
+Interpreter::Flow Interpreter::run_action(Activation& a, const Node& node, const ActionStep& step, const Value& path) {
+  if (step.kind == ActionKind::kSetVariables || step.kind == ActionKind::kAssignOutputs) {
+    return run_assignments(a, node, step, path);
+  }
+  const Scope scope = scope_for(a);
+  std::vector<Value> inputs(step.inputs.size());
+  std::string render_error;
+  for (size_t i = 0; i < step.inputs.size(); ++i) {
+    if (step.inputs[i].absent()) continue;
+    Result<Value> v = render(step.inputs[i], scope);
+    if (!v) {
+      render_error = v.message();
+      break;
+    }
+    inputs[i] = std::move(v).value();
+  }
+  const int64_t rec = ctx_.begin_step(path, &node, now(), Value::array(inputs));
+  if (!render_error.empty()) return step_failed(step, rec, path, render_error);
+
+  const Action* action = nullptr;
+  switch (step.kind) {
+    case ActionKind::kCallSubflow:
+    case ActionKind::kCallAction: return call_unit(a, node, step, path, std::move(inputs), rec);
+    case ActionKind::kCustom: action = core_.actions.action(step.callee); break;
+    default: action = builtin_action(step.kind); break;
+  }
+  if (!action) return step_failed(step, rec, path, "action '" + step.action + "' is not available in this engine");
+  ContextHost host(core_, ctx_);
+  host.set_step(path);
+  StepCall call{step, inputs, scope, host};
+  StepOutcome outcome = action->start(call);
+  return handle(a, node, step, path, rec, std::move(outcome), &inputs);
+}
+
+Interpreter::Flow Interpreter::run_assignments(Activation& a, const Node& node, const ActionStep& step,
+                                               const Value& path) {
+  const Scope scope = scope_for(a);
+  std::vector<Member> rendered;
+  rendered.reserve(step.assignments.size());
+  std::string error;
+  for (const Assignment& as : step.assignments) {
+    Result<Value> v = render(as.value, scope);
+    if (!v) {
+      error = v.message();
+      break;
+    }
+    rendered.push_back(Member{as.name, std::move(v).value()});
+  }
+  const int64_t rec = ctx_.begin_step(path, &node, now(), Value::array({Value::object(rendered)}));
+  if (!error.empty()) return step_failed(step, rec, path, error);
+  const bool outputs = step.kind == ActionKind::kAssignOutputs;
+  for (size_t i = 0; i < step.assignments.size(); ++i) {
+    const uint32_t slot = step.assignments[i].slot;
+    if (outputs) {
+      const Param& p = ctx_.plan->units[a.unit].outputs[slot];
+      if (!value_fits(rendered[i].value, p.type)) {
+        return step_failed(step, rec, path,
+                           "output '" + p.name + "' is declared " + std::string(param_type_name(p.type)) + ", got " +
+                               std::string(type_name(rendered[i].value.type())));
+      }
+      a.outputs[slot] = rendered[i].value;
+    } else {
+      a.vars[slot] = rendered[i].value;
+    }
+  }
+  if (!outputs && exec_.stack.size() == 1) ctx_.set_variables(a.vars);
+  return complete_step(a, step, rec, Value::empty_object());
+}
+
+Interpreter::Flow Interpreter::call_unit(Activation& a, const Node& node, const ActionStep& step, const Value& path,
+                                         std::vector<Value> inputs, int64_t record) {
+  const PlanUnit& callee = ctx_.plan->units[step.callee];
+  const std::string label = std::string(unit_type_name(callee.type)) + " '" + callee.id + "'";
+  for (size_t i = 0; i < callee.inputs.size() && i < inputs.size(); ++i) {
+    const Param& p = callee.inputs[i];
+    if (p.required && inputs[i].is_null()) return step_failed(step, record, path, label + " needs input '" + p.name + "'");
+    if (!value_fits(inputs[i], p.type)) {
+      return step_failed(step, record, path,
+                         "input '" + p.name + "' of " + label + " must be " + std::string(param_type_name(p.type)) +
+                             ", got " + std::string(type_name(inputs[i].type())));
+    }
+  }
+  if (exec_.stack.size() >= 64) {
+    return step_failed(step, record, path, "calls nested more than 64 deep (" + label + ")");
+  }
+  (void)a;
+  const std::string segment = callee.type == UnitType::kSubflow ? ".subflow." : ".action.";
+  push_activation(step.callee, std::move(inputs), Value(), record, Value(std::string_view(join_path(path, segment))));
+  Activation& called = exec_.stack.back();
+  called.call_node = &node;
+  called.call_path = path;
+  return Flow::kContinue;
+}
+
+Interpreter::Flow Interpreter::handle(Activation& a, const Node& node, const ActionStep& step, const Value& path,
+                                      int64_t record, StepOutcome outcome, std::vector<Value>* inputs) {
+  switch (outcome.kind) {
+    case StepOutcome::Kind::kDone: return complete_step(a, step, record, std::move(outcome.outputs));
+    case StepOutcome::Kind::kFailed: return step_failed(step, record, path, outcome.error);
+    case StepOutcome::Kind::kPark:
+      exec_.parked = true;
+      exec_.parked_node = &node;
+      exec_.parked_record = record;
+      exec_.parked_path = path;
+      exec_.parked_inputs = std::move(*inputs);
+      exec_.wait = std::move(outcome.wait);
+      ctx_.set_step_status(record, StepStatus::kWaiting);
+      return Flow::kParked;
+  }
+  return Flow::kContinue;
+}
+
+Interpreter::Flow Interpreter::complete_step(Activation& a, const ActionStep& step, int64_t record, Value outputs) {
+  if (outputs.is_null()) outputs = Value::empty_object();
+  if (step.slot >= 0) a.steps[static_cast<size_t>(step.slot)] = outputs;
+  ctx_.end_step(record, StepStatus::kCompleted, now(), std::move(outputs), Value());
+  return Flow::kContinue;
+}
+
+Interpreter::Flow Interpreter::step_failed(const ActionStep& step, int64_t record, const Value& path,
+                                           const std::string& message) {
+  Value msg(std::string_view{message});
+  Value outputs = Value::object({{"error", msg}});
+  ctx_.end_step(record, StepStatus::kError, now(), outputs, msg);
+  if (step.on_error == OnError::kContinue) {
+    if (step.slot >= 0) exec_.stack.back().steps[static_cast<size_t>(step.slot)] = outputs;
+    return Flow::kContinue;
+  }
+  return raise(message, path);
+}
+
+Interpreter::Flow Interpreter::raise(const std::string& message, const Value& step_path) {
+  while (true) {
+    Activation& a = exec_.stack.back();
+    while (!a.blocks.empty()) {
+      BlockFrame& f = a.blocks.back();
+      if (f.kind == BlockFrame::Kind::kTry) {
+        // Switch to the catch block, which sees error.message and error.step.
+        const TryNode& t = std::get<TryNode>(f.owner->op);
+        const Value owner_path = f.owner_path;
+        const int64_t record = f.record;
+        const Node* owner = f.owner;
+        a.blocks.pop_back();
+        push_block(a, BlockFrame::Kind::kCatch, &t.handler, owner_path, ".catch.", record, owner);
+        a.blocks.back().error = error_value(message, step_path);
+        return Flow::kContinue;
+      }
+      if (f.record >= 0) ctx_.end_step(f.record, StepStatus::kError, now(), Value(), Value(std::string_view(message)));
+      a.blocks.pop_back();
+    }
+    if (exec_.stack.size() == 1) return finish(ContextStatus::kError, error_value(message, step_path));
+    // The called unit failed: so does its call step, in the caller.
+    const int64_t call_record = a.call_record;
+    const Node* call_node = a.call_node;
+    const Value call_path = a.call_path;
+    exec_.stack.pop_back();
+    const ActionStep& call = std::get<ActionStep>(call_node->op);
+    Value msg(std::string_view{message});
+    Value outputs = Value::object({{"error", msg}});
+    ctx_.end_step(call_record, StepStatus::kError, now(), outputs, msg);
+    if (call.on_error == OnError::kContinue) {
+      if (call.slot >= 0) exec_.stack.back().steps[static_cast<size_t>(call.slot)] = outputs;
+      return Flow::kContinue;
+    }
+    (void)call_path;
+  }
+}
+
+Interpreter::Flow Interpreter::finish_activation() {
+  if (exec_.stack.size() == 1) return finish(ContextStatus::kCompleted, Value());
+  Activation done = std::move(exec_.stack.back());
+  exec_.stack.pop_back();
+  const PlanUnit& unit = ctx_.plan->units[done.unit];
+  std::vector<Member> outputs;
+  outputs.reserve(unit.outputs.size());
+  for (size_t i = 0; i < unit.outputs.size(); ++i) {
+    outputs.push_back(Member{Value(std::string_view(unit.outputs[i].name)), done.outputs[i]});
+  }
+  const ActionStep& call = std::get<ActionStep>(done.call_node->op);
+  return complete_step(exec_.stack.back(), call, done.call_record, Value::object(std::move(outputs)));
+}
+
+Interpreter::Flow Interpreter::finish(ContextStatus status, Value error) {
+  const TimeMs t = now();
+  // Steps still open (calls, loops, try blocks, a parked step) end with the context.
+  if (status != ContextStatus::kCompleted) {
+    const Value reason = status == ContextStatus::kCancelled ? Value("cancelled") : error["message"];
+    if (exec_.parked && exec_.parked_record >= 0) {
+      ctx_.end_step(exec_.parked_record, StepStatus::kError, t, Value(), reason);
+    }
+    for (const Activation& a : exec_.stack) {
+      for (const BlockFrame& f : a.blocks) {
+        if (f.record >= 0) ctx_.end_step(f.record, StepStatus::kError, t, Value(), reason);
+      }
+      if (a.call_record >= 0) ctx_.end_step(a.call_record, StepStatus::kError, t, Value(), reason);
+    }
+  }
+  exec_.parked = false;
+  ctx_.run_ms += elapsed_ms();
+  slice_start_ = std::chrono::steady_clock::now();
+  core_.finish_context(ctx_, status, std::move(error));
+  return Flow::kFinished;
+}
+
+Interpreter::Flow Interpreter::resume() {
+  WakeUp wake = ctx_.take_wake();
+  core_.clear_wait(ctx_);
+  if (ctx_.cancel_requested()) return finish(ContextStatus::kCancelled, Value());
+  const Node& node = *exec_.parked_node;
+  const ActionStep& step = std::get<ActionStep>(node.op);
+  const Value path = exec_.parked_path;
+  const int64_t record = exec_.parked_record;
+  std::vector<Value> inputs = std::move(exec_.parked_inputs);
+  exec_.parked = false;
+  exec_.parked_node = nullptr;
+  exec_.parked_record = -1;
+  ctx_.set_step_status(record, StepStatus::kInProgress);
+  Activation& a = exec_.stack.back();
+  const Action* action =
+      step.kind == ActionKind::kCustom ? core_.actions.action(step.callee) : builtin_action(step.kind);
+  const Scope scope = scope_for(a);
+  ContextHost host(core_, ctx_);
+  host.set_step(path);
+  StepCall call{step, inputs, scope, host};
+  StepOutcome outcome = action->resume(call, wake);
+  return handle(a, node, step, path, record, std::move(outcome), &inputs);
+}
+
+}  // namespace flowrt

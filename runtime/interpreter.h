@@ -1,0 +1,65 @@
+// Interpreter: runs one context's plan on the calling thread until the context ends or
+// must wait.
+//
+// It walks the plan with the context's ExecState (a stack of units, each a stack of block
+// frames), renders inputs, runs actions, records every step, and applies on_error, try /
+// catch, loops, calls and `end`. When a step parks, it returns kParked with the wait in
+// exec.wait; the engine registers the wait and resumes the context later, perhaps on
+// another thread. One Interpreter per run slice; it touches only its own context's
+// execution state, which the caller owns for the duration.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "runtime/context.h"
+#include "runtime/properties.h"
+
+namespace flowrt {
+
+class EngineCore;
+
+class Interpreter {
+ public:
+  enum class Outcome { kFinished, kParked };
+
+  Interpreter(EngineCore& core, Context& ctx);
+  Outcome run();
+
+ private:
+  enum class Flow { kContinue, kParked, kFinished };
+
+  bool start();
+  Flow resume();
+  Flow loop();
+  Flow step_node(Activation& a, BlockFrame& f, const Node& node, uint32_t index);
+  Flow end_block(Activation& a);
+  Flow run_action(Activation& a, const Node& node, const ActionStep& step, const Value& path);
+  Flow run_assignments(Activation& a, const Node& node, const ActionStep& step, const Value& path);
+  Flow call_unit(Activation& a, const Node& node, const ActionStep& step, const Value& path,
+                 std::vector<Value> inputs, int64_t record);
+  Flow handle(Activation& a, const Node& node, const ActionStep& step, const Value& path, int64_t record,
+              StepOutcome outcome, std::vector<Value>* inputs);
+  Flow complete_step(Activation& a, const ActionStep& step, int64_t record, Value outputs);
+  Flow step_failed(const ActionStep& step, int64_t record, const Value& path, const std::string& message);
+  Flow raise(const std::string& message, const Value& step_path);
+  Flow finish_activation();
+  Flow finish(ContextStatus status, Value error);
+
+  void push_activation(uint32_t unit, std::vector<Value> inputs, Value input_object, int64_t call_record, Value prefix);
+  void push_block(Activation& a, BlockFrame::Kind kind, const Block* block, const Value& owner_path,
+                  std::string_view segment, int64_t record, const Node* owner);
+  Scope scope_for(const Activation& a) const;
+  Value path_of(const Activation& a, const BlockFrame& f, const Node& node, uint32_t index) const;
+  bool over_quota() const;
+  double elapsed_ms() const;
+  TimeMs now() const;
+
+  EngineCore& core_;
+  Context& ctx_;
+  ExecState& exec_;
+  const EngineProperties props_;  // as they were when this slice began
+  std::chrono::steady_clock::time_point slice_start_;
+};
+
+}  // namespace flowrt

@@ -1,0 +1,64 @@
+#include "runtime/properties.h"
+
+#include <string>
+
+namespace flowrt {
+namespace {
+
+Result<int64_t> integer(std::string_view name, const Value& v, int64_t min, int64_t max) {
+  if (!v.is_int() && !(v.is_double() && v.as_double() == static_cast<double>(v.as_int()))) {
+    return Error{"property " + std::string(name) + " must be an integer, not " + std::string(type_name(v.type()))};
+  }
+  const int64_t i = v.as_int();
+  if (i < min || i > max) {
+    return Error{"property " + std::string(name) + " must be between " + std::to_string(min) + " and " +
+                 std::to_string(max) + ", not " + std::to_string(i)};
+  }
+  return i;
+}
+
+}  // namespace
+
+std::string_view property_names() {
+  return "max_actions, max_action_steps, max_iterations, indirect_recursion_limit, max_run_time, "
+         "record_value_limit, worker_threads, context_retention";
+}
+
+Status set_property(EngineProperties* p, std::string_view name, const Value& v) {
+  auto set_int = [&](auto* field, int64_t min, int64_t max) -> Status {
+    Result<int64_t> i = integer(name, v, min, max);
+    if (!i) return i.error();
+    *field = static_cast<std::remove_reference_t<decltype(*field)>>(*i);
+    return Status::ok();
+  };
+  if (name == "max_actions") return set_int(&p->max_actions, 1, 100000);
+  if (name == "max_action_steps") return set_int(&p->max_action_steps, 1, 100000);
+  if (name == "max_iterations") return set_int(&p->max_iterations, 0, 100000000);
+  if (name == "indirect_recursion_limit") return set_int(&p->indirect_recursion_limit, INT32_MIN, INT32_MAX);
+  if (name == "record_value_limit") return set_int(&p->record_value_limit, 64, int64_t{1} << 32);
+  if (name == "worker_threads") return set_int(&p->worker_threads, 0, 256);
+  if (name == "context_retention") return set_int(&p->context_retention, 0, int64_t{1} << 40);
+  if (name == "max_run_time") {
+    Result<DurationMs> d = parse_duration(v);
+    if (!d) return Error{"property max_run_time: " + d.message()};
+    if (*d <= 0) return Error{"property max_run_time must be longer than 0ms"};
+    p->max_run_time = *d;
+    return Status::ok();
+  }
+  return Error{"unknown property '" + std::string(name) + "' (properties: " + std::string(property_names()) + ")"};
+}
+
+Value properties_to_value(const EngineProperties& p) {
+  return Value::object({
+      {"max_actions", Value(p.max_actions)},
+      {"max_action_steps", Value(p.max_action_steps)},
+      {"max_iterations", Value(p.max_iterations)},
+      {"indirect_recursion_limit", Value(static_cast<long long>(p.indirect_recursion_limit))},
+      {"max_run_time", Value(format_duration(p.max_run_time))},
+      {"record_value_limit", Value(static_cast<long long>(p.record_value_limit))},
+      {"worker_threads", Value(p.worker_threads)},
+      {"context_retention", Value(static_cast<long long>(p.context_retention))},
+  });
+}
+
+}  // namespace flowrt

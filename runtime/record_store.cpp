@@ -1,0 +1,341 @@
+#include "runtime/record_store.h"
+
+#include <algorithm>
+
+namespace flowrt {
+namespace {
+
+constexpr std::string_view kEngineFields[] = {"sys_id", "sys_created_on", "sys_updated_on", "sys_mod_count"};
+
+bool engine_field(std::string_view name) {
+  return std::find(std::begin(kEngineFields), std::end(kEngineFields), name) != std::end(kEngineFields);
+}
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+int type_rank(const Value& v) {
+  switch (v.type()) {
+    case ValueType::kNull: return 0;
+    case ValueType::kBool: return 1;
+    case ValueType::kInt:
+    case ValueType::kDouble: return 2;
+    case ValueType::kString: return 3;
+    case ValueType::kArray: return 4;
+    case ValueType::kObject: return 5;
+  }
+  return 6;
+}
+
+}  // namespace
+
+int order_values(const Value& a, const Value& b) {
+  const int ra = type_rank(a), rb = type_rank(b);
+  if (ra != rb) return ra < rb ? -1 : 1;
+  switch (ra) {
+    case 1: return static_cast<int>(a.as_bool()) - static_cast<int>(b.as_bool());
+    case 2: {
+      if (a.is_int() && b.is_int()) return a.as_int() < b.as_int() ? -1 : (a.as_int() > b.as_int() ? 1 : 0);
+      const double x = a.as_double(), y = b.as_double();
+      return x < y ? -1 : (x > y ? 1 : 0);
+    }
+    case 3: {
+      const int c = a.as_string().compare(b.as_string());
+      return c < 0 ? -1 : (c > 0 ? 1 : 0);
+    }
+    case 4:
+    case 5: {
+      const std::string x = a.to_json(), y = b.to_json();
+      return x < y ? -1 : (x > y ? 1 : 0);
+    }
+    default: return 0;
+  }
+}
+
+RecordStore::RecordStore(uint64_t seed) : seed_(seed) {}
+
+RecordStore::Table& RecordStore::table(std::string_view name) {
+  auto it = tables_.find(name);
+  if (it != tables_.end()) return *it->second;
+  auto t = std::make_unique<Table>();
+  t->name = std::string(name);
+  Table* raw = t.get();
+  tables_.emplace(t->name, std::move(t));
+  order_.push_back(raw);
+  return *raw;
+}
+
+const RecordStore::Table* RecordStore::find_table(std::string_view name) const {
+  auto it = tables_.find(name);
+  return it == tables_.end() ? nullptr : it->second.get();
+}
+
+Value RecordStore::new_sys_id() {
+  static constexpr char kHex[] = "0123456789abcdef";
+  const uint64_t n = ++ids_;
+  const uint64_t hi = splitmix64(seed_ ^ (n * 2)), lo = splitmix64(seed_ ^ (n * 2 + 1));
+  char buf[32];
+  for (int i = 0; i < 16; ++i) {
+    buf[i] = kHex[(hi >> (60 - 4 * i)) & 15];
+    buf[16 + i] = kHex[(lo >> (60 - 4 * i)) & 15];
+  }
+  return Value(std::string_view(buf, 32));
+}
+
+Value RecordStore::time_value(TimeMs t) {
+  if (t != cached_time_) {
+    cached_time_ = t;
+    cached_time_value_ = Value(std::string_view(format_time(t)));
+  }
+  return cached_time_value_;
+}
+
+FieldIndex& RecordStore::index(Table& t, std::string_view field) {
+  auto it = t.indexes.find(field);
+  if (it != t.indexes.end()) return it->second;
+  FieldIndex& idx = t.indexes[std::string(field)];
+  for (uint32_t row = 0; row < t.rows.size(); ++row) {
+    if (!t.rows[row].is_null()) idx.add(t.rows[row][field], row);
+  }
+  return idx;
+}
+
+void RecordStore::index_row(Table& t, const Value* before, const Value* after, uint32_t row) {
+  for (auto& [field, idx] : t.indexes) {
+    const Value* b = before ? &(*before)[field] : nullptr;
+    const Value* a = after ? &(*after)[field] : nullptr;
+    if (b && a && (b->same_storage(*a) || *b == *a)) continue;
+    if (b) idx.remove(*b, row);
+    if (a) idx.add(*a, row);
+  }
+}
+
+Result<Value> RecordStore::insert(std::string_view table_name, const Value& values, TimeMs now) {
+  if (table_name.empty()) return Error{"a table name cannot be empty"};
+  if (!values.is_null() && !values.is_object()) {
+    return Error{"record values must be an object, not " + std::string(type_name(values.type()))};
+  }
+  Table& t = table(table_name);
+  Value sys_id;
+  if (const Value* given = values.find("sys_id"); given && !given->is_null()) {
+    if (!given->is_string() || given->as_string().empty() || given->as_string().size() > 256) {
+      return Error{"sys_id must be a non-empty string of at most 256 characters"};
+    }
+    sys_id = *given;
+  } else {
+    do {
+      sys_id = new_sys_id();
+    } while (t.by_id.count(sys_id.as_string()));
+  }
+  if (t.by_id.count(sys_id.as_string())) {
+    return Error{"table " + t.name + " already has a record with sys_id " + std::string(sys_id.as_string())};
+  }
+  std::vector<Member> members;
+  members.reserve(values.size() + 4);
+  members.push_back(Member{Value("sys_id"), sys_id});
+  for (const Member& m : values.members()) {
+    if (!engine_field(m.key.as_string())) members.push_back(m);
+  }
+  Value stamp = time_value(now);
+  members.push_back(Member{Value("sys_created_on"), stamp});
+  members.push_back(Member{Value("sys_updated_on"), stamp});
+  members.push_back(Member{Value("sys_mod_count"), Value(0)});
+  Value record = Value::object(std::move(members));
+
+  const auto row = static_cast<uint32_t>(t.rows.size());
+  t.rows.push_back(record);
+  t.by_id.emplace(std::string(sys_id.as_string()), row);
+  ++t.live;
+  ++total_;
+  index_row(t, nullptr, &record, row);
+  return record;
+}
+
+Result<RecordChange> RecordStore::update(std::string_view table_name, std::string_view sys_id, const Value& patch,
+                                         TimeMs now) {
+  if (!patch.is_null() && !patch.is_object()) {
+    return Error{"record values must be an object, not " + std::string(type_name(patch.type()))};
+  }
+  auto tit = tables_.find(table_name);
+  Table* t = tit == tables_.end() ? nullptr : tit->second.get();
+  auto rit = t ? t->by_id.find(sys_id) : decltype(Table::by_id)::iterator();
+  if (!t || rit == t->by_id.end()) {
+    return Error{"no record in " + std::string(table_name) + " with sys_id " + std::string(sys_id)};
+  }
+  const uint32_t row = rit->second;
+  Value previous = t->rows[row];
+  if (const Value* id = patch.find("sys_id"); id && !(*id == Value(sys_id))) {
+    return Error{"sys_id cannot be changed"};
+  }
+  // Merge: existing fields keep their place; new ones are appended before the engine fields.
+  std::vector<Member> members;
+  members.reserve(previous.size() + patch.size());
+  bool changed = false;
+  for (const Member& m : previous.members()) {
+    const std::string_view key = m.key.as_string();
+    if (key == "sys_created_on" || key == "sys_updated_on" || key == "sys_mod_count") continue;
+    const Value* p = engine_field(key) ? nullptr : patch.find(key);
+    if (p) {
+      if (!(p->same_storage(m.value) || *p == m.value)) changed = true;
+      members.push_back(Member{m.key, *p});
+    } else {
+      members.push_back(m);
+    }
+  }
+  for (const Member& m : patch.members()) {
+    const std::string_view key = m.key.as_string();
+    if (engine_field(key) || previous.contains(key)) continue;
+    if (!m.value.is_null()) changed = true;  // a new field set to null changes no value
+    members.push_back(m);
+  }
+  members.push_back(Member{Value("sys_created_on"), previous["sys_created_on"]});
+  members.push_back(Member{Value("sys_updated_on"), time_value(now)});
+  members.push_back(Member{Value("sys_mod_count"), Value(static_cast<long long>(previous["sys_mod_count"].as_int() + 1))});
+  Value record = Value::object(std::move(members));
+  t->rows[row] = record;
+  index_row(*t, &previous, &record, row);
+  return RecordChange{std::move(record), std::move(previous), changed};
+}
+
+Result<Value> RecordStore::remove(std::string_view table_name, std::string_view sys_id) {
+  auto tit = tables_.find(table_name);
+  Table* t = tit == tables_.end() ? nullptr : tit->second.get();
+  auto rit = t ? t->by_id.find(sys_id) : decltype(Table::by_id)::iterator();
+  if (!t || rit == t->by_id.end()) {
+    return Error{"no record in " + std::string(table_name) + " with sys_id " + std::string(sys_id)};
+  }
+  const uint32_t row = rit->second;
+  Value previous = std::move(t->rows[row]);
+  t->rows[row] = Value();
+  t->by_id.erase(rit);
+  --t->live;
+  --total_;
+  index_row(*t, &previous, nullptr, row);
+  if (t->rows.size() > 1024 && t->live < t->rows.size() / 2) compact(*t);
+  return previous;
+}
+
+void RecordStore::compact(Table& t) {
+  std::vector<Value> rows;
+  rows.reserve(t.live);
+  t.by_id.clear();
+  for (Value& r : t.rows) {
+    if (r.is_null()) continue;
+    t.by_id.emplace(std::string(r["sys_id"].as_string()), static_cast<uint32_t>(rows.size()));
+    rows.push_back(std::move(r));
+  }
+  t.rows = std::move(rows);
+  std::vector<std::string> fields;
+  for (auto& [field, idx] : t.indexes) fields.push_back(field);
+  t.indexes.clear();
+  for (const std::string& f : fields) index(t, f);
+}
+
+Value RecordStore::get(std::string_view table_name, std::string_view sys_id) const {
+  const Table* t = find_table(table_name);
+  if (!t) return Value();
+  auto it = t->by_id.find(sys_id);
+  return it == t->by_id.end() ? Value() : t->rows[it->second];
+}
+
+Result<Value> RecordStore::find(const RecordQuery& q) {
+  auto tit = tables_.find(q.table);
+  if (tit == tables_.end()) return Value::empty_array();
+  Table& t = *tit->second;
+
+  // Use a field index when the condition is, or starts with, "field eq value".
+  const Condition* eq = nullptr;
+  if (q.condition) {
+    auto indexable = [](const Condition& c) {
+      return c.kind == Condition::Kind::kCompare && c.op == CompareOp::kEq && c.subject.root == PillRoot::kField &&
+             c.subject.path.size() == 1 && c.subject.transforms.empty();
+    };
+    if (indexable(*q.condition)) {
+      eq = q.condition;
+    } else if (q.condition->kind == Condition::Kind::kAll) {
+      for (const Condition& child : q.condition->children) {
+        if (indexable(child)) {
+          eq = &child;
+          break;
+        }
+      }
+    }
+  }
+  Scope scope = q.scope ? *q.scope : Scope{};
+  scope.previous = nullptr;
+  std::vector<Value> matches;
+  const bool early_stop = q.limit > 0 && q.order_by.empty();
+  auto consider = [&](uint32_t row) -> Result<bool> {
+    const Value& r = t.rows[row];
+    if (r.is_null()) return false;
+    if (q.condition) {
+      scope.record = &r;
+      Result<bool> ok = evaluate(*q.condition, scope);
+      if (!ok) return ok;
+      if (!*ok) return false;
+    }
+    matches.push_back(r);
+    return early_stop && matches.size() >= q.limit;
+  };
+
+  const std::vector<uint32_t>* bucket = nullptr;
+  bool use_index = false;
+  if (eq) {
+    Result<Value> v = render(eq->value, scope);
+    if (!v) return v.error();
+    std::string key;
+    if (FieldIndex::key_of(*v, &key)) {
+      FieldIndex& idx = index(t, eq->subject.path.front().key.as_string());
+      bucket = idx.rows(*v);
+      use_index = true;
+    }
+  }
+  if (use_index) {
+    if (bucket) {
+      for (uint32_t row : *bucket) {
+        Result<bool> stop = consider(row);
+        if (!stop) return stop.error();
+        if (*stop) break;
+      }
+    }
+  } else {
+    for (uint32_t row = 0; row < t.rows.size(); ++row) {
+      Result<bool> stop = consider(row);
+      if (!stop) return stop.error();
+      if (*stop) break;
+    }
+  }
+  if (!q.order_by.empty()) {
+    const bool desc = q.order_by.front() == '-';
+    const std::string_view field = desc ? q.order_by.substr(1) : q.order_by;
+    std::stable_sort(matches.begin(), matches.end(), [&](const Value& a, const Value& b) {
+      const int c = order_values(a[field], b[field]);
+      return desc ? c > 0 : c < 0;
+    });
+    if (q.limit > 0 && matches.size() > q.limit) matches.resize(q.limit);
+  }
+  return Value::array(std::move(matches));
+}
+
+std::vector<std::string> RecordStore::table_names() const {
+  std::vector<std::string> names;
+  for (const Table* t : order_) names.push_back(t->name);
+  return names;
+}
+
+std::vector<Value> RecordStore::records(std::string_view table_name) const {
+  std::vector<Value> out;
+  if (const Table* t = find_table(table_name)) {
+    out.reserve(t->live);
+    for (const Value& r : t->rows) {
+      if (!r.is_null()) out.push_back(r);
+    }
+  }
+  return out;
+}
+
+}  // namespace flowrt

@@ -1,0 +1,83 @@
+// RecordStore: the tables of records (SPEC section 2).
+//
+// Records are immutable Values: an update makes a new version and shares the unchanged
+// fields, so a context record that captured an earlier version keeps it cheaply. Tables
+// need no declaration and list records in insertion order. Equality lookups build a field
+// index on first use and keep it current. Not synchronized: the Dispatcher owns the store
+// and guards every call with its commit lock.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "actions/action.h"
+#include "plans/result.h"
+#include "plans/time.h"
+#include "plans/value.h"
+#include "runtime/field_index.h"
+
+namespace flowrt {
+
+struct RecordChange {
+  Value record;    // after
+  Value previous;  // before
+  bool changed;    // did any value change (engine fields aside)
+};
+
+class RecordStore {
+ public:
+  explicit RecordStore(uint64_t seed = 0);
+
+  // Adds a record; `values` may carry sys_id. Engine fields are set here.
+  Result<Value> insert(std::string_view table, const Value& values, TimeMs now);
+  // Merges `patch` into the record. An update that changes nothing still counts.
+  Result<RecordChange> update(std::string_view table, std::string_view sys_id, const Value& patch, TimeMs now);
+  // Removes the record and returns it as it was.
+  Result<Value> remove(std::string_view table, std::string_view sys_id);
+
+  Value get(std::string_view table, std::string_view sys_id) const;
+  // Records matching the query, as an array (see RecordQuery).
+  Result<Value> find(const RecordQuery& query);
+
+  std::vector<std::string> table_names() const;  // in the order tables were first written
+  std::vector<Value> records(std::string_view table) const;
+  size_t record_count() const { return total_; }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  struct Table {
+    std::string name;
+    std::vector<Value> rows;  // null where deleted
+    std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> by_id;
+    std::unordered_map<std::string, FieldIndex, Hash, std::equal_to<>> indexes;
+    size_t live = 0;
+  };
+
+  Table& table(std::string_view name);
+  const Table* find_table(std::string_view name) const;
+  Value new_sys_id();
+  Value time_value(TimeMs t);
+  FieldIndex& index(Table& t, std::string_view field);
+  void index_row(Table& t, const Value* before, const Value* after, uint32_t row);
+  void compact(Table& t);
+
+  uint64_t seed_;
+  uint64_t ids_ = 0;
+  size_t total_ = 0;
+  std::unordered_map<std::string, std::unique_ptr<Table>, Hash, std::equal_to<>> tables_;
+  std::vector<Table*> order_;
+  TimeMs cached_time_ = -1;
+  Value cached_time_value_;
+};
+
+// A total order over values for sorting: null < booleans < numbers < strings < arrays < objects.
+int order_values(const Value& a, const Value& b);
+
+}  // namespace flowrt

@@ -1,0 +1,77 @@
+#include "runtime/step_host.h"
+
+#include "runtime/engine_core.h"
+#include "runtime/flow_slot.h"
+
+namespace flowrt {
+namespace {
+
+Result<std::string_view> name_arg(std::string_view what, const Value& v) {
+  if (!v.is_string() || v.as_string().empty()) {
+    return Error{"input '" + std::string(what) + "' must be a non-empty string, got " + std::string(type_name(v.type()))};
+  }
+  return v.as_string();
+}
+
+}  // namespace
+
+TimeMs ContextHost::now() const { return core_.clock.now(); }
+
+void ContextHost::log(LogLevel level, std::string_view message) {
+  ctx_.add_log(level, step_, core_.clock.now(), Value(message));
+}
+
+Status ContextHost::check_holding(const Value& while_holding) const {
+  if (while_holding.is_null()) return Status::ok();
+  return Error{"lock_lost: while_holding needs the lock table, which this engine build does not have"};
+}
+
+Result<Value> ContextHost::create_record(const Value& table, const Value& values, const Value& while_holding) {
+  Result<std::string_view> t = name_arg("table", table);
+  if (!t) return t.error();
+  FLOWRT_RETURN_IF_ERROR(check_holding(while_holding));
+  return core_.dispatcher.insert(*t, values, Origin{&ctx_});
+}
+
+Result<Value> ContextHost::update_record(const Value& table, const Value& sys_id, const Value& values,
+                                         const Value& while_holding) {
+  Result<std::string_view> t = name_arg("table", table);
+  if (!t) return t.error();
+  Result<std::string_view> id = name_arg("sys_id", sys_id);
+  if (!id) return id.error();
+  FLOWRT_RETURN_IF_ERROR(check_holding(while_holding));
+  return core_.dispatcher.update(*t, *id, values, Origin{&ctx_});
+}
+
+Result<bool> ContextHost::delete_record(const Value& table, const Value& sys_id, const Value& while_holding) {
+  Result<std::string_view> t = name_arg("table", table);
+  if (!t) return t.error();
+  Result<std::string_view> id = name_arg("sys_id", sys_id);
+  if (!id) return id.error();
+  FLOWRT_RETURN_IF_ERROR(check_holding(while_holding));
+  Result<Value> removed = core_.dispatcher.remove(*t, *id, Origin{&ctx_});
+  if (!removed) return removed.error();
+  return true;
+}
+
+Result<Value> ContextHost::find_records(const RecordQuery& query) { return core_.dispatcher.find(query); }
+
+Value ContextHost::read_record(std::string_view table, std::string_view sys_id) {
+  return core_.dispatcher.get(table, sys_id);
+}
+
+Status ContextHost::fire_event(const Value& name, const Value& payload) {
+  return core_.dispatcher.fire_event(name, payload, Origin{&ctx_});
+}
+
+Result<StartedFlow> ContextHost::start_flow(const Value& flow, const Value& inputs) {
+  FlowSlot* slot = core_.flows.slot(flow.as_string());
+  if (!slot) return Error{"no flow '" + std::string(flow.as_string()) + "'"};
+  TriggerData trigger;
+  trigger.type = TriggerType::kApi;
+  trigger.time = core_.clock.now();
+  trigger.payload = inputs;
+  return core_.dispatcher.start_flow(*slot, std::move(trigger), inputs, Origin{&ctx_});
+}
+
+}  // namespace flowrt

@@ -1,0 +1,77 @@
+// Clang thread-safety annotations and an annotated mutex.
+//
+// With clang and -Wthread-safety the compiler checks that every member marked
+// GUARDED_BY(mu_) is only touched with mu_ held, and that functions marked REQUIRES(mu_)
+// are only called with it held. With other compilers the annotations compile to nothing.
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+
+#if defined(__clang__)
+#define FLOWRT_TSA(x) __attribute__((x))
+#else
+#define FLOWRT_TSA(x)
+#endif
+
+#define CAPABILITY(x) FLOWRT_TSA(capability(x))
+#define SCOPED_CAPABILITY FLOWRT_TSA(scoped_lockable)
+#define GUARDED_BY(x) FLOWRT_TSA(guarded_by(x))
+#define PT_GUARDED_BY(x) FLOWRT_TSA(pt_guarded_by(x))
+#define REQUIRES(...) FLOWRT_TSA(requires_capability(__VA_ARGS__))
+#define ACQUIRE(...) FLOWRT_TSA(acquire_capability(__VA_ARGS__))
+#define RELEASE(...) FLOWRT_TSA(release_capability(__VA_ARGS__))
+#define TRY_ACQUIRE(...) FLOWRT_TSA(try_acquire_capability(__VA_ARGS__))
+#define EXCLUDES(...) FLOWRT_TSA(locks_excluded(__VA_ARGS__))
+#define ACQUIRED_BEFORE(...) FLOWRT_TSA(acquired_before(__VA_ARGS__))
+#define ACQUIRED_AFTER(...) FLOWRT_TSA(acquired_after(__VA_ARGS__))
+#define NO_THREAD_SAFETY_ANALYSIS FLOWRT_TSA(no_thread_safety_analysis)
+
+namespace flowrt {
+
+// std::mutex with capability annotations.
+class CAPABILITY("mutex") Mutex {
+ public:
+  void lock() ACQUIRE() { mu_.lock(); }
+  void unlock() RELEASE() { mu_.unlock(); }
+  bool try_lock() TRY_ACQUIRE(true) { return mu_.try_lock(); }
+  std::mutex& native() { return mu_; }
+
+ private:
+  std::mutex mu_;
+};
+
+// Holds a Mutex for its scope.
+class SCOPED_CAPABILITY MutexLock {
+ public:
+  explicit MutexLock(Mutex& mu) ACQUIRE(mu) : mu_(mu) { mu_.lock(); }
+  ~MutexLock() RELEASE() { mu_.unlock(); }
+  MutexLock(const MutexLock&) = delete;
+  MutexLock& operator=(const MutexLock&) = delete;
+
+ private:
+  Mutex& mu_;
+};
+
+// A condition variable that waits on a Mutex the caller holds.
+class CondVar {
+ public:
+  void wait(Mutex& mu) REQUIRES(mu) {
+    std::unique_lock<std::mutex> lock(mu.native(), std::adopt_lock);
+    cv_.wait(lock);
+    lock.release();
+  }
+  template <class Clock, class Duration>
+  void wait_until(Mutex& mu, const std::chrono::time_point<Clock, Duration>& t) REQUIRES(mu) {
+    std::unique_lock<std::mutex> lock(mu.native(), std::adopt_lock);
+    cv_.wait_until(lock, t);
+    lock.release();
+  }
+  void notify_one() { cv_.notify_one(); }
+  void notify_all() { cv_.notify_all(); }
+
+ private:
+  std::condition_variable cv_;
+};
+
+}  // namespace flowrt

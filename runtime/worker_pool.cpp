@@ -1,0 +1,57 @@
+#include "runtime/worker_pool.h"
+
+#include <blockingconcurrentqueue.h>
+#include <concurrentqueue.h>
+#include <lightweightsemaphore.h>
+
+#include "runtime/event_queue.h"
+
+namespace flowrt {
+
+struct WorkerPool::Impl {
+  moodycamel::ConcurrentQueue<Context*> ready;
+  moodycamel::LightweightSemaphore tokens;  // one per item in `ready` or the EventQueue
+};
+
+WorkerPool::WorkerPool(EventQueue& events, Runner runner)
+    : impl_(std::make_unique<Impl>()), events_(events), runner_(std::move(runner)) {}
+
+WorkerPool::~WorkerPool() { stop(); }
+
+void WorkerPool::start(unsigned threads) {
+  stopping_.store(false);
+  for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { loop(); });
+}
+
+void WorkerPool::stop() {
+  if (threads_.empty()) return;
+  stopping_.store(true, std::memory_order_release);
+  impl_->tokens.signal(static_cast<ssize_t>(threads_.size()));
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+}
+
+void WorkerPool::push_ready(Context* ctx) {
+  impl_->ready.enqueue(ctx);
+  impl_->tokens.signal();
+}
+
+void WorkerPool::notify_events(size_t n) {
+  if (n > 0) impl_->tokens.signal(static_cast<ssize_t>(n));
+}
+
+void WorkerPool::loop() {
+  while (true) {
+    impl_->tokens.wait();
+    if (stopping_.load(std::memory_order_acquire)) return;
+    // The token promises one item in one of the queues; a push may still be finishing.
+    Context* ctx = nullptr;
+    for (unsigned spins = 0;; ++spins) {
+      if (impl_->ready.try_dequeue(ctx) || events_.try_pop(&ctx)) break;
+      if (spins > 64) std::this_thread::yield();
+    }
+    runner_(ctx);
+  }
+}
+
+}  // namespace flowrt
