@@ -41,10 +41,29 @@ bool ExprCompiler::compile_transform(const TransformSyntax& t, const PillSyntax&
     diags_->add(file_, pointer, "transform '" + t.name + "' needs an argument, as in '" + t.name + ": 1'" + where);
     return false;
   }
-  // The argument is a JSON literal; anything else is taken as a bare string.
+  // The argument is a JSON literal, a data pill ("add: item"), or else a bare string.
   Value arg;
   JsonParseError ignored;
-  if (!parse_json(t.argument, &arg, &ignored)) arg = Value(std::string_view(t.argument));
+  if (!parse_json(t.argument, &arg, &ignored)) {
+    Result<PillSyntax> syntax = parse_pill(t.argument);
+    if (syntax && syntax->transforms.empty()) {
+      Pill p;
+      p.text = syntax->text;
+      const std::string problem = resolver_.resolve(syntax->path, &p);
+      if (problem.empty()) {
+        out->argument_pill = std::make_shared<const Pill>(std::move(p));
+        return true;
+      }
+      if (problem.rfind("unknown data pill root", 0) != 0 || out->kind != TransformKind::kDefault) {
+        diags_->add(file_, pointer, "transform '" + t.name + "' argument " + t.argument + ": " + problem + where);
+        return false;
+      }
+    } else if (out->kind != TransformKind::kDefault) {
+      diags_->add(file_, pointer, "transform '" + t.name + "' needs a number argument, not " + t.argument + where);
+      return false;
+    }
+    arg = Value(std::string_view(t.argument));
+  }
   if (out->kind != TransformKind::kDefault && !arg.is_number()) {
     diags_->add(file_, pointer, "transform '" + t.name + "' needs a number argument, not " + arg.to_json() + where);
     return false;

@@ -48,9 +48,10 @@ Value pill_value(const Pill& p) {
   if (!p.transforms.empty()) {
     std::vector<Value> ts;
     for (const Transform& t : p.transforms) {
-      ts.push_back(t.argument.is_null() ? Value(transform_name(t.kind))
-                                        : Value(std::string_view(std::string(transform_name(t.kind)) + ": " +
-                                                                 t.argument.to_json())));
+      std::string text(transform_name(t.kind));
+      if (t.argument_pill) text += ": " + t.argument_pill->text;
+      else if (!t.argument.is_null()) text += ": " + t.argument.to_json();
+      ts.push_back(Value(std::string_view(text)));
     }
     m.push_back(Member{Value("transforms"), Value::array(std::move(ts))});
   }

@@ -62,6 +62,7 @@ ActionStep UnitCompiler::compile_action(const Value& step, const std::string& po
   if (const ActionSignature* sig = find_builtin(out.action, &out.kind)) {
     if (out.kind == ActionKind::kAssignOutputs && def_.type == UnitType::kFlow) {
       add_error(action_ptr, "assign_outputs is only for subflows and actions; a flow has no outputs");
+      return out;
     }
     if (out.kind == ActionKind::kCallSubflow) {
       for (const Member& m : inputs.members()) {

@@ -80,9 +80,9 @@ Value resolve_pill(const Pill& pill, const Scope& s) {
 
 namespace {
 
-Result<Value> apply_transforms(const Pill& pill, Value v) {
+Result<Value> apply_transforms(const Pill& pill, Value v, const Scope& scope) {
   for (const Transform& t : pill.transforms) {
-    Result<Value> next = apply_transform(t, v, pill.text);
+    Result<Value> next = apply_transform(t, v, pill.text, &scope);
     if (!next) return next;
     v = std::move(next).value();
   }
@@ -93,7 +93,7 @@ Result<Value> apply_transforms(const Pill& pill, Value v) {
 
 Result<Value> evaluate_pill(const Pill& pill, const Scope& scope) {
   if (pill.transforms.empty()) return resolve_pill(pill, scope);
-  return apply_transforms(pill, resolve_pill(pill, scope));
+  return apply_transforms(pill, resolve_pill(pill, scope), scope);
 }
 
 void append_text(const Value& v, std::string& out) {
@@ -187,7 +187,7 @@ Result<bool> evaluate(const Condition& c, const Scope& scope) {
   if (prev_base) {
     // Both roots address the record itself, so the same path applies to its previous version.
     const Value* pv = step_path(prev_base, c.subject.path);
-    Result<Value> transformed = apply_transforms(c.subject, pv ? *pv : Value());
+    Result<Value> transformed = apply_transforms(c.subject, pv ? *pv : Value(), scope);
     if (!transformed) return transformed.error();
     previous = std::move(transformed).value();
   }

@@ -65,8 +65,9 @@ bool compare(CompareOp op, const Value& subject, const Value& value, const Value
 // objects and arrays as compact JSON.
 void append_text(const Value& v, std::string& out);
 
-// Applies one transform; errors name `pill_text`.
-Result<Value> apply_transform(const Transform& t, const Value& input, const std::string& pill_text);
+// Applies one transform; errors name `pill_text`. `scope` reads a pill argument.
+Result<Value> apply_transform(const Transform& t, const Value& input, const std::string& pill_text,
+                              const Scope* scope = nullptr);
 
 // Falsy: null, false, 0, "", [], {}.
 bool truthy(const Value& v);

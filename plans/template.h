@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,9 +49,12 @@ bool parse_transform(std::string_view name, TransformKind* k);
 // add, sub, mul, div, mod and default take an argument; the others take none.
 bool transform_takes_argument(TransformKind k);
 
+struct Pill;
+
 struct Transform {
   TransformKind kind;
-  Value argument;  // literal argument (add: 1, default: "x"); null when none
+  Value argument;                             // literal argument (add: 1, default: "x"); null when none
+  std::shared_ptr<const Pill> argument_pill;  // or a pill argument (add: item), read at run time
 };
 
 struct Pill {

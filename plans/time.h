@@ -26,6 +26,7 @@ Result<TimeMs> parse_time(std::string_view text);
 // A duration from text or an integer number of milliseconds. Negative durations are errors.
 Result<DurationMs> parse_duration(std::string_view text);
 Result<DurationMs> parse_duration(const Value& v);
+inline Result<DurationMs> parse_duration(const char* text) { return parse_duration(std::string_view(text)); }
 // "1h30m", "250ms", "0ms": the shortest exact spelling.
 std::string format_duration(DurationMs d);
 

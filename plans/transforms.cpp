@@ -60,7 +60,12 @@ size_t utf8_length(std::string_view s) {
 
 }  // namespace
 
-Result<Value> apply_transform(const Transform& t, const Value& v, const std::string& pill) {
+Result<Value> apply_transform(const Transform& t, const Value& v, const std::string& pill, const Scope* scope) {
+  if (t.argument_pill) {
+    // A pill argument is read now, then applied as a literal one would be.
+    Transform literal{t.kind, scope ? resolve_pill(*t.argument_pill, *scope) : Value(), nullptr};
+    return apply_transform(literal, v, pill, nullptr);
+  }
   switch (t.kind) {
     case TransformKind::kAdd:
     case TransformKind::kSub:

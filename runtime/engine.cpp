@@ -137,23 +137,7 @@ Status Engine::fire_event(std::string_view name, const Value& payload) {
 }
 
 Result<std::string> Engine::call_flow(std::string_view flow, const Value& inputs) {
-  FlowSlot* slot = core_->flows.slot(flow);
-  if (!slot) return Error{"no flow '" + std::string(flow) + "'"};
-  if (!slot->active.load()) return Error{"flow '" + std::string(flow) + "' is not active"};
-  {
-    MutexLock lock(slot->plan_mu);
-    if (slot->plan && slot->plan->trigger.type != TriggerType::kApi) {
-      return Error{"flow '" + std::string(flow) + "' has a " +
-                   std::string(trigger_type_name(slot->plan->trigger.type)) +
-                   " trigger; only API flows start on request (use test_flow to run it now)"};
-    }
-  }
-  if (!inputs.is_null() && !inputs.is_object()) return Error{"inputs must be an object"};
-  TriggerData t;
-  t.type = TriggerType::kApi;
-  t.time = core_->clock.now();
-  Result<StartedFlow> started =
-      core_->dispatcher.start_flow(*slot, std::move(t), inputs.is_null() ? Value::empty_object() : inputs, Origin{});
+  Result<StartedFlow> started = core_->start_api_flow(flow, inputs, Origin{});
   if (!started) return started.error();
   if (started->skipped) return Error{"the start was skipped: " + std::string(started->reason.as_string())};
   return std::string(started->context_id.as_string());

@@ -146,6 +146,24 @@ Status EngineCore::cancel(std::string_view context_id) {
   return Status::ok();
 }
 
+Result<StartedFlow> EngineCore::start_api_flow(std::string_view flow, const Value& inputs, Origin origin) {
+  FlowSlot* slot = flows.slot(flow);
+  if (!slot) return Error{"no flow '" + std::string(flow) + "'"};
+  if (!slot->active.load(std::memory_order_acquire)) return Error{"flow '" + std::string(flow) + "' is not active"};
+  {
+    MutexLock lock(slot->plan_mu);
+    if (slot->plan && slot->plan->trigger.type != TriggerType::kApi) {
+      return Error{"flow '" + std::string(flow) + "' has a " + std::string(trigger_type_name(slot->plan->trigger.type)) +
+                   " trigger; only API flows start on request (test_flow runs any flow now)"};
+    }
+  }
+  if (!inputs.is_null() && !inputs.is_object()) return Error{"inputs must be an object"};
+  TriggerData t;
+  t.type = TriggerType::kApi;
+  t.time = clock.now();
+  return dispatcher.start_flow(*slot, std::move(t), inputs.is_null() ? Value::empty_object() : inputs, origin);
+}
+
 void EngineCore::fire_due(TimeMs t, bool context_only) {
   for (TimerQueue::Fire& f : timers.take_due(t, context_only)) f();
 }

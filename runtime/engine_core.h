@@ -72,6 +72,8 @@ class EngineCore {
   // Ends a context: releases what it holds, finishes its record.
   void finish_context(Context& ctx, ContextStatus status, Value error);
   Status cancel(std::string_view context_id);
+  // Starts an active API flow on request (call_flow, start_flow); checks that it is one.
+  Result<StartedFlow> start_api_flow(std::string_view flow, const Value& inputs, Origin origin);
 
   // ---- clock ----
   void advance(DurationMs d);

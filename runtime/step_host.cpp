@@ -65,13 +65,7 @@ Status ContextHost::fire_event(const Value& name, const Value& payload) {
 }
 
 Result<StartedFlow> ContextHost::start_flow(const Value& flow, const Value& inputs) {
-  FlowSlot* slot = core_.flows.slot(flow.as_string());
-  if (!slot) return Error{"no flow '" + std::string(flow.as_string()) + "'"};
-  TriggerData trigger;
-  trigger.type = TriggerType::kApi;
-  trigger.time = core_.clock.now();
-  trigger.payload = inputs;
-  return core_.dispatcher.start_flow(*slot, std::move(trigger), inputs, Origin{&ctx_});
+  return core_.start_api_flow(flow.as_string(), inputs, Origin{&ctx_});
 }
 
 }  // namespace flowrt

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Configures and builds one flavour of flowrt into build/FLAVOUR.
+#   scripts/build.sh release   optimised with debug info; warnings are errors
+#   scripts/build.sh asan      AddressSanitizer + UndefinedBehaviorSanitizer
+#   scripts/build.sh tsan      ThreadSanitizer
+# Extra arguments go to cmake --build (e.g. --target flowrt).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+flavour="${1:-release}"
+shift || true
+case "$flavour" in
+  release) flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLOWRT_WERROR=ON) ;;
+  asan)    flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLOWRT_SANITIZE=address,undefined -DFLOWRT_BUILD_BENCH=OFF) ;;
+  tsan)    flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLOWRT_SANITIZE=thread -DFLOWRT_BUILD_BENCH=OFF) ;;
+  *) echo "usage: scripts/build.sh release|asan|tsan [cmake --build args]" >&2; exit 2 ;;
+esac
+cmake -S . -B "build/$flavour" -G Ninja "${flags[@]}" >/dev/null
+cmake --build "build/$flavour" -j "$(nproc)" "$@"

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that flowrt builds and tests with, when any is missing.
+# Runs apt-get only if something is missing (as root, or through sudo).
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ pkg-config
+  libboost-dev nlohmann-json3-dev libconcurrentqueue-dev libspdlog-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3
+)
+# The clang toolchain: -Wthread-safety checks and libFuzzer targets.
+if [ "${FLOWRT_WITH_CLANG:-1}" = 1 ]; then
+  packages+=(clang libclang-rt-dev)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "setup-deps: installing ${missing[*]}" >&2
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,132 @@
+// flowrt::testing: a GoogleTest fixture and matchers for testing flows.
+//
+// FlowTest gives each test a fresh Engine on a virtual clock (starting 2026-01-01T00:00:00Z)
+// with two workers, and short helpers for what tests do most: load definitions, write
+// records, fire events, settle, and read contexts. Matchers read context records:
+//
+//   ASSERT_TRUE(Load(R"({"id": "greet", "trigger": {...}, "actions": [...]})"));
+//   Insert("customer", Value::object({{"tier", "gold"}}));
+//   Settle();
+//   EXPECT_THAT(Contexts("greet"), ElementsAre(HasStatus("completed")));
+//   EXPECT_THAT(OnlyContext("greet"), HasLog("greeted ada"));
+#pragma once
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plans/value_json.h"
+#include "runtime/engine.h"
+
+namespace flowrt::testing {
+
+class FlowTest : public ::testing::Test {
+ protected:
+  // Override to change the engine before it is built (clock, workers, properties).
+  virtual EngineOptions Options() const {
+    EngineOptions o;
+    o.virtual_clock = true;
+    o.properties.worker_threads = 2;
+    return o;
+  }
+  void SetUp() override { engine_ = std::make_unique<Engine>(Options()); }
+  void TearDown() override { engine_.reset(); }
+
+  Engine& engine() { return *engine_; }
+
+  // Loads definitions from JSON text (one object or an array). Fails with every diagnostic.
+  ::testing::AssertionResult Load(std::string_view json) {
+    Diagnostics d = engine_->load_text(json, "test.json");
+    if (d.empty()) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << d.describe();
+  }
+  // Parses JSON text into a Value (test input written as JSON).
+  static Value Json(std::string_view text) {
+    Result<Value> v = parse_json(text);
+    EXPECT_TRUE(v.is_ok()) << v.message();
+    return v ? *v : Value();
+  }
+  // Inserts a record and returns it (with its sys_id). Fails the test on error.
+  Value Insert(std::string_view table, const Value& values) {
+    Result<Value> r = engine_->insert(table, values);
+    EXPECT_TRUE(r.is_ok()) << r.message();
+    return r ? *r : Value();
+  }
+  Value Update(std::string_view table, std::string_view sys_id, const Value& values) {
+    Result<Value> r = engine_->update(table, sys_id, values);
+    EXPECT_TRUE(r.is_ok()) << r.message();
+    return r ? *r : Value();
+  }
+  void FireEvent(std::string_view name, const Value& payload = Value()) {
+    Status s = engine_->fire_event(name, payload);
+    EXPECT_TRUE(s.is_ok()) << s.message();
+  }
+  std::string CallFlow(std::string_view flow, const Value& inputs = Value::empty_object()) {
+    Result<std::string> id = engine_->call_flow(flow, inputs);
+    EXPECT_TRUE(id.is_ok()) << id.message();
+    return id ? *id : std::string();
+  }
+  void Settle() { engine_->settle(); }
+  void Advance(std::string_view duration) {
+    Result<DurationMs> d = parse_duration(duration);
+    ASSERT_TRUE(d.is_ok()) << d.message();
+    engine_->advance(*d);
+  }
+
+  std::vector<ContextRecord> Contexts(std::string_view flow = {}) const { return engine_->contexts(flow); }
+  // The one context of `flow`; fails the test when there is not exactly one.
+  ContextRecord OnlyContext(std::string_view flow) const {
+    std::vector<ContextRecord> all = engine_->contexts(flow);
+    EXPECT_EQ(all.size(), 1u) << "contexts of flow " << flow;
+    return all.empty() ? ContextRecord(Value()) : all.front();
+  }
+  ContextRecord ContextById(std::string_view id) const {
+    std::optional<ContextRecord> c = engine_->context(id);
+    EXPECT_TRUE(c.has_value()) << "no context " << id;
+    return c ? *c : ContextRecord(Value());
+  }
+  std::vector<Value> Records(std::string_view table) const { return engine_->records(table); }
+  std::vector<Value> Skipped() const { return engine_->skipped(); }
+  // Milliseconds of an ISO time after 2026-01-01T00:00:00Z.
+  static int64_t Ms(const Value& iso_time) {
+    Result<TimeMs> t = parse_time(iso_time.as_string());
+    return t ? *t - kDefaultVirtualStart : -1;
+  }
+
+ private:
+  std::unique_ptr<Engine> engine_;
+};
+
+// A context whose status is `status` (in_progress, waiting, completed, cancelled, error).
+MATCHER_P(HasStatus, status, "has status " + std::string(status)) {
+  *result_listener << "whose status is " << arg.status();
+  if (arg.status() == "error") *result_listener << " (" << arg.error_message() << ")";
+  return arg.status() == status;
+}
+
+// A context with a log line whose message is exactly `message`.
+MATCHER_P(HasLog, message, "has a log line \"" + std::string(message) + "\"") {
+  for (const std::string& m : arg.log_messages()) {
+    if (m == message) return true;
+  }
+  *result_listener << "whose logs are " << arg.logs().to_json();
+  return false;
+}
+
+// A context that ended in error with a message containing `text`.
+MATCHER_P(FailedWith, text, "failed with a message containing \"" + std::string(text) + "\"") {
+  *result_listener << "whose status is " << arg.status() << " and error " << arg.error().to_json();
+  return arg.status() == "error" && arg.error_message().find(text) != std::string::npos;
+}
+
+// A context with a step `id` whose status is `status`.
+MATCHER_P2(HasStep, id, status, "has step '" + std::string(id) + "' " + std::string(status)) {
+  const Value& step = arg.step(id);
+  *result_listener << "whose step is " << step.to_json();
+  return step["status"].as_string() == std::string_view(status);
+}
+
+}  // namespace flowrt::testing

@@ -1,0 +1,132 @@
+// The flowrt command, run as a user runs it: exit codes and output shapes.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "plans/value_json.h"
+
+namespace flowrt {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Output {
+  int code;
+  std::string out;
+};
+
+Output run(const std::string& args) {
+  const std::string cmd = std::string(FLOWRT_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  return Output{WEXITSTATUS(status), out};
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("flowrt-cli-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "flows");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void write(const std::string& rel, const std::string& text) { std::ofstream(dir_ / rel) << text; }
+  std::string dir() const { return dir_.string(); }
+
+  fs::path dir_;
+};
+
+TEST_F(CliTest, Run_PrintsTableAndJsonDocument) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "record", "table": "t", "when": "created"},
+    "actions": [{"action": "log", "inputs": {"message": "hi {{trigger.record.n}}"}}]})");
+  write("events.jsonl", R"({"op": "insert", "table": "t", "values": {"n": 1}})" "\n");
+  Output table = run("run " + dir());
+  EXPECT_EQ(table.code, 0) << table.out;
+  EXPECT_NE(table.out.find("ctx-1"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("completed"), std::string::npos) << table.out;
+  Output json = run("run " + dir() + " --format json --out " + dir() + "/out.jsonl");
+  ASSERT_EQ(json.code, 0) << json.out;
+  Result<Value> doc = parse_json(json.out);
+  ASSERT_TRUE(doc.is_ok()) << doc.message() << json.out;
+  for (const char* key : {"contexts", "skipped", "records", "locks", "errors"}) EXPECT_TRUE(doc->contains(key)) << key;
+  EXPECT_EQ((*doc)["contexts"].at(0)["logs"].at(0)["message"], Value("hi 1"));
+  EXPECT_EQ((*doc)["records"]["t"].size(), 1u);
+  std::ifstream lines(dir() + "/out.jsonl");
+  std::string line;
+  ASSERT_TRUE(std::getline(lines, line));
+  EXPECT_EQ((*parse_json(line))["id"], Value("ctx-1"));
+}
+
+TEST_F(CliTest, Run_BadEventLine_Exit1_NamesTheLine) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  write("events.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n{\"op\": \"explode\"}\n{\"op\": \"call_flow\", \"flow\": \"f\"}\n");
+  Output o = run("run " + dir() + " --format json");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.out.find("events.jsonl:2: unknown op 'explode'"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("\"ctx-1\""), std::string::npos);
+  EXPECT_EQ(o.out.find("\"ctx-2\""), std::string::npos) << "nothing after the bad line ran";
+}
+
+TEST_F(CliTest, Run_BadDefinitions_Exit1_NothingRuns) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": [{"action": "nope"}]})");
+  write("events.jsonl", "");
+  Output o = run("run " + dir());
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.out.find("f.json: /actions/0/action: unknown action 'nope'"), std::string::npos) << o.out;
+}
+
+TEST_F(CliTest, Run_BadConfig_Exit1) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  write("config.json", R"({"properties": {"max_actions": "many"}})");
+  Output o = run("run " + dir());
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.out.find("/properties/max_actions: property max_actions must be an integer"), std::string::npos) << o.out;
+}
+
+TEST_F(CliTest, Validate_ReportsEveryError_Exit1) {
+  write("flows/a.json", R"({"id": "a", "trigger": {"type": "api"}, "actions": [{"action": "log", "inputs": {"message": "{{x.y}}"}}]})");
+  write("flows/b.json", "{\n  \"id\": \"b\",\n  oops\n}");
+  Output o = run("validate " + dir() + "/flows");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.out.find("b.json: /: line 3, column"), std::string::npos) << o.out;
+  write("flows/b.json", R"({"id": "b", "trigger": {"type": "api"}, "actions": []})");
+  o = run("validate " + dir() + "/flows");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.out.find("a.json: /actions/0/inputs/message: {{x.y}}: unknown data pill root 'x'"), std::string::npos) << o.out;
+  write("flows/a.json", R"({"id": "a", "trigger": {"type": "api"}, "actions": []})");
+  o = run("validate " + dir() + "/flows");
+  EXPECT_EQ(o.code, 0) << o.out;
+}
+
+TEST_F(CliTest, Plan_PrintsResolvedPills) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "variables": {"n": 1},
+    "actions": [{"action": "log", "inputs": {"message": "{{vars.n | add: 1}}"}}]})");
+  Output o = run("plan " + dir() + "/flows --flow f");
+  ASSERT_EQ(o.code, 0) << o.out;
+  Result<Value> plan = parse_json(o.out);
+  ASSERT_TRUE(plan.is_ok()) << o.out;
+  const Value& pill = (*plan)["units"].at(0)["steps"].at(0)["inputs"]["message"];
+  EXPECT_EQ(pill["root"], Value("variable"));
+  EXPECT_EQ(pill["slot"], Value(0));
+  EXPECT_EQ((*plan)["version"].as_string().substr(0, 2), "f@");
+}
+
+TEST_F(CliTest, BadUsage_Exit2) {
+  EXPECT_EQ(run("").code, 2);
+  EXPECT_EQ(run("frobnicate").code, 2);
+  EXPECT_EQ(run("run").code, 2);
+  EXPECT_EQ(run("run " + dir() + " --format xml").code, 2);
+  EXPECT_EQ(run("run " + dir() + " --bogus 1").code, 2);
+  EXPECT_EQ(run("plan " + dir()).code, 2);
+  EXPECT_EQ(run("validate").code, 2);
+}
+
+}  // namespace
+}  // namespace flowrt

@@ -1,0 +1,39 @@
+#include "compiler/pill_syntax.h"
+
+#include <gtest/gtest.h>
+
+namespace flowrt {
+namespace {
+
+TEST(PillSyntaxTest, SplitsTextAndPills) {
+  Result<std::vector<TemplatePiece>> pieces = split_template("Hi {{ trigger.record.name | upper }}, #{{vars.n}}!");
+  ASSERT_TRUE(pieces.is_ok());
+  ASSERT_EQ(pieces->size(), 5u);
+  EXPECT_EQ((*pieces)[0].text, "Hi ");
+  EXPECT_TRUE((*pieces)[1].is_pill);
+  EXPECT_EQ((*pieces)[1].pill.path, (std::vector<std::string>{"trigger", "record", "name"}));
+  ASSERT_EQ((*pieces)[1].pill.transforms.size(), 1u);
+  EXPECT_EQ((*pieces)[1].pill.transforms[0].name, "upper");
+  EXPECT_EQ((*pieces)[4].text, "!");
+}
+
+TEST(PillSyntaxTest, TransformArguments_AndIndexSyntax) {
+  Result<PillSyntax> p = parse_pill(R"(steps.list.records[2].name | default: "a|b" | add: 1)");
+  ASSERT_TRUE(p.is_ok()) << p.message();
+  EXPECT_EQ(p->path, (std::vector<std::string>{"steps", "list", "records", "2", "name"}));
+  ASSERT_EQ(p->transforms.size(), 2u);
+  EXPECT_EQ(p->transforms[0].argument, "\"a|b\"");
+  EXPECT_EQ(p->transforms[1].argument, "1");
+}
+
+TEST(PillSyntaxTest, Malformed_IsAnError) {
+  EXPECT_FALSE(split_template("{{ oops").is_ok());
+  EXPECT_FALSE(parse_pill("").is_ok());
+  EXPECT_FALSE(parse_pill("a..b").is_ok());
+  EXPECT_FALSE(parse_pill("a.").is_ok());
+  EXPECT_FALSE(parse_pill("a[x]").is_ok());
+  EXPECT_FALSE(parse_pill("a | ").is_ok());
+}
+
+}  // namespace
+}  // namespace flowrt

@@ -1,0 +1,62 @@
+#include "plans/value_json.h"
+
+#include <gtest/gtest.h>
+
+namespace flowrt {
+namespace {
+
+TEST(ValueJsonTest, RoundTrip_KeepsTypesAndOrder) {
+  const std::string text = R"({"b":1,"a":[true,null,2.5,"s\n\"q\""],"c":{"d":-3},"e":1.0})";
+  Result<Value> v = parse_json(text);
+  ASSERT_TRUE(v.is_ok()) << v.message();
+  EXPECT_TRUE((*v)["b"].is_int());
+  EXPECT_TRUE((*v)["e"].is_double());
+  EXPECT_EQ(v->to_json(), text);
+}
+
+TEST(ValueJsonTest, SyntaxError_HasLineAndColumn) {
+  Value v;
+  JsonParseError e;
+  ASSERT_FALSE(parse_json("{\n  \"a\": 1,\n  \"b\": tru\n}", &v, &e));
+  EXPECT_EQ(e.line, 3u);
+  EXPECT_GT(e.column, 1u);
+  EXPECT_NE(e.describe().find("line 3, column"), std::string::npos) << e.describe();
+}
+
+TEST(ValueJsonTest, DeepNesting_IsRefusedCleanly) {
+  Value v;
+  JsonParseError e;
+  ASSERT_FALSE(parse_json(std::string(100000, '['), &v, &e));
+  EXPECT_NE(e.message.find("nesting deeper than the limit of 128"), std::string::npos) << e.message;
+  std::string objects;
+  for (int i = 0; i < 500000; ++i) objects += "{\"a\":";
+  ASSERT_FALSE(parse_json(objects, &v, &e));
+  EXPECT_NE(e.message.find("nesting"), std::string::npos) << e.message;
+}
+
+TEST(ValueJsonTest, LimitsOnStringsAndSize) {
+  JsonLimits limits;
+  limits.max_string_bytes = 10;
+  Value v;
+  JsonParseError e;
+  EXPECT_FALSE(parse_json(R"(["0123456789ab"])", &v, &e, limits));
+  EXPECT_NE(e.message.find("longer than the limit of 10 bytes"), std::string::npos);
+  limits.max_bytes = 5;
+  EXPECT_FALSE(parse_json("[1, 2, 3]", &v, &e, limits));
+}
+
+TEST(ValueJsonTest, HugeIntegersBecomeDoubles_NonFiniteWriteAsNull) {
+  Result<Value> v = parse_json("[18446744073709551615, -9223372036854775808]");
+  ASSERT_TRUE(v.is_ok());
+  EXPECT_TRUE(v->at(0).is_double());
+  EXPECT_TRUE(v->at(1).is_int());
+  EXPECT_EQ(Value(1.0 / 0.0).to_json(), "null");
+  EXPECT_EQ(Value(2.0).to_json(), "2.0");
+}
+
+TEST(ValueJsonTest, PrettyJson_IsIndented) {
+  EXPECT_EQ(to_pretty_json(Value::object({{"a", Value::array({Value(1)})}})), "{\n  \"a\": [\n    1\n  ]\n}");
+}
+
+}  // namespace
+}  // namespace flowrt

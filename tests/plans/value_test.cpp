@@ -1,0 +1,85 @@
+#include "plans/value.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+namespace flowrt {
+namespace {
+
+TEST(ValueTest, Scalars_HaveTheirTypesAndValues) {
+  EXPECT_TRUE(Value().is_null());
+  EXPECT_TRUE(Value(true).as_bool());
+  EXPECT_EQ(Value(42).as_int(), 42);
+  EXPECT_EQ(Value(2.5).as_double(), 2.5);
+  EXPECT_EQ(Value("hi").as_string(), "hi");
+  EXPECT_TRUE(Value("x").is_string()) << "a string literal is a string, not a bool";
+  EXPECT_EQ(Value(7).as_double(), 7.0);
+}
+
+TEST(ValueTest, Strings_InlineAndHeap_CompareByContent) {
+  const std::string long_text(100, 'z');
+  Value small("fourteen chars"), big(long_text);
+  EXPECT_EQ(small.as_string(), "fourteen chars");
+  EXPECT_EQ(big.as_string(), long_text);
+  Value copy = big;
+  EXPECT_TRUE(copy.same_storage(big));
+  EXPECT_EQ(copy, Value(long_text));
+  EXPECT_EQ(Value(""), Value(std::string_view()));
+}
+
+TEST(ValueTest, Equality_NumbersByValue_ObjectsIgnoreOrder_TypesNeverMix) {
+  EXPECT_EQ(Value(1), Value(1.0));
+  EXPECT_FALSE(Value(1) == Value("1"));
+  EXPECT_FALSE(Value() == Value(false));
+  EXPECT_EQ(Value::object({{"a", Value(1)}, {"b", Value(2)}}), Value::object({{"b", Value(2)}, {"a", Value(1)}}));
+  EXPECT_FALSE(Value::array({Value(1), Value(2)}) == Value::array({Value(2), Value(1)}));
+}
+
+TEST(ValueTest, Objects_LookUpMergeAndWithout_LeaveOriginalUntouched) {
+  Value o = Value::object({{"a", Value(1)}, {"b", Value("x")}});
+  EXPECT_EQ(o["a"], Value(1));
+  EXPECT_TRUE(o["missing"].is_null());
+  EXPECT_EQ(o.find("missing"), nullptr);
+  Value merged = o.merged(Value::object({{"b", Value("y")}, {"c", Value(true)}}));
+  EXPECT_EQ(merged.size(), 3u);
+  EXPECT_EQ(merged.members()[1].key.as_string(), "b") << "existing keys keep their place";
+  EXPECT_EQ(merged["b"], Value("y"));
+  EXPECT_EQ(o["b"], Value("x"));
+  EXPECT_EQ(o.with("a", Value(9))["a"], Value(9));
+  EXPECT_FALSE(o.without("a").contains("a"));
+}
+
+TEST(ValueTest, Objects_DuplicateKeys_LastWins) {
+  Value o = Value::object({{"k", Value(1)}, {"k", Value(2)}});
+  EXPECT_EQ(o.size(), 1u);
+  EXPECT_EQ(o["k"], Value(2));
+}
+
+TEST(ValueTest, LargeObjects_AreIndexed) {
+  std::vector<Member> m;
+  for (int i = 0; i < 1000; ++i) m.push_back(Member{Value(std::string_view("k" + std::to_string(i))), Value(i)});
+  Value o = Value::object(std::move(m));
+  EXPECT_EQ(o["k777"], Value(777));
+  EXPECT_EQ(o.merged(Value::object({{"k5", Value(-5)}}))["k5"], Value(-5));
+}
+
+TEST(ValueTest, SharedValues_CopyAndDestroyAcrossThreads) {
+  Value shared = Value::object({{"list", Value::array({Value(std::string(40, 'q')), Value(1)})}});
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&shared] {
+      for (int i = 0; i < 10000; ++i) {
+        Value copy = shared;
+        Value inner = copy["list"];
+        ASSERT_EQ(inner.size(), 2u);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(shared["list"].at(1), Value(1));
+}
+
+}  // namespace
+}  // namespace flowrt

@@ -1,0 +1,92 @@
+#include "runtime/record_store.h"
+
+#include <gtest/gtest.h>
+
+#include "compiler/compiler.h"
+#include "plans/value_json.h"
+
+namespace flowrt {
+namespace {
+
+Value json(std::string_view t) { return *parse_json(t); }
+
+Condition where(std::string_view t) {
+  Condition c;
+  Diagnostics d;
+  EXPECT_TRUE(compile_record_condition(json(t), "t", "", &c, &d)) << d.describe();
+  return c;
+}
+
+TEST(RecordStoreTest, InsertUpdateRemove_KeepEngineFields) {
+  RecordStore store;
+  Value r = *store.insert("t", json(R"({"a": 1})"), 1000);
+  const std::string id(r["sys_id"].as_string());
+  EXPECT_EQ(id.size(), 32u);
+  EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos);
+  RecordChange c = *store.update("t", id, json(R"({"a": 2, "b": null})"), 2000);
+  EXPECT_TRUE(c.changed);
+  EXPECT_EQ(c.previous["a"], Value(1));
+  EXPECT_EQ(c.record["sys_mod_count"], Value(1));
+  EXPECT_EQ(c.record["sys_updated_on"], Value("1970-01-01T00:00:02.000Z"));
+  EXPECT_EQ(c.record["sys_created_on"], Value("1970-01-01T00:00:01.000Z"));
+  EXPECT_FALSE(store.update("t", id, json(R"({"a": 2})"), 3000)->changed);
+  EXPECT_FALSE(store.update("t", id, json(R"({"sys_id": "other"})"), 3000).is_ok());
+  EXPECT_EQ((*store.remove("t", id))["a"], Value(2));
+  EXPECT_TRUE(store.get("t", id).is_null());
+  EXPECT_FALSE(store.remove("t", id).is_ok());
+}
+
+TEST(RecordStoreTest, SysIds_AreDeterministicForASeed) {
+  RecordStore a(7), b(7), c(8);
+  const Value x = (*a.insert("t", Value(), 0))["sys_id"];
+  EXPECT_EQ(x, (*b.insert("t", Value(), 0))["sys_id"]);
+  EXPECT_FALSE(x == (*c.insert("t", Value(), 0))["sys_id"]);
+}
+
+TEST(RecordStoreTest, Find_UsesIndexAndStaysCorrectAcrossWrites) {
+  RecordStore store;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 100; ++i) {
+    ids.emplace_back((*store.insert("u", Value::object({{"g", Value(i % 7)}, {"i", Value(i)}}), 0))["sys_id"].as_string());
+  }
+  Condition c = where(R"({"field": "g", "op": "eq", "value": 3})");
+  RecordQuery q;
+  q.table = "u";
+  q.condition = &c;
+  EXPECT_EQ(store.find(q)->size(), 14u);  // 3, 10, ..., 94
+  ASSERT_TRUE(store.update("u", ids[3], json(R"({"g": 4})"), 0).is_ok());
+  ASSERT_TRUE(store.remove("u", ids[10]).is_ok());
+  ASSERT_TRUE(store.insert("u", json(R"({"g": 3.0})"), 0).is_ok());
+  Value found = *store.find(q);
+  EXPECT_EQ(found.size(), 13u);
+  EXPECT_EQ(found.at(0)["i"], Value(17)) << "insertion order";
+  q.limit = 2;
+  EXPECT_EQ(store.find(q)->size(), 2u);
+  q.order_by = "-i";
+  EXPECT_EQ(store.find(q)->at(0)["i"], Value(94));
+}
+
+TEST(RecordStoreTest, ManyDeletes_CompactTheTable) {
+  RecordStore store;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3000; ++i) ids.emplace_back((*store.insert("t", Value::object({{"i", Value(i)}}), 0))["sys_id"].as_string());
+  Condition c = where(R"({"field": "i", "op": "ge", "value": 0})");
+  for (int i = 0; i < 2500; ++i) ASSERT_TRUE(store.remove("t", ids[i]).is_ok());
+  EXPECT_EQ(store.records("t").size(), 500u);
+  EXPECT_EQ(store.records("t").front()["i"], Value(2500));
+  EXPECT_EQ(store.get("t", ids[2999])["i"], Value(2999));
+  RecordQuery q;
+  q.table = "t";
+  q.condition = &c;
+  EXPECT_EQ(store.find(q)->size(), 500u);
+}
+
+TEST(RecordStoreTest, OrderValues_IsATotalOrder) {
+  EXPECT_LT(order_values(Value(), Value(false)), 0);
+  EXPECT_LT(order_values(Value(1), Value(1.5)), 0);
+  EXPECT_LT(order_values(Value(9), Value("1")), 0);
+  EXPECT_EQ(order_values(Value("a"), Value("a")), 0);
+}
+
+}  // namespace
+}  // namespace flowrt

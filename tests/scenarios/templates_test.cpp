@@ -1,0 +1,98 @@
+// Harness scenarios for data pills, templates and transforms (SPEC section 5).
+#include "testing/flow_test.h"
+
+namespace flowrt {
+namespace {
+
+using namespace flowrt::testing;
+
+class TemplatesTest : public FlowTest {};
+
+TEST_F(TemplatesTest, ExactPillKeepsType_PillInTextRendersAsText) {
+  ASSERT_TRUE(Load(R"({"id": "t", "trigger": {"type": "api"}, "actions": [
+    {"id": "c", "action": "create_record", "inputs": {"table": "out", "values": {
+      "n": "{{inputs.n}}", "obj": "{{inputs.obj}}", "text": "n={{inputs.n}} obj={{inputs.obj}} none=[{{inputs.missing}}] b={{inputs.b}}",
+      "nested": {"list": ["{{inputs.n}}", "x"]}, "ctx": "{{context.id}}/{{flow.id}}"}}}]})"));
+  const std::string id = CallFlow("t", Json(R"({"n": 5, "obj": {"a": [1, "x"]}, "b": false})"));
+  Settle();
+  ASSERT_THAT(ContextById(id), HasStatus("completed"));
+  Value r = Records("out").at(0);
+  EXPECT_EQ(r["n"], Value(5));
+  EXPECT_EQ(r["obj"], Json(R"({"a": [1, "x"]})"));
+  EXPECT_EQ(r["text"], Value(R"(n=5 obj={"a":[1,"x"]} none=[] b=false)"));
+  EXPECT_EQ(r["nested"], Json(R"({"list": [5, "x"]})"));
+  EXPECT_EQ(r["ctx"], Value(id + "/t"));
+}
+
+TEST_F(TemplatesTest, Transforms_ComputeAndChain) {
+  ASSERT_TRUE(Load(R"({"id": "t", "trigger": {"type": "api"}, "actions": [
+    {"id": "c", "action": "create_record", "inputs": {"table": "out", "values": {
+      "add": "{{inputs.n | add: 2}}", "sub": "{{inputs.n | sub: 10}}", "mul": "{{inputs.n | mul: 1.5}}",
+      "div": "{{inputs.n | div: 2}}", "idiv": "{{inputs.n | div: 5}}", "mod": "{{inputs.n | mod: 3}}",
+      "upper": "{{inputs.s | upper}}", "lower": "{{inputs.s | lower}}", "trim": "{{inputs.pad | trim}}",
+      "len_s": "{{inputs.s | length}}", "len_a": "{{inputs.list | length}}",
+      "dflt": "{{inputs.missing | default: \"none\"}}", "dflt_n": "{{inputs.missing | default: 0 | add: 1}}",
+      "json": "{{inputs.list | json}}", "not": "{{inputs.flag | not}}", "chain": "{{inputs.pad | trim | upper | length}}"}}}]})"));
+  CallFlow("t", Json(R"({"n": 10, "s": "MiXed", "pad": "  ab  ", "list": [1, 2, 3], "flag": false})"));
+  Settle();
+  ASSERT_THAT(OnlyContext("t"), HasStatus("completed"));
+  Value r = Records("out").at(0);
+  EXPECT_EQ(r["add"], Value(12));
+  EXPECT_EQ(r["sub"], Value(0));
+  EXPECT_EQ(r["mul"], Value(15.0));
+  EXPECT_EQ(r["div"], Value(5));
+  EXPECT_EQ(r["idiv"], Value(2));
+  EXPECT_EQ(r["mod"], Value(1));
+  EXPECT_EQ(r["upper"], Value("MIXED"));
+  EXPECT_EQ(r["lower"], Value("mixed"));
+  EXPECT_EQ(r["trim"], Value("ab"));
+  EXPECT_EQ(r["len_s"], Value(5));
+  EXPECT_EQ(r["len_a"], Value(3));
+  EXPECT_EQ(r["dflt"], Value("none"));
+  EXPECT_EQ(r["dflt_n"], Value(1));
+  EXPECT_EQ(r["json"], Value("[1,2,3]"));
+  EXPECT_EQ(r["not"], Value(true));
+  EXPECT_EQ(r["chain"], Value(2));
+}
+
+TEST_F(TemplatesTest, TransformOfWrongTypeAtRunTime_IsStepErrorNamingThePill) {
+  ASSERT_TRUE(Load(R"({"id": "t", "trigger": {"type": "api"}, "actions": [
+    {"id": "l", "action": "log", "inputs": {"message": "{{inputs.s | add: 1}}"}}]})"));
+  CallFlow("t", Json(R"({"s": "text"})"));
+  Settle();
+  ContextRecord c = OnlyContext("t");
+  EXPECT_THAT(c, FailedWith("{{inputs.s | add: 1}}: add needs a number, got string"));
+  EXPECT_THAT(c, HasStep("l", "error"));
+}
+
+TEST_F(TemplatesTest, DivisionByZero_IsStepError) {
+  ASSERT_TRUE(Load(R"({"id": "t", "trigger": {"type": "api"}, "actions": [
+    {"action": "log", "inputs": {"message": "{{inputs.n | div: 0}}"}}]})"));
+  CallFlow("t", Json(R"({"n": 1})"));
+  Settle();
+  EXPECT_THAT(OnlyContext("t"), FailedWith("div by zero"));
+}
+
+TEST_F(TemplatesTest, PathsIntoArraysAndMissingValues_YieldNull) {
+  ASSERT_TRUE(Load(R"({"id": "t", "trigger": {"type": "api"}, "actions": [
+    {"id": "list", "action": "look_up_records", "inputs": {"table": "u", "order_by": "name"}},
+    {"action": "log", "inputs": {"message": "{{steps.list.records.1.name}}|{{steps.list.records[0].name}}|{{steps.list.records.9.name}}|{{inputs.a.b.c}}"}}]})"));
+  Insert("u", Json(R"({"name": "b"})"));
+  Insert("u", Json(R"({"name": "a"})"));
+  CallFlow("t");
+  Settle();
+  EXPECT_THAT(OnlyContext("t"), HasLog("b|a||"));
+}
+
+TEST_F(TemplatesTest, TriggerPills_TableOperationSysIdTimeAndPrevious) {
+  ASSERT_TRUE(Load(R"({"id": "t", "trigger": {"type": "record", "table": "doc", "when": "updated"}, "actions": [
+    {"action": "log", "inputs": {"message": "{{trigger.table}} {{trigger.operation}} {{trigger.sys_id}} {{trigger.time}} {{trigger.previous.v}}->{{trigger.record.v}} {{trigger.type}}"}}]})"));
+  Value r = Insert("doc", Json(R"({"sys_id": "d1", "v": 1})"));
+  Advance("1s");
+  Update("doc", "d1", Json(R"({"v": 2})"));
+  Settle();
+  EXPECT_THAT(OnlyContext("t"), HasLog("doc update d1 2026-01-01T00:00:01.000Z 1->2 record"));
+}
+
+}  // namespace
+}  // namespace flowrt

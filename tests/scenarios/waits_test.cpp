@@ -1,0 +1,132 @@
+// Harness scenarios for wait and wait_for_condition, with timeouts, on the virtual clock.
+#include "testing/flow_test.h"
+
+namespace flowrt {
+namespace {
+
+using namespace flowrt::testing;
+
+class WaitsTest : public FlowTest {};
+
+TEST_F(WaitsTest, Wait_ParksForExactlyTheDuration) {
+  ASSERT_TRUE(Load(R"({"id": "w", "trigger": {"type": "api"}, "actions": [
+    {"id": "pause", "action": "wait", "inputs": {"duration": "90s"}},
+    {"action": "log", "inputs": {"message": "done"}}]})"));
+  const std::string id = CallFlow("w");
+  engine().settle(0);
+  EXPECT_THAT(ContextById(id), HasStatus("waiting"));
+  EXPECT_THAT(ContextById(id), HasStep("pause", "waiting"));
+  Advance("89s");
+  EXPECT_THAT(ContextById(id), HasStatus("waiting"));
+  Advance("1s");
+  ContextRecord c = ContextById(id);
+  EXPECT_THAT(c, HasStatus("completed"));
+  EXPECT_EQ(Ms(c.value()["ended_at"]), 90000);
+  EXPECT_EQ(Ms(c.step("pause")["ended_at"]), 90000);
+}
+
+TEST_F(WaitsTest, Settle_MovesClockToEachWaitInTurn) {
+  ASSERT_TRUE(Load(R"({"id": "w", "trigger": {"type": "api"}, "actions": [
+    {"action": "wait", "inputs": {"duration": "{{inputs.d}}"}}]})"));
+  const std::string a = CallFlow("w", Json(R"({"d": "5m"})"));
+  const std::string b = CallFlow("w", Json(R"({"d": 1000})"));
+  Settle();
+  EXPECT_EQ(Ms(ContextById(a).value()["ended_at"]), 300000);
+  EXPECT_EQ(Ms(ContextById(b).value()["ended_at"]), 1000);
+  EXPECT_EQ(engine().now(), kDefaultVirtualStart + 300000);
+}
+
+TEST_F(WaitsTest, SettleUntil_StopsBeforeLaterTimers) {
+  ASSERT_TRUE(Load(R"({"id": "w", "trigger": {"type": "api"}, "actions": [{"action": "wait", "inputs": {"duration": "2d"}}]})"));
+  const std::string id = CallFlow("w");
+  Settle();  // 24h by default
+  EXPECT_THAT(ContextById(id), HasStatus("waiting"));
+  engine().settle(int64_t{3} * 24 * 3600 * 1000);
+  EXPECT_THAT(ContextById(id), HasStatus("completed"));
+}
+
+TEST_F(WaitsTest, WaitForCondition_WakesOnTheWriteThatMeetsIt) {
+  ASSERT_TRUE(Load(R"({"id": "w", "trigger": {"type": "record", "table": "order", "when": "created"}, "actions": [
+    {"id": "paid", "action": "wait_for_condition", "inputs": {"table": "order", "sys_id": "{{trigger.sys_id}}",
+        "condition": {"field": "state", "op": "eq", "value": "paid"}, "timeout": "1h"}},
+    {"action": "log", "inputs": {"message": "paid={{steps.paid.record.state}} timed_out={{steps.paid.timed_out}}"}}]})"));
+  Value o = Insert("order", Json(R"({"state": "new"})"));
+  engine().settle(0);  // a full settle would move the clock to the timeout
+  const std::string id(OnlyContext("w").id());
+  EXPECT_THAT(ContextById(id), HasStatus("waiting"));
+  Advance("10m");
+  Update("order", o["sys_id"].as_string(), Json(R"({"state": "shipping"})"));
+  engine().settle(0);
+  EXPECT_THAT(ContextById(id), HasStatus("waiting"));
+  Update("order", o["sys_id"].as_string(), Json(R"({"state": "paid"})"));
+  Settle();
+  ContextRecord c = ContextById(id);
+  EXPECT_THAT(c, HasStatus("completed"));
+  EXPECT_THAT(c, HasLog("paid=paid timed_out=false"));
+  EXPECT_EQ(Ms(c.value()["ended_at"]), 600000);
+  EXPECT_EQ(engine().now(), kDefaultVirtualStart + 600000) << "the cancelled timeout does not move the clock";
+}
+
+TEST_F(WaitsTest, WaitForCondition_TimesOutWithCurrentRecord) {
+  ASSERT_TRUE(Load(R"({"id": "w", "trigger": {"type": "api"}, "actions": [
+    {"id": "x", "action": "wait_for_condition", "inputs": {"table": "t", "sys_id": "r1",
+        "condition": {"field": "done", "op": "eq", "value": true}, "timeout": "30m"}},
+    {"action": "log", "inputs": {"message": "timed_out={{steps.x.timed_out}} v={{steps.x.record.v}}"}}]})"));
+  Insert("t", Json(R"({"sys_id": "r1", "v": 1})"));
+  CallFlow("w");
+  Settle();
+  ContextRecord c = OnlyContext("w");
+  EXPECT_THAT(c, HasLog("timed_out=true v=1"));
+  EXPECT_EQ(Ms(c.value()["ended_at"]), 1800000);
+}
+
+TEST_F(WaitsTest, WaitForCondition_AlreadyTrue_DoesNotWait) {
+  ASSERT_TRUE(Load(R"({"id": "w", "trigger": {"type": "api"}, "actions": [
+    {"id": "x", "action": "wait_for_condition", "inputs": {"table": "t", "sys_id": "r1",
+        "condition": {"field": "v", "op": "ge", "value": 1}}}]})"));
+  Insert("t", Json(R"({"sys_id": "r1", "v": 1})"));
+  CallFlow("w");
+  engine().settle(0);
+  EXPECT_THAT(OnlyContext("w"), HasStatus("completed"));
+}
+
+TEST_F(WaitsTest, WaitForCondition_ChangesOp_ComparesWithTheWritesPreviousValue) {
+  ASSERT_TRUE(Load(R"({"id": "w", "trigger": {"type": "api"}, "actions": [
+    {"id": "x", "action": "wait_for_condition", "inputs": {"table": "t", "sys_id": "r1",
+        "condition": {"field": "v", "op": "changes_to", "value": 3}}}]})"));
+  Insert("t", Json(R"({"sys_id": "r1", "v": 1})"));
+  CallFlow("w");
+  engine().settle(0);
+  Update("t", "r1", Json(R"({"v": 2})"));
+  engine().settle(0);
+  EXPECT_THAT(OnlyContext("w"), HasStatus("waiting"));
+  Update("t", "r1", Json(R"({"v": 3})"));
+  Settle();
+  EXPECT_THAT(OnlyContext("w"), HasStatus("completed"));
+}
+
+TEST_F(WaitsTest, WaitForCondition_RecordDeletedOrMissing_IsStepError) {
+  ASSERT_TRUE(Load(R"({"id": "w", "trigger": {"type": "api"}, "actions": [
+    {"id": "x", "action": "wait_for_condition", "inputs": {"table": "t", "sys_id": "{{inputs.id}}",
+        "condition": {"field": "v", "op": "eq", "value": 9}}}]})"));
+  Insert("t", Json(R"({"sys_id": "r1", "v": 1})"));
+  const std::string waiting = CallFlow("w", Json(R"({"id": "r1"})"));
+  const std::string missing = CallFlow("w", Json(R"({"id": "nope"})"));
+  engine().settle(0);
+  ASSERT_TRUE(engine().remove("t", "r1").is_ok());
+  Settle();
+  EXPECT_THAT(ContextById(waiting), FailedWith("was deleted while waiting"));
+  EXPECT_THAT(ContextById(missing), FailedWith("no record t/nope to wait for"));
+}
+
+TEST_F(WaitsTest, ManyParkedContexts_HoldNoThreads) {
+  ASSERT_TRUE(Load(R"({"id": "w", "trigger": {"type": "api"}, "actions": [{"action": "wait", "inputs": {"duration": "1h"}}]})"));
+  for (int i = 0; i < 500; ++i) CallFlow("w");
+  engine().settle(0);  // two workers, five hundred waiting contexts: none holds a thread
+  for (const ContextRecord& c : Contexts("w")) ASSERT_THAT(c, HasStatus("waiting"));
+  Settle();
+  for (const ContextRecord& c : Contexts("w")) ASSERT_THAT(c, HasStatus("completed"));
+}
+
+}  // namespace
+}  // namespace flowrt
