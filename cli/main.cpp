@@ -9,7 +9,7 @@
 namespace {
 
 constexpr const char* kUsage = R"(usage:
-  flowrt run DIR [--format table|json] [--out FILE]
+  flowrt run DIR [--format table|json] [--out FILE] [--log-level off|error|warn|info|debug]
   flowrt run --flows DIR --events FILE [--config FILE] [--format table|json] [--out FILE]
   flowrt validate PATH...
   flowrt plan PATH... --flow ID

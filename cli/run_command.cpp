@@ -9,12 +9,13 @@
 #include "cli/table_output.h"
 #include "plans/value_json.h"
 #include "runtime/engine.h"
+#include "runtime/engine_log.h"
 #include "runtime/harness.h"
 
 namespace flowrt::cli {
 
 int run_command(const std::vector<std::string>& raw) {
-  ParsedArgs args = parse_args(raw, {"flows", "events", "config", "format", "out"});
+  ParsedArgs args = parse_args(raw, {"flows", "events", "config", "format", "out", "log-level"});
   if (args.positional.size() > 1) throw UsageError{"run takes one directory"};
   if (args.positional.empty() && (!args.has("flows") || !args.has("events"))) {
     throw UsageError{"run needs DIR, or --flows and --events"};
@@ -39,6 +40,10 @@ int run_command(const std::vector<std::string>& raw) {
   if (!config) {
     errors.push_back(config.message());
     return fail(1);
+  }
+  config->engine.log_level = args.get("log-level");
+  if (!config->engine.log_level.empty() && !set_engine_log_level(config->engine.log_level)) {
+    throw UsageError{"--log-level must be off, error, warn, info or debug"};
   }
   Engine engine(config->engine);
   Diagnostics diags = engine.load({flows});

@@ -268,6 +268,18 @@ Node UnitCompiler::compile_node(const Value& step, const std::string& pointer, c
   } else {
     add_error(pointer, "a step needs \"action\", or is flow logic (\"if\", \"for_each\", \"try\", \"end\")");
   }
+  switch (node.op.index()) {
+    case 0: {
+      const ActionStep& a = std::get<ActionStep>(node.op);
+      node.action = Value(std::string_view(a.action));
+      if (!a.id.empty()) node.id = Value(std::string_view(a.id));
+      break;
+    }
+    case 1: node.action = Value("if"); break;
+    case 2: node.action = Value("for_each"); break;
+    case 3: node.action = Value("try"); break;
+    default: node.action = Value("end"); break;
+  }
   return node;
 }
 

@@ -95,6 +95,8 @@ struct EndNode {};
 
 struct Node {
   Value path;  // position in the definition: "3", "4.then.1", "5.do.2" (no iteration marks)
+  Value id;      // the step's id, null when it has none (shared into context records)
+  Value action;  // "update_record", "my.action", or for flow logic "if", "for_each", "try", "end"
   bool in_loop = false;  // inside some for_each body: the run-time path carries "#N" marks
   std::variant<ActionStep, IfNode, ForEachNode, TryNode, EndNode> op;
 };

@@ -1,6 +1,5 @@
 #include "runtime/context.h"
 
-#include "compiler/signatures.h"
 #include "runtime/flow_slot.h"
 #include "runtime/record_json.h"
 
@@ -122,18 +121,20 @@ Context::Phase Context::phase() const {
   return phase_;
 }
 
-void Context::record_start(const Plan* p, TimeMs now, const std::vector<Value>& variables) {
+void Context::record_start(const Plan& p, TimeMs now, const std::vector<Value>& variables) {
   MutexLock lock(mu_);
-  record_plan_ = p;
+  plan_version_ = Value(std::string_view(p.version));
+  variable_names_ = p.root().variable_names;
   started_at_ = now;
   variables_ = variables;
 }
 
-int64_t Context::begin_step(Value path, const Node* node, TimeMs now, Value in) {
+int64_t Context::begin_step(Value path, const Node& node, TimeMs now, Value in) {
   MutexLock lock(mu_);
   StepEntry e;
   e.path = std::move(path);
-  e.node = node;
+  e.id = node.id;
+  e.action = node.action;
   e.started = now;
   e.inputs = std::move(in);
   steps_.push_back(std::move(e));
@@ -199,7 +200,8 @@ Value Context::to_value(size_t value_limit) const {
   f.seq = seq;
   f.id = id;
   f.flow = flow->id_value;
-  f.plan = record_plan_;
+  f.plan_version = plan_version_;
+  f.variable_names = &variable_names_;
   f.status = status_;
   f.trigger = &trigger;
   f.cause = &cause;

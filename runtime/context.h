@@ -51,7 +51,7 @@ class Context : public std::enable_shared_from_this<Context> {
   // The chain of contexts this one starts: its own chain plus its flow. Built once.
   const std::shared_ptr<const Chain>& child_chain() const { return child_chain_; }
 
-  // ---- execution: owned by the running thread ----
+  // ---- execution: owned by the running thread; released when the context ends ----
   std::shared_ptr<const Plan> plan;
   ExecState exec;
   double run_ms = 0;          // running time so far, waiting excluded
@@ -80,8 +80,8 @@ class Context : public std::enable_shared_from_this<Context> {
   Phase phase() const EXCLUDES(mu_);
 
   // ---- execution record ----
-  void record_start(const Plan* plan, TimeMs now, const std::vector<Value>& variables) EXCLUDES(mu_);
-  int64_t begin_step(Value path, const Node* node, TimeMs now, Value inputs) EXCLUDES(mu_);
+  void record_start(const Plan& plan, TimeMs now, const std::vector<Value>& variables) EXCLUDES(mu_);
+  int64_t begin_step(Value path, const Node& node, TimeMs now, Value inputs) EXCLUDES(mu_);
   void end_step(int64_t index, StepStatus status, TimeMs now, Value outputs, Value error) EXCLUDES(mu_);
   void set_step_status(int64_t index, StepStatus status) EXCLUDES(mu_);
   void add_log(LogLevel level, Value step, TimeMs now, Value message) EXCLUDES(mu_);
@@ -118,7 +118,8 @@ class Context : public std::enable_shared_from_this<Context> {
   bool early_wake_ GUARDED_BY(mu_) = false;  // a wake-up that came while parking
   // record
   ContextStatus status_ GUARDED_BY(mu_) = ContextStatus::kInProgress;
-  const Plan* record_plan_ GUARDED_BY(mu_) = nullptr;
+  Value plan_version_ GUARDED_BY(mu_);
+  std::vector<Value> variable_names_ GUARDED_BY(mu_);
   TimeMs started_at_ GUARDED_BY(mu_) = -1;
   TimeMs ended_at_ GUARDED_BY(mu_) = -1;
   double run_ms_ GUARDED_BY(mu_) = 0;

@@ -19,14 +19,16 @@ std::string_view status_name(ContextStatus s);
 std::string_view status_name(StepStatus s);
 bool is_terminal(ContextStatus s);
 
-// One entry of a record's "steps": an action step or a flow-logic node that ran.
+// One entry of a record's "steps": an action step or a flow-logic node that ran. Holds its
+// own (shared) values, so a record outlives the plan it was made with.
 struct StepEntry {
   Value path;                     // "3", "4.then.1", "5.do.2#3"
-  const Node* node = nullptr;     // in the context's plan (which the context keeps alive)
+  Value id;                       // null when the step has none
+  Value action;                   // action type, or "if", "for_each", "try", "end"
   StepStatus status = StepStatus::kInProgress;
   TimeMs started = 0;
   TimeMs ended = -1;
-  Value inputs;                   // action steps: array in the step's input order
+  Value inputs;                   // object of the inputs given, rendered
   Value outputs;                  // object, or null
   Value error;                    // message string, or null
 };

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "runtime/engine_log.h"
 #include "runtime/interpreter.h"
 #include "triggers/schedule.h"
 
@@ -15,6 +16,7 @@ EngineCore::EngineCore(EngineOptions opts)
       workers(events, [this](Context* ctx) { run(ctx); }),
       props_(options.properties) {
   contexts.set_retention(options.properties.context_retention);
+  if (!options.log_level.empty()) set_engine_log_level(options.log_level);
 }
 
 EngineCore::~EngineCore() { stop(); }
@@ -25,6 +27,7 @@ void EngineCore::start() {
   unsigned n = properties().worker_threads;
   if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
   workers.start(n);
+  engine_log().info("started {} workers, {} clock", n, clock.is_virtual() ? "virtual" : "real");
   if (!clock.is_virtual()) {
     timer_thread_ = std::thread([this] {
       while (true) {
@@ -42,6 +45,7 @@ void EngineCore::stop() {
   timers.stop();
   if (timer_thread_.joinable()) timer_thread_.join();
   workers.stop();
+  engine_log().info("stopped");
 }
 
 EngineProperties EngineCore::properties() const {
@@ -83,9 +87,17 @@ void EngineCore::wait_idle() {
 }
 
 void EngineCore::run(Context* ctx) {
+  // Hold the context for the whole slice: once it finishes, the store may drop it.
+  const std::shared_ptr<Context> hold = ctx->shared_from_this();
   if (ctx->begin_run()) {
     Interpreter interpreter(*this, *ctx);
-    if (interpreter.run() == Interpreter::Outcome::kParked) park(ctx);
+    if (interpreter.run() == Interpreter::Outcome::kParked) {
+      park(ctx);
+    } else {
+      // The record is complete and self-contained: let go of the plan and the state.
+      ctx->exec = ExecState{};
+      ctx->plan.reset();
+    }
   }
   work_done();
 }
@@ -234,6 +246,7 @@ void EngineCore::schedule_tick(FlowSlot* slot, uint64_t generation, TimeMs at) {
     plan = slot->plan;
   }
   if (!plan || plan->trigger.type != TriggerType::kSchedule) return;
+  engine_log().debug("schedule tick of flow {} at {}", slot->id, format_time(at));
   TriggerData t;
   t.type = TriggerType::kSchedule;
   t.time = at;

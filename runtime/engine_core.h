@@ -37,6 +37,9 @@ struct EngineOptions {
   EngineProperties properties;
   // Seed of generated sys_ids.
   uint64_t seed = 0;
+  // Level of the engine's own log on stderr: off, error, warn, info, debug ("" keeps the
+  // current one, warn by default or FLOWRT_LOG_LEVEL).
+  std::string log_level;
 };
 
 class EngineCore {

@@ -7,7 +7,10 @@ namespace {
 
 constexpr const char* kKinds[] = {"body", "branch", "loop", "try", "catch"};
 
-Value values(const std::vector<Value>& v) { return Value::array(v); }
+template <class Vector>
+Value values(const Vector& v) {
+  return Value::array(std::vector<Value>(v.begin(), v.end()));
+}
 
 std::vector<Value> list_of(const Value& v) { return std::vector<Value>(v.items().begin(), v.items().end()); }
 
@@ -153,7 +156,7 @@ Result<ExecState> ExecState::from_value(const Value& v, const Plan& plan) {
     if (!s.parked_node || !std::holds_alternative<ActionStep>(s.parked_node->op)) return bad("parked step");
     s.parked_record = pj["record"].as_int();
     s.parked_path = pj["path"];
-    s.parked_inputs = list_of(pj["inputs"]);
+    s.parked_inputs.assign(pj["inputs"].items().begin(), pj["inputs"].items().end());
     const std::string_view kind = pj["wait"]["kind"].as_string();
     s.wait.kind = kind == "timer"    ? WaitRequest::Kind::kTimer
                   : kind == "record" ? WaitRequest::Kind::kRecord

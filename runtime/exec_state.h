@@ -6,7 +6,9 @@
 // thread running the context; not synchronized.
 #pragma once
 
+#include <boost/container/small_vector.hpp>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "actions/action.h"
@@ -16,6 +18,10 @@
 #include "runtime/clock.h"
 
 namespace flowrt {
+
+// A step's rendered inputs; most steps have few, so they stay off the heap.
+using StepInputs = boost::container::small_vector<Value, 6>;
+inline std::span<const Value> as_span(const StepInputs& v) { return {v.data(), v.size()}; }
 
 struct BlockFrame {
   enum class Kind : uint8_t { kBody, kBranch, kLoop, kTry, kCatch };
@@ -59,7 +65,7 @@ struct ExecState {
   const Node* parked_node = nullptr;
   int64_t parked_record = -1;
   Value parked_path;
-  std::vector<Value> parked_inputs;
+  StepInputs parked_inputs;
   WaitRequest wait;
   TimerHandle timer;                 // the wait's timer (deadline or timeout), if any
 

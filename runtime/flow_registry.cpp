@@ -2,6 +2,8 @@
 
 #include <mutex>
 
+#include "runtime/engine_log.h"
+
 namespace flowrt {
 
 // Definitions as a compile sees them. REQUIRES: the registry's mu_ is held (shared or
@@ -87,7 +89,9 @@ Status FlowRegistry::activate(std::string_view id, const CompileOptions& options
   Compiler compiler(view, actions_, options);
   Diagnostics diags;
   std::shared_ptr<const Plan> plan = compiler.compile_flow(candidate, &diags);
+  compiles_.fetch_add(1, std::memory_order_relaxed);
   if (!plan) return Error{"flow '" + std::string(id) + "' cannot be activated: " + diags.describe()};
+  engine_log().debug("activated {}", plan->version);
   const bool changed = v.draft.has_value();
   if (changed) {
     v.published = std::move(candidate);
@@ -112,38 +116,6 @@ Status FlowRegistry::deactivate(std::string_view id) {
   if (it == slots_by_id_.end()) return Error{"no flow '" + std::string(id) + "'"};
   it->second->active.store(false, std::memory_order_release);
   return Status::ok();
-}
-
-std::vector<std::pair<std::string, std::string>> FlowRegistry::activate_loaded(const CompileOptions& options,
-                                                                               TimeMs now) {
-  std::vector<std::string> ids;
-  {
-    std::shared_lock lock(mu_);
-    for (const auto& [key, v] : defs_) {
-      if (key.first == UnitType::kFlow && v.published && v.published->active) ids.push_back(key.second);
-    }
-  }
-  std::vector<std::pair<std::string, std::string>> errors;
-  for (const std::string& id : ids) {
-    std::unique_lock lock(mu_);
-    auto it = defs_.find({UnitType::kFlow, id});
-    View view(*this, false);
-    Compiler compiler(view, actions_, options);
-    Diagnostics diags;
-    std::shared_ptr<const Plan> plan = compiler.compile_flow(*it->second.published, &diags);
-    if (!plan) {
-      errors.emplace_back(id, diags.describe());
-      continue;
-    }
-    FlowSlot* s = slot_locked(id);
-    MutexLock plan_lock(s->plan_mu);
-    s->plan = std::move(plan);
-    s->compile_error.clear();
-    s->validated_epoch = epoch();
-    s->activated_at = now;
-    s->active.store(true, std::memory_order_release);
-  }
-  return errors;
 }
 
 FlowSlot* FlowRegistry::slot(std::string_view flow_id) const {
@@ -218,7 +190,13 @@ FlowRegistry::PlanResult FlowRegistry::plan_for(FlowSlot& slot, const CompileOpt
       Compiler compiler(view, actions_, options);
       Diagnostics diags;
       result.plan = compiler.compile_flow(*it->second.published, &diags);
-      if (!result.plan) result.error = diags.describe();
+      compiles_.fetch_add(1, std::memory_order_relaxed);
+      if (result.plan) {
+        engine_log().debug("compiled {} just in time", result.plan->version);
+      } else {
+        result.error = diags.describe();
+        engine_log().warn("flow {} no longer compiles: {}", slot.id, result.error);
+      }
     }
   }
   MutexLock plan_lock(slot.plan_mu);

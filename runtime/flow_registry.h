@@ -41,8 +41,6 @@ class FlowRegistry {
   // Publishes a flow's draft if it has one, compiles it and makes it active.
   Status activate(std::string_view id, const CompileOptions& options, TimeMs now);
   Status deactivate(std::string_view id);
-  // Activates every published flow marked active (after a load). Errors are returned per flow.
-  std::vector<std::pair<std::string, std::string>> activate_loaded(const CompileOptions& options, TimeMs now);
 
   // ---- lookups ----
   FlowSlot* slot(std::string_view flow_id) const;
@@ -52,6 +50,8 @@ class FlowRegistry {
   std::optional<Definition> definition(UnitType type, std::string_view id) const;
   std::vector<Definition> all_definitions() const;  // published and drafts
   uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
+  // How many times a flow's plan was compiled to run (activation or just in time).
+  uint64_t compiles() const { return compiles_.load(std::memory_order_relaxed); }
 
   // ---- plans ----
   struct PlanResult {
@@ -86,6 +86,7 @@ class FlowRegistry {
   std::map<std::string, FlowSlot*, std::less<>> slots_by_id_;    // guarded by mu_
   std::vector<std::unique_ptr<FlowSlot>> slots_;                 // guarded by mu_; slots never move
   std::atomic<uint64_t> epoch_{0};
+  std::atomic<uint64_t> compiles_{0};
 };
 
 }  // namespace flowrt

@@ -2,6 +2,7 @@
 
 #include "runtime/engine_core.h"
 #include "runtime/flow_slot.h"
+#include "runtime/record_json.h"
 #include "runtime/step_host.h"
 
 namespace flowrt {
@@ -66,7 +67,7 @@ bool Interpreter::start() {
   std::vector<Value> inputs;
   for (const Param& p : root.inputs) inputs.push_back(ctx_.inputs[p.name]);
   push_activation(0, std::move(inputs), ctx_.inputs, -1, Value());
-  ctx_.record_start(ctx_.plan.get(), now(), exec_.stack.back().vars);
+  ctx_.record_start(*ctx_.plan, now(), exec_.stack.back().vars);
   return true;
 }
 
@@ -170,7 +171,7 @@ Interpreter::Flow Interpreter::step_node(Activation& a, BlockFrame& f, const Nod
       for (size_t i = 0; i < n.conditions.size(); ++i) {
         Result<bool> r = evaluate(n.conditions[i], scope);
         if (!r) {
-          const int64_t rec = ctx_.begin_step(path, &node, now(), Value::empty_object());
+          const int64_t rec = ctx_.begin_step(path, node, now(), Value::empty_object());
           ctx_.end_step(rec, StepStatus::kError, now(), Value(), Value(std::string_view(r.message())));
           return raise(r.message(), path);
         }
@@ -196,7 +197,7 @@ Interpreter::Flow Interpreter::step_node(Activation& a, BlockFrame& f, const Nod
         segment = ".else.";
       }
       const TimeMs t = now();
-      const int64_t rec = ctx_.begin_step(path, &node, t, Value::empty_object());
+      const int64_t rec = ctx_.begin_step(path, node, t, Value::empty_object());
       ctx_.end_step(rec, StepStatus::kCompleted, t, Value::object({{"branch", branch}}), Value());
       if (block) {
         push_block(a, BlockFrame::Kind::kBranch, block, path, segment, -1, &node);
@@ -207,7 +208,7 @@ Interpreter::Flow Interpreter::step_node(Activation& a, BlockFrame& f, const Nod
     case 2: {  // for_each
       const ForEachNode& n = std::get<ForEachNode>(node.op);
       Result<Value> items = render(n.items, scope_for(a));
-      const int64_t rec = ctx_.begin_step(path, &node, now(), Value::object({{"items", items ? *items : Value()}}));
+      const int64_t rec = ctx_.begin_step(path, node, now(), Value::object({{"items", items ? *items : Value()}}));
       if (!items) {
         ctx_.end_step(rec, StepStatus::kError, now(), Value(), Value(std::string_view(items.message())));
         return raise(items.message(), path);
@@ -237,13 +238,13 @@ Interpreter::Flow Interpreter::step_node(Activation& a, BlockFrame& f, const Nod
     }
     case 3: {  // try
       const TryNode& n = std::get<TryNode>(node.op);
-      const int64_t rec = ctx_.begin_step(path, &node, now(), Value::empty_object());
+      const int64_t rec = ctx_.begin_step(path, node, now(), Value::empty_object());
       push_block(a, BlockFrame::Kind::kTry, &n.body, path, ".try.", rec, &node);
       return Flow::kContinue;
     }
     default: {  // end
       const TimeMs t = now();
-      const int64_t rec = ctx_.begin_step(path, &node, t, Value::empty_object());
+      const int64_t rec = ctx_.begin_step(path, node, t, Value::empty_object());
       ctx_.end_step(rec, StepStatus::kCompleted, t, Value(), Value());
       // Close the open logic of this unit as completed, then end the unit.
       while (a.blocks.size() > 1) {
@@ -289,7 +290,7 @@ Interpreter::Flow Interpreter::run_action(Activation& a, const Node& node, const
     return run_assignments(a, node, step, path);
   }
   const Scope scope = scope_for(a);
-  std::vector<Value> inputs(step.inputs.size());
+  StepInputs inputs(step.inputs.size());
   std::string render_error;
   for (size_t i = 0; i < step.inputs.size(); ++i) {
     if (step.inputs[i].absent()) continue;
@@ -300,20 +301,20 @@ Interpreter::Flow Interpreter::run_action(Activation& a, const Node& node, const
     }
     inputs[i] = std::move(v).value();
   }
-  const int64_t rec = ctx_.begin_step(path, &node, now(), Value::array(inputs));
+  const int64_t rec = ctx_.begin_step(path, node, now(), step_inputs_record(step, as_span(inputs)));
   if (!render_error.empty()) return step_failed(step, rec, path, render_error);
 
   const Action* action = nullptr;
   switch (step.kind) {
     case ActionKind::kCallSubflow:
-    case ActionKind::kCallAction: return call_unit(a, node, step, path, std::move(inputs), rec);
+    case ActionKind::kCallAction: return call_unit(a, node, step, path, inputs, rec);
     case ActionKind::kCustom: action = core_.actions.action(step.callee); break;
     default: action = builtin_action(step.kind); break;
   }
   if (!action) return step_failed(step, rec, path, "action '" + step.action + "' is not available in this engine");
   ContextHost host(core_, ctx_);
   host.set_step(path);
-  StepCall call{step, inputs, scope, host};
+  StepCall call{step, as_span(inputs), scope, host};
   StepOutcome outcome = action->start(call);
   return handle(a, node, step, path, rec, std::move(outcome), &inputs);
 }
@@ -332,7 +333,7 @@ Interpreter::Flow Interpreter::run_assignments(Activation& a, const Node& node, 
     }
     rendered.push_back(Member{as.name, std::move(v).value()});
   }
-  const int64_t rec = ctx_.begin_step(path, &node, now(), Value::array({Value::object(rendered)}));
+  const int64_t rec = ctx_.begin_step(path, node, now(), Value::object({{"values", Value::object(rendered)}}));
   if (!error.empty()) return step_failed(step, rec, path, error);
   const bool outputs = step.kind == ActionKind::kAssignOutputs;
   for (size_t i = 0; i < step.assignments.size(); ++i) {
@@ -354,7 +355,7 @@ Interpreter::Flow Interpreter::run_assignments(Activation& a, const Node& node, 
 }
 
 Interpreter::Flow Interpreter::call_unit(Activation& a, const Node& node, const ActionStep& step, const Value& path,
-                                         std::vector<Value> inputs, int64_t record) {
+                                         const StepInputs& inputs, int64_t record) {
   const PlanUnit& callee = ctx_.plan->units[step.callee];
   const std::string label = std::string(unit_type_name(callee.type)) + " '" + callee.id + "'";
   for (size_t i = 0; i < callee.inputs.size() && i < inputs.size(); ++i) {
@@ -371,7 +372,8 @@ Interpreter::Flow Interpreter::call_unit(Activation& a, const Node& node, const 
   }
   (void)a;
   const std::string segment = callee.type == UnitType::kSubflow ? ".subflow." : ".action.";
-  push_activation(step.callee, std::move(inputs), Value(), record, Value(std::string_view(join_path(path, segment))));
+  push_activation(step.callee, std::vector<Value>(inputs.begin(), inputs.end()), Value(), record,
+                  Value(std::string_view(join_path(path, segment))));
   Activation& called = exec_.stack.back();
   called.call_node = &node;
   called.call_path = path;
@@ -379,7 +381,7 @@ Interpreter::Flow Interpreter::call_unit(Activation& a, const Node& node, const 
 }
 
 Interpreter::Flow Interpreter::handle(Activation& a, const Node& node, const ActionStep& step, const Value& path,
-                                      int64_t record, StepOutcome outcome, std::vector<Value>* inputs) {
+                                      int64_t record, StepOutcome outcome, StepInputs* inputs) {
   switch (outcome.kind) {
     case StepOutcome::Kind::kDone: return complete_step(a, step, record, std::move(outcome.outputs));
     case StepOutcome::Kind::kFailed: return step_failed(step, record, path, outcome.error);
@@ -496,7 +498,7 @@ Interpreter::Flow Interpreter::resume() {
   const ActionStep& step = std::get<ActionStep>(node.op);
   const Value path = exec_.parked_path;
   const int64_t record = exec_.parked_record;
-  std::vector<Value> inputs = std::move(exec_.parked_inputs);
+  StepInputs inputs = std::move(exec_.parked_inputs);
   exec_.parked = false;
   exec_.parked_node = nullptr;
   exec_.parked_record = -1;
@@ -507,7 +509,7 @@ Interpreter::Flow Interpreter::resume() {
   const Scope scope = scope_for(a);
   ContextHost host(core_, ctx_);
   host.set_step(path);
-  StepCall call{step, inputs, scope, host};
+  StepCall call{step, as_span(inputs), scope, host};
   StepOutcome outcome = action->resume(call, wake);
   return handle(a, node, step, path, record, std::move(outcome), &inputs);
 }

@@ -37,9 +37,9 @@ class Interpreter {
   Flow run_action(Activation& a, const Node& node, const ActionStep& step, const Value& path);
   Flow run_assignments(Activation& a, const Node& node, const ActionStep& step, const Value& path);
   Flow call_unit(Activation& a, const Node& node, const ActionStep& step, const Value& path,
-                 std::vector<Value> inputs, int64_t record);
+                 const StepInputs& inputs, int64_t record);
   Flow handle(Activation& a, const Node& node, const ActionStep& step, const Value& path, int64_t record,
-              StepOutcome outcome, std::vector<Value>* inputs);
+              StepOutcome outcome, StepInputs* inputs);
   Flow complete_step(Activation& a, const ActionStep& step, int64_t record, Value outputs);
   Flow step_failed(const ActionStep& step, int64_t record, const Value& path, const std::string& message);
   Flow raise(const std::string& message, const Value& step_path);

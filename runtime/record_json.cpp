@@ -36,37 +36,19 @@ size_t json_size_at_most(const Value& v, size_t limit) {
   return 0;
 }
 
-Value inputs_object(const ActionStep& step, const Value& inputs, size_t limit) {
-  std::vector<Member> members;
-  auto add_named = [&](std::vector<Member>& out) {
-    for (size_t i = 0; i < step.input_names.size() && i < inputs.size(); ++i) {
-      if (step.inputs[i].absent()) continue;
-      out.push_back(Member{step.input_names[i], limit_value(inputs.at(i), limit)});
-    }
-  };
-  if (step.kind == ActionKind::kCallSubflow) {
-    std::vector<Member> inner;
-    add_named(inner);
-    members.push_back(Member{Value("subflow"), Value(std::string_view(step.callee_id))});
-    members.push_back(Member{Value("inputs"), Value::object(std::move(inner))});
-  } else {
-    add_named(members);
-  }
-  return Value::object(std::move(members));
-}
-
 Value step_to_value(const StepEntry& e, size_t limit) {
   std::vector<Member> m;
   m.reserve(10);
   m.push_back(Member{Value("path"), e.path});
-  const ActionStep* action = e.node ? std::get_if<ActionStep>(&e.node->op) : nullptr;
-  if (action && !action->id.empty()) m.push_back(Member{Value("id"), Value(std::string_view(action->id))});
-  m.push_back(Member{Value("action"), Value(e.node ? node_action_name(*e.node) : std::string_view("?"))});
+  if (!e.id.is_null()) m.push_back(Member{Value("id"), e.id});
+  m.push_back(Member{Value("action"), e.action});
   m.push_back(Member{Value("status"), Value(status_name(e.status))});
   m.push_back(Member{Value("started_at"), time_or_null(e.started)});
   m.push_back(Member{Value("ended_at"), time_or_null(e.ended)});
-  Value inputs = action && e.inputs.is_array() ? inputs_object(*action, e.inputs, limit) : limit_value(e.inputs, limit);
-  m.push_back(Member{Value("inputs"), inputs.is_null() ? Value::empty_object() : std::move(inputs)});
+  std::vector<Member> inputs;
+  inputs.reserve(e.inputs.size());
+  for (const Member& in : e.inputs.members()) inputs.push_back(Member{in.key, limit_value(in.value, limit)});
+  m.push_back(Member{Value("inputs"), Value::object(std::move(inputs))});
   m.push_back(Member{Value("outputs"), e.outputs.is_null() ? Value::empty_object() : limit_value(e.outputs, limit)});
   if (!e.error.is_null()) m.push_back(Member{Value("error"), e.error});
   return Value::object(std::move(m));
@@ -74,14 +56,14 @@ Value step_to_value(const StepEntry& e, size_t limit) {
 
 }  // namespace
 
-std::string_view node_action_name(const Node& node) {
-  switch (node.op.index()) {
-    case 0: return std::get<ActionStep>(node.op).action;
-    case 1: return "if";
-    case 2: return "for_each";
-    case 3: return "try";
-    default: return "end";
+Value step_inputs_record(const ActionStep& step, std::span<const Value> rendered) {
+  std::vector<Member> named;
+  named.reserve(step.input_names.size());
+  for (size_t i = 0; i < step.input_names.size() && i < rendered.size(); ++i) {
+    if (!step.inputs[i].absent()) named.push_back(Member{step.input_names[i], rendered[i]});
   }
+  if (step.kind != ActionKind::kCallSubflow) return Value::object(std::move(named));
+  return Value::object({{"subflow", Value(std::string_view(step.callee_id))}, {"inputs", Value::object(std::move(named))}});
 }
 
 Value limit_value(const Value& v, size_t limit) {
@@ -123,7 +105,7 @@ Value record_to_value(const RecordFields& f) {
   m.push_back(Member{Value("id"), f.id});
   m.push_back(Member{Value("seq"), Value(static_cast<long long>(f.seq))});
   m.push_back(Member{Value("flow"), f.flow});
-  m.push_back(Member{Value("plan_version"), f.plan ? Value(std::string_view(f.plan->version)) : Value()});
+  m.push_back(Member{Value("plan_version"), f.plan_version});
   m.push_back(Member{Value("status"), Value(status_name(f.status))});
   m.push_back(Member{Value("trigger"), f.trigger ? trigger_to_value(*f.trigger) : Value()});
   Value cause;
@@ -155,10 +137,9 @@ Value record_to_value(const RecordFields& f) {
   }
   m.push_back(Member{Value("logs"), Value::array(std::move(logs))});
   std::vector<Member> vars;
-  if (f.plan && f.variables) {
-    const PlanUnit& root = f.plan->root();
-    for (size_t i = 0; i < root.variable_names.size() && i < f.variables->size(); ++i) {
-      vars.push_back(Member{root.variable_names[i], limit_value((*f.variables)[i], f.value_limit)});
+  if (f.variable_names && f.variables) {
+    for (size_t i = 0; i < f.variable_names->size() && i < f.variables->size(); ++i) {
+      vars.push_back(Member{(*f.variable_names)[i], limit_value((*f.variables)[i], f.value_limit)});
     }
   }
   m.push_back(Member{Value("variables"), Value::object(std::move(vars))});

@@ -15,7 +15,8 @@ struct RecordFields {
   uint64_t seq = 0;
   Value id;
   Value flow;
-  const Plan* plan = nullptr;  // null before the context started (or when it did not compile)
+  Value plan_version;          // null before the context started (or when it did not compile)
+  const std::vector<Value>* variable_names = nullptr;
   ContextStatus status = ContextStatus::kInProgress;
   const TriggerData* trigger = nullptr;
   const Cause* cause = nullptr;
@@ -35,7 +36,9 @@ Value trigger_to_value(const TriggerData& t);
 // `v` itself, or when its JSON is longer than `limit` bytes, a string holding the start of
 // that JSON and a marker "...[truncated: N bytes]".
 Value limit_value(const Value& v, size_t limit);
-// Name of a flow-logic node or action step ("if", "for_each", "look_up_record", ...).
-std::string_view node_action_name(const Node& node);
+// The inputs a step was given, as its record shows them: name -> rendered value, for the
+// inputs present; call_subflow shows {"subflow", "inputs"}. `rendered` is in the step's
+// input order.
+Value step_inputs_record(const ActionStep& step, std::span<const Value> rendered);
 
 }  // namespace flowrt

@@ -1,0 +1,84 @@
+// Context execution records (SPEC section 10): their shape, truncation of large values,
+// and consistent snapshots while contexts run.
+#include <atomic>
+#include <thread>
+
+#include "testing/flow_test.h"
+
+namespace flowrt {
+namespace {
+
+using namespace flowrt::testing;
+
+class RecordsTest : public FlowTest {};
+
+TEST_F(RecordsTest, Record_HasEveryFieldOfTheContract) {
+  ASSERT_TRUE(Load(R"({"id": "f", "trigger": {"type": "record", "table": "t", "when": "created"}, "variables": {"n": 1},
+    "actions": [{"id": "l", "action": "log", "inputs": {"message": "x", "level": "warn"}}]})"));
+  Value r = Insert("t", Json(R"({"a": 1})"));
+  Settle();
+  const Value v = OnlyContext("f").value();
+  for (const char* key : {"id", "seq", "flow", "plan_version", "status", "trigger", "cause", "chain", "started_at",
+                          "ended_at", "runtime_ms", "steps", "logs", "variables", "error"}) {
+    EXPECT_TRUE(v.contains(key)) << key;
+  }
+  EXPECT_EQ(v["trigger"], Value::object({{"type", Value("record")}, {"table", Value("t")}, {"operation", Value("insert")},
+                                         {"sys_id", r["sys_id"]}}));
+  EXPECT_TRUE(v["runtime_ms"].is_number());
+  const Value& step = v["steps"].at(0);
+  for (const char* key : {"path", "id", "action", "status", "started_at", "ended_at", "inputs", "outputs"}) {
+    EXPECT_TRUE(step.contains(key)) << key;
+  }
+  EXPECT_EQ(step["inputs"], Json(R"({"message": "x", "level": "warn"})"));
+  EXPECT_EQ(v["logs"].at(0)["level"], Value("warn"));
+  EXPECT_EQ(v["logs"].at(0)["step"], Value("1"));
+  EXPECT_EQ(v["variables"], Json(R"({"n": 1})"));
+  EXPECT_TRUE(v["error"].is_null());
+}
+
+TEST_F(RecordsTest, LargeValues_AreTruncatedInTheRecord_FlowSeesThemWhole) {
+  ASSERT_TRUE(engine().set_property("record_value_limit", Value(100)).is_ok());
+  ASSERT_TRUE(Load(R"({"id": "f", "trigger": {"type": "api"}, "actions": [
+    {"id": "c", "action": "create_record", "inputs": {"table": "big", "values": {"text": "{{inputs.text}}"}}},
+    {"action": "log", "inputs": {"message": "{{steps.c.record.text | length}}"}}]})"));
+  const std::string text(5000, 'z');
+  CallFlow("f", Value::object({{"text", Value(text)}}));
+  Settle();
+  ContextRecord c = OnlyContext("f");
+  EXPECT_THAT(c, HasLog("5000"));
+  EXPECT_EQ(Records("big").at(0)["text"].as_string().size(), 5000u);
+  const Value& recorded = c.step("c")["inputs"]["values"];
+  ASSERT_TRUE(recorded.is_string()) << recorded.to_json().substr(0, 200);
+  EXPECT_EQ(recorded.as_string().substr(0, 10), "{\"text\":\"z");
+  EXPECT_NE(recorded.as_string().find("...[truncated: 5011 bytes]"), std::string_view::npos);
+  EXPECT_LT(recorded.as_string().size(), 140u);
+}
+
+TEST_F(RecordsTest, Snapshots_AreConsistentWhileContextsRun) {
+  ASSERT_TRUE(Load(R"({"id": "f", "trigger": {"type": "api"}, "variables": {"i": 0}, "actions": [
+    {"for_each": [1, 2, 3, 4, 5, 6, 7, 8], "do": [
+      {"action": "set_variables", "inputs": {"values": {"i": "{{item}}"}}},
+      {"action": "log", "inputs": {"message": "{{item}}"}}]}]})"));
+  std::atomic<bool> done{false};
+  std::atomic<int> snapshots{0};
+  std::thread reader([&] {
+    while (!done.load()) {
+      for (const ContextRecord& c : engine().contexts("f")) {
+        // Each snapshot is internally consistent: the variable never runs ahead of the logs.
+        const int64_t logged = static_cast<int64_t>(c.logs().size());
+        ASSERT_GE(c.variables()["i"].as_int(), logged);
+        ASSERT_LE(c.variables()["i"].as_int(), logged + 1);
+      }
+      snapshots.fetch_add(1);
+    }
+  });
+  for (int i = 0; i < 300; ++i) CallFlow("f");
+  Settle();
+  done.store(true);
+  reader.join();
+  EXPECT_GT(snapshots.load(), 0);
+  for (const ContextRecord& c : Contexts("f")) ASSERT_EQ(c.logs().size(), 8u);
+}
+
+}  // namespace
+}  // namespace flowrt
