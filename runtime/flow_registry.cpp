@@ -171,7 +171,13 @@ FlowRegistry::PlanResult FlowRegistry::plan_for(FlowSlot& slot, const CompileOpt
     if (slot.validated_epoch == now_epoch) return PlanResult{slot.plan, slot.compile_error};
   }
   // Something changed since the plan was checked: re-check its dependencies, and compile
-  // only if the flow or something it uses really changed. Lock order: mu_, then plan_mu.
+  // only if the flow or something it uses really changed. One thread per flow does this;
+  // the others wait and then find the plan checked.
+  MutexLock compiling(slot.compile_mu);
+  {
+    MutexLock lock(slot.plan_mu);
+    if (slot.validated_epoch == now_epoch) return PlanResult{slot.plan, slot.compile_error};
+  }
   std::shared_lock lock(mu_);
   std::shared_ptr<const Plan> cached;
   {

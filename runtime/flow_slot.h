@@ -26,6 +26,9 @@ struct FlowSlot {
   const Value id_value;
 
   // ---- plan cache entry ----
+  // Held while checking or compiling after a change, so that concurrent starts compile a
+  // changed flow once. Lock order: compile_mu, then the registry's lock, then plan_mu.
+  Mutex compile_mu;
   Mutex plan_mu;
   std::shared_ptr<const Plan> plan GUARDED_BY(plan_mu);  // null when it does not compile
   std::string compile_error GUARDED_BY(plan_mu);         // why, when plan is null
