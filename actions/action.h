@@ -61,6 +61,8 @@ class StepHost {
 
   virtual Status fire_event(const Value& name, const Value& payload) = 0;
   virtual Result<StartedFlow> start_flow(const Value& flow, const Value& inputs) = 0;
+  // Releases the lock `name` if this context holds it (unlock); false when it does not.
+  virtual bool release_lock(std::string_view name) = 0;
 };
 
 // What a parked step waits for. Plain data.
@@ -71,6 +73,13 @@ struct WaitRequest {
   Value table;                   // kRecord
   Value sys_id;                  // kRecord
   std::shared_ptr<const Condition> condition;  // kRecord: bound (no pills left)
+  // kLock: what to ask of the lock table; `deadline` is when the attempts run out.
+  Value lock_name;
+  int64_t weight = 1;
+  DurationMs max_duration = 3600000;
+  int64_t max_attempts = 1;
+  DurationMs delay = 1000;
+  TimeMs requested_at = 0;
 };
 
 // Why a parked step was woken.
@@ -79,17 +88,22 @@ struct WakeUp {
   Kind kind = Kind::kTimer;
   TimeMs at = 0;
   Value record;                  // kRecord: the record that met the condition
+  Value outputs;                 // kLock: the lock step's outputs
+  std::string error;             // kLock: why the lock was not granted ("" when it was)
 };
 
 struct StepOutcome {
   enum class Kind : uint8_t { kDone, kFailed, kPark };
   Kind kind = Kind::kDone;
-  Value outputs;                 // kDone: an object in the step's output order (or null)
+  Value outputs;                 // kDone: an object in the step's output order (or null);
+                                 // kFailed: outputs recorded along with the error (or null)
   std::string error;             // kFailed
   WaitRequest wait;              // kPark
 
   static StepOutcome done(Value outputs = Value()) { return StepOutcome{Kind::kDone, std::move(outputs), {}, {}}; }
-  static StepOutcome failed(std::string message) { return StepOutcome{Kind::kFailed, Value(), std::move(message), {}}; }
+  static StepOutcome failed(std::string message, Value outputs = Value()) {
+    return StepOutcome{Kind::kFailed, std::move(outputs), std::move(message), {}};
+  }
   static StepOutcome park(WaitRequest wait) { return StepOutcome{Kind::kPark, Value(), {}, std::move(wait)}; }
 };
 

@@ -1,15 +1,19 @@
-// Dispatcher: the commit path. Every record operation, named event and flow start goes
-// through here, and each one, in a single critical section under the commit lock:
+// Dispatcher: the commit path. Every record operation, named event, flow start and lock
+// operation goes through here, and each one, in a single critical section under the
+// commit lock:
 //   applies the operation to the RecordStore,
 //   finds the active flows whose trigger it matches (TriggerIndex: by table and operation),
 //   applies the runtime rules that may skip a start (recorded in the skipped list),
 //   creates each started context with the next seq and pushes it to the EventQueue,
 //   and wakes contexts waiting for a condition on the record written.
 // So the queue order is the commit order, and seq numbers follow it. Owner of the record
-// store, the trigger index snapshot and the record waiters; all guarded by mu_.
+// store, the trigger index snapshot, the record waiters and the lock table; all guarded by
+// mu_. Because the lock table and the records share that lock, a write `while_holding` a
+// lock is checked and committed in one step: a holder whose lease ran out cannot write.
 // Lock order: mu_ before any Context's lock; never called with a Context's lock held.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -18,6 +22,7 @@
 
 #include "actions/action.h"
 #include "runtime/context.h"
+#include "runtime/lock_table.h"
 #include "runtime/record_store.h"
 #include "runtime/thread_annotations.h"
 #include "triggers/trigger_index.h"
@@ -35,10 +40,14 @@ class Dispatcher {
  public:
   explicit Dispatcher(EngineCore& core, uint64_t seed);
 
-  Result<Value> insert(std::string_view table, const Value& values, Origin origin) EXCLUDES(mu_);
-  Result<Value> update(std::string_view table, std::string_view sys_id, const Value& values, Origin origin)
-      EXCLUDES(mu_);
-  Result<Value> remove(std::string_view table, std::string_view sys_id, Origin origin) EXCLUDES(mu_);
+  // `while_holding` (a lock name, or null): the write commits only if the origin context
+  // holds that lock at that moment; otherwise it fails with lock_lost and writes nothing.
+  Result<Value> insert(std::string_view table, const Value& values, Origin origin,
+                       const Value& while_holding = Value()) EXCLUDES(mu_);
+  Result<Value> update(std::string_view table, std::string_view sys_id, const Value& values, Origin origin,
+                       const Value& while_holding = Value()) EXCLUDES(mu_);
+  Result<Value> remove(std::string_view table, std::string_view sys_id, Origin origin,
+                       const Value& while_holding = Value()) EXCLUDES(mu_);
   // Each record matching `where` (in insertion order), as one operation each.
   Result<size_t> update_where(std::string_view table, const Condition& where, const Value& values, Origin origin)
       EXCLUDES(mu_);
@@ -63,6 +72,26 @@ class Dispatcher {
 
   void set_index(std::shared_ptr<const TriggerIndex> index) EXCLUDES(mu_);
 
+  // ---- locks (SPEC section 8) ----
+  void set_lock_limit(std::string_view name, int64_t limit) EXCLUDES(mu_);
+  // A context parking on a lock step asks for the lock. With a real clock it is decided
+  // now; with a virtual clock, requests wait for the next moment no context can run and
+  // are then decided in (time, seq) order, so that contexts asking at the same instant are
+  // served in trigger order whatever the worker interleaving.
+  void request_lock(const std::shared_ptr<Context>& ctx, LockRequest request) EXCLUDES(mu_);
+  // Decides the deferred requests (virtual clock). Returns how many it decided.
+  size_t resolve_pending_locks() EXCLUDES(mu_);
+  size_t pending_locks() const { return pending_count_.load(std::memory_order_acquire); }
+  // unlock: false when the context does not hold `name`.
+  bool release_lock(Context& ctx, std::string_view name) EXCLUDES(mu_);
+  // A context ended: everything it holds is released and it leaves every queue (also a
+  // request still waiting to be decided).
+  void release_all_locks(Context& ctx) EXCLUDES(mu_);
+  bool holds_lock(const Context& ctx, std::string_view name) EXCLUDES(mu_);
+  std::vector<LockState> lock_states() EXCLUDES(mu_);
+  // "" when the lock table's invariants hold.
+  std::string check_lock_invariants() EXCLUDES(mu_);
+
  private:
   struct Waiter {
     std::shared_ptr<Context> context;
@@ -82,6 +111,13 @@ class Dispatcher {
   void wake_waiters(std::string_view table, const Value& record, const Value* previous, bool deleted)
       REQUIRES(mu_);
   void after_commit(const Commit& commit) EXCLUDES(mu_);
+  Status check_holding(Origin origin, const Value& while_holding) REQUIRES(mu_);
+  void decide_lock(const std::shared_ptr<Context>& ctx, const LockRequest& request) REQUIRES(mu_);
+  void apply_grants(std::vector<LockGrant>& grants) REQUIRES(mu_);
+  void give_up_lock(const std::shared_ptr<Context>& ctx, const std::string& name, uint64_t wait_id) EXCLUDES(mu_);
+  void expire_lease(const std::shared_ptr<Context>& ctx, const std::string& name, int64_t token) EXCLUDES(mu_);
+  void lock_failed(const std::shared_ptr<Context>& ctx, const LockRequest& request, std::string_view state,
+                   std::string message, int64_t attempts) REQUIRES(mu_);
   TriggerData record_trigger(std::string_view table, RecordOperation op, const Value& record, const Value* previous);
   static std::string waiter_key(std::string_view table, std::string_view sys_id);
 
@@ -92,6 +128,13 @@ class Dispatcher {
   uint64_t next_seq_ GUARDED_BY(mu_) = 1;
   std::unordered_map<std::string, std::vector<Waiter>> waiters_ GUARDED_BY(mu_);
   size_t waiter_count_ GUARDED_BY(mu_) = 0;
+  LockTable locks_ GUARDED_BY(mu_);
+  struct PendingLock {
+    std::shared_ptr<Context> context;
+    LockRequest request;
+  };
+  std::vector<PendingLock> pending_ GUARDED_BY(mu_);
+  std::atomic<size_t> pending_count_{0};  // pending_.size(), readable without the lock
 };
 
 }  // namespace flowrt

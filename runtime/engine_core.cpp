@@ -75,15 +75,25 @@ CompileOptions EngineCore::compile_options() const {
 }
 
 void EngineCore::work_done() {
-  if (work_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    MutexLock lock(idle_mu_);
-    idle_cv_.notify_all();
-  }
+  if (work_.fetch_sub(1, std::memory_order_acq_rel) == 1) on_quiescent();
+}
+
+void EngineCore::on_quiescent() {
+  // No context can run: the moment to decide lock requests deferred by a virtual clock.
+  if (dispatcher.pending_locks() > 0) dispatcher.resolve_pending_locks();
+  MutexLock lock(idle_mu_);
+  idle_cv_.notify_all();
 }
 
 void EngineCore::wait_idle() {
-  MutexLock lock(idle_mu_);
-  while (work_.load(std::memory_order_acquire) != 0) idle_cv_.wait(idle_mu_);
+  while (true) {
+    {
+      MutexLock lock(idle_mu_);
+      while (work_.load(std::memory_order_acquire) != 0) idle_cv_.wait(idle_mu_);
+    }
+    if (dispatcher.pending_locks() == 0) return;
+    dispatcher.resolve_pending_locks();
+  }
 }
 
 void EngineCore::run(Context* ctx) {
@@ -133,6 +143,22 @@ void EngineCore::park(Context* ctx) {
             timers.add(w.deadline, true, [this, self, id, at] { wake(self, id, at(WakeUp::Kind::kTimeout)); });
       }
       break;
+    case WaitRequest::Kind::kLock: {
+      LockRequest r;
+      r.who = ctx->seq;
+      r.owner = ctx;
+      r.name = std::string(w.lock_name.as_string());
+      r.weight = w.weight;
+      r.now = w.requested_at;
+      r.give_up_at = w.deadline;
+      r.max_duration = w.max_duration;
+      r.wait_id = id;
+      r.step = ctx->exec.parked_path;
+      r.max_attempts = w.max_attempts;
+      r.delay = w.delay;
+      dispatcher.request_lock(self, std::move(r));
+      break;
+    }
     default: break;
   }
   if (ctx->end_park()) make_ready(ctx);
@@ -147,6 +173,8 @@ void EngineCore::clear_wait(Context& ctx) {
 }
 
 void EngineCore::finish_context(Context& ctx, ContextStatus status, Value error) {
+  // Every lock released, every queue left, before the context counts as ended.
+  dispatcher.release_all_locks(ctx);
   ctx.finish(status, clock.now(), std::move(error), ctx.run_ms);
   contexts.on_finished();
 }

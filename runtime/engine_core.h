@@ -61,7 +61,8 @@ class EngineCore {
   // ---- work accounting ----
   void work_added(int64_t n = 1) { work_.fetch_add(n, std::memory_order_acq_rel); }
   void work_done();
-  // Blocks until no context is queued, ready or running.
+  // Blocks until no context is queued, ready or running, and no lock request waits to be
+  // decided.
   void wait_idle() EXCLUDES(idle_mu_);
 
   // ---- running contexts ----
@@ -99,6 +100,7 @@ class EngineCore {
 
  private:
   void park(Context* ctx);
+  void on_quiescent();
   void fire_due(TimeMs t, bool context_only);
   void schedule_tick(FlowSlot* flow, uint64_t generation, TimeMs at);
 

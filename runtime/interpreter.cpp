@@ -384,7 +384,7 @@ Interpreter::Flow Interpreter::handle(Activation& a, const Node& node, const Act
                                       int64_t record, StepOutcome outcome, StepInputs* inputs) {
   switch (outcome.kind) {
     case StepOutcome::Kind::kDone: return complete_step(a, step, record, std::move(outcome.outputs));
-    case StepOutcome::Kind::kFailed: return step_failed(step, record, path, outcome.error);
+    case StepOutcome::Kind::kFailed: return step_failed(step, record, path, outcome.error, outcome.outputs);
     case StepOutcome::Kind::kPark:
       exec_.parked = true;
       exec_.parked_node = &node;
@@ -406,9 +406,9 @@ Interpreter::Flow Interpreter::complete_step(Activation& a, const ActionStep& st
 }
 
 Interpreter::Flow Interpreter::step_failed(const ActionStep& step, int64_t record, const Value& path,
-                                           const std::string& message) {
+                                           const std::string& message, const Value& with_outputs) {
   Value msg(std::string_view{message});
-  Value outputs = Value::object({{"error", msg}});
+  Value outputs = with_outputs.is_object() ? with_outputs.with("error", msg) : Value::object({{"error", msg}});
   ctx_.end_step(record, StepStatus::kError, now(), outputs, msg);
   if (step.on_error == OnError::kContinue) {
     if (step.slot >= 0) exec_.stack.back().steps[static_cast<size_t>(step.slot)] = outputs;

@@ -41,7 +41,8 @@ class Interpreter {
   Flow handle(Activation& a, const Node& node, const ActionStep& step, const Value& path, int64_t record,
               StepOutcome outcome, StepInputs* inputs);
   Flow complete_step(Activation& a, const ActionStep& step, int64_t record, Value outputs);
-  Flow step_failed(const ActionStep& step, int64_t record, const Value& path, const std::string& message);
+  Flow step_failed(const ActionStep& step, int64_t record, const Value& path, const std::string& message,
+                   const Value& outputs = Value());
   Flow raise(const std::string& message, const Value& step_path);
   Flow finish_activation();
   Flow finish(ContextStatus status, Value error);

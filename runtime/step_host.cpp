@@ -21,16 +21,10 @@ void ContextHost::log(LogLevel level, std::string_view message) {
   ctx_.add_log(level, step_, core_.clock.now(), Value(message));
 }
 
-Status ContextHost::check_holding(const Value& while_holding) const {
-  if (while_holding.is_null()) return Status::ok();
-  return Error{"lock_lost: while_holding needs the lock table, which this engine build does not have"};
-}
-
 Result<Value> ContextHost::create_record(const Value& table, const Value& values, const Value& while_holding) {
   Result<std::string_view> t = name_arg("table", table);
   if (!t) return t.error();
-  FLOWRT_RETURN_IF_ERROR(check_holding(while_holding));
-  return core_.dispatcher.insert(*t, values, Origin{&ctx_});
+  return core_.dispatcher.insert(*t, values, Origin{&ctx_}, while_holding);
 }
 
 Result<Value> ContextHost::update_record(const Value& table, const Value& sys_id, const Value& values,
@@ -39,8 +33,7 @@ Result<Value> ContextHost::update_record(const Value& table, const Value& sys_id
   if (!t) return t.error();
   Result<std::string_view> id = name_arg("sys_id", sys_id);
   if (!id) return id.error();
-  FLOWRT_RETURN_IF_ERROR(check_holding(while_holding));
-  return core_.dispatcher.update(*t, *id, values, Origin{&ctx_});
+  return core_.dispatcher.update(*t, *id, values, Origin{&ctx_}, while_holding);
 }
 
 Result<bool> ContextHost::delete_record(const Value& table, const Value& sys_id, const Value& while_holding) {
@@ -48,8 +41,7 @@ Result<bool> ContextHost::delete_record(const Value& table, const Value& sys_id,
   if (!t) return t.error();
   Result<std::string_view> id = name_arg("sys_id", sys_id);
   if (!id) return id.error();
-  FLOWRT_RETURN_IF_ERROR(check_holding(while_holding));
-  Result<Value> removed = core_.dispatcher.remove(*t, *id, Origin{&ctx_});
+  Result<Value> removed = core_.dispatcher.remove(*t, *id, Origin{&ctx_}, while_holding);
   if (!removed) return removed.error();
   return true;
 }
@@ -62,6 +54,12 @@ Value ContextHost::read_record(std::string_view table, std::string_view sys_id) 
 
 Status ContextHost::fire_event(const Value& name, const Value& payload) {
   return core_.dispatcher.fire_event(name, payload, Origin{&ctx_});
+}
+
+bool ContextHost::release_lock(std::string_view name) {
+  const bool released = core_.dispatcher.release_lock(ctx_, name);
+  if (released) ctx_.add_log(LogLevel::kInfo, step_, core_.clock.now(), Value(std::string_view("lock '" + std::string(name) + "': released")));
+  return released;
 }
 
 Result<StartedFlow> ContextHost::start_flow(const Value& flow, const Value& inputs) {

@@ -30,10 +30,9 @@ class ContextHost final : public StepHost {
   Value read_record(std::string_view table, std::string_view sys_id) override;
   Status fire_event(const Value& name, const Value& payload) override;
   Result<StartedFlow> start_flow(const Value& flow, const Value& inputs) override;
+  bool release_lock(std::string_view name) override;
 
  private:
-  Status check_holding(const Value& while_holding) const;
-
   EngineCore& core_;
   Context& ctx_;
   Value step_;

@@ -1,5 +1,6 @@
 #include "actions/action.h"
 #include "actions/builtin/basic_actions.h"
+#include "actions/builtin/lock_actions.h"
 #include "actions/builtin/record_actions.h"
 
 namespace flowrt {
@@ -16,6 +17,8 @@ const Action* builtin_action(ActionKind kind) {
   static const builtin::LookUpRecordAction kLookUp;
   static const builtin::LookUpRecordsAction kLookUpMany;
   static const builtin::WaitForConditionAction kWaitFor;
+  static const builtin::LockAction kLock;
+  static const builtin::UnlockAction kUnlock;
   switch (kind) {
     case ActionKind::kLog: return &kLog;
     case ActionKind::kFail: return &kFail;
@@ -28,6 +31,8 @@ const Action* builtin_action(ActionKind kind) {
     case ActionKind::kLookUpRecord: return &kLookUp;
     case ActionKind::kLookUpRecords: return &kLookUpMany;
     case ActionKind::kWaitForCondition: return &kWaitFor;
+    case ActionKind::kLock: return &kLock;
+    case ActionKind::kUnlock: return &kUnlock;
     default: return nullptr;
   }
 }

@@ -48,6 +48,7 @@ class FakeHost final : public StepHost {
     if (flow == Value("busy")) return StartedFlow{Value(), true, Value("already_running")};
     return StartedFlow{Value("ctx-9"), false, Value()};
   }
+  bool release_lock(std::string_view name) override { return name == "held"; }
 
   Value id_{"ctx-1"};
   std::vector<std::string> logs;
@@ -166,6 +167,24 @@ TEST(BuiltinActionsTest, StartFlowAndFireEvent_GoThroughTheHost) {
   EXPECT_EQ(skipped.outputs, *parse_json(R"({"context_id": null, "skipped": true})"));
   EXPECT_EQ(StepFixture(ActionKind::kFireEvent, {{"name", Value("go")}}).start(host).kind, StepOutcome::Kind::kDone);
   EXPECT_EQ(host.events, std::vector<std::string>{"go"});
+}
+
+TEST(BuiltinActionsTest, Lock_ParksWithTheRequest_Unlock_ReportsWhetherItWasHeld) {
+  FakeHost host;
+  StepOutcome o = StepFixture(ActionKind::kLock, {{"key", Value("k")}, {"max_attempts", Value(4)}, {"delay", Value("2s")},
+                                                  {"weight", Value(2)}, {"max_duration", Value("5m")}})
+                      .start(host);
+  ASSERT_EQ(o.kind, StepOutcome::Kind::kPark);
+  EXPECT_EQ(o.wait.kind, WaitRequest::Kind::kLock);
+  EXPECT_EQ(o.wait.lock_name, Value("k"));
+  EXPECT_EQ(o.wait.weight, 2);
+  EXPECT_EQ(o.wait.deadline, 1000 + 3 * 2000) << "(max_attempts - 1) x delay after the first attempt";
+  EXPECT_EQ(o.wait.max_duration, 300000);
+  EXPECT_EQ(StepFixture(ActionKind::kLock, {{"key", Value("k")}, {"weight", Value(0)}}).start(host).kind,
+            StepOutcome::Kind::kFailed);
+  EXPECT_EQ(StepFixture(ActionKind::kUnlock, {{"key", Value("held")}}).start(host).outputs["released"], Value(true));
+  EXPECT_EQ(StepFixture(ActionKind::kUnlock, {{"key", Value("other")}}).start(host).outputs["released"], Value(false));
+  EXPECT_EQ(host.logs.back(), "warn:unlock of lock 'other', which this context does not hold");
 }
 
 TEST(ActionRegistryTest, Lookup_ByNameAndIndex) {

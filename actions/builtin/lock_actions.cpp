@@ -1,0 +1,51 @@
+#include "actions/builtin/lock_actions.h"
+
+#include "actions/builtin/common.h"
+
+namespace flowrt::builtin {
+
+StepOutcome LockAction::start(const StepCall& call) const {
+  Result<std::string_view> key = string_input(call, "key");
+  if (!key) return StepOutcome::failed(key.message());
+  WaitRequest wait;
+  wait.kind = WaitRequest::Kind::kLock;
+  wait.lock_name = call.input("key");
+  if (const Value& w = call.input("weight"); !w.is_null()) {
+    if (!w.is_int() || w.as_int() < 1) return StepOutcome::failed(wrong_type("weight", "an integer of at least 1", w));
+    wait.weight = w.as_int();
+  }
+  if (const Value& d = call.input("max_duration"); !d.is_null()) {
+    Result<DurationMs> ms = parse_duration(d);
+    if (!ms) return StepOutcome::failed("input 'max_duration': " + ms.message());
+    if (*ms <= 0) return StepOutcome::failed("input 'max_duration' must be longer than 0ms");
+    wait.max_duration = *ms;
+  }
+  if (const Value& a = call.input("max_attempts"); !a.is_null()) {
+    if (!a.is_int() || a.as_int() < 1) return StepOutcome::failed(wrong_type("max_attempts", "an integer of at least 1", a));
+    wait.max_attempts = a.as_int();
+  }
+  if (const Value& d = call.input("delay"); !d.is_null()) {
+    Result<DurationMs> ms = parse_duration(d);
+    if (!ms) return StepOutcome::failed("input 'delay': " + ms.message());
+    wait.delay = *ms;
+  }
+  wait.requested_at = call.host.now();
+  wait.deadline = wait.requested_at + (wait.max_attempts - 1) * wait.delay;
+  return StepOutcome::park(std::move(wait));
+}
+
+StepOutcome LockAction::resume(const StepCall&, const WakeUp& wake) const {
+  if (wake.kind != WakeUp::Kind::kLock) return StepOutcome::failed("unexpected wake-up of lock");
+  if (!wake.error.empty()) return StepOutcome::failed(wake.error, wake.outputs);
+  return StepOutcome::done(wake.outputs);
+}
+
+StepOutcome UnlockAction::start(const StepCall& call) const {
+  Result<std::string_view> key = string_input(call, "key");
+  if (!key) return StepOutcome::failed(key.message());
+  const bool released = call.host.release_lock(*key);
+  if (!released) call.host.log(LogLevel::kWarn, "unlock of lock '" + std::string(*key) + "', which this context does not hold");
+  return StepOutcome::done(Value::object({{"released", Value(released)}}));
+}
+
+}  // namespace flowrt::builtin

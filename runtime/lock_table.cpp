@@ -1,0 +1,342 @@
+#include "runtime/lock_table.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace flowrt {
+namespace {
+
+std::string ctx_name(uint64_t who) { return "ctx-" + std::to_string(who); }
+
+}  // namespace
+
+LockTable::Entry& LockTable::entry(std::string_view name) {
+  auto it = locks_.find(name);
+  if (it == locks_.end()) it = locks_.emplace(std::string(name), Entry{}).first;
+  return it->second;
+}
+
+void LockTable::set_limit(std::string_view name, int64_t limit) {
+  Entry& e = entry(name);
+  e.limit = limit;
+  e.declared = true;
+}
+
+int64_t LockTable::limit(std::string_view name) const {
+  auto it = locks_.find(name);
+  return it == locks_.end() ? 1 : it->second.limit;
+}
+
+void LockTable::forget_if_idle(std::string_view name) {
+  auto it = locks_.find(name);
+  if (it != locks_.end() && !it->second.declared && it->second.holders.empty() && it->second.queue.empty()) {
+    locks_.erase(it);
+  }
+}
+
+LockGrant LockTable::grant(Entry& e, const LockRequest& r, TimeMs now, bool queued) {
+  LockGrant g;
+  g.who = r.who;
+  g.owner = r.owner;
+  g.name = r.name;
+  g.weight = r.weight;
+  // Tokens come from one counter over all names: they grow at every grant of any name,
+  // so also at every grant of this one, and survive an idle name being forgotten.
+  g.token = next_token_++;
+  g.wait_id = r.wait_id;
+  g.requested_at = r.now;
+  g.granted_at = now;
+  g.expires_at = now + r.max_duration;
+  g.was_queued = queued;
+  g.step = r.step;
+  g.max_attempts = r.max_attempts;
+  g.delay = r.delay;
+  e.holders.push_back(Holder{r.who, r.owner, r.weight, g.token, now, g.expires_at, TimerHandle{}});
+  e.held += r.weight;
+  holding_[r.who].push_back(r.name);
+  return g;
+}
+
+void LockTable::grant_waiters(Entry& e, const std::string& name, TimeMs now, std::vector<LockGrant>* granted) {
+  // First come, first served: the head is granted when it fits, and nobody passes it.
+  while (!e.queue.empty() && e.held + e.queue.front().weight() <= e.limit) {
+    Waiter w = std::move(e.queue.front());
+    e.queue.pop_front();
+    waiting_on_.erase(w.who());
+    w.request.name = name;
+    LockGrant g = grant(e, w.request, now, true);
+    g.give_up_timer = w.give_up_timer;
+    granted->push_back(std::move(g));
+  }
+}
+
+AcquireOutcome LockTable::acquire(const LockRequest& r) {
+  AcquireOutcome out;
+  Entry& e = entry(r.name);
+  for (const Holder& h : e.holders) {
+    if (h.who == r.who) {
+      out.kind = AcquireOutcome::Kind::kReentered;
+      out.grant.who = r.who;
+      out.grant.owner = r.owner;
+      out.grant.name = r.name;
+      out.grant.weight = h.weight;
+      out.grant.token = h.token;
+      out.grant.requested_at = r.now;
+      out.grant.granted_at = r.now;
+      out.grant.expires_at = h.expires_at;
+      return out;
+    }
+  }
+  if (r.weight < 1 || r.weight > e.limit) {
+    out.kind = AcquireOutcome::Kind::kTooHeavy;
+    out.message = "weight " + std::to_string(r.weight) + " does not fit lock '" + r.name + "' (limit " +
+                  std::to_string(e.limit) + ")";
+    forget_if_idle(r.name);
+    return out;
+  }
+  if (e.queue.empty() && e.held + r.weight <= e.limit) {
+    out.kind = AcquireOutcome::Kind::kGranted;
+    out.grant = grant(e, r, r.now, false);
+    return out;
+  }
+  std::string cycle = find_deadlock(r, e);
+  if (!cycle.empty()) {
+    out.kind = AcquireOutcome::Kind::kDeadlock;
+    out.message = std::move(cycle);
+    return out;
+  }
+  if (r.give_up_at <= r.now) {
+    out.kind = AcquireOutcome::Kind::kTimedOut;
+    return out;
+  }
+  out.kind = AcquireOutcome::Kind::kQueued;
+  out.ahead = e.queue.size();
+  e.queue.push_back(Waiter{r, TimerHandle{}});
+  waiting_on_[r.who] = r.name;
+  return out;
+}
+
+void LockTable::drop_holder(Entry& e, std::vector<Holder>::iterator it, uint64_t who, std::string_view name) {
+  e.held -= it->weight;
+  e.holders.erase(it);
+  auto h = holding_.find(who);
+  if (h != holding_.end()) {
+    auto& names = h->second;
+    names.erase(std::find(names.begin(), names.end(), name));
+    if (names.empty()) holding_.erase(h);
+  }
+}
+
+bool LockTable::release(uint64_t who, std::string_view name, TimeMs now, std::vector<LockGrant>* granted) {
+  auto it = locks_.find(name);
+  if (it == locks_.end()) return false;
+  Entry& e = it->second;
+  auto h = std::find_if(e.holders.begin(), e.holders.end(), [&](const Holder& x) { return x.who == who; });
+  if (h == e.holders.end()) return false;
+  drop_holder(e, h, who, name);
+  grant_waiters(e, it->first, now, granted);
+  forget_if_idle(name);
+  return true;
+}
+
+bool LockTable::give_up(uint64_t who, std::string_view name, uint64_t wait_id, TimeMs now,
+                        std::vector<LockGrant>* granted, LockRequest* request, TimerHandle* give_up_timer) {
+  auto it = locks_.find(name);
+  if (it == locks_.end()) return false;
+  Entry& e = it->second;
+  auto w = std::find_if(e.queue.begin(), e.queue.end(), [&](const Waiter& x) { return x.who() == who; });
+  if (w == e.queue.end() || w->request.wait_id != wait_id) return false;
+  if (request) *request = w->request;
+  if (give_up_timer) *give_up_timer = w->give_up_timer;
+  e.queue.erase(w);
+  waiting_on_.erase(who);
+  // The head may have been the one blocking the others.
+  grant_waiters(e, it->first, now, granted);
+  forget_if_idle(name);
+  return true;
+}
+
+bool LockTable::expire(uint64_t who, std::string_view name, int64_t token, TimeMs now,
+                       std::vector<LockGrant>* granted) {
+  auto it = locks_.find(name);
+  if (it == locks_.end()) return false;
+  Entry& e = it->second;
+  auto h = std::find_if(e.holders.begin(), e.holders.end(),
+                        [&](const Holder& x) { return x.who == who && x.token == token; });
+  if (h == e.holders.end()) return false;
+  drop_holder(e, h, who, name);
+  grant_waiters(e, it->first, now, granted);
+  forget_if_idle(name);
+  return true;
+}
+
+void LockTable::release_all(uint64_t who, TimeMs now, std::vector<std::string>* released,
+                            std::vector<TimerHandle>* timers, std::vector<LockGrant>* granted) {
+  if (auto w = waiting_on_.find(who); w != waiting_on_.end()) {
+    const std::string name = w->second;
+    Entry& e = entry(name);
+    auto q = std::find_if(e.queue.begin(), e.queue.end(), [&](const Waiter& x) { return x.who() == who; });
+    if (q != e.queue.end()) {
+      timers->push_back(q->give_up_timer);
+      e.queue.erase(q);
+    }
+    waiting_on_.erase(who);
+    grant_waiters(e, name, now, granted);
+    forget_if_idle(name);
+  }
+  auto h = holding_.find(who);
+  if (h == holding_.end()) return;
+  const std::vector<std::string> names = h->second;
+  for (const std::string& name : names) {
+    Entry& e = entry(name);
+    auto it = std::find_if(e.holders.begin(), e.holders.end(), [&](const Holder& x) { return x.who == who; });
+    if (it == e.holders.end()) continue;
+    timers->push_back(it->lease_timer);
+    drop_holder(e, it, who, name);
+    released->push_back(name);
+    grant_waiters(e, name, now, granted);
+    forget_if_idle(name);
+  }
+}
+
+bool LockTable::holds(uint64_t who, std::string_view name) const {
+  auto it = locks_.find(name);
+  if (it == locks_.end()) return false;
+  const auto& hs = it->second.holders;
+  return std::any_of(hs.begin(), hs.end(), [&](const Holder& h) { return h.who == who; });
+}
+
+void LockTable::set_lease_timer(uint64_t who, std::string_view name, TimerHandle timer) {
+  auto it = locks_.find(name);
+  if (it == locks_.end()) return;
+  for (Holder& h : it->second.holders) {
+    if (h.who == who) h.lease_timer = timer;
+  }
+}
+
+TimerHandle LockTable::lease_timer(uint64_t who, std::string_view name) const {
+  auto it = locks_.find(name);
+  if (it == locks_.end()) return {};
+  for (const Holder& h : it->second.holders) {
+    if (h.who == who) return h.lease_timer;
+  }
+  return {};
+}
+
+void LockTable::set_give_up_timer(uint64_t who, std::string_view name, TimerHandle timer) {
+  auto it = locks_.find(name);
+  if (it == locks_.end()) return;
+  for (Waiter& w : it->second.queue) {
+    if (w.who() == who) w.give_up_timer = timer;
+  }
+}
+
+std::string LockTable::find_deadlock(const LockRequest& r, const Entry& target) const {
+  // Suppose the requester waits forever. `stuck` gathers every context that could then
+  // never be granted: one queued behind a stuck context, or one whose lock cannot free
+  // enough weight while stuck contexts hold it. If the request itself is then stuck, it
+  // closes a cycle, and `why` leads from it back to the requester.
+  struct Why {
+    std::string name;
+    uint64_t blocker;
+    bool behind;  // queued behind the blocker (rather than waiting for it to release)
+  };
+  std::unordered_map<uint64_t, Why> why;
+  std::unordered_set<uint64_t> stuck{r.who};
+  auto blocked = [&](const Entry& e, uint64_t who, int64_t weight, Why* reason) {
+    for (const Waiter& w : e.queue) {
+      if (w.who() == who) break;
+      if (stuck.count(w.who())) {
+        reason->blocker = w.who();
+        reason->behind = true;
+        return true;
+      }
+    }
+    int64_t stuck_weight = 0;
+    uint64_t some_stuck = 0;
+    for (const Holder& h : e.holders) {
+      if (stuck.count(h.who)) {
+        stuck_weight += h.weight;
+        some_stuck = h.who;
+      }
+    }
+    if (stuck_weight > 0 && e.limit - stuck_weight < weight) {
+      reason->blocker = some_stuck;
+      reason->behind = false;
+      return true;
+    }
+    return false;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& [who, name] : waiting_on_) {
+      if (stuck.count(who)) continue;
+      const Entry& e = locks_.find(name)->second;
+      int64_t weight = 1;
+      for (const Waiter& w : e.queue) {
+        if (w.who() == who) weight = w.weight();
+      }
+      Why reason{name, 0, false};
+      if (blocked(e, who, weight, &reason)) {
+        stuck.insert(who);
+        why.emplace(who, reason);
+        changed = true;
+      }
+    }
+  }
+  Why first{r.name, 0, false};
+  if (!blocked(target, UINT64_MAX, r.weight, &first)) return "";
+  std::string text = "deadlock: " + ctx_name(r.who);
+  Why step = first;
+  for (size_t guard = 0; guard <= why.size() + 1; ++guard) {
+    text += (step.behind ? " waits in the queue of lock '" : " waits for lock '") + step.name + "' " +
+            (step.behind ? "behind " : "held by ") + ctx_name(step.blocker);
+    if (step.blocker == r.who) break;
+    auto next = why.find(step.blocker);
+    if (next == why.end()) break;
+    text += ", which";
+    step = next->second;
+  }
+  return text;
+}
+
+std::vector<LockState> LockTable::snapshot() const {
+  std::vector<LockState> out;
+  for (const auto& [name, e] : locks_) {
+    if (e.holders.empty() && e.queue.empty()) continue;
+    LockState s{name, e.limit, e.held, next_token_ - 1, {}, {}};
+    for (const Holder& h : e.holders) s.holders.push_back({h.who, h.weight, h.token, h.acquired_at, h.expires_at});
+    for (const Waiter& w : e.queue) {
+      s.waiters.push_back({w.who(), w.weight(), w.request.now, w.request.give_up_at});
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::string LockTable::check_invariants() const {
+  size_t queued = 0;
+  for (const auto& [name, e] : locks_) {
+    int64_t sum = 0;
+    for (const Holder& h : e.holders) {
+      sum += h.weight;
+      for (const Waiter& w : e.queue) {
+        if (w.who() == h.who) return ctx_name(h.who) + " both holds and waits for lock '" + name + "'";
+      }
+    }
+    if (sum != e.held) return "lock '" + name + "' counts " + std::to_string(e.held) + " held, holders sum to " + std::to_string(sum);
+    if (e.held > e.limit) return "lock '" + name + "' holds " + std::to_string(e.held) + " over its limit " + std::to_string(e.limit);
+    if (!e.queue.empty() && e.held + e.queue.front().weight() <= e.limit) {
+      return "lock '" + name + "' has a waiter that fits but was not granted";
+    }
+    for (const Waiter& w : e.queue) {
+      auto it = waiting_on_.find(w.who());
+      if (it == waiting_on_.end() || it->second != name) return ctx_name(w.who()) + " is queued but not indexed";
+      ++queued;
+    }
+  }
+  if (queued != waiting_on_.size()) return "the index of waiters does not match the queues";
+  return "";
+}
+
+}  // namespace flowrt

@@ -1,0 +1,166 @@
+// LockTable: the state of every named lock (SPEC section 8): holders, weights, fencing
+// tokens, leases and a FIFO queue of waiters per name.
+//
+// A lock belongs to a context (identified by its seq), never to a thread. The table is a
+// plain data structure: times come in as arguments, and what follows from an operation
+// (grants to waiters) comes back as values for the caller to carry out (wake the
+// context, set timers, write its log). Not synchronized: the Dispatcher owns the table
+// and guards it with its commit lock, so that a `while_holding` check and the write it
+// guards are one atomic step.
+//
+// Rules: exclusive by default (undeclared names have limit 1); a request is granted at
+// once only when the queue is empty and its weight fits; otherwise it waits, first come
+// first served, and no later request passes it. A request that could never be granted
+// because of the contexts waiting for the requester (a cycle across names and weights) is
+// refused as a deadlock.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "plans/time.h"
+#include "plans/value.h"
+#include "runtime/clock.h"
+
+namespace flowrt {
+
+struct LockRequest {
+  uint64_t who = 0;           // the context's seq
+  void* owner = nullptr;      // the caller's object for the context (handed back in grants)
+  std::string name;
+  int64_t weight = 1;
+  TimeMs now = 0;
+  TimeMs give_up_at = 0;      // first attempt + (max_attempts - 1) * delay
+  DurationMs max_duration = 3600000;
+  uint64_t wait_id = 0;       // the context's wait this request parks on
+  Value step;                 // the lock step's path, for log lines
+  int64_t max_attempts = 1;   // with delay: how attempts and waiting are reported
+  DurationMs delay = 1000;
+};
+
+struct LockGrant {
+  uint64_t who = 0;
+  void* owner = nullptr;
+  std::string name;
+  int64_t weight = 1;
+  int64_t token = 0;
+  uint64_t wait_id = 0;
+  TimeMs requested_at = 0;
+  TimeMs granted_at = 0;
+  TimeMs expires_at = 0;
+  bool was_queued = false;
+  TimerHandle give_up_timer;  // the waiter's timer, to cancel now that it is granted
+  Value step;
+  int64_t max_attempts = 1;
+  DurationMs delay = 1000;
+};
+
+struct AcquireOutcome {
+  enum class Kind : uint8_t { kGranted, kReentered, kQueued, kTimedOut, kDeadlock, kTooHeavy };
+  Kind kind = Kind::kGranted;
+  LockGrant grant;            // kGranted, kReentered
+  std::string message;        // kDeadlock (names the cycle), kTooHeavy
+  size_t ahead = 0;           // kQueued: how many wait before it
+};
+
+struct LockHolderState {
+  uint64_t who;
+  int64_t weight;
+  int64_t token;
+  TimeMs acquired_at;
+  TimeMs expires_at;
+};
+
+struct LockWaiterState {
+  uint64_t who;
+  int64_t weight;
+  TimeMs requested_at;
+  TimeMs give_up_at;
+};
+
+struct LockState {
+  std::string name;
+  int64_t limit;
+  int64_t held;
+  int64_t last_token;
+  std::vector<LockHolderState> holders;
+  std::vector<LockWaiterState> waiters;
+};
+
+class LockTable {
+ public:
+  // Declares a name's limit (config "locks"). Names never declared have limit 1.
+  void set_limit(std::string_view name, int64_t limit);
+  int64_t limit(std::string_view name) const;
+
+  AcquireOutcome acquire(const LockRequest& request);
+  // The holder lets go (unlock). Returns false when `who` does not hold `name`.
+  bool release(uint64_t who, std::string_view name, TimeMs now, std::vector<LockGrant>* granted);
+  // A waiter's attempts ran out (or its wait `wait_id` ended): it leaves the queue. Its
+  // request comes back in *request. Returns false when it was no longer waiting there.
+  bool give_up(uint64_t who, std::string_view name, uint64_t wait_id, TimeMs now, std::vector<LockGrant>* granted,
+               LockRequest* request = nullptr, TimerHandle* give_up_timer = nullptr);
+  // A lease ran out: released as if unlocked, if `who` still holds it with `token`.
+  bool expire(uint64_t who, std::string_view name, int64_t token, TimeMs now, std::vector<LockGrant>* granted);
+  // A context ended: every lock it holds is released and it leaves every queue. The names
+  // released and the timers to cancel (leases, give-up timers) come back.
+  void release_all(uint64_t who, TimeMs now, std::vector<std::string>* released, std::vector<TimerHandle>* timers,
+                   std::vector<LockGrant>* granted);
+
+  bool holds(uint64_t who, std::string_view name) const;
+  bool waiting(uint64_t who) const { return waiting_on_.count(who) > 0; }
+  // Remembers a holder's lease timer or a waiter's give-up timer, to cancel them later.
+  void set_lease_timer(uint64_t who, std::string_view name, TimerHandle timer);
+  void set_give_up_timer(uint64_t who, std::string_view name, TimerHandle timer);
+  TimerHandle lease_timer(uint64_t who, std::string_view name) const;
+
+  std::vector<LockState> snapshot() const;
+  // "" when every invariant holds: held weights fit their limits and equal the holders'
+  // sum, no one holds and waits for one name, the index of waiters matches the queues.
+  std::string check_invariants() const;
+  bool empty() const { return locks_.empty(); }
+
+ private:
+  struct Holder {
+    uint64_t who;
+    void* owner;
+    int64_t weight;
+    int64_t token;
+    TimeMs acquired_at;
+    TimeMs expires_at;
+    TimerHandle lease_timer;
+  };
+  struct Waiter {
+    LockRequest request;
+    TimerHandle give_up_timer;
+    uint64_t who() const { return request.who; }
+    int64_t weight() const { return request.weight; }
+  };
+  struct Entry {
+    int64_t limit = 1;
+    bool declared = false;
+    int64_t held = 0;
+    std::vector<Holder> holders;
+    std::deque<Waiter> queue;
+  };
+
+  Entry& entry(std::string_view name);
+  LockGrant grant(Entry& e, const LockRequest& request, TimeMs now, bool queued);
+  void grant_waiters(Entry& e, const std::string& name, TimeMs now, std::vector<LockGrant>* granted);
+  void drop_holder(Entry& e, std::vector<Holder>::iterator it, uint64_t who, std::string_view name);
+  void forget_if_idle(std::string_view name);
+  // The cycle `request` would close, described; "" when there is none.
+  std::string find_deadlock(const LockRequest& request, const Entry& e) const;
+
+  std::map<std::string, Entry, std::less<>> locks_;
+  int64_t next_token_ = 1;
+  std::unordered_map<uint64_t, std::string> waiting_on_;                // who -> the name it waits for
+  std::unordered_map<uint64_t, std::vector<std::string>> holding_;      // who -> names it holds
+};
+
+}  // namespace flowrt
