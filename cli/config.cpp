@@ -41,7 +41,7 @@ Result<RunConfig> read_config(const std::string& path, bool must_exist) {
     if (!m.value.is_object() || !limit.is_int() || limit.as_int() < 1) {
       return Error{p + ": a lock needs {\"limit\": N} with N >= 1"};
     }
-    config.lock_limits[std::string(m.key.as_string())] = limit.as_int();
+    config.engine.lock_limits[std::string(m.key.as_string())] = limit.as_int();
   }
   if (const Value* start = doc.find("start_time")) {
     Result<TimeMs> t = start->is_string() ? parse_time(start->as_string()) : Result<TimeMs>(Error{"must be a time string"});

@@ -10,8 +10,7 @@
 namespace flowrt::cli {
 
 struct RunConfig {
-  EngineOptions engine;
-  std::map<std::string, int64_t> lock_limits;  // "locks": {"NAME": {"limit": N}}
+  EngineOptions engine;  // properties, lock limits ("locks": {"NAME": {"limit": N}}), clock start
 };
 
 // Reads config.json; a missing optional file gives the defaults.

@@ -50,6 +50,24 @@ void print_table(const Engine& engine, const std::vector<std::string>& errors, s
           << ")\n";
     }
   }
+  const Value locks = engine.locks();
+  if (locks.size() > 0) {
+    out << "\nLOCKS\n";
+    for (const Value& l : locks.items()) {
+      out << "  " << l["name"].as_string() << " (limit " << l["limit"].as_int() << ", held " << l["held"].as_int()
+          << ")\n";
+      for (const Value& h : l["holders"].items()) {
+        out << "    held by " << h["context"].as_string() << " weight " << h["weight"].as_int() << " token "
+            << h["token"].as_int() << " since " << h["acquired_at"].as_string() << ", lease until "
+            << h["expires_at"].as_string() << "\n";
+      }
+      size_t position = 1;
+      for (const Value& w : l["waiters"].items()) {
+        out << "    waiting #" << position++ << ": " << w["context"].as_string() << " weight " << w["weight"].as_int()
+            << " since " << w["requested_at"].as_string() << ", gives up at " << w["gives_up_at"].as_string() << "\n";
+      }
+    }
+  }
   out << "\n" << contexts.size() << " contexts, " << failed << " ended in error, " << skipped.size()
       << " starts skipped\n";
   for (const std::string& e : errors) out << "error: " << e << "\n";

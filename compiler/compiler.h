@@ -7,7 +7,9 @@
 // several threads at once if the lookups are.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "compiler/definition.h"
@@ -34,6 +36,8 @@ struct CompileOptions {
   bool allow_draft_dependencies = false;
   // Check the action limits (activation and publication do; validation reports them too).
   bool enforce_action_limits = true;
+  // Declared lock limits: a literal weight above its literal key's limit is an error.
+  std::map<std::string, int64_t> lock_limits;
 };
 
 class Compiler {

@@ -177,6 +177,23 @@ void UnitCompiler::compile_builtin_inputs(const ActionSignature& sig, const Valu
       add_error(pointer, sig.name + " needs input '" + sig.inputs[i].param.name + "'");
     }
   }
+  if (out->kind == ActionKind::kLock) check_lock_weight(*out, pointer);
+}
+
+void UnitCompiler::check_lock_weight(const ActionStep& step, const std::string& pointer) {
+  const Template* key = step.input("key");
+  const Template* weight = step.input("weight");
+  if (!key || !weight || !key->is_constant() || !weight->is_constant() || !weight->constant.is_int()) return;
+  const std::string name(key->constant.as_string());
+  const auto& limits = builder_->options().lock_limits;
+  auto it = limits.find(name);
+  const int64_t limit = it == limits.end() ? 1 : it->second;
+  if (weight->constant.as_int() > limit) {
+    add_error(pointer_append(pointer, "weight"),
+              "weight " + std::to_string(weight->constant.as_int()) + " is more than the limit " + std::to_string(limit) +
+                  " of lock '" + name + "'" + (it == limits.end() ? " (undeclared locks have limit 1)" : ""));
+  }
+  if (weight->constant.as_int() < 1) add_error(pointer_append(pointer, "weight"), "weight must be at least 1");
 }
 
 void UnitCompiler::compile_call_inputs(const std::vector<Param>& params, const Value& inputs,

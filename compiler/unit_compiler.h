@@ -58,6 +58,7 @@ class UnitCompiler : public PillResolver {
                            const std::string& callee_label, ActionStep* out);
   void compile_assignments(const Value& values, const std::string& pointer, bool outputs, ActionStep* out);
   void check_literal(const Template& t, const Param& p, InputRole role, const std::string& pointer);
+  void check_lock_weight(const ActionStep& step, const std::string& pointer);
   bool resolve_callee(UnitType type, const std::string& id, const std::string& pointer, ActionStep* out);
 
   std::string check_keys(const Value& obj, std::initializer_list<std::string_view> allowed,

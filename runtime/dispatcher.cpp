@@ -344,22 +344,26 @@ void Dispatcher::request_lock(const std::shared_ptr<Context>& ctx, LockRequest r
   MutexLock lock(mu_);
   if (core_.clock.is_virtual()) {
     pending_.push_back(PendingLock{ctx, std::move(request)});
-    pending_count_.store(pending_.size(), std::memory_order_release);
+    pending_count_.fetch_add(1, std::memory_order_acq_rel);
     return;
   }
   request.now = core_.clock.now();
   decide_lock(ctx, request);
+  verify_locks(nullptr);
 }
 
 size_t Dispatcher::resolve_pending_locks() {
   MutexLock lock(mu_);
   std::vector<PendingLock> pending = std::move(pending_);
   pending_.clear();
-  pending_count_.store(0, std::memory_order_release);
   std::stable_sort(pending.begin(), pending.end(), [](const PendingLock& a, const PendingLock& b) {
     return a.request.now != b.request.now ? a.request.now < b.request.now : a.request.who < b.request.who;
   });
   for (const PendingLock& p : pending) decide_lock(p.context, p.request);
+  verify_locks(nullptr);
+  // Only now, after the decisions woke their contexts (which count as work), do these
+  // requests stop counting as pending: settle never sees a moment with neither.
+  pending_count_.fetch_sub(pending.size(), std::memory_order_acq_rel);
   return pending.size();
 }
 
@@ -397,9 +401,11 @@ void Dispatcher::decide_lock(const std::shared_ptr<Context>& ctx, const LockRequ
       return;
     }
     case AcquireOutcome::Kind::kQueued: {
+      std::string held_by;
+      for (uint64_t who : o.holders) held_by += (held_by.empty() ? "" : ", ") + ("ctx-" + std::to_string(who));
       ctx->add_log(LogLevel::kInfo, r.step, r.now,
-                   Value(std::string_view("lock '" + r.name + "': waiting, " + std::to_string(o.ahead) +
-                                          " ahead in the queue")));
+                   Value(std::string_view("lock '" + r.name + "': waiting; held by " + held_by + ", " +
+                                          std::to_string(o.ahead) + " ahead in the queue")));
       std::shared_ptr<Context> self = ctx;
       const std::string name = r.name;
       const uint64_t wait_id = r.wait_id;
@@ -420,6 +426,19 @@ void Dispatcher::decide_lock(const std::shared_ptr<Context>& ctx, const LockRequ
       lock_failed(ctx, r, "error", "lock '" + r.name + "' refused: " + o.message, 1);
       return;
   }
+}
+
+void Dispatcher::verify_locks(const Context* ended) {
+  if (!core_.options.check_invariants || !violation_.empty()) return;
+  violation_ = locks_.check_invariants();
+  if (violation_.empty() && ended && (locks_.holds_any(ended->seq) || locks_.waiting(ended->seq))) {
+    violation_ = std::string(ended->id.as_string()) + " ended but still holds or waits for a lock";
+  }
+}
+
+std::string Dispatcher::lock_violation() {
+  MutexLock lock(mu_);
+  return violation_;
 }
 
 void Dispatcher::apply_grants(std::vector<LockGrant>& grants) {
@@ -454,6 +473,7 @@ void Dispatcher::give_up_lock(const std::shared_ptr<Context>& ctx, const std::st
                   std::to_string(core_.clock.now() - r.now) + "ms)",
               r.max_attempts);
   apply_grants(grants);
+  verify_locks(nullptr);
 }
 
 void Dispatcher::expire_lease(const std::shared_ptr<Context>& ctx, const std::string& name, int64_t token) {
@@ -465,6 +485,7 @@ void Dispatcher::expire_lease(const std::shared_ptr<Context>& ctx, const std::st
                Value(std::string_view("lock '" + name + "' (token " + std::to_string(token) +
                                       "): held for its max_duration; released as if unlocked")));
   apply_grants(grants);
+  verify_locks(nullptr);
 }
 
 bool Dispatcher::release_lock(Context& ctx, std::string_view name) {
@@ -473,6 +494,7 @@ bool Dispatcher::release_lock(Context& ctx, std::string_view name) {
   std::vector<LockGrant> grants;
   if (!locks_.release(ctx.seq, name, core_.clock.now(), &grants)) return false;
   apply_grants(grants);
+  verify_locks(nullptr);
   return true;
 }
 
@@ -481,7 +503,7 @@ void Dispatcher::release_all_locks(Context& ctx) {
   for (size_t i = 0; i < pending_.size(); ++i) {
     if (pending_[i].context.get() == &ctx) {
       pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
-      pending_count_.store(pending_.size(), std::memory_order_release);
+      pending_count_.fetch_sub(1, std::memory_order_acq_rel);
       break;
     }
   }
@@ -495,6 +517,7 @@ void Dispatcher::release_all_locks(Context& ctx) {
     ctx.add_log(LogLevel::kInfo, Value(), now, Value(std::string_view("lock '" + name + "': released as the context ended")));
   }
   apply_grants(grants);
+  verify_locks(&ctx);
 }
 
 bool Dispatcher::holds_lock(const Context& ctx, std::string_view name) {

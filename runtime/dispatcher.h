@@ -91,6 +91,8 @@ class Dispatcher {
   std::vector<LockState> lock_states() EXCLUDES(mu_);
   // "" when the lock table's invariants hold.
   std::string check_lock_invariants() EXCLUDES(mu_);
+  // With EngineOptions::check_invariants, the first invariant seen broken ("" if none).
+  std::string lock_violation() EXCLUDES(mu_);
 
  private:
   struct Waiter {
@@ -114,6 +116,7 @@ class Dispatcher {
   Status check_holding(Origin origin, const Value& while_holding) REQUIRES(mu_);
   void decide_lock(const std::shared_ptr<Context>& ctx, const LockRequest& request) REQUIRES(mu_);
   void apply_grants(std::vector<LockGrant>& grants) REQUIRES(mu_);
+  void verify_locks(const Context* ended) REQUIRES(mu_);
   void give_up_lock(const std::shared_ptr<Context>& ctx, const std::string& name, uint64_t wait_id) EXCLUDES(mu_);
   void expire_lease(const std::shared_ptr<Context>& ctx, const std::string& name, int64_t token) EXCLUDES(mu_);
   void lock_failed(const std::shared_ptr<Context>& ctx, const LockRequest& request, std::string_view state,
@@ -134,7 +137,10 @@ class Dispatcher {
     LockRequest request;
   };
   std::vector<PendingLock> pending_ GUARDED_BY(mu_);
-  std::atomic<size_t> pending_count_{0};  // pending_.size(), readable without the lock
+  // Requests waiting to be decided or being decided; readable without the lock. Drops only
+  // after a decision has woken its context.
+  std::atomic<size_t> pending_count_{0};
+  std::string violation_ GUARDED_BY(mu_);
 };
 
 }  // namespace flowrt

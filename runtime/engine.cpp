@@ -218,6 +218,35 @@ std::vector<Value> Engine::records(std::string_view table) const { return core_-
 
 std::vector<std::string> Engine::tables() const { return core_->dispatcher.table_names(); }
 
+Value Engine::locks() const {
+  auto ctx_id = [](uint64_t seq) { return Value(std::string_view("ctx-" + std::to_string(seq))); };
+  auto time = [](TimeMs t) { return Value(std::string_view(format_time(t))); };
+  std::vector<Value> out;
+  for (const LockState& s : core_->dispatcher.lock_states()) {
+    std::vector<Value> holders, waiters;
+    for (const LockHolderState& h : s.holders) {
+      holders.push_back(Value::object({{"context", ctx_id(h.who)},
+                                       {"weight", Value(static_cast<long long>(h.weight))},
+                                       {"token", Value(static_cast<long long>(h.token))},
+                                       {"acquired_at", time(h.acquired_at)},
+                                       {"expires_at", time(h.expires_at)}}));
+    }
+    for (const LockWaiterState& w : s.waiters) {
+      waiters.push_back(Value::object({{"context", ctx_id(w.who)},
+                                       {"weight", Value(static_cast<long long>(w.weight))},
+                                       {"requested_at", time(w.requested_at)},
+                                       {"gives_up_at", time(w.give_up_at)}}));
+    }
+    out.push_back(Value::object({{"name", Value(std::string_view(s.name))},
+                                 {"limit", Value(static_cast<long long>(s.limit))},
+                                 {"held", Value(static_cast<long long>(s.held))},
+                                 {"last_token", Value(static_cast<long long>(s.last_token))},
+                                 {"holders", Value::array(std::move(holders))},
+                                 {"waiters", Value::array(std::move(waiters))}}));
+  }
+  return Value::array(std::move(out));
+}
+
 Value Engine::document(const std::vector<std::string>& errors) const {
   std::vector<Value> contexts_json;
   for (const ContextRecord& c : contexts()) contexts_json.push_back(c.value());
@@ -230,7 +259,7 @@ Value Engine::document(const std::vector<std::string>& errors) const {
   return Value::object({{"contexts", Value::array(std::move(contexts_json))},
                         {"skipped", Value::array(skipped())},
                         {"records", Value::object(std::move(tables_json))},
-                        {"locks", Value::empty_array()},
+                        {"locks", locks()},
                         {"errors", Value::array(std::move(errors_json))}});
 }
 

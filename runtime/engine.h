@@ -74,6 +74,11 @@ class Engine {
   Value record(std::string_view table, std::string_view sys_id) const;
   std::vector<Value> records(std::string_view table) const;
   std::vector<std::string> tables() const;
+  // The lock table: every lock held or waited for, as
+  // {"name", "limit", "held", "last_token", "holders": [{"context", "weight", "token",
+  //  "acquired_at", "expires_at"}], "waiters": [{"context", "weight", "requested_at",
+  //  "gives_up_at"}]}, waiters in queue order.
+  Value locks() const;
   // {"contexts", "skipped", "records", "locks", "errors"}: the `flowrt run` document.
   Value document(const std::vector<std::string>& errors = {}) const;
 

@@ -17,6 +17,7 @@ EngineCore::EngineCore(EngineOptions opts)
       props_(options.properties) {
   contexts.set_retention(options.properties.context_retention);
   if (!options.log_level.empty()) set_engine_log_level(options.log_level);
+  for (const auto& [name, limit] : options.lock_limits) dispatcher.set_lock_limit(name, limit);
 }
 
 EngineCore::~EngineCore() { stop(); }
@@ -71,6 +72,7 @@ CompileOptions EngineCore::compile_options() const {
   CompileOptions o;
   o.max_actions = p.max_actions;
   o.max_action_steps = p.max_action_steps;
+  o.lock_limits = options.lock_limits;
   return o;
 }
 
@@ -91,8 +93,13 @@ void EngineCore::wait_idle() {
       MutexLock lock(idle_mu_);
       while (work_.load(std::memory_order_acquire) != 0) idle_cv_.wait(idle_mu_);
     }
-    if (dispatcher.pending_locks() == 0) return;
-    dispatcher.resolve_pending_locks();
+    if (dispatcher.pending_locks() > 0) {
+      dispatcher.resolve_pending_locks();
+      continue;
+    }
+    // A resolution on a worker wakes contexts before it stops counting as pending, so a
+    // second look at the work tells whether it was really idle.
+    if (work_.load(std::memory_order_acquire) == 0) return;
   }
 }
 

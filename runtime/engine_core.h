@@ -35,8 +35,13 @@ struct EngineOptions {
   TimeMs start_time = kDefaultVirtualStart;
   // Rules and budgets; worker_threads among them.
   EngineProperties properties;
+  // Lock names declared with a limit (config "locks"); undeclared names have limit 1.
+  std::map<std::string, int64_t> lock_limits;
   // Seed of generated sys_ids.
   uint64_t seed = 0;
+  // Check the lock table's invariants after every lock operation and remember the first
+  // one broken (Dispatcher::lock_violation). For tests; costs time on every lock operation.
+  bool check_invariants = false;
   // Level of the engine's own log on stderr: off, error, warn, info, debug ("" keeps the
   // current one, warn by default or FLOWRT_LOG_LEVEL).
   std::string log_level;

@@ -62,6 +62,10 @@ void LockTable::grant_waiters(Entry& e, const std::string& name, TimeMs now, std
   while (!e.queue.empty() && e.held + e.queue.front().weight() <= e.limit) {
     Waiter w = std::move(e.queue.front());
     e.queue.pop_front();
+    if (w.order <= e.last_granted_order && violation_.empty()) {
+      violation_ = "lock '" + name + "' granted " + ctx_name(w.who()) + " out of queue order";
+    }
+    e.last_granted_order = w.order;
     waiting_on_.erase(w.who());
     w.request.name = name;
     LockGrant g = grant(e, w.request, now, true);
@@ -111,7 +115,8 @@ AcquireOutcome LockTable::acquire(const LockRequest& r) {
   }
   out.kind = AcquireOutcome::Kind::kQueued;
   out.ahead = e.queue.size();
-  e.queue.push_back(Waiter{r, TimerHandle{}});
+  for (const Holder& h : e.holders) out.holders.push_back(h.who);
+  e.queue.push_back(Waiter{r, TimerHandle{}, next_order_++});
   waiting_on_[r.who] = r.name;
   return out;
 }
@@ -232,70 +237,83 @@ void LockTable::set_give_up_timer(uint64_t who, std::string_view name, TimerHand
 }
 
 std::string LockTable::find_deadlock(const LockRequest& r, const Entry& target) const {
-  // Suppose the requester waits forever. `stuck` gathers every context that could then
-  // never be granted: one queued behind a stuck context, or one whose lock cannot free
-  // enough weight while stuck contexts hold it. If the request itself is then stuck, it
-  // closes a cycle, and `why` leads from it back to the requester.
-  struct Why {
-    std::string name;
-    uint64_t blocker;
-    bool behind;  // queued behind the blocker (rather than waiting for it to release)
+  // Suppose the requester waits. Which contexts can still get what they wait for? One that
+  // waits for nothing will release what it holds. A waiter can be granted once everyone
+  // queued ahead of it can, and the holders that cannot proceed leave room for its
+  // weight. What cannot proceed at the end of that (a greatest fixpoint: it catches
+  // cycles across names and weights) is deadlocked; if the requester is among them, the
+  // request is refused.
+  std::unordered_set<uint64_t> proceeds;
+  auto can_proceed = [&](uint64_t who) {
+    return proceeds.count(who) > 0 || (who != r.who && waiting_on_.count(who) == 0);
   };
-  std::unordered_map<uint64_t, Why> why;
-  std::unordered_set<uint64_t> stuck{r.who};
-  auto blocked = [&](const Entry& e, uint64_t who, int64_t weight, Why* reason) {
+  // Can a waiter (or the requester, `who` == UINT64_MAX at the queue's end) be granted?
+  auto grantable = [&](const Entry& e, uint64_t who, int64_t weight) {
     for (const Waiter& w : e.queue) {
       if (w.who() == who) break;
-      if (stuck.count(w.who())) {
-        reason->blocker = w.who();
-        reason->behind = true;
-        return true;
-      }
+      if (!can_proceed(w.who())) return false;
     }
     int64_t stuck_weight = 0;
-    uint64_t some_stuck = 0;
     for (const Holder& h : e.holders) {
-      if (stuck.count(h.who)) {
-        stuck_weight += h.weight;
-        some_stuck = h.who;
-      }
+      if (!can_proceed(h.who)) stuck_weight += h.weight;
     }
-    if (stuck_weight > 0 && e.limit - stuck_weight < weight) {
-      reason->blocker = some_stuck;
-      reason->behind = false;
-      return true;
-    }
-    return false;
+    return e.limit - stuck_weight >= weight;
   };
   for (bool changed = true; changed;) {
     changed = false;
     for (const auto& [who, name] : waiting_on_) {
-      if (stuck.count(who)) continue;
+      if (proceeds.count(who)) continue;
       const Entry& e = locks_.find(name)->second;
       int64_t weight = 1;
       for (const Waiter& w : e.queue) {
         if (w.who() == who) weight = w.weight();
       }
-      Why reason{name, 0, false};
-      if (blocked(e, who, weight, &reason)) {
-        stuck.insert(who);
-        why.emplace(who, reason);
+      if (grantable(e, who, weight)) {
+        proceeds.insert(who);
         changed = true;
       }
     }
   }
-  Why first{r.name, 0, false};
-  if (!blocked(target, UINT64_MAX, r.weight, &first)) return "";
+  if (grantable(target, UINT64_MAX, r.weight)) return "";
+
+  // Name the cycle: from the requester, follow to a context it waits for that cannot
+  // proceed (one queued ahead of it, or a holder), until a context repeats.
+  auto blocker = [&](const Entry& e, uint64_t who, uint64_t* out, bool* behind) {
+    for (const Waiter& w : e.queue) {
+      if (w.who() == who) break;
+      if (!can_proceed(w.who())) {
+        *out = w.who();
+        *behind = true;
+        return true;
+      }
+    }
+    for (const Holder& h : e.holders) {
+      if (!can_proceed(h.who)) {
+        *out = h.who;
+        *behind = false;
+        return true;
+      }
+    }
+    return false;
+  };
   std::string text = "deadlock: " + ctx_name(r.who);
-  Why step = first;
-  for (size_t guard = 0; guard <= why.size() + 1; ++guard) {
-    text += (step.behind ? " waits in the queue of lock '" : " waits for lock '") + step.name + "' " +
-            (step.behind ? "behind " : "held by ") + ctx_name(step.blocker);
-    if (step.blocker == r.who) break;
-    auto next = why.find(step.blocker);
-    if (next == why.end()) break;
+  std::unordered_set<uint64_t> seen{r.who};
+  const Entry* e = &target;
+  std::string name = r.name;
+  uint64_t who = UINT64_MAX;
+  for (size_t guard = 0; guard <= waiting_on_.size() + 1; ++guard) {
+    uint64_t next = 0;
+    bool behind = false;
+    if (!blocker(*e, who, &next, &behind)) break;
+    text += (behind ? " waits in the queue of lock '" : " waits for lock '") + name + "' " +
+            (behind ? "behind " : "held by ") + ctx_name(next);
+    if (!seen.insert(next).second) break;
+    auto w = waiting_on_.find(next);
+    if (w == waiting_on_.end()) break;
     text += ", which";
-    step = next->second;
+    name = w->second;
+    e = &locks_.find(name)->second;
+    who = next;
   }
   return text;
 }
@@ -315,6 +333,7 @@ std::vector<LockState> LockTable::snapshot() const {
 }
 
 std::string LockTable::check_invariants() const {
+  if (!violation_.empty()) return violation_;
   size_t queued = 0;
   for (const auto& [name, e] : locks_) {
     int64_t sum = 0;

@@ -66,6 +66,7 @@ struct AcquireOutcome {
   LockGrant grant;            // kGranted, kReentered
   std::string message;        // kDeadlock (names the cycle), kTooHeavy
   size_t ahead = 0;           // kQueued: how many wait before it
+  std::vector<uint64_t> holders;  // kQueued: who holds it now
 };
 
 struct LockHolderState {
@@ -113,6 +114,7 @@ class LockTable {
                    std::vector<LockGrant>* granted);
 
   bool holds(uint64_t who, std::string_view name) const;
+  bool holds_any(uint64_t who) const { return holding_.count(who) > 0; }
   bool waiting(uint64_t who) const { return waiting_on_.count(who) > 0; }
   // Remembers a holder's lease timer or a waiter's give-up timer, to cancel them later.
   void set_lease_timer(uint64_t who, std::string_view name, TimerHandle timer);
@@ -121,7 +123,8 @@ class LockTable {
 
   std::vector<LockState> snapshot() const;
   // "" when every invariant holds: held weights fit their limits and equal the holders'
-  // sum, no one holds and waits for one name, the index of waiters matches the queues.
+  // sum, no one holds and waits for one name, the index of waiters matches the queues,
+  // no waiter that fits is left waiting, and queued requests were granted in join order.
   std::string check_invariants() const;
   bool empty() const { return locks_.empty(); }
 
@@ -138,6 +141,7 @@ class LockTable {
   struct Waiter {
     LockRequest request;
     TimerHandle give_up_timer;
+    uint64_t order = 0;  // when it joined a queue, over all names
     uint64_t who() const { return request.who; }
     int64_t weight() const { return request.weight; }
   };
@@ -145,6 +149,7 @@ class LockTable {
     int64_t limit = 1;
     bool declared = false;
     int64_t held = 0;
+    uint64_t last_granted_order = 0;  // FIFO check: queued grants follow join order
     std::vector<Holder> holders;
     std::deque<Waiter> queue;
   };
@@ -159,6 +164,8 @@ class LockTable {
 
   std::map<std::string, Entry, std::less<>> locks_;
   int64_t next_token_ = 1;
+  uint64_t next_order_ = 1;
+  std::string violation_;  // the first broken rule seen while granting, for check_invariants
   std::unordered_map<uint64_t, std::string> waiting_on_;                // who -> the name it waits for
   std::unordered_map<uint64_t, std::vector<std::string>> holding_;      // who -> names it holds
 };

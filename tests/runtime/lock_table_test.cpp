@@ -1,0 +1,212 @@
+// The lock table alone, with times passed in (a virtual clock): grants, FIFO queues,
+// weights, timeouts, leases, tokens, re-entry, deadlock cycles and release on exit.
+#include "runtime/lock_table.h"
+
+#include <gtest/gtest.h>
+
+namespace flowrt {
+namespace {
+
+LockRequest req(uint64_t who, const char* name, int64_t weight = 1, TimeMs now = 0, TimeMs give_up_at = 100000) {
+  LockRequest r;
+  r.who = who;
+  r.name = name;
+  r.weight = weight;
+  r.now = now;
+  r.give_up_at = give_up_at;
+  r.max_duration = 3600000;
+  r.wait_id = who * 10;
+  return r;
+}
+
+using Kind = AcquireOutcome::Kind;
+
+class LockTableTest : public ::testing::Test {
+ protected:
+  void TearDown() override { EXPECT_EQ(table.check_invariants(), ""); }
+  LockTable table;
+  std::vector<LockGrant> grants;
+};
+
+TEST_F(LockTableTest, FreeLock_IsGrantedAtOnce_WithAGrowingToken) {
+  AcquireOutcome a = table.acquire(req(1, "p"));
+  ASSERT_EQ(a.kind, Kind::kGranted);
+  EXPECT_TRUE(table.holds(1, "p"));
+  EXPECT_TRUE(table.release(1, "p", 5, &grants));
+  AcquireOutcome b = table.acquire(req(2, "p", 1, 6));
+  ASSERT_EQ(b.kind, Kind::kGranted);
+  EXPECT_GT(b.grant.token, a.grant.token);
+  EXPECT_EQ(b.grant.expires_at, 6 + 3600000);
+}
+
+TEST_F(LockTableTest, TakenLock_QueuesFifo_AndHandsOverOnRelease) {
+  ASSERT_EQ(table.acquire(req(1, "p")).kind, Kind::kGranted);
+  EXPECT_EQ(table.acquire(req(2, "p")).kind, Kind::kQueued);
+  AcquireOutcome third = table.acquire(req(3, "p"));
+  EXPECT_EQ(third.kind, Kind::kQueued);
+  EXPECT_EQ(third.ahead, 1u);
+  ASSERT_TRUE(table.release(1, "p", 3000, &grants));
+  ASSERT_EQ(grants.size(), 1u);
+  EXPECT_EQ(grants[0].who, 2u);
+  EXPECT_TRUE(grants[0].was_queued);
+  EXPECT_EQ(grants[0].granted_at, 3000);
+  EXPECT_EQ(grants[0].wait_id, 20u);
+  grants.clear();
+  ASSERT_TRUE(table.release(2, "p", 6000, &grants));
+  ASSERT_EQ(grants.size(), 1u);
+  EXPECT_EQ(grants[0].who, 3u);
+}
+
+TEST_F(LockTableTest, NoOnePassesTheHeadOfTheQueue) {
+  table.set_limit("pool", 3);
+  ASSERT_EQ(table.acquire(req(1, "pool", 2)).kind, Kind::kGranted);
+  EXPECT_EQ(table.acquire(req(2, "pool", 2)).kind, Kind::kQueued);
+  EXPECT_EQ(table.acquire(req(3, "pool", 1)).kind, Kind::kQueued) << "it would fit, but 2 came first";
+  ASSERT_TRUE(table.release(1, "pool", 1, &grants));
+  ASSERT_EQ(grants.size(), 2u) << "both fit once 1 is gone";
+  EXPECT_EQ(grants[0].who, 2u);
+  EXPECT_EQ(grants[1].who, 3u);
+}
+
+TEST_F(LockTableTest, Weights_HoldersRunTogetherWhileTheyFit) {
+  table.set_limit("db", 12);
+  for (uint64_t who = 1; who <= 4; ++who) ASSERT_EQ(table.acquire(req(who, "db", 3)).kind, Kind::kGranted);
+  EXPECT_EQ(table.acquire(req(5, "db", 1)).kind, Kind::kQueued);
+  EXPECT_EQ(table.snapshot().front().held, 12);
+  EXPECT_EQ(table.acquire(req(6, "db", 13)).kind, Kind::kTooHeavy);
+  EXPECT_EQ(table.acquire(req(7, "solo", 2)).kind, Kind::kTooHeavy) << "undeclared names have limit 1";
+}
+
+TEST_F(LockTableTest, ReEntry_GrantsAtOnceWithTheSameToken_OneReleaseFrees) {
+  AcquireOutcome a = table.acquire(req(1, "p"));
+  AcquireOutcome again = table.acquire(req(1, "p"));
+  ASSERT_EQ(again.kind, Kind::kReentered);
+  EXPECT_EQ(again.grant.token, a.grant.token);
+  EXPECT_TRUE(table.release(1, "p", 0, &grants));
+  EXPECT_FALSE(table.holds(1, "p"));
+  EXPECT_FALSE(table.release(1, "p", 0, &grants)) << "a second unlock has nothing to release";
+}
+
+TEST_F(LockTableTest, Timeout_AttemptsAlreadySpent_FailsWithoutQueueing) {
+  ASSERT_EQ(table.acquire(req(1, "p")).kind, Kind::kGranted);
+  // max_attempts 1: (1 - 1) x delay = 0, so the one attempt fails at once.
+  EXPECT_EQ(table.acquire(req(2, "p", 1, 500, 500)).kind, Kind::kTimedOut);
+  EXPECT_FALSE(table.waiting(2));
+}
+
+TEST_F(LockTableTest, GiveUp_LeavesTheQueue_AndLetsTheNextOneIn) {
+  table.set_limit("pool", 2);
+  ASSERT_EQ(table.acquire(req(1, "pool", 1)).kind, Kind::kGranted);
+  ASSERT_EQ(table.acquire(req(2, "pool", 2)).kind, Kind::kQueued);
+  ASSERT_EQ(table.acquire(req(3, "pool", 1)).kind, Kind::kQueued);
+  EXPECT_FALSE(table.give_up(2, "pool", 999, 10, &grants)) << "a wait id that is not the current one";
+  LockRequest r;
+  ASSERT_TRUE(table.give_up(2, "pool", 20, 10, &grants, &r));
+  EXPECT_EQ(r.weight, 2);
+  ASSERT_EQ(grants.size(), 1u);
+  EXPECT_EQ(grants[0].who, 3u);
+}
+
+TEST_F(LockTableTest, Lease_ExpiryReleasesAndGrantsTheNextWithALargerToken) {
+  LockRequest first = req(1, "p");
+  first.max_duration = 5000;
+  AcquireOutcome a = table.acquire(first);
+  ASSERT_EQ(a.grant.expires_at, 5000);
+  ASSERT_EQ(table.acquire(req(2, "p", 1, 100)).kind, Kind::kQueued);
+  EXPECT_FALSE(table.expire(1, "p", a.grant.token + 1, 5000, &grants)) << "another grant's lease";
+  ASSERT_TRUE(table.expire(1, "p", a.grant.token, 5000, &grants));
+  ASSERT_EQ(grants.size(), 1u);
+  EXPECT_EQ(grants[0].who, 2u);
+  EXPECT_GT(grants[0].token, a.grant.token);
+  EXPECT_FALSE(table.holds(1, "p"));
+  EXPECT_FALSE(table.release(1, "p", 6000, &grants)) << "the expired holder's unlock releases nothing";
+}
+
+TEST_F(LockTableTest, Deadlock_TwoContexts_RefusedNamingTheCycle) {
+  ASSERT_EQ(table.acquire(req(1, "a")).kind, Kind::kGranted);
+  ASSERT_EQ(table.acquire(req(2, "b")).kind, Kind::kGranted);
+  ASSERT_EQ(table.acquire(req(1, "b")).kind, Kind::kQueued);
+  AcquireOutcome d = table.acquire(req(2, "a"));
+  ASSERT_EQ(d.kind, Kind::kDeadlock);
+  EXPECT_EQ(d.message, "deadlock: ctx-2 waits for lock 'a' held by ctx-1, which waits for lock 'b' held by ctx-2");
+  EXPECT_FALSE(table.waiting(2)) << "a refused request does not wait";
+}
+
+TEST_F(LockTableTest, Deadlock_ThreeContexts) {
+  ASSERT_EQ(table.acquire(req(1, "a")).kind, Kind::kGranted);
+  ASSERT_EQ(table.acquire(req(2, "b")).kind, Kind::kGranted);
+  ASSERT_EQ(table.acquire(req(3, "c")).kind, Kind::kGranted);
+  ASSERT_EQ(table.acquire(req(1, "b")).kind, Kind::kQueued);
+  ASSERT_EQ(table.acquire(req(2, "c")).kind, Kind::kQueued);
+  AcquireOutcome d = table.acquire(req(3, "a"));
+  ASSERT_EQ(d.kind, Kind::kDeadlock);
+  EXPECT_EQ(d.message,
+            "deadlock: ctx-3 waits for lock 'a' held by ctx-1, which waits for lock 'b' held by ctx-2, which waits for "
+            "lock 'c' held by ctx-3");
+}
+
+TEST_F(LockTableTest, Deadlock_ThroughTheQueue_BehindAWaiterThatWaitsForUs) {
+  ASSERT_EQ(table.acquire(req(1, "a")).kind, Kind::kGranted);
+  ASSERT_EQ(table.acquire(req(2, "b")).kind, Kind::kGranted);
+  ASSERT_EQ(table.acquire(req(2, "a")).kind, Kind::kQueued);  // 2 waits for 1
+  ASSERT_EQ(table.acquire(req(3, "b")).kind, Kind::kQueued);  // 3 waits for 2
+  // 1 asks for b: held by 2, who waits for 1; refused.
+  AcquireOutcome d = table.acquire(req(1, "b"));
+  ASSERT_EQ(d.kind, Kind::kDeadlock);
+  EXPECT_NE(d.message.find("ctx-1 waits"), std::string::npos);
+}
+
+TEST_F(LockTableTest, Weights_NoFalseDeadlockWhenAnotherHolderCanFreeEnough) {
+  table.set_limit("m", 2);
+  ASSERT_EQ(table.acquire(req(1, "m")).kind, Kind::kGranted);
+  ASSERT_EQ(table.acquire(req(2, "m")).kind, Kind::kGranted);
+  ASSERT_EQ(table.acquire(req(3, "n")).kind, Kind::kGranted);
+  ASSERT_EQ(table.acquire(req(3, "m")).kind, Kind::kQueued);  // needs 1 of m: 1 or 2 freeing it is enough
+  // 1 asks for n (held by 3, who waits for m). 2 holds m and waits for nothing, so when 2
+  // releases, 3 gets m and later frees n: not a deadlock.
+  EXPECT_EQ(table.acquire(req(1, "n")).kind, Kind::kQueued);
+  // But if 2 also asks for n, everyone on m waits for n's holder: 3 can never get m.
+  AcquireOutcome d = table.acquire(req(2, "n"));
+  EXPECT_EQ(d.kind, Kind::kDeadlock) << d.message;
+}
+
+TEST_F(LockTableTest, ReleaseAll_FreesEveryHoldingAndLeavesTheQueue) {
+  ASSERT_EQ(table.acquire(req(1, "a")).kind, Kind::kGranted);
+  ASSERT_EQ(table.acquire(req(1, "b")).kind, Kind::kGranted);
+  ASSERT_EQ(table.acquire(req(2, "a")).kind, Kind::kQueued);
+  ASSERT_EQ(table.acquire(req(3, "c")).kind, Kind::kGranted);
+  ASSERT_EQ(table.acquire(req(1, "c")).kind, Kind::kQueued);
+  std::vector<std::string> released;
+  std::vector<TimerHandle> timers;
+  table.release_all(1, 50, &released, &timers, &grants);
+  EXPECT_EQ(released, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(timers.size(), 3u) << "two leases and one give-up timer";
+  ASSERT_EQ(grants.size(), 1u);
+  EXPECT_EQ(grants[0].who, 2u);
+  EXPECT_FALSE(table.waiting(1));
+  EXPECT_FALSE(table.holds(1, "a"));
+  EXPECT_FALSE(table.holds(1, "b"));
+  table.release_all(2, 60, &released, &timers, &grants);
+  table.release_all(3, 60, &released, &timers, &grants);
+  EXPECT_TRUE(table.snapshot().empty());
+}
+
+TEST_F(LockTableTest, Snapshot_ListsHoldersAndWaitersInOrder) {
+  table.set_limit("p", 2);
+  ASSERT_EQ(table.acquire(req(1, "p", 2, 10)).kind, Kind::kGranted);
+  ASSERT_EQ(table.acquire(req(2, "p", 1, 20, 50)).kind, Kind::kQueued);
+  ASSERT_EQ(table.acquire(req(3, "p", 2, 30)).kind, Kind::kQueued);
+  std::vector<LockState> s = table.snapshot();
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].limit, 2);
+  EXPECT_EQ(s[0].held, 2);
+  ASSERT_EQ(s[0].holders.size(), 1u);
+  EXPECT_EQ(s[0].holders[0].acquired_at, 10);
+  ASSERT_EQ(s[0].waiters.size(), 2u);
+  EXPECT_EQ(s[0].waiters[0].who, 2u);
+  EXPECT_EQ(s[0].waiters[0].give_up_at, 50);
+  EXPECT_EQ(s[0].waiters[1].who, 3u);
+}
+
+}  // namespace
+}  // namespace flowrt

@@ -1,0 +1,344 @@
+// Harness scenarios for lock and unlock (SPEC section 8), on the virtual clock.
+#include <stdexcept>
+
+#include "testing/flow_test.h"
+
+namespace flowrt {
+namespace {
+
+using namespace flowrt::testing;
+
+class LocksTest : public FlowTest {
+ protected:
+  EngineOptions Options() const override {
+    EngineOptions o = FlowTest::Options();
+    o.lock_limits = {{"pool", 3}};
+    o.check_invariants = true;
+    return o;
+  }
+  void TearDown() override {
+    EXPECT_EQ(engine().core().dispatcher.lock_violation(), "");
+    FlowTest::TearDown();
+  }
+  const Value& LockOut(const ContextRecord& c) { return c.step("lk")["outputs"]; }
+};
+
+constexpr const char* kSerial = R"({"id": "serial", "trigger": {"type": "record", "table": "job", "when": "created"}, "actions": [
+  {"id": "lk", "action": "lock", "inputs": {"key": "printer", "max_attempts": 10, "delay": "1s"}},
+  {"action": "wait", "inputs": {"duration": "3s"}},
+  {"action": "create_record", "inputs": {"table": "printed", "values": {"n": "{{trigger.record.n}}", "token": "{{steps.lk.token}}"}}},
+  {"action": "unlock", "inputs": {"key": "printer"}}]})";
+
+TEST_F(LocksTest, Exclusive_WaitersAreGrantedInTriggerOrderTheMomentItFrees) {
+  ASSERT_TRUE(Load(kSerial));
+  for (int n = 1; n <= 3; ++n) Insert("job", Value::object({{"n", Value(n)}}));
+  Settle();
+  std::vector<ContextRecord> cs = Contexts("serial");
+  ASSERT_EQ(cs.size(), 3u);
+  std::vector<Value> printed = Records("printed");
+  ASSERT_EQ(printed.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_THAT(cs[i], HasStatus("completed"));
+    EXPECT_EQ(printed[i]["n"], Value(i + 1));
+    EXPECT_EQ(Ms(cs[i].value()["ended_at"]), 3000 * (i + 1));
+    EXPECT_EQ(LockOut(cs[i])["waited_ms"], Value(3000 * i));
+    EXPECT_EQ(LockOut(cs[i])["attempts"], Value(1 + 3 * i)) << "a poller every 1s would have needed these";
+  }
+  EXPECT_LT(printed[0]["token"].as_int(), printed[1]["token"].as_int());
+  EXPECT_LT(printed[1]["token"].as_int(), printed[2]["token"].as_int());
+  EXPECT_EQ(LockOut(cs[0]), Json(R"({"result": "success", "state": "finished", "token": 1, "attempts": 1, "waited_ms": 0})"));
+  std::vector<std::string> logs = cs[1].log_messages();
+  EXPECT_EQ(logs.front(), "lock 'printer': waiting; held by ctx-1, 0 ahead in the queue");
+  EXPECT_EQ(cs[2].log_messages().front(), "lock 'printer': waiting; held by ctx-1, 1 ahead in the queue");
+  EXPECT_EQ(logs[1], "lock 'printer': granted, token 2, after waiting 3000ms");
+  EXPECT_EQ(logs.back(), "lock 'printer': released");
+}
+
+class SingleWorkerLocksTest : public LocksTest {
+ protected:
+  EngineOptions Options() const override {
+    EngineOptions o = LocksTest::Options();
+    o.properties.worker_threads = 1;
+    return o;
+  }
+};
+
+TEST_F(SingleWorkerLocksTest, TwoContextsOnOneThread_ContendAsTwoOwners) {
+  // One worker thread runs both contexts; the lock still tells them apart.
+  ASSERT_TRUE(Load(kSerial));
+  Insert("job", Value::object({{"n", Value(1)}}));
+  Insert("job", Value::object({{"n", Value(2)}}));
+  engine().settle(0);
+  std::vector<ContextRecord> cs = Contexts("serial");
+  ASSERT_EQ(cs.size(), 2u);
+  EXPECT_THAT(cs[0], HasStep("lk", "completed"));
+  EXPECT_THAT(cs[1], HasStep("lk", "waiting"));
+  Value locks = engine().locks();
+  ASSERT_EQ(locks.size(), 1u);
+  EXPECT_EQ(locks.at(0)["holders"].at(0)["context"], Value(cs[0].id()));
+  EXPECT_EQ(locks.at(0)["waiters"].at(0)["context"], Value(cs[1].id()));
+  Settle();
+  EXPECT_EQ(Records("printed").size(), 2u);
+  EXPECT_EQ(engine().locks().size(), 0u);
+}
+
+TEST_F(LocksTest, LostUpdate_CountIsN_AndGrantOrderIsTriggerOrder) {
+  ASSERT_TRUE(Load(R"({"id": "inc", "trigger": {"type": "record", "table": "req", "when": "created"}, "actions": [
+    {"id": "lk", "action": "lock", "inputs": {"key": "counter", "max_attempts": 1000, "delay": "1s"}},
+    {"id": "c", "action": "look_up_record", "inputs": {"table": "counter"}},
+    {"action": "wait", "inputs": {"duration": "1s"}},
+    {"action": "update_record", "inputs": {"table": "counter", "sys_id": "{{steps.c.record.sys_id}}", "while_holding": "counter",
+                                           "values": {"n": "{{steps.c.record.n | add: 1}}"}}},
+    {"action": "create_record", "inputs": {"table": "grants", "values": {"i": "{{trigger.record.i}}", "token": "{{steps.lk.token}}"}}},
+    {"action": "unlock", "inputs": {"key": "counter"}}]})"));
+  Insert("counter", Json(R"({"n": 0})"));
+  constexpr int kN = 40;
+  for (int i = 0; i < kN; ++i) Insert("req", Value::object({{"i", Value(i)}}));
+  Settle();
+  EXPECT_EQ(Records("counter").at(0)["n"], Value(kN));
+  std::vector<Value> grants = Records("grants");
+  ASSERT_EQ(grants.size(), static_cast<size_t>(kN));
+  for (int i = 0; i < kN; ++i) {
+    EXPECT_EQ(grants[i]["i"], Value(i)) << "grant order is trigger order";
+    if (i > 0) {
+      EXPECT_GT(grants[i]["token"].as_int(), grants[i - 1]["token"].as_int());
+    }
+  }
+}
+
+TEST_F(LocksTest, Weights_HoldersFitTogether_TheRestWait) {
+  ASSERT_TRUE(Load(R"({"id": "w", "trigger": {"type": "api"}, "actions": [
+    {"id": "lk", "action": "lock", "inputs": {"key": "pool", "weight": "{{inputs.w}}", "max_attempts": 100, "delay": "1s"}},
+    {"action": "wait", "inputs": {"duration": "10s"}},
+    {"action": "unlock", "inputs": {"key": "pool"}}]})"));
+  const std::string a = CallFlow("w", Json(R"({"w": 2})"));
+  const std::string b = CallFlow("w", Json(R"({"w": 1})"));
+  const std::string c = CallFlow("w", Json(R"({"w": 2})"));
+  const std::string d = CallFlow("w", Json(R"({"w": 1})"));
+  Settle();
+  EXPECT_EQ(LockOut(ContextById(a))["waited_ms"], Value(0));
+  EXPECT_EQ(LockOut(ContextById(b))["waited_ms"], Value(0)) << "2 + 1 fit in the limit of 3";
+  EXPECT_EQ(LockOut(ContextById(c))["waited_ms"], Value(10000));
+  EXPECT_EQ(LockOut(ContextById(d))["waited_ms"], Value(10000)) << "d fits at once but may not pass c";
+}
+
+TEST_F(LocksTest, Timeout_GivesUpAfterMaxAttemptsMinusOneDelays) {
+  ASSERT_TRUE(Load(R"([
+    {"id": "holder", "trigger": {"type": "api"}, "actions": [
+      {"action": "lock", "inputs": {"key": "k"}}, {"action": "wait", "inputs": {"duration": "1m"}}]},
+    {"id": "impatient", "trigger": {"type": "api"}, "actions": [
+      {"id": "lk", "action": "lock", "on_error": "continue", "inputs": {"key": "k", "max_attempts": 3, "delay": "2s"}},
+      {"action": "log", "inputs": {"message": "{{steps.lk.result}} {{steps.lk.state}} {{steps.lk.attempts}} {{steps.lk.waited_ms}}"}}]},
+    {"id": "once", "trigger": {"type": "api"}, "actions": [{"id": "lk", "action": "lock", "inputs": {"key": "k"}}]}])"));
+  CallFlow("holder");
+  const std::string i = CallFlow("impatient");
+  const std::string o = CallFlow("once");
+  Settle();
+  ContextRecord impatient = ContextById(i);
+  EXPECT_THAT(impatient, HasStatus("completed"));
+  EXPECT_THAT(impatient, HasLog("failure timeout 3 4000"));
+  EXPECT_THAT(impatient, HasStep("lk", "error"));
+  EXPECT_EQ(Ms(impatient.step("lk")["ended_at"]), 4000);
+  ContextRecord once = ContextById(o);
+  EXPECT_THAT(once, FailedWith("lock 'k' not granted: timed out after 1 attempt"));
+  EXPECT_EQ(LockOut(once)["state"], Value("timeout"));
+  EXPECT_EQ(LockOut(once)["waited_ms"], Value(0));
+  EXPECT_EQ(Ms(once.value()["ended_at"]), 0) << "default max_attempts 1: no wait at all";
+}
+
+TEST_F(LocksTest, ReLock_SucceedsAtOnce_OneUnlockReleases_UnlockNotHeldWarns) {
+  ASSERT_TRUE(Load(R"({"id": "r", "trigger": {"type": "api"}, "actions": [
+    {"id": "lk", "action": "lock", "inputs": {"key": "k"}},
+    {"id": "again", "action": "lock", "inputs": {"key": "k"}},
+    {"id": "u1", "action": "unlock", "inputs": {"key": "k"}},
+    {"id": "u2", "action": "unlock", "inputs": {"key": "k"}},
+    {"id": "u3", "action": "unlock", "inputs": {"key": "never"}}]})"));
+  CallFlow("r");
+  Settle();
+  ContextRecord c = OnlyContext("r");
+  ASSERT_THAT(c, HasStatus("completed"));
+  EXPECT_EQ(c.step("again")["outputs"]["token"], LockOut(c)["token"]);
+  EXPECT_EQ(c.step("u1")["outputs"]["released"], Value(true));
+  EXPECT_EQ(c.step("u2")["outputs"]["released"], Value(false));
+  EXPECT_EQ(c.step("u3")["outputs"]["released"], Value(false));
+  EXPECT_THAT(c, HasLog("unlock of lock 'never', which this context does not hold"));
+}
+
+TEST_F(LocksTest, Lease_ExpiresAfterMaxDuration_NextWaiterGetsLargerToken_OldHolderIsFenced) {
+  ASSERT_TRUE(Load(R"([
+    {"id": "slow", "trigger": {"type": "api"}, "actions": [
+      {"id": "lk", "action": "lock", "inputs": {"key": "k", "max_duration": "5s"}},
+      {"action": "wait", "inputs": {"duration": "10s"}},
+      {"id": "late", "action": "update_record", "on_error": "continue",
+       "inputs": {"table": "doc", "sys_id": "d", "values": {"by": "slow"}, "while_holding": "k"}},
+      {"id": "u", "action": "unlock", "inputs": {"key": "k"}}]},
+    {"id": "next", "trigger": {"type": "api"}, "actions": [
+      {"id": "lk", "action": "lock", "inputs": {"key": "k", "max_attempts": 20, "delay": "1s"}},
+      {"action": "update_record", "inputs": {"table": "doc", "sys_id": "d", "values": {"by": "next"}, "while_holding": "k"}},
+      {"action": "unlock", "inputs": {"key": "k"}}]}])"));
+  Insert("doc", Json(R"({"sys_id": "d"})"));
+  const std::string s = CallFlow("slow");
+  const std::string n = CallFlow("next");
+  Settle();
+  ContextRecord slow = ContextById(s), next = ContextById(n);
+  EXPECT_THAT(slow, HasLog("lock 'k' (token 1): held for its max_duration; released as if unlocked"));
+  EXPECT_EQ(slow.logs().at(1)["level"], Value("warn"));
+  EXPECT_EQ(LockOut(next)["waited_ms"], Value(5000));
+  EXPECT_GT(LockOut(next)["token"].as_int(), LockOut(slow)["token"].as_int());
+  EXPECT_THAT(slow, HasStep("late", "error"));
+  EXPECT_NE(slow.step("late")["error"].as_string().find("lock_lost"), std::string_view::npos);
+  EXPECT_EQ(slow.step("u")["outputs"]["released"], Value(false));
+  EXPECT_EQ(engine().record("doc", "d")["by"], Value("next")) << "the late holder could not overwrite its successor";
+}
+
+TEST_F(LocksTest, Fencing_WritesCommitOnlyWhileHolding) {
+  ASSERT_TRUE(Load(R"({"id": "f", "trigger": {"type": "api"}, "actions": [
+    {"id": "no", "action": "create_record", "on_error": "continue", "inputs": {"table": "t", "values": {"a": 1}, "while_holding": "k"}},
+    {"action": "lock", "inputs": {"key": "k"}},
+    {"id": "c", "action": "create_record", "inputs": {"table": "t", "values": {"a": 2}, "while_holding": "k"}},
+    {"action": "update_record", "inputs": {"table": "t", "sys_id": "{{steps.c.sys_id}}", "values": {"a": 3}, "while_holding": "k"}},
+    {"action": "unlock", "inputs": {"key": "k"}},
+    {"id": "gone", "action": "delete_record", "on_error": "continue", "inputs": {"table": "t", "sys_id": "{{steps.c.sys_id}}", "while_holding": "k"}}]})"));
+  CallFlow("f");
+  Settle();
+  ContextRecord c = OnlyContext("f");
+  EXPECT_THAT(c, HasStatus("completed"));
+  EXPECT_NE(c.step("no")["error"].as_string().find("lock_lost"), std::string_view::npos);
+  EXPECT_NE(c.step("gone")["error"].as_string().find("lock_lost"), std::string_view::npos);
+  std::vector<Value> rows = Records("t");
+  ASSERT_EQ(rows.size(), 1u) << "the unguarded create and the late delete wrote nothing";
+  EXPECT_EQ(rows[0]["a"], Value(3));
+}
+
+class ReleaseOnExitTest : public LocksTest, public ::testing::WithParamInterface<const char*> {
+ protected:
+  void SetUp() override {
+    LocksTest::SetUp();
+    CustomActionType boom;
+    boom.name = "boom";
+    boom.run = [](CustomActionContext&) -> Result<Value> { throw std::runtime_error("kaboom"); };
+    ASSERT_TRUE(engine().register_action(std::move(boom)).is_ok());
+  }
+};
+
+TEST_P(ReleaseOnExitTest, EveryLockIsReleasedAndEveryQueueLeft) {
+  // The holder takes a and b, then ends in the way the parameter says; a waiter on each
+  // name must be granted as soon as it ends.
+  const std::string ending = GetParam();
+  std::string tail;
+  if (ending == "completed") tail = R"({"action": "log", "inputs": {"message": "done without unlocking"}})";
+  if (ending == "error") tail = R"({"action": "fail", "inputs": {"message": "stop"}})";
+  if (ending == "continue_then_complete") tail = R"({"action": "fail", "on_error": "continue", "inputs": {"message": "x"}})";
+  if (ending == "cancelled") tail = R"({"action": "wait", "inputs": {"duration": "1h"}})";
+  if (ending == "throws") tail = R"({"action": "boom"})";
+  ASSERT_TRUE(Load(R"([
+    {"id": "holder", "trigger": {"type": "api"}, "actions": [
+      {"action": "lock", "inputs": {"key": "a"}}, {"action": "lock", "inputs": {"key": "b"}},
+      {"action": "wait", "inputs": {"duration": "1s"}}, )" + tail + R"(]},
+    {"id": "waiter", "trigger": {"type": "api"}, "actions": [
+      {"id": "lk", "action": "lock", "inputs": {"key": "{{inputs.k}}", "max_attempts": 100000, "delay": "1s"}},
+      {"action": "unlock", "inputs": {"key": "{{inputs.k}}"}}]},
+    {"id": "queued", "trigger": {"type": "api"}, "actions": [
+      {"action": "lock", "inputs": {"key": "a"}}, {"action": "wait", "inputs": {"duration": "1m"}},
+      {"action": "lock", "inputs": {"key": "b", "max_attempts": 100000, "delay": "1s"}}]}])"));
+  const std::string h = CallFlow("holder");
+  const std::string wa = CallFlow("waiter", Json(R"({"k": "a"})"));
+  const std::string wb = CallFlow("waiter", Json(R"({"k": "b"})"));
+  engine().settle(0);
+  if (ending == "cancelled") {
+    engine().advance(2000);
+    ASSERT_TRUE(engine().cancel(h).is_ok());
+  }
+  Settle();
+  EXPECT_TRUE(ContextById(h).status() != "in_progress" && ContextById(h).status() != "waiting");
+  EXPECT_THAT(ContextById(wa), HasStatus("completed"));
+  EXPECT_THAT(ContextById(wb), HasStatus("completed"));
+  EXPECT_EQ(engine().locks().size(), 0u) << engine().locks().to_json();
+}
+
+INSTANTIATE_TEST_SUITE_P(Exits, ReleaseOnExitTest,
+                         ::testing::Values("completed", "error", "continue_then_complete", "cancelled", "throws"));
+
+TEST_F(LocksTest, CancelledWaiter_LeavesTheQueue) {
+  ASSERT_TRUE(Load(R"([
+    {"id": "holder", "trigger": {"type": "api"}, "actions": [
+      {"action": "lock", "inputs": {"key": "k"}}, {"action": "wait", "inputs": {"duration": "1m"}}, {"action": "unlock", "inputs": {"key": "k"}}]},
+    {"id": "waiter", "trigger": {"type": "api"}, "actions": [
+      {"id": "lk", "action": "lock", "inputs": {"key": "k", "max_attempts": 1000, "delay": "1s"}}]}])"));
+  CallFlow("holder");
+  const std::string w1 = CallFlow("waiter");
+  const std::string w2 = CallFlow("waiter");
+  engine().settle(0);
+  ASSERT_EQ(engine().locks().at(0)["waiters"].size(), 2u);
+  ASSERT_TRUE(engine().cancel(w1).is_ok());
+  engine().settle(0);
+  EXPECT_THAT(ContextById(w1), HasStatus("cancelled"));
+  ASSERT_EQ(engine().locks().at(0)["waiters"].size(), 1u);
+  Settle();
+  EXPECT_EQ(LockOut(ContextById(w2))["waited_ms"], Value(60000));
+}
+
+TEST_F(LocksTest, Deadlock_TwoContexts_RefusedAtOnceNamingTheCycle) {
+  ASSERT_TRUE(Load(R"({"id": "d", "trigger": {"type": "api"}, "actions": [
+    {"action": "lock", "inputs": {"key": "{{inputs.first}}"}},
+    {"action": "wait", "inputs": {"duration": "1s"}},
+    {"id": "lk", "action": "lock", "inputs": {"key": "{{inputs.second}}", "max_attempts": 3600, "delay": "1s"}},
+    {"action": "unlock", "inputs": {"key": "{{inputs.second}}"}}, {"action": "unlock", "inputs": {"key": "{{inputs.first}}"}}]})"));
+  const std::string a = CallFlow("d", Json(R"({"first": "x", "second": "y"})"));
+  const std::string b = CallFlow("d", Json(R"({"first": "y", "second": "x"})"));
+  Settle();
+  // Both ask at 1s in seq order: a queues for y; b's request for x would close the cycle.
+  EXPECT_THAT(ContextById(a), HasStatus("completed"));
+  ContextRecord refused = ContextById(b);
+  EXPECT_THAT(refused, FailedWith("deadlock: " + b + " waits for lock 'x' held by " + a + ", which waits for lock 'y' held by " + b));
+  EXPECT_EQ(LockOut(refused)["state"], Value("deadlock"));
+  EXPECT_EQ(Ms(refused.value()["ended_at"]), 1000) << "refused at once, not after the attempts\n"
+                                                  << refused.logs().to_json() << "\n" << ContextById(a).logs().to_json();
+}
+
+TEST_F(LocksTest, Deadlock_ThreeContexts) {
+  ASSERT_TRUE(Load(R"({"id": "d", "trigger": {"type": "api"}, "actions": [
+    {"action": "lock", "inputs": {"key": "{{inputs.first}}"}},
+    {"action": "wait", "inputs": {"duration": "{{inputs.pause}}"}},
+    {"id": "lk", "action": "lock", "inputs": {"key": "{{inputs.second}}", "max_attempts": 3600, "delay": "1s"}}]})"));
+  CallFlow("d", Json(R"({"first": "a", "second": "b", "pause": "1s"})"));
+  CallFlow("d", Json(R"({"first": "b", "second": "c", "pause": "2s"})"));
+  const std::string c = CallFlow("d", Json(R"({"first": "c", "second": "a", "pause": "3s"})"));
+  Settle();
+  EXPECT_THAT(ContextById(c), FailedWith("deadlock: ctx-3 waits for lock 'a' held by ctx-1, which waits for lock 'b' held by ctx-2, which waits for lock 'c' held by ctx-3"));
+  for (const ContextRecord& r : Contexts("d")) EXPECT_NE(r.status(), "waiting");
+}
+
+TEST_F(LocksTest, WeightAboveLimit_LiteralIsCompileError_FromPillIsStepError) {
+  Diagnostics d = engine().load_text(R"({"id": "heavy", "trigger": {"type": "api"}, "actions": [
+    {"action": "lock", "inputs": {"key": "pool", "weight": 4}}, {"action": "lock", "inputs": {"key": "solo", "weight": 2}}]})", "h.json");
+  EXPECT_NE(d.describe().find("h.json: /actions/0/inputs/weight: weight 4 is more than the limit 3 of lock 'pool'"), std::string::npos)
+      << d.describe();
+  EXPECT_NE(d.describe().find("/actions/1/inputs/weight: weight 2 is more than the limit 1 of lock 'solo' (undeclared locks have limit 1)"),
+            std::string::npos)
+      << d.describe();
+  ASSERT_TRUE(Load(R"({"id": "dyn", "trigger": {"type": "api"}, "actions": [
+    {"id": "lk", "action": "lock", "inputs": {"key": "pool", "weight": "{{inputs.w}}"}}]})"));
+  CallFlow("dyn", Json(R"({"w": 4})"));
+  Settle();
+  EXPECT_THAT(OnlyContext("dyn"), FailedWith("weight 4 does not fit lock 'pool' (limit 3)"));
+}
+
+TEST_F(LocksTest, Visibility_DocumentListsHoldersAndWaiters) {
+  ASSERT_TRUE(Load(kSerial));
+  Insert("job", Value::object({{"n", Value(1)}}));
+  Insert("job", Value::object({{"n", Value(2)}}));
+  engine().settle(0);
+  Value doc = engine().document();
+  const Value& lock = doc["locks"].at(0);
+  EXPECT_EQ(lock["name"], Value("printer"));
+  EXPECT_EQ(lock["limit"], Value(1));
+  EXPECT_EQ(lock["held"], Value(1));
+  EXPECT_EQ(lock["holders"].at(0), Json(R"({"context": "ctx-1", "weight": 1, "token": 1,
+      "acquired_at": "2026-01-01T00:00:00.000Z", "expires_at": "2026-01-01T01:00:00.000Z"})"));
+  EXPECT_EQ(lock["waiters"].at(0), Json(R"({"context": "ctx-2", "weight": 1,
+      "requested_at": "2026-01-01T00:00:00.000Z", "gives_up_at": "2026-01-01T00:00:09.000Z"})"));
+}
+
+}  // namespace
+}  // namespace flowrt
