@@ -40,6 +40,23 @@ struct RecordQuery {
   size_t limit = 0;                      // 0: no limit
 };
 
+// What a parked step waits for. Plain data.
+struct WaitRequest {
+  enum class Kind : uint8_t { kNone, kTimer, kRecord, kLock };
+  Kind kind = Kind::kNone;
+  TimeMs deadline = -1;          // kTimer: when; kRecord/kLock: the timeout (-1: none)
+  Value table;                   // kRecord
+  Value sys_id;                  // kRecord
+  std::shared_ptr<const Condition> condition;  // kRecord: bound (no pills left)
+  // kLock: what to ask of the lock table; `deadline` is when the attempts run out.
+  Value lock_name;
+  int64_t weight = 1;
+  DurationMs max_duration = 3600000;
+  int64_t max_attempts = 1;
+  DurationMs delay = 1000;
+  TimeMs requested_at = 0;
+};
+
 // What a step may ask of the engine. Implemented by the runtime for the context being run;
 // used only by the thread running that context.
 class StepHost {
@@ -63,23 +80,10 @@ class StepHost {
   virtual Result<StartedFlow> start_flow(const Value& flow, const Value& inputs) = 0;
   // Releases the lock `name` if this context holds it (unlock); false when it does not.
   virtual bool release_lock(std::string_view name) = 0;
-};
-
-// What a parked step waits for. Plain data.
-struct WaitRequest {
-  enum class Kind : uint8_t { kNone, kTimer, kRecord, kLock };
-  Kind kind = Kind::kNone;
-  TimeMs deadline = -1;          // kTimer: when; kRecord/kLock: the timeout (-1: none)
-  Value table;                   // kRecord
-  Value sys_id;                  // kRecord
-  std::shared_ptr<const Condition> condition;  // kRecord: bound (no pills left)
-  // kLock: what to ask of the lock table; `deadline` is when the attempts run out.
-  Value lock_name;
-  int64_t weight = 1;
-  DurationMs max_duration = 3600000;
-  int64_t max_attempts = 1;
-  DurationMs delay = 1000;
-  TimeMs requested_at = 0;
+  // Grants a lock step's request now if it can be granted without waiting (free, queue
+  // empty; or already held), returning the step's outputs; null when the step must park
+  // with the request (a taken lock, or an engine that decides lock requests later).
+  virtual Value try_lock(const WaitRequest& request) = 0;
 };
 
 // Why a parked step was woken.

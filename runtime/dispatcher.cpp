@@ -441,26 +441,49 @@ std::string Dispatcher::lock_violation() {
   return violation_;
 }
 
+Value Dispatcher::record_grant(Context& ctx, const LockGrant& g) {
+  lock_grants_.fetch_add(1, std::memory_order_relaxed);
+  if (g.was_queued) lock_handoffs_.fetch_add(1, std::memory_order_relaxed);
+  std::shared_ptr<Context> self = ctx.shared_from_this();
+  core_.timers.cancel(g.give_up_timer);
+  const std::string name = g.name;
+  const int64_t token = g.token;
+  TimerHandle lease = core_.timers.add(g.expires_at, true, [this, self, name, token] { expire_lease(self, name, token); });
+  locks_.set_lease_timer(g.who, g.name, lease);
+  const DurationMs waited = g.granted_at - g.requested_at;
+  std::string text = "lock '" + g.name + "': granted, token " + std::to_string(g.token);
+  if (g.was_queued) text += ", after waiting " + std::to_string(waited) + "ms";
+  ctx.add_log(LogLevel::kInfo, g.step, g.granted_at, Value(std::string_view(text)));
+  return lock_outputs("success", "finished", Value(static_cast<long long>(g.token)),
+                      attempts_for(waited, g.delay, g.max_attempts), waited);
+}
+
 void Dispatcher::apply_grants(std::vector<LockGrant>& grants) {
   for (LockGrant& g : grants) {
     auto* ctx = static_cast<Context*>(g.owner);
-    std::shared_ptr<Context> self = ctx->shared_from_this();
-    core_.timers.cancel(g.give_up_timer);
-    const std::string name = g.name;
-    const int64_t token = g.token;
-    TimerHandle lease = core_.timers.add(g.expires_at, true, [this, self, name, token] { expire_lease(self, name, token); });
-    locks_.set_lease_timer(g.who, g.name, lease);
-    const DurationMs waited = g.granted_at - g.requested_at;
-    const int64_t attempts = attempts_for(waited, g.delay, g.max_attempts);
-    std::string text = "lock '" + g.name + "': granted, token " + std::to_string(g.token);
-    if (g.was_queued) text += ", after waiting " + std::to_string(waited) + "ms";
-    ctx->add_log(LogLevel::kInfo, g.step, g.granted_at, Value(std::string_view(text)));
     WakeUp w;
     w.kind = WakeUp::Kind::kLock;
     w.at = g.granted_at;
-    w.outputs = lock_outputs("success", "finished", Value(static_cast<long long>(g.token)), attempts, waited);
-    core_.wake(self, g.wait_id, std::move(w));
+    w.outputs = record_grant(*ctx, g);
+    core_.wake(ctx->shared_from_this(), g.wait_id, std::move(w));
   }
+}
+
+Value Dispatcher::try_lock(Context& ctx, LockRequest request) {
+  if (core_.clock.is_virtual()) return Value();  // decided at the next quiescent moment
+  MutexLock lock(mu_);
+  request.now = core_.clock.now();
+  AcquireOutcome o;
+  if (!locks_.try_acquire(request, &o)) return Value();
+  if (o.kind == AcquireOutcome::Kind::kReentered) {
+    ctx.add_log(LogLevel::kInfo, request.step, request.now,
+                Value(std::string_view("lock '" + request.name + "': already held (token " +
+                                       std::to_string(o.grant.token) + ")")));
+    return lock_outputs("success", "finished", Value(static_cast<long long>(o.grant.token)), 1, 0);
+  }
+  Value outputs = record_grant(ctx, o.grant);
+  verify_locks(nullptr);
+  return outputs;
 }
 
 void Dispatcher::give_up_lock(const std::shared_ptr<Context>& ctx, const std::string& name, uint64_t wait_id) {

@@ -79,6 +79,9 @@ class Dispatcher {
   // are then decided in (time, seq) order, so that contexts asking at the same instant are
   // served in trigger order whatever the worker interleaving.
   void request_lock(const std::shared_ptr<Context>& ctx, LockRequest request) EXCLUDES(mu_);
+  // Real clock: grants `request` at once if that needs no waiting, and returns the lock
+  // step's outputs; null otherwise (the step then parks and calls request_lock).
+  Value try_lock(Context& ctx, LockRequest request) EXCLUDES(mu_);
   // Decides the deferred requests (virtual clock). Returns how many it decided.
   size_t resolve_pending_locks() EXCLUDES(mu_);
   size_t pending_locks() const { return pending_count_.load(std::memory_order_acquire); }
@@ -93,6 +96,9 @@ class Dispatcher {
   std::string check_lock_invariants() EXCLUDES(mu_);
   // With EngineOptions::check_invariants, the first invariant seen broken ("" if none).
   std::string lock_violation() EXCLUDES(mu_);
+  // Grants so far, and of those the hand-offs: grants to a context that waited in a queue.
+  uint64_t lock_grants() const { return lock_grants_.load(std::memory_order_relaxed); }
+  uint64_t lock_handoffs() const { return lock_handoffs_.load(std::memory_order_relaxed); }
 
  private:
   struct Waiter {
@@ -116,6 +122,8 @@ class Dispatcher {
   Status check_holding(Origin origin, const Value& while_holding) REQUIRES(mu_);
   void decide_lock(const std::shared_ptr<Context>& ctx, const LockRequest& request) REQUIRES(mu_);
   void apply_grants(std::vector<LockGrant>& grants) REQUIRES(mu_);
+  // A grant's lease timer and log line; returns the lock step's outputs.
+  Value record_grant(Context& ctx, const LockGrant& g) REQUIRES(mu_);
   void verify_locks(const Context* ended) REQUIRES(mu_);
   void give_up_lock(const std::shared_ptr<Context>& ctx, const std::string& name, uint64_t wait_id) EXCLUDES(mu_);
   void expire_lease(const std::shared_ptr<Context>& ctx, const std::string& name, int64_t token) EXCLUDES(mu_);
@@ -141,6 +149,8 @@ class Dispatcher {
   // after a decision has woken its context.
   std::atomic<size_t> pending_count_{0};
   std::string violation_ GUARDED_BY(mu_);
+  std::atomic<uint64_t> lock_grants_{0};
+  std::atomic<uint64_t> lock_handoffs_{0};
 };
 
 }  // namespace flowrt

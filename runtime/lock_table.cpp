@@ -74,6 +74,19 @@ void LockTable::grant_waiters(Entry& e, const std::string& name, TimeMs now, std
   }
 }
 
+bool LockTable::try_acquire(const LockRequest& r, AcquireOutcome* out) {
+  auto it = locks_.find(r.name);
+  if (it != locks_.end()) {
+    const Entry& e = it->second;
+    const bool held = std::any_of(e.holders.begin(), e.holders.end(), [&](const Holder& h) { return h.who == r.who; });
+    if (!held && !(e.queue.empty() && e.held + r.weight <= e.limit && r.weight >= 1)) return false;
+  } else if (r.weight != 1) {
+    return false;  // let acquire() explain a weight that does not fit
+  }
+  *out = acquire(r);
+  return out->kind == AcquireOutcome::Kind::kGranted || out->kind == AcquireOutcome::Kind::kReentered;
+}
+
 AcquireOutcome LockTable::acquire(const LockRequest& r) {
   AcquireOutcome out;
   Entry& e = entry(r.name);
@@ -237,6 +250,10 @@ void LockTable::set_give_up_timer(uint64_t who, std::string_view name, TimerHand
 }
 
 std::string LockTable::find_deadlock(const LockRequest& r, const Entry& target) const {
+  // A requester that holds nothing cannot close a cycle: nobody waits for it (it is in no
+  // queue yet, and only holders and those ahead in a queue are waited for), and no cycle
+  // exists already (each would have been refused). The common case costs nothing.
+  if (holding_.count(r.who) == 0) return "";
   // Suppose the requester waits. Which contexts can still get what they wait for? One that
   // waits for nothing will release what it holds. A waiter can be granted once everyone
   // queued ahead of it can, and the holders that cannot proceed leave room for its

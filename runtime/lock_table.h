@@ -100,6 +100,9 @@ class LockTable {
   int64_t limit(std::string_view name) const;
 
   AcquireOutcome acquire(const LockRequest& request);
+  // Grants only what needs no waiting (a free lock with no queue, or one already held);
+  // otherwise changes nothing and returns false.
+  bool try_acquire(const LockRequest& request, AcquireOutcome* out);
   // The holder lets go (unlock). Returns false when `who` does not hold `name`.
   bool release(uint64_t who, std::string_view name, TimeMs now, std::vector<LockGrant>* granted);
   // A waiter's attempts ran out (or its wait `wait_id` ended): it leaves the queue. Its

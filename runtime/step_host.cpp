@@ -62,6 +62,20 @@ bool ContextHost::release_lock(std::string_view name) {
   return released;
 }
 
+Value ContextHost::try_lock(const WaitRequest& w) {
+  LockRequest r;
+  r.who = ctx_.seq;
+  r.owner = &ctx_;
+  r.name = std::string(w.lock_name.as_string());
+  r.weight = w.weight;
+  r.give_up_at = w.deadline;
+  r.max_duration = w.max_duration;
+  r.step = step_;
+  r.max_attempts = w.max_attempts;
+  r.delay = w.delay;
+  return core_.dispatcher.try_lock(ctx_, std::move(r));
+}
+
 Result<StartedFlow> ContextHost::start_flow(const Value& flow, const Value& inputs) {
   return core_.start_api_flow(flow.as_string(), inputs, Origin{&ctx_});
 }

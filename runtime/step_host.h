@@ -31,6 +31,7 @@ class ContextHost final : public StepHost {
   Status fire_event(const Value& name, const Value& payload) override;
   Result<StartedFlow> start_flow(const Value& flow, const Value& inputs) override;
   bool release_lock(std::string_view name) override;
+  Value try_lock(const WaitRequest& request) override;
 
  private:
   EngineCore& core_;

@@ -31,6 +31,8 @@ StepOutcome LockAction::start(const StepCall& call) const {
   }
   wait.requested_at = call.host.now();
   wait.deadline = wait.requested_at + (wait.max_attempts - 1) * wait.delay;
+  Value granted = call.host.try_lock(wait);
+  if (!granted.is_null()) return StepOutcome::done(std::move(granted));
   return StepOutcome::park(std::move(wait));
 }
 

@@ -49,6 +49,9 @@ class FakeHost final : public StepHost {
     return StartedFlow{Value("ctx-9"), false, Value()};
   }
   bool release_lock(std::string_view name) override { return name == "held"; }
+  Value try_lock(const WaitRequest& w) override {
+    return w.lock_name == Value("free") ? Value::object({{"result", Value("success")}}) : Value();
+  }
 
   Value id_{"ctx-1"};
   std::vector<std::string> logs;
@@ -182,6 +185,8 @@ TEST(BuiltinActionsTest, Lock_ParksWithTheRequest_Unlock_ReportsWhetherItWasHeld
   EXPECT_EQ(o.wait.max_duration, 300000);
   EXPECT_EQ(StepFixture(ActionKind::kLock, {{"key", Value("k")}, {"weight", Value(0)}}).start(host).kind,
             StepOutcome::Kind::kFailed);
+  StepOutcome now = StepFixture(ActionKind::kLock, {{"key", Value("free")}}).start(host);
+  EXPECT_EQ(now.kind, StepOutcome::Kind::kDone) << "granted without parking when the engine can";
   EXPECT_EQ(StepFixture(ActionKind::kUnlock, {{"key", Value("held")}}).start(host).outputs["released"], Value(true));
   EXPECT_EQ(StepFixture(ActionKind::kUnlock, {{"key", Value("other")}}).start(host).outputs["released"], Value(false));
   EXPECT_EQ(host.logs.back(), "warn:unlock of lock 'other', which this context does not hold");

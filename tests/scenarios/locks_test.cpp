@@ -342,3 +342,39 @@ TEST_F(LocksTest, Visibility_DocumentListsHoldersAndWaiters) {
 
 }  // namespace
 }  // namespace flowrt
+
+namespace flowrt {
+namespace {
+
+// On a real clock a free lock is granted inside the step; a taken one parks the context
+// and hands it over on release. Nothing here waits on a timer, so nothing sleeps.
+class RealClockLocksTest : public flowrt::testing::FlowTest {
+ protected:
+  EngineOptions Options() const override {
+    EngineOptions o = FlowTest::Options();
+    o.virtual_clock = false;
+    o.properties.worker_threads = 4;
+    o.check_invariants = true;
+    return o;
+  }
+};
+
+TEST_F(RealClockLocksTest, ManyContexts_IncrementUnderOneLock_NoUpdateIsLost) {
+  ASSERT_TRUE(Load(R"({"id": "inc", "trigger": {"type": "api"}, "actions": [
+    {"for_each": [1, 2, 3, 4, 5], "do": [
+      {"id": "lk", "action": "lock", "inputs": {"key": "counter", "max_attempts": 100000, "delay": "1s"}},
+      {"id": "c", "action": "look_up_record", "inputs": {"table": "counter"}},
+      {"action": "update_record", "inputs": {"table": "counter", "sys_id": "{{steps.c.record.sys_id}}", "while_holding": "counter",
+                                             "values": {"n": "{{steps.c.record.n | add: 1}}"}}},
+      {"action": "unlock", "inputs": {"key": "counter"}}]}]})"));
+  Insert("counter", Json(R"({"n": 0})"));
+  for (int i = 0; i < 100; ++i) CallFlow("inc");
+  Settle();
+  for (const ContextRecord& c : Contexts("inc")) ASSERT_THAT(c, HasStatus("completed"));
+  EXPECT_EQ(Records("counter").at(0)["n"], Value(500));
+  EXPECT_EQ(engine().locks().size(), 0u);
+  EXPECT_EQ(engine().core().dispatcher.lock_violation(), "");
+}
+
+}  // namespace
+}  // namespace flowrt

@@ -1,0 +1,26 @@
+// Locks through the whole engine, real clock, real workers:
+//   uncontended lock+unlock pairs per second (each context on its own name),
+//   contended hand-offs per second (many contexts queued on one name).
+#include <benchmark/benchmark.h>
+
+#include "bench/workloads/lock_workloads.h"
+
+namespace flowrt::bench {
+namespace {
+
+void BM_Engine_UncontendedLockUnlockPairs(benchmark::State& state) {
+  uint64_t pairs = 0;
+  for (auto _ : state) pairs += run_uncontended_locks(2, 2, static_cast<uint64_t>(state.range(0))).pairs;
+  state.counters["pairs/s"] = benchmark::Counter(static_cast<double>(pairs), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Engine_UncontendedLockUnlockPairs)->Arg(20000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Engine_ContendedHandOffs(benchmark::State& state) {
+  uint64_t handoffs = 0;
+  for (auto _ : state) handoffs += run_contended_locks(2, static_cast<uint64_t>(state.range(0)), 2000).handoffs;
+  state.counters["handoffs/s"] = benchmark::Counter(static_cast<double>(handoffs), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Engine_ContendedHandOffs)->Arg(8)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace flowrt::bench
