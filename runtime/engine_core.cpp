@@ -76,6 +76,11 @@ CompileOptions EngineCore::compile_options() const {
   return o;
 }
 
+double EngineCore::run_clock_ms() const {
+  if (options.run_clock) return options.run_clock();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 void EngineCore::work_done() {
   if (work_.fetch_sub(1, std::memory_order_acq_rel) == 1) on_quiescent();
 }

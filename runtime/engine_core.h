@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -39,6 +40,10 @@ struct EngineOptions {
   std::map<std::string, int64_t> lock_limits;
   // Seed of generated sys_ids.
   uint64_t seed = 0;
+  // Milliseconds of a monotonic clock that measures running time (runtime_ms and the
+  // max_run_time quota). Default: std::chrono::steady_clock. Tests inject a fake one that a
+  // "slow" action moves on, so a quota can be tested without burning real time.
+  std::function<double()> run_clock;
   // Check the lock table's invariants after every lock operation and remember the first
   // one broken (Dispatcher::lock_violation). For tests; costs time on every lock operation.
   bool check_invariants = false;
@@ -62,6 +67,8 @@ class EngineCore {
   EngineProperties properties() const EXCLUDES(props_mu_);
   Status set_property(std::string_view name, const Value& value) EXCLUDES(props_mu_);
   CompileOptions compile_options() const;
+  // Now, in milliseconds, on the running-time clock.
+  double run_clock_ms() const;
 
   // ---- work accounting ----
   void work_added(int64_t n = 1) { work_.fetch_add(n, std::memory_order_acq_rel); }

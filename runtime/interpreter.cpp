@@ -26,7 +26,7 @@ Interpreter::Interpreter(EngineCore& core, Context& ctx)
 TimeMs Interpreter::now() const { return core_.clock.now(); }
 
 double Interpreter::elapsed_ms() const {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - slice_start_).count();
+  return core_.run_clock_ms() - slice_start_;
 }
 
 bool Interpreter::over_quota() const {
@@ -34,7 +34,7 @@ bool Interpreter::over_quota() const {
 }
 
 Interpreter::Outcome Interpreter::run() {
-  slice_start_ = std::chrono::steady_clock::now();
+  slice_start_ = core_.run_clock_ms();
   Flow flow = Flow::kContinue;
   if (!exec_.started) {
     if (!start()) return Outcome::kFinished;
@@ -485,7 +485,7 @@ Interpreter::Flow Interpreter::finish(ContextStatus status, Value error) {
   }
   exec_.parked = false;
   ctx_.run_ms += elapsed_ms();
-  slice_start_ = std::chrono::steady_clock::now();
+  slice_start_ = core_.run_clock_ms();
   core_.finish_context(ctx_, status, std::move(error));
   return Flow::kFinished;
 }

@@ -60,7 +60,7 @@ class Interpreter {
   Context& ctx_;
   ExecState& exec_;
   const EngineProperties props_;  // as they were when this slice began
-  std::chrono::steady_clock::time_point slice_start_;
+  double slice_start_ = 0;  // on the engine's running-time clock, ms
 };
 
 }  // namespace flowrt

@@ -118,6 +118,26 @@ TEST_F(CliTest, Plan_PrintsResolvedPills) {
   EXPECT_EQ((*plan)["version"].as_string().substr(0, 2), "f@");
 }
 
+TEST_F(CliTest, Run_ShowsLocksStillHeld_InTableAndJson) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": [
+    {"action": "lock", "inputs": {"key": "pool", "weight": 2, "max_duration": "30d", "max_attempts": 1000000, "delay": "1s"}},
+    {"action": "wait_for_condition", "inputs": {"table": "t", "sys_id": "never", "condition": {"field": "x", "op": "eq", "value": 1}}}]})");
+  write("config.json", R"({"locks": {"pool": {"limit": 3}}})");
+  write("events.jsonl", R"({"op": "insert", "table": "t", "values": {"sys_id": "never"}})" "\n"
+                        R"({"op": "call_flow", "flow": "f"})" "\n" R"({"op": "call_flow", "flow": "f"})" "\n");
+  Output table = run("run " + dir());
+  EXPECT_EQ(table.code, 0) << table.out;
+  EXPECT_NE(table.out.find("LOCKS"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("pool (limit 3, held 2)"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("waiting #1: ctx-2 weight 2"), std::string::npos) << table.out;
+  Output json = run("run " + dir() + " --format json");
+  Result<Value> doc = parse_json(json.out);
+  ASSERT_TRUE(doc.is_ok()) << json.out;
+  const Value& lock = (*doc)["locks"].at(0);
+  EXPECT_EQ(lock["holders"].at(0)["context"], Value("ctx-1"));
+  EXPECT_EQ(lock["waiters"].at(0)["context"], Value("ctx-2"));
+}
+
 TEST_F(CliTest, BadUsage_Exit2) {
   EXPECT_EQ(run("").code, 2);
   EXPECT_EQ(run("frobnicate").code, 2);

@@ -378,3 +378,47 @@ TEST_F(RealClockLocksTest, ManyContexts_IncrementUnderOneLock_NoUpdateIsLost) {
 
 }  // namespace
 }  // namespace flowrt
+
+namespace flowrt {
+namespace {
+
+// A running-time clock that only a "slow" action moves: the quota without real time.
+class QuotaLocksTest : public flowrt::testing::FlowTest {
+ protected:
+  EngineOptions Options() const override {
+    EngineOptions o = FlowTest::Options();
+    o.run_clock = [this] { return run_ms_.load(); };
+    o.properties.max_run_time = 60000;
+    return o;
+  }
+  void SetUp() override {
+    FlowTest::SetUp();
+    CustomActionType slow;
+    slow.name = "slow";
+    slow.run = [this](CustomActionContext&) -> Result<Value> {
+      run_ms_.store(run_ms_.load() + 120000);  // two minutes of running time
+      return Value::empty_object();
+    };
+    ASSERT_TRUE(engine().register_action(std::move(slow)).is_ok());
+  }
+  std::atomic<double> run_ms_{0};
+};
+
+TEST_F(QuotaLocksTest, ContextEndedByTheQuota_ReleasesItsLocks) {
+  ASSERT_TRUE(Load(R"([
+    {"id": "hog", "trigger": {"type": "api"}, "actions": [
+      {"action": "lock", "inputs": {"key": "k"}}, {"action": "slow"}, {"action": "log", "inputs": {"message": "never"}}]},
+    {"id": "next", "trigger": {"type": "api"}, "actions": [
+      {"id": "lk", "action": "lock", "inputs": {"key": "k", "max_attempts": 100, "delay": "1s"}}]}])"));
+  const std::string hog = CallFlow("hog");
+  engine().settle(0);
+  const std::string next = CallFlow("next");
+  Settle();
+  EXPECT_THAT(ContextById(hog), FailedWith("max_run_time"));
+  EXPECT_THAT(ContextById(hog), HasLog("lock 'k': released as the context ended"));
+  EXPECT_THAT(ContextById(next), HasStatus("completed"));
+  EXPECT_EQ(engine().locks().size(), 0u);
+}
+
+}  // namespace
+}  // namespace flowrt
