@@ -82,16 +82,16 @@ bool read_params(const Value& list, const std::string& file, const std::string& 
 
 bool compile_record_condition(const Value& condition, const std::string& file, const std::string& pointer,
                               Condition* out, Diagnostics* diags) {
-  const size_t before = diags->size();
+  const size_t before = diags->reported();
   LiteralOnlyResolver resolver;
   ExprCompiler expr(resolver, file, diags);
   *out = expr.compile_condition(condition, pointer, FieldMode::kRecordUnderTest, false);
-  return diags->size() == before;
+  return diags->reported() == before;
 }
 
 bool compile_trigger(const Value& trigger, const std::string& file, const std::string& pointer, TriggerSpec* out,
                      Diagnostics* diags) {
-  const size_t before = diags->size();
+  const size_t before = diags->reported();
   auto error = [&](const std::string& p, const std::string& message) { diags->add(file, p, message); };
   auto keys = [&](std::initializer_list<std::string_view> allowed) {
     for (const Member& m : trigger.members()) {
@@ -198,7 +198,7 @@ bool compile_trigger(const Value& trigger, const std::string& file, const std::s
     error(type.is_null() ? pointer : pointer_append(pointer, "type"),
           "trigger type must be record, schedule, event or api" + (type.is_null() ? std::string() : ", not " + type.to_json()));
   }
-  return diags->size() == before;
+  return diags->reported() == before;
 }
 
 }  // namespace flowrt

@@ -13,6 +13,7 @@ std::string Diagnostic::describe() const {
 }
 
 void Diagnostics::add(std::string file, std::string pointer, std::string message) {
+  ++reported_;
   Diagnostic d{std::move(file), std::move(pointer), std::move(message)};
   // The same problem reached twice (a dependency shared by two flows) is reported once.
   if (!seen_.insert(d.describe()).second) return;

@@ -27,6 +27,10 @@ class Diagnostics {
 
   static constexpr size_t kMaxListed = 1000;  // more are counted, not kept
 
+  // Every problem reported so far, including ones already listed (the same error reached
+  // twice): compare before and after a compile to tell whether it found anything.
+  size_t reported() const { return reported_; }
+
   bool empty() const { return list_.empty(); }
   size_t size() const { return list_.size() + omitted_; }
   size_t omitted() const { return omitted_; }
@@ -38,6 +42,7 @@ class Diagnostics {
   std::vector<Diagnostic> list_;
   std::unordered_set<std::string> seen_;
   size_t omitted_ = 0;
+  size_t reported_ = 0;
 };
 
 // Appends a reference token to a JSON pointer, escaping "~" and "/".

@@ -37,9 +37,9 @@ bool PlanBuilder::unit_for(UnitType type, const std::string& id, uint32_t* index
   plan_.units.emplace_back();
   index_.emplace(std::make_pair(type, id), *index);
   plan_.dependencies.push_back(PlanDependency{type, id, def->fingerprint});
-  const size_t before = diags_->size();
+  const size_t before = diags_->reported();
   compile_unit(*def, *index);
-  if (diags_->size() != before) {
+  if (diags_->reported() != before) {
     dependency_failed_ = true;
     *problem = kind + " '" + id + "' does not compile";
     return false;
@@ -48,7 +48,7 @@ bool PlanBuilder::unit_for(UnitType type, const std::string& id, uint32_t* index
 }
 
 std::shared_ptr<const Plan> PlanBuilder::build(const Definition& root) {
-  const size_t before = diags_->size();
+  const size_t before = diags_->reported();
   plan_.flow_id = root.id;
   if (root.type == UnitType::kFlow) {
     const std::string trigger_ptr = pointer_append(root.pointer, "trigger");
@@ -62,7 +62,7 @@ std::shared_ptr<const Plan> PlanBuilder::build(const Definition& root) {
   index_.emplace(std::make_pair(root.type, root.id), 0u);
   plan_.dependencies.push_back(PlanDependency{root.type, root.id, root.fingerprint});
   compile_unit(root, 0);
-  if (diags_->size() != before) return nullptr;
+  if (diags_->reported() != before) return nullptr;
 
   // The version covers the root and every definition it uses, in a stable order.
   std::vector<PlanDependency> deps(plan_.dependencies.begin() + 1, plan_.dependencies.end());

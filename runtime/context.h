@@ -51,6 +51,10 @@ class Context : public std::enable_shared_from_this<Context> {
   // The chain of contexts this one starts: its own chain plus its flow. Built once.
   const std::shared_ptr<const Chain>& child_chain() const { return child_chain_; }
 
+  // The (flow, record) whose run options counted this context as running; "" when none.
+  // Set by the Dispatcher before the context is published; constant afterwards.
+  std::string run_key;
+
   // ---- execution: owned by the running thread; released when the context ends ----
   std::shared_ptr<const Plan> plan;
   ExecState exec;

@@ -1,6 +1,7 @@
 #include "runtime/dispatcher.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "runtime/engine_core.h"
 #include "runtime/flow_slot.h"
@@ -51,8 +52,50 @@ void Dispatcher::skip(FlowSlot& flow, const TriggerData& trigger, Origin origin,
   core_.contexts.add_skipped(std::move(s));
 }
 
+std::string Dispatcher::record_key(std::string_view table, std::string_view sys_id) {
+  std::string key;
+  key.reserve(table.size() + sys_id.size() + 1);
+  key.append(table);
+  key.push_back('\0');
+  key.append(sys_id);
+  return key;
+}
+
+Dispatcher::RunState& Dispatcher::run_state(const std::string& key, uint32_t flow) {
+  auto& flows = run_states_[key];
+  for (auto& [f, st] : flows) {
+    if (f == flow) return st;
+  }
+  flows.emplace_back(flow, RunState{});
+  return flows.back().second;
+}
+
+void Dispatcher::forget_idle_runs(RunStates::iterator it) {
+  auto& flows = it->second;
+  flows.erase(std::remove_if(flows.begin(), flows.end(),
+                             [](const auto& f) { return f.second.running == 0 && !f.second.ran; }),
+              flows.end());
+  if (flows.empty()) run_states_.erase(it);
+}
+
+std::string_view Dispatcher::run_option_skip(FlowSlot& flow, const TriggerData& trigger, const TriggerSpec& spec,
+                                             std::string* run_key) {
+  if (trigger.type != TriggerType::kRecord) return "";
+  if (spec.when != RecordWhen::kUpdated && spec.when != RecordWhen::kCreatedOrUpdated) return "";
+  if (spec.run != RunOption::kOnce && spec.run != RunOption::kAlways) return "";
+  std::string key = record_key(trigger.table.as_string(), trigger.sys_id.as_string());
+  RunState& st = run_state(key, flow.index);
+  // A start already queued counts as running and as having run.
+  if (spec.run == RunOption::kOnce && st.ran) return "run_once";
+  if (spec.run == RunOption::kAlways && st.running > 0) return "already_running";
+  if (spec.run == RunOption::kOnce) st.ran = true;
+  ++st.running;
+  *run_key = std::move(key);
+  return "";
+}
+
 Result<StartedFlow> Dispatcher::admit(FlowSlot& flow, TriggerData trigger, Value inputs, Origin origin,
-                                      std::shared_ptr<const Plan> plan, Commit* commit) {
+                                      std::shared_ptr<const Plan> plan, const TriggerSpec* spec, Commit* commit) {
   Cause cause;
   if (Context* parent = origin.context) {
     // Direct recursion: a context's own operation that would start its own flow again.
@@ -71,8 +114,17 @@ Result<StartedFlow> Dispatcher::admit(FlowSlot& flow, TriggerData trigger, Value
       return StartedFlow{Value(), true, Value("indirect_recursion_limit")};
     }
   }
+  std::string run_key;
+  if (spec) {
+    const std::string_view reason = run_option_skip(flow, trigger, *spec, &run_key);
+    if (!reason.empty()) {
+      skip(flow, trigger, origin, reason);
+      return StartedFlow{Value(), true, Value(reason)};
+    }
+  }
   auto ctx = std::make_shared<Context>(next_seq_++, &flow, std::move(trigger), std::move(cause), std::move(inputs));
   ctx->plan = std::move(plan);
+  ctx->run_key = std::move(run_key);
   Context* raw = ctx.get();
   core_.contexts.add(std::move(ctx));
   core_.work_added();
@@ -91,7 +143,7 @@ void Dispatcher::emit_record(std::string_view table, RecordOperation op, const V
     auto* flow = static_cast<FlowSlot*>(e.handle);
     if (!flow->active.load(std::memory_order_acquire)) continue;
     if (!record_trigger_matches(*e.spec, op, record, before, changed)) continue;
-    (void)admit(*flow, record_trigger(table, op, record, before), Value(), origin, nullptr, commit);
+    (void)admit(*flow, record_trigger(table, op, record, before), Value(), origin, nullptr, e.spec.get(), commit);
   }
 }
 
@@ -171,6 +223,7 @@ Result<Value> Dispatcher::remove(std::string_view table, std::string_view sys_id
     if (!removed) return removed;
     emit_record(table, RecordOperation::kDelete, *removed, nullptr, true, origin, &commit);
     wake_waiters(table, *removed, nullptr, true);
+    record_deleted(table, sys_id);
     record = *removed;
   }
   after_commit(commit);
@@ -216,6 +269,7 @@ Result<size_t> Dispatcher::remove_where(std::string_view table, const Condition&
       if (!removed) return removed.error();
       emit_record(table, RecordOperation::kDelete, *removed, nullptr, true, origin, &commit);
       wake_waiters(table, *removed, nullptr, true);
+      record_deleted(table, r["sys_id"].as_string());
       ++n;
     }
   }
@@ -237,7 +291,7 @@ Status Dispatcher::fire_event(const Value& name, const Value& payload, Origin or
         t.time = core_.clock.now();
         t.event_name = name;
         t.payload = payload;
-        (void)admit(*flow, std::move(t), Value(), origin, nullptr, &commit);
+        (void)admit(*flow, std::move(t), Value(), origin, nullptr, nullptr, &commit);
       }
     }
   }
@@ -251,7 +305,7 @@ Result<StartedFlow> Dispatcher::start_flow(FlowSlot& flow, TriggerData trigger, 
   Result<StartedFlow> started = Error{""};
   {
     MutexLock lock(mu_);
-    started = admit(flow, std::move(trigger), std::move(inputs), origin, std::move(plan), &commit);
+    started = admit(flow, std::move(trigger), std::move(inputs), origin, std::move(plan), nullptr, &commit);
   }
   after_commit(commit);
   return started;
@@ -521,8 +575,24 @@ bool Dispatcher::release_lock(Context& ctx, std::string_view name) {
   return true;
 }
 
-void Dispatcher::release_all_locks(Context& ctx) {
+void Dispatcher::record_deleted(std::string_view table, std::string_view sys_id) {
+  auto it = run_states_.find(record_key(table, sys_id));
+  if (it == run_states_.end()) return;
+  for (auto& [flow, st] : it->second) st.ran = false;
+  forget_idle_runs(it);
+}
+
+void Dispatcher::context_ended(Context& ctx) {
   MutexLock lock(mu_);
+  if (!ctx.run_key.empty()) {
+    auto it = run_states_.find(ctx.run_key);
+    if (it != run_states_.end()) {
+      for (auto& [flow, st] : it->second) {
+        if (flow == ctx.flow->index && st.running > 0) --st.running;
+      }
+      forget_idle_runs(it);
+    }
+  }
   for (size_t i = 0; i < pending_.size(); ++i) {
     if (pending_[i].context.get() == &ctx) {
       pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));

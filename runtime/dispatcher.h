@@ -88,8 +88,9 @@ class Dispatcher {
   // unlock: false when the context does not hold `name`.
   bool release_lock(Context& ctx, std::string_view name) EXCLUDES(mu_);
   // A context ended: everything it holds is released and it leaves every queue (also a
-  // request still waiting to be decided).
-  void release_all_locks(Context& ctx) EXCLUDES(mu_);
+  // request still waiting to be decided), and it stops counting as running for its
+  // flow's run options.
+  void context_ended(Context& ctx) EXCLUDES(mu_);
   bool holds_lock(const Context& ctx, std::string_view name) EXCLUDES(mu_);
   std::vector<LockState> lock_states() EXCLUDES(mu_);
   // "" when the lock table's invariants hold.
@@ -101,6 +102,13 @@ class Dispatcher {
   uint64_t lock_handoffs() const { return lock_handoffs_.load(std::memory_order_relaxed); }
 
  private:
+  // Run options: per record (table, sys_id) and flow, contexts queued or running and
+  // whether a `once` flow ran. Entries go when nothing is left to remember.
+  struct RunState {
+    uint32_t running = 0;
+    bool ran = false;
+  };
+  using RunStates = std::unordered_map<std::string, std::vector<std::pair<uint32_t, RunState>>>;
   struct Waiter {
     std::shared_ptr<Context> context;
     uint64_t wait_id;
@@ -113,8 +121,18 @@ class Dispatcher {
 
   void emit_record(std::string_view table, RecordOperation op, const Value& record, const Value* previous,
                    bool changed, Origin origin, Commit* commit) REQUIRES(mu_);
+  // Creates a context for `flow` unless a runtime rule skips it. `spec` is the trigger that
+  // matched (run options apply to record triggers); null for starts on request.
   Result<StartedFlow> admit(FlowSlot& flow, TriggerData trigger, Value inputs, Origin origin,
-                            std::shared_ptr<const Plan> plan, Commit* commit) REQUIRES(mu_);
+                            std::shared_ptr<const Plan> plan, const TriggerSpec* spec, Commit* commit) REQUIRES(mu_);
+  // Run options (SPEC section 3): the reason to skip this start, or "" to start it (and
+  // then the start counts as running and as having run).
+  std::string_view run_option_skip(FlowSlot& flow, const TriggerData& trigger, const TriggerSpec& spec,
+                                   std::string* run_key) REQUIRES(mu_);
+  static std::string record_key(std::string_view table, std::string_view sys_id);
+  RunState& run_state(const std::string& key, uint32_t flow) REQUIRES(mu_);
+  void forget_idle_runs(RunStates::iterator it) REQUIRES(mu_);
+  void record_deleted(std::string_view table, std::string_view sys_id) REQUIRES(mu_);
   void skip(FlowSlot& flow, const TriggerData& trigger, Origin origin, std::string_view reason) REQUIRES(mu_);
   void wake_waiters(std::string_view table, const Value& record, const Value* previous, bool deleted)
       REQUIRES(mu_);
@@ -149,6 +167,7 @@ class Dispatcher {
   // after a decision has woken its context.
   std::atomic<size_t> pending_count_{0};
   std::string violation_ GUARDED_BY(mu_);
+  RunStates run_states_ GUARDED_BY(mu_);
   std::atomic<uint64_t> lock_grants_{0};
   std::atomic<uint64_t> lock_handoffs_{0};
 };

@@ -27,7 +27,9 @@ Diagnostics add_definitions(EngineCore& core, std::vector<Definition> defs) {
   merged.insert(merged.end(), defs.begin(), defs.end());
   FlowRegistry scratch(&core.actions);
   scratch.add(merged);
-  scratch.check_all(core.compile_options(), &diags);
+  std::vector<std::pair<UnitType, std::string>> loaded;
+  for (const Definition& d : defs) loaded.emplace_back(d.type, d.id);
+  scratch.check(loaded, core.compile_options(), &diags);
   if (!diags.empty()) return diags;
 
   std::vector<std::string> active;

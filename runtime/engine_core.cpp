@@ -186,7 +186,7 @@ void EngineCore::clear_wait(Context& ctx) {
 
 void EngineCore::finish_context(Context& ctx, ContextStatus status, Value error) {
   // Every lock released, every queue left, before the context counts as ended.
-  dispatcher.release_all_locks(ctx);
+  dispatcher.context_ended(ctx);
   ctx.finish(status, clock.now(), std::move(error), ctx.run_ms);
   contexts.on_finished();
 }
@@ -259,18 +259,25 @@ void EngineCore::refresh_triggers() {
 
 void EngineCore::arm_schedules() {
   MutexLock lock(schedule_mu_);
-  for (FlowSlot* slot : flows.active_flows()) {
+  for (FlowSlot* slot : flows.all_flows()) {
     std::shared_ptr<const Plan> plan;
     {
       MutexLock plan_lock(slot->plan_mu);
       plan = slot->plan;
     }
-    if (!plan || plan->trigger.type != TriggerType::kSchedule) continue;
-    if (slot->schedule_timer.valid()) continue;  // armed already
+    const bool wanted = slot->active.load(std::memory_order_acquire) && plan &&
+                        plan->trigger.type == TriggerType::kSchedule;
+    if (wanted && slot->schedule_timer.valid() && slot->schedule_version == plan->version) continue;
+    // Deactivated, or a new version: the old timer (if any) is stale from now on.
+    timers.cancel(slot->schedule_timer);
+    slot->schedule_timer = TimerHandle{};
+    ++slot->schedule_generation;
+    if (!wanted) continue;
     std::optional<TimeMs> next = next_occurrence(plan->trigger, slot->activated_at, clock.now());
     if (!next) continue;
-    const uint64_t generation = ++slot->schedule_generation;
+    const uint64_t generation = slot->schedule_generation;
     const TimeMs at = *next;
+    slot->schedule_version = plan->version;
     slot->schedule_timer = timers.add(at, false, [this, slot, generation, at] { schedule_tick(slot, generation, at); });
   }
 }

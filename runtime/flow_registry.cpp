@@ -138,6 +138,13 @@ std::vector<FlowSlot*> FlowRegistry::active_flows() const {
   return out;
 }
 
+std::vector<FlowSlot*> FlowRegistry::all_flows() const {
+  std::shared_lock lock(mu_);
+  std::vector<FlowSlot*> out;
+  for (const auto& s : slots_) out.push_back(s.get());
+  return out;
+}
+
 std::optional<Definition> FlowRegistry::definition(UnitType type, std::string_view id) const {
   std::shared_lock lock(mu_);
   View view(*this, false);
@@ -228,19 +235,33 @@ FlowRegistry::PlanResult FlowRegistry::plan_for_test(std::string_view flow_id, c
   return result;
 }
 
+void FlowRegistry::check_versions(const Versions& v, const CompileOptions& options, Diagnostics* diags) const {
+  for (const std::optional<Definition>* version : {&v.published, &v.draft}) {
+    if (!version->has_value()) continue;
+    const Definition& def = **version;
+    // A draft may use drafts (it is work in progress); a draft flow only with
+    // show_draft_actions, as test_flow would run it. Published ones may not.
+    CompileOptions o = options;
+    o.allow_draft_dependencies =
+        def.status == DefinitionStatus::kDraft &&
+        (def.type != UnitType::kFlow || def.source["show_draft_actions"] == Value(true));
+    View view(*this, o.allow_draft_dependencies);
+    Compiler compiler(view, actions_, o);
+    compiler.compile_unit(def, diags);
+  }
+}
+
 void FlowRegistry::check_all(const CompileOptions& options, Diagnostics* diags) const {
   std::shared_lock lock(mu_);
-  for (const auto& [key, v] : defs_) {
-    for (const std::optional<Definition>* version : {&v.published, &v.draft}) {
-      if (!version->has_value()) continue;
-      const Definition& def = **version;
-      CompileOptions o = options;
-      o.allow_draft_dependencies =
-          def.status == DefinitionStatus::kDraft && def.source["show_draft_actions"] == Value(true);
-      View view(*this, o.allow_draft_dependencies);
-      Compiler compiler(view, actions_, o);
-      compiler.compile_unit(def, diags);
-    }
+  for (const auto& [key, v] : defs_) check_versions(v, options, diags);
+}
+
+void FlowRegistry::check(const std::vector<std::pair<UnitType, std::string>>& which, const CompileOptions& options,
+                         Diagnostics* diags) const {
+  std::shared_lock lock(mu_);
+  for (const auto& key : which) {
+    auto it = defs_.find(key);
+    if (it != defs_.end()) check_versions(it->second, options, diags);
   }
 }
 

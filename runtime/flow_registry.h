@@ -46,6 +46,7 @@ class FlowRegistry {
   FlowSlot* slot(std::string_view flow_id) const;
   FlowSlot* slot(uint32_t index) const;
   std::vector<FlowSlot*> active_flows() const;
+  std::vector<FlowSlot*> all_flows() const;
   // The published (or, failing that, draft) definition, copied.
   std::optional<Definition> definition(UnitType type, std::string_view id) const;
   std::vector<Definition> all_definitions() const;  // published and drafts
@@ -65,6 +66,9 @@ class FlowRegistry {
   PlanResult plan_for_test(std::string_view flow_id, const CompileOptions& options);
   // Compiles every definition (flows and, alone, subflows and actions), for validate.
   void check_all(const CompileOptions& options, Diagnostics* diags) const;
+  // Compiles the definitions of these ids only (against everything registered).
+  void check(const std::vector<std::pair<UnitType, std::string>>& which, const CompileOptions& options,
+             Diagnostics* diags) const;
 
   // A new trigger index over the active flows.
   std::shared_ptr<const TriggerIndex> build_index() const;
@@ -75,6 +79,7 @@ class FlowRegistry {
     std::optional<Definition> published;
   };
   class View;  // DefinitionLookup over published (or draft) versions; REQUIRES mu_ held
+  void check_versions(const Versions& v, const CompileOptions& options, Diagnostics* diags) const;
 
   FlowSlot* slot_locked(const std::string& id);
   bool dependencies_current(const Plan& plan) const;  // REQUIRES mu_ held

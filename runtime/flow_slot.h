@@ -37,8 +37,11 @@ struct FlowSlot {
   // ---- lifecycle: written under FlowRegistry's lock; `active` is read without it ----
   std::atomic<bool> active{false};
   TimeMs activated_at = 0;
+
+  // ---- schedule: guarded by EngineCore's schedule lock ----
   TimerHandle schedule_timer;
   uint64_t schedule_generation = 0;  // a schedule timer of an older generation is stale
+  std::string schedule_version;      // the plan version the timer was armed for
 };
 
 }  // namespace flowrt

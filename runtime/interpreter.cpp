@@ -3,6 +3,7 @@
 #include "runtime/engine_core.h"
 #include "runtime/flow_slot.h"
 #include "runtime/record_json.h"
+#include "runtime/context_store.h"
 #include "runtime/step_host.h"
 
 namespace flowrt {
@@ -141,12 +142,7 @@ Value Interpreter::path_of(const Activation&, const BlockFrame& f, const Node& n
 Interpreter::Flow Interpreter::loop() {
   while (true) {
     if (ctx_.cancel_requested()) return finish(ContextStatus::kCancelled, Value());
-    if (over_quota()) {
-      return finish(ContextStatus::kError,
-                    error_value("the context ran longer than max_run_time (" +
-                                    format_duration(props_.max_run_time) + ")",
-                                Value()));
-    }
+    if (over_quota()) return finish(ContextStatus::kError, error_value(quota_message(), Value()));
     Activation& a = exec_.stack.back();
     BlockFrame& f = a.blocks.back();
     if (f.pc >= f.block->size()) {
@@ -312,11 +308,24 @@ Interpreter::Flow Interpreter::run_action(Activation& a, const Node& node, const
     default: action = builtin_action(step.kind); break;
   }
   if (!action) return step_failed(step, rec, path, "action '" + step.action + "' is not available in this engine");
-  ContextHost host(core_, ctx_);
+  ContextHost host(core_, ctx_, [this] { return over_quota(); });
   host.set_step(path);
   StepCall call{step, as_span(inputs), scope, host};
   StepOutcome outcome = action->start(call);
+  // The quota also holds during a long action: it is told to stop (cancel_requested), and
+  // whatever it returns, the context ends here, in error, naming the quota.
+  if (step.kind == ActionKind::kCustom && over_quota()) return quota_exceeded(rec, path);
   return handle(a, node, step, path, rec, std::move(outcome), &inputs);
+}
+
+Interpreter::Flow Interpreter::quota_exceeded(int64_t record, const Value& path) {
+  const std::string message = quota_message();
+  if (record >= 0) ctx_.end_step(record, StepStatus::kError, now(), Value(), Value(std::string_view(message)));
+  return finish(ContextStatus::kError, error_value(message, path));
+}
+
+std::string Interpreter::quota_message() const {
+  return "the context ran longer than max_run_time (" + format_duration(props_.max_run_time) + ")";
 }
 
 Interpreter::Flow Interpreter::run_assignments(Activation& a, const Node& node, const ActionStep& step,
@@ -367,10 +376,31 @@ Interpreter::Flow Interpreter::call_unit(Activation& a, const Node& node, const 
                              ", got " + std::string(type_name(inputs[i].type())));
     }
   }
+  // A subflow (or action) calling itself is ignored: direct recursion.
+  if (step.callee == a.unit) {
+    SkippedStart skipped;
+    skipped.flow = Value(std::string_view(callee.id));
+    skipped.reason = Value("direct_recursion");
+    skipped.event = Value::object({{"type", Value("call")}, {std::string(unit_type_name(callee.type)), Value(std::string_view(callee.id))}});
+    skipped.cause = Value::object({{"context", ctx_.id}, {"flow", ctx_.flow->id_value}});
+    core_.contexts.add_skipped(std::move(skipped));
+    ctx_.add_log(LogLevel::kInfo, path, now(), Value(std::string_view(label + " calls itself; the call is skipped (direct recursion)")));
+    ctx_.end_step(record, StepStatus::kSkipped, now(), Value::empty_object(), Value());
+    return Flow::kContinue;
+  }
+  // Through other units, at most indirect_recursion_limit runs of one unit in a chain.
+  const int64_t limit = std::max<int64_t>(1, props_.indirect_recursion_limit);
+  int64_t runs = 0;
+  for (const Activation& open : exec_.stack) runs += open.unit == step.callee;
+  if (runs >= limit) {
+    return step_failed(step, record, path,
+                       "indirect_recursion_limit: " + label + " already runs " + std::to_string(runs) +
+                           (runs == 1 ? " time" : " times") + " in this chain (indirect_recursion_limit " +
+                           std::to_string(limit) + ")");
+  }
   if (exec_.stack.size() >= 64) {
     return step_failed(step, record, path, "calls nested more than 64 deep (" + label + ")");
   }
-  (void)a;
   const std::string segment = callee.type == UnitType::kSubflow ? ".subflow." : ".action.";
   push_activation(step.callee, std::vector<Value>(inputs.begin(), inputs.end()), Value(), record,
                   Value(std::string_view(join_path(path, segment))));
@@ -507,7 +537,7 @@ Interpreter::Flow Interpreter::resume() {
   const Action* action =
       step.kind == ActionKind::kCustom ? core_.actions.action(step.callee) : builtin_action(step.kind);
   const Scope scope = scope_for(a);
-  ContextHost host(core_, ctx_);
+  ContextHost host(core_, ctx_, [this] { return over_quota(); });
   host.set_step(path);
   StepCall call{step, as_span(inputs), scope, host};
   StepOutcome outcome = action->resume(call, wake);

@@ -53,6 +53,8 @@ class Interpreter {
   Scope scope_for(const Activation& a) const;
   Value path_of(const Activation& a, const BlockFrame& f, const Node& node, uint32_t index) const;
   bool over_quota() const;
+  std::string quota_message() const;
+  Flow quota_exceeded(int64_t record, const Value& path);
   double elapsed_ms() const;
   TimeMs now() const;
 

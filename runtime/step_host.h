@@ -4,6 +4,8 @@
 // context.
 #pragma once
 
+#include <functional>
+
 #include "actions/action.h"
 #include "runtime/context.h"
 
@@ -13,7 +15,10 @@ class EngineCore;
 
 class ContextHost final : public StepHost {
  public:
-  ContextHost(EngineCore& core, Context& ctx) : core_(core), ctx_(ctx) {}
+  // `over_quota` tells whether the context has run past max_run_time; a long action sees
+  // it through cancel_requested().
+  ContextHost(EngineCore& core, Context& ctx, std::function<bool()> over_quota = {})
+      : core_(core), ctx_(ctx), over_quota_(std::move(over_quota)) {}
 
   // The path of the step being run, for log lines.
   void set_step(Value path) { step_ = std::move(path); }
@@ -21,7 +26,7 @@ class ContextHost final : public StepHost {
   TimeMs now() const override;
   const Value& context_id() const override { return ctx_.id; }
   void log(LogLevel level, std::string_view message) override;
-  bool cancel_requested() const override { return ctx_.cancel_requested(); }
+  bool cancel_requested() const override { return ctx_.cancel_requested() || (over_quota_ && over_quota_()); }
   Result<Value> create_record(const Value& table, const Value& values, const Value& while_holding) override;
   Result<Value> update_record(const Value& table, const Value& sys_id, const Value& values,
                               const Value& while_holding) override;
@@ -36,6 +41,7 @@ class ContextHost final : public StepHost {
  private:
   EngineCore& core_;
   Context& ctx_;
+  std::function<bool()> over_quota_;
   Value step_;
 };
 
