@@ -13,6 +13,7 @@ constexpr const char* kUsage = R"(usage:
   flowrt run --flows DIR --events FILE [--config FILE] [--format table|json] [--out FILE]
   flowrt validate PATH...
   flowrt plan PATH... --flow ID
+  flowrt bench [--workload triage|fanout|locks|compile] [--events N] [--workers K] [--rate R] [--json true]
 exit codes: 0 ran, 1 bad definitions, events or config, 2 bad usage
 )";
 
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
     if (command == "run") return flowrt::cli::run_command(args);
     if (command == "validate") return flowrt::cli::validate_command(args);
     if (command == "plan") return flowrt::cli::plan_command(args);
+    if (command == "bench") return flowrt::cli::bench_command(args);
     std::cerr << "flowrt: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const flowrt::cli::UsageError& e) {

@@ -205,6 +205,8 @@ void UnitCompiler::compile(PlanUnit* unit) {
   collect(actions, actions_ptr, 0);
   unit->body = compile_block(actions, actions_ptr, "", false);
   unit->action_count = action_count_;
+  unit->variable_name_list = Value::array(std::span<const Value>(unit->variable_names));
+  unit->variable_initial_list = Value::array(std::span<const Value>(unit->variable_initial));
 
   const CompileOptions& opt = builder_->options();
   if (opt.enforce_action_limits) {

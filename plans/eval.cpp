@@ -110,7 +110,9 @@ Result<Value> render(const Template& t, const Scope& scope) {
     case Template::Kind::kConstant: return t.constant;
     case Template::Kind::kPill: return evaluate_pill(t.pills.front(), scope);
     case Template::Kind::kText: {
-      std::string out;
+      // Rendered into a reused per-thread buffer: the only allocation is the result.
+      thread_local std::string out;
+      out.clear();
       for (size_t i = 0; i < t.pills.size(); ++i) {
         out.append(t.text_parts[i].as_string());
         Result<Value> v = evaluate_pill(t.pills[i], scope);
@@ -121,24 +123,22 @@ Result<Value> render(const Template& t, const Scope& scope) {
       return Value(std::string_view(out));
     }
     case Template::Kind::kArray: {
-      std::vector<Value> items;
-      items.reserve(t.children.size());
+      ArrayBuilder items(t.children.size());
       for (const Template& c : t.children) {
         Result<Value> v = render(c, scope);
         if (!v) return v;
-        items.push_back(std::move(v).value());
+        items.add(std::move(v).value());
       }
-      return Value::array(std::move(items));
+      return items.build();
     }
     case Template::Kind::kObject: {
-      std::vector<Member> members;
-      members.reserve(t.children.size());
+      ObjectBuilder members(t.children.size());  // keys come from a JSON object: unique
       for (size_t i = 0; i < t.children.size(); ++i) {
         Result<Value> v = render(t.children[i], scope);
         if (!v) return v;
-        members.push_back(Member{t.keys[i], std::move(v).value()});
+        members.add(t.keys[i], std::move(v).value());
       }
-      return Value::object(std::move(members));
+      return members.build();
     }
   }
   return Value();

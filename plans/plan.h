@@ -114,6 +114,8 @@ struct PlanUnit {
   bool declares_inputs = false;         // flows may leave their inputs undeclared
   std::vector<Value> variable_names;
   std::vector<Value> variable_initial;
+  Value variable_name_list;             // the two above as arrays, shared by context records
+  Value variable_initial_list;
   std::vector<Value> step_ids;          // by step slot
   uint32_t max_loop_depth = 0;          // item slots needed
   uint32_t action_count = 0;            // action steps through nested logic; a call counts one
@@ -130,6 +132,7 @@ struct PlanDependency {
 struct Plan {
   std::string flow_id;
   std::string version;                  // "flow_id@8 hex digits" over every definition used
+  Value version_value;                  // the same, shared by context records
   TriggerSpec trigger;
   std::vector<PlanUnit> units;          // units[0] is the flow itself
   std::vector<PlanDependency> dependencies;  // every definition used, the flow first

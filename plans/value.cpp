@@ -33,21 +33,45 @@ struct StringNode : HeapNode {
   }
 };
 
+// Arrays and objects keep their elements inline, right after the node: one allocation
+// each. `capacity` is what was allocated; `size` what is used.
 struct ArrayNode : HeapNode {
-  explicit ArrayNode(std::vector<Value> v) : HeapNode(ValueType::kArray), items(std::move(v)) {}
-  std::vector<Value> items;
+  ArrayNode() : HeapNode(ValueType::kArray) {}
+  uint32_t size = 0;
+  uint32_t capacity = 0;
+  Value* items() { return reinterpret_cast<Value*>(this + 1); }
+  const Value* items() const { return reinterpret_cast<const Value*>(this + 1); }
+
+  static ArrayNode* make(size_t capacity) {
+    void* mem = ::operator new(sizeof(ArrayNode) + capacity * sizeof(Value));
+    auto* node = new (mem) ArrayNode();
+    node->capacity = static_cast<uint32_t>(capacity);
+    return node;
+  }
 };
 
 // Objects with many members get a hash index so that lookups stay O(1).
 struct ObjectNode : HeapNode {
   static constexpr size_t kIndexThreshold = 24;
-  explicit ObjectNode(std::vector<Member> m) : HeapNode(ValueType::kObject), members(std::move(m)) {
-    if (members.size() > kIndexThreshold) build_index();
+  ObjectNode() : HeapNode(ValueType::kObject) {}
+  uint32_t size = 0;
+  uint32_t capacity = 0;
+  std::unordered_map<std::string_view, uint32_t>* index = nullptr;
+  Member* members() { return reinterpret_cast<Member*>(this + 1); }
+  const Member* members() const { return reinterpret_cast<const Member*>(this + 1); }
+
+  static ObjectNode* make(size_t capacity) {
+    void* mem = ::operator new(sizeof(ObjectNode) + capacity * sizeof(Member));
+    auto* node = new (mem) ObjectNode();
+    node->capacity = static_cast<uint32_t>(capacity);
+    return node;
   }
-  void build_index() {
-    index = std::make_unique<std::unordered_map<std::string_view, uint32_t>>();
-    index->reserve(members.size());
-    for (uint32_t i = 0; i < members.size(); ++i) (*index)[members[i].key.as_string()] = i;
+  void finish() {
+    if (size > kIndexThreshold && !index) {
+      index = new std::unordered_map<std::string_view, uint32_t>();
+      index->reserve(size);
+      for (uint32_t i = 0; i < size; ++i) (*index)[members()[i].key.as_string()] = i;
+    }
   }
   // Position of `key` in members, or -1.
   long find_index(std::string_view key) const {
@@ -55,17 +79,16 @@ struct ObjectNode : HeapNode {
       auto it = index->find(key);
       return it == index->end() ? -1 : static_cast<long>(it->second);
     }
-    for (size_t i = 0; i < members.size(); ++i) {
-      if (members[i].key.as_string() == key) return static_cast<long>(i);
+    const Member* m = members();
+    for (uint32_t i = 0; i < size; ++i) {
+      if (m[i].key.as_string() == key) return static_cast<long>(i);
     }
     return -1;
   }
   const Value* find(std::string_view key) const {
     long i = find_index(key);
-    return i < 0 ? nullptr : &members[static_cast<size_t>(i)].value;
+    return i < 0 ? nullptr : &members()[i].value;
   }
-  std::vector<Member> members;
-  std::unique_ptr<std::unordered_map<std::string_view, uint32_t>> index;
 };
 
 void destroy(HeapNode* node) noexcept {
@@ -76,12 +99,21 @@ void destroy(HeapNode* node) noexcept {
       ::operator delete(s);
       break;
     }
-    case ValueType::kArray:
-      delete static_cast<ArrayNode*>(node);
+    case ValueType::kArray: {
+      auto* a = static_cast<ArrayNode*>(node);
+      for (uint32_t i = 0; i < a->size; ++i) a->items()[i].~Value();
+      a->~ArrayNode();
+      ::operator delete(a);
       break;
-    case ValueType::kObject:
-      delete static_cast<ObjectNode*>(node);
+    }
+    case ValueType::kObject: {
+      auto* o = static_cast<ObjectNode*>(node);
+      for (uint32_t i = 0; i < o->size; ++i) o->members()[i].~Member();
+      delete o->index;
+      o->~ObjectNode();
+      ::operator delete(o);
       break;
+    }
     default:
       break;
   }
@@ -204,12 +236,22 @@ Value::Value(std::string_view s) {
 }
 
 Value Value::array(std::vector<Value> items) {
-  Value v;
-  v.set_node(ValueType::kArray, new ArrayNode(std::move(items)));
-  return v;
+  ArrayBuilder b(items.size());
+  for (Value& item : items) b.add(std::move(item));
+  return b.build();
 }
 
-Value Value::array(std::initializer_list<Value> items) { return array(std::vector<Value>(items)); }
+Value Value::array(std::initializer_list<Value> items) {
+  ArrayBuilder b(items.size());
+  for (const Value& item : items) b.add(item);
+  return b.build();
+}
+
+Value Value::array(std::span<const Value> items) {
+  ArrayBuilder b(items.size());
+  for (const Value& item : items) b.add(item);
+  return b.build();
+}
 
 Value Value::object(std::vector<Member> members) {
   // Enforce unique keys: a later duplicate replaces the earlier one, in place.
@@ -239,25 +281,31 @@ Value Value::object(std::vector<Member> members) {
       members = std::move(unique);
     }
   }
-  Value v;
-  v.set_node(ValueType::kObject, new ObjectNode(std::move(members)));
-  return v;
+  return object_from_unique(std::move(members));
 }
 
 Value Value::object(std::initializer_list<std::pair<std::string_view, Value>> members) {
-  std::vector<Member> m;
-  m.reserve(members.size());
-  for (const auto& [k, val] : members) m.push_back(Member{Value(k), val});
-  return object(std::move(m));
+  bool unique = true;
+  for (auto a = members.begin(); a != members.end() && unique; ++a) {
+    for (auto b = members.begin(); b != a; ++b) unique = unique && a->first != b->first;
+  }
+  if (!unique) {
+    std::vector<Member> m;
+    for (const auto& [k, val] : members) m.push_back(Member{Value(k), val});
+    return object(std::move(m));
+  }
+  ObjectBuilder b(members.size());
+  for (const auto& [k, val] : members) b.add(Value(k), val);
+  return b.build();
 }
 
 Value Value::empty_object() {
-  static const Value kEmpty = object(std::vector<Member>{});
+  static const Value kEmpty = ObjectBuilder(0).build();
   return kEmpty;
 }
 
 Value Value::empty_array() {
-  static const Value kEmpty = array(std::vector<Value>{});
+  static const Value kEmpty = ArrayBuilder(0).build();
   return kEmpty;
 }
 
@@ -297,19 +345,21 @@ std::string_view Value::as_string() const noexcept {
 }
 
 size_t Value::size() const noexcept {
-  if (is_array()) return static_cast<const ArrayNode*>(node())->items.size();
-  if (is_object()) return static_cast<const ObjectNode*>(node())->members.size();
+  if (is_array()) return static_cast<const ArrayNode*>(node())->size;
+  if (is_object()) return static_cast<const ObjectNode*>(node())->size;
   return 0;
 }
 
 std::span<const Value> Value::items() const noexcept {
   if (!is_array()) return {};
-  return static_cast<const ArrayNode*>(node())->items;
+  const auto* a = static_cast<const ArrayNode*>(node());
+  return {a->items(), a->size};
 }
 
 std::span<const Member> Value::members() const noexcept {
   if (!is_object()) return {};
-  return static_cast<const ObjectNode*>(node())->members;
+  const auto* o = static_cast<const ObjectNode*>(node());
+  return {o->members(), o->size};
 }
 
 const Value& Value::at(size_t index) const noexcept {
@@ -328,45 +378,85 @@ const Value& Value::operator[](std::string_view key) const noexcept {
 }
 
 Value Value::with(std::string_view key, Value value) const {
-  std::vector<Member> m(members().begin(), members().end());
-  for (Member& existing : m) {
-    if (existing.key.as_string() == key) {
-      existing.value = std::move(value);
-      return object_from_unique(std::move(m));
-    }
-  }
-  m.push_back(Member{Value(key), std::move(value)});
-  return object_from_unique(std::move(m));
+  const bool present = find(key) != nullptr;
+  ObjectBuilder b(size() + (present ? 0 : 1));
+  for (const Member& m : members()) b.add(m.key, m.key.as_string() == key ? value : m.value);
+  if (!present) b.add(Value(key), std::move(value));
+  return b.build();
 }
 
 Value Value::merged(const Value& patch) const {
-  std::vector<Member> m;
-  m.reserve(size() + patch.size());
-  m.assign(members().begin(), members().end());
   const auto* self = is_object() ? static_cast<const ObjectNode*>(node()) : nullptr;
-  for (const Member& p : patch.members()) {
-    const long i = self ? self->find_index(p.key.as_string()) : -1;
-    if (i >= 0) {
-      m[static_cast<size_t>(i)].value = p.value;
-      continue;
-    }
-    m.push_back(p);  // patch keys are unique, so a new key is appended once
+  size_t added = 0;
+  for (const Member& p : patch.members()) added += !self || self->find_index(p.key.as_string()) < 0;
+  ObjectBuilder b(size() + added);
+  for (const Member& m : members()) {
+    const Value* replacement = patch.find(m.key.as_string());
+    b.add(m.key, replacement ? *replacement : m.value);
   }
-  return object_from_unique(std::move(m));
+  for (const Member& p : patch.members()) {
+    if (!self || self->find_index(p.key.as_string()) < 0) b.add(p.key, p.value);  // patch keys are unique
+  }
+  return b.build();
 }
 
 Value Value::without(std::string_view key) const {
-  std::vector<Member> m;
-  m.reserve(size());
-  for (const Member& existing : members()) {
-    if (existing.key.as_string() != key) m.push_back(existing);
+  ObjectBuilder b(size());
+  for (const Member& m : members()) {
+    if (m.key.as_string() != key) b.add(m.key, m.value);
   }
-  return object_from_unique(std::move(m));
+  return b.build();
 }
 
 Value Value::object_from_unique(std::vector<Member> members) {
+  ObjectBuilder b(members.size());
+  for (Member& m : members) b.add(std::move(m.key), std::move(m.value));
+  return b.build();
+}
+
+// ---- builders ----
+
+ArrayBuilder::ArrayBuilder(size_t capacity) : node_(ArrayNode::make(capacity)) {}
+
+ArrayBuilder::~ArrayBuilder() {
+  if (node_) detail::destroy(node_);
+}
+
+void ArrayBuilder::add(Value item) {
+  auto* a = static_cast<ArrayNode*>(node_);
+  new (&a->items()[a->size]) Value(std::move(item));
+  ++a->size;
+}
+
+size_t ArrayBuilder::size() const { return static_cast<const ArrayNode*>(node_)->size; }
+
+Value ArrayBuilder::build() {
   Value v;
-  v.set_node(ValueType::kObject, new ObjectNode(std::move(members)));
+  v.set_node(ValueType::kArray, node_);
+  node_ = nullptr;
+  return v;
+}
+
+ObjectBuilder::ObjectBuilder(size_t capacity) : node_(ObjectNode::make(capacity)) {}
+
+ObjectBuilder::~ObjectBuilder() {
+  if (node_) detail::destroy(node_);
+}
+
+void ObjectBuilder::add(Value key, Value value) {
+  auto* o = static_cast<ObjectNode*>(node_);
+  new (&o->members()[o->size]) Member{std::move(key), std::move(value)};
+  ++o->size;
+}
+
+size_t ObjectBuilder::size() const { return static_cast<const ObjectNode*>(node_)->size; }
+
+Value ObjectBuilder::build() {
+  auto* o = static_cast<ObjectNode*>(node_);
+  o->finish();
+  Value v;
+  v.set_node(ValueType::kObject, node_);
+  node_ = nullptr;
   return v;
 }
 

@@ -58,6 +58,7 @@ class Value {
 
   static Value array(std::vector<Value> items);
   static Value array(std::initializer_list<Value> items);
+  static Value array(std::span<const Value> items);
   // Members must have unique string keys; a later duplicate replaces the earlier value.
   static Value object(std::vector<Member> members);
   static Value object(std::initializer_list<std::pair<std::string_view, Value>> members);
@@ -121,6 +122,8 @@ class Value {
   detail::HeapNode* node() const noexcept;
   void set_node(ValueType type, detail::HeapNode* node) noexcept;
   static Value object_from_unique(std::vector<Member> members);
+  friend class ArrayBuilder;
+  friend class ObjectBuilder;
 
   alignas(8) unsigned char raw_[16];
 };
@@ -128,6 +131,38 @@ class Value {
 struct Member {
   Value key;  // always a string
   Value value;
+};
+
+// Builds an array or object in a single allocation when its size is known up front.
+// Not synchronized; one builder per value.
+class ArrayBuilder {
+ public:
+  explicit ArrayBuilder(size_t capacity);
+  ~ArrayBuilder();
+  ArrayBuilder(const ArrayBuilder&) = delete;
+  ArrayBuilder& operator=(const ArrayBuilder&) = delete;
+  // REQUIRES: fewer than `capacity` items added so far.
+  void add(Value item);
+  size_t size() const;
+  Value build();
+
+ private:
+  detail::HeapNode* node_;
+};
+
+class ObjectBuilder {
+ public:
+  explicit ObjectBuilder(size_t capacity);
+  ~ObjectBuilder();
+  ObjectBuilder(const ObjectBuilder&) = delete;
+  ObjectBuilder& operator=(const ObjectBuilder&) = delete;
+  // REQUIRES: `key` is a string not added before; fewer than `capacity` members so far.
+  void add(Value key, Value value);
+  size_t size() const;
+  Value build();
+
+ private:
+  detail::HeapNode* node_;
 };
 
 // A shared null to return by reference.

@@ -53,21 +53,25 @@ Context::Context(uint64_t s, FlowSlot* f, TriggerData t, Cause c, Value in)
       flow(f),
       trigger(std::move(t)),
       cause(std::move(c)),
-      inputs(std::move(in)),
-      child_chain_(extend(cause.chain, f->id_value)) {}
+      inputs(std::move(in)) {}
+
+const std::shared_ptr<const Chain>& Context::child_chain() {
+  if (!child_chain_) child_chain_ = extend(cause.chain, flow->id_value);
+  return child_chain_;
+}
 
 uint64_t Context::begin_park() {
-  MutexLock lock(mu_);
+  SpinLockGuard lock(mu_);
   phase_ = Phase::kParking;
   status_ = ContextStatus::kWaiting;
-  early_wake_ = false;
+  state->early_wake = false;
   return ++wait_id_;
 }
 
 bool Context::end_park() {
-  MutexLock lock(mu_);
-  if (early_wake_ || cancel_.load(std::memory_order_acquire)) {
-    early_wake_ = false;
+  SpinLockGuard lock(mu_);
+  if (state->early_wake || cancel_.load(std::memory_order_acquire)) {
+    state->early_wake = false;
     phase_ = Phase::kReady;
     ++wait_id_;  // later wake-ups for this wait are stale
     return true;
@@ -77,24 +81,24 @@ bool Context::end_park() {
 }
 
 bool Context::wake(uint64_t wait_id, WakeUp w) {
-  MutexLock lock(mu_);
+  SpinLockGuard lock(mu_);
   if (wait_id != wait_id_) return false;
   if (phase_ == Phase::kParking) {
-    if (!early_wake_) {
-      early_wake_ = true;
-      wake_ = std::move(w);
+    if (!state->early_wake) {
+      state->early_wake = true;
+      state->wake = std::move(w);
     }
     return false;
   }
   if (phase_ != Phase::kParked) return false;
   phase_ = Phase::kReady;
-  wake_ = std::move(w);
+  state->wake = std::move(w);
   ++wait_id_;  // later wake-ups for this wait are stale
   return true;
 }
 
 bool Context::begin_run() {
-  MutexLock lock(mu_);
+  SpinLockGuard lock(mu_);
   if (phase_ == Phase::kDone) return false;
   phase_ = Phase::kRunning;
   if (status_ == ContextStatus::kWaiting) status_ = ContextStatus::kInProgress;
@@ -102,7 +106,7 @@ bool Context::begin_run() {
 }
 
 bool Context::request_cancel() {
-  MutexLock lock(mu_);
+  SpinLockGuard lock(mu_);
   if (phase_ == Phase::kDone) return false;
   cancel_.store(true, std::memory_order_release);
   if (phase_ != Phase::kParked) return false;
@@ -112,25 +116,26 @@ bool Context::request_cancel() {
 }
 
 WakeUp Context::take_wake() {
-  MutexLock lock(mu_);
-  return std::move(wake_);
+  SpinLockGuard lock(mu_);
+  return std::move(state->wake);
 }
 
 Context::Phase Context::phase() const {
-  MutexLock lock(mu_);
+  SpinLockGuard lock(mu_);
   return phase_;
 }
 
-void Context::record_start(const Plan& p, TimeMs now, const std::vector<Value>& variables) {
-  MutexLock lock(mu_);
-  plan_version_ = Value(std::string_view(p.version));
-  variable_names_ = p.root().variable_names;
+void Context::record_start(const Plan& p, TimeMs now) {
+  SpinLockGuard lock(mu_);
+  plan_version_ = p.version_value;
+  variable_names_ = p.root().variable_name_list;
+  variables_ = p.root().variable_initial_list;
+  steps_.reserve(p.root().action_count + 1);
   started_at_ = now;
-  variables_ = variables;
 }
 
 int64_t Context::begin_step(Value path, const Node& node, TimeMs now, Value in) {
-  MutexLock lock(mu_);
+  SpinLockGuard lock(mu_);
   StepEntry e;
   e.path = std::move(path);
   e.id = node.id;
@@ -142,37 +147,39 @@ int64_t Context::begin_step(Value path, const Node& node, TimeMs now, Value in) 
 }
 
 void Context::end_step(int64_t index, StepStatus status, TimeMs now, Value outputs, Value error) {
-  MutexLock lock(mu_);
+  if (!error.is_null() && !outputs.contains("error")) {
+    outputs = outputs.is_object() ? outputs.with("error", std::move(error)) : Value::object({{"error", std::move(error)}});
+  }
+  SpinLockGuard lock(mu_);
   StepEntry& e = steps_[static_cast<size_t>(index)];
   e.status = status;
   e.ended = now;
   e.outputs = std::move(outputs);
-  e.error = std::move(error);
 }
 
 void Context::set_step_status(int64_t index, StepStatus status) {
-  MutexLock lock(mu_);
+  SpinLockGuard lock(mu_);
   steps_[static_cast<size_t>(index)].status = status;
 }
 
 void Context::add_log(LogLevel level, Value step, TimeMs now, Value message) {
-  MutexLock lock(mu_);
+  SpinLockGuard lock(mu_);
   logs_.push_back(LogEntry{now, level, std::move(step), std::move(message)});
 }
 
-void Context::set_variables(const std::vector<Value>& variables) {
-  MutexLock lock(mu_);
-  variables_ = variables;
+void Context::set_variables(Value variables) {
+  SpinLockGuard lock(mu_);
+  variables_ = std::move(variables);
 }
 
 void Context::set_status(ContextStatus status) {
-  MutexLock lock(mu_);
+  SpinLockGuard lock(mu_);
   status_ = status;
 }
 
 void Context::finish(ContextStatus status, TimeMs now, Value error, double ms) {
   {
-    MutexLock lock(mu_);
+    SpinLockGuard lock(mu_);
     status_ = status;
     phase_ = Phase::kDone;
     if (started_at_ < 0) started_at_ = now;
@@ -185,23 +192,23 @@ void Context::finish(ContextStatus status, TimeMs now, Value error, double ms) {
 }
 
 ContextStatus Context::status() const {
-  MutexLock lock(mu_);
+  SpinLockGuard lock(mu_);
   return status_;
 }
 
 Context::Summary Context::summary() const {
-  MutexLock lock(mu_);
+  SpinLockGuard lock(mu_);
   return Summary{status_, run_ms_, steps_.size(), started_at_, ended_at_, error_};
 }
 
 Value Context::to_value(size_t value_limit) const {
-  MutexLock lock(mu_);
+  SpinLockGuard lock(mu_);
   RecordFields f;
   f.seq = seq;
   f.id = id;
   f.flow = flow->id_value;
   f.plan_version = plan_version_;
-  f.variable_names = &variable_names_;
+  f.variable_names = variable_names_;
   f.status = status_;
   f.trigger = &trigger;
   f.cause = &cause;
@@ -209,8 +216,8 @@ Value Context::to_value(size_t value_limit) const {
   f.ended = ended_at_;
   f.run_ms = run_ms_;
   f.steps = &steps_;
-  f.logs = &logs_;
-  f.variables = &variables_;
+  f.logs = std::span<const LogEntry>(logs_.data(), logs_.size());
+  f.variables = variables_;
   f.error = error_;
   f.value_limit = value_limit;
   return record_to_value(f);

@@ -12,7 +12,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <boost/container/small_vector.hpp>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -48,16 +50,23 @@ class Context : public std::enable_shared_from_this<Context> {
   const TriggerData trigger;
   const Cause cause;
   const Value inputs;         // API inputs (object) or null
-  // The chain of contexts this one starts: its own chain plus its flow. Built once.
-  const std::shared_ptr<const Chain>& child_chain() const { return child_chain_; }
+  // The chain of contexts this one starts: its own chain plus its flow. Built on first use.
+  // REQUIRES: the Dispatcher's commit lock (where children are admitted).
+  const std::shared_ptr<const Chain>& child_chain();
 
   // The (flow, record) whose run options counted this context as running; "" when none.
   // Set by the Dispatcher before the context is published; constant afterwards.
-  std::string run_key;
+  Value run_key;
+  // With EngineOptions::measure_latency: steady-clock ns of the commit and of the end.
+  int64_t committed_ns = 0;
+  std::atomic<int64_t> ended_ns{0};
 
   // ---- execution: owned by the running thread; released when the context ends ----
   std::shared_ptr<const Plan> plan;
-  ExecState exec;
+  // Allocated when the context starts and freed when it ends, so a finished context keeps
+  // only its record.
+  std::unique_ptr<ExecState> state;
+  ExecState& exec() { return *state; }
   double run_ms = 0;          // running time so far, waiting excluded
 
   // ---- scheduling ----
@@ -84,12 +93,12 @@ class Context : public std::enable_shared_from_this<Context> {
   Phase phase() const EXCLUDES(mu_);
 
   // ---- execution record ----
-  void record_start(const Plan& plan, TimeMs now, const std::vector<Value>& variables) EXCLUDES(mu_);
+  void record_start(const Plan& plan, TimeMs now) EXCLUDES(mu_);
   int64_t begin_step(Value path, const Node& node, TimeMs now, Value inputs) EXCLUDES(mu_);
   void end_step(int64_t index, StepStatus status, TimeMs now, Value outputs, Value error) EXCLUDES(mu_);
   void set_step_status(int64_t index, StepStatus status) EXCLUDES(mu_);
   void add_log(LogLevel level, Value step, TimeMs now, Value message) EXCLUDES(mu_);
-  void set_variables(const std::vector<Value>& variables) EXCLUDES(mu_);
+  void set_variables(Value variables) EXCLUDES(mu_);
   void set_status(ContextStatus status) EXCLUDES(mu_);
   // Ends the record: status, end time, error (null or {"message", "step"}). Phase -> done.
   void finish(ContextStatus status, TimeMs now, Value error, double run_ms) EXCLUDES(mu_);
@@ -115,21 +124,19 @@ class Context : public std::enable_shared_from_this<Context> {
   std::atomic<bool> cancel_{false};
   std::atomic<bool> finished_{false};
 
-  mutable Mutex mu_;
+  mutable SpinLock mu_;
   Phase phase_ GUARDED_BY(mu_) = Phase::kQueued;
-  uint64_t wait_id_ GUARDED_BY(mu_) = 0;
-  WakeUp wake_ GUARDED_BY(mu_);
-  bool early_wake_ GUARDED_BY(mu_) = false;  // a wake-up that came while parking
-  // record
   ContextStatus status_ GUARDED_BY(mu_) = ContextStatus::kInProgress;
+  uint64_t wait_id_ GUARDED_BY(mu_) = 0;
+  // record
   Value plan_version_ GUARDED_BY(mu_);
-  std::vector<Value> variable_names_ GUARDED_BY(mu_);
+  Value variable_names_ GUARDED_BY(mu_);  // array, shared with the plan
+  Value variables_ GUARDED_BY(mu_);       // array, by slot
   TimeMs started_at_ GUARDED_BY(mu_) = -1;
   TimeMs ended_at_ GUARDED_BY(mu_) = -1;
   double run_ms_ GUARDED_BY(mu_) = 0;
   std::vector<StepEntry> steps_ GUARDED_BY(mu_);
-  std::vector<LogEntry> logs_ GUARDED_BY(mu_);
-  std::vector<Value> variables_ GUARDED_BY(mu_);
+  boost::container::small_vector<LogEntry, 1> logs_ GUARDED_BY(mu_);
   Value error_ GUARDED_BY(mu_);
 };
 

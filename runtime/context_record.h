@@ -25,12 +25,11 @@ struct StepEntry {
   Value path;                     // "3", "4.then.1", "5.do.2#3"
   Value id;                       // null when the step has none
   Value action;                   // action type, or "if", "for_each", "try", "end"
-  StepStatus status = StepStatus::kInProgress;
   TimeMs started = 0;
   TimeMs ended = -1;
+  StepStatus status = StepStatus::kInProgress;
   Value inputs;                   // object of the inputs given, rendered
-  Value outputs;                  // object, or null
-  Value error;                    // message string, or null
+  Value outputs;                  // object, or null; a failed step's message is its "error"
 };
 
 struct LogEntry {

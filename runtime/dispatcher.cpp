@@ -1,6 +1,7 @@
 #include "runtime/dispatcher.h"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "runtime/engine_core.h"
@@ -8,6 +9,11 @@
 #include "runtime/record_json.h"
 
 namespace flowrt {
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 Dispatcher::Dispatcher(EngineCore& core, uint64_t seed) : core_(core), store_(seed) {}
 
@@ -79,7 +85,7 @@ void Dispatcher::forget_idle_runs(RunStates::iterator it) {
 }
 
 std::string_view Dispatcher::run_option_skip(FlowSlot& flow, const TriggerData& trigger, const TriggerSpec& spec,
-                                             std::string* run_key) {
+                                             Value* run_key) {
   if (trigger.type != TriggerType::kRecord) return "";
   if (spec.when != RecordWhen::kUpdated && spec.when != RecordWhen::kCreatedOrUpdated) return "";
   if (spec.run != RunOption::kOnce && spec.run != RunOption::kAlways) return "";
@@ -90,7 +96,7 @@ std::string_view Dispatcher::run_option_skip(FlowSlot& flow, const TriggerData& 
   if (spec.run == RunOption::kAlways && st.running > 0) return "already_running";
   if (spec.run == RunOption::kOnce) st.ran = true;
   ++st.running;
-  *run_key = std::move(key);
+  *run_key = Value(std::string_view(key));
   return "";
 }
 
@@ -114,7 +120,7 @@ Result<StartedFlow> Dispatcher::admit(FlowSlot& flow, TriggerData trigger, Value
       return StartedFlow{Value(), true, Value("indirect_recursion_limit")};
     }
   }
-  std::string run_key;
+  Value run_key;
   if (spec) {
     const std::string_view reason = run_option_skip(flow, trigger, *spec, &run_key);
     if (!reason.empty()) {
@@ -125,6 +131,7 @@ Result<StartedFlow> Dispatcher::admit(FlowSlot& flow, TriggerData trigger, Value
   auto ctx = std::make_shared<Context>(next_seq_++, &flow, std::move(trigger), std::move(cause), std::move(inputs));
   ctx->plan = std::move(plan);
   ctx->run_key = std::move(run_key);
+  if (core_.options.measure_latency) ctx->committed_ns = steady_ns();
   Context* raw = ctx.get();
   core_.contexts.add(std::move(ctx));
   core_.work_added();
@@ -584,8 +591,8 @@ void Dispatcher::record_deleted(std::string_view table, std::string_view sys_id)
 
 void Dispatcher::context_ended(Context& ctx) {
   MutexLock lock(mu_);
-  if (!ctx.run_key.empty()) {
-    auto it = run_states_.find(ctx.run_key);
+  if (!ctx.run_key.is_null()) {
+    auto it = run_states_.find(std::string(ctx.run_key.as_string()));
     if (it != run_states_.end()) {
       for (auto& [flow, st] : it->second) {
         if (flow == ctx.flow->index && st.running > 0) --st.running;

@@ -31,6 +31,9 @@ namespace flowrt {
 
 class EngineCore;
 
+// Nanoseconds on the steady clock (latency stamps).
+int64_t steady_ns();
+
 // Who asked for an operation: a running context, or nobody (outside).
 struct Origin {
   Context* context = nullptr;
@@ -128,7 +131,7 @@ class Dispatcher {
   // Run options (SPEC section 3): the reason to skip this start, or "" to start it (and
   // then the start counts as running and as having run).
   std::string_view run_option_skip(FlowSlot& flow, const TriggerData& trigger, const TriggerSpec& spec,
-                                   std::string* run_key) REQUIRES(mu_);
+                                   Value* run_key) REQUIRES(mu_);
   static std::string record_key(std::string_view table, std::string_view sys_id);
   RunState& run_state(const std::string& key, uint32_t flow) REQUIRES(mu_);
   void forget_idle_runs(RunStates::iterator it) REQUIRES(mu_);

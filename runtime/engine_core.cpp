@@ -117,7 +117,7 @@ void EngineCore::run(Context* ctx) {
       park(ctx);
     } else {
       // The record is complete and self-contained: let go of the plan and the state.
-      ctx->exec = ExecState{};
+      ctx->state.reset();
       ctx->plan.reset();
     }
   }
@@ -136,7 +136,7 @@ void EngineCore::wake(const std::shared_ptr<Context>& ctx, uint64_t wait_id, Wak
 void EngineCore::park(Context* ctx) {
   std::shared_ptr<Context> self = ctx->shared_from_this();
   const uint64_t id = ctx->begin_park();
-  const WaitRequest& w = ctx->exec.wait;
+  const WaitRequest& w = ctx->exec().wait;
   auto at = [this](WakeUp::Kind kind) {
     WakeUp wake;
     wake.kind = kind;
@@ -145,13 +145,13 @@ void EngineCore::park(Context* ctx) {
   };
   switch (w.kind) {
     case WaitRequest::Kind::kTimer:
-      ctx->exec.timer = timers.add(w.deadline, true, [this, self, id, at] { wake(self, id, at(WakeUp::Kind::kTimer)); });
+      ctx->exec().timer = timers.add(w.deadline, true, [this, self, id, at] { wake(self, id, at(WakeUp::Kind::kTimer)); });
       break;
     case WaitRequest::Kind::kRecord:
       if (!dispatcher.add_waiter(w.table, w.sys_id, self, id, w.condition)) {
         self->wake(id, at(WakeUp::Kind::kRecordDeleted));  // kept for end_park
       } else if (w.deadline >= 0) {
-        ctx->exec.timer =
+        ctx->exec().timer =
             timers.add(w.deadline, true, [this, self, id, at] { wake(self, id, at(WakeUp::Kind::kTimeout)); });
       }
       break;
@@ -165,7 +165,7 @@ void EngineCore::park(Context* ctx) {
       r.give_up_at = w.deadline;
       r.max_duration = w.max_duration;
       r.wait_id = id;
-      r.step = ctx->exec.parked_path;
+      r.step = ctx->exec().parked_path;
       r.max_attempts = w.max_attempts;
       r.delay = w.delay;
       dispatcher.request_lock(self, std::move(r));
@@ -177,7 +177,7 @@ void EngineCore::park(Context* ctx) {
 }
 
 void EngineCore::clear_wait(Context& ctx) {
-  ExecState& e = ctx.exec;
+  ExecState& e = ctx.exec();
   timers.cancel(e.timer);
   e.timer = TimerHandle{};
   if (e.wait.kind == WaitRequest::Kind::kRecord) dispatcher.remove_waiter(e.wait.table, e.wait.sys_id, &ctx);
@@ -188,6 +188,7 @@ void EngineCore::finish_context(Context& ctx, ContextStatus status, Value error)
   // Every lock released, every queue left, before the context counts as ended.
   dispatcher.context_ended(ctx);
   ctx.finish(status, clock.now(), std::move(error), ctx.run_ms);
+  if (options.measure_latency) ctx.ended_ns.store(steady_ns(), std::memory_order_release);
   contexts.on_finished();
 }
 

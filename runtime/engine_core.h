@@ -44,6 +44,9 @@ struct EngineOptions {
   // max_run_time quota). Default: std::chrono::steady_clock. Tests inject a fake one that a
   // "slow" action moves on, so a quota can be tested without burning real time.
   std::function<double()> run_clock;
+  // Stamp each context with the real (steady) time its event was committed and the time
+  // it ended, in nanoseconds, for latency measurements (flowrt bench).
+  bool measure_latency = false;
   // Check the lock table's invariants after every lock operation and remember the first
   // one broken (Dispatcher::lock_violation). For tests; costs time on every lock operation.
   bool check_invariants = false;

@@ -68,6 +68,10 @@ struct ExecState {
   StepInputs parked_inputs;
   WaitRequest wait;
   TimerHandle timer;                 // the wait's timer (deadline or timeout), if any
+  // What woke the parked step; written by the waker under the context's lock while the
+  // context is parked or parking, read by the thread that resumes it.
+  WakeUp wake;
+  bool early_wake = false;           // a wake-up that came while parking
 
   // JSON: {"plan_version", "stack": [...], "parked": {...}}.
   Value to_value(const Plan& plan) const;

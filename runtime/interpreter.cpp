@@ -9,6 +9,11 @@
 namespace flowrt {
 namespace {
 
+ExecState& ensure_state(Context& ctx) {
+  if (!ctx.state) ctx.state = std::make_unique<ExecState>();
+  return *ctx.state;
+}
+
 Value error_value(const std::string& message, const Value& step) {
   return Value::object({{"message", Value(std::string_view(message))}, {"step", step}});
 }
@@ -22,7 +27,7 @@ std::string join_path(const Value& prefix, std::string_view segment) {
 }  // namespace
 
 Interpreter::Interpreter(EngineCore& core, Context& ctx)
-    : core_(core), ctx_(ctx), exec_(ctx.exec), props_(core.properties()) {}
+    : core_(core), ctx_(ctx), exec_(ensure_state(ctx)), props_(core.properties()) {}
 
 TimeMs Interpreter::now() const { return core_.clock.now(); }
 
@@ -68,7 +73,7 @@ bool Interpreter::start() {
   std::vector<Value> inputs;
   for (const Param& p : root.inputs) inputs.push_back(ctx_.inputs[p.name]);
   push_activation(0, std::move(inputs), ctx_.inputs, -1, Value());
-  ctx_.record_start(*ctx_.plan, now(), exec_.stack.back().vars);
+  ctx_.record_start(*ctx_.plan, now());
   return true;
 }
 
@@ -359,7 +364,7 @@ Interpreter::Flow Interpreter::run_assignments(Activation& a, const Node& node, 
       a.vars[slot] = rendered[i].value;
     }
   }
-  if (!outputs && exec_.stack.size() == 1) ctx_.set_variables(a.vars);
+  if (!outputs && exec_.stack.size() == 1) ctx_.set_variables(Value::array(std::span<const Value>(a.vars)));
   return complete_step(a, step, rec, Value::empty_object());
 }
 

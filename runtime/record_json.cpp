@@ -50,20 +50,22 @@ Value step_to_value(const StepEntry& e, size_t limit) {
   for (const Member& in : e.inputs.members()) inputs.push_back(Member{in.key, limit_value(in.value, limit)});
   m.push_back(Member{Value("inputs"), Value::object(std::move(inputs))});
   m.push_back(Member{Value("outputs"), e.outputs.is_null() ? Value::empty_object() : limit_value(e.outputs, limit)});
-  if (!e.error.is_null()) m.push_back(Member{Value("error"), e.error});
+  if (e.status == StepStatus::kError && e.outputs.contains("error")) m.push_back(Member{Value("error"), e.outputs["error"]});
   return Value::object(std::move(m));
 }
 
 }  // namespace
 
 Value step_inputs_record(const ActionStep& step, std::span<const Value> rendered) {
-  std::vector<Member> named;
-  named.reserve(step.input_names.size());
-  for (size_t i = 0; i < step.input_names.size() && i < rendered.size(); ++i) {
-    if (!step.inputs[i].absent()) named.push_back(Member{step.input_names[i], rendered[i]});
+  const size_t n = std::min(step.input_names.size(), rendered.size());
+  size_t present = 0;
+  for (size_t i = 0; i < n; ++i) present += !step.inputs[i].absent();
+  ObjectBuilder named(present);
+  for (size_t i = 0; i < n; ++i) {
+    if (!step.inputs[i].absent()) named.add(step.input_names[i], rendered[i]);
   }
-  if (step.kind != ActionKind::kCallSubflow) return Value::object(std::move(named));
-  return Value::object({{"subflow", Value(std::string_view(step.callee_id))}, {"inputs", Value::object(std::move(named))}});
+  if (step.kind != ActionKind::kCallSubflow) return named.build();
+  return Value::object({{"subflow", Value(std::string_view(step.callee_id))}, {"inputs", named.build()}});
 }
 
 Value limit_value(const Value& v, size_t limit) {
@@ -126,9 +128,9 @@ Value record_to_value(const RecordFields& f) {
   }
   m.push_back(Member{Value("steps"), Value::array(std::move(steps))});
   std::vector<Value> logs;
-  if (f.logs) {
-    logs.reserve(f.logs->size());
-    for (const LogEntry& l : *f.logs) {
+  {
+    logs.reserve(f.logs.size());
+    for (const LogEntry& l : f.logs) {
       logs.push_back(Value::object({{"time", Value(std::string_view(format_time(l.time)))},
                                     {"level", Value(level_name(l.level))},
                                     {"step", l.step},
@@ -137,10 +139,8 @@ Value record_to_value(const RecordFields& f) {
   }
   m.push_back(Member{Value("logs"), Value::array(std::move(logs))});
   std::vector<Member> vars;
-  if (f.variable_names && f.variables) {
-    for (size_t i = 0; i < f.variable_names->size() && i < f.variables->size(); ++i) {
-      vars.push_back(Member{(*f.variable_names)[i], limit_value((*f.variables)[i], f.value_limit)});
-    }
+  for (size_t i = 0; i < f.variable_names.size() && i < f.variables.size(); ++i) {
+    vars.push_back(Member{f.variable_names.at(i), limit_value(f.variables.at(i), f.value_limit)});
   }
   m.push_back(Member{Value("variables"), Value::object(std::move(vars))});
   m.push_back(Member{Value("error"), f.error});

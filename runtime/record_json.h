@@ -2,6 +2,7 @@
 // holds whatever lock guards it.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "plans/eval.h"
@@ -16,7 +17,7 @@ struct RecordFields {
   Value id;
   Value flow;
   Value plan_version;          // null before the context started (or when it did not compile)
-  const std::vector<Value>* variable_names = nullptr;
+  Value variable_names;        // array
   ContextStatus status = ContextStatus::kInProgress;
   const TriggerData* trigger = nullptr;
   const Cause* cause = nullptr;
@@ -24,8 +25,8 @@ struct RecordFields {
   TimeMs ended = -1;
   double run_ms = 0;
   const std::vector<StepEntry>* steps = nullptr;
-  const std::vector<LogEntry>* logs = nullptr;
-  const std::vector<Value>* variables = nullptr;
+  std::span<const LogEntry> logs;
+  Value variables;             // array, by the position of variable_names
   Value error;
   size_t value_limit = 0;
 };

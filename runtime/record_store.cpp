@@ -129,26 +129,27 @@ Result<Value> RecordStore::insert(std::string_view table_name, const Value& valu
   } else {
     do {
       sys_id = new_sys_id();
-    } while (t.by_id.count(sys_id.as_string()));
+    } while (t.by_id.find(sys_id.as_string()) != IdIndex::kNone);
   }
-  if (t.by_id.count(sys_id.as_string())) {
+  if (t.by_id.find(sys_id.as_string()) != IdIndex::kNone) {
     return Error{"table " + t.name + " already has a record with sys_id " + std::string(sys_id.as_string())};
   }
-  std::vector<Member> members;
-  members.reserve(values.size() + 4);
-  members.push_back(Member{Value("sys_id"), sys_id});
+  size_t fields = 4;
+  for (const Member& m : values.members()) fields += !engine_field(m.key.as_string());
+  ObjectBuilder members(fields);  // sys_id first: the id index reads it there
+  members.add(Value("sys_id"), sys_id);
   for (const Member& m : values.members()) {
-    if (!engine_field(m.key.as_string())) members.push_back(m);
+    if (!engine_field(m.key.as_string())) members.add(m.key, m.value);
   }
   Value stamp = time_value(now);
-  members.push_back(Member{Value("sys_created_on"), stamp});
-  members.push_back(Member{Value("sys_updated_on"), stamp});
-  members.push_back(Member{Value("sys_mod_count"), Value(0)});
-  Value record = Value::object(std::move(members));
+  members.add(Value("sys_created_on"), stamp);
+  members.add(Value("sys_updated_on"), stamp);
+  members.add(Value("sys_mod_count"), Value(0));
+  Value record = members.build();
 
   const auto row = static_cast<uint32_t>(t.rows.size());
   t.rows.push_back(record);
-  t.by_id.emplace(std::string(sys_id.as_string()), row);
+  t.by_id.insert(sys_id.as_string(), row);
   ++t.live;
   ++total_;
   index_row(t, nullptr, &record, row);
@@ -162,18 +163,18 @@ Result<RecordChange> RecordStore::update(std::string_view table_name, std::strin
   }
   auto tit = tables_.find(table_name);
   Table* t = tit == tables_.end() ? nullptr : tit->second.get();
-  auto rit = t ? t->by_id.find(sys_id) : decltype(Table::by_id)::iterator();
-  if (!t || rit == t->by_id.end()) {
+  const uint32_t row = t ? t->by_id.find(sys_id) : IdIndex::kNone;
+  if (row == IdIndex::kNone) {
     return Error{"no record in " + std::string(table_name) + " with sys_id " + std::string(sys_id)};
   }
-  const uint32_t row = rit->second;
   Value previous = t->rows[row];
   if (const Value* id = patch.find("sys_id"); id && !(*id == Value(sys_id))) {
     return Error{"sys_id cannot be changed"};
   }
   // Merge: existing fields keep their place; new ones are appended before the engine fields.
-  std::vector<Member> members;
-  members.reserve(previous.size() + patch.size());
+  size_t fields = previous.size();
+  for (const Member& m : patch.members()) fields += !engine_field(m.key.as_string()) && !previous.contains(m.key.as_string());
+  ObjectBuilder members(fields);
   bool changed = false;
   for (const Member& m : previous.members()) {
     const std::string_view key = m.key.as_string();
@@ -181,21 +182,21 @@ Result<RecordChange> RecordStore::update(std::string_view table_name, std::strin
     const Value* p = engine_field(key) ? nullptr : patch.find(key);
     if (p) {
       if (!(p->same_storage(m.value) || *p == m.value)) changed = true;
-      members.push_back(Member{m.key, *p});
+      members.add(m.key, *p);
     } else {
-      members.push_back(m);
+      members.add(m.key, m.value);
     }
   }
   for (const Member& m : patch.members()) {
     const std::string_view key = m.key.as_string();
     if (engine_field(key) || previous.contains(key)) continue;
     if (!m.value.is_null()) changed = true;  // a new field set to null changes no value
-    members.push_back(m);
+    members.add(m.key, m.value);
   }
-  members.push_back(Member{Value("sys_created_on"), previous["sys_created_on"]});
-  members.push_back(Member{Value("sys_updated_on"), time_value(now)});
-  members.push_back(Member{Value("sys_mod_count"), Value(static_cast<long long>(previous["sys_mod_count"].as_int() + 1))});
-  Value record = Value::object(std::move(members));
+  members.add(Value("sys_created_on"), previous["sys_created_on"]);
+  members.add(Value("sys_updated_on"), time_value(now));
+  members.add(Value("sys_mod_count"), Value(static_cast<long long>(previous["sys_mod_count"].as_int() + 1)));
+  Value record = members.build();
   t->rows[row] = record;
   index_row(*t, &previous, &record, row);
   return RecordChange{std::move(record), std::move(previous), changed};
@@ -204,14 +205,13 @@ Result<RecordChange> RecordStore::update(std::string_view table_name, std::strin
 Result<Value> RecordStore::remove(std::string_view table_name, std::string_view sys_id) {
   auto tit = tables_.find(table_name);
   Table* t = tit == tables_.end() ? nullptr : tit->second.get();
-  auto rit = t ? t->by_id.find(sys_id) : decltype(Table::by_id)::iterator();
-  if (!t || rit == t->by_id.end()) {
+  const uint32_t row = t ? t->by_id.find(sys_id) : IdIndex::kNone;
+  if (row == IdIndex::kNone) {
     return Error{"no record in " + std::string(table_name) + " with sys_id " + std::string(sys_id)};
   }
-  const uint32_t row = rit->second;
+  t->by_id.erase(sys_id);
   Value previous = std::move(t->rows[row]);
   t->rows[row] = Value();
-  t->by_id.erase(rit);
   --t->live;
   --total_;
   index_row(*t, &previous, nullptr, row);
@@ -225,10 +225,10 @@ void RecordStore::compact(Table& t) {
   t.by_id.clear();
   for (Value& r : t.rows) {
     if (r.is_null()) continue;
-    t.by_id.emplace(std::string(r["sys_id"].as_string()), static_cast<uint32_t>(rows.size()));
     rows.push_back(std::move(r));
   }
   t.rows = std::move(rows);
+  for (uint32_t row = 0; row < t.rows.size(); ++row) t.by_id.insert(t.rows[row]["sys_id"].as_string(), row);
   std::vector<std::string> fields;
   for (auto& [field, idx] : t.indexes) fields.push_back(field);
   t.indexes.clear();
@@ -238,8 +238,8 @@ void RecordStore::compact(Table& t) {
 Value RecordStore::get(std::string_view table_name, std::string_view sys_id) const {
   const Table* t = find_table(table_name);
   if (!t) return Value();
-  auto it = t->by_id.find(sys_id);
-  return it == t->by_id.end() ? Value() : t->rows[it->second];
+  const uint32_t row = t->by_id.find(sys_id);
+  return row == IdIndex::kNone ? Value() : t->rows[row];
 }
 
 Result<Value> RecordStore::find(const RecordQuery& q) {

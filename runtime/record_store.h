@@ -19,6 +19,7 @@
 #include "plans/time.h"
 #include "plans/value.h"
 #include "runtime/field_index.h"
+#include "runtime/id_index.h"
 
 namespace flowrt {
 
@@ -53,9 +54,10 @@ class RecordStore {
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   struct Table {
+    Table() : by_id([this](uint32_t row) { return rows[row].members()[0].value.as_string(); }) {}
     std::string name;
-    std::vector<Value> rows;  // null where deleted
-    std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> by_id;
+    std::vector<Value> rows;  // null where deleted; sys_id is every record's first member
+    IdIndex by_id;
     std::unordered_map<std::string, FieldIndex, Hash, std::equal_to<>> indexes;
     size_t live = 0;
   };

@@ -5,8 +5,10 @@
 // are only called with it held. With other compilers the annotations compile to nothing.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #if defined(__clang__)
 #define FLOWRT_TSA(x) __attribute__((x))
@@ -51,6 +53,34 @@ class SCOPED_CAPABILITY MutexLock {
 
  private:
   Mutex& mu_;
+};
+
+// A small spin lock for short critical sections that are rarely contended (a context's
+// record: its runner writes, readers take snapshots). Spins briefly, then yields.
+class CAPABILITY("mutex") SpinLock {
+ public:
+  void lock() ACQUIRE() {
+    for (unsigned spins = 0; locked_.exchange(true, std::memory_order_acquire); ++spins) {
+      while (locked_.load(std::memory_order_relaxed)) {
+        if (++spins > 64) std::this_thread::yield();
+      }
+    }
+  }
+  void unlock() RELEASE() { locked_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> locked_{false};
+};
+
+class SCOPED_CAPABILITY SpinLockGuard {
+ public:
+  explicit SpinLockGuard(SpinLock& lock) ACQUIRE(lock) : lock_(lock) { lock_.lock(); }
+  ~SpinLockGuard() RELEASE() { lock_.unlock(); }
+  SpinLockGuard(const SpinLockGuard&) = delete;
+  SpinLockGuard& operator=(const SpinLockGuard&) = delete;
+
+ private:
+  SpinLock& lock_;
 };
 
 // A condition variable that waits on a Mutex the caller holds.

@@ -28,7 +28,7 @@ TEST_F(ExecStateTest, ParkedState_RoundTripsThroughJson) {
   ASSERT_TRUE(ctx);
   ASSERT_EQ(ctx->phase(), Context::Phase::kParked);
   // The context is parked: its execution state is stable and owned by no thread.
-  const Value written = ctx->exec.to_value(*ctx->plan);
+  const Value written = ctx->exec().to_value(*ctx->plan);
   Result<Value> reparsed = parse_json(written.to_json());
   ASSERT_TRUE(reparsed.is_ok());
   Result<ExecState> back = ExecState::from_value(*reparsed, *ctx->plan);
@@ -36,15 +36,15 @@ TEST_F(ExecStateTest, ParkedState_RoundTripsThroughJson) {
   EXPECT_EQ(back->to_value(*ctx->plan), written);
   EXPECT_EQ(back->stack.size(), 2u);
   EXPECT_EQ(back->stack[1].blocks.size(), 4u);  // body, try, loop, then-branch
-  EXPECT_EQ(back->parked_node, ctx->exec.parked_node);
+  EXPECT_EQ(back->parked_node, ctx->exec().parked_node);
   EXPECT_EQ(back->parked_path, Value("1.subflow.1.try.1.do.1#2.then.1"));
-  EXPECT_EQ(back->stack[1].call_node, ctx->exec.stack[1].call_node);
+  EXPECT_EQ(back->stack[1].call_node, ctx->exec().stack[1].call_node);
   for (size_t i = 0; i < back->stack[1].blocks.size(); ++i) {
-    EXPECT_EQ(back->stack[1].blocks[i].block, ctx->exec.stack[1].blocks[i].block) << "block " << i;
+    EXPECT_EQ(back->stack[1].blocks[i].block, ctx->exec().stack[1].blocks[i].block) << "block " << i;
   }
   // Resume with the restored state: the run completes as if it had never been written out.
-  ctx->exec.stack = std::move(back->stack);
-  ctx->exec.parked_inputs = back->parked_inputs;
+  ctx->exec().stack = std::move(back->stack);
+  ctx->exec().parked_inputs = back->parked_inputs;
   Settle();
   EXPECT_THAT(ContextById(id), HasLog("42"));
 }
@@ -54,7 +54,7 @@ TEST_F(ExecStateTest, StateOfAnotherPlanVersion_IsRefused) {
   const std::string id = CallFlow("f");
   engine().settle(0);
   std::shared_ptr<Context> ctx = engine().core().contexts.find(id);
-  Value written = ctx->exec.to_value(*ctx->plan).with("plan_version", Value("f@00000000"));
+  Value written = ctx->exec().to_value(*ctx->plan).with("plan_version", Value("f@00000000"));
   Result<ExecState> back = ExecState::from_value(written, *ctx->plan);
   ASSERT_FALSE(back.is_ok());
   EXPECT_NE(back.message().find("f@00000000"), std::string::npos);

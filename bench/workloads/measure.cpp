@@ -1,0 +1,61 @@
+#include "bench/workloads/measure.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "runtime/flow_slot.h"
+
+namespace flowrt::bench {
+namespace {
+
+uint64_t status_kb(const char* field) {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  uint64_t kb = 0;
+  const size_t n = std::strlen(field);
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::strncmp(line, field, n) == 0) {
+      kb = std::strtoull(line + n, nullptr, 10);
+      break;
+    }
+  }
+  std::fclose(f);
+  return kb;
+}
+
+}  // namespace
+
+uint64_t rss_bytes() { return status_kb("VmRSS:") * 1024; }
+uint64_t peak_rss_bytes() { return status_kb("VmHWM:") * 1024; }
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+void Pacer::wait_for(uint64_t done) {
+  if (rate_ <= 0) return;
+  const auto due = start_ + std::chrono::duration<double>(static_cast<double>(done) / rate_);
+  while (std::chrono::steady_clock::now() < due) std::this_thread::yield();
+}
+
+void fill_latency(EngineCore& core, BenchResult* r) {
+  std::vector<int64_t> ns;
+  for (const auto& c : core.contexts.all()) {
+    const int64_t end = c->ended_ns.load(std::memory_order_acquire);
+    if (end > 0 && c->committed_ns > 0) ns.push_back(end - c->committed_ns);
+  }
+  if (ns.empty()) return;
+  std::sort(ns.begin(), ns.end());
+  auto pct = [&](double p) {
+    size_t i = static_cast<size_t>(p * static_cast<double>(ns.size() - 1));
+    return static_cast<double>(ns[i]) / 1000.0;
+  };
+  r->p50_us = pct(0.50);
+  r->p99_us = pct(0.99);
+  r->p999_us = pct(0.999);
+}
+
+}  // namespace flowrt::bench

@@ -1,0 +1,29 @@
+// Shared measuring helpers of the workloads. Internal to bench/workloads.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "bench/workloads/workloads.h"
+#include "runtime/engine.h"
+
+namespace flowrt::bench {
+
+// Percentiles of commit-to-completion latency over the engine's finished contexts.
+void fill_latency(EngineCore& core, BenchResult* r);
+
+// Paces a producer at `rate` per second (0 = no pacing).
+class Pacer {
+ public:
+  explicit Pacer(double rate) : rate_(rate), start_(std::chrono::steady_clock::now()) {}
+  void wait_for(uint64_t done);
+
+ private:
+  double rate_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t);
+
+}  // namespace flowrt::bench

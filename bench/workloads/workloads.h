@@ -1,0 +1,42 @@
+// The `flowrt bench` workloads (docs/PERFORMANCE.md): each runs in process, on the real
+// clock and the real worker pool, and reports throughput, latency percentiles (from an
+// operation's commit to its context's completion) and memory.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace flowrt::bench {
+
+struct BenchOptions {
+  std::string workload = "triage";  // triage | fanout | locks | compile
+  uint64_t events = 1000000;        // operations the harness commits
+  unsigned workers = 2;
+  double rate = 0;                  // operations per second to pace at; 0 = as fast as possible
+  // Called now and then with the share done (0..1), for progress output.
+  std::function<void(double)> progress;
+};
+
+struct BenchResult {
+  std::string workload;
+  uint64_t events = 0;
+  uint64_t contexts = 0;
+  unsigned workers = 0;
+  double seconds = 0;
+  double contexts_per_s = 0;
+  double p50_us = 0, p99_us = 0, p999_us = 0;
+  uint64_t peak_rss_bytes = 0;
+  double bytes_per_context = 0;
+  std::vector<std::pair<std::string, double>> extra;  // workload-specific figures
+};
+
+BenchResult run_workload(const BenchOptions& options);
+
+// Resident set size now, and its peak, in bytes (from /proc/self/status).
+uint64_t rss_bytes();
+uint64_t peak_rss_bytes();
+
+}  // namespace flowrt::bench

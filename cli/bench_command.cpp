@@ -1,0 +1,88 @@
+// flowrt bench: the throughput benchmark (docs/PERFORMANCE.md).
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "bench/workloads/workloads.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "plans/value.h"
+
+namespace flowrt::cli {
+namespace {
+
+uint64_t positive(const ParsedArgs& args, const std::string& name, uint64_t fallback) {
+  if (!args.has(name)) return fallback;
+  const std::string text = args.get(name);
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v == 0) throw UsageError{"--" + name + " must be a positive integer"};
+  return v;
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+}  // namespace
+
+int bench_command(const std::vector<std::string>& raw) {
+  ParsedArgs args = parse_args(raw, {"workload", "events", "workers", "json", "rate"});
+  if (!args.positional.empty()) throw UsageError{"bench takes options only"};
+  bench::BenchOptions o;
+  o.workload = args.get("workload", "triage");
+  if (o.workload != "triage" && o.workload != "fanout" && o.workload != "locks" && o.workload != "compile") {
+    throw UsageError{"--workload must be triage, fanout, locks or compile"};
+  }
+  o.events = positive(args, "events", o.workload == "compile" ? 100000 : 1000000);
+  o.workers = static_cast<unsigned>(positive(args, "workers", 2));
+  o.rate = static_cast<double>(positive(args, "rate", 0));
+  const std::string json = args.get("json", "false");
+  if (json != "true" && json != "false") throw UsageError{"--json takes true or false"};
+  if (isatty(STDERR_FILENO)) {
+    o.progress = [](double done) { std::fprintf(stderr, "\r%5.1f%% committed", done * 100.0); };
+  }
+  bench::BenchResult r = bench::run_workload(o);
+  if (o.progress) std::fprintf(stderr, "\r                  \r");
+
+  if (json == "true") {
+    std::vector<Member> extra;
+    for (const auto& [name, v] : r.extra) extra.push_back(Member{Value(std::string_view(name)), Value(v)});
+    std::vector<Member> m = {
+        {Value("workload"), Value(std::string_view(r.workload))},
+        {Value("events"), Value(static_cast<long long>(r.events))},
+        {Value("contexts"), Value(static_cast<long long>(r.contexts))},
+        {Value("workers"), Value(r.workers)},
+        {Value("seconds"), Value(r.seconds)},
+        {Value("contexts_per_s"), Value(r.contexts_per_s)},
+        {Value("latency_us"), Value::object({{"p50", Value(r.p50_us)}, {"p99", Value(r.p99_us)}, {"p999", Value(r.p999_us)}})},
+        {Value("peak_rss_bytes"), Value(static_cast<long long>(r.peak_rss_bytes))},
+        {Value("bytes_per_context"), Value(r.bytes_per_context)},
+    };
+    for (Member& e : extra) m.push_back(std::move(e));
+    std::cout << Value::object(std::move(m)).to_json() << "\n";
+    return 0;
+  }
+  std::cout << "workload           " << r.workload << "\n"
+            << "events             " << r.events << "\n"
+            << "contexts           " << r.contexts << "\n"
+            << "workers            " << r.workers << "\n"
+            << "seconds            " << fixed(r.seconds, 3) << "\n"
+            << "contexts/s         " << fixed(r.contexts_per_s, 0) << "\n"
+            << "latency p50        " << fixed(r.p50_us, 1) << " us\n"
+            << "latency p99        " << fixed(r.p99_us, 1) << " us\n"
+            << "latency p99.9      " << fixed(r.p999_us, 1) << " us\n"
+            << "peak RSS           " << fixed(static_cast<double>(r.peak_rss_bytes) / (1 << 20), 1) << " MiB\n"
+            << "bytes per context  " << fixed(r.bytes_per_context, 0) << "\n";
+  for (const auto& [name, v] : r.extra) {
+    std::string label = name;
+    label.resize(std::max<size_t>(label.size(), 19), ' ');
+    std::cout << label << fixed(v, v < 100 ? 2 : 0) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace flowrt::cli
