@@ -145,10 +145,11 @@ const Value& null_value() noexcept {
 }
 
 bool Value::is_heap() const noexcept {
+  // Empty arrays and objects have no node (raw_[1] is 0): nothing to count.
   switch (type()) {
-    case ValueType::kString: return raw_[1] == kHeapFlag;
+    case ValueType::kString:
     case ValueType::kArray:
-    case ValueType::kObject: return true;
+    case ValueType::kObject: return raw_[1] == kHeapFlag;
     default: return false;
   }
 }
@@ -300,13 +301,15 @@ Value Value::object(std::initializer_list<std::pair<std::string_view, Value>> me
 }
 
 Value Value::empty_object() {
-  static const Value kEmpty = ObjectBuilder(0).build();
-  return kEmpty;
+  Value v;
+  v.raw_[0] = static_cast<unsigned char>(ValueType::kObject);
+  return v;
 }
 
 Value Value::empty_array() {
-  static const Value kEmpty = ArrayBuilder(0).build();
-  return kEmpty;
+  Value v;
+  v.raw_[0] = static_cast<unsigned char>(ValueType::kArray);
+  return v;
 }
 
 bool Value::as_bool() const noexcept { return is_bool() && raw_[8] != 0; }
@@ -345,19 +348,20 @@ std::string_view Value::as_string() const noexcept {
 }
 
 size_t Value::size() const noexcept {
+  if (!is_heap()) return 0;
   if (is_array()) return static_cast<const ArrayNode*>(node())->size;
   if (is_object()) return static_cast<const ObjectNode*>(node())->size;
   return 0;
 }
 
 std::span<const Value> Value::items() const noexcept {
-  if (!is_array()) return {};
+  if (!is_array() || !is_heap()) return {};
   const auto* a = static_cast<const ArrayNode*>(node());
   return {a->items(), a->size};
 }
 
 std::span<const Member> Value::members() const noexcept {
-  if (!is_object()) return {};
+  if (!is_object() || !is_heap()) return {};
   const auto* o = static_cast<const ObjectNode*>(node());
   return {o->members(), o->size};
 }
@@ -368,7 +372,7 @@ const Value& Value::at(size_t index) const noexcept {
 }
 
 const Value* Value::find(std::string_view key) const noexcept {
-  if (!is_object()) return nullptr;
+  if (!is_object() || !is_heap()) return nullptr;
   return static_cast<const ObjectNode*>(node())->find(key);
 }
 
@@ -386,7 +390,7 @@ Value Value::with(std::string_view key, Value value) const {
 }
 
 Value Value::merged(const Value& patch) const {
-  const auto* self = is_object() ? static_cast<const ObjectNode*>(node()) : nullptr;
+  const auto* self = is_object() && is_heap() ? static_cast<const ObjectNode*>(node()) : nullptr;
   size_t added = 0;
   for (const Member& p : patch.members()) added += !self || self->find_index(p.key.as_string()) < 0;
   ObjectBuilder b(size() + added);
@@ -431,6 +435,7 @@ void ArrayBuilder::add(Value item) {
 size_t ArrayBuilder::size() const { return static_cast<const ArrayNode*>(node_)->size; }
 
 Value ArrayBuilder::build() {
+  if (static_cast<ArrayNode*>(node_)->size == 0) return Value::empty_array();
   Value v;
   v.set_node(ValueType::kArray, node_);
   node_ = nullptr;
@@ -453,6 +458,7 @@ size_t ObjectBuilder::size() const { return static_cast<const ObjectNode*>(node_
 
 Value ObjectBuilder::build() {
   auto* o = static_cast<ObjectNode*>(node_);
+  if (o->size == 0) return Value::empty_object();
   o->finish();
   Value v;
   v.set_node(ValueType::kObject, node_);

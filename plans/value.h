@@ -107,7 +107,7 @@ class Value {
   // Compact JSON text of this value.
   std::string to_json() const;
 
-  // True when two Values share the same heap node (or are the same inline scalar bits);
+  // True when two Values share the same heap node (or are the same inline bits);
   // a cheap identity test, used to detect "unchanged" without a deep compare.
   bool same_storage(const Value& other) const noexcept {
     return std::memcmp(raw_, other.raw_, sizeof raw_) == 0;

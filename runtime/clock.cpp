@@ -1,13 +1,18 @@
 #include "runtime/clock.h"
 
+#include <time.h>
+
 #include <chrono>
 
 namespace flowrt {
 namespace {
 
+// Engine time has millisecond resolution; the coarse clock is read without a system call
+// and is at most one kernel tick behind.
 TimeMs system_now() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+  return static_cast<TimeMs>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 //
 // A virtual clock moves only when the engine's advance/settle sets it, so waits, lock
 // delays, schedules and timeouts are exact and cost no real time. A real clock follows the
-// system clock. Both are safe for concurrent use.
+// system clock (read coarsely: within a kernel tick). Both are safe for concurrent use.
 #pragma once
 
 #include <atomic>

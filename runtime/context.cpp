@@ -47,13 +47,13 @@ std::shared_ptr<const Chain> extend(const std::shared_ptr<const Chain>& chain, c
 
 }  // namespace
 
-Context::Context(uint64_t s, FlowSlot* f, TriggerData t, Cause c, Value in)
-    : seq(s),
-      id(make_id(s)),
-      flow(f),
-      trigger(std::move(t)),
-      cause(std::move(c)),
-      inputs(std::move(in)) {}
+Context::Context(FlowSlot* f, TriggerData t, Value in) : flow(f), trigger(std::move(t)), inputs(std::move(in)) {}
+
+void Context::publish(uint64_t s, Cause c) {
+  seq = s;
+  id = make_id(s);
+  cause = std::move(c);
+}
 
 const std::shared_ptr<const Chain>& Context::child_chain() {
   if (!child_chain_) child_chain_ = extend(cause.chain, flow->id_value);

@@ -41,14 +41,18 @@ class Context : public std::enable_shared_from_this<Context> {
  public:
   enum class Phase : uint8_t { kQueued, kReady, kRunning, kParking, kParked, kDone };
 
-  Context(uint64_t seq, FlowSlot* flow, TriggerData trigger, Cause cause, Value inputs);
+  // A context is built before its commit (outside the commit lock) and published by it.
+  Context(FlowSlot* flow, TriggerData trigger, Value inputs);
+  // Gives the context its seq and cause. Called once, under the commit lock, before the
+  // context is visible to any other thread.
+  void publish(uint64_t seq, Cause cause);
 
-  // ---- identity: constant ----
-  const uint64_t seq;
-  const Value id;             // "ctx-<seq>"
+  // ---- identity: constant once published ----
+  uint64_t seq = 0;
+  Value id;                   // "ctx-<seq>"
   FlowSlot* const flow;
   const TriggerData trigger;
-  const Cause cause;
+  Cause cause;
   const Value inputs;         // API inputs (object) or null
   // The chain of contexts this one starts: its own chain plus its flow. Built on first use.
   // REQUIRES: the Dispatcher's commit lock (where children are admitted).
@@ -57,6 +61,9 @@ class Context : public std::enable_shared_from_this<Context> {
   // The (flow, record) whose run options counted this context as running; "" when none.
   // Set by the Dispatcher before the context is published; constant afterwards.
   Value run_key;
+  // Set (by its running thread) once the context asks for a lock: only then does its end
+  // have anything to release in the lock table.
+  std::atomic<bool> used_locks{false};
   // With EngineOptions::measure_latency: steady-clock ns of the commit and of the end.
   int64_t committed_ns = 0;
   std::atomic<int64_t> ended_ns{0};

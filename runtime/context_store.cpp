@@ -50,14 +50,19 @@ std::vector<SkippedStart> ContextStore::skipped() const {
 
 void ContextStore::set_retention(size_t n) {
   MutexLock lock(mu_);
-  retention_ = n;
+  // Finished contexts are counted only while a limit is set: count them afresh.
+  finished_ = 0;
+  for (const auto& c : contexts_) finished_ += c && c->finished();
+  retention_.store(n, std::memory_order_release);
   trim();
 }
 
 void ContextStore::on_finished() {
+  // Without a retention limit there is nothing to count: no lock on the hot path.
+  if (retention_.load(std::memory_order_acquire) == 0) return;
   MutexLock lock(mu_);
   ++finished_;
-  if (retention_ > 0 && finished_ > retention_) trim();
+  if (finished_ > retention_.load(std::memory_order_relaxed)) trim();
 }
 
 uint64_t ContextStore::dropped() const {
@@ -66,10 +71,11 @@ uint64_t ContextStore::dropped() const {
 }
 
 void ContextStore::trim() {
-  if (retention_ == 0) return;
+  const size_t retention = retention_.load(std::memory_order_relaxed);
+  if (retention == 0) return;
   // Drop the oldest finished contexts; an unfinished one stops the trim at the front, and
   // finished ones behind it are dropped (left as holes) so that memory stays bounded.
-  for (size_t i = 0; i < contexts_.size() && finished_ > retention_; ++i) {
+  for (size_t i = 0; i < contexts_.size() && finished_ > retention; ++i) {
     std::shared_ptr<Context>& c = contexts_[i];
     if (c && c->finished()) {
       c.reset();

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <atomic>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -49,7 +50,7 @@ class ContextStore {
   std::deque<std::shared_ptr<Context>> contexts_ GUARDED_BY(mu_);  // contexts_[i] has seq first_seq_ + i
   uint64_t first_seq_ GUARDED_BY(mu_) = 1;
   std::vector<SkippedStart> skipped_ GUARDED_BY(mu_);
-  size_t retention_ GUARDED_BY(mu_) = 0;
+  std::atomic<size_t> retention_{0};  // written under mu_; read without it on the hot path
   size_t finished_ GUARDED_BY(mu_) = 0;
   uint64_t dropped_ GUARDED_BY(mu_) = 0;
 };

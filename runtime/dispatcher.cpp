@@ -15,7 +15,12 @@ int64_t steady_ns() {
       .count();
 }
 
-Dispatcher::Dispatcher(EngineCore& core, uint64_t seed) : core_(core), store_(seed) {}
+namespace {
+std::atomic<uint64_t> next_instance{1};
+}  // namespace
+
+Dispatcher::Dispatcher(EngineCore& core, uint64_t seed)
+    : core_(core), store_(seed), instance_(next_instance.fetch_add(1, std::memory_order_relaxed)) {}
 
 std::string Dispatcher::waiter_key(std::string_view table, std::string_view sys_id) {
   std::string key;
@@ -27,8 +32,28 @@ std::string Dispatcher::waiter_key(std::string_view table, std::string_view sys_
 }
 
 void Dispatcher::set_index(std::shared_ptr<const TriggerIndex> index) {
-  MutexLock lock(mu_);
+  MutexLock lock(index_mu_);
   index_ = std::move(index);
+  index_version_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+const TriggerIndex* Dispatcher::current_index() {
+  struct Cached {
+    uint64_t instance = 0;
+    uint64_t version = 0;
+    std::shared_ptr<const TriggerIndex> index;
+  };
+  // Each thread keeps the snapshot it last saw; it looks at the shared one only when the
+  // version moved, so commits share no reference count.
+  thread_local Cached cached;
+  const uint64_t version = index_version_.load(std::memory_order_acquire);
+  if (cached.instance != instance_ || cached.version != version) {
+    MutexLock lock(index_mu_);
+    cached.index = index_;
+    cached.version = index_version_.load(std::memory_order_acquire);
+    cached.instance = instance_;
+  }
+  return cached.index.get();
 }
 
 TriggerData Dispatcher::record_trigger(std::string_view table, RecordOperation op, const Value& record,
@@ -100,8 +125,9 @@ std::string_view Dispatcher::run_option_skip(FlowSlot& flow, const TriggerData& 
   return "";
 }
 
-Result<StartedFlow> Dispatcher::admit(FlowSlot& flow, TriggerData trigger, Value inputs, Origin origin,
-                                      std::shared_ptr<const Plan> plan, const TriggerSpec* spec, Commit* commit) {
+Result<StartedFlow> Dispatcher::admit(Prepared& p, Origin origin, Commit* commit) {
+  FlowSlot& flow = *p.flow;
+  const TriggerData& trigger = p.context->trigger;
   Cause cause;
   if (Context* parent = origin.context) {
     // Direct recursion: a context's own operation that would start its own flow again.
@@ -113,7 +139,7 @@ Result<StartedFlow> Dispatcher::admit(FlowSlot& flow, TriggerData trigger, Value
     cause.flow_id = parent->flow->id_value;
     cause.chain = parent->child_chain();
     // Indirect recursion: at most `limit` runs of a flow in one causal chain.
-    const int64_t limit = std::max<int64_t>(1, core_.properties().indirect_recursion_limit);
+    const int64_t limit = std::max<int64_t>(1, core_.props().indirect_recursion_limit);
     const auto runs = std::count(cause.chain->begin(), cause.chain->end(), flow.id_value);
     if (runs >= limit) {
       skip(flow, trigger, origin, "indirect_recursion_limit");
@@ -121,15 +147,15 @@ Result<StartedFlow> Dispatcher::admit(FlowSlot& flow, TriggerData trigger, Value
     }
   }
   Value run_key;
-  if (spec) {
-    const std::string_view reason = run_option_skip(flow, trigger, *spec, &run_key);
+  if (p.spec) {
+    const std::string_view reason = run_option_skip(flow, trigger, *p.spec, &run_key);
     if (!reason.empty()) {
       skip(flow, trigger, origin, reason);
       return StartedFlow{Value(), true, Value(reason)};
     }
   }
-  auto ctx = std::make_shared<Context>(next_seq_++, &flow, std::move(trigger), std::move(cause), std::move(inputs));
-  ctx->plan = std::move(plan);
+  std::shared_ptr<Context> ctx = std::move(p.context);
+  ctx->publish(next_seq_++, std::move(cause));
   ctx->run_key = std::move(run_key);
   if (core_.options.measure_latency) ctx->committed_ns = steady_ns();
   Context* raw = ctx.get();
@@ -140,18 +166,24 @@ Result<StartedFlow> Dispatcher::admit(FlowSlot& flow, TriggerData trigger, Value
   return StartedFlow{raw->id, false, Value()};
 }
 
-void Dispatcher::emit_record(std::string_view table, RecordOperation op, const Value& record, const Value* previous,
-                             bool changed, Origin origin, Commit* commit) {
-  if (!index_) return;
-  std::span<const TriggerEntry> entries = index_->on_record(table, op);
+void Dispatcher::prepare_record(std::string_view table, RecordOperation op, const Value& record,
+                                const Value* previous, bool changed, std::vector<Prepared>* out) {
+  const TriggerIndex* index = current_index();
+  if (!index) return;
+  std::span<const TriggerEntry> entries = index->on_record(table, op);
   if (entries.empty()) return;
   const Value* before = op == RecordOperation::kUpdate ? previous : nullptr;
   for (const TriggerEntry& e : entries) {
     auto* flow = static_cast<FlowSlot*>(e.handle);
     if (!flow->active.load(std::memory_order_acquire)) continue;
     if (!record_trigger_matches(*e.spec, op, record, before, changed)) continue;
-    (void)admit(*flow, record_trigger(table, op, record, before), Value(), origin, nullptr, e.spec.get(), commit);
+    out->push_back(Prepared{flow, e.spec.get(),
+                            std::make_shared<Context>(flow, record_trigger(table, op, record, before), Value())});
   }
+}
+
+void Dispatcher::commit_prepared(std::vector<Prepared>& prepared, Origin origin, Commit* commit) {
+  for (Prepared& p : prepared) (void)admit(p, origin, commit);
 }
 
 void Dispatcher::wake_waiters(std::string_view table, const Value& record, const Value* previous, bool deleted) {
@@ -189,14 +221,18 @@ void Dispatcher::after_commit(const Commit& commit) { core_.workers.notify_event
 
 Result<Value> Dispatcher::insert(std::string_view table, const Value& values, Origin origin,
                                  const Value& while_holding) {
+  // Build the record and the contexts it starts before taking the commit lock; only the
+  // install, the rules and the queue push run under it.
+  Result<Value> record = store_.build_insert(values, core_.clock.now());
+  if (!record) return record;
+  std::vector<Prepared> prepared;
+  prepare_record(table, RecordOperation::kInsert, *record, nullptr, true, &prepared);
   Commit commit;
-  Result<Value> record = Error{""};
   {
     MutexLock lock(mu_);
     FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
-    record = store_.insert(table, values, core_.clock.now());
-    if (!record) return record;
-    emit_record(table, RecordOperation::kInsert, *record, nullptr, true, origin, &commit);
+    FLOWRT_RETURN_IF_ERROR(store_.commit_insert(table, *record));
+    commit_prepared(prepared, origin, &commit);
   }
   after_commit(commit);
   return record;
@@ -204,19 +240,30 @@ Result<Value> Dispatcher::insert(std::string_view table, const Value& values, Or
 
 Result<Value> Dispatcher::update(std::string_view table, std::string_view sys_id, const Value& values, Origin origin,
                                  const Value& while_holding) {
-  Commit commit;
-  Value record;
-  {
-    MutexLock lock(mu_);
-    FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
-    Result<RecordChange> change = store_.update(table, sys_id, values, core_.clock.now());
+  // Optimistic: build the new version from the current one without the lock, and install
+  // it only if no other update came first (then build again).
+  while (true) {
+    Value current;
+    {
+      MutexLock lock(mu_);
+      current = store_.get(table, sys_id);
+    }
+    if (current.is_null()) return Error{"no record in " + std::string(table) + " with sys_id " + std::string(sys_id)};
+    Result<RecordChange> change = RecordStore::build_update(current, sys_id, values, core_.clock.now());
     if (!change) return change.error();
-    emit_record(table, RecordOperation::kUpdate, change->record, &change->previous, change->changed, origin, &commit);
-    wake_waiters(table, change->record, &change->previous, false);
-    record = change->record;
+    std::vector<Prepared> prepared;
+    prepare_record(table, RecordOperation::kUpdate, change->record, &change->previous, change->changed, &prepared);
+    Commit commit;
+    {
+      MutexLock lock(mu_);
+      FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
+      if (!store_.commit_update(table, sys_id, *change)) continue;
+      commit_prepared(prepared, origin, &commit);
+      wake_waiters(table, change->record, &change->previous, false);
+    }
+    after_commit(commit);
+    return change->record;
   }
-  after_commit(commit);
-  return record;
 }
 
 Result<Value> Dispatcher::remove(std::string_view table, std::string_view sys_id, Origin origin,
@@ -228,7 +275,9 @@ Result<Value> Dispatcher::remove(std::string_view table, std::string_view sys_id
     FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
     Result<Value> removed = store_.remove(table, sys_id);
     if (!removed) return removed;
-    emit_record(table, RecordOperation::kDelete, *removed, nullptr, true, origin, &commit);
+    std::vector<Prepared> prepared;
+    prepare_record(table, RecordOperation::kDelete, *removed, nullptr, true, &prepared);
+    commit_prepared(prepared, origin, &commit);
     wake_waiters(table, *removed, nullptr, true);
     record_deleted(table, sys_id);
     record = *removed;
@@ -251,8 +300,9 @@ Result<size_t> Dispatcher::update_where(std::string_view table, const Condition&
     for (const Value& r : found->items()) {
       Result<RecordChange> change = store_.update(table, r["sys_id"].as_string(), values, core_.clock.now());
       if (!change) return change.error();
-      emit_record(table, RecordOperation::kUpdate, change->record, &change->previous, change->changed, origin,
-                  &commit);
+      std::vector<Prepared> prepared;
+      prepare_record(table, RecordOperation::kUpdate, change->record, &change->previous, change->changed, &prepared);
+      commit_prepared(prepared, origin, &commit);
       wake_waiters(table, change->record, &change->previous, false);
       ++n;
     }
@@ -274,7 +324,9 @@ Result<size_t> Dispatcher::remove_where(std::string_view table, const Condition&
     for (const Value& r : found->items()) {
       Result<Value> removed = store_.remove(table, r["sys_id"].as_string());
       if (!removed) return removed.error();
-      emit_record(table, RecordOperation::kDelete, *removed, nullptr, true, origin, &commit);
+      std::vector<Prepared> prepared;
+      prepare_record(table, RecordOperation::kDelete, *removed, nullptr, true, &prepared);
+      commit_prepared(prepared, origin, &commit);
       wake_waiters(table, *removed, nullptr, true);
       record_deleted(table, r["sys_id"].as_string());
       ++n;
@@ -286,21 +338,23 @@ Result<size_t> Dispatcher::remove_where(std::string_view table, const Condition&
 
 Status Dispatcher::fire_event(const Value& name, const Value& payload, Origin origin) {
   if (!name.is_string() || name.as_string().empty()) return Error{"an event needs a name"};
+  std::vector<Prepared> prepared;
+  if (const TriggerIndex* index = current_index()) {
+    for (const TriggerEntry& e : index->on_event(name.as_string())) {
+      auto* flow = static_cast<FlowSlot*>(e.handle);
+      if (!flow->active.load(std::memory_order_acquire)) continue;
+      TriggerData t;
+      t.type = TriggerType::kEvent;
+      t.time = core_.clock.now();
+      t.event_name = name;
+      t.payload = payload;
+      prepared.push_back(Prepared{flow, nullptr, std::make_shared<Context>(flow, std::move(t), Value())});
+    }
+  }
   Commit commit;
   {
     MutexLock lock(mu_);
-    if (index_) {
-      for (const TriggerEntry& e : index_->on_event(name.as_string())) {
-        auto* flow = static_cast<FlowSlot*>(e.handle);
-        if (!flow->active.load(std::memory_order_acquire)) continue;
-        TriggerData t;
-        t.type = TriggerType::kEvent;
-        t.time = core_.clock.now();
-        t.event_name = name;
-        t.payload = payload;
-        (void)admit(*flow, std::move(t), Value(), origin, nullptr, nullptr, &commit);
-      }
-    }
+    commit_prepared(prepared, origin, &commit);
   }
   after_commit(commit);
   return Status::ok();
@@ -308,11 +362,13 @@ Status Dispatcher::fire_event(const Value& name, const Value& payload, Origin or
 
 Result<StartedFlow> Dispatcher::start_flow(FlowSlot& flow, TriggerData trigger, Value inputs, Origin origin,
                                            std::shared_ptr<const Plan> plan) {
+  Prepared p{&flow, nullptr, std::make_shared<Context>(&flow, std::move(trigger), std::move(inputs))};
+  p.context->plan = std::move(plan);
   Commit commit;
   Result<StartedFlow> started = Error{""};
   {
     MutexLock lock(mu_);
-    started = admit(flow, std::move(trigger), std::move(inputs), origin, std::move(plan), nullptr, &commit);
+    started = admit(p, origin, &commit);
   }
   after_commit(commit);
   return started;
@@ -402,6 +458,7 @@ void Dispatcher::set_lock_limit(std::string_view name, int64_t limit) {
 }
 
 void Dispatcher::request_lock(const std::shared_ptr<Context>& ctx, LockRequest request) {
+  ctx->used_locks.store(true, std::memory_order_release);
   MutexLock lock(mu_);
   if (core_.clock.is_virtual()) {
     pending_.push_back(PendingLock{ctx, std::move(request)});
@@ -531,6 +588,7 @@ void Dispatcher::apply_grants(std::vector<LockGrant>& grants) {
 }
 
 Value Dispatcher::try_lock(Context& ctx, LockRequest request) {
+  ctx.used_locks.store(true, std::memory_order_release);
   if (core_.clock.is_virtual()) return Value();  // decided at the next quiescent moment
   MutexLock lock(mu_);
   request.now = core_.clock.now();
@@ -590,6 +648,8 @@ void Dispatcher::record_deleted(std::string_view table, std::string_view sys_id)
 }
 
 void Dispatcher::context_ended(Context& ctx) {
+  // Most contexts never touched a lock or a run option: nothing to do, no lock to take.
+  if (ctx.run_key.is_null() && !ctx.used_locks.load(std::memory_order_acquire)) return;
   MutexLock lock(mu_);
   if (!ctx.run_key.is_null()) {
     auto it = run_states_.find(std::string(ctx.run_key.as_string()));

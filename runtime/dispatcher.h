@@ -121,13 +121,24 @@ class Dispatcher {
   struct Commit {
     size_t started = 0;
   };
+  // A start prepared before the commit lock: the trigger matched, the context is built;
+  // the commit decides (rules) and publishes it.
+  struct Prepared {
+    FlowSlot* flow;
+    const TriggerSpec* spec;  // the matched record trigger (run options), or null
+    std::shared_ptr<Context> context;
+  };
 
-  void emit_record(std::string_view table, RecordOperation op, const Value& record, const Value* previous,
-                   bool changed, Origin origin, Commit* commit) REQUIRES(mu_);
-  // Creates a context for `flow` unless a runtime rule skips it. `spec` is the trigger that
-  // matched (run options apply to record triggers); null for starts on request.
-  Result<StartedFlow> admit(FlowSlot& flow, TriggerData trigger, Value inputs, Origin origin,
-                            std::shared_ptr<const Plan> plan, const TriggerSpec* spec, Commit* commit) REQUIRES(mu_);
+  // Which active flows a record operation starts, each with its context built. Takes no
+  // lock of the dispatcher's (the trigger index is an immutable snapshot).
+  void prepare_record(std::string_view table, RecordOperation op, const Value& record, const Value* previous,
+                      bool changed, std::vector<Prepared>* out);
+  void commit_prepared(std::vector<Prepared>& prepared, Origin origin, Commit* commit) REQUIRES(mu_);
+  // Publishes the prepared context unless a runtime rule skips it.
+  Result<StartedFlow> admit(Prepared& p, Origin origin, Commit* commit) REQUIRES(mu_);
+  // The trigger index as of now, cached per thread until it changes. Valid until this
+  // thread calls it again.
+  const TriggerIndex* current_index();
   // Run options (SPEC section 3): the reason to skip this start, or "" to start it (and
   // then the start counts as running and as having run).
   std::string_view run_option_skip(FlowSlot& flow, const TriggerData& trigger, const TriggerSpec& spec,
@@ -156,7 +167,10 @@ class Dispatcher {
   EngineCore& core_;
   Mutex mu_;  // the commit lock
   RecordStore store_ GUARDED_BY(mu_);
-  std::shared_ptr<const TriggerIndex> index_ GUARDED_BY(mu_);
+  Mutex index_mu_;
+  std::shared_ptr<const TriggerIndex> index_ GUARDED_BY(index_mu_);
+  std::atomic<uint64_t> index_version_{1};
+  const uint64_t instance_;  // tells this dispatcher's snapshots apart in per-thread caches
   uint64_t next_seq_ GUARDED_BY(mu_) = 1;
   std::unordered_map<std::string, std::vector<Waiter>> waiters_ GUARDED_BY(mu_);
   size_t waiter_count_ GUARDED_BY(mu_) = 0;

@@ -13,8 +13,9 @@ EngineCore::EngineCore(EngineOptions opts)
       clock(options.virtual_clock, options.virtual_clock ? options.start_time : 0),
       flows(&actions),
       dispatcher(*this, options.seed),
-      workers(events, [this](Context* ctx) { run(ctx); }),
-      props_(options.properties) {
+      workers(events, [this](Context* ctx) { run(ctx); }) {
+  props_versions_.push_back(std::make_unique<const EngineProperties>(options.properties));
+  props_.store(props_versions_.back().get(), std::memory_order_release);
   contexts.set_retention(options.properties.context_retention);
   if (!options.log_level.empty()) set_engine_log_level(options.log_level);
   for (const auto& [name, limit] : options.lock_limits) dispatcher.set_lock_limit(name, limit);
@@ -49,26 +50,22 @@ void EngineCore::stop() {
   engine_log().info("stopped");
 }
 
-EngineProperties EngineCore::properties() const {
-  MutexLock lock(props_mu_);
-  return props_;
-}
-
 Status EngineCore::set_property(std::string_view name, const Value& value) {
   size_t retention;
   {
     MutexLock lock(props_mu_);
-    EngineProperties next = props_;
+    EngineProperties next = props();
     FLOWRT_RETURN_IF_ERROR(flowrt::set_property(&next, name, value));
-    props_ = next;
-    retention = props_.context_retention;
+    props_versions_.push_back(std::make_unique<const EngineProperties>(next));
+    props_.store(props_versions_.back().get(), std::memory_order_release);
+    retention = next.context_retention;
   }
   contexts.set_retention(retention);
   return Status::ok();
 }
 
 CompileOptions EngineCore::compile_options() const {
-  const EngineProperties p = properties();
+  const EngineProperties& p = props();
   CompileOptions o;
   o.max_actions = p.max_actions;
   o.max_action_steps = p.max_action_steps;
@@ -203,12 +200,9 @@ Result<StartedFlow> EngineCore::start_api_flow(std::string_view flow, const Valu
   FlowSlot* slot = flows.slot(flow);
   if (!slot) return Error{"no flow '" + std::string(flow) + "'"};
   if (!slot->active.load(std::memory_order_acquire)) return Error{"flow '" + std::string(flow) + "' is not active"};
-  {
-    MutexLock lock(slot->plan_mu);
-    if (slot->plan && slot->plan->trigger.type != TriggerType::kApi) {
-      return Error{"flow '" + std::string(flow) + "' has a " + std::string(trigger_type_name(slot->plan->trigger.type)) +
-                   " trigger; only API flows start on request (test_flow runs any flow now)"};
-    }
+  if (std::shared_ptr<const Plan> plan = slot->cached_plan(); plan && plan->trigger.type != TriggerType::kApi) {
+    return Error{"flow '" + std::string(flow) + "' has a " + std::string(trigger_type_name(plan->trigger.type)) +
+                 " trigger; only API flows start on request (test_flow runs any flow now)"};
   }
   if (!inputs.is_null() && !inputs.is_object()) return Error{"inputs must be an object"};
   TriggerData t;
@@ -261,11 +255,7 @@ void EngineCore::refresh_triggers() {
 void EngineCore::arm_schedules() {
   MutexLock lock(schedule_mu_);
   for (FlowSlot* slot : flows.all_flows()) {
-    std::shared_ptr<const Plan> plan;
-    {
-      MutexLock plan_lock(slot->plan_mu);
-      plan = slot->plan;
-    }
+    std::shared_ptr<const Plan> plan = slot->cached_plan();
     const bool wanted = slot->active.load(std::memory_order_acquire) && plan &&
                         plan->trigger.type == TriggerType::kSchedule;
     if (wanted && slot->schedule_timer.valid() && slot->schedule_version == plan->version) continue;
@@ -290,8 +280,7 @@ void EngineCore::schedule_tick(FlowSlot* slot, uint64_t generation, TimeMs at) {
     if (generation != slot->schedule_generation) return;
     slot->schedule_timer = TimerHandle{};
     if (!slot->active.load(std::memory_order_acquire)) return;
-    MutexLock plan_lock(slot->plan_mu);
-    plan = slot->plan;
+    plan = slot->cached_plan();
   }
   if (!plan || plan->trigger.type != TriggerType::kSchedule) return;
   engine_log().debug("schedule tick of flow {} at {}", slot->id, format_time(at));

@@ -67,7 +67,10 @@ class EngineCore {
   void stop();
 
   // ---- properties ----
-  EngineProperties properties() const EXCLUDES(props_mu_);
+  EngineProperties properties() const { return props(); }
+  // The current properties, without a copy or a lock: an immutable snapshot that stays
+  // valid for the engine's life.
+  const EngineProperties& props() const { return *props_.load(std::memory_order_acquire); }
   Status set_property(std::string_view name, const Value& value) EXCLUDES(props_mu_);
   CompileOptions compile_options() const;
   // Now, in milliseconds, on the running-time clock.
@@ -119,8 +122,10 @@ class EngineCore {
   void fire_due(TimeMs t, bool context_only);
   void schedule_tick(FlowSlot* flow, uint64_t generation, TimeMs at);
 
-  mutable Mutex props_mu_;
-  EngineProperties props_ GUARDED_BY(props_mu_);
+  Mutex props_mu_;  // serialises set_property
+  // Every snapshot ever published (few: one per set_property), so readers never see one freed.
+  std::vector<std::unique_ptr<const EngineProperties>> props_versions_ GUARDED_BY(props_mu_);
+  std::atomic<const EngineProperties*> props_{nullptr};
   std::atomic<int64_t> work_{0};
   Mutex idle_mu_;
   CondVar idle_cv_;

@@ -99,12 +99,7 @@ Status FlowRegistry::activate(std::string_view id, const CompileOptions& options
     bump_epoch();
   }
   FlowSlot* s = slot_locked(std::string(id));
-  {
-    MutexLock plan_lock(s->plan_mu);
-    s->plan = std::move(plan);
-    s->compile_error.clear();
-    s->validated_epoch = epoch();
-  }
+  s->set_cache(std::move(plan), "", epoch());
   if (!s->active.load()) s->activated_at = now;
   s->active.store(true, std::memory_order_release);
   return Status::ok();
@@ -174,23 +169,19 @@ bool FlowRegistry::dependencies_current(const Plan& plan) const {
 FlowRegistry::PlanResult FlowRegistry::plan_for(FlowSlot& slot, const CompileOptions& options) {
   const uint64_t now_epoch = epoch();
   {
-    MutexLock lock(slot.plan_mu);
-    if (slot.validated_epoch == now_epoch) return PlanResult{slot.plan, slot.compile_error};
+    std::shared_ptr<const FlowSlot::PlanEntry> e = slot.cache.load(std::memory_order_acquire);
+    if (e && e->epoch == now_epoch) return PlanResult{e->plan, e->error};
   }
   // Something changed since the plan was checked: re-check its dependencies, and compile
   // only if the flow or something it uses really changed. One thread per flow does this;
   // the others wait and then find the plan checked.
   MutexLock compiling(slot.compile_mu);
   {
-    MutexLock lock(slot.plan_mu);
-    if (slot.validated_epoch == now_epoch) return PlanResult{slot.plan, slot.compile_error};
+    std::shared_ptr<const FlowSlot::PlanEntry> e = slot.cache.load(std::memory_order_acquire);
+    if (e && e->epoch == now_epoch) return PlanResult{e->plan, e->error};
   }
   std::shared_lock lock(mu_);
-  std::shared_ptr<const Plan> cached;
-  {
-    MutexLock plan_lock(slot.plan_mu);
-    cached = slot.plan;
-  }
+  std::shared_ptr<const Plan> cached = slot.cached_plan();
   PlanResult result;
   if (cached && dependencies_current(*cached)) {
     result.plan = cached;
@@ -212,10 +203,7 @@ FlowRegistry::PlanResult FlowRegistry::plan_for(FlowSlot& slot, const CompileOpt
       }
     }
   }
-  MutexLock plan_lock(slot.plan_mu);
-  slot.plan = result.plan;
-  slot.compile_error = result.error;
-  slot.validated_epoch = now_epoch;
+  slot.set_cache(result.plan, result.error, now_epoch);
   return result;
 }
 
@@ -270,11 +258,7 @@ std::shared_ptr<const TriggerIndex> FlowRegistry::build_index() const {
   std::shared_lock lock(mu_);
   for (const auto& s : slots_) {
     if (!s->active.load(std::memory_order_acquire)) continue;
-    std::shared_ptr<const Plan> plan;
-    {
-      MutexLock plan_lock(s->plan_mu);
-      plan = s->plan;
-    }
+    std::shared_ptr<const Plan> plan = s->cached_plan();
     if (!plan) continue;
     TriggerEntry e;
     e.flow = s->index;

@@ -2,7 +2,7 @@
 // the plan cache.
 //
 // Thread-safety: definitions and lifecycle are guarded by mu_ (readers share it; saving,
-// publishing, activating take it alone). The plan cache is per flow (FlowSlot::plan_mu):
+// publishing, activating take it alone). The plan cache is per flow (FlowSlot::cache):
 // plan_for returns the cached plan while no definition has changed since it was checked
 // (one epoch compare), re-checks the plan's dependencies after a change, and compiles just
 // in time only when the flow or something it uses really changed. Plans are immutable and

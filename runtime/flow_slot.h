@@ -1,6 +1,7 @@
 // FlowSlot: the runtime's handle on one flow id, stable for the engine's life.
 //
-// It carries the plan cache entry of the flow (guarded by plan_mu) and its lifecycle state
+// It carries the plan cache entry of the flow (an immutable PlanEntry, published through
+// an atomic pointer so that starting a context takes no lock) and its lifecycle state
 // (active flag, schedule), which the FlowRegistry changes under its own lock.
 #pragma once
 
@@ -26,13 +27,25 @@ struct FlowSlot {
   const Value id_value;
 
   // ---- plan cache entry ----
+  struct PlanEntry {
+    std::shared_ptr<const Plan> plan;  // null when it does not compile
+    std::string error;                 // why, when plan is null
+    uint64_t epoch = UINT64_MAX;       // the definitions epoch it was checked against
+  };
+  std::atomic<std::shared_ptr<const PlanEntry>> cache;
   // Held while checking or compiling after a change, so that concurrent starts compile a
-  // changed flow once. Lock order: compile_mu, then the registry's lock, then plan_mu.
+  // changed flow once. Lock order: compile_mu, then the registry's lock.
   Mutex compile_mu;
-  Mutex plan_mu;
-  std::shared_ptr<const Plan> plan GUARDED_BY(plan_mu);  // null when it does not compile
-  std::string compile_error GUARDED_BY(plan_mu);         // why, when plan is null
-  uint64_t validated_epoch GUARDED_BY(plan_mu) = UINT64_MAX;
+
+  // The cached plan (null when none or it does not compile).
+  std::shared_ptr<const Plan> cached_plan() const {
+    std::shared_ptr<const PlanEntry> e = cache.load(std::memory_order_acquire);
+    return e ? e->plan : nullptr;
+  }
+  void set_cache(std::shared_ptr<const Plan> plan, std::string error, uint64_t epoch) {
+    cache.store(std::make_shared<const PlanEntry>(PlanEntry{std::move(plan), std::move(error), epoch}),
+                std::memory_order_release);
+  }
 
   // ---- lifecycle: written under FlowRegistry's lock; `active` is read without it ----
   std::atomic<bool> active{false};

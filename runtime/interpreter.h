@@ -61,8 +61,10 @@ class Interpreter {
   EngineCore& core_;
   Context& ctx_;
   ExecState& exec_;
-  const EngineProperties props_;  // as they were when this slice began
-  double slice_start_ = 0;  // on the engine's running-time clock, ms
+  const EngineProperties& props_;  // as they were when this slice began (an immutable snapshot)
+  double slice_start_ = 0;    // on the engine's running-time clock, ms
+  double budget_ms_ = 0;      // running time this slice may use before the quota passes
+  int64_t coarse_start_ = 0;  // ms, on the coarse monotonic clock (quota checks)
 };
 
 }  // namespace flowrt

@@ -76,7 +76,7 @@ const RecordStore::Table* RecordStore::find_table(std::string_view name) const {
 
 Value RecordStore::new_sys_id() {
   static constexpr char kHex[] = "0123456789abcdef";
-  const uint64_t n = ++ids_;
+  const uint64_t n = ids_.fetch_add(1, std::memory_order_relaxed) + 1;
   const uint64_t hi = splitmix64(seed_ ^ (n * 2)), lo = splitmix64(seed_ ^ (n * 2 + 1));
   char buf[32];
   for (int i = 0; i < 16; ++i) {
@@ -87,11 +87,15 @@ Value RecordStore::new_sys_id() {
 }
 
 Value RecordStore::time_value(TimeMs t) {
-  if (t != cached_time_) {
-    cached_time_ = t;
-    cached_time_value_ = Value(std::string_view(format_time(t)));
+  // One cached string per thread: records written in the same millisecond share it, and
+  // its reference count is not bounced between cores.
+  thread_local TimeMs cached = -1;
+  thread_local Value cached_value;
+  if (t != cached) {
+    cached = t;
+    cached_value = Value(std::string_view(format_time(t)));
   }
-  return cached_time_value_;
+  return cached_value;
 }
 
 FieldIndex& RecordStore::index(Table& t, std::string_view field) {
@@ -114,12 +118,10 @@ void RecordStore::index_row(Table& t, const Value* before, const Value* after, u
   }
 }
 
-Result<Value> RecordStore::insert(std::string_view table_name, const Value& values, TimeMs now) {
-  if (table_name.empty()) return Error{"a table name cannot be empty"};
+Result<Value> RecordStore::build_insert(const Value& values, TimeMs now) {
   if (!values.is_null() && !values.is_object()) {
     return Error{"record values must be an object, not " + std::string(type_name(values.type()))};
   }
-  Table& t = table(table_name);
   Value sys_id;
   if (const Value* given = values.find("sys_id"); given && !given->is_null()) {
     if (!given->is_string() || given->as_string().empty() || given->as_string().size() > 256) {
@@ -127,12 +129,7 @@ Result<Value> RecordStore::insert(std::string_view table_name, const Value& valu
     }
     sys_id = *given;
   } else {
-    do {
-      sys_id = new_sys_id();
-    } while (t.by_id.find(sys_id.as_string()) != IdIndex::kNone);
-  }
-  if (t.by_id.find(sys_id.as_string()) != IdIndex::kNone) {
-    return Error{"table " + t.name + " already has a record with sys_id " + std::string(sys_id.as_string())};
+    sys_id = new_sys_id();
   }
   size_t fields = 4;
   for (const Member& m : values.members()) fields += !engine_field(m.key.as_string());
@@ -145,29 +142,38 @@ Result<Value> RecordStore::insert(std::string_view table_name, const Value& valu
   members.add(Value("sys_created_on"), stamp);
   members.add(Value("sys_updated_on"), stamp);
   members.add(Value("sys_mod_count"), Value(0));
-  Value record = members.build();
+  return members.build();
+}
 
+Status RecordStore::commit_insert(std::string_view table_name, const Value& record) {
+  if (table_name.empty()) return Error{"a table name cannot be empty"};
+  Table& t = table(table_name);
+  const std::string_view sys_id = record.members()[0].value.as_string();
+  if (t.by_id.find(sys_id) != IdIndex::kNone) {
+    return Error{"table " + t.name + " already has a record with sys_id " + std::string(sys_id)};
+  }
   const auto row = static_cast<uint32_t>(t.rows.size());
   t.rows.push_back(record);
-  t.by_id.insert(sys_id.as_string(), row);
+  t.by_id.insert(sys_id, row);
   ++t.live;
   ++total_;
   index_row(t, nullptr, &record, row);
+  return Status::ok();
+}
+
+Result<Value> RecordStore::insert(std::string_view table_name, const Value& values, TimeMs now) {
+  Result<Value> record = build_insert(values, now);
+  if (!record) return record;
+  // A generated id never repeats; one the user gave may be taken.
+  FLOWRT_RETURN_IF_ERROR(commit_insert(table_name, *record));
   return record;
 }
 
-Result<RecordChange> RecordStore::update(std::string_view table_name, std::string_view sys_id, const Value& patch,
-                                         TimeMs now) {
+Result<RecordChange> RecordStore::build_update(const Value& previous, std::string_view sys_id, const Value& patch,
+                                               TimeMs now) {
   if (!patch.is_null() && !patch.is_object()) {
     return Error{"record values must be an object, not " + std::string(type_name(patch.type()))};
   }
-  auto tit = tables_.find(table_name);
-  Table* t = tit == tables_.end() ? nullptr : tit->second.get();
-  const uint32_t row = t ? t->by_id.find(sys_id) : IdIndex::kNone;
-  if (row == IdIndex::kNone) {
-    return Error{"no record in " + std::string(table_name) + " with sys_id " + std::string(sys_id)};
-  }
-  Value previous = t->rows[row];
   if (const Value* id = patch.find("sys_id"); id && !(*id == Value(sys_id))) {
     return Error{"sys_id cannot be changed"};
   }
@@ -196,10 +202,29 @@ Result<RecordChange> RecordStore::update(std::string_view table_name, std::strin
   members.add(Value("sys_created_on"), previous["sys_created_on"]);
   members.add(Value("sys_updated_on"), time_value(now));
   members.add(Value("sys_mod_count"), Value(static_cast<long long>(previous["sys_mod_count"].as_int() + 1)));
-  Value record = members.build();
-  t->rows[row] = record;
-  index_row(*t, &previous, &record, row);
-  return RecordChange{std::move(record), std::move(previous), changed};
+  return RecordChange{members.build(), previous, changed};
+}
+
+bool RecordStore::commit_update(std::string_view table_name, std::string_view sys_id, const RecordChange& change) {
+  auto tit = tables_.find(table_name);
+  Table* t = tit == tables_.end() ? nullptr : tit->second.get();
+  const uint32_t row = t ? t->by_id.find(sys_id) : IdIndex::kNone;
+  if (row == IdIndex::kNone || !t->rows[row].same_storage(change.previous)) return false;
+  t->rows[row] = change.record;
+  index_row(*t, &change.previous, &change.record, row);
+  return true;
+}
+
+Result<RecordChange> RecordStore::update(std::string_view table_name, std::string_view sys_id, const Value& patch,
+                                         TimeMs now) {
+  Value current = get(table_name, sys_id);
+  if (current.is_null()) {
+    return Error{"no record in " + std::string(table_name) + " with sys_id " + std::string(sys_id)};
+  }
+  Result<RecordChange> change = build_update(current, sys_id, patch, now);
+  if (!change) return change;
+  commit_update(table_name, sys_id, *change);  // nothing ran in between: it is current
+  return change;
 }
 
 Result<Value> RecordStore::remove(std::string_view table_name, std::string_view sys_id) {

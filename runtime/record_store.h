@@ -7,6 +7,7 @@
 // and guards every call with its commit lock.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -37,6 +38,16 @@ class RecordStore {
   Result<Value> insert(std::string_view table, const Value& values, TimeMs now);
   // Merges `patch` into the record. An update that changes nothing still counts.
   Result<RecordChange> update(std::string_view table, std::string_view sys_id, const Value& patch, TimeMs now);
+
+  // The two halves of insert and update, so that the expensive half can run without the
+  // store's guard. build_* read no table and may run on any thread at any time.
+  Result<Value> build_insert(const Value& values, TimeMs now);
+  Status commit_insert(std::string_view table, const Value& record);
+  static Result<RecordChange> build_update(const Value& current, std::string_view sys_id, const Value& patch,
+                                           TimeMs now);
+  // Installs change.record if the record is still change.previous; false when another
+  // update came first (build again from the new version).
+  bool commit_update(std::string_view table, std::string_view sys_id, const RecordChange& change);
   // Removes the record and returns it as it was.
   Result<Value> remove(std::string_view table, std::string_view sys_id);
 
@@ -65,18 +76,16 @@ class RecordStore {
   Table& table(std::string_view name);
   const Table* find_table(std::string_view name) const;
   Value new_sys_id();
-  Value time_value(TimeMs t);
+  static Value time_value(TimeMs t);
   FieldIndex& index(Table& t, std::string_view field);
   void index_row(Table& t, const Value* before, const Value* after, uint32_t row);
   void compact(Table& t);
 
   uint64_t seed_;
-  uint64_t ids_ = 0;
+  std::atomic<uint64_t> ids_{0};
   size_t total_ = 0;
   std::unordered_map<std::string, std::unique_ptr<Table>, Hash, std::equal_to<>> tables_;
   std::vector<Table*> order_;
-  TimeMs cached_time_ = -1;
-  Value cached_time_value_;
 };
 
 // A total order over values for sorting: null < booleans < numbers < strings < arrays < objects.

@@ -8,7 +8,9 @@ namespace flowrt {
 namespace {
 
 std::shared_ptr<Context> make(FlowSlot* flow, uint64_t seq) {
-  return std::make_shared<Context>(seq, flow, TriggerData{}, Cause{}, Value());
+  auto c = std::make_shared<Context>(flow, TriggerData{}, Value());
+  c->publish(seq, Cause{});
+  return c;
 }
 
 TEST(ContextStoreTest, FindsBySeqAndId) {
