@@ -21,7 +21,7 @@ Result<RunConfig> read_config(const std::string& path, bool must_exist) {
   JsonParseError perr;
   if (!parse_json(*text, &doc, &perr)) return Error{path + ": " + perr.describe()};
   if (!doc.is_object()) return Error{path + ": /: config must be an object"};
-  for (const Member& m : doc.members()) {
+  for (const auto& m : doc.members()) {
     const std::string_view key = m.key.as_string();
     if (key != "properties" && key != "locks" && key != "start_time") {
       return Error{path + ": /" + std::string(key) + ": unknown config key (expected properties, locks, start_time)"};
@@ -29,13 +29,13 @@ Result<RunConfig> read_config(const std::string& path, bool must_exist) {
   }
   const Value& props = doc["properties"];
   if (!props.is_null() && !props.is_object()) return Error{path + ": /properties: must be an object"};
-  for (const Member& m : props.members()) {
+  for (const auto& m : props.members()) {
     Status s = set_property(&config.engine.properties, m.key.as_string(), m.value);
     if (!s) return Error{path + ": /properties/" + std::string(m.key.as_string()) + ": " + s.message()};
   }
   const Value& locks = doc["locks"];
   if (!locks.is_null() && !locks.is_object()) return Error{path + ": /locks: must be an object"};
-  for (const Member& m : locks.members()) {
+  for (const auto& m : locks.members()) {
     const std::string p = path + ": /locks/" + std::string(m.key.as_string());
     const Value& limit = m.value["limit"];
     if (!m.value.is_object() || !limit.is_int() || limit.as_int() < 1) {

@@ -51,7 +51,7 @@ bool read_params(const Value& list, const std::string& file, const std::string& 
       ok = error(p, "must be an object with \"name\" and \"type\"");
       continue;
     }
-    for (const Member& m : item.members()) {
+    for (const auto& m : item.members()) {
       const std::string_view k = m.key.as_string();
       if (k != "name" && k != "type" && k != "required" && k != "description") {
         ok = error(pointer_append(p, k), "unknown property '" + std::string(k) + "' (expected name, type, required)");
@@ -94,7 +94,7 @@ bool compile_trigger(const Value& trigger, const std::string& file, const std::s
   const size_t before = diags->reported();
   auto error = [&](const std::string& p, const std::string& message) { diags->add(file, p, message); };
   auto keys = [&](std::initializer_list<std::string_view> allowed) {
-    for (const Member& m : trigger.members()) {
+    for (const auto& m : trigger.members()) {
       const std::string_view k = m.key.as_string();
       if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
         std::string list;

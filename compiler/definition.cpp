@@ -23,19 +23,19 @@ void canonical(const Value& v, std::string& out) {
     out.push_back(']');
     return;
   }
-  std::vector<const Member*> sorted;
-  sorted.reserve(v.size());
-  for (const Member& m : v.members()) sorted.push_back(&m);
+  const MemberRange members = v.members();
+  std::vector<size_t> sorted(members.size());
+  for (size_t i = 0; i < sorted.size(); ++i) sorted[i] = i;
   std::sort(sorted.begin(), sorted.end(),
-            [](const Member* a, const Member* b) { return a->key.as_string() < b->key.as_string(); });
+            [&](size_t a, size_t b) { return members[a].key.as_string() < members[b].key.as_string(); });
   out.push_back('{');
   bool first = true;
-  for (const Member* m : sorted) {
+  for (size_t i : sorted) {
     if (!first) out.push_back(',');
     first = false;
-    write_json_string(m->key.as_string(), out);
+    write_json_string(members[i].key.as_string(), out);
     out.push_back(':');
-    canonical(m->value, out);
+    canonical(members[i].value, out);
   }
   out.push_back('}');
 }

@@ -150,13 +150,15 @@ Template ExprCompiler::compile_template(const Value& v, const std::string& point
     }
     case ValueType::kObject: {
       bool dynamic = false;
-      for (const Member& m : v.members()) {
+      std::vector<Value> keys;
+      for (const auto& m : v.members()) {
         Template c = compile_template(m.value, pointer_append(pointer, m.key.as_string()));
         dynamic = dynamic || !c.is_constant();
-        t.keys.push_back(m.key);
+        keys.push_back(m.key);
         t.children.push_back(std::move(c));
       }
       if (!dynamic) break;
+      t.keys = Value::array(std::move(keys));
       t.kind = Template::Kind::kObject;
       return t;
     }
@@ -210,7 +212,7 @@ Condition ExprCompiler::compile_condition(const Value& v, const std::string& poi
   }
 
   c.kind = Condition::Kind::kCompare;
-  for (const Member& m : v.members()) {
+  for (const auto& m : v.members()) {
     std::string_view k = m.key.as_string();
     if (k != "field" && k != "pill" && k != "op" && k != "value") {
       diags_->add(file_, pointer_append(pointer, k),

@@ -79,7 +79,7 @@ Value template_value(const Template& t) {
     }
     case Template::Kind::kObject: {
       std::vector<Member> m;
-      for (size_t i = 0; i < t.children.size(); ++i) m.push_back(Member{t.keys[i], template_value(t.children[i])});
+      for (size_t i = 0; i < t.children.size(); ++i) m.push_back(Member{t.keys.at(i), template_value(t.children[i])});
       return Value::object(std::move(m));
     }
   }

@@ -65,7 +65,7 @@ ActionStep UnitCompiler::compile_action(const Value& step, const std::string& po
       return out;
     }
     if (out.kind == ActionKind::kCallSubflow) {
-      for (const Member& m : inputs.members()) {
+      for (const auto& m : inputs.members()) {
         if (m.key.as_string() != "subflow" && m.key.as_string() != "inputs") {
           add_error(pointer_append(inputs_ptr, m.key.as_string()),
                     "call_subflow has no input '" + std::string(m.key.as_string()) + "' (inputs: subflow, inputs)");
@@ -147,7 +147,7 @@ void UnitCompiler::compile_builtin_inputs(const ActionSignature& sig, const Valu
                                           ActionStep* out) {
   out->inputs.resize(sig.inputs.size());
   for (const InputParam& p : sig.inputs) out->input_names.push_back(Value(std::string_view(p.param.name)));
-  for (const Member& m : inputs.members()) {
+  for (const auto& m : inputs.members()) {
     const std::string_view key = m.key.as_string();
     const std::string p = pointer_append(pointer, key);
     auto it = std::find_if(sig.inputs.begin(), sig.inputs.end(), [&](const InputParam& ip) { return ip.param.name == key; });
@@ -178,6 +178,15 @@ void UnitCompiler::compile_builtin_inputs(const ActionSignature& sig, const Valu
     }
   }
   if (out->kind == ActionKind::kLock) check_lock_weight(*out, pointer);
+  name_given_inputs(out);
+}
+
+void UnitCompiler::name_given_inputs(ActionStep* out) {
+  std::vector<Value> given;
+  for (size_t i = 0; i < out->inputs.size(); ++i) {
+    if (!out->inputs[i].absent()) given.push_back(out->input_names[i]);
+  }
+  out->given_input_names = Value::array(std::move(given));
 }
 
 void UnitCompiler::check_lock_weight(const ActionStep& step, const std::string& pointer) {
@@ -204,7 +213,7 @@ void UnitCompiler::compile_call_inputs(const std::vector<Param>& params, const V
     add_error(pointer, "inputs must be an object");
     return;
   }
-  for (const Member& m : inputs.members()) {
+  for (const auto& m : inputs.members()) {
     const std::string_view key = m.key.as_string();
     const std::string p = pointer_append(pointer, key);
     auto it = std::find_if(params.begin(), params.end(), [&](const Param& param) { return param.name == key; });
@@ -221,6 +230,7 @@ void UnitCompiler::compile_call_inputs(const std::vector<Param>& params, const V
       add_error(pointer, callee_label + " needs input '" + params[i].name + "'");
     }
   }
+  name_given_inputs(out);
 }
 
 void UnitCompiler::compile_assignments(const Value& values, const std::string& pointer, bool outputs,
@@ -229,7 +239,7 @@ void UnitCompiler::compile_assignments(const Value& values, const std::string& p
     add_error(pointer, "values must be an object of names and values");
     return;
   }
-  for (const Member& m : values.members()) {
+  for (const auto& m : values.members()) {
     const std::string name(m.key.as_string());
     const std::string p = pointer_append(pointer, name);
     Assignment a;

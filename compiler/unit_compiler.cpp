@@ -36,7 +36,7 @@ void UnitCompiler::add_error(const std::string& pointer, std::string message) {
 std::string UnitCompiler::check_keys(const Value& obj, std::initializer_list<std::string_view> allowed,
                                      const std::string& pointer) {
   std::string first_unknown;
-  for (const Member& m : obj.members()) {
+  for (const auto& m : obj.members()) {
     const std::string_view k = m.key.as_string();
     if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
       std::string list;
@@ -76,7 +76,7 @@ void UnitCompiler::read_header(PlanUnit* unit) {
   }
   const Value& vars = src["variables"];
   if (vars.is_object()) {
-    for (const Member& m : vars.members()) {
+    for (const auto& m : vars.members()) {
       const std::string name(m.key.as_string());
       if (!valid_id(name) || name.find('.') != std::string::npos) {
         add_error(pointer_append(pointer_append(base, "variables"), name),
@@ -154,7 +154,7 @@ void UnitCompiler::collect_step(const Value& step, const std::string& pointer, i
       }
     }
     if (step["action"] == Value("set_variables")) {
-      for (const Member& m : step["inputs"]["values"].members()) {
+      for (const auto& m : step["inputs"]["values"].members()) {
         const std::string name(m.key.as_string());
         if (variables_.count(name) || !valid_id(name)) continue;
         variables_.emplace(name, static_cast<uint32_t>(unit_->variable_names.size()));

@@ -59,6 +59,8 @@ class UnitCompiler : public PillResolver {
   void compile_assignments(const Value& values, const std::string& pointer, bool outputs, ActionStep* out);
   void check_literal(const Template& t, const Param& p, InputRole role, const std::string& pointer);
   void check_lock_weight(const ActionStep& step, const std::string& pointer);
+  // Fills given_input_names once the step's inputs are compiled.
+  void name_given_inputs(ActionStep* out);
   bool resolve_callee(UnitType type, const std::string& id, const std::string& pointer, ActionStep* out);
 
   std::string check_keys(const Value& obj, std::initializer_list<std::string_view> allowed,

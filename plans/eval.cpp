@@ -132,11 +132,11 @@ Result<Value> render(const Template& t, const Scope& scope) {
       return items.build();
     }
     case Template::Kind::kObject: {
-      ObjectBuilder members(t.children.size());  // keys come from a JSON object: unique
-      for (size_t i = 0; i < t.children.size(); ++i) {
-        Result<Value> v = render(t.children[i], scope);
+      ObjectBuilder members(t.keys);  // keys come from a JSON object: unique
+      for (const Template& child : t.children) {
+        Result<Value> v = render(child, scope);
         if (!v) return v;
-        members.add(t.keys[i], std::move(v).value());
+        members.add_value(std::move(v).value());
       }
       return members.build();
     }

@@ -58,6 +58,8 @@ struct ActionStep {
   std::string callee_id;           // kCallSubflow / kCallAction: the definition id
   std::vector<Template> inputs;    // in the order of input_names
   std::vector<Value> input_names;
+  Value given_input_names;         // array: names of the inputs given, in order (the shape
+                                   // of the inputs object its context record shows)
   std::vector<Value> output_names; // in the order actions produce them
   Condition condition;             // look_up_record(s), wait_for_condition
   std::vector<Assignment> assignments;  // set_variables, assign_outputs

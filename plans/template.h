@@ -83,7 +83,7 @@ struct Template {
   std::vector<Pill> pills;          // kPill: one; kText: one per pill part
   std::vector<Value> text_parts;    // kText: literal text before each pill, plus the tail
   std::vector<Template> children;   // kArray / kObject
-  std::vector<Value> keys;          // kObject: key of each child
+  Value keys;                       // kObject: array, key of each child (the rendered shape)
 
   bool absent() const { return kind == Kind::kAbsent; }
   bool is_constant() const { return kind == Kind::kConstant || kind == Kind::kAbsent; }

@@ -16,6 +16,7 @@ struct HeapNode {
   explicit HeapNode(ValueType t) : type(t) {}
   std::atomic<uint32_t> refs{1};
   ValueType type;
+  bool shaped = false;  // objects only: see ObjectNode
 };
 
 struct StringNode : HeapNode {
@@ -50,15 +51,23 @@ struct ArrayNode : HeapNode {
   }
 };
 
-// Objects with many members get a hash index so that lookups stay O(1).
+// Objects keep their members inline, right after the node, in one of two layouts:
+// pairs (key, value, key, value, ...) or, when `shaped`, values only, their keys in a
+// shared ArrayNode (the shape). Objects with many members as pairs get a hash index so
+// that lookups stay O(1); shapes are only used up to that size.
 struct ObjectNode : HeapNode {
   static constexpr size_t kIndexThreshold = 24;
   ObjectNode() : HeapNode(ValueType::kObject) {}
   uint32_t size = 0;
   uint32_t capacity = 0;
-  std::unordered_map<std::string_view, uint32_t>* index = nullptr;
+  union {
+    std::unordered_map<std::string_view, uint32_t>* index = nullptr;  // pairs
+    ArrayNode* keys;                                                  // shaped: counted
+  };
   Member* members() { return reinterpret_cast<Member*>(this + 1); }
   const Member* members() const { return reinterpret_cast<const Member*>(this + 1); }
+  Value* values() { return reinterpret_cast<Value*>(this + 1); }
+  const Value* values() const { return reinterpret_cast<const Value*>(this + 1); }
 
   static ObjectNode* make(size_t capacity) {
     void* mem = ::operator new(sizeof(ObjectNode) + capacity * sizeof(Member));
@@ -66,28 +75,44 @@ struct ObjectNode : HeapNode {
     node->capacity = static_cast<uint32_t>(capacity);
     return node;
   }
+  // REQUIRES: `shape` has at least one and at most kIndexThreshold keys.
+  static ObjectNode* make_shaped(ArrayNode* shape) {
+    void* mem = ::operator new(sizeof(ObjectNode) + shape->size * sizeof(Value));
+    auto* node = new (mem) ObjectNode();
+    node->shaped = true;
+    node->capacity = shape->size;
+    shape->refs.fetch_add(1, std::memory_order_relaxed);
+    node->keys = shape;
+    return node;
+  }
   void finish() {
-    if (size > kIndexThreshold && !index) {
+    if (!shaped && size > kIndexThreshold && !index) {
       index = new std::unordered_map<std::string_view, uint32_t>();
       index->reserve(size);
       for (uint32_t i = 0; i < size; ++i) (*index)[members()[i].key.as_string()] = i;
     }
   }
+  const Value& key_at(uint32_t i) const { return shaped ? keys->items()[i] : members()[i].key; }
+  const Value& value_at(uint32_t i) const { return shaped ? values()[i] : members()[i].value; }
   // Position of `key` in members, or -1.
   long find_index(std::string_view key) const {
-    if (index) {
+    if (!shaped && index) {
       auto it = index->find(key);
       return it == index->end() ? -1 : static_cast<long>(it->second);
     }
-    const Member* m = members();
     for (uint32_t i = 0; i < size; ++i) {
-      if (m[i].key.as_string() == key) return static_cast<long>(i);
+      if (key_at(i).as_string() == key) return static_cast<long>(i);
     }
     return -1;
   }
   const Value* find(std::string_view key) const {
     long i = find_index(key);
-    return i < 0 ? nullptr : &members()[i].value;
+    return i < 0 ? nullptr : &value_at(static_cast<uint32_t>(i));
+  }
+  MemberRange range() const {
+    if (shaped) return {keys->items(), values(), 1, size};
+    // Pairs: keys and values alternate, so both advance two Values per member.
+    return {&members()->key, &members()->value, 2, size};
   }
 };
 
@@ -108,8 +133,13 @@ void destroy(HeapNode* node) noexcept {
     }
     case ValueType::kObject: {
       auto* o = static_cast<ObjectNode*>(node);
-      for (uint32_t i = 0; i < o->size; ++i) o->members()[i].~Member();
-      delete o->index;
+      if (o->shaped) {
+        for (uint32_t i = 0; i < o->size; ++i) o->values()[i].~Value();
+        if (o->keys->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy(o->keys);
+      } else {
+        for (uint32_t i = 0; i < o->size; ++i) o->members()[i].~Member();
+        delete o->index;
+      }
       o->~ObjectNode();
       ::operator delete(o);
       break;
@@ -300,6 +330,12 @@ Value Value::object(std::initializer_list<std::pair<std::string_view, Value>> me
   return b.build();
 }
 
+Value Value::object(const Value& shape, std::initializer_list<Value> values) {
+  ObjectBuilder b(shape);
+  for (const Value& v : values) b.add_value(v);
+  return b.build();
+}
+
 Value Value::empty_object() {
   Value v;
   v.raw_[0] = static_cast<unsigned char>(ValueType::kObject);
@@ -360,10 +396,19 @@ std::span<const Value> Value::items() const noexcept {
   return {a->items(), a->size};
 }
 
-std::span<const Member> Value::members() const noexcept {
+MemberRange Value::members() const noexcept {
+  if (!is_object() || !is_heap()) return {};
+  return static_cast<const ObjectNode*>(node())->range();
+}
+
+Value Value::shape() const noexcept {
   if (!is_object() || !is_heap()) return {};
   const auto* o = static_cast<const ObjectNode*>(node());
-  return {o->members(), o->size};
+  if (!o->shaped) return {};
+  Value v;
+  o->keys->refs.fetch_add(1, std::memory_order_relaxed);
+  v.set_node(ValueType::kArray, o->keys);
+  return v;
 }
 
 const Value& Value::at(size_t index) const noexcept {
@@ -384,7 +429,7 @@ const Value& Value::operator[](std::string_view key) const noexcept {
 Value Value::with(std::string_view key, Value value) const {
   const bool present = find(key) != nullptr;
   ObjectBuilder b(size() + (present ? 0 : 1));
-  for (const Member& m : members()) b.add(m.key, m.key.as_string() == key ? value : m.value);
+  for (const auto& m : members()) b.add(m.key, m.key.as_string() == key ? value : m.value);
   if (!present) b.add(Value(key), std::move(value));
   return b.build();
 }
@@ -392,13 +437,13 @@ Value Value::with(std::string_view key, Value value) const {
 Value Value::merged(const Value& patch) const {
   const auto* self = is_object() && is_heap() ? static_cast<const ObjectNode*>(node()) : nullptr;
   size_t added = 0;
-  for (const Member& p : patch.members()) added += !self || self->find_index(p.key.as_string()) < 0;
+  for (const auto& p : patch.members()) added += !self || self->find_index(p.key.as_string()) < 0;
   ObjectBuilder b(size() + added);
-  for (const Member& m : members()) {
+  for (const auto& m : members()) {
     const Value* replacement = patch.find(m.key.as_string());
     b.add(m.key, replacement ? *replacement : m.value);
   }
-  for (const Member& p : patch.members()) {
+  for (const auto& p : patch.members()) {
     if (!self || self->find_index(p.key.as_string()) < 0) b.add(p.key, p.value);  // patch keys are unique
   }
   return b.build();
@@ -406,7 +451,7 @@ Value Value::merged(const Value& patch) const {
 
 Value Value::without(std::string_view key) const {
   ObjectBuilder b(size());
-  for (const Member& m : members()) {
+  for (const auto& m : members()) {
     if (m.key.as_string() != key) b.add(m.key, m.value);
   }
   return b.build();
@@ -444,6 +489,16 @@ Value ArrayBuilder::build() {
 
 ObjectBuilder::ObjectBuilder(size_t capacity) : node_(ObjectNode::make(capacity)) {}
 
+ObjectBuilder::ObjectBuilder(const Value& shape) {
+  const std::span<const Value> keys = shape.items();
+  if (keys.empty() || keys.size() > ObjectNode::kIndexThreshold) {
+    node_ = ObjectNode::make(keys.size());
+    shape_keys_ = keys.data();
+  } else {
+    node_ = ObjectNode::make_shaped(static_cast<ArrayNode*>(shape.node()));
+  }
+}
+
 ObjectBuilder::~ObjectBuilder() {
   if (node_) detail::destroy(node_);
 }
@@ -454,7 +509,34 @@ void ObjectBuilder::add(Value key, Value value) {
   ++o->size;
 }
 
+void ObjectBuilder::add_value(Value value) {
+  auto* o = static_cast<ObjectNode*>(node_);
+  if (!o->shaped) {
+    add(shape_keys_[o->size], std::move(value));
+    return;
+  }
+  new (&o->values()[o->size]) Value(std::move(value));
+  ++o->size;
+}
+
 size_t ObjectBuilder::size() const { return static_cast<const ObjectNode*>(node_)->size; }
+
+Value shape_for(std::span<const Value> keys, std::span<Value> cache) {
+  for (const Value& shape : cache) {
+    const std::span<const Value> cached = shape.items();
+    bool same = shape.is_array() && cached.size() == keys.size();
+    for (size_t i = 0; same && i < keys.size(); ++i) {
+      same = cached[i].same_storage(keys[i]) || cached[i].as_string() == keys[i].as_string();
+    }
+    if (same) return shape;
+  }
+  Value made = Value::array(keys);
+  if (!cache.empty()) {
+    std::move_backward(cache.begin(), cache.end() - 1, cache.end());
+    cache.front() = made;
+  }
+  return made;
+}
 
 Value ObjectBuilder::build() {
   auto* o = static_cast<ObjectNode*>(node_);
@@ -484,7 +566,7 @@ bool operator==(const Value& a, const Value& b) noexcept {
     case ValueType::kObject: {
       if (a.same_storage(b)) return true;
       if (a.size() != b.size()) return false;
-      for (const Member& m : a.members()) {
+      for (const auto& m : a.members()) {
         const Value* other = b.find(m.key.as_string());
         if (!other || !(m.value == *other)) return false;
       }

@@ -21,6 +21,7 @@ namespace flowrt {
 
 class Value;
 struct Member;
+class MemberRange;
 
 namespace detail {
 struct HeapNode;
@@ -62,6 +63,9 @@ class Value {
   // Members must have unique string keys; a later duplicate replaces the earlier value.
   static Value object(std::vector<Member> members);
   static Value object(std::initializer_list<std::pair<std::string_view, Value>> members);
+  // An object with the keys of `shape` (an array of unique strings; see ObjectBuilder)
+  // and `values`, one per key, in order.
+  static Value object(const Value& shape, std::initializer_list<Value> values);
   static Value empty_object();
   static Value empty_array();
 
@@ -84,7 +88,7 @@ class Value {
   // Arrays and objects; empty for other types.
   size_t size() const noexcept;
   std::span<const Value> items() const noexcept;
-  std::span<const Member> members() const noexcept;
+  MemberRange members() const noexcept;
   const Value& at(size_t index) const noexcept;  // null when out of range
 
   // Object lookup; nullptr when this is not an object or the key is absent.
@@ -92,6 +96,9 @@ class Value {
   // Object lookup; a shared null when absent.
   const Value& operator[](std::string_view key) const noexcept;
   bool contains(std::string_view key) const noexcept { return find(key) != nullptr; }
+
+  // The shared key array of an object built from a shape (see ObjectBuilder), else null.
+  Value shape() const noexcept;
 
   // Copy of this object with `key` set to `value` (appended if new). Shares unchanged data.
   Value with(std::string_view key, Value value) const;
@@ -133,6 +140,62 @@ struct Member {
   Value value;
 };
 
+// One member as iteration yields it: references into the object, valid while it lives.
+struct MemberRef {
+  const Value& key;
+  const Value& value;
+};
+
+// The members of an object, in insertion order. An object keeps them either as key/value
+// pairs or, when it was built from a shape, as values beside a key array shared with every
+// object of that shape (the records of one table, the inputs of one step); this range
+// hides the difference. Valid while the object lives.
+class MemberRange {
+ public:
+  class iterator {
+   public:
+    using value_type = MemberRef;
+    using difference_type = std::ptrdiff_t;
+    iterator() = default;
+    MemberRef operator*() const { return {keys_[offset_], values_[offset_]}; }
+    iterator& operator++() {
+      offset_ += stride_;
+      return *this;
+    }
+    iterator operator++(int) {
+      iterator old = *this;
+      ++*this;
+      return old;
+    }
+    bool operator==(const iterator& other) const { return offset_ == other.offset_; }
+
+   private:
+    friend class MemberRange;
+    iterator(const Value* keys, const Value* values, size_t stride, size_t offset)
+        : keys_(keys), values_(values), stride_(stride), offset_(offset) {}
+    const Value* keys_ = nullptr;
+    const Value* values_ = nullptr;
+    size_t stride_ = 1;
+    size_t offset_ = 0;
+  };
+
+  MemberRange() = default;
+  // `stride` is 2 when keys and values alternate (pairs), 1 when they are separate arrays.
+  MemberRange(const Value* keys, const Value* values, size_t stride, size_t size)
+      : keys_(keys), values_(values), stride_(stride), size_(size) {}
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  MemberRef operator[](size_t i) const { return {keys_[i * stride_], values_[i * stride_]}; }
+  iterator begin() const { return {keys_, values_, stride_, 0}; }
+  iterator end() const { return {keys_, values_, stride_, size_ * stride_}; }
+
+ private:
+  const Value* keys_ = nullptr;
+  const Value* values_ = nullptr;
+  size_t stride_ = 1;
+  size_t size_ = 0;
+};
+
 // Builds an array or object in a single allocation when its size is known up front.
 // Not synchronized; one builder per value.
 class ArrayBuilder {
@@ -150,20 +213,38 @@ class ArrayBuilder {
   detail::HeapNode* node_;
 };
 
+// Objects come in two layouts with the same behaviour: key/value pairs, or values next to
+// a shape, an array of unique string keys shared by every object built from it. A shaped
+// object costs 16 bytes per member instead of 32, and copying or freeing it never touches
+// its keys; records of one table and the inputs of one step share their shapes.
 class ObjectBuilder {
  public:
   explicit ObjectBuilder(size_t capacity);
+  // Builds an object with exactly the keys of `shape`, in order; add values with add_value.
+  // REQUIRES: `shape` is an array of unique strings.
+  explicit ObjectBuilder(const Value& shape);
   ~ObjectBuilder();
   ObjectBuilder(const ObjectBuilder&) = delete;
   ObjectBuilder& operator=(const ObjectBuilder&) = delete;
-  // REQUIRES: `key` is a string not added before; fewer than `capacity` members so far.
+  // REQUIRES: built by capacity; `key` is a string not added before; fewer than
+  // `capacity` members so far.
   void add(Value key, Value value);
+  // REQUIRES: built from a shape; fewer values than the shape has keys so far.
+  void add_value(Value value);
   size_t size() const;
+  // REQUIRES (shape): one value per key was added.
   Value build();
 
  private:
   detail::HeapNode* node_;
+  const Value* shape_keys_ = nullptr;  // when a large shape is built as pairs
 };
+
+// The shape for `keys`: one in `cache` with exactly those keys, or a new one, which then
+// goes to the front of `cache` (most recently made first; the last one drops out). Callers
+// keep a small cache per kind of object, so that equal objects share one key array.
+// REQUIRES: `keys` are unique strings.
+Value shape_for(std::span<const Value> keys, std::span<Value> cache);
 
 // A shared null to return by reference.
 const Value& null_value() noexcept;

@@ -235,7 +235,7 @@ void write_value(const Value& v, std::string& out, int indent, int depth) {
     case ValueType::kObject: {
       out.push_back('{');
       bool first = true;
-      for (const Member& m : v.members()) {
+      for (const auto& m : v.members()) {
         if (!first) out.push_back(',');
         first = false;
         newline(depth + 1);

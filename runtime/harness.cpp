@@ -9,7 +9,7 @@ namespace flowrt {
 namespace {
 
 Status check_fields(const Value& op, std::initializer_list<std::string_view> allowed) {
-  for (const Member& m : op.members()) {
+  for (const auto& m : op.members()) {
     const std::string_view k = m.key.as_string();
     bool ok = k == "op";
     for (std::string_view a : allowed) ok = ok || k == a;

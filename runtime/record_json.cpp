@@ -26,7 +26,7 @@ size_t json_size_at_most(const Value& v, size_t limit) {
     }
     case ValueType::kObject: {
       size_t n = 2;
-      for (const Member& m : v.members()) {
+      for (const auto& m : v.members()) {
         n += m.key.as_string().size() + 4 + json_size_at_most(m.value, limit);
         if (n > limit) return n;
       }
@@ -47,7 +47,7 @@ Value step_to_value(const StepEntry& e, size_t limit) {
   m.push_back(Member{Value("ended_at"), time_or_null(e.ended)});
   std::vector<Member> inputs;
   inputs.reserve(e.inputs.size());
-  for (const Member& in : e.inputs.members()) inputs.push_back(Member{in.key, limit_value(in.value, limit)});
+  for (const auto& in : e.inputs.members()) inputs.push_back(Member{in.key, limit_value(in.value, limit)});
   m.push_back(Member{Value("inputs"), Value::object(std::move(inputs))});
   m.push_back(Member{Value("outputs"), e.outputs.is_null() ? Value::empty_object() : limit_value(e.outputs, limit)});
   if (e.status == StepStatus::kError && e.outputs.contains("error")) m.push_back(Member{Value("error"), e.outputs["error"]});
@@ -58,11 +58,9 @@ Value step_to_value(const StepEntry& e, size_t limit) {
 
 Value step_inputs_record(const ActionStep& step, std::span<const Value> rendered) {
   const size_t n = std::min(step.input_names.size(), rendered.size());
-  size_t present = 0;
-  for (size_t i = 0; i < n; ++i) present += !step.inputs[i].absent();
-  ObjectBuilder named(present);
+  ObjectBuilder named(step.given_input_names);  // one value per input given, in order
   for (size_t i = 0; i < n; ++i) {
-    if (!step.inputs[i].absent()) named.add(step.input_names[i], rendered[i]);
+    if (!step.inputs[i].absent()) named.add_value(rendered[i]);
   }
   if (step.kind != ActionKind::kCallSubflow) return named.build();
   return Value::object({{"subflow", Value(std::string_view(step.callee_id))}, {"inputs", named.build()}});

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <boost/container/small_vector.hpp>
+
 namespace flowrt {
 namespace {
 
@@ -10,6 +12,32 @@ constexpr std::string_view kEngineFields[] = {"sys_id", "sys_created_on", "sys_u
 bool engine_field(std::string_view name) {
   return std::find(std::begin(kEngineFields), std::end(kEngineFields), name) != std::end(kEngineFields);
 }
+
+const Value kSysId("sys_id");
+const Value kCreatedOn("sys_created_on");
+const Value kUpdatedOn("sys_updated_on");
+const Value kModCount("sys_mod_count");
+
+// The fields of a record being built. Records of one table nearly always have the same
+// fields in the same order, so they share a shape (see ObjectBuilder): a record costs 16
+// bytes per field, not 32. Each thread keeps its own few most recent shapes.
+class Fields {
+ public:
+  void add(const Value& key, Value value) {
+    keys_.push_back(key);
+    values_.push_back(std::move(value));
+  }
+  Value build() {
+    thread_local Value recent[8];
+    ObjectBuilder record(shape_for(std::span<const Value>(keys_.data(), keys_.size()), recent));
+    for (Value& v : values_) record.add_value(std::move(v));
+    return record.build();
+  }
+
+ private:
+  boost::container::small_vector<Value, 16> keys_;
+  boost::container::small_vector<Value, 16> values_;
+};
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -131,18 +159,16 @@ Result<Value> RecordStore::build_insert(const Value& values, TimeMs now) {
   } else {
     sys_id = new_sys_id();
   }
-  size_t fields = 4;
-  for (const Member& m : values.members()) fields += !engine_field(m.key.as_string());
-  ObjectBuilder members(fields);  // sys_id first: the id index reads it there
-  members.add(Value("sys_id"), sys_id);
-  for (const Member& m : values.members()) {
-    if (!engine_field(m.key.as_string())) members.add(m.key, m.value);
+  Fields fields;
+  fields.add(kSysId, std::move(sys_id));  // first: the id index reads it there
+  for (const auto& m : values.members()) {
+    if (!engine_field(m.key.as_string())) fields.add(m.key, m.value);
   }
   Value stamp = time_value(now);
-  members.add(Value("sys_created_on"), stamp);
-  members.add(Value("sys_updated_on"), stamp);
-  members.add(Value("sys_mod_count"), Value(0));
-  return members.build();
+  fields.add(kCreatedOn, stamp);
+  fields.add(kUpdatedOn, std::move(stamp));
+  fields.add(kModCount, Value(0));
+  return fields.build();
 }
 
 Status RecordStore::commit_insert(std::string_view table_name, const Value& record) {
@@ -178,31 +204,29 @@ Result<RecordChange> RecordStore::build_update(const Value& previous, std::strin
     return Error{"sys_id cannot be changed"};
   }
   // Merge: existing fields keep their place; new ones are appended before the engine fields.
-  size_t fields = previous.size();
-  for (const Member& m : patch.members()) fields += !engine_field(m.key.as_string()) && !previous.contains(m.key.as_string());
-  ObjectBuilder members(fields);
+  Fields fields;
   bool changed = false;
-  for (const Member& m : previous.members()) {
+  for (const auto& m : previous.members()) {
     const std::string_view key = m.key.as_string();
     if (key == "sys_created_on" || key == "sys_updated_on" || key == "sys_mod_count") continue;
     const Value* p = engine_field(key) ? nullptr : patch.find(key);
     if (p) {
       if (!(p->same_storage(m.value) || *p == m.value)) changed = true;
-      members.add(m.key, *p);
+      fields.add(m.key, *p);
     } else {
-      members.add(m.key, m.value);
+      fields.add(m.key, m.value);
     }
   }
-  for (const Member& m : patch.members()) {
+  for (const auto& m : patch.members()) {
     const std::string_view key = m.key.as_string();
     if (engine_field(key) || previous.contains(key)) continue;
     if (!m.value.is_null()) changed = true;  // a new field set to null changes no value
-    members.add(m.key, m.value);
+    fields.add(m.key, m.value);
   }
-  members.add(Value("sys_created_on"), previous["sys_created_on"]);
-  members.add(Value("sys_updated_on"), time_value(now));
-  members.add(Value("sys_mod_count"), Value(static_cast<long long>(previous["sys_mod_count"].as_int() + 1)));
-  return RecordChange{members.build(), previous, changed};
+  fields.add(kCreatedOn, previous["sys_created_on"]);
+  fields.add(kUpdatedOn, time_value(now));
+  fields.add(kModCount, Value(static_cast<long long>(previous["sys_mod_count"].as_int() + 1)));
+  return RecordChange{fields.build(), previous, changed};
 }
 
 bool RecordStore::commit_update(std::string_view table_name, std::string_view sys_id, const RecordChange& change) {

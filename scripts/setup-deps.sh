@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config
   libboost-dev nlohmann-json3-dev libconcurrentqueue-dev libspdlog-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libgoogle-perftools-dev
   python3
 )
 # The clang toolchain: -Wthread-safety checks and libFuzzer targets.

@@ -12,6 +12,14 @@ Result<Value> values_input(const StepCall& call) {
   return v;
 }
 
+// Output shapes: every step's outputs share their key array (see ObjectBuilder).
+const Value kRecordSysId = Value::array({"record", "sys_id"});
+const Value kRecord = Value::array({"record"});
+const Value kDeleted = Value::array({"deleted"});
+const Value kRecordFound = Value::array({"record", "found"});
+const Value kRecordsCount = Value::array({"records", "count"});
+const Value kRecordTimedOut = Value::array({"record", "timed_out"});
+
 }  // namespace
 
 StepOutcome CreateRecordAction::start(const StepCall& call) const {
@@ -20,7 +28,7 @@ StepOutcome CreateRecordAction::start(const StepCall& call) const {
   Result<Value> record = call.host.create_record(call.input("table"), *values, call.input("while_holding"));
   if (!record) return StepOutcome::failed(record.message());
   Value sys_id = (*record)["sys_id"];
-  return StepOutcome::done(Value::object({{"record", std::move(record).value()}, {"sys_id", std::move(sys_id)}}));
+  return StepOutcome::done(Value::object(kRecordSysId, {std::move(record).value(), std::move(sys_id)}));
 }
 
 StepOutcome UpdateRecordAction::start(const StepCall& call) const {
@@ -29,13 +37,13 @@ StepOutcome UpdateRecordAction::start(const StepCall& call) const {
   Result<Value> record =
       call.host.update_record(call.input("table"), call.input("sys_id"), *values, call.input("while_holding"));
   if (!record) return StepOutcome::failed(record.message());
-  return StepOutcome::done(Value::object({{"record", std::move(record).value()}}));
+  return StepOutcome::done(Value::object(kRecord, {std::move(record).value()}));
 }
 
 StepOutcome DeleteRecordAction::start(const StepCall& call) const {
   Result<bool> deleted = call.host.delete_record(call.input("table"), call.input("sys_id"), call.input("while_holding"));
   if (!deleted) return StepOutcome::failed(deleted.message());
-  return StepOutcome::done(Value::object({{"deleted", Value(*deleted)}}));
+  return StepOutcome::done(Value::object(kDeleted, {Value(*deleted)}));
 }
 
 StepOutcome LookUpRecordAction::start(const StepCall& call) const {
@@ -52,7 +60,7 @@ StepOutcome LookUpRecordAction::start(const StepCall& call) const {
   Result<Value> found = call.host.find_records(q);
   if (!found) return StepOutcome::failed(found.message());
   const Value& first = found->at(0);
-  return StepOutcome::done(Value::object({{"record", first}, {"found", Value(!first.is_null())}}));
+  return StepOutcome::done(Value::object(kRecordFound, {first, Value(!first.is_null())}));
 }
 
 StepOutcome LookUpRecordsAction::start(const StepCall& call) const {
@@ -73,7 +81,7 @@ StepOutcome LookUpRecordsAction::start(const StepCall& call) const {
   Result<Value> found = call.host.find_records(q);
   if (!found) return StepOutcome::failed(found.message());
   const auto count = static_cast<long long>(found->size());
-  return StepOutcome::done(Value::object({{"records", std::move(found).value()}, {"count", Value(count)}}));
+  return StepOutcome::done(Value::object(kRecordsCount, {std::move(found).value(), Value(count)}));
 }
 
 StepOutcome WaitForConditionAction::start(const StepCall& call) const {
@@ -99,9 +107,9 @@ StepOutcome WaitForConditionAction::start(const StepCall& call) const {
   // write provides, so they never hold here.)
   Result<bool> now = evaluate(call.step.condition, scope);
   if (!now) return StepOutcome::failed(now.message());
-  if (*now) return StepOutcome::done(Value::object({{"record", record}, {"timed_out", Value(false)}}));
+  if (*now) return StepOutcome::done(Value::object(kRecordTimedOut, {record, Value(false)}));
   if (deadline >= 0 && deadline <= call.host.now()) {
-    return StepOutcome::done(Value::object({{"record", record}, {"timed_out", Value(true)}}));
+    return StepOutcome::done(Value::object(kRecordTimedOut, {record, Value(true)}));
   }
   Result<Condition> bound = bind_condition(call.step.condition, call.scope);
   if (!bound) return StepOutcome::failed(bound.message());
@@ -117,10 +125,10 @@ StepOutcome WaitForConditionAction::start(const StepCall& call) const {
 StepOutcome WaitForConditionAction::resume(const StepCall& call, const WakeUp& wake) const {
   switch (wake.kind) {
     case WakeUp::Kind::kRecord:
-      return StepOutcome::done(Value::object({{"record", wake.record}, {"timed_out", Value(false)}}));
+      return StepOutcome::done(Value::object(kRecordTimedOut, {wake.record, Value(false)}));
     case WakeUp::Kind::kTimeout: {
       Value record = call.host.read_record(call.input("table").as_string(), call.input("sys_id").as_string());
-      return StepOutcome::done(Value::object({{"record", std::move(record)}, {"timed_out", Value(true)}}));
+      return StepOutcome::done(Value::object(kRecordTimedOut, {std::move(record), Value(true)}));
     }
     case WakeUp::Kind::kRecordDeleted:
       return StepOutcome::failed("record " + text_of(call.input("table")) + "/" + text_of(call.input("sys_id")) +
