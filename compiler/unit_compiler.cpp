@@ -33,6 +33,29 @@ void UnitCompiler::add_error(const std::string& pointer, std::string message) {
   builder_->diags()->add(def_.file, pointer, std::move(message));
 }
 
+namespace {
+
+// Steps a run of `block` records when each if takes its largest branch and each loop runs
+// once: what a context record reserves room for.
+uint32_t steps_in_one_pass(const Block& block) {
+  uint32_t n = 0;
+  for (const Node& node : block) {
+    ++n;
+    if (const auto* f = std::get_if<IfNode>(&node.op)) {
+      uint32_t most = steps_in_one_pass(f->else_block);
+      for (const Block& b : f->branches) most = std::max(most, steps_in_one_pass(b));
+      n += most;
+    } else if (const auto* l = std::get_if<ForEachNode>(&node.op)) {
+      n += steps_in_one_pass(l->body);
+    } else if (const auto* t = std::get_if<TryNode>(&node.op)) {
+      n += steps_in_one_pass(t->body) + steps_in_one_pass(t->handler);
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
 std::string UnitCompiler::check_keys(const Value& obj, std::initializer_list<std::string_view> allowed,
                                      const std::string& pointer) {
   std::string first_unknown;
@@ -205,6 +228,7 @@ void UnitCompiler::compile(PlanUnit* unit) {
   collect(actions, actions_ptr, 0);
   unit->body = compile_block(actions, actions_ptr, "", false);
   unit->action_count = action_count_;
+  unit->recorded_steps = steps_in_one_pass(unit->body);
   unit->variable_name_list = Value::array(std::span<const Value>(unit->variable_names));
   unit->variable_initial_list = Value::array(std::span<const Value>(unit->variable_initial));
 

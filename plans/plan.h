@@ -121,6 +121,7 @@ struct PlanUnit {
   std::vector<Value> step_ids;          // by step slot
   uint32_t max_loop_depth = 0;          // item slots needed
   uint32_t action_count = 0;            // action steps through nested logic; a call counts one
+  uint32_t recorded_steps = 0;          // steps one pass records (largest branches, loops once)
   Block body;
 };
 

@@ -49,15 +49,15 @@ std::shared_ptr<const Chain> extend(const std::shared_ptr<const Chain>& chain, c
 
 Context::Context(FlowSlot* f, TriggerData t, Value in) : flow(f), trigger(std::move(t)), inputs(std::move(in)) {}
 
-void Context::publish(uint64_t s, Cause c) {
+void Context::publish(uint64_t s, std::unique_ptr<const Cause> c) {
   seq = s;
   id = make_id(s);
   cause = std::move(c);
 }
 
 const std::shared_ptr<const Chain>& Context::child_chain() {
-  if (!child_chain_) child_chain_ = extend(cause.chain, flow->id_value);
-  return child_chain_;
+  if (!state->child_chain) state->child_chain = extend(cause ? cause->chain : nullptr, flow->id_value);
+  return state->child_chain;
 }
 
 uint64_t Context::begin_park() {
@@ -127,10 +127,9 @@ Context::Phase Context::phase() const {
 
 void Context::record_start(const Plan& p, TimeMs now) {
   SpinLockGuard lock(mu_);
-  plan_version_ = p.version_value;
-  variable_names_ = p.root().variable_name_list;
+  recorded_plan_ = &p;
   variables_ = p.root().variable_initial_list;
-  steps_.reserve(p.root().action_count + 1);
+  steps_.reserve(p.root().recorded_steps);
   started_at_ = now;
 }
 
@@ -138,8 +137,7 @@ int64_t Context::begin_step(Value path, const Node& node, TimeMs now, Value in) 
   SpinLockGuard lock(mu_);
   StepEntry e;
   e.path = std::move(path);
-  e.id = node.id;
-  e.action = node.action;
+  e.node = &node;
   e.started = now;
   e.inputs = std::move(in);
   steps_.push_back(std::move(e));
@@ -207,11 +205,13 @@ Value Context::to_value(size_t value_limit) const {
   f.seq = seq;
   f.id = id;
   f.flow = flow->id_value;
-  f.plan_version = plan_version_;
-  f.variable_names = variable_names_;
+  if (recorded_plan_) {
+    f.plan_version = recorded_plan_->version_value;
+    f.variable_names = recorded_plan_->root().variable_name_list;
+  }
   f.status = status_;
   f.trigger = &trigger;
-  f.cause = &cause;
+  f.cause = cause.get();
   f.started = started_at_;
   f.ended = ended_at_;
   f.run_ms = run_ms_;

@@ -27,7 +27,6 @@
 namespace flowrt {
 
 struct FlowSlot;
-using Chain = std::vector<Value>;  // flow ids, oldest first
 
 // What led to a context: the context whose write, event or call started it (none for
 // operations from outside), and the causal chain of flows.
@@ -45,17 +44,18 @@ class Context : public std::enable_shared_from_this<Context> {
   Context(FlowSlot* flow, TriggerData trigger, Value inputs);
   // Gives the context its seq and cause. Called once, under the commit lock, before the
   // context is visible to any other thread.
-  void publish(uint64_t seq, Cause cause);
+  void publish(uint64_t seq, std::unique_ptr<const Cause> cause);
 
   // ---- identity: constant once published ----
   uint64_t seq = 0;
   Value id;                   // "ctx-<seq>"
   FlowSlot* const flow;
   const TriggerData trigger;
-  Cause cause;
+  std::unique_ptr<const Cause> cause;  // null for contexts outside operations started
   const Value inputs;         // API inputs (object) or null
   // The chain of contexts this one starts: its own chain plus its flow. Built on first use.
   // REQUIRES: the Dispatcher's commit lock (where children are admitted).
+  // The chain of the contexts this one causes. REQUIRES: running (kept in the ExecState).
   const std::shared_ptr<const Chain>& child_chain();
 
   // The (flow, record) whose run options counted this context as running; "" when none.
@@ -74,7 +74,6 @@ class Context : public std::enable_shared_from_this<Context> {
   // only its record.
   std::unique_ptr<ExecState> state;
   ExecState& exec() { return *state; }
-  double run_ms = 0;          // running time so far, waiting excluded
 
   // ---- scheduling ----
   // Running -> parking. Returns the id that a wake-up for this wait must carry. The
@@ -127,7 +126,6 @@ class Context : public std::enable_shared_from_this<Context> {
   Summary summary() const EXCLUDES(mu_);
 
  private:
-  std::shared_ptr<const Chain> child_chain_;
   std::atomic<bool> cancel_{false};
   std::atomic<bool> finished_{false};
 
@@ -136,8 +134,7 @@ class Context : public std::enable_shared_from_this<Context> {
   ContextStatus status_ GUARDED_BY(mu_) = ContextStatus::kInProgress;
   uint64_t wait_id_ GUARDED_BY(mu_) = 0;
   // record
-  Value plan_version_ GUARDED_BY(mu_);
-  Value variable_names_ GUARDED_BY(mu_);  // array, shared with the plan
+  const Plan* recorded_plan_ GUARDED_BY(mu_) = nullptr;  // `plan`, once it started
   Value variables_ GUARDED_BY(mu_);       // array, by slot
   TimeMs started_at_ GUARDED_BY(mu_) = -1;
   TimeMs ended_at_ GUARDED_BY(mu_) = -1;

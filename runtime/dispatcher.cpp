@@ -128,19 +128,17 @@ std::string_view Dispatcher::run_option_skip(FlowSlot& flow, const TriggerData& 
 Result<StartedFlow> Dispatcher::admit(Prepared& p, Origin origin, Commit* commit) {
   FlowSlot& flow = *p.flow;
   const TriggerData& trigger = p.context->trigger;
-  Cause cause;
+  std::unique_ptr<Cause> cause;
   if (Context* parent = origin.context) {
     // Direct recursion: a context's own operation that would start its own flow again.
     if (parent->flow == &flow) {
       skip(flow, trigger, origin, "direct_recursion");
       return StartedFlow{Value(), true, Value("direct_recursion")};
     }
-    cause.context_id = parent->id;
-    cause.flow_id = parent->flow->id_value;
-    cause.chain = parent->child_chain();
+    cause = std::make_unique<Cause>(Cause{parent->id, parent->flow->id_value, parent->child_chain()});
     // Indirect recursion: at most `limit` runs of a flow in one causal chain.
     const int64_t limit = std::max<int64_t>(1, core_.props().indirect_recursion_limit);
-    const auto runs = std::count(cause.chain->begin(), cause.chain->end(), flow.id_value);
+    const auto runs = std::count(cause->chain->begin(), cause->chain->end(), flow.id_value);
     if (runs >= limit) {
       skip(flow, trigger, origin, "indirect_recursion_limit");
       return StartedFlow{Value(), true, Value("indirect_recursion_limit")};

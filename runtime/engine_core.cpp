@@ -113,9 +113,8 @@ void EngineCore::run(Context* ctx) {
     if (interpreter.run() == Interpreter::Outcome::kParked) {
       park(ctx);
     } else {
-      // The record is complete and self-contained: let go of the plan and the state.
+      // Let go of the run-time state; the record keeps the plan (its steps point into it).
       ctx->state.reset();
-      ctx->plan.reset();
     }
   }
   work_done();
@@ -184,7 +183,7 @@ void EngineCore::clear_wait(Context& ctx) {
 void EngineCore::finish_context(Context& ctx, ContextStatus status, Value error) {
   // Every lock released, every queue left, before the context counts as ended.
   dispatcher.context_ended(ctx);
-  ctx.finish(status, clock.now(), std::move(error), ctx.run_ms);
+  ctx.finish(status, clock.now(), std::move(error), ctx.state ? ctx.state->run_ms : 0);
   if (options.measure_latency) ctx.ended_ns.store(steady_ns(), std::memory_order_release);
   contexts.on_finished();
 }

@@ -8,6 +8,7 @@
 
 #include <boost/container/small_vector.hpp>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -56,9 +57,13 @@ struct Activation {
   Value prefix;                      // path prefix of this unit's steps: "3.subflow." ("" for the flow)
 };
 
+using Chain = std::vector<Value>;  // flow ids, oldest first
+
 struct ExecState {
   bool started = false;
   std::vector<Activation> stack;
+  double run_ms = 0;                 // running time so far, waiting excluded
+  std::shared_ptr<const Chain> child_chain;  // see Context::child_chain
 
   // The parked step, while parked.
   bool parked = false;

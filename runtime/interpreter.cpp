@@ -51,14 +51,14 @@ bool Interpreter::over_quota() const {
   // Checked before every step: the coarse clock costs no system call and is within a
   // kernel tick, plenty for a quota measured in milliseconds. An injected clock (tests)
   // is read as it is.
-  if (core_.options.run_clock) return ctx_.run_ms + elapsed_ms() > static_cast<double>(props_.max_run_time);
+  if (core_.options.run_clock) return ctx_.exec().run_ms + elapsed_ms() > static_cast<double>(props_.max_run_time);
   return static_cast<double>(coarse_monotonic_ms() - coarse_start_) > budget_ms_;
 }
 
 Interpreter::Outcome Interpreter::run() {
   slice_start_ = core_.run_clock_ms();
   coarse_start_ = coarse_monotonic_ms();
-  budget_ms_ = static_cast<double>(props_.max_run_time) - ctx_.run_ms;
+  budget_ms_ = static_cast<double>(props_.max_run_time) - ctx_.exec().run_ms;
   Flow flow = Flow::kContinue;
   if (!exec_.started) {
     if (!start()) return Outcome::kFinished;
@@ -67,7 +67,7 @@ Interpreter::Outcome Interpreter::run() {
   }
   if (flow == Flow::kContinue) flow = loop();
   if (flow == Flow::kParked) {
-    ctx_.run_ms += elapsed_ms();
+    ctx_.exec().run_ms += elapsed_ms();
     return Outcome::kParked;
   }
   return Outcome::kFinished;
@@ -537,7 +537,7 @@ Interpreter::Flow Interpreter::finish(ContextStatus status, Value error) {
     }
   }
   exec_.parked = false;
-  ctx_.run_ms += elapsed_ms();
+  ctx_.exec().run_ms += elapsed_ms();
   slice_start_ = core_.run_clock_ms();
   core_.finish_context(ctx_, status, std::move(error));
   return Flow::kFinished;

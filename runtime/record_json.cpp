@@ -40,8 +40,8 @@ Value step_to_value(const StepEntry& e, size_t limit) {
   std::vector<Member> m;
   m.reserve(10);
   m.push_back(Member{Value("path"), e.path});
-  if (!e.id.is_null()) m.push_back(Member{Value("id"), e.id});
-  m.push_back(Member{Value("action"), e.action});
+  if (!e.node->id.is_null()) m.push_back(Member{Value("id"), e.node->id});
+  m.push_back(Member{Value("action"), e.node->action});
   m.push_back(Member{Value("status"), Value(status_name(e.status))});
   m.push_back(Member{Value("started_at"), time_or_null(e.started)});
   m.push_back(Member{Value("ended_at"), time_or_null(e.ended)});

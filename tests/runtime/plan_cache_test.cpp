@@ -72,7 +72,7 @@ TEST_F(PlanCacheTest, WaitingContext_FinishesOnThePlanItStartedWith) {
   EXPECT_NE(ContextById(old_ctx).plan_version(), ContextById(new_ctx).plan_version());
 }
 
-TEST_F(PlanCacheTest, OldPlans_AreFreedWhenTheLastContextUsingThemEnds) {
+TEST_F(PlanCacheTest, OldPlans_AreFreedWhenTheLastRecordUsingThemIsDropped) {
   ASSERT_TRUE(Load(R"([
     {"id": "sub", "type": "subflow", "outputs": [{"name": "v", "type": "integer"}], "actions": [
       {"action": "assign_outputs", "inputs": {"values": {"v": 1}}}]},
@@ -89,9 +89,14 @@ TEST_F(PlanCacheTest, OldPlans_AreFreedWhenTheLastContextUsingThemEnds) {
   EXPECT_FALSE(old_plan.expired()) << "the waiting context still runs it";
   const std::string old_version = ContextById(id).plan_version();
   Settle();
-  EXPECT_TRUE(old_plan.expired()) << "the record keeps the version's name, not the plan";
   EXPECT_EQ(ContextById(id).plan_version(), old_version);
   EXPECT_THAT(ContextById(id), HasStatus("completed"));
+  EXPECT_FALSE(old_plan.expired()) << "the record's steps point into it";
+  ASSERT_TRUE(engine().set_property("context_retention", Value(1)).is_ok());
+  CallFlow("f");
+  Settle();
+  EXPECT_EQ(engine().core().contexts.find(id), nullptr) << "the oldest records were dropped";
+  EXPECT_TRUE(old_plan.expired()) << "no record uses the old version any more";
 }
 
 }  // namespace
