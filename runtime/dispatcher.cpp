@@ -241,11 +241,7 @@ Result<Value> Dispatcher::update(std::string_view table, std::string_view sys_id
   // Optimistic: build the new version from the current one without the lock, and install
   // it only if no other update came first (then build again).
   while (true) {
-    Value current;
-    {
-      MutexLock lock(mu_);
-      current = store_.get(table, sys_id);
-    }
+    Value current = store_.get(table, sys_id);  // the store's own read lock; no commit lock
     if (current.is_null()) return Error{"no record in " + std::string(table) + " with sys_id " + std::string(sys_id)};
     Result<RecordChange> change = RecordStore::build_update(current, sys_id, values, core_.clock.now());
     if (!change) return change.error();
@@ -372,25 +368,14 @@ Result<StartedFlow> Dispatcher::start_flow(FlowSlot& flow, TriggerData trigger, 
   return started;
 }
 
-Value Dispatcher::get(std::string_view table, std::string_view sys_id) {
-  MutexLock lock(mu_);
-  return store_.get(table, sys_id);
-}
+// Reads take the store's table locks only: they never wait for the commit lock.
+Value Dispatcher::get(std::string_view table, std::string_view sys_id) { return store_.get(table, sys_id); }
 
-Result<Value> Dispatcher::find(const RecordQuery& query) {
-  MutexLock lock(mu_);
-  return store_.find(query);
-}
+Result<Value> Dispatcher::find(const RecordQuery& query) { return store_.find(query); }
 
-std::vector<std::string> Dispatcher::table_names() {
-  MutexLock lock(mu_);
-  return store_.table_names();
-}
+std::vector<std::string> Dispatcher::table_names() { return store_.table_names(); }
 
-std::vector<Value> Dispatcher::records(std::string_view table) {
-  MutexLock lock(mu_);
-  return store_.records(table);
-}
+std::vector<Value> Dispatcher::records(std::string_view table) { return store_.records(table); }
 
 bool Dispatcher::add_waiter(const Value& table, const Value& sys_id, std::shared_ptr<Context> ctx, uint64_t wait_id,
                             std::shared_ptr<const Condition> condition) {

@@ -7,10 +7,12 @@
 //   creates each started context with the next seq and pushes it to the EventQueue,
 //   and wakes contexts waiting for a condition on the record written.
 // So the queue order is the commit order, and seq numbers follow it. Owner of the record
-// store, the trigger index snapshot, the record waiters and the lock table; all guarded by
-// mu_. Because the lock table and the records share that lock, a write `while_holding` a
-// lock is checked and committed in one step: a holder whose lease ran out cannot write.
-// Lock order: mu_ before any Context's lock; never called with a Context's lock held.
+// store, the trigger index snapshot, the record waiters and the lock table; all written
+// under mu_. Because the lock table and the records share that lock, a write
+// `while_holding` a lock is checked and committed in one step: a holder whose lease ran
+// out cannot write. Reads of records (get, find) take only the store's table locks, so
+// lookups never queue behind commits. Lock order: mu_, then a table's lock (inside the
+// store), then any Context's lock; never called with a Context's lock held.
 #pragma once
 
 #include <atomic>
@@ -166,7 +168,9 @@ class Dispatcher {
 
   EngineCore& core_;
   Mutex mu_;  // the commit lock
-  RecordStore store_ GUARDED_BY(mu_);
+  // Written only under mu_ (so that a commit and the contexts it starts are one step);
+  // read at any time: the store locks its own tables for readers.
+  RecordStore store_;
   Mutex index_mu_;
   std::shared_ptr<const TriggerIndex> index_ GUARDED_BY(index_mu_);
   std::atomic<uint64_t> index_version_{1};

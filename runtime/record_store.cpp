@@ -87,6 +87,8 @@ int order_values(const Value& a, const Value& b) {
 RecordStore::RecordStore(uint64_t seed) : seed_(seed) {}
 
 RecordStore::Table& RecordStore::table(std::string_view name) {
+  if (Table* t = find_table(name)) return *t;
+  WriterLock lock(tables_mu_);
   auto it = tables_.find(name);
   if (it != tables_.end()) return *it->second;
   auto t = std::make_unique<Table>();
@@ -97,7 +99,8 @@ RecordStore::Table& RecordStore::table(std::string_view name) {
   return *raw;
 }
 
-const RecordStore::Table* RecordStore::find_table(std::string_view name) const {
+RecordStore::Table* RecordStore::find_table(std::string_view name) const {
+  ReaderLock lock(tables_mu_);
   auto it = tables_.find(name);
   return it == tables_.end() ? nullptr : it->second.get();
 }
@@ -134,6 +137,15 @@ FieldIndex& RecordStore::index(Table& t, std::string_view field) {
     if (!t.rows[row].is_null()) idx.add(t.rows[row][field], row);
   }
   return idx;
+}
+
+void RecordStore::ensure_index(Table& t, std::string_view field) {
+  {
+    ReaderLock lock(t.mu);
+    if (t.indexes.find(field) != t.indexes.end()) return;
+  }
+  WriterLock lock(t.mu);
+  index(t, field);
 }
 
 void RecordStore::index_row(Table& t, const Value* before, const Value* after, uint32_t row) {
@@ -174,6 +186,7 @@ Result<Value> RecordStore::build_insert(const Value& values, TimeMs now) {
 Status RecordStore::commit_insert(std::string_view table_name, const Value& record) {
   if (table_name.empty()) return Error{"a table name cannot be empty"};
   Table& t = table(table_name);
+  WriterLock lock(t.mu);
   const std::string_view sys_id = record.members()[0].value.as_string();
   if (t.by_id.find(sys_id) != IdIndex::kNone) {
     return Error{"table " + t.name + " already has a record with sys_id " + std::string(sys_id)};
@@ -182,7 +195,7 @@ Status RecordStore::commit_insert(std::string_view table_name, const Value& reco
   t.rows.push_back(record);
   t.by_id.insert(sys_id, row);
   ++t.live;
-  ++total_;
+  total_.fetch_add(1, std::memory_order_relaxed);
   index_row(t, nullptr, &record, row);
   return Status::ok();
 }
@@ -230,9 +243,10 @@ Result<RecordChange> RecordStore::build_update(const Value& previous, std::strin
 }
 
 bool RecordStore::commit_update(std::string_view table_name, std::string_view sys_id, const RecordChange& change) {
-  auto tit = tables_.find(table_name);
-  Table* t = tit == tables_.end() ? nullptr : tit->second.get();
-  const uint32_t row = t ? t->by_id.find(sys_id) : IdIndex::kNone;
+  Table* t = find_table(table_name);
+  if (!t) return false;
+  WriterLock lock(t->mu);
+  const uint32_t row = t->by_id.find(sys_id);
   if (row == IdIndex::kNone || !t->rows[row].same_storage(change.previous)) return false;
   t->rows[row] = change.record;
   index_row(*t, &change.previous, &change.record, row);
@@ -252,9 +266,10 @@ Result<RecordChange> RecordStore::update(std::string_view table_name, std::strin
 }
 
 Result<Value> RecordStore::remove(std::string_view table_name, std::string_view sys_id) {
-  auto tit = tables_.find(table_name);
-  Table* t = tit == tables_.end() ? nullptr : tit->second.get();
-  const uint32_t row = t ? t->by_id.find(sys_id) : IdIndex::kNone;
+  Table* t = find_table(table_name);
+  if (!t) return Error{"no record in " + std::string(table_name) + " with sys_id " + std::string(sys_id)};
+  WriterLock lock(t->mu);
+  const uint32_t row = t->by_id.find(sys_id);
   if (row == IdIndex::kNone) {
     return Error{"no record in " + std::string(table_name) + " with sys_id " + std::string(sys_id)};
   }
@@ -262,7 +277,7 @@ Result<Value> RecordStore::remove(std::string_view table_name, std::string_view 
   Value previous = std::move(t->rows[row]);
   t->rows[row] = Value();
   --t->live;
-  --total_;
+  total_.fetch_sub(1, std::memory_order_relaxed);
   index_row(*t, &previous, nullptr, row);
   if (t->rows.size() > 1024 && t->live < t->rows.size() / 2) compact(*t);
   return previous;
@@ -287,14 +302,15 @@ void RecordStore::compact(Table& t) {
 Value RecordStore::get(std::string_view table_name, std::string_view sys_id) const {
   const Table* t = find_table(table_name);
   if (!t) return Value();
+  ReaderLock lock(t->mu);
   const uint32_t row = t->by_id.find(sys_id);
   return row == IdIndex::kNone ? Value() : t->rows[row];
 }
 
 Result<Value> RecordStore::find(const RecordQuery& q) {
-  auto tit = tables_.find(q.table);
-  if (tit == tables_.end()) return Value::empty_array();
-  Table& t = *tit->second;
+  Table* found = find_table(q.table);
+  if (!found) return Value::empty_array();
+  Table& t = *found;
 
   // Use a field index when the condition is, or starts with, "field eq value".
   const Condition* eq = nullptr;
@@ -316,9 +332,24 @@ Result<Value> RecordStore::find(const RecordQuery& q) {
   }
   Scope scope = q.scope ? *q.scope : Scope{};
   scope.previous = nullptr;
+  // The equality's value, and its index, before the table is read: building an index
+  // takes the table's lock exclusively, once.
+  Value eq_value;
+  bool use_index = false;
+  if (eq) {
+    Result<Value> v = render(eq->value, scope);
+    if (!v) return v.error();
+    eq_value = std::move(v).value();
+    std::string key;
+    if (FieldIndex::key_of(eq_value, &key)) {
+      ensure_index(t, eq->subject.path.front().key.as_string());
+      use_index = true;
+    }
+  }
+  ReaderLock lock(t.mu);
   std::vector<Value> matches;
   const bool early_stop = q.limit > 0 && q.order_by.empty();
-  auto consider = [&](uint32_t row) -> Result<bool> {
+  auto consider = [&](uint32_t row) NO_THREAD_SAFETY_ANALYSIS -> Result<bool> {
     const Value& r = t.rows[row];
     if (r.is_null()) return false;
     if (q.condition) {
@@ -332,17 +363,7 @@ Result<Value> RecordStore::find(const RecordQuery& q) {
   };
 
   const std::vector<uint32_t>* bucket = nullptr;
-  bool use_index = false;
-  if (eq) {
-    Result<Value> v = render(eq->value, scope);
-    if (!v) return v.error();
-    std::string key;
-    if (FieldIndex::key_of(*v, &key)) {
-      FieldIndex& idx = index(t, eq->subject.path.front().key.as_string());
-      bucket = idx.rows(*v);
-      use_index = true;
-    }
-  }
+  if (use_index) bucket = t.indexes.find(eq->subject.path.front().key.as_string())->second.rows(eq_value);
   if (use_index) {
     if (bucket) {
       for (uint32_t row : *bucket) {
@@ -371,6 +392,7 @@ Result<Value> RecordStore::find(const RecordQuery& q) {
 }
 
 std::vector<std::string> RecordStore::table_names() const {
+  ReaderLock lock(tables_mu_);
   std::vector<std::string> names;
   for (const Table* t : order_) names.push_back(t->name);
   return names;
@@ -379,6 +401,7 @@ std::vector<std::string> RecordStore::table_names() const {
 std::vector<Value> RecordStore::records(std::string_view table_name) const {
   std::vector<Value> out;
   if (const Table* t = find_table(table_name)) {
+    ReaderLock lock(t->mu);
     out.reserve(t->live);
     for (const Value& r : t->rows) {
       if (!r.is_null()) out.push_back(r);

@@ -3,8 +3,12 @@
 // Records are immutable Values: an update makes a new version and shares the unchanged
 // fields, so a context record that captured an earlier version keeps it cheaply. Tables
 // need no declaration and list records in insertion order. Equality lookups build a field
-// index on first use and keep it current. Not synchronized: the Dispatcher owns the store
-// and guards every call with its commit lock.
+// index on first use and keep it current.
+//
+// Thread-safety: reads (get, find, records, table_names) may run on any thread at any
+// time; each table has a reader-writer lock, so reading one table never waits for writes
+// to another. Writes (insert, update, commit_*, remove) must be serialized by the caller:
+// the Dispatcher makes them under its commit lock, which it always takes before a table's.
 #pragma once
 
 #include <atomic>
@@ -21,6 +25,7 @@
 #include "plans/value.h"
 #include "runtime/field_index.h"
 #include "runtime/id_index.h"
+#include "runtime/thread_annotations.h"
 
 namespace flowrt {
 
@@ -57,35 +62,40 @@ class RecordStore {
 
   std::vector<std::string> table_names() const;  // in the order tables were first written
   std::vector<Value> records(std::string_view table) const;
-  size_t record_count() const { return total_; }
+  size_t record_count() const { return total_.load(std::memory_order_relaxed); }
 
  private:
   struct Hash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
+  // Tables are never removed: a Table* stays valid for the store's life.
   struct Table {
-    Table() : by_id([this](uint32_t row) { return rows[row].members()[0].value.as_string(); }) {}
+    Table() : by_id([this](uint32_t row) NO_THREAD_SAFETY_ANALYSIS { return rows[row].members()[0].value.as_string(); }) {}
     std::string name;
-    std::vector<Value> rows;  // null where deleted; sys_id is every record's first member
-    IdIndex by_id;
-    std::unordered_map<std::string, FieldIndex, Hash, std::equal_to<>> indexes;
-    size_t live = 0;
+    mutable SharedMutex mu;
+    std::vector<Value> rows GUARDED_BY(mu);  // null where deleted; sys_id is every record's first member
+    IdIndex by_id GUARDED_BY(mu);
+    std::unordered_map<std::string, FieldIndex, Hash, std::equal_to<>> indexes GUARDED_BY(mu);
+    size_t live GUARDED_BY(mu) = 0;
   };
 
-  Table& table(std::string_view name);
-  const Table* find_table(std::string_view name) const;
+  Table& table(std::string_view name) EXCLUDES(tables_mu_);
+  Table* find_table(std::string_view name) const EXCLUDES(tables_mu_);
   Value new_sys_id();
   static Value time_value(TimeMs t);
-  FieldIndex& index(Table& t, std::string_view field);
-  void index_row(Table& t, const Value* before, const Value* after, uint32_t row);
-  void compact(Table& t);
+  FieldIndex& index(Table& t, std::string_view field) REQUIRES(t.mu);
+  // Makes sure `field` of `t` is indexed; takes the table's lock exclusively if not yet.
+  void ensure_index(Table& t, std::string_view field) EXCLUDES(t.mu);
+  void index_row(Table& t, const Value* before, const Value* after, uint32_t row) REQUIRES(t.mu);
+  void compact(Table& t) REQUIRES(t.mu);
 
   uint64_t seed_;
   std::atomic<uint64_t> ids_{0};
-  size_t total_ = 0;
-  std::unordered_map<std::string, std::unique_ptr<Table>, Hash, std::equal_to<>> tables_;
-  std::vector<Table*> order_;
+  std::atomic<size_t> total_{0};
+  mutable SharedMutex tables_mu_;
+  std::unordered_map<std::string, std::unique_ptr<Table>, Hash, std::equal_to<>> tables_ GUARDED_BY(tables_mu_);
+  std::vector<Table*> order_ GUARDED_BY(tables_mu_);
 };
 
 // A total order over values for sorting: null < booleans < numbers < strings < arrays < objects.

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <shared_mutex>
 #include <thread>
 
 #if defined(__clang__)
@@ -24,6 +25,10 @@
 #define ACQUIRE(...) FLOWRT_TSA(acquire_capability(__VA_ARGS__))
 #define RELEASE(...) FLOWRT_TSA(release_capability(__VA_ARGS__))
 #define TRY_ACQUIRE(...) FLOWRT_TSA(try_acquire_capability(__VA_ARGS__))
+#define ACQUIRE_SHARED(...) FLOWRT_TSA(acquire_shared_capability(__VA_ARGS__))
+#define RELEASE_SHARED(...) FLOWRT_TSA(release_shared_capability(__VA_ARGS__))
+#define RELEASE_GENERIC(...) FLOWRT_TSA(release_generic_capability(__VA_ARGS__))
+#define REQUIRES_SHARED(...) FLOWRT_TSA(requires_shared_capability(__VA_ARGS__))
 #define EXCLUDES(...) FLOWRT_TSA(locks_excluded(__VA_ARGS__))
 #define ACQUIRED_BEFORE(...) FLOWRT_TSA(acquired_before(__VA_ARGS__))
 #define ACQUIRED_AFTER(...) FLOWRT_TSA(acquired_after(__VA_ARGS__))
@@ -53,6 +58,42 @@ class SCOPED_CAPABILITY MutexLock {
 
  private:
   Mutex& mu_;
+};
+
+// std::shared_mutex with capability annotations: many readers or one writer.
+class CAPABILITY("mutex") SharedMutex {
+ public:
+  void lock() ACQUIRE() { mu_.lock(); }
+  void unlock() RELEASE() { mu_.unlock(); }
+  void lock_shared() ACQUIRE_SHARED() { mu_.lock_shared(); }
+  void unlock_shared() RELEASE_SHARED() { mu_.unlock_shared(); }
+
+ private:
+  std::shared_mutex mu_;
+};
+
+// Holds a SharedMutex exclusively for its scope.
+class SCOPED_CAPABILITY WriterLock {
+ public:
+  explicit WriterLock(SharedMutex& mu) ACQUIRE(mu) : mu_(mu) { mu_.lock(); }
+  ~WriterLock() RELEASE() { mu_.unlock(); }
+  WriterLock(const WriterLock&) = delete;
+  WriterLock& operator=(const WriterLock&) = delete;
+
+ private:
+  SharedMutex& mu_;
+};
+
+// Holds a SharedMutex shared for its scope.
+class SCOPED_CAPABILITY ReaderLock {
+ public:
+  explicit ReaderLock(SharedMutex& mu) ACQUIRE_SHARED(mu) : mu_(mu) { mu_.lock_shared(); }
+  ~ReaderLock() RELEASE() { mu_.unlock_shared(); }
+  ReaderLock(const ReaderLock&) = delete;
+  ReaderLock& operator=(const ReaderLock&) = delete;
+
+ private:
+  SharedMutex& mu_;
 };
 
 // A small spin lock for short critical sections that are rarely contended (a context's

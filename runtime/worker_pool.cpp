@@ -1,5 +1,7 @@
 #include "runtime/worker_pool.h"
 
+#include <pthread.h>
+
 #include <blockingconcurrentqueue.h>
 #include <concurrentqueue.h>
 #include <lightweightsemaphore.h>
@@ -20,7 +22,12 @@ WorkerPool::~WorkerPool() { stop(); }
 
 void WorkerPool::start(unsigned threads) {
   stopping_.store(false);
-  for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { loop(); });
+  for (unsigned i = 0; i < threads; ++i) {
+    threads_.emplace_back([this] {
+      pthread_setname_np(pthread_self(), "flowrt-worker");  // for top -H, perf and gdb
+      loop();
+    });
+  }
 }
 
 void WorkerPool::stop() {
