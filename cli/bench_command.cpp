@@ -58,6 +58,7 @@ int bench_command(const std::vector<std::string>& raw) {
         {Value("workers"), Value(r.workers)},
         {Value("seconds"), Value(r.seconds)},
         {Value("contexts_per_s"), Value(r.contexts_per_s)},
+        {Value("cpu_us_per_context"), Value(r.cpu_us_per_context)},
         {Value("latency_us"), Value::object({{"p50", Value(r.p50_us)}, {"p99", Value(r.p99_us)}, {"p999", Value(r.p999_us)}})},
         {Value("peak_rss_bytes"), Value(static_cast<long long>(r.peak_rss_bytes))},
         {Value("bytes_per_context"), Value(r.bytes_per_context)},
@@ -72,6 +73,7 @@ int bench_command(const std::vector<std::string>& raw) {
             << "workers            " << r.workers << "\n"
             << "seconds            " << fixed(r.seconds, 3) << "\n"
             << "contexts/s         " << fixed(r.contexts_per_s, 0) << "\n"
+            << "CPU per context    " << fixed(r.cpu_us_per_context, 2) << " us\n"
             << "latency p50        " << fixed(r.p50_us, 1) << " us\n"
             << "latency p99        " << fixed(r.p99_us, 1) << " us\n"
             << "latency p99.9      " << fixed(r.p999_us, 1) << " us\n"

@@ -84,7 +84,12 @@ int order_values(const Value& a, const Value& b) {
   }
 }
 
-RecordStore::RecordStore(uint64_t seed) : seed_(seed) {}
+namespace {
+std::atomic<uint64_t> next_store_instance{1};
+}  // namespace
+
+RecordStore::RecordStore(uint64_t seed)
+    : seed_(seed), instance_(next_store_instance.fetch_add(1, std::memory_order_relaxed)) {}
 
 RecordStore::Table& RecordStore::table(std::string_view name) {
   if (Table* t = find_table(name)) return *t;
@@ -100,9 +105,27 @@ RecordStore::Table& RecordStore::table(std::string_view name) {
 }
 
 RecordStore::Table* RecordStore::find_table(std::string_view name) const {
-  ReaderLock lock(tables_mu_);
-  auto it = tables_.find(name);
-  return it == tables_.end() ? nullptr : it->second.get();
+  // Tables are never removed, so each thread remembers the few it used last and finds
+  // them again without touching the shared map's lock. The instance number tells stores
+  // apart (a new store may reuse a destroyed one's address).
+  struct Recent {
+    uint64_t instance = 0;
+    Table* table = nullptr;
+  };
+  thread_local Recent recent[4];
+  thread_local unsigned next = 0;
+  for (const Recent& r : recent) {
+    if (r.instance == instance_ && r.table->name == name) return r.table;
+  }
+  Table* found = nullptr;
+  {
+    ReaderLock lock(tables_mu_);
+    auto it = tables_.find(name);
+    if (it == tables_.end()) return nullptr;
+    found = it->second.get();
+  }
+  recent[next++ % 4] = Recent{instance_, found};
+  return found;
 }
 
 Value RecordStore::new_sys_id() {

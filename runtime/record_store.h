@@ -91,6 +91,7 @@ class RecordStore {
   void compact(Table& t) REQUIRES(t.mu);
 
   uint64_t seed_;
+  const uint64_t instance_;  // tells stores apart in per-thread caches
   std::atomic<uint64_t> ids_{0};
   std::atomic<size_t> total_{0};
   mutable SharedMutex tables_mu_;

@@ -1,5 +1,7 @@
 #include "bench/workloads/measure.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -30,6 +32,13 @@ uint64_t status_kb(const char* field) {
 
 uint64_t rss_bytes() { return status_kb("VmRSS:") * 1024; }
 uint64_t peak_rss_bytes() { return status_kb("VmHWM:") * 1024; }
+
+double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  return secs(u.ru_utime) + secs(u.ru_stime);
+}
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();

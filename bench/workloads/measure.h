@@ -25,5 +25,7 @@ class Pacer {
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t);
+// CPU time (user + system) of the whole process so far, in seconds.
+double process_cpu_seconds();
 
 }  // namespace flowrt::bench

@@ -41,6 +41,7 @@ BenchResult run_locks(const BenchOptions& o) {
   }
   const uint64_t handoffs_before = engine.core().dispatcher.lock_handoffs();
   const uint64_t rss_before = rss_bytes();
+  const double cpu_before = process_cpu_seconds();
   Pacer pacer(o.rate);
   const auto start = std::chrono::steady_clock::now();
   for (uint64_t i = 0; i < o.events; ++i) {
@@ -56,6 +57,7 @@ BenchResult run_locks(const BenchOptions& o) {
   r.workers = o.workers;
   r.contexts = engine.core().contexts.size();
   r.contexts_per_s = static_cast<double>(r.contexts) / r.seconds;
+  if (r.contexts) r.cpu_us_per_context = (process_cpu_seconds() - cpu_before) * 1e6 / static_cast<double>(r.contexts);
   fill_latency(engine.core(), &r);
   r.peak_rss_bytes = peak_rss_bytes();
   const uint64_t rss_after = rss_bytes();

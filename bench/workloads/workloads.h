@@ -27,6 +27,7 @@ struct BenchResult {
   unsigned workers = 0;
   double seconds = 0;
   double contexts_per_s = 0;
+  double cpu_us_per_context = 0;  // user + system time of all threads, per context
   double p50_us = 0, p99_us = 0, p999_us = 0;
   uint64_t peak_rss_bytes = 0;
   double bytes_per_context = 0;
