@@ -21,25 +21,28 @@ uint64_t IdIndex::hash(std::string_view s) {
 }
 
 uint32_t IdIndex::find(std::string_view sys_id) const {
-  if (slots_.empty()) return kNone;
   const uint64_t h = hash(sys_id);
-  const size_t mask = slots_.size() - 1;
+  const Segment& seg = segment(h);
+  if (seg.slots.empty()) return kNone;
+  const size_t mask = seg.slots.size() - 1;
   for (size_t i = h & mask;; i = (i + 1) & mask) {
-    const Slot& s = slots_[i];
+    const Slot& s = seg.slots[i];
     if (s.row == kNone) return kNone;
     if (s.row != kGone && s.hash == h && key_of_(s.row) == sys_id) return s.row;
   }
 }
 
 void IdIndex::insert(std::string_view sys_id, uint32_t row) {
-  if ((used_ + gone_ + 1) * 4 >= slots_.size() * 3) grow();
   const uint64_t h = hash(sys_id);
-  const size_t mask = slots_.size() - 1;
+  Segment& seg = segment(h);
+  if ((seg.used + seg.gone + 1) * 4 >= seg.slots.size() * 3) grow(seg);
+  const size_t mask = seg.slots.size() - 1;
   for (size_t i = h & mask;; i = (i + 1) & mask) {
-    Slot& s = slots_[i];
+    Slot& s = seg.slots[i];
     if (s.row == kNone || s.row == kGone) {
-      if (s.row == kGone) --gone_;
+      if (s.row == kGone) --seg.gone;
       s = Slot{h, row};
+      ++seg.used;
       ++used_;
       return;
     }
@@ -47,39 +50,40 @@ void IdIndex::insert(std::string_view sys_id, uint32_t row) {
 }
 
 void IdIndex::erase(std::string_view sys_id) {
-  if (slots_.empty()) return;
   const uint64_t h = hash(sys_id);
-  const size_t mask = slots_.size() - 1;
+  Segment& seg = segment(h);
+  if (seg.slots.empty()) return;
+  const size_t mask = seg.slots.size() - 1;
   for (size_t i = h & mask;; i = (i + 1) & mask) {
-    Slot& s = slots_[i];
+    Slot& s = seg.slots[i];
     if (s.row == kNone) return;
     if (s.row != kGone && s.hash == h && key_of_(s.row) == sys_id) {
       s.row = kGone;
+      --seg.used;
+      ++seg.gone;
       --used_;
-      ++gone_;
       return;
     }
   }
 }
 
 void IdIndex::clear() {
-  slots_.clear();
+  for (Segment& seg : segments_) seg = Segment{};
   used_ = 0;
-  gone_ = 0;
 }
 
-void IdIndex::grow() {
-  std::vector<Slot> old = std::move(slots_);
-  size_t n = 16;
-  while (n * 3 <= (used_ + 1) * 4 * 2) n *= 2;
-  slots_.assign(n, Slot{});
-  gone_ = 0;
+void IdIndex::grow(Segment& seg) {
+  std::vector<Slot> old = std::move(seg.slots);
+  size_t n = 8;
+  while (n * 3 <= (seg.used + 1) * 4 * 2) n *= 2;
+  seg.slots.assign(n, Slot{});
+  seg.gone = 0;
   const size_t mask = n - 1;
   for (const Slot& s : old) {
     if (s.row == kNone || s.row == kGone) continue;
     for (size_t i = s.hash & mask;; i = (i + 1) & mask) {
-      if (slots_[i].row == kNone) {
-        slots_[i] = s;
+      if (seg.slots[i].row == kNone) {
+        seg.slots[i] = s;
         break;
       }
     }

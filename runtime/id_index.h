@@ -1,9 +1,13 @@
 // IdIndex: sys_id -> row of one table, without an allocation per record.
 //
 // Open addressing over (hash, row) slots; the key itself is the record's own sys_id, read
-// back through a callback, so nothing is copied. Not synchronized; owned by its table.
+// back through a callback, so nothing is copied. The slots are split into 64 segments by
+// the hash's top bits, each growing on its own: a table of a million records never stops
+// to rehash all of them at once (a commit waits for at most one segment's rehash).
+// Not synchronized; owned by its table.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string_view>
@@ -31,14 +35,21 @@ class IdIndex {
     uint64_t hash = 0;
     uint32_t row = kNone;  // kNone: empty; kGone: erased
   };
+  struct Segment {
+    std::vector<Slot> slots;  // a power of two, or empty
+    size_t used = 0;
+    size_t gone = 0;
+  };
   static constexpr uint32_t kGone = UINT32_MAX - 1;
+  static constexpr int kSegmentBits = 6;
   static uint64_t hash(std::string_view s);
-  void grow();
+  const Segment& segment(uint64_t h) const { return segments_[h >> (64 - kSegmentBits)]; }
+  Segment& segment(uint64_t h) { return segments_[h >> (64 - kSegmentBits)]; }
+  static void grow(Segment& seg);
 
   KeyOf key_of_;
-  std::vector<Slot> slots_;
+  std::array<Segment, size_t{1} << kSegmentBits> segments_;
   size_t used_ = 0;
-  size_t gone_ = 0;
 };
 
 }  // namespace flowrt

@@ -307,8 +307,7 @@ Result<Value> RecordStore::remove(std::string_view table_name, std::string_view 
 }
 
 void RecordStore::compact(Table& t) {
-  std::vector<Value> rows;
-  rows.reserve(t.live);
+  std::deque<Value> rows;
   t.by_id.clear();
   for (Value& r : t.rows) {
     if (r.is_null()) continue;

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -74,7 +75,9 @@ class RecordStore {
     Table() : by_id([this](uint32_t row) NO_THREAD_SAFETY_ANALYSIS { return rows[row].members()[0].value.as_string(); }) {}
     std::string name;
     mutable SharedMutex mu;
-    std::vector<Value> rows GUARDED_BY(mu);  // null where deleted; sys_id is every record's first member
+    // Null where deleted; sys_id is every record's first member. A deque: growing never
+    // moves the rows already there (no pause to copy a million of them).
+    std::deque<Value> rows GUARDED_BY(mu);
     IdIndex by_id GUARDED_BY(mu);
     std::unordered_map<std::string, FieldIndex, Hash, std::equal_to<>> indexes GUARDED_BY(mu);
     size_t live GUARDED_BY(mu) = 0;

@@ -46,8 +46,12 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 void Pacer::wait_for(uint64_t done) {
   if (rate_ <= 0) return;
-  const auto due = start_ + std::chrono::duration<double>(static_cast<double>(done) / rate_);
-  while (std::chrono::steady_clock::now() < due) std::this_thread::yield();
+  const auto due = start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                std::chrono::duration<double>(static_cast<double>(done) / rate_));
+  // Sleep, not spin: a spinning harness would take a core from the workers it measures.
+  // Operations that fall due while it sleeps are then committed back to back.
+  const auto now = std::chrono::steady_clock::now();
+  if (now < due) std::this_thread::sleep_until(due);
 }
 
 void fill_latency(EngineCore& core, BenchResult* r) {
