@@ -21,8 +21,11 @@ struct ParsedArgs {
   }
 };
 
-// Every option takes a value ("--name value" or "--name=value"); unknown ones are usage errors.
-inline ParsedArgs parse_args(const std::vector<std::string>& args, const std::set<std::string>& known) {
+// Options take a value ("--name value" or "--name=value"), except `flags`, which stand
+// alone ("--json" reads as "true"; "--json=false" is allowed). Unknown options are usage
+// errors.
+inline ParsedArgs parse_args(const std::vector<std::string>& args, const std::set<std::string>& known,
+                             const std::set<std::string>& flags = {}) {
   ParsedArgs out;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -35,11 +38,17 @@ inline ParsedArgs parse_args(const std::vector<std::string>& args, const std::se
     if (eq != std::string::npos) {
       value = name.substr(eq + 1);
       name = name.substr(0, eq);
+    } else if (flags.count(name)) {
+      value = "true";
     } else {
+      if (!known.count(name)) throw UsageError{"unknown option --" + name};
       if (i + 1 >= args.size()) throw UsageError{"option --" + name + " needs a value"};
       value = args[++i];
     }
-    if (!known.count(name)) throw UsageError{"unknown option --" + name};
+    if (!known.count(name) && !flags.count(name)) throw UsageError{"unknown option --" + name};
+    if (flags.count(name) && value != "true" && value != "false") {
+      throw UsageError{"--" + name + " takes no value (or =true / =false)"};
+    }
     if (out.options.count(name)) throw UsageError{"option --" + name + " given twice"};
     out.options[name] = value;
   }

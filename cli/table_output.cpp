@@ -70,6 +70,10 @@ void print_table(const Engine& engine, const std::vector<std::string>& errors, s
   }
   out << "\n" << contexts.size() << " contexts, " << failed << " ended in error, " << skipped.size()
       << " starts skipped\n";
+  if (const uint64_t dropped = engine.dropped_contexts(); dropped > 0) {
+    out << dropped << " older finished context records dropped (context_retention "
+        << engine.properties().context_retention << ")\n";
+  }
   for (const std::string& e : errors) out << "error: " << e << "\n";
 }
 

@@ -249,6 +249,8 @@ Value Engine::locks() const {
   return Value::array(std::move(out));
 }
 
+uint64_t Engine::dropped_contexts() const { return core_->contexts.dropped(); }
+
 Value Engine::document(const std::vector<std::string>& errors) const {
   std::vector<Value> contexts_json;
   for (const ContextRecord& c : contexts()) contexts_json.push_back(c.value());
@@ -262,7 +264,8 @@ Value Engine::document(const std::vector<std::string>& errors) const {
                         {"skipped", Value::array(skipped())},
                         {"records", Value::object(std::move(tables_json))},
                         {"locks", locks()},
-                        {"errors", Value::array(std::move(errors_json))}});
+                        {"errors", Value::array(std::move(errors_json))},
+                        {"dropped_contexts", Value(static_cast<long long>(dropped_contexts()))}});
 }
 
 }  // namespace flowrt

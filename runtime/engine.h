@@ -71,6 +71,8 @@ class Engine {
   std::optional<ContextRecord> context(std::string_view id) const;
   std::vector<ContextRecord> contexts(std::string_view flow = {}) const;
   std::vector<Value> skipped() const;  // {"flow", "reason", "event", "cause"}
+  // Finished context records dropped, oldest first, to keep within context_retention.
+  uint64_t dropped_contexts() const;
   Value record(std::string_view table, std::string_view sys_id) const;
   std::vector<Value> records(std::string_view table) const;
   std::vector<std::string> tables() const;
@@ -79,7 +81,8 @@ class Engine {
   //  "acquired_at", "expires_at"}], "waiters": [{"context", "weight", "requested_at",
   //  "gives_up_at"}]}, waiters in queue order.
   Value locks() const;
-  // {"contexts", "skipped", "records", "locks", "errors"}: the `flowrt run` document.
+  // {"contexts", "skipped", "records", "locks", "errors", "dropped_contexts"}: the
+  // `flowrt run` document.
   Value document(const std::vector<std::string>& errors = {}) const;
 
   // Internals, for tools in this project (benchmarks, the CLI).

@@ -1,6 +1,9 @@
 // Values, templates and conditions: the work every step does.
 #include <benchmark/benchmark.h>
 
+#include <variant>
+
+#include "bench/micro/micro_flows.h"
 #include "compiler/compiler.h"
 #include "plans/eval.h"
 #include "plans/value_json.h"
@@ -8,6 +11,7 @@
 namespace flowrt {
 namespace {
 
+// Copies a record Value (a reference-count increment on a shared object).
 void BM_ValueCopy_SharedObject(benchmark::State& state) {
   Value record = *parse_json(R"({"number": "INC0001", "priority": 1, "group": "network", "state": "new",
                                 "short_description": "core switch down in building 4"})");
@@ -18,6 +22,7 @@ void BM_ValueCopy_SharedObject(benchmark::State& state) {
 }
 BENCHMARK(BM_ValueCopy_SharedObject);
 
+// Merges a two-field patch into a four-field record (an update's new version).
 void BM_RecordMerge(benchmark::State& state) {
   Value record = *parse_json(R"({"number": "INC0001", "priority": 1, "group": "network", "state": "new"})");
   Value patch = *parse_json(R"({"assigned_to": "ada", "state": "assigned"})");
@@ -25,6 +30,7 @@ void BM_RecordMerge(benchmark::State& state) {
 }
 BENCHMARK(BM_RecordMerge);
 
+// Evaluates a compiled two-clause "all" condition against a record.
 void BM_ConditionEvaluate(benchmark::State& state) {
   Condition c;
   Diagnostics d;
@@ -37,6 +43,49 @@ void BM_ConditionEvaluate(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(evaluate(c, scope));
 }
 BENCHMARK(BM_ConditionEvaluate);
+
+// The scope a step of the triage flow renders its inputs in: the trigger record and the
+// outputs of the look-up step `user` (slot 0).
+struct TriageScope {
+  TriageScope() {
+    trigger.type = TriggerType::kRecord;
+    trigger.table = Value("incident");
+    trigger.sys_id = Value("0123456789abcdef0123456789abcdef");
+    trigger.record = *parse_json(R"({"sys_id": "0123456789abcdef0123456789abcdef", "number": "INC0001",
+                                     "priority": 1, "group": "network", "state": "new"})");
+    steps.push_back(Value::object({{"record", *parse_json(R"({"sys_id": "u1", "user_name": "ada", "group": "network"})")},
+                                   {"found", Value(true)}}));
+    scope.trigger = &trigger;
+    scope.steps = steps;
+  }
+  TriggerData trigger;
+  std::vector<Value> steps;
+  Scope scope;
+};
+
+// The template of input `input` of step `step` of the compiled triage flow.
+const Template& triage_template(size_t step, std::string_view input) {
+  static const std::shared_ptr<const Plan> plan = micro::compile_or_throw(micro::kTriageFlow);
+  return *std::get<ActionStep>(plan->root().body.at(step).op).input(input);
+}
+
+// Renders a text template with two pills: "{{trigger.record.number}} assigned to {{steps.user.record.user_name}}".
+void BM_TemplateRender_TextTwoPills(benchmark::State& state) {
+  const Template& t = triage_template(2, "message");
+  if (t.kind != Template::Kind::kText) return state.SkipWithError("the log message is not a text template");
+  TriageScope s;
+  for (auto _ : state) benchmark::DoNotOptimize(render(t, s.scope));
+}
+BENCHMARK(BM_TemplateRender_TextTwoPills);
+
+// Renders an object template: {"assigned_to": "{{steps.user.record.user_name}}", "state": "assigned"}.
+void BM_TemplateRender_Object(benchmark::State& state) {
+  const Template& t = triage_template(1, "values");
+  if (t.kind != Template::Kind::kObject) return state.SkipWithError("update_record's values is not an object template");
+  TriageScope s;
+  for (auto _ : state) benchmark::DoNotOptimize(render(t, s.scope));
+}
+BENCHMARK(BM_TemplateRender_Object);
 
 }  // namespace
 }  // namespace flowrt

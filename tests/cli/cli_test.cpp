@@ -138,6 +138,61 @@ TEST_F(CliTest, Run_ShowsLocksStillHeld_InTableAndJson) {
   EXPECT_EQ(lock["waiters"].at(0)["context"], Value("ctx-2"));
 }
 
+TEST_F(CliTest, Run_ContextRetention_ReportsDroppedRecords) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "record", "table": "t", "when": "created"},
+    "actions": [{"action": "log", "inputs": {"message": "{{trigger.record.n}}"}}]})");
+  std::string events;
+  for (int n = 1; n <= 5; ++n) events += R"({"op": "insert", "table": "t", "values": {"n": )" + std::to_string(n) + "}}\n";
+  write("events.jsonl", events);
+  write("config.json", R"({"properties": {"context_retention": 2}})");
+  Output table = run("run " + dir() + " --config " + dir() + "/config.json");
+  ASSERT_EQ(table.code, 0) << table.out;
+  EXPECT_NE(table.out.find("3 older finished context records dropped (context_retention 2)"), std::string::npos)
+      << table.out;
+  Output json = run("run " + dir() + " --config " + dir() + "/config.json --format json");
+  Result<Value> doc = parse_json(json.out);
+  ASSERT_TRUE(doc.is_ok()) << json.out;
+  EXPECT_EQ((*doc)["dropped_contexts"], Value(3));
+  EXPECT_EQ((*doc)["contexts"].size(), 2u);
+  fs::remove(dir_ / "config.json");  // read from the directory when present
+  Output all = run("run " + dir() + " --format json");
+  EXPECT_EQ((*parse_json(all.out))["contexts"].size(), 5u) << "unlimited by default";
+}
+
+TEST_F(CliTest, Bench_JsonReportsEveryFigure) {
+  for (const char* workload : {"triage", "fanout", "locks"}) {
+    Output out = run(std::string("bench --workload ") + workload + " --events 2000 --json");
+    ASSERT_EQ(out.code, 0) << out.out;
+    Result<Value> doc = parse_json(out.out);
+    ASSERT_TRUE(doc.is_ok()) << doc.message() << out.out;
+    EXPECT_EQ((*doc)["workload"], Value(workload));
+    EXPECT_EQ((*doc)["events"], Value(2000));
+    EXPECT_EQ((*doc)["contexts"], Value(2000)) << "every event starts one context, and each is kept";
+    for (const char* key : {"seconds", "contexts_per_s", "peak_rss_bytes", "bytes_per_context", "cpu_us_per_context"}) {
+      EXPECT_TRUE((*doc)[key].is_number()) << workload << " " << key;
+    }
+    for (const char* p : {"p50", "p99", "p999"}) EXPECT_GT((*doc)["latency_us"][p].as_double(), 0) << p;
+  }
+  Output compile = run("bench --workload compile --events 100 --json=true");
+  ASSERT_EQ(compile.code, 0) << compile.out;
+  Result<Value> doc = parse_json(compile.out);
+  ASSERT_TRUE(doc.is_ok()) << compile.out;
+  EXPECT_GT((*doc)["compiles"].as_double(), 0);
+  EXPECT_GT((*doc)["cache_hit_ns"].as_double(), 0);
+}
+
+TEST_F(CliTest, Bench_TableByDefault_BadOptionsExit2) {
+  Output table = run("bench --events 1000");
+  ASSERT_EQ(table.code, 0) << table.out;
+  EXPECT_NE(table.out.find("contexts/s"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("latency p99"), std::string::npos) << table.out;
+  EXPECT_EQ(run("bench --workload nonesuch").code, 2);
+  EXPECT_EQ(run("bench --events 0").code, 2);
+  EXPECT_EQ(run("bench --events many").code, 2);
+  EXPECT_EQ(run("bench --json=maybe").code, 2);
+  EXPECT_EQ(run("bench extra").code, 2);
+}
+
 TEST_F(CliTest, BadUsage_Exit2) {
   EXPECT_EQ(run("").code, 2);
   EXPECT_EQ(run("frobnicate").code, 2);

@@ -81,4 +81,36 @@ TEST_F(RecordsTest, Snapshots_AreConsistentWhileContextsRun) {
 }
 
 }  // namespace
+TEST_F(RecordsTest, ContextRetention_KeepsTheNewestFinished_CountsTheDropped_KeepsUnfinished) {
+  ASSERT_TRUE(Load(R"([
+    {"id": "quick", "trigger": {"type": "record", "table": "t", "when": "created"},
+     "actions": [{"action": "log", "inputs": {"message": "{{trigger.record.n}}"}}]},
+    {"id": "slow", "trigger": {"type": "api"}, "actions": [{"action": "wait", "inputs": {"duration": "1h"}}]}])"));
+  ASSERT_TRUE(engine().set_property("context_retention", Value(3)).is_ok());
+  const std::string waiting = CallFlow("slow");
+  for (int n = 1; n <= 10; ++n) Insert("t", Value::object({{"n", Value(n)}}));
+  engine().settle(0);
+  EXPECT_EQ(engine().dropped_contexts(), 7u);
+  std::vector<ContextRecord> kept = Contexts("quick");
+  ASSERT_EQ(kept.size(), 3u);
+  EXPECT_EQ(kept.front().logs().at(0)["message"], Value("8")) << "the oldest go first";
+  EXPECT_THAT(ContextById(waiting), HasStatus("waiting")) << "an unfinished context is never dropped";
+  EXPECT_EQ(engine().document()["dropped_contexts"], Value(7));
+  Settle();
+  EXPECT_EQ(engine().dropped_contexts(), 8u) << "once finished, the first started is the oldest";
+  EXPECT_FALSE(engine().context(waiting).has_value());
+  EXPECT_EQ(Contexts().size(), 3u);
+}
+
+TEST_F(RecordsTest, ContextRetention_UnlimitedByDefault) {
+  EXPECT_EQ(engine().properties().context_retention, 0u);
+  ASSERT_TRUE(Load(R"({"id": "quick", "trigger": {"type": "record", "table": "t", "when": "created"},
+     "actions": [{"action": "log", "inputs": {"message": "x"}}]})"));
+  for (int n = 1; n <= 50; ++n) Insert("t", Value::object({{"n", Value(n)}}));
+  Settle();
+  EXPECT_EQ(Contexts("quick").size(), 50u);
+  EXPECT_EQ(engine().dropped_contexts(), 0u);
+  EXPECT_EQ(engine().set_property("context_retention", Value(-1)).is_ok(), false);
+}
+
 }  // namespace flowrt
