@@ -53,11 +53,13 @@ struct TriageScope {
     trigger.sys_id = Value("0123456789abcdef0123456789abcdef");
     trigger.record = *parse_json(R"({"sys_id": "0123456789abcdef0123456789abcdef", "number": "INC0001",
                                      "priority": 1, "group": "network", "state": "new"})");
-    steps.push_back(Value::object({{"record", *parse_json(R"({"sys_id": "u1", "user_name": "ada", "group": "network"})")},
-                                   {"found", Value(true)}}));
+    const Value user = *parse_json(R"({"sys_id": "u1", "user_name": "ada", "group": "network"})");
+    steps.push_back(Value::object({{"record", user}, {"found", Value(true)}}));  // look_up_record's outputs
     scope.trigger = &trigger;
     scope.steps = steps;
   }
+  TriageScope(const TriageScope&) = delete;  // scope points into the members
+  TriageScope& operator=(const TriageScope&) = delete;
   TriggerData trigger;
   std::vector<Value> steps;
   Scope scope;
