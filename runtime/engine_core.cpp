@@ -26,6 +26,12 @@ EngineCore::~EngineCore() { stop(); }
 void EngineCore::start() {
   if (started_) return;
   started_ = true;
+  if (options.simulation_seed) {
+    MutexLock drive(drive_mu_);
+    sim_rng_.seed(*options.simulation_seed);
+    engine_log().info("simulating workers on the driving thread, seed {}", *options.simulation_seed);
+    return;
+  }
   unsigned n = properties().worker_threads;
   if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
   workers.start(n);
@@ -90,6 +96,12 @@ void EngineCore::on_quiescent() {
 }
 
 void EngineCore::wait_idle() {
+  if (options.simulation_seed) {
+    // Called by advance and settle, which hold drive_mu_.
+    drive_mu_.assert_held();
+    simulate();
+    return;
+  }
   while (true) {
     {
       MutexLock lock(idle_mu_);
@@ -118,6 +130,42 @@ void EngineCore::run(Context* ctx) {
     }
   }
   work_done();
+}
+
+bool EngineCore::run_steps(Context* ctx, uint32_t max_steps) {
+  const std::shared_ptr<Context> hold = ctx->shared_from_this();
+  if (ctx->begin_run()) {
+    Interpreter interpreter(*this, *ctx);
+    switch (interpreter.run(max_steps)) {
+      case Interpreter::Outcome::kYielded: return true;  // still in flight: not done yet
+      case Interpreter::Outcome::kParked: park(ctx); break;
+      case Interpreter::Outcome::kFinished: ctx->state.reset(); break;
+    }
+  }
+  work_done();
+  return false;
+}
+
+void EngineCore::simulate() {
+  const unsigned workers_wanted = props().worker_threads == 0 ? 4 : props().worker_threads;
+  while (true) {
+    const bool can_take = sim_in_flight_.size() < workers_wanted && workers.has_queued();
+    const size_t choices = sim_in_flight_.size() + (can_take ? 1 : 0);
+    if (choices == 0) {
+      // Nothing can run: decide the lock requests that waited for this moment.
+      if (dispatcher.pending_locks() > 0) {
+        dispatcher.resolve_pending_locks();
+        continue;
+      }
+      return;
+    }
+    const size_t pick = static_cast<size_t>(sim_rng_() % choices);
+    if (pick == sim_in_flight_.size()) {
+      if (Context* next = workers.take_queued()) sim_in_flight_.push_back(next->shared_from_this());
+      continue;
+    }
+    if (!run_steps(sim_in_flight_[pick].get(), 1)) sim_in_flight_.erase(sim_in_flight_.begin() + static_cast<long>(pick));
+  }
 }
 
 void EngineCore::make_ready(Context* ctx) {

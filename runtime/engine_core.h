@@ -13,6 +13,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <random>
 #include <string>
 #include <thread>
 
@@ -50,6 +52,13 @@ struct EngineOptions {
   // Check the lock table's invariants after every lock operation and remember the first
   // one broken (Dispatcher::lock_violation). For tests; costs time on every lock operation.
   bool check_invariants = false;
+  // Simulation (tests): no worker threads. advance and settle run the contexts on the
+  // calling thread, one step at a time: up to `worker_threads` contexts (0: 4) are in
+  // flight, as if on that many workers, and a generator seeded by this picks which one
+  // takes the next step or whether a free worker takes the next queued context. The same
+  // seed and the same operations replay the same run. Needs the virtual clock; contexts
+  // run only inside advance and settle.
+  std::optional<uint64_t> simulation_seed;
   // Level of the engine's own log on stderr: off, error, warn, info, debug ("" keeps the
   // current one, warn by default or FLOWRT_LOG_LEVEL).
   std::string log_level;
@@ -86,6 +95,9 @@ class EngineCore {
   // ---- running contexts ----
   // Worker entry: runs a queued or ready context until it ends or parks.
   void run(Context* ctx);
+  // Runs at most `max_steps` steps of a context (0: no limit); true when it yielded and
+  // is still in flight (run it again), false when it ended or parked.
+  bool run_steps(Context* ctx, uint32_t max_steps);
   // Hands a context to the workers.
   void make_ready(Context* ctx);
   void wake(const std::shared_ptr<Context>& ctx, uint64_t wait_id, WakeUp wake);
@@ -119,6 +131,8 @@ class EngineCore {
  private:
   void park(Context* ctx);
   void on_quiescent();
+  // Simulation: runs contexts on this thread, seeded, until no context can run.
+  void simulate() REQUIRES(drive_mu_);
   void fire_due(TimeMs t, bool context_only);
   void schedule_tick(FlowSlot* flow, uint64_t generation, TimeMs at);
 
@@ -130,6 +144,9 @@ class EngineCore {
   Mutex idle_mu_;
   CondVar idle_cv_;
   Mutex drive_mu_;  // one advance/settle at a time
+  // Simulation state: the contexts in flight on virtual workers, and the generator.
+  std::vector<std::shared_ptr<Context>> sim_in_flight_ GUARDED_BY(drive_mu_);
+  std::mt19937_64 sim_rng_ GUARDED_BY(drive_mu_);
   Mutex schedule_mu_;
   std::thread timer_thread_;
   bool started_ = false;

@@ -55,7 +55,9 @@ bool Interpreter::over_quota() const {
   return static_cast<double>(coarse_monotonic_ms() - coarse_start_) > budget_ms_;
 }
 
-Interpreter::Outcome Interpreter::run() {
+Interpreter::Outcome Interpreter::run(uint32_t max_steps) {
+  max_steps_ = max_steps;
+  steps_taken_ = 0;
   slice_start_ = core_.run_clock_ms();
   coarse_start_ = coarse_monotonic_ms();
   budget_ms_ = static_cast<double>(props_.max_run_time) - ctx_.exec().run_ms;
@@ -66,9 +68,9 @@ Interpreter::Outcome Interpreter::run() {
     flow = resume();
   }
   if (flow == Flow::kContinue) flow = loop();
-  if (flow == Flow::kParked) {
+  if (flow == Flow::kParked || flow == Flow::kYielded) {
     ctx_.exec().run_ms += elapsed_ms();
-    return Outcome::kParked;
+    return flow == Flow::kParked ? Outcome::kParked : Outcome::kYielded;
   }
   return Outcome::kFinished;
 }
@@ -173,6 +175,8 @@ Interpreter::Flow Interpreter::loop() {
       if (flow != Flow::kContinue) return flow;
       continue;
     }
+    if (max_steps_ > 0 && steps_taken_ == max_steps_) return Flow::kYielded;  // before the next step
+    ++steps_taken_;
     const uint32_t index = f.pc++;
     Flow flow = step_node(a, f, (*f.block)[index], index);
     if (flow != Flow::kContinue) return flow;

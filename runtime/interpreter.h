@@ -21,13 +21,15 @@ class EngineCore;
 
 class Interpreter {
  public:
-  enum class Outcome { kFinished, kParked };
+  enum class Outcome { kFinished, kParked, kYielded };
 
   Interpreter(EngineCore& core, Context& ctx);
-  Outcome run();
+  // Runs until the context ends or parks, or, with `max_steps` > 0, yields once it has
+  // taken that many steps (the simulation's interleaving; run again to go on).
+  Outcome run(uint32_t max_steps = 0);
 
  private:
-  enum class Flow { kContinue, kParked, kFinished };
+  enum class Flow { kContinue, kParked, kFinished, kYielded };
 
   bool start();
   Flow resume();
@@ -65,6 +67,8 @@ class Interpreter {
   double slice_start_ = 0;    // on the engine's running-time clock, ms
   double budget_ms_ = 0;      // running time this slice may use before the quota passes
   int64_t coarse_start_ = 0;  // ms, on the coarse monotonic clock (quota checks)
+  uint32_t max_steps_ = 0;    // steps this slice may take before yielding; 0 = no limit
+  uint32_t steps_taken_ = 0;
 };
 
 }  // namespace flowrt

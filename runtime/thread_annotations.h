@@ -30,6 +30,7 @@
 #define RELEASE_GENERIC(...) FLOWRT_TSA(release_generic_capability(__VA_ARGS__))
 #define REQUIRES_SHARED(...) FLOWRT_TSA(requires_shared_capability(__VA_ARGS__))
 #define EXCLUDES(...) FLOWRT_TSA(locks_excluded(__VA_ARGS__))
+#define ASSERT_CAPABILITY(x) FLOWRT_TSA(assert_capability(x))
 #define ACQUIRED_BEFORE(...) FLOWRT_TSA(acquired_before(__VA_ARGS__))
 #define ACQUIRED_AFTER(...) FLOWRT_TSA(acquired_after(__VA_ARGS__))
 #define NO_THREAD_SAFETY_ANALYSIS FLOWRT_TSA(no_thread_safety_analysis)
@@ -42,6 +43,8 @@ class CAPABILITY("mutex") Mutex {
   void lock() ACQUIRE() { mu_.lock(); }
   void unlock() RELEASE() { mu_.unlock(); }
   bool try_lock() TRY_ACQUIRE(true) { return mu_.try_lock(); }
+  // Tells the thread-safety analysis that the caller holds this (no check at run time).
+  void assert_held() const ASSERT_CAPABILITY(this) {}
   std::mutex& native() { return mu_; }
 
  private:

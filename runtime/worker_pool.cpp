@@ -47,6 +47,17 @@ void WorkerPool::notify_events(size_t n) {
   if (n > 0) impl_->tokens.signal(static_cast<ssize_t>(n));
 }
 
+bool WorkerPool::has_queued() const { return impl_->ready.size_approx() > 0 || events_.size_approx() > 0; }
+
+Context* WorkerPool::take_queued() {
+  Context* ctx = nullptr;
+  if (impl_->ready.try_dequeue(ctx) || events_.try_pop(&ctx)) {
+    impl_->tokens.tryWait();  // the token that promised it
+    return ctx;
+  }
+  return nullptr;
+}
+
 void WorkerPool::loop() {
   while (true) {
     impl_->tokens.wait();

@@ -37,6 +37,11 @@ class WorkerPool {
   // `n` events were pushed to the EventQueue.
   void notify_events(size_t n);
 
+  // Without threads (simulation): is anything queued, and take the context a worker would
+  // take next (ready ones first), or null.
+  bool has_queued() const;
+  Context* take_queued();
+
  private:
   void loop();
   struct Impl;
