@@ -1,4 +1,6 @@
 // flowrt run: load definitions, apply the events file on a virtual clock, print contexts.
+#include <atomic>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -13,8 +15,53 @@
 #include "runtime/harness.h"
 
 namespace flowrt::cli {
+namespace {
+
+// SIGINT and SIGTERM during a run: the first asks the engine to stop (intake stops, the
+// run shuts down and reports); a second one ends the process at once.
+std::atomic<int> g_stop_signal{0};
+std::atomic<Engine*> g_engine{nullptr};
+
+extern "C" void on_stop_signal(int sig) {
+  if (g_stop_signal.exchange(sig) != 0) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  if (Engine* e = g_engine.load()) e->request_stop();
+}
+
+// Installs the handlers for its scope. No SA_RESTART: a blocked read returns.
+class StopSignals {
+ public:
+  StopSignals() {
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopSignals() {
+    g_engine.store(nullptr);
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  void watch(Engine* engine) {
+    g_engine.store(engine);
+    if (g_stop_signal.load() != 0) engine->request_stop();  // came before the engine existed
+  }
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+}  // namespace
 
 int run_command(const std::vector<std::string>& raw) {
+  StopSignals signals;
   ParsedArgs args = parse_args(raw, {"flows", "events", "config", "format", "out", "log-level"});
   if (args.positional.size() > 1) throw UsageError{"run takes one directory"};
   if (args.positional.empty() && (!args.has("flows") || !args.has("events"))) {
@@ -46,6 +93,7 @@ int run_command(const std::vector<std::string>& raw) {
     throw UsageError{"--log-level must be off, error, warn, info or debug"};
   }
   Engine engine(config->engine);
+  signals.watch(&engine);
   Diagnostics diags = engine.load({flows});
   if (!diags.empty()) {
     for (const Diagnostic& d : diags.list()) errors.push_back(d.describe());
@@ -56,6 +104,13 @@ int run_command(const std::vector<std::string>& raw) {
   Harness harness(engine);
   Status ran = std::filesystem::exists(events) || args.has("events") ? harness.run_file(events) : Status::ok();
   if (!ran) errors.push_back(ran.message());
+  const int stop_signal = g_stop_signal.load();
+  if (stop_signal != 0) {
+    // Stopped: every context that has not ended is cancelled, which releases its locks.
+    const size_t cancelled = engine.shutdown();
+    errors.push_back(std::string("stopped by ") + (stop_signal == SIGINT ? "SIGINT" : "SIGTERM") + ": " +
+                     std::to_string(cancelled) + " contexts cancelled");
+  }
 
   if (args.has("out")) {
     std::ofstream out(args.get("out"));
@@ -72,7 +127,7 @@ int run_command(const std::vector<std::string>& raw) {
   }
   if (!errors.empty()) {
     for (const std::string& e : errors) std::cerr << e << "\n";
-    return 1;
+    return stop_signal != 0 ? 128 + stop_signal : 1;
   }
   return 0;
 }

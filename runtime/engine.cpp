@@ -45,6 +45,12 @@ Diagnostics add_definitions(EngineCore& core, std::vector<Definition> defs) {
   return diags;
 }
 
+// Outside operations are refused once the engine is stopping (contexts' own go on).
+Status intake_open(const EngineCore& core) {
+  if (core.stop_requested()) return Error{"the engine is stopping: no new operations are accepted"};
+  return Status::ok();
+}
+
 Result<Definition> definition_from_value(const Value& v) {
   Diagnostics diags;
   Definition d;
@@ -109,14 +115,17 @@ Status Engine::set_property(std::string_view name, const Value& value) { return 
 EngineProperties Engine::properties() const { return core_->properties(); }
 
 Result<Value> Engine::insert(std::string_view table, const Value& values) {
+  FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
   return core_->dispatcher.insert(table, values, Origin{});
 }
 
 Result<Value> Engine::update(std::string_view table, std::string_view sys_id, const Value& values) {
+  FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
   return core_->dispatcher.update(table, sys_id, values, Origin{});
 }
 
 Result<size_t> Engine::update_where(std::string_view table, const Value& where, const Value& values) {
+  FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
   Diagnostics diags;
   Condition c;
   if (!compile_record_condition(where, "where", "", &c, &diags)) return Error{diags.describe()};
@@ -124,10 +133,12 @@ Result<size_t> Engine::update_where(std::string_view table, const Value& where, 
 }
 
 Result<Value> Engine::remove(std::string_view table, std::string_view sys_id) {
+  FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
   return core_->dispatcher.remove(table, sys_id, Origin{});
 }
 
 Result<size_t> Engine::remove_where(std::string_view table, const Value& where) {
+  FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
   Diagnostics diags;
   Condition c;
   if (!compile_record_condition(where, "where", "", &c, &diags)) return Error{diags.describe()};
@@ -135,10 +146,12 @@ Result<size_t> Engine::remove_where(std::string_view table, const Value& where) 
 }
 
 Status Engine::fire_event(std::string_view name, const Value& payload) {
+  FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
   return core_->dispatcher.fire_event(Value(name), payload, Origin{});
 }
 
 Result<std::string> Engine::call_flow(std::string_view flow, const Value& inputs) {
+  FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
   Result<StartedFlow> started = core_->start_api_flow(flow, inputs, Origin{});
   if (!started) return started.error();
   if (started->skipped) return Error{"the start was skipped: " + std::string(started->reason.as_string())};
@@ -146,6 +159,7 @@ Result<std::string> Engine::call_flow(std::string_view flow, const Value& inputs
 }
 
 Result<std::string> Engine::test_flow(std::string_view flow, const Value& record, const Value& inputs) {
+  FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
   FlowSlot* slot = core_->flows.slot(flow);
   if (!slot) return Error{"no flow '" + std::string(flow) + "'"};
   FlowRegistry::PlanResult p = core_->flows.plan_for_test(flow, core_->compile_options());
@@ -184,6 +198,10 @@ Result<std::string> Engine::test_flow(std::string_view flow, const Value& record
 }
 
 Status Engine::cancel(std::string_view context_id) { return core_->cancel(context_id); }
+
+void Engine::request_stop() noexcept { core_->request_stop(); }
+bool Engine::stop_requested() const noexcept { return core_->stop_requested(); }
+size_t Engine::shutdown() { return core_->shutdown(); }
 
 void Engine::advance(DurationMs d) { core_->advance(d); }
 void Engine::settle(DurationMs until) { core_->settle(until); }

@@ -59,6 +59,17 @@ class Engine {
   Result<std::string> test_flow(std::string_view flow, const Value& record, const Value& inputs);
   Status cancel(std::string_view context_id);
 
+  // ---- stopping ----
+  // Asks the engine to stop: advance and settle return early, new outside operations
+  // (insert ... test_flow) are refused with an error, schedules stop firing. Safe to call
+  // from a signal handler (one atomic store).
+  void request_stop() noexcept;
+  bool stop_requested() const noexcept;
+  // Stops for good: requests a stop, cancels every context that has not ended (waiting,
+  // running, or still queued: each ends "cancelled"), and returns once all have ended and
+  // so released every lock. Returns how many contexts it cancelled. Records stay readable.
+  size_t shutdown();
+
   // ---- the clock ----
   // Moves a virtual clock on by `d`, running everything that falls due on the way.
   void advance(DurationMs d);

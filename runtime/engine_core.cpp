@@ -267,6 +267,7 @@ void EngineCore::advance(DurationMs d) {
   const TimeMs target = clock.now() + d;
   while (true) {
     wait_idle();
+    if (stop_requested()) return;
     std::optional<TimeMs> next = timers.next_deadline(false);
     if (!next || *next > target) break;
     clock.set(*next);
@@ -281,6 +282,7 @@ void EngineCore::settle(DurationMs until) {
   const TimeMs limit = clock.now() + until;
   while (true) {
     wait_idle();
+    if (stop_requested()) return;
     std::optional<TimeMs> next = timers.next_deadline(true);
     if (!next || *next > limit) break;
     if (clock.is_virtual()) {
@@ -292,6 +294,26 @@ void EngineCore::settle(DurationMs until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(wait));
     }
   }
+}
+
+size_t EngineCore::shutdown() {
+  request_stop();
+  // Mark every context first, then wake the parked ones: a context woken by another's
+  // release (a lock handed on) must find itself cancelled too, not run on.
+  std::vector<std::shared_ptr<Context>> ending;
+  for (const std::shared_ptr<Context>& ctx : contexts.all()) {
+    if (ctx->finished()) continue;
+    ctx->set_cancel_flag();
+    ending.push_back(ctx);
+  }
+  for (const std::shared_ptr<Context>& ctx : ending) {
+    if (ctx->request_cancel()) make_ready(ctx.get());
+  }
+  const size_t cancelled = ending.size();
+  MutexLock drive(drive_mu_);
+  wait_idle();
+  engine_log().info("shut down: {} contexts cancelled", cancelled);
+  return cancelled;
 }
 
 void EngineCore::refresh_triggers() {
@@ -321,6 +343,7 @@ void EngineCore::arm_schedules() {
 }
 
 void EngineCore::schedule_tick(FlowSlot* slot, uint64_t generation, TimeMs at) {
+  if (stop_requested()) return;
   std::shared_ptr<const Plan> plan;
   {
     MutexLock lock(schedule_mu_);

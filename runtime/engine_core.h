@@ -110,8 +110,19 @@ class EngineCore {
   Result<StartedFlow> start_api_flow(std::string_view flow, const Value& inputs, Origin origin);
 
   // ---- clock ----
+  // Both return early once a stop is requested.
   void advance(DurationMs d);
   void settle(DurationMs until);
+
+  // ---- stopping ----
+  // Asks the engine to stop: advance and settle return early, the Engine refuses new
+  // outside operations, schedules stop firing. Async-signal-safe: one atomic store.
+  void request_stop() noexcept { stop_requested_.store(true, std::memory_order_release); }
+  bool stop_requested() const noexcept { return stop_requested_.load(std::memory_order_acquire); }
+  // Requests a stop, cancels every context that has not ended (queued ones end
+  // cancelled when they would have started) and waits until all have ended, which
+  // releases every lock they held or waited for. Returns how many it cancelled.
+  size_t shutdown();
   // (Re)arms the schedule timers of every active schedule-triggered flow.
   void arm_schedules();
   // Rebuilds the trigger index from the active flows and arms schedules.
@@ -141,6 +152,7 @@ class EngineCore {
   std::vector<std::unique_ptr<const EngineProperties>> props_versions_ GUARDED_BY(props_mu_);
   std::atomic<const EngineProperties*> props_{nullptr};
   std::atomic<int64_t> work_{0};
+  std::atomic<bool> stop_requested_{false};
   Mutex idle_mu_;
   CondVar idle_cv_;
   Mutex drive_mu_;  // one advance/settle at a time

@@ -1,5 +1,7 @@
 #include "runtime/harness.h"
 
+#include "runtime/engine_log.h"
+
 #include <initializer_list>
 
 #include "compiler/loader.h"
@@ -168,6 +170,7 @@ Status Harness::run_text(std::string_view text, const std::string& name) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    if (engine_.stop_requested()) return Error{name + ":" + std::to_string(line_no) + ": not applied: the engine is stopping"};
     Value op;
     JsonParseError error;
     Status s;
@@ -175,9 +178,11 @@ Status Harness::run_text(std::string_view text, const std::string& name) {
       s = Error{"column " + std::to_string(error.column) + ": " + error.message};
     } else {
       s = apply(op);
+      if (s) engine_log().debug("{}:{}: applied", name, line_no);
     }
     if (!s) {
       engine_.settle();
+      if (engine_.stop_requested()) return Error{name + ":" + std::to_string(line_no) + ": not applied: the engine is stopping"};
       return Error{name + ":" + std::to_string(line_no) + ": " + s.message()};
     }
   }

@@ -1,7 +1,12 @@
 // The flowrt command, run as a user runs it: exit codes and output shapes.
 #include <gtest/gtest.h>
 
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <array>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +31,56 @@ Output run(const std::string& args) {
   while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
   const int status = pclose(pipe);
   return Output{WEXITSTATUS(status), out};
+}
+
+// Runs flowrt with `args`, sends `sig` once its stderr (its engine log) shows `cue`, and
+// returns its exit code and stdout.
+Output run_and_signal(const std::vector<std::string>& args, int sig, const std::string& cue) {
+  int out_pipe[2], err_pipe[2];
+  if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) return Output{-1, "pipe failed"};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out_pipe[1], STDOUT_FILENO);
+    dup2(err_pipe[1], STDERR_FILENO);
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    std::vector<char*> argv{const_cast<char*>(FLOWRT_BINARY)};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(FLOWRT_BINARY, argv.data());
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  std::string err;
+  char buf[4096];
+  while (err.find(cue) == std::string::npos) {
+    const ssize_t n = read(err_pipe[0], buf, sizeof buf);
+    if (n <= 0) break;
+    err.append(buf, static_cast<size_t>(n));
+  }
+  kill(pid, sig);
+  // Drain both pipes to their ends, so that the child never blocks writing either.
+  std::string out;
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  int open_fds = 2;
+  while (open_fds > 0 && poll(fds, 2, -1) > 0) {
+    for (pollfd& f : fds) {
+      if (f.fd < 0 || !(f.revents & (POLLIN | POLLHUP))) continue;
+      const ssize_t n = read(f.fd, buf, sizeof buf);
+      if (n <= 0) {
+        f.fd = -1;
+        --open_fds;
+      } else if (&f == &fds[0]) {
+        out.append(buf, static_cast<size_t>(n));
+      }
+    }
+  }
+  close(out_pipe[0]);
+  close(err_pipe[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return Output{WIFEXITED(status) ? WEXITSTATUS(status) : 1000 + WTERMSIG(status), out};
 }
 
 class CliTest : public ::testing::Test {
@@ -157,6 +212,38 @@ TEST_F(CliTest, Run_ContextRetention_ReportsDroppedRecords) {
   fs::remove(dir_ / "config.json");  // read from the directory when present
   Output all = run("run " + dir() + " --format json");
   EXPECT_EQ((*parse_json(all.out))["contexts"].size(), 5u) << "unlimited by default";
+}
+
+TEST_F(CliTest, Run_StoppedBySignal_CancelsWhatHasNotEnded_ReleasesLocks_PrintsWhatRan) {
+  // Every context loops, then takes the one lock and waits an hour holding it: at any
+  // moment some hold or wait for the lock, and none has ended.
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "record", "table": "t", "when": "created"},
+    "variables": {"x": null}, "actions": [
+      {"for_each": "{{trigger.record.items}}", "do": [{"action": "set_variables", "inputs": {"values": {"x": "{{item}}"}}}]},
+      {"action": "lock", "inputs": {"key": "L", "max_attempts": 100000, "delay": "1s"}},
+      {"action": "wait", "inputs": {"duration": "1h"}},
+      {"action": "unlock", "inputs": {"key": "L"}}]})");
+  std::string items = "[";
+  for (int i = 0; i < 200; ++i) items += (i ? "," : "") + std::to_string(i);
+  items += "]";
+  std::string events;
+  for (int n = 0; n < 2000; ++n) events += R"({"op": "insert", "table": "t", "values": {"items": )" + items + "}}\n";
+  write("events.jsonl", events);
+  for (int sig : {SIGINT, SIGTERM}) {
+    // Signalled once the harness has applied line 100: a hundred contexts exist.
+    Output o = run_and_signal({"run", dir(), "--format", "json", "--log-level", "debug"}, sig, "events.jsonl:100: applied");
+    ASSERT_EQ(o.code, 128 + sig) << o.out.substr(0, 2000);
+    Result<Value> doc = parse_json(o.out);
+    ASSERT_TRUE(doc.is_ok()) << doc.message();
+    EXPECT_GE((*doc)["contexts"].size(), 100u);
+    EXPECT_LT((*doc)["contexts"].size(), 2000u) << "intake stopped";
+    EXPECT_EQ((*doc)["locks"].size(), 0u) << "no lock is left held or waited for";
+    for (const Value& c : (*doc)["contexts"].items()) {
+      EXPECT_EQ(c["status"], Value("cancelled")) << c["id"].to_json();
+    }
+    const std::string error = std::string((*doc)["errors"].at((*doc)["errors"].size() - 1).as_string());
+    EXPECT_EQ(error.rfind(sig == SIGINT ? "stopped by SIGINT: " : "stopped by SIGTERM: ", 0), 0u) << error;
+  }
 }
 
 TEST_F(CliTest, Bench_JsonReportsEveryFigure) {
