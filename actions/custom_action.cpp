@@ -9,32 +9,36 @@ namespace flowrt {
 namespace {
 
 // Runs a custom type: catches what it throws and puts its outputs in declared order.
+// A call holds the type for as long as it runs, not the runner: an action the engine gave
+// up on (runtime/watchdog.h) may return after the engine and its registry are gone.
 class CustomActionRunner final : public Action {
  public:
-  explicit CustomActionRunner(const CustomActionType& type) : type_(type) {}
+  explicit CustomActionRunner(std::shared_ptr<const CustomActionType> type) : type_ptr_(std::move(type)) {}
 
   StepOutcome start(const StepCall& call) const override {
+    const std::shared_ptr<const CustomActionType> hold = type_ptr_;  // `this` is not used past here
+    const CustomActionType& type = *hold;
     CustomActionContext ctx(call);
     Result<Value> result = Error{""};
     try {
-      result = type_.run(ctx);
+      result = type.run(ctx);
     } catch (const std::exception& e) {
-      return StepOutcome::failed("action '" + type_.name + "' threw: " + e.what());
+      return StepOutcome::failed("action '" + type.name + "' threw: " + e.what());
     } catch (...) {
-      return StepOutcome::failed("action '" + type_.name + "' threw an exception");
+      return StepOutcome::failed("action '" + type.name + "' threw an exception");
     }
-    if (!result) return StepOutcome::failed(result.message().empty() ? "action '" + type_.name + "' failed" : result.message());
+    if (!result) return StepOutcome::failed(result.message().empty() ? "action '" + type.name + "' failed" : result.message());
     const Value& produced = *result;
     if (!produced.is_null() && !produced.is_object()) {
-      return StepOutcome::failed("action '" + type_.name + "' returned " + std::string(type_name(produced.type())) +
+      return StepOutcome::failed("action '" + type.name + "' returned " + std::string(type_name(produced.type())) +
                                  "; it must return an object of outputs");
     }
     std::vector<Member> outputs;
-    outputs.reserve(type_.outputs.size());
-    for (const Param& p : type_.outputs) {
+    outputs.reserve(type.outputs.size());
+    for (const Param& p : type.outputs) {
       const Value& v = produced[p.name];
       if (!value_fits(v, p.type)) {
-        return StepOutcome::failed("action '" + type_.name + "' output '" + p.name + "' must be " +
+        return StepOutcome::failed("action '" + type.name + "' output '" + p.name + "' must be " +
                                    std::string(param_type_name(p.type)) + ", got " + std::string(type_name(v.type())));
       }
       outputs.push_back(Member{Value(std::string_view(p.name)), v});
@@ -43,18 +47,19 @@ class CustomActionRunner final : public Action {
   }
 
  private:
-  const CustomActionType& type_;
+  const std::shared_ptr<const CustomActionType> type_ptr_;
 };
 
 }  // namespace
 
 struct ActionRegistry::Entry {
-  explicit Entry(CustomActionType t) : type(std::move(t)), runner(type) {
-    signature.name = type.name;
-    for (const Param& p : type.inputs) signature.inputs.push_back(InputParam{p, InputRole::kValue});
-    signature.outputs = type.outputs;
+  explicit Entry(CustomActionType t)
+      : type(std::make_shared<const CustomActionType>(std::move(t))), runner(type) {
+    signature.name = type->name;
+    for (const Param& p : type->inputs) signature.inputs.push_back(InputParam{p, InputRole::kValue});
+    signature.outputs = type->outputs;
   }
-  CustomActionType type;
+  std::shared_ptr<const CustomActionType> type;
   ActionSignature signature;
   CustomActionRunner runner;
 };

@@ -1,7 +1,9 @@
 #include "runtime/engine_core.h"
 
 #include <chrono>
+#include <string>
 
+#include "plans/time.h"
 #include "runtime/engine_log.h"
 #include "runtime/interpreter.h"
 #include "triggers/schedule.h"
@@ -13,7 +15,8 @@ EngineCore::EngineCore(EngineOptions opts)
       clock(options.virtual_clock, options.virtual_clock ? options.start_time : 0),
       flows(&actions),
       dispatcher(*this, options.seed),
-      workers(events, [this](Context* ctx) { run(ctx); }) {
+      workers(events, [this](Context* ctx) { run(ctx); }),
+      watchdog([this] { return run_clock_ms(); }, [this](Watchdog::Call& call, Watchdog::Reason why) { abandon(call, why); }) {
   props_versions_.push_back(std::make_unique<const EngineProperties>(options.properties));
   props_.store(props_versions_.back().get(), std::memory_order_release);
   contexts.set_retention(options.properties.context_retention);
@@ -35,6 +38,7 @@ void EngineCore::start() {
   unsigned n = properties().worker_threads;
   if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
   workers.start(n);
+  watchdog.start();
   engine_log().info("started {} workers, {} clock", n, clock.is_virtual() ? "virtual" : "real");
   if (!clock.is_virtual()) {
     timer_thread_ = std::thread([this] {
@@ -52,6 +56,7 @@ void EngineCore::stop() {
   started_ = false;
   timers.stop();
   if (timer_thread_.joinable()) timer_thread_.join();
+  watchdog.stop();
   workers.stop();
   engine_log().info("stopped");
 }
@@ -122,7 +127,9 @@ void EngineCore::run(Context* ctx) {
   const std::shared_ptr<Context> hold = ctx->shared_from_this();
   if (ctx->begin_run()) {
     Interpreter interpreter(*this, *ctx);
-    if (interpreter.run() == Interpreter::Outcome::kParked) {
+    const Interpreter::Outcome outcome = interpreter.run();
+    if (outcome == Interpreter::Outcome::kAbandoned) return;  // the engine may be gone: touch nothing
+    if (outcome == Interpreter::Outcome::kParked) {
       park(ctx);
     } else {
       // Let go of the run-time state; the record keeps the plan (its steps point into it).
@@ -132,12 +139,33 @@ void EngineCore::run(Context* ctx) {
   work_done();
 }
 
+void EngineCore::abandon(Watchdog::Call& call, Watchdog::Reason why) {
+  Context& ctx = *call.context;
+  std::string message = "action '" + call.action + "' did not return ";
+  switch (why) {
+    case Watchdog::Reason::kQuota: message += "within max_run_time (" + format_duration(props().max_run_time) + ")"; break;
+    case Watchdog::Reason::kCancelled: message += "within 1s of its context being cancelled"; break;
+    case Watchdog::Reason::kStopping: message += "within 1s of the engine stopping"; break;
+  }
+  message += "; the engine gave up on it and replaced its worker thread";
+  engine_log().warn("{}: {}", ctx.id.as_string(), message);
+  const TimeMs t = clock.now();
+  const Value reason(std::string_view{message});
+  ctx.end_step(call.record, StepStatus::kError, t, Value(), reason);
+  for (int64_t record : call.open_records) ctx.end_step(record, StepStatus::kError, t, Value(), reason);
+  finish_context(ctx, why == Watchdog::Reason::kQuota ? ContextStatus::kError : ContextStatus::kCancelled,
+                 Value::object({{"message", reason}, {"step", call.path}}));
+  work_done();  // the stuck worker never will
+  workers.retire(call.worker);
+}
+
 bool EngineCore::run_steps(Context* ctx, uint32_t max_steps) {
   const std::shared_ptr<Context> hold = ctx->shared_from_this();
   if (ctx->begin_run()) {
     Interpreter interpreter(*this, *ctx);
     switch (interpreter.run(max_steps)) {
       case Interpreter::Outcome::kYielded: return true;  // still in flight: not done yet
+      case Interpreter::Outcome::kAbandoned: return false;  // never in simulation
       case Interpreter::Outcome::kParked: park(ctx); break;
       case Interpreter::Outcome::kFinished: ctx->state.reset(); break;
     }
@@ -240,6 +268,7 @@ Status EngineCore::cancel(std::string_view context_id) {
   std::shared_ptr<Context> ctx = contexts.find(context_id);
   if (!ctx) return Error{"no context '" + std::string(context_id) + "'"};
   if (ctx->request_cancel()) make_ready(ctx.get());
+  watchdog.note_cancel(ctx.get());  // an action that ignores it gets a grace period, then is given up on
   return Status::ok();
 }
 
@@ -309,6 +338,7 @@ size_t EngineCore::shutdown() {
   for (const std::shared_ptr<Context>& ctx : ending) {
     if (ctx->request_cancel()) make_ready(ctx.get());
   }
+  watchdog.note_cancel(nullptr);
   const size_t cancelled = ending.size();
   MutexLock drive(drive_mu_);
   wait_idle();

@@ -27,6 +27,7 @@
 #include "runtime/flow_registry.h"
 #include "runtime/properties.h"
 #include "runtime/thread_annotations.h"
+#include "runtime/watchdog.h"
 #include "runtime/worker_pool.h"
 
 namespace flowrt {
@@ -138,10 +139,14 @@ class EngineCore {
   EventQueue events;
   Dispatcher dispatcher;
   WorkerPool workers;
+  // Gives up on custom actions that do not return in time (not in simulation).
+  Watchdog watchdog;
 
  private:
   void park(Context* ctx);
   void on_quiescent();
+  // The watchdog gave up on `call`: ends its context and replaces its worker.
+  void abandon(Watchdog::Call& call, Watchdog::Reason why);
   // Simulation: runs contexts on this thread, seeded, until no context can run.
   void simulate() REQUIRES(drive_mu_);
   void fire_due(TimeMs t, bool context_only);

@@ -68,6 +68,7 @@ Interpreter::Outcome Interpreter::run(uint32_t max_steps) {
     flow = resume();
   }
   if (flow == Flow::kContinue) flow = loop();
+  if (flow == Flow::kAbandoned) return Outcome::kAbandoned;  // touch nothing
   if (flow == Flow::kParked || flow == Flow::kYielded) {
     ctx_.exec().run_ms += elapsed_ms();
     return flow == Flow::kParked ? Outcome::kParked : Outcome::kYielded;
@@ -338,11 +339,32 @@ Interpreter::Flow Interpreter::run_action(Activation& a, const Node& node, const
   ContextHost host(core_, ctx_, [this] { return over_quota(); });
   host.set_step(path);
   StepCall call{step, as_span(inputs), scope, host};
+  if (step.kind != ActionKind::kCustom) return handle(a, node, step, path, rec, action->start(call), &inputs);
+  // User code: the watchdog gives up on it if it does not return in time.
+  std::shared_ptr<Watchdog::Call> watch =
+      core_.watchdog.begin(ctx_.shared_from_this(), rec, path, step.action, open_records(), slice_start_ + budget_ms_);
   StepOutcome outcome = action->start(call);
+  if (!watch->finish()) {
+    // Too late: the context was ended for it and this thread replaced. Touch nothing.
+    t_worker_abandoned = true;
+    return Flow::kAbandoned;
+  }
+  core_.watchdog.end(watch);
   // The quota also holds during a long action: it is told to stop (cancel_requested), and
   // whatever it returns, the context ends here, in error, naming the quota.
-  if (step.kind == ActionKind::kCustom && over_quota()) return quota_exceeded(rec, path);
+  if (over_quota()) return quota_exceeded(rec, path);
   return handle(a, node, step, path, rec, std::move(outcome), &inputs);
+}
+
+std::vector<int64_t> Interpreter::open_records() const {
+  std::vector<int64_t> records;
+  for (const Activation& a : exec_.stack) {
+    for (const BlockFrame& f : a.blocks) {
+      if (f.record >= 0) records.push_back(f.record);
+    }
+    if (a.call_record >= 0) records.push_back(a.call_record);
+  }
+  return records;
 }
 
 Interpreter::Flow Interpreter::quota_exceeded(int64_t record, const Value& path) {

@@ -21,7 +21,9 @@ class EngineCore;
 
 class Interpreter {
  public:
-  enum class Outcome { kFinished, kParked, kYielded };
+  // kAbandoned: the watchdog gave up on a custom action that did not return in time and
+  // ended the context itself; the caller must touch nothing (see Watchdog).
+  enum class Outcome { kFinished, kParked, kYielded, kAbandoned };
 
   Interpreter(EngineCore& core, Context& ctx);
   // Runs until the context ends or parks, or, with `max_steps` > 0, yields once it has
@@ -29,7 +31,7 @@ class Interpreter {
   Outcome run(uint32_t max_steps = 0);
 
  private:
-  enum class Flow { kContinue, kParked, kFinished, kYielded };
+  enum class Flow { kContinue, kParked, kFinished, kYielded, kAbandoned };
 
   bool start();
   Flow resume();
@@ -56,6 +58,8 @@ class Interpreter {
   Value path_of(const Activation& a, const BlockFrame& f, const Node& node, uint32_t index) const;
   bool over_quota() const;
   std::string quota_message() const;
+  // The entries of the steps that enclose the current one (calls, loops, blocks).
+  std::vector<int64_t> open_records() const;
   Flow quota_exceeded(int64_t record, const Value& path);
   double elapsed_ms() const;
   TimeMs now() const;

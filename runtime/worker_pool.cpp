@@ -7,6 +7,7 @@
 #include <lightweightsemaphore.h>
 
 #include "runtime/event_queue.h"
+#include "runtime/watchdog.h"
 
 namespace flowrt {
 
@@ -22,6 +23,7 @@ WorkerPool::~WorkerPool() { stop(); }
 
 void WorkerPool::start(unsigned threads) {
   stopping_.store(false);
+  MutexLock lock(threads_mu_);
   for (unsigned i = 0; i < threads; ++i) {
     threads_.emplace_back([this] {
       pthread_setname_np(pthread_self(), "flowrt-worker");  // for top -H, perf and gdb
@@ -30,12 +32,37 @@ void WorkerPool::start(unsigned threads) {
   }
 }
 
+unsigned WorkerPool::threads() const {
+  MutexLock lock(threads_mu_);
+  return static_cast<unsigned>(threads_.size());
+}
+
 void WorkerPool::stop() {
-  if (threads_.empty()) return;
+  std::vector<std::thread> threads;
+  {
+    MutexLock lock(threads_mu_);
+    threads.swap(threads_);
+  }
+  if (threads.empty()) return;
   stopping_.store(true, std::memory_order_release);
-  impl_->tokens.signal(static_cast<ssize_t>(threads_.size()));
-  for (std::thread& t : threads_) t.join();
-  threads_.clear();
+  impl_->tokens.signal(static_cast<ssize_t>(threads.size()));
+  for (std::thread& t : threads) t.join();
+}
+
+void WorkerPool::retire(std::thread::id id) {
+  MutexLock lock(threads_mu_);
+  for (auto it = threads_.begin(); it != threads_.end(); ++it) {
+    if (it->get_id() == id) {
+      it->detach();
+      threads_.erase(it);
+      break;
+    }
+  }
+  if (stopping_.load(std::memory_order_acquire)) return;
+  threads_.emplace_back([this] {
+    pthread_setname_np(pthread_self(), "flowrt-worker");
+    loop();
+  });
 }
 
 void WorkerPool::push_ready(Context* ctx) {
@@ -69,6 +96,9 @@ void WorkerPool::loop() {
       if (spins > 64) std::this_thread::yield();
     }
     runner_(ctx);
+    // Given up on while in user code (Watchdog): this thread was replaced, and the pool
+    // may be gone. Touch nothing; end.
+    if (t_worker_abandoned) return;
   }
 }
 

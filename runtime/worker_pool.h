@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/thread_annotations.h"
+
 namespace flowrt {
 
 class Context;
@@ -30,12 +32,16 @@ class WorkerPool {
 
   void start(unsigned threads);
   void stop();
-  unsigned threads() const { return static_cast<unsigned>(threads_.size()); }
+  unsigned threads() const;
 
   // Hands a ready context to a worker.
   void push_ready(Context* ctx);
   // `n` events were pushed to the EventQueue.
   void notify_events(size_t n);
+
+  // Gives up on worker `id` (stuck in user code; see Watchdog): detaches it and starts a
+  // replacement, unless stopping.
+  void retire(std::thread::id id);
 
   // Without threads (simulation): is anything queued, and take the context a worker would
   // take next (ready ones first), or null.
@@ -48,7 +54,8 @@ class WorkerPool {
   std::unique_ptr<Impl> impl_;
   EventQueue& events_;
   Runner runner_;
-  std::vector<std::thread> threads_;
+  mutable Mutex threads_mu_;
+  std::vector<std::thread> threads_ GUARDED_BY(threads_mu_);
   std::atomic<bool> stopping_{false};
 };
 

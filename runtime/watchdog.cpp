@@ -1,0 +1,126 @@
+#include "runtime/watchdog.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "runtime/context.h"
+
+namespace flowrt {
+
+Watchdog::Watchdog(std::function<double()> run_clock, OnAbandon on_abandon, double grace_ms, int period_ms)
+    : run_clock_(std::move(run_clock)), on_abandon_(std::move(on_abandon)), grace_ms_(grace_ms), period_ms_(period_ms) {}
+
+Watchdog::~Watchdog() { stop(); }
+
+void Watchdog::start() {
+  MutexLock lock(mu_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void Watchdog::stop() {
+  {
+    MutexLock lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (!thread_.joinable()) return;
+  thread_.join();
+  std::vector<std::pair<std::shared_ptr<Call>, Reason>> stuck;
+  {
+    MutexLock lock(mu_);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(grace_ms_);
+    while (!calls_.empty() && std::chrono::steady_clock::now() < until) wake_.wait_until(mu_, until);
+    for (std::shared_ptr<Call>& c : calls_) {
+      if (c->abandon()) stuck.emplace_back(std::move(c), Reason::kStopping);
+    }
+    calls_.clear();
+  }
+  give_up(std::move(stuck));
+}
+
+std::shared_ptr<Watchdog::Call> Watchdog::begin(std::shared_ptr<Context> context, int64_t record, Value path,
+                                                std::string action, std::vector<int64_t> open_records,
+                                                double deadline_ms) {
+  auto call = std::make_shared<Call>();
+  call->context = std::move(context);
+  call->record = record;
+  call->path = std::move(path);
+  call->action = std::move(action);
+  call->open_records = std::move(open_records);
+  call->deadline_ms = deadline_ms;
+  call->worker = std::this_thread::get_id();
+  bool first = false;
+  {
+    MutexLock lock(mu_);
+    first = calls_.empty();
+    calls_.push_back(call);
+  }
+  if (first) wake_.notify_all();
+  return call;
+}
+
+void Watchdog::end(const std::shared_ptr<Call>& call) {
+  bool last = false;
+  {
+    MutexLock lock(mu_);
+    calls_.erase(std::remove(calls_.begin(), calls_.end(), call), calls_.end());
+    last = calls_.empty() && stopping_;
+  }
+  if (last) wake_.notify_all();  // stop() may be waiting for the last call
+}
+
+void Watchdog::note_cancel(const Context* context) {
+  MutexLock lock(mu_);
+  if (calls_.empty()) return;
+  const double now = run_clock_();
+  for (const std::shared_ptr<Call>& c : calls_) {
+    if ((context == nullptr || c->context.get() == context) && c->cancel_seen_ms < 0) c->cancel_seen_ms = now;
+  }
+}
+
+void Watchdog::loop() {
+  while (true) {
+    {
+      MutexLock lock(mu_);
+      while (!stopping_ && calls_.empty()) wake_.wait(mu_);
+      if (stopping_) return;
+      wake_.wait_until(mu_, std::chrono::steady_clock::now() + std::chrono::milliseconds(period_ms_));
+      if (stopping_) return;
+    }
+    check();
+  }
+}
+
+void Watchdog::check() {
+  std::vector<std::pair<std::shared_ptr<Call>, Reason>> overdue;
+  {
+    MutexLock lock(mu_);
+    if (calls_.empty()) return;
+    const double now = run_clock_();
+    for (auto it = calls_.begin(); it != calls_.end();) {
+      Call& c = **it;
+      const bool cancelled = c.context->cancel_requested();
+      if (cancelled && c.cancel_seen_ms < 0) c.cancel_seen_ms = now;
+      const bool late = now > c.deadline_ms || (cancelled && now > c.cancel_seen_ms + grace_ms_);
+      if (late && c.abandon()) {
+        overdue.emplace_back(*it, now > c.deadline_ms ? Reason::kQuota : Reason::kCancelled);
+        it = calls_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  give_up(std::move(overdue));
+}
+
+void Watchdog::give_up(std::vector<std::pair<std::shared_ptr<Call>, Reason>> calls) {
+  // Outside mu_: ending a context takes the engine's locks.
+  for (auto& [call, why] : calls) {
+    abandoned_.fetch_add(1, std::memory_order_relaxed);
+    on_abandon_(*call, why);
+  }
+}
+
+}  // namespace flowrt
