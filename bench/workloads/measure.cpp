@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <thread>
 
 #include "runtime/flow_slot.h"
@@ -69,6 +70,34 @@ void fill_latency(EngineCore& core, BenchResult* r) {
   r->p50_us = pct(0.50);
   r->p99_us = pct(0.99);
   r->p999_us = pct(0.999);
+}
+
+BenchResult drive_inserts(Engine& engine, std::string_view table, const std::vector<Value>& rows,
+                          const BenchOptions& o) {
+  const uint64_t rss_before = rss_bytes();
+  const double cpu_before = process_cpu_seconds();
+  Pacer pacer(o.rate);
+  const auto start = std::chrono::steady_clock::now();
+  for (uint64_t i = 0; i < rows.size(); ++i) {
+    pacer.wait_for(i);
+    if (!engine.insert(table, rows[i]).is_ok()) throw std::runtime_error("insert failed");
+    if (o.progress && (i & 0xFFFF) == 0) o.progress(static_cast<double>(i) / static_cast<double>(rows.size()));
+  }
+  engine.settle();
+  BenchResult r;
+  r.seconds = seconds_since(start);
+  r.events = rows.size();
+  r.workers = o.workers;
+  r.contexts = engine.core().contexts.size();
+  r.contexts_per_s = static_cast<double>(r.contexts) / r.seconds;
+  if (r.contexts) r.cpu_us_per_context = (process_cpu_seconds() - cpu_before) * 1e6 / static_cast<double>(r.contexts);
+  fill_latency(engine.core(), &r);
+  r.peak_rss_bytes = peak_rss_bytes();
+  const uint64_t rss_after = rss_bytes();
+  r.bytes_per_context = r.contexts ? static_cast<double>(rss_after - std::min(rss_after, rss_before)) /
+                                         static_cast<double>(r.contexts)
+                                   : 0;
+  return r;
 }
 
 }  // namespace flowrt::bench

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "bench/workloads/workloads.h"
@@ -25,6 +26,12 @@ class Pacer {
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t);
+
+// Inserts `rows` into `table` as fast as `o.rate` allows, settles, and fills the figures
+// every record workload shares: seconds, contexts, contexts/s, CPU and memory per context,
+// latency. The caller sets the workload name and any extra figures.
+BenchResult drive_inserts(Engine& engine, std::string_view table, const std::vector<Value>& rows,
+                          const BenchOptions& o);
 // CPU time (user + system) of the whole process so far, in seconds.
 double process_cpu_seconds();
 

@@ -40,30 +40,8 @@ BenchResult run_locks(const BenchOptions& o) {
                                   {"lock", Value(std::string_view("lock" + std::to_string(i % 4)))}}));
   }
   const uint64_t handoffs_before = engine.core().dispatcher.lock_handoffs();
-  const uint64_t rss_before = rss_bytes();
-  const double cpu_before = process_cpu_seconds();
-  Pacer pacer(o.rate);
-  const auto start = std::chrono::steady_clock::now();
-  for (uint64_t i = 0; i < o.events; ++i) {
-    pacer.wait_for(i);
-    if (!engine.insert("job", jobs[i]).is_ok()) throw std::runtime_error("insert failed");
-    if (o.progress && (i & 0xFFFF) == 0) o.progress(static_cast<double>(i) / static_cast<double>(o.events));
-  }
-  engine.settle();
-  BenchResult r;
-  r.seconds = seconds_since(start);
+  BenchResult r = drive_inserts(engine, "job", jobs, o);
   r.workload = "locks";
-  r.events = o.events;
-  r.workers = o.workers;
-  r.contexts = engine.core().contexts.size();
-  r.contexts_per_s = static_cast<double>(r.contexts) / r.seconds;
-  if (r.contexts) r.cpu_us_per_context = (process_cpu_seconds() - cpu_before) * 1e6 / static_cast<double>(r.contexts);
-  fill_latency(engine.core(), &r);
-  r.peak_rss_bytes = peak_rss_bytes();
-  const uint64_t rss_after = rss_bytes();
-  r.bytes_per_context = r.contexts ? static_cast<double>(rss_after - std::min(rss_after, rss_before)) /
-                                         static_cast<double>(r.contexts)
-                                   : 0;
   const double handoffs = static_cast<double>(engine.core().dispatcher.lock_handoffs() - handoffs_before);
   r.extra.emplace_back("handoffs", handoffs);
   r.extra.emplace_back("handoffs_per_s", handoffs / r.seconds);

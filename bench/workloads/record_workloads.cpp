@@ -59,30 +59,8 @@ BenchResult run_record_workload(const BenchOptions& o, bool fanout) {
                                        {"group", Value(std::string_view("group" + std::to_string(i % 50)))},
                                        {"state", Value("new")}}));
   }
-  const uint64_t rss_before = rss_bytes();
-  const double cpu_before = process_cpu_seconds();
-  Pacer pacer(o.rate);
-  const auto start = std::chrono::steady_clock::now();
-  for (uint64_t i = 0; i < o.events; ++i) {
-    pacer.wait_for(i);
-    if (!engine.insert("incident", incidents[i]).is_ok()) throw std::runtime_error("insert failed");
-    if (o.progress && (i & 0xFFFF) == 0) o.progress(static_cast<double>(i) / static_cast<double>(o.events));
-  }
-  engine.settle();
-  BenchResult r;
-  r.seconds = seconds_since(start);
+  BenchResult r = drive_inserts(engine, "incident", incidents, o);
   r.workload = fanout ? "fanout" : "triage";
-  r.events = o.events;
-  r.workers = o.workers;
-  r.contexts = engine.core().contexts.size();
-  r.contexts_per_s = static_cast<double>(r.contexts) / r.seconds;
-  if (r.contexts) r.cpu_us_per_context = (process_cpu_seconds() - cpu_before) * 1e6 / static_cast<double>(r.contexts);
-  fill_latency(engine.core(), &r);
-  r.peak_rss_bytes = peak_rss_bytes();
-  const uint64_t rss_after = rss_bytes();
-  r.bytes_per_context = r.contexts ? static_cast<double>(rss_after > rss_before ? rss_after - rss_before : 0) /
-                                         static_cast<double>(r.contexts)
-                                   : 0;
   if (fanout) r.extra.emplace_back("active_flows", 10001);
   return r;
 }
