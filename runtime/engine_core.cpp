@@ -75,6 +75,7 @@ CompileOptions EngineCore::compile_options() const {
   CompileOptions o;
   o.max_actions = p.max_actions;
   o.max_action_steps = p.max_action_steps;
+  o.max_template_bytes = p.max_template_bytes;
   o.lock_limits = options.lock_limits;
   return o;
 }
