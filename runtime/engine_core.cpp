@@ -169,7 +169,16 @@ void EngineCore::simulate() {
   }
 }
 
+bool EngineCore::try_reserve_wait(size_t max) {
+  size_t n = waiting_.load(std::memory_order_acquire);
+  do {
+    if (n >= max) return false;
+  } while (!waiting_.compare_exchange_weak(n, n + 1, std::memory_order_acq_rel));
+  return true;
+}
+
 void EngineCore::make_ready(Context* ctx) {
+  waiting_.fetch_sub(1, std::memory_order_acq_rel);
   work_added();
   workers.push_ready(ctx);
 }
