@@ -304,7 +304,6 @@ Result<size_t> Dispatcher::update_where(std::string_view table, const Condition&
   FLOWRT_RETURN_IF_ERROR(RecordStore::check_value_sizes(values, core_.props().max_record_value_bytes));
   Commit commit;
   size_t n = 0;
-  Status refused;
   {
     MutexLock lock(mu_);
     RecordQuery q;
@@ -312,31 +311,36 @@ Result<size_t> Dispatcher::update_where(std::string_view table, const Condition&
     q.condition = &where;
     Result<Value> found = store_.find(q);
     if (!found) return found.error();
-    for (const Value& r : found->items()) {
-      const std::string_view sys_id = r["sys_id"].as_string();
-      Result<RecordChange> change = RecordStore::build_update(r, sys_id, values, core_.clock.now());
-      if (!change) return change.error();
+    // Every change and start first, so that a full queue refuses them all: under the
+    // commit lock nothing else writes meanwhile.
+    struct Planned {
+      RecordChange change;
       std::vector<Prepared> prepared;
-      prepare_record(table, RecordOperation::kUpdate, change->record, &change->previous, change->changed, &prepared);
-      if (Status room = check_queue_room(prepared.size()); !room) {
-        refused = Error{room.message() + " (" + std::to_string(n) + " matching records were updated before this one)"};
-        break;
-      }
-      (void)store_.commit_update(table, sys_id, *change);  // under the commit lock: still current
-      commit_prepared(prepared, origin, &commit);
-      wake_waiters(table, change->record, &change->previous, false);
+    };
+    std::vector<Planned> planned;
+    size_t starts = 0;
+    for (const Value& r : found->items()) {
+      Result<RecordChange> change = RecordStore::build_update(r, r["sys_id"].as_string(), values, core_.clock.now());
+      if (!change) return change.error();
+      Planned& p = planned.emplace_back(Planned{std::move(change).value(), {}});
+      prepare_record(table, RecordOperation::kUpdate, p.change.record, &p.change.previous, p.change.changed, &p.prepared);
+      starts += p.prepared.size();
+    }
+    FLOWRT_RETURN_IF_ERROR(check_queue_room(starts));
+    for (Planned& p : planned) {
+      (void)store_.commit_update(table, p.change.record["sys_id"].as_string(), p.change);  // still current
+      commit_prepared(p.prepared, origin, &commit);
+      wake_waiters(table, p.change.record, &p.change.previous, false);
       ++n;
     }
   }
   after_commit(commit);
-  if (!refused) return refused.error();
   return n;
 }
 
 Result<size_t> Dispatcher::remove_where(std::string_view table, const Condition& where, Origin origin) {
   Commit commit;
   size_t n = 0;
-  Status refused;
   {
     MutexLock lock(mu_);
     RecordQuery q;
@@ -344,23 +348,25 @@ Result<size_t> Dispatcher::remove_where(std::string_view table, const Condition&
     q.condition = &where;
     Result<Value> found = store_.find(q);
     if (!found) return found.error();
-    for (const Value& r : found->items()) {
-      std::vector<Prepared> prepared;
-      prepare_record(table, RecordOperation::kDelete, r, nullptr, true, &prepared);
-      if (Status room = check_queue_room(prepared.size()); !room) {
-        refused = Error{room.message() + " (" + std::to_string(n) + " matching records were deleted before this one)"};
-        break;
-      }
-      Result<Value> removed = store_.remove(table, r["sys_id"].as_string());
+    // Every start first, so that a full queue refuses the whole delete.
+    std::vector<std::vector<Prepared>> prepared(found->size());
+    size_t starts = 0;
+    for (size_t i = 0; i < found->size(); ++i) {
+      prepare_record(table, RecordOperation::kDelete, found->at(i), nullptr, true, &prepared[i]);
+      starts += prepared[i].size();
+    }
+    FLOWRT_RETURN_IF_ERROR(check_queue_room(starts));
+    for (size_t i = 0; i < found->size(); ++i) {
+      const std::string_view sys_id = found->at(i)["sys_id"].as_string();
+      Result<Value> removed = store_.remove(table, sys_id);
       if (!removed) return removed.error();
-      commit_prepared(prepared, origin, &commit);
+      commit_prepared(prepared[i], origin, &commit);
       wake_waiters(table, *removed, nullptr, true);
-      record_deleted(table, r["sys_id"].as_string());
+      record_deleted(table, sys_id);
       ++n;
     }
   }
   after_commit(commit);
-  if (!refused) return refused.error();
   return n;
 }
 
