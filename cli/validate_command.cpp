@@ -11,12 +11,10 @@ namespace flowrt::cli {
 int validate_command(const std::vector<std::string>& raw) {
   ParsedArgs args = parse_args(raw, {});
   if (args.positional.empty()) throw UsageError{"validate needs at least one PATH"};
+  Engine engine;
   Diagnostics diags;
-  std::vector<Definition> defs = load_definitions(args.positional, &diags);
-  if (diags.empty()) {
-    Engine engine;
-    diags = engine.load(args.positional);
-  }
+  std::vector<Definition> defs = load_definitions(args.positional, &diags, engine.load_options());
+  if (diags.empty()) diags = engine.load(args.positional);
   if (diags.empty()) {
     std::cout << defs.size() << " definitions, no errors\n";
     return 0;

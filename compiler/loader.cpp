@@ -10,13 +10,13 @@ namespace flowrt {
 
 namespace fs = std::filesystem;
 
-Result<std::string> read_file(const std::string& path, size_t max_bytes) {
+Result<std::string> read_file(const std::string& path, size_t max_bytes, std::string_view budget) {
   std::error_code ec;
   const auto size = fs::file_size(path, ec);
   if (ec) return Error{"cannot read: " + ec.message()};
   if (size > max_bytes) {
     return Error{"file of " + std::to_string(size) + " bytes is larger than the limit of " + std::to_string(max_bytes) +
-                 " bytes"};
+                 " bytes" + (budget.empty() ? std::string() : " (" + std::string(budget) + ")")};
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error{"cannot open for reading"};
@@ -76,7 +76,7 @@ std::vector<Definition> load_definitions(const std::vector<std::string>& paths, 
   }
   std::vector<Definition> defs;
   for (const std::string& file : files) {
-    Result<std::string> text = read_file(file, options.json.max_bytes);
+    Result<std::string> text = read_file(file, options.max_file_bytes, "max_definition_file_bytes");
     if (!text) {
       diags->add(file, "", text.message());
       continue;

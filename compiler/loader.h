@@ -15,9 +15,11 @@
 
 namespace flowrt {
 
+// The budgets of one load (engine properties of the same names).
 struct LoadOptions {
-  JsonLimits json;                       // per file: size, nesting depth, string length
-  size_t max_definitions = 100000;       // across everything loaded at once
+  size_t max_file_bytes = 64u << 20;     // one file, checked before it is read (max_definition_file_bytes)
+  JsonLimits json;                       // per file: nesting depth, string length
+  size_t max_definitions = 100000;       // across everything loaded at once (max_definitions)
 };
 
 // Parses definitions from `text`, which came from `file`.
@@ -31,7 +33,8 @@ std::vector<Definition> load_definitions(const std::vector<std::string>& paths, 
 // Reports ids used twice for the same type, naming both places.
 void check_unique_ids(const std::vector<Definition>& defs, Diagnostics* diags);
 
-// Reads a whole file, refusing one larger than `max_bytes`.
-Result<std::string> read_file(const std::string& path, size_t max_bytes);
+// Reads a whole file, refusing one larger than `max_bytes` before reading it; the error
+// names `budget` (the property that sets the limit) when given.
+Result<std::string> read_file(const std::string& path, size_t max_bytes, std::string_view budget = {});
 
 }  // namespace flowrt

@@ -2,11 +2,51 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 namespace flowrt {
 namespace {
+
+std::string too_deep(size_t max_depth) {
+  return "nesting deeper than the limit of " + std::to_string(max_depth) + " levels (max_json_depth)";
+}
+
+// Checks nesting depth and string length on the raw text, before the parser builds
+// anything: a linear pass that stops at the first budget passed, so a document of a
+// million brackets or a 100 MB string costs at most one look at the bytes up to the limit.
+// Syntax is left to the parser. Returns false with the message and offset of the problem.
+bool scan_limits(std::string_view text, const JsonLimits& limits, std::string* message, size_t* offset) {
+  size_t depth = 0;
+  const char* const data = text.data();
+  const size_t n = text.size();
+  for (size_t i = 0; i < n; ++i) {
+    const char c = data[i];
+    if (c == '"') {
+      const size_t start = i++;
+      // The string's bytes as written run to the closing quote; an escape covers two.
+      const size_t stop = std::min(n, start + 1 + limits.max_string_bytes + 1);
+      while (i < stop && data[i] != '"') i += data[i] == '\\' ? 2 : 1;
+      if (i - start - 1 > limits.max_string_bytes) {
+        *message = "string longer than the limit of " + std::to_string(limits.max_string_bytes) +
+                   " bytes (max_string_bytes)";
+        *offset = start;
+        return false;
+      }
+      if (i >= n) return true;  // unterminated: the parser reports it
+    } else if (c == '[' || c == '{') {
+      if (++depth > limits.max_depth) {
+        *message = too_deep(limits.max_depth);
+        *offset = i;
+        return false;
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return true;
+}
 
 // Builds a Value from nlohmann's SAX events with an explicit stack, enforcing JsonLimits.
 class ValueBuilder {
@@ -67,7 +107,7 @@ class ValueBuilder {
   }
   std::string too_long(size_t n) const {
     return "string of " + std::to_string(n) + " bytes is longer than the limit of " +
-           std::to_string(limits_.max_string_bytes) + " bytes";
+           std::to_string(limits_.max_string_bytes) + " bytes (max_string_bytes)";
   }
   bool fail(std::string message) {
     if (error_.empty()) error_ = std::move(message);
@@ -75,7 +115,7 @@ class ValueBuilder {
   }
   bool open(bool is_object) {
     if (stack_.size() >= limits_.max_depth) {
-      return fail("nesting deeper than the limit of " + std::to_string(limits_.max_depth) + " levels");
+      return fail(too_deep(limits_.max_depth));
     }
     stack_.push_back(Frame{is_object, Value(), {}, {}});
     return true;
@@ -129,6 +169,13 @@ bool parse_json(std::string_view text, Value* out, JsonParseError* error, const 
     error->message = "document of " + std::to_string(text.size()) + " bytes is larger than the limit of " +
                      std::to_string(limits.max_bytes) + " bytes";
     locate(text, 0, error);
+    return false;
+  }
+  std::string scan_message;
+  size_t scan_offset = 0;
+  if (!scan_limits(text, limits, &scan_message, &scan_offset)) {
+    error->message = std::move(scan_message);
+    locate(text, scan_offset, error);
     return false;
   }
   ValueBuilder builder(limits);

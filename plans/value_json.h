@@ -2,7 +2,8 @@
 //
 // Parsing is iterative (no recursion on nesting) and enforces JsonLimits, so hostile input
 // such as "[" x 100000 is refused with a clear error instead of exhausting the stack or
-// memory. Writing produces compact JSON. Free functions; thread-safe.
+// memory. A cheap scan of the text checks nesting depth and string length before any value
+// is built. Writing produces compact JSON. Free functions; thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -14,10 +15,12 @@
 
 namespace flowrt {
 
+// The budgets of one parse; the defaults are the engine properties' defaults, whose names
+// the error messages carry.
 struct JsonLimits {
   size_t max_bytes = 64u << 20;        // whole document
-  size_t max_depth = 128;              // nested arrays/objects
-  size_t max_string_bytes = 16u << 20; // one string or key
+  size_t max_depth = 256;              // nested arrays/objects (max_json_depth)
+  size_t max_string_bytes = 16u << 20; // one string or key, as written (max_string_bytes)
 };
 
 struct JsonParseError {

@@ -217,10 +217,22 @@ void Dispatcher::wake_waiters(std::string_view table, const Value& record, const
 
 void Dispatcher::after_commit(const Commit& commit) { core_.workers.notify_events(commit.started); }
 
+Status Dispatcher::check_queue_room(size_t starts) {
+  if (starts == 0) return Status::ok();
+  // Pops run concurrently, so the count can only be lower than read here.
+  const size_t queued = core_.events.size();
+  const size_t max = core_.props().max_queued_events;
+  if (queued + starts <= max) return Status::ok();
+  return Error{"the event queue is full: " + std::to_string(queued) + " trigger events wait to start and this would add " +
+               std::to_string(starts) + ", past the limit of " + std::to_string(max) +
+               " (max_queued_events); refused, nothing was written"};
+}
+
 Result<Value> Dispatcher::insert(std::string_view table, const Value& values, Origin origin,
                                  const Value& while_holding) {
   // Build the record and the contexts it starts before taking the commit lock; only the
   // install, the rules and the queue push run under it.
+  FLOWRT_RETURN_IF_ERROR(RecordStore::check_value_sizes(values, core_.props().max_record_value_bytes));
   Result<Value> record = store_.build_insert(values, core_.clock.now());
   if (!record) return record;
   std::vector<Prepared> prepared;
@@ -229,6 +241,7 @@ Result<Value> Dispatcher::insert(std::string_view table, const Value& values, Or
   {
     MutexLock lock(mu_);
     FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
+    FLOWRT_RETURN_IF_ERROR(check_queue_room(prepared.size()));
     FLOWRT_RETURN_IF_ERROR(store_.commit_insert(table, *record));
     commit_prepared(prepared, origin, &commit);
   }
@@ -240,6 +253,7 @@ Result<Value> Dispatcher::update(std::string_view table, std::string_view sys_id
                                  const Value& while_holding) {
   // Optimistic: build the new version from the current one without the lock, and install
   // it only if no other update came first (then build again).
+  FLOWRT_RETURN_IF_ERROR(RecordStore::check_value_sizes(values, core_.props().max_record_value_bytes));
   while (true) {
     Value current = store_.get(table, sys_id);  // the store's own read lock; no commit lock
     if (current.is_null()) return Error{"no record in " + std::string(table) + " with sys_id " + std::string(sys_id)};
@@ -251,6 +265,7 @@ Result<Value> Dispatcher::update(std::string_view table, std::string_view sys_id
     {
       MutexLock lock(mu_);
       FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
+      FLOWRT_RETURN_IF_ERROR(check_queue_room(prepared.size()));
       if (!store_.commit_update(table, sys_id, *change)) continue;
       commit_prepared(prepared, origin, &commit);
       wake_waiters(table, change->record, &change->previous, false);
@@ -267,10 +282,14 @@ Result<Value> Dispatcher::remove(std::string_view table, std::string_view sys_id
   {
     MutexLock lock(mu_);
     FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
+    // Writes are all under the commit lock: the record read here is the one removed.
+    std::vector<Prepared> prepared;
+    if (Value existing = store_.get(table, sys_id); !existing.is_null()) {
+      prepare_record(table, RecordOperation::kDelete, existing, nullptr, true, &prepared);
+      FLOWRT_RETURN_IF_ERROR(check_queue_room(prepared.size()));
+    }
     Result<Value> removed = store_.remove(table, sys_id);
     if (!removed) return removed;
-    std::vector<Prepared> prepared;
-    prepare_record(table, RecordOperation::kDelete, *removed, nullptr, true, &prepared);
     commit_prepared(prepared, origin, &commit);
     wake_waiters(table, *removed, nullptr, true);
     record_deleted(table, sys_id);
@@ -282,6 +301,7 @@ Result<Value> Dispatcher::remove(std::string_view table, std::string_view sys_id
 
 Result<size_t> Dispatcher::update_where(std::string_view table, const Condition& where, const Value& values,
                                         Origin origin) {
+  FLOWRT_RETURN_IF_ERROR(RecordStore::check_value_sizes(values, core_.props().max_record_value_bytes));
   Commit commit;
   size_t n = 0;
   {
@@ -291,13 +311,26 @@ Result<size_t> Dispatcher::update_where(std::string_view table, const Condition&
     q.condition = &where;
     Result<Value> found = store_.find(q);
     if (!found) return found.error();
-    for (const Value& r : found->items()) {
-      Result<RecordChange> change = store_.update(table, r["sys_id"].as_string(), values, core_.clock.now());
-      if (!change) return change.error();
+    // Every change and start first, so that a full queue refuses them all: under the
+    // commit lock nothing else writes meanwhile.
+    struct Planned {
+      RecordChange change;
       std::vector<Prepared> prepared;
-      prepare_record(table, RecordOperation::kUpdate, change->record, &change->previous, change->changed, &prepared);
-      commit_prepared(prepared, origin, &commit);
-      wake_waiters(table, change->record, &change->previous, false);
+    };
+    std::vector<Planned> planned;
+    size_t starts = 0;
+    for (const Value& r : found->items()) {
+      Result<RecordChange> change = RecordStore::build_update(r, r["sys_id"].as_string(), values, core_.clock.now());
+      if (!change) return change.error();
+      Planned& p = planned.emplace_back(Planned{std::move(change).value(), {}});
+      prepare_record(table, RecordOperation::kUpdate, p.change.record, &p.change.previous, p.change.changed, &p.prepared);
+      starts += p.prepared.size();
+    }
+    FLOWRT_RETURN_IF_ERROR(check_queue_room(starts));
+    for (Planned& p : planned) {
+      (void)store_.commit_update(table, p.change.record["sys_id"].as_string(), p.change);  // still current
+      commit_prepared(p.prepared, origin, &commit);
+      wake_waiters(table, p.change.record, &p.change.previous, false);
       ++n;
     }
   }
@@ -315,14 +348,21 @@ Result<size_t> Dispatcher::remove_where(std::string_view table, const Condition&
     q.condition = &where;
     Result<Value> found = store_.find(q);
     if (!found) return found.error();
-    for (const Value& r : found->items()) {
-      Result<Value> removed = store_.remove(table, r["sys_id"].as_string());
+    // Every start first, so that a full queue refuses the whole delete.
+    std::vector<std::vector<Prepared>> prepared(found->size());
+    size_t starts = 0;
+    for (size_t i = 0; i < found->size(); ++i) {
+      prepare_record(table, RecordOperation::kDelete, found->at(i), nullptr, true, &prepared[i]);
+      starts += prepared[i].size();
+    }
+    FLOWRT_RETURN_IF_ERROR(check_queue_room(starts));
+    for (size_t i = 0; i < found->size(); ++i) {
+      const std::string_view sys_id = found->at(i)["sys_id"].as_string();
+      Result<Value> removed = store_.remove(table, sys_id);
       if (!removed) return removed.error();
-      std::vector<Prepared> prepared;
-      prepare_record(table, RecordOperation::kDelete, *removed, nullptr, true, &prepared);
-      commit_prepared(prepared, origin, &commit);
+      commit_prepared(prepared[i], origin, &commit);
       wake_waiters(table, *removed, nullptr, true);
-      record_deleted(table, r["sys_id"].as_string());
+      record_deleted(table, sys_id);
       ++n;
     }
   }
@@ -348,6 +388,7 @@ Status Dispatcher::fire_event(const Value& name, const Value& payload, Origin or
   Commit commit;
   {
     MutexLock lock(mu_);
+    FLOWRT_RETURN_IF_ERROR(check_queue_room(prepared.size()));
     commit_prepared(prepared, origin, &commit);
   }
   after_commit(commit);
@@ -362,6 +403,12 @@ Result<StartedFlow> Dispatcher::start_flow(FlowSlot& flow, TriggerData trigger, 
   Result<StartedFlow> started = Error{""};
   {
     MutexLock lock(mu_);
+    if (Status room = check_queue_room(1); !room) {
+      // A schedule tick has no caller to tell: it is listed as skipped, never lost unseen.
+      if (p.context->trigger.type != TriggerType::kSchedule) return room.error();
+      skip(flow, p.context->trigger, origin, "max_queued_events");
+      return StartedFlow{Value(), true, Value("max_queued_events")};
+    }
     started = admit(p, origin, &commit);
   }
   after_commit(commit);

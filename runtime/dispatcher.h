@@ -6,6 +6,9 @@
 //   applies the runtime rules that may skip a start (recorded in the skipped list),
 //   creates each started context with the next seq and pushes it to the EventQueue,
 //   and wakes contexts waiting for a condition on the record written.
+// Budgets: a record write whose field value is past max_record_value_bytes, and an
+// operation that would queue more than max_queued_events trigger events, are refused with
+// an error before anything is written (a schedule tick refused so is listed as skipped).
 // So the queue order is the commit order, and seq numbers follow it. Owner of the record
 // store, the trigger index snapshot, the record waiters and the lock table; all written
 // under mu_. Because the lock table and the records share that lock, a write
@@ -154,6 +157,8 @@ class Dispatcher {
       REQUIRES(mu_);
   void after_commit(const Commit& commit) EXCLUDES(mu_);
   Status check_holding(Origin origin, const Value& while_holding) REQUIRES(mu_);
+  // max_queued_events: an error when `starts` more events would not fit in the queue.
+  Status check_queue_room(size_t starts) REQUIRES(mu_);
   void decide_lock(const std::shared_ptr<Context>& ctx, const LockRequest& request) REQUIRES(mu_);
   void apply_grants(std::vector<LockGrant>& grants) REQUIRES(mu_);
   // A grant's lease timer and log line; returns the lock step's outputs.

@@ -11,6 +11,12 @@ Engine::~Engine() { core_->stop(); }
 
 namespace {
 
+// max_definitions counts every definition the engine would hold.
+std::string too_many_definitions(size_t count, size_t max) {
+  return std::to_string(count) + " definitions would be registered, more than the limit of " + std::to_string(max) +
+         " (max_definitions)";
+}
+
 Diagnostics add_definitions(EngineCore& core, std::vector<Definition> defs) {
   Diagnostics diags;
   // Check the whole set as it would be, in a scratch registry, so that a bad load changes
@@ -25,6 +31,10 @@ Diagnostics add_definitions(EngineCore& core, std::vector<Definition> defs) {
     if (!replaced) merged.push_back(existing);
   }
   merged.insert(merged.end(), defs.begin(), defs.end());
+  if (const size_t max = core.props().max_definitions; merged.size() > max) {
+    diags.add(defs.empty() ? std::string() : defs.back().file, "", too_many_definitions(merged.size(), max));
+    return diags;
+  }
   FlowRegistry scratch(&core.actions);
   scratch.add(merged);
   std::vector<std::pair<UnitType, std::string>> loaded;
@@ -61,17 +71,34 @@ Result<Definition> definition_from_value(const Value& v) {
 
 }  // namespace
 
+LoadOptions Engine::load_options() const {
+  const EngineProperties& p = core_->props();
+  LoadOptions o;
+  o.max_file_bytes = p.max_definition_file_bytes;
+  o.json.max_bytes = p.max_definition_file_bytes;
+  o.json.max_depth = p.max_json_depth;
+  o.json.max_string_bytes = p.max_string_bytes;
+  o.max_definitions = p.max_definitions;
+  return o;
+}
+
 Diagnostics Engine::load(const std::vector<std::string>& paths) {
   Diagnostics diags;
-  std::vector<Definition> defs = load_definitions(paths, &diags);
+  std::vector<Definition> defs = load_definitions(paths, &diags, load_options());
   if (!diags.empty()) return diags;
   return add_definitions(*core_, std::move(defs));
 }
 
 Diagnostics Engine::load_text(std::string_view text, const std::string& file) {
   Diagnostics diags;
+  const LoadOptions options = load_options();
+  if (text.size() > options.max_file_bytes) {
+    diags.add(file, "", "definitions of " + std::to_string(text.size()) + " bytes are larger than the limit of " +
+                            std::to_string(options.max_file_bytes) + " bytes (max_definition_file_bytes)");
+    return diags;
+  }
   std::vector<Definition> defs;
-  parse_definitions(text, file, &defs, &diags);
+  parse_definitions(text, file, &defs, &diags, options);
   check_unique_ids(defs, &diags);
   if (!diags.empty()) return diags;
   return add_definitions(*core_, std::move(defs));
@@ -80,8 +107,7 @@ Diagnostics Engine::load_text(std::string_view text, const std::string& file) {
 Status Engine::save(const Value& definition) {
   Result<Definition> d = definition_from_value(definition);
   if (!d) return d.error();
-  core_->flows.save(std::move(d).value());
-  return Status::ok();
+  return core_->flows.save(std::move(d).value(), core_->props().max_definitions);
 }
 
 Status Engine::publish(std::string_view id) {

@@ -15,6 +15,7 @@
 
 #include "actions/custom_action.h"
 #include "compiler/diagnostics.h"
+#include "compiler/loader.h"
 #include "runtime/context_record_view.h"
 #include "runtime/engine_core.h"
 #include "runtime/properties.h"
@@ -41,6 +42,9 @@ class Engine {
   // Compiles every loaded definition; the diagnostics of all that do not compile.
   Diagnostics validate() const;
   Status register_action(CustomActionType type);
+  // The load budgets from the current properties (file size, JSON depth and strings,
+  // definition count).
+  LoadOptions load_options() const;
   Status set_property(std::string_view name, const Value& value);
   EngineProperties properties() const;
 

@@ -80,6 +80,7 @@ CompileOptions EngineCore::compile_options() const {
   CompileOptions o;
   o.max_actions = p.max_actions;
   o.max_action_steps = p.max_action_steps;
+  o.max_template_bytes = p.max_template_bytes;
   o.lock_limits = options.lock_limits;
   return o;
 }
@@ -196,7 +197,16 @@ void EngineCore::simulate() {
   }
 }
 
+bool EngineCore::try_reserve_wait(size_t max) {
+  size_t n = waiting_.load(std::memory_order_acquire);
+  do {
+    if (n >= max) return false;
+  } while (!waiting_.compare_exchange_weak(n, n + 1, std::memory_order_acq_rel));
+  return true;
+}
+
 void EngineCore::make_ready(Context* ctx) {
+  waiting_.fetch_sub(1, std::memory_order_acq_rel);
   work_added();
   workers.push_ready(ctx);
 }

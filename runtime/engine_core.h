@@ -99,8 +99,14 @@ class EngineCore {
   // Runs at most `max_steps` steps of a context (0: no limit); true when it yielded and
   // is still in flight (run it again), false when it ended or parked.
   bool run_steps(Context* ctx, uint32_t max_steps);
-  // Hands a context to the workers.
+  // Hands a context to the workers. Every caller hands over a context that was parked (or
+  // parking), so this also ends the wait that try_reserve_wait counted.
   void make_ready(Context* ctx);
+  // max_waiting_contexts: counts one more waiting context and returns true, or returns
+  // false (counting nothing) when `max` already wait. A step reserves before it parks.
+  bool try_reserve_wait(size_t max);
+  // Contexts parked or parking now.
+  size_t waiting() const { return waiting_.load(std::memory_order_acquire); }
   void wake(const std::shared_ptr<Context>& ctx, uint64_t wait_id, WakeUp wake);
   // Drops a parked context's wait registrations (timer, record waiter).
   void clear_wait(Context& ctx);
@@ -157,6 +163,7 @@ class EngineCore {
   std::vector<std::unique_ptr<const EngineProperties>> props_versions_ GUARDED_BY(props_mu_);
   std::atomic<const EngineProperties*> props_{nullptr};
   std::atomic<int64_t> work_{0};
+  std::atomic<size_t> waiting_{0};
   std::atomic<bool> stop_requested_{false};
   Mutex idle_mu_;
   CondVar idle_cv_;

@@ -48,12 +48,22 @@ void FlowRegistry::add(std::vector<Definition> defs) {
   bump_epoch();
 }
 
-void FlowRegistry::save(Definition def) {
+Status FlowRegistry::save(Definition def, size_t max_definitions) {
   std::unique_lock lock(mu_);
+  auto existing = defs_.find({def.type, def.id});
+  if (existing == defs_.end() || !existing->second.draft) {
+    size_t count = 0;
+    for (const auto& [key, v] : defs_) count += (v.published ? 1 : 0) + (v.draft ? 1 : 0);
+    if (count >= max_definitions) {
+      return Error{"definition '" + def.id + "' not saved: " + std::to_string(count) +
+                   " definitions are registered, the limit (max_definitions) is " + std::to_string(max_definitions)};
+    }
+  }
   if (def.type == UnitType::kFlow) slot_locked(def.id);
   def.status = DefinitionStatus::kDraft;
   defs_[{def.type, def.id}].draft = std::move(def);
   // Drafts run only in tests; plans of published versions are unaffected.
+  return Status::ok();
 }
 
 Status FlowRegistry::publish(std::string_view id, const CompileOptions& options) {

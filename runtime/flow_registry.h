@@ -33,8 +33,9 @@ class FlowRegistry {
   // Adds definitions as written: published or draft per their status. Replaces existing
   // versions of the same status.
   void add(std::vector<Definition> defs);
-  // Stores `def` as the draft of its id (SPEC "save").
-  void save(Definition def);
+  // Stores `def` as the draft of its id (SPEC "save"). Refused when it is a new draft and
+  // the registry already holds `max_definitions` definitions.
+  Status save(Definition def, size_t max_definitions);
   // Makes the draft of `id` the published version, after checking that it compiles.
   // For flows, also after checking the flow compiles. `type` may be null: any type.
   Status publish(std::string_view id, const CompileOptions& options);

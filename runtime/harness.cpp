@@ -160,8 +160,6 @@ Status Harness::apply(const Value& op) {
 Status Harness::run_text(std::string_view text, const std::string& name) {
   size_t line_no = 0;
   size_t pos = 0;
-  JsonLimits limits;
-  limits.max_bytes = limits_.max_line_bytes;
   while (pos < text.size()) {
     size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
@@ -171,10 +169,18 @@ Status Harness::run_text(std::string_view text, const std::string& name) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
     if (engine_.stop_requested()) return Error{name + ":" + std::to_string(line_no) + ": not applied: the engine is stopping"};
+    const EngineProperties& props = engine_.core().props();
+    JsonLimits limits;
+    limits.max_bytes = props.max_events_file_bytes;
+    limits.max_depth = props.max_json_depth;
+    limits.max_string_bytes = props.max_string_bytes;
     Value op;
     JsonParseError error;
     Status s;
-    if (!parse_json(line, &op, &error, limits)) {
+    if (line.size() > limits.max_bytes) {
+      s = Error{"line of " + std::to_string(line.size()) + " bytes is larger than the limit of " +
+                std::to_string(limits.max_bytes) + " bytes (max_events_file_bytes)"};
+    } else if (!parse_json(line, &op, &error, limits)) {
       s = Error{"column " + std::to_string(error.column) + ": " + error.message};
     } else {
       s = apply(op);
@@ -191,7 +197,7 @@ Status Harness::run_text(std::string_view text, const std::string& name) {
 }
 
 Status Harness::run_file(const std::string& path) {
-  Result<std::string> text = read_file(path, limits_.max_file_bytes);
+  Result<std::string> text = read_file(path, engine_.core().props().max_events_file_bytes, "max_events_file_bytes");
   if (!text) return Error{path + ": " + text.message()};
   return run_text(*text, path);
 }

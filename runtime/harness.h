@@ -3,7 +3,10 @@
 // JSON Lines, one op per line, applied in order; ops do not wait for the flows they
 // trigger, `settle` is the barrier, and the file ends with an implicit settle. A bad line
 // stops the run: it is reported with its line number and nothing after it is applied.
-// Used by `flowrt run` and by tests. Not synchronized; one per run.
+// Used by `flowrt run` and by tests. Not synchronized; one per run. Its budgets are the
+// engine's properties: max_events_file_bytes for the file (checked before it is read),
+// max_json_depth and max_string_bytes for each line (read again at each line, so a
+// set_property op applies from the next line on).
 #pragma once
 
 #include <string>
@@ -13,14 +16,9 @@
 
 namespace flowrt {
 
-struct HarnessLimits {
-  size_t max_file_bytes = 256u << 20;   // the whole events file
-  size_t max_line_bytes = 16u << 20;    // one line
-};
-
 class Harness {
  public:
-  explicit Harness(Engine& engine, HarnessLimits limits = {}) : engine_(engine), limits_(limits) {}
+  explicit Harness(Engine& engine) : engine_(engine) {}
 
   // Applies the file at `path`; on a bad line returns "FILE:LINE: message".
   Status run_file(const std::string& path);
@@ -31,7 +29,6 @@ class Harness {
 
  private:
   Engine& engine_;
-  HarnessLimits limits_;
 };
 
 }  // namespace flowrt

@@ -465,6 +465,12 @@ Interpreter::Flow Interpreter::handle(Activation& a, const Node& node, const Act
     case StepOutcome::Kind::kDone: return complete_step(a, step, record, std::move(outcome.outputs));
     case StepOutcome::Kind::kFailed: return step_failed(step, record, path, outcome.error, outcome.outputs);
     case StepOutcome::Kind::kPark:
+      if (!core_.try_reserve_wait(props_.max_waiting_contexts)) {
+        return step_failed(step, record, path,
+                           "this step cannot wait: " + std::to_string(core_.waiting()) +
+                               " contexts are waiting already, the limit is " +
+                               std::to_string(props_.max_waiting_contexts) + " (max_waiting_contexts)");
+      }
       exec_.parked = true;
       exec_.parked_node = &node;
       exec_.parked_record = record;

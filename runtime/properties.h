@@ -32,6 +32,26 @@ struct EngineProperties {
   uint32_t worker_threads = 0;
   // Finished context records kept; the oldest are dropped first. 0 = keep all.
   size_t context_retention = 0;
+
+  // ---- input budgets (docs/BEHAVIOUR.md, "Budgets"): past one, a clear error ----
+  // Bytes of one definition file (or text given to Engine::load_text), checked before parsing.
+  size_t max_definition_file_bytes = size_t{64} << 20;
+  // Bytes of one events file, checked before parsing.
+  size_t max_events_file_bytes = size_t{64} << 20;
+  // Nesting of arrays and objects in any JSON read (definitions, events lines).
+  uint32_t max_json_depth = 256;
+  // Bytes of one JSON string or key, as written between its quotes.
+  size_t max_string_bytes = size_t{16} << 20;
+  // Definitions registered in the engine (all types, drafts included).
+  size_t max_definitions = 100000;
+  // Bytes of one template (a definition string holding a {{pill}}).
+  size_t max_template_bytes = size_t{1} << 20;
+  // Bytes of one record field value (its compact JSON) written by an operation or action.
+  size_t max_record_value_bytes = size_t{16} << 20;
+  // Contexts waiting (parked) at once; a step that would wait past it fails.
+  size_t max_waiting_contexts = 1000000;
+  // Trigger events queued and not yet started; an operation that would queue more is refused.
+  size_t max_queued_events = 1000000;
 };
 
 // Sets property `name` from a JSON value, checking its type and range.

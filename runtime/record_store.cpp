@@ -1,5 +1,7 @@
 #include "runtime/record_store.h"
 
+#include <charconv>
+
 #include <algorithm>
 
 #include <boost/container/small_vector.hpp>
@@ -286,6 +288,61 @@ Result<RecordChange> RecordStore::update(std::string_view table_name, std::strin
   if (!change) return change;
   commit_update(table_name, sys_id, *change);  // nothing ran in between: it is current
   return change;
+}
+
+namespace {
+
+// Compact JSON length of `v`, or some number past `cap` once it is known to be larger.
+size_t json_bytes(const Value& v, size_t cap) {
+  switch (v.type()) {
+    case ValueType::kNull: return 4;
+    case ValueType::kBool: return v.as_bool() ? 4 : 5;
+    case ValueType::kInt: {
+      char buf[24];
+      return static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, v.as_int()).ptr - buf);
+    }
+    case ValueType::kDouble: {
+      char buf[32];
+      return static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, v.as_double()).ptr - buf);
+    }
+    case ValueType::kString: return v.as_string().size() + 2;
+    case ValueType::kArray: {
+      size_t n = v.size() > 0 ? v.size() + 1 : 2;  // brackets and commas
+      for (const Value& item : v.items()) {
+        n += json_bytes(item, cap);
+        if (n > cap) break;
+      }
+      return n;
+    }
+    case ValueType::kObject: {
+      size_t n = v.size() > 0 ? v.size() + 1 : 2;
+      for (const auto& m : v.members()) {
+        n += m.key.as_string().size() + 3 + json_bytes(m.value, cap);  // "key":
+        if (n > cap) break;
+      }
+      return n;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+Status RecordStore::check_value_sizes(const Value& values, size_t max_bytes) {
+  if (!values.is_object()) return Status::ok();
+  for (const auto& m : values.members()) {
+    const Value& v = m.value;
+    if (v.is_null() || v.is_bool() || v.is_int() || v.is_double()) continue;
+    const size_t n = v.is_string() ? v.as_string().size() : json_bytes(v, max_bytes);
+    if (n > max_bytes) {
+      return Error{"field '" + std::string(m.key.as_string()) + "' is " +
+                   (v.is_string() ? "a string of " + std::to_string(n) + " bytes"
+                                  : "an " + std::string(type_name(v.type())) + " of more than " +
+                                        std::to_string(max_bytes) + " bytes of JSON") +
+                   ", larger than the limit of " + std::to_string(max_bytes) + " bytes (max_record_value_bytes)"};
+    }
+  }
+  return Status::ok();
 }
 
 Result<Value> RecordStore::remove(std::string_view table_name, std::string_view sys_id) {

@@ -57,6 +57,11 @@ class RecordStore {
   // Removes the record and returns it as it was.
   Result<Value> remove(std::string_view table, std::string_view sys_id);
 
+  // The max_record_value_bytes budget: an error naming the first field of `values` (an
+  // object) whose value is larger than `max_bytes` (a string counts its bytes, any other
+  // value its compact JSON). Stops measuring a value once it is past the limit.
+  static Status check_value_sizes(const Value& values, size_t max_bytes);
+
   Value get(std::string_view table, std::string_view sys_id) const;
   // Records matching the query, as an array (see RecordQuery).
   Result<Value> find(const RecordQuery& query);

@@ -160,6 +160,37 @@ TEST_F(CliTest, Validate_ReportsEveryError_Exit1) {
   EXPECT_EQ(o.code, 0) << o.out;
 }
 
+TEST_F(CliTest, Run_DepthBombDefinition_Exit1_NamesFileLineAndBudget) {
+  write("flows/bomb.json", std::string(100000, '['));
+  write("events.jsonl", "");
+  Output o = run("run " + dir());
+  EXPECT_EQ(o.code, 1) << o.out;
+  EXPECT_NE(o.out.find("bomb.json: /: line 1, column 257: nesting deeper than the limit of 256 levels (max_json_depth)"),
+            std::string::npos)
+      << o.out;
+  o = run("validate " + dir() + "/flows");
+  EXPECT_EQ(o.code, 1) << o.out;
+  EXPECT_NE(o.out.find("(max_json_depth)"), std::string::npos) << o.out;
+}
+
+TEST_F(CliTest, Run_OversizedEventsFile_Exit1_NothingApplied) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  const std::string line = "{\"op\": \"call_flow\", \"flow\": \"f\"}\n";
+  write("events.jsonl", line + line);
+  write("config.json", "{\"properties\": {\"max_events_file_bytes\": " + std::to_string(2 * line.size() - 1) + "}}");
+  Output o = run("run " + dir() + " --format json");
+  EXPECT_EQ(o.code, 1) << o.out;
+  EXPECT_NE(o.out.find("events.jsonl: file of " + std::to_string(2 * line.size()) + " bytes is larger than the limit of " +
+                       std::to_string(2 * line.size() - 1) + " bytes (max_events_file_bytes)"),
+            std::string::npos)
+      << o.out;
+  EXPECT_EQ(o.out.find("\"ctx-1\""), std::string::npos) << "nothing of it ran";
+  write("config.json", "{\"properties\": {\"max_events_file_bytes\": " + std::to_string(2 * line.size()) + "}}");
+  o = run("run " + dir() + " --format json");
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_NE(o.out.find("\"ctx-2\""), std::string::npos) << o.out;
+}
+
 TEST_F(CliTest, Plan_PrintsResolvedPills) {
   write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "variables": {"n": 1},
     "actions": [{"action": "log", "inputs": {"message": "{{vars.n | add: 1}}"}}]})");

@@ -27,7 +27,8 @@ TEST(ValueJsonTest, DeepNesting_IsRefusedCleanly) {
   Value v;
   JsonParseError e;
   ASSERT_FALSE(parse_json(std::string(100000, '['), &v, &e));
-  EXPECT_NE(e.message.find("nesting deeper than the limit of 128"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("nesting deeper than the limit of 256 levels (max_json_depth)"), std::string::npos) << e.message;
+  EXPECT_EQ(e.column, 257u);
   std::string objects;
   for (int i = 0; i < 500000; ++i) objects += "{\"a\":";
   ASSERT_FALSE(parse_json(objects, &v, &e));

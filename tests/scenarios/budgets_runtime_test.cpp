@@ -1,0 +1,196 @@
+// Run-time budgets (docs/BEHAVIOUR.md, "Budgets"): record field values, waiting contexts,
+// queued events and for_each iterations. For each, the bound itself passes and one past
+// it fails with an error naming the budget and its limit; nothing else is lost and the
+// engine keeps working.
+#include "runtime/harness.h"
+#include "testing/flow_test.h"
+
+namespace flowrt {
+namespace {
+
+using namespace flowrt::testing;
+
+class RuntimeBudgetsTest : public FlowTest {
+ protected:
+  void SetProperty(std::string_view name, long long value) {
+    Status s = engine().set_property(name, Value(value));
+    ASSERT_TRUE(s.is_ok()) << s.message();
+  }
+};
+
+// ---- max_record_value_bytes ----
+
+TEST_F(RuntimeBudgetsTest, RecordValueBytes_AnOperationAtTheLimitWrites_OnePastIsRefusedWritingNothing) {
+  SetProperty("max_record_value_bytes", 16);
+  const Value at = Insert("t", Value::object({{"s", Value(std::string(16, 'x'))}, {"n", Value(1)}}));
+  Result<Value> past = engine().insert("t", Value::object({{"n", Value(2)}, {"s", Value(std::string(17, 'x'))}}));
+  ASSERT_FALSE(past.is_ok());
+  EXPECT_EQ(past.message(), "field 's' is a string of 17 bytes, larger than the limit of 16 bytes (max_record_value_bytes)");
+  // Other values count their compact JSON: [1,2,3,4,5,6,7] is 15 bytes, [10,...] more than 16.
+  EXPECT_TRUE(engine().update("t", at["sys_id"].as_string(), Json(R"({"a": [1, 2, 3, 4, 5, 6, 7]})")).is_ok());
+  Result<Value> big = engine().update("t", at["sys_id"].as_string(), Json(R"({"a": [10, 20, 30, 40, 50, 60, 70]})"));
+  EXPECT_EQ(big.message(),
+            "field 'a' is an array of more than 16 bytes of JSON, larger than the limit of 16 bytes (max_record_value_bytes)");
+  Result<size_t> where = engine().update_where("t", Json(R"({"field": "n", "op": "eq", "value": 1})"),
+                                               Value::object({{"s", Value(std::string(17, 'y'))}}));
+  EXPECT_FALSE(where.is_ok());
+  const std::vector<Value> rows = Records("t");
+  ASSERT_EQ(rows.size(), 1u) << "the refused insert wrote nothing";
+  EXPECT_EQ(rows[0]["s"], Value(std::string(16, 'x')));
+  EXPECT_EQ(rows[0]["a"].to_json(), "[1,2,3,4,5,6,7]");
+}
+
+TEST_F(RuntimeBudgetsTest, RecordValueBytes_AnActionPastTheLimitFailsItsStepWithTheError) {
+  SetProperty("max_record_value_bytes", 16);
+  ASSERT_TRUE(Load(R"({"id": "w", "trigger": {"type": "api"}, "actions": [
+    {"id": "c", "action": "create_record", "inputs": {"table": "t", "values": {"s": "{{inputs.s}}"}}},
+    {"action": "update_record", "inputs": {"table": "t", "sys_id": "{{steps.c.sys_id}}", "values": {"s": "{{inputs.more}}"}}}]})"));
+  const std::string at = CallFlow("w", Value::object({{"s", Value(std::string(16, 'x'))}, {"more", Value("y")}}));
+  const std::string past = CallFlow("w", Value::object({{"s", Value(std::string(17, 'x'))}, {"more", Value("y")}}));
+  const std::string update_past =
+      CallFlow("w", Value::object({{"s", Value("x")}, {"more", Value(std::string(17, 'y'))}}));
+  Settle();
+  EXPECT_THAT(ContextById(at), HasStatus("completed"));
+  const char* error = "field 's' is a string of 17 bytes, larger than the limit of 16 bytes (max_record_value_bytes)";
+  EXPECT_THAT(ContextById(past), FailedWith(error));
+  EXPECT_EQ(ContextById(past).value()["error"]["step"], Value("1"));
+  EXPECT_THAT(ContextById(update_past), FailedWith(error));
+  EXPECT_EQ(ContextById(update_past).value()["error"]["step"], Value("2"));
+  EXPECT_EQ(Records("t").size(), 2u);
+}
+
+// ---- max_waiting_contexts ----
+
+TEST_F(RuntimeBudgetsTest, WaitingContexts_AtTheLimitWait_OnePastFailsTheStepThatWouldWait) {
+  SetProperty("max_waiting_contexts", 2);
+  ASSERT_TRUE(Load(R"({"id": "w", "trigger": {"type": "api"}, "actions": [
+    {"id": "pause", "action": "wait", "inputs": {"duration": "1h"}},
+    {"action": "log", "inputs": {"message": "woke"}}]})"));
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    ids.push_back(CallFlow("w"));
+    engine().settle(0);  // runs it up to its wait, without moving the clock
+  }
+  EXPECT_THAT(ContextById(ids[0]), HasStatus("waiting"));
+  EXPECT_THAT(ContextById(ids[1]), HasStatus("waiting"));
+  EXPECT_THAT(ContextById(ids[2]),
+              FailedWith("this step cannot wait: 2 contexts are waiting already, the limit is 2 (max_waiting_contexts)"));
+  EXPECT_EQ(engine().core().waiting(), 2u);
+  Settle();
+  EXPECT_THAT(ContextById(ids[0]), HasLog("woke"));
+  EXPECT_THAT(ContextById(ids[1]), HasLog("woke"));
+  // Woken contexts no longer count; cancelled ones neither.
+  EXPECT_EQ(engine().core().waiting(), 0u);
+  const std::string later = CallFlow("w");
+  engine().settle(0);
+  ASSERT_TRUE(engine().cancel(later).is_ok());
+  Settle();
+  EXPECT_THAT(ContextById(later), HasStatus("cancelled"));
+  EXPECT_EQ(engine().core().waiting(), 0u);
+}
+
+TEST_F(RuntimeBudgetsTest, WaitingContexts_TheRefusalIsAStepError_OnErrorContinueGoesOn) {
+  SetProperty("max_waiting_contexts", 0);
+  ASSERT_TRUE(Load(R"({"id": "w", "trigger": {"type": "api"}, "actions": [
+    {"id": "pause", "action": "wait", "inputs": {"duration": "1h"}, "on_error": "continue"},
+    {"action": "log", "inputs": {"message": "{{steps.pause.error}}"}}]})"));
+  CallFlow("w");
+  Settle();
+  EXPECT_THAT(OnlyContext("w"), HasStatus("completed"));
+  EXPECT_THAT(OnlyContext("w"),
+              HasLog("this step cannot wait: 0 contexts are waiting already, the limit is 0 (max_waiting_contexts)"));
+}
+
+// ---- max_queued_events ----
+
+// Contexts run only inside settle and advance, so queued events stay queued until then.
+class QueuedEventsTest : public RuntimeBudgetsTest {
+ protected:
+  EngineOptions Options() const override {
+    EngineOptions o = RuntimeBudgetsTest::Options();
+    o.simulation_seed = 7;
+    return o;
+  }
+};
+
+constexpr const char* kQueueFull =
+    "the event queue is full: 2 trigger events wait to start and this would add 1, past the limit of 2 "
+    "(max_queued_events); refused, nothing was written";
+
+TEST_F(QueuedEventsTest, AtTheLimitQueues_OnePastRefusesTheOperation_NothingIsDropped) {
+  SetProperty("max_queued_events", 2);
+  ASSERT_TRUE(Load(R"([{"id": "on_t", "trigger": {"type": "record", "table": "t", "when": "created_or_updated"}, "actions": []},
+    {"id": "on_e", "trigger": {"type": "event", "name": "e"}, "actions": []},
+    {"id": "api", "trigger": {"type": "api"}, "actions": []}])"));
+  const Value first = Insert("t", Value::object({{"n", Value(1)}}));
+  Insert("t", Value::object({{"n", Value(2)}}));
+  EXPECT_EQ(engine().core().events.size(), 2u);
+  Result<Value> refused = engine().insert("t", Value::object({{"n", Value(3)}}));
+  EXPECT_EQ(refused.message(), kQueueFull);
+  EXPECT_EQ(engine().update("t", first["sys_id"].as_string(), Value::object({{"n", Value(9)}})).message(), kQueueFull);
+  Result<size_t> where = engine().update_where("t", Json(R"({"field": "n", "op": "ge", "value": 1})"),
+                                               Value::object({{"n", Value(9)}}));
+  EXPECT_EQ(where.message(),
+            "the event queue is full: 2 trigger events wait to start and this would add 2, past the limit of 2 "
+            "(max_queued_events); refused, nothing was written");
+  EXPECT_TRUE(engine().remove("t", first["sys_id"].as_string()).is_ok());  // starts no flow
+  EXPECT_EQ(engine().fire_event("e").message(), kQueueFull);
+  EXPECT_EQ(engine().call_flow("api").message(), kQueueFull);
+  // A write that starts nothing is not refused.
+  Insert("other", Value::empty_object());
+  Settle();
+  std::vector<ContextRecord> ran = Contexts("on_t");
+  ASSERT_EQ(ran.size(), 2u) << "both queued events ran";
+  const std::vector<Value> rows = Records("t");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["n"], Value(2)) << "refused writes wrote nothing; the delete went through";
+  // Room again: the engine goes on.
+  Insert("t", Value::object({{"n", Value(4)}}));
+  FireEvent("e");
+  Settle();
+  EXPECT_EQ(Contexts("on_t").size(), 3u);
+  EXPECT_EQ(Contexts("on_e").size(), 1u);
+}
+
+TEST_F(QueuedEventsTest, FromAStep_TheWriteFails_AndAScheduleTickIsListedAsSkipped) {
+  SetProperty("max_queued_events", 0);
+  ASSERT_TRUE(Load(R"([{"id": "on_t", "trigger": {"type": "record", "table": "t", "when": "created"}, "actions": []},
+    {"id": "on_t2", "trigger": {"type": "record", "table": "t", "when": "created"}, "actions": []},
+    {"id": "tick", "trigger": {"type": "schedule", "every": "1h"},
+     "actions": [{"action": "create_record", "inputs": {"table": "t", "values": {}}}]}])"));
+  Advance("1h");
+  EXPECT_TRUE(Contexts("tick").empty());
+  std::vector<Value> skipped = Skipped();
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(skipped[0]["flow"], Value("tick"));
+  EXPECT_EQ(skipped[0]["reason"], Value("max_queued_events"));
+  // Room for the tick, not for the two starts its write would make.
+  SetProperty("max_queued_events", 1);
+  Advance("1h");
+  EXPECT_THAT(OnlyContext("tick"),
+              FailedWith("the event queue is full: 0 trigger events wait to start and this would add 2, past the "
+                         "limit of 1 (max_queued_events); refused, nothing was written"));
+  EXPECT_TRUE(Records("t").empty());
+}
+
+// ---- max_iterations ----
+
+TEST_F(RuntimeBudgetsTest, Iterations_AMillionItemForEachIsStoppedAtMaxIterations) {
+  ASSERT_TRUE(Load(R"({"id": "loop", "trigger": {"type": "api"}, "actions": [
+    {"for_each": "{{inputs.items}}", "do": [{"action": "set_variables", "inputs": {"values": {"n": "{{item}}"}}}]}]})"));
+  auto items = [](size_t n) {
+    std::vector<Value> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = Value(static_cast<long long>(i));
+    return Value::object({{"items", Value::array(std::move(v))}});
+  };
+  const std::string at = CallFlow("loop", items(1000));
+  const std::string million = CallFlow("loop", items(1000000));
+  Settle();
+  EXPECT_THAT(ContextById(at), HasStatus("completed"));
+  EXPECT_EQ(ContextById(at).value()["variables"]["n"], Value(999));
+  EXPECT_THAT(ContextById(million), FailedWith("for_each over 1000000 items is more than max_iterations (1000)"));
+  EXPECT_EQ(ContextById(million).value()["error"]["step"], Value("1"));
+}
+
+}  // namespace
+}  // namespace flowrt
