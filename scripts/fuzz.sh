@@ -66,7 +66,7 @@ fi
 echo "== fuzz: build ($build)" >&2
 cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DFLOWRT_FUZZ=ON -DFLOWRT_BUILD_TESTS=OFF -DFLOWRT_BUILD_BENCH=OFF -DFLOWRT_TCMALLOC=OFF >/dev/null
-cmake --build "$build" -j "$(nproc)" --target "${targets[@]/%/_fuzz}"
+cmake --build "$build" -j "$(nproc)" --target "${targets[@]/%/_fuzz}" >&2
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
