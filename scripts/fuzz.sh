@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of fuzz/ with clang (ASan + UBSan + coverage) into build/fuzz
+# and runs them.
+#   scripts/fuzz.sh [TARGET...]            fuzz each target for FLOWRT_FUZZ_SECONDS (default
+#                                          60) seconds, starting from a copy of
+#                                          fuzz/corpus/TARGET and fuzz/regressions/TARGET
+#   scripts/fuzz.sh --regress [TARGET...]  run each target once over every input in
+#                                          fuzz/corpus/TARGET and fuzz/regressions/TARGET
+# TARGET: definitions, events, templates (default: all three). The checked-in corpus is
+# never written to: new inputs go to a temporary directory, removed at the end. Inputs that
+# crash, leak, time out or run out of memory are kept in build/fuzz/artifacts/TARGET/;
+# when fixed, move them to fuzz/regressions/TARGET/. Exits 1 if any target failed.
+# Environment: FLOWRT_FUZZ_SECONDS, FLOWRT_FUZZ_BUILD_DIR (default build/fuzz),
+# FLOWRT_FUZZ_KEEP=1 keeps the grown corpora (their directory is printed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+
+usage() {
+  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+mode=fuzz
+targets=()
+for arg in "$@"; do
+  case "$arg" in
+    --regress) mode=regress ;;
+    definitions|events|templates) targets+=("$arg") ;;
+    -h|--help) usage ;;
+    *) echo "fuzz.sh: unknown argument '$arg'" >&2; usage ;;
+  esac
+done
+[ ${#targets[@]} -gt 0 ] || targets=(definitions events templates)
+
+seconds="${FLOWRT_FUZZ_SECONDS:-60}"
+if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
+  echo "fuzz.sh: FLOWRT_FUZZ_SECONDS must be a whole number of seconds, at least 1" >&2
+  exit 2
+fi
+build="${FLOWRT_FUZZ_BUILD_DIR:-build/fuzz}"
+case "$build" in /*) build_abs="$build" ;; *) build_abs="$root/$build" ;; esac
+
+# Largest input libFuzzer makes, per target: about ten times the largest seed.
+max_len() {
+  case "$1" in
+    definitions) echo 16384 ;;
+    events) echo 8192 ;;
+    templates) echo 2048 ;;
+  esac
+}
+
+# ---- build -------------------------------------------------------------------
+FLOWRT_WITH_CLANG=1 scripts/setup-deps.sh
+cxx="${CXX_FUZZ:-clang++}"
+probe_dir="$(mktemp -d)"
+trap 'rm -rf "$probe_dir"' EXIT
+printf '%s\n' '#include <cstddef>' '#include <cstdint>' \
+  'extern "C" int LLVMFuzzerTestOneInput(const uint8_t*, size_t) { return 0; }' >"$probe_dir/probe.cpp"
+if ! "$cxx" -fsanitize=fuzzer,address,undefined "$probe_dir/probe.cpp" -o "$probe_dir/probe" 2>"$probe_dir/err"; then
+  cat "$probe_dir/err" >&2
+  echo "fuzz.sh: $cxx cannot link -fsanitize=fuzzer; install Debian's libclang-rt-dev (libclang-rt-14-dev)" >&2
+  exit 1
+fi
+
+echo "== fuzz: build ($build)" >&2
+cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DFLOWRT_FUZZ=ON -DFLOWRT_BUILD_TESTS=OFF -DFLOWRT_BUILD_BENCH=OFF -DFLOWRT_TCMALLOC=OFF >/dev/null
+cmake --build "$build" -j "$(nproc)" --target "${targets[@]/%/_fuzz}" >&2
+
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+
+# Input files of a directory (not hidden ones such as .gitkeep), one per line.
+inputs_of() {
+  [ -d "$1" ] || return 0
+  find "$1" -maxdepth 1 -type f ! -name '.*' | sort
+}
+
+# Seconds (one decimal) since a `date +%s%N` time.
+seconds_since() {
+  local ms=$(( ($(date +%s%N) - $1) / 1000000 ))
+  printf '%d.%d' $((ms / 1000)) $((ms % 1000 / 100))
+}
+
+# Prints the crash report of a failed run and where its input was kept.
+# Only the inputs written by this run (newer than its stamp file) are listed.
+report_failure() {
+  local target="$1" log="$2" artifacts="$3" stamp="$4"
+  echo "---- $target: libFuzzer output (last 60 lines of $log) ----" >&2
+  tail -n 60 "$log" >&2
+  local found
+  found="$(find "$artifacts" -maxdepth 1 -type f -newer "$stamp" 2>/dev/null | sort || true)"
+  if [ -n "$found" ]; then
+    echo "---- $target: inputs kept ----" >&2
+    echo "$found" >&2
+  fi
+}
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/flowrt-fuzz.XXXXXX")"
+if [ "${FLOWRT_FUZZ_KEEP:-0}" = 1 ]; then
+  trap 'rm -rf "$probe_dir"; echo "fuzz.sh: corpora and logs kept in $work" >&2' EXIT
+else
+  trap 'rm -rf "$probe_dir" "$work"' EXIT
+fi
+
+failed=0
+summary=()
+for t in "${targets[@]}"; do
+  bin="$build_abs/fuzz/${t}_fuzz"
+  artifacts="$build_abs/artifacts/$t"
+  mkdir -p "$artifacts"
+  log="$work/$t.log"
+  stamp="$work/$t.stamp"
+  touch "$stamp"
+  start=$(date +%s%N)
+  if [ "$mode" = regress ]; then
+    mapfile -t files < <(inputs_of "fuzz/corpus/$t"; inputs_of "fuzz/regressions/$t")
+    echo "== fuzz: $t: ${#files[@]} inputs, once each" >&2
+    if [ ${#files[@]} -eq 0 ]; then
+      summary+=("fuzz: $t has no inputs")
+      continue
+    fi
+    rc=0
+    "$bin" -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$artifacts/" "${files[@]}" >"$log" 2>&1 || rc=$?
+    elapsed=$(seconds_since "$start")
+    ran=$(grep -c '^Executed ' "$log" || true)
+    if [ "$rc" -ne 0 ]; then
+      failed=1
+      report_failure "$t" "$log" "$artifacts" "$stamp"
+      summary+=("fuzz: $t FAILED after $ran of ${#files[@]} inputs (exit $rc)")
+    else
+      summary+=("fuzz: $t ran clean over $ran inputs once each in $elapsed s")
+    fi
+    continue
+  fi
+
+  corpus="$work/corpus-$t"
+  mkdir -p "$corpus"
+  cp -r "fuzz/corpus/$t/." "$corpus/"
+  seeds=$(inputs_of "$corpus" | wc -l)
+  extra=()
+  if [ -n "$(inputs_of "fuzz/regressions/$t")" ]; then extra+=("fuzz/regressions/$t"); fi
+  echo "== fuzz: $t: ${seconds}s from $seeds seeds" >&2
+  rc=0
+  # The first directory receives new inputs; the others are only read.
+  "$bin" -max_total_time="$seconds" -max_len="$(max_len "$t")" -timeout=10 -rss_limit_mb=2048 \
+    -dict=fuzz/flowrt.dict -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" "${extra[@]}" >"$log" 2>&1 || rc=$?
+  elapsed=$(seconds_since "$start")
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
+  rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -n 1)
+  size=$(inputs_of "$corpus" | wc -l)
+  if [ "$rc" -ne 0 ]; then
+    failed=1
+    report_failure "$t" "$log" "$artifacts" "$stamp"
+    summary+=("fuzz: $t FAILED after $elapsed s, ${execs:-?} executions (exit $rc); see above")
+  else
+    summary+=("fuzz: $t ran clean for $elapsed s, ${execs:-?} executions (${rate:-?}/s; corpus $seeds -> $size inputs; peak RSS ${rss:-?} MB)")
+  fi
+done
+
+echo "== fuzz: summary ($mode)" >&2
+for line in "${summary[@]}"; do echo "$line"; done
+if [ "$failed" -ne 0 ]; then
+  echo "fuzz.sh: a target failed; inputs are in $build/artifacts/" >&2
+  exit 1
+fi
