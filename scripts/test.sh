@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test, three times: a normal optimised build, under
-# AddressSanitizer with UBSan, and under ThreadSanitizer. Stops at the first failure.
+# Sets up, builds and runs every test:
+#   release      the whole suite, optimised (benchmarks built, not run)
+#   asan         the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   tsan         the whole suite under ThreadSanitizer
+#   clang        a clang build with -Wthread-safety (the locking annotations), warnings
+#                as errors, and its suite
+#   fuzz         each libFuzzer target for FLOWRT_FUZZ_SECONDS (default 60) from its corpus,
+#                after replaying every regression input (scripts/fuzz.sh)
+# Stops at the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-deps.sh
-for flavour in release asan tsan; do
+for flavour in release asan tsan clang; do
   echo "== $flavour: build" >&2
   scripts/build.sh "$flavour"
   echo "== $flavour: test" >&2
   (cd "build/$flavour" && ctest --output-on-failure -j "$(nproc)" --timeout 900)
 done
-echo "== all tests passed (release, asan+ubsan, tsan)" >&2
+echo "== fuzz" >&2
+scripts/fuzz.sh --regress
+scripts/fuzz.sh
+echo "== all tests passed (release, asan+ubsan, tsan, clang thread-safety, fuzz)" >&2
