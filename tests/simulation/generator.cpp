@@ -10,6 +10,8 @@ namespace {
 
 using json = nlohmann::json;
 
+int64_t action_steps(const json& steps);
+
 // Builds one flow's steps. Writes that can start other flows are rationed (a budget per
 // flow) so that chains of flows starting flows stay small; writes inside loops go to the
 // sink table, which no flow listens to.
@@ -20,10 +22,13 @@ class FlowBuilder {
     writes_left_ = g_.chance(0.35) ? 0 : g_.between(1, 2);
   }
 
+  // The flow's steps; the last top-level ones are dropped while the flow holds more than
+  // max_actions (50) action steps (pills only read earlier steps, so this stays valid).
   json body() {
     json steps = json::array();
     const int64_t n = g_.between(2, 6);
     for (int64_t i = 0; i < n; ++i) add(steps, 0, false);
+    while (action_steps(steps) > 50) steps.erase(steps.size() - 1);
     return steps;
   }
 
@@ -87,7 +92,7 @@ class FlowBuilder {
   }
 
   void add(json& out, int depth, bool in_loop) {
-    const int64_t kind = g_.between(0, 19);
+    const int64_t kind = g_.between(0, 20);
     switch (kind) {
       case 0:
       case 1:
@@ -247,6 +252,20 @@ class FlowBuilder {
       case 18:  // a subflow that calls itself (the inner call is skipped)
         out.push_back(json{{"id", next_id()}, {"action", "call_subflow"}, {"inputs", {{"subflow", "sf_rec"}, {"inputs", json::object()}}}});
         return;
+      case 19: {  // two locks, in either order: contexts that take them crosswise deadlock
+        if (s_.lock_names.size() < 2) return add(out, depth, in_loop);
+        const std::string first = g_.pick(s_.lock_names);
+        std::string second = g_.pick(s_.lock_names);
+        while (second == first) second = g_.pick(s_.lock_names);
+        maybe_held_.insert(first);
+        maybe_held_.insert(second);
+        out.push_back(lock_step(first, 1, false));
+        out.push_back(json{{"action", "wait"}, {"inputs", {{"duration", std::to_string(g_.between(0, 3) * 100) + "ms"}}}});
+        out.push_back(lock_step(second, 1, false));
+        out.push_back(json{{"action", "unlock"}, {"inputs", {{"key", second}}}});
+        out.push_back(json{{"action", "unlock"}, {"inputs", {{"key", first}}}});
+        return;
+      }
       default:
         out.push_back(json{{"action", "fail"}, {"on_error", on_error()}, {"inputs", {{"message", "failed on purpose"}}}});
         return;
@@ -261,6 +280,18 @@ class FlowBuilder {
   int64_t writes_left_ = 0;
   std::set<std::string> maybe_held_;  // keys an earlier step (in document order) locks
 };
+
+// Action steps, counted through nested flow logic as SPEC 9.1 counts them.
+int64_t action_steps(const json& steps) {
+  int64_t n = 0;
+  for (const json& st : steps) {
+    if (st.contains("action")) ++n;
+    for (const char* branch : {"then", "else", "do", "try", "catch"}) {
+      if (st.contains(branch)) n += action_steps(st[branch]);
+    }
+  }
+  return n;
+}
 
 json trigger_json(const FlowSpec& f) {
   switch (f.kind) {
