@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   flowrt::sim::g_binary = !ec ? self.string() : (argc > 0 ? argv[0] : "simulation_test");
   int n = static_cast<int>(args.size());
+  args.push_back(nullptr);  // argv[argc] is null; InitGoogleTest moves it when it removes a flag
   ::testing::InitGoogleTest(&n, args.data());
   return RUN_ALL_TESTS();
 }
