@@ -412,7 +412,6 @@ void Model::after_run(const Snapshot& s, Violations* out) {
       const std::string_view status = st["status"].as_string();
       const Value& in = st["inputs"];
       const TimeMs at = ms(st["started_at"]);
-      const size_t before = expected.size();
       if (status == "completed" && (action == "create_record" || action == "update_record")) {
         const Value& rec = st["outputs"]["record"];
         const std::string table = str(in["table"]);
@@ -479,7 +478,6 @@ void Model::after_run(const Snapshot& s, Violations* out) {
         e.why = "call_subflow " + str(in["subflow"]) + " inside itself at " + str(st["path"]);
         expected.push_back(e);
       }
-      (void)before;
     }
     parents_done.insert(id);
     match(expected, children[id], skips[id], id + "'s steps", &p, out);
