@@ -193,7 +193,10 @@ void EngineCore::simulate() {
       if (Context* next = workers.take_queued()) sim_in_flight_.push_back(next->shared_from_this());
       continue;
     }
-    if (!run_steps(sim_in_flight_[pick].get(), 1)) sim_in_flight_.erase(sim_in_flight_.begin() + static_cast<long>(pick));
+    Context* stepped = sim_in_flight_[pick].get();
+    const bool in_flight = run_steps(stepped, 1);
+    if (options.after_simulated_step) options.after_simulated_step(stepped->id.as_string());
+    if (!in_flight) sim_in_flight_.erase(sim_in_flight_.begin() + static_cast<long>(pick));
   }
 }
 

@@ -60,6 +60,10 @@ struct EngineOptions {
   // seed and the same operations replay the same run. Needs the virtual clock; contexts
   // run only inside advance and settle.
   std::optional<uint64_t> simulation_seed;
+  // Simulation only: called on the driving thread after every step a context takes, with
+  // the id of that context and no engine lock held, so a test can check invariants
+  // between any two steps.
+  std::function<void(std::string_view context_id)> after_simulated_step;
   // Level of the engine's own log on stderr: off, error, warn, info, debug ("" keeps the
   // current one, warn by default or FLOWRT_LOG_LEVEL).
   std::string log_level;

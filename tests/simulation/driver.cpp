@@ -81,7 +81,8 @@ void Coverage::count(const Snapshot& s) {
 
 std::string Coverage::describe() const {
   std::ostringstream o;
-  o << seeds << " seeds, " << operations << " operations, " << contexts << " contexts (max " << max_contexts
+  o << seeds << " seeds, " << operations << " operations, " << steps_checked << " steps checked, " << contexts
+    << " contexts (max " << max_contexts
     << " in one seed): " << completed << " completed, " << errors << " error, " << cancelled << " cancelled; "
     << "skipped:";
   for (const auto& [reason, n] : skipped) o << " " << reason << "=" << n;
@@ -112,7 +113,36 @@ SeedRun run_seed(uint64_t seed, Coverage* cov) {
   o.lock_limits = s.lock_limits;
   o.check_invariants = true;
   o.log_level = "off";
+  // Between any two steps a context takes inside advance/settle, what must hold at every
+  // instant, on the context that stepped and on every lock: an ended context has closed
+  // its steps and holds or waits for no lock, held weights within limits, fencing tokens
+  // unique, and the lock table's own check. (The rest is checked after each operation.)
+  Engine* running = nullptr;
+  o.after_simulated_step = [&run, &running, &s](std::string_view stepped) {
+    if (!running || !run.violations.empty()) return;
+    Snapshot snap;
+    snap.now = running->now();
+    snap.locks = running->locks();
+    auto add_context = [&](std::string_view id) {
+      if (snap.context(id)) return;
+      if (std::optional<ContextRecord> c = running->context(id)) {
+        snap.by_id[std::string(id)] = snap.contexts.size();
+        snap.contexts.push_back(c->value());
+      }
+    };
+    add_context(stepped);
+    for (const Value& l : snap.locks.items()) {
+      for (const Value& h : l["holders"].items()) add_context(h["context"].as_string());
+      for (const Value& w : l["waiters"].items()) add_context(w["context"].as_string());
+    }
+    check_contexts(snap, Moment::kBetweenSteps, &run.violations);
+    check_locks(snap, s.lock_limits, Moment::kBetweenSteps, &run.violations);
+    const std::string lv = running->core().dispatcher.lock_violation();
+    if (!lv.empty()) run.violations.push_back(Violation{"(c) locks", "the lock table's own check: " + lv, ""});
+    ++run.steps_checked;
+  };
   Engine engine(o);
+  running = &engine;
   Violations& v = run.violations;
   Diagnostics d = engine.load_text(s.definitions, "simulation.json");
   if (!d.empty()) {
@@ -257,6 +287,7 @@ SeedRun run_seed(uint64_t seed, Coverage* cov) {
   if (cov) {
     cov->seeds++;
     cov->operations += run.log.size();
+    cov->steps_checked += run.steps_checked;
   }
   run.document = normalised_document(engine.document());
   return run;

@@ -1,7 +1,8 @@
 // The simulation driver. Contract: run_seed(seed) builds the seed's scenario, runs it on
 // an Engine in simulation mode (virtual clock, seeded interleaving of up to
 // scenario.workers contexts) with the seed's traffic, and checks every invariant after
-// every operation, advance and settle, stopping at the first violation. check_seed runs
+// every operation, advance and settle, and what must hold at every instant after every
+// step a context takes, stopping at the first violation. check_seed runs
 // a seed twice and also compares the two runs (the same seed must replay exactly);
 // it returns "" when all held, else a report that starts with the replay command.
 #pragma once
@@ -19,7 +20,7 @@ namespace flowrt::sim {
 // How often the interesting things happened over the seeds run: a generator that never
 // reaches them tests nothing.
 struct Coverage {
-  size_t seeds = 0, operations = 0, contexts = 0, completed = 0, errors = 0, cancelled = 0;
+  size_t seeds = 0, operations = 0, steps_checked = 0, contexts = 0, completed = 0, errors = 0, cancelled = 0;
   size_t lock_waits = 0, lock_timeouts = 0, deadlocks = 0, lease_expiries = 0, lock_lost = 0;
   size_t wait_timeouts = 0, condition_met = 0;
   size_t increments = 0, max_contexts = 0;
@@ -33,6 +34,7 @@ struct SeedRun {
   Violations violations;
   std::vector<std::string> log;  // the operations applied, in order
   std::string definitions;
+  size_t steps_checked = 0;  // steps after which the between-steps checks ran
 };
 
 SeedRun run_seed(uint64_t seed, Coverage* cov);

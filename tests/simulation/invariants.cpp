@@ -41,6 +41,7 @@ void check_contexts(const Snapshot& s, Moment m, Violations* out) {
       if (status == "error" && !c["error"]["message"].is_string()) add(out, inv, id + " in error without a message", c);
       continue;
     }
+    if (m == Moment::kBetweenSteps) continue;  // running, queued or just woken: legal mid-run
     if (status != "waiting") {
       if (m == Moment::kAfterOperation && status == "in_progress" && c["started_at"].is_null()) continue;  // queued
       add(out, inv, id + " is " + status + (m == Moment::kAfterOperation ? " although it has started and no context runs between operations" : " although no context can run (after settle/advance)"), c);
@@ -144,7 +145,7 @@ void check_locks(const Snapshot& s, const std::map<std::string, int64_t>& declar
                                     st["inputs"]["key"].as_string() == name);
       }
       if (!waits_here) add(out, inv, who + " is queued for lock '" + name + "' but no lock step of it waits for that lock", *c);
-      if (head && held + w["weight"].as_int() <= limit) {
+      if (head && m != Moment::kBetweenSteps && held + w["weight"].as_int() <= limit) {
         add(out, inv, "lock '" + name + "': head waiter " + who + " fits (held " + std::to_string(held) + " + " +
                           w["weight"].to_json() + " <= " + std::to_string(limit) + ") but was not granted", l);
       }

@@ -16,6 +16,8 @@ enum class Moment {
   kAfterOperation,  // right after an outside operation: contexts may be queued or woken, not yet run
   kQuiescent,       // after advance/settle: no context can run
   kEnd,             // after the final long settle: every context has ended
+  kBetweenSteps,    // between two steps inside advance/settle: contexts may be running or
+                    // woken; only what holds at every instant is checked
 };
 
 // (b) Every context has ended (completed, error, cancelled) with no step left open, or
