@@ -1,0 +1,246 @@
+// Dispatcher, the lock half: lock and unlock requests, their decisions on the virtual and
+// the real clock, grants, give-ups and lease expiries, all under the commit lock
+// (Dispatcher::mu_) like every other change of the engine's shared state.
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/dispatcher.h"
+#include "runtime/engine_core.h"
+
+namespace flowrt {
+
+namespace {
+
+Value lock_outputs(std::string_view result, std::string_view state, const Value& token, int64_t attempts,
+                   int64_t waited_ms) {
+  return Value::object({{"result", Value(result)},
+                        {"state", Value(state)},
+                        {"token", token},
+                        {"attempts", Value(static_cast<long long>(attempts))},
+                        {"waited_ms", Value(static_cast<long long>(waited_ms))}});
+}
+
+// Attempts a poller would have made to see the grant: one at once, then one every `delay`.
+int64_t attempts_for(DurationMs waited, DurationMs delay, int64_t max_attempts) {
+  if (waited <= 0 || delay <= 0) return 1;
+  return std::min<int64_t>(max_attempts, 1 + (waited + delay - 1) / delay);
+}
+
+}  // namespace
+
+Status Dispatcher::check_holding(Origin origin, const Value& while_holding) {
+  if (while_holding.is_null()) return Status::ok();
+  if (!while_holding.is_string() || while_holding.as_string().empty()) {
+    return Error{"input 'while_holding' must be a lock name"};
+  }
+  if (origin.context && locks_.holds(origin.context->seq, while_holding.as_string())) return Status::ok();
+  return Error{"lock_lost: this context does not hold lock '" + std::string(while_holding.as_string()) +
+               "'; nothing was written"};
+}
+
+void Dispatcher::set_lock_limit(std::string_view name, int64_t limit) {
+  MutexLock lock(mu_);
+  locks_.set_limit(name, limit);
+}
+
+void Dispatcher::request_lock(const std::shared_ptr<Context>& ctx, LockRequest request) {
+  ctx->used_locks.store(true, std::memory_order_release);
+  MutexLock lock(mu_);
+  if (core_.clock.is_virtual()) {
+    pending_.push_back(PendingLock{ctx, std::move(request)});
+    pending_count_.fetch_add(1, std::memory_order_acq_rel);
+    return;
+  }
+  request.now = core_.clock.now();
+  decide_lock(ctx, request);
+  verify_locks(nullptr);
+}
+
+size_t Dispatcher::resolve_pending_locks() {
+  MutexLock lock(mu_);
+  std::vector<PendingLock> pending = std::move(pending_);
+  pending_.clear();
+  std::stable_sort(pending.begin(), pending.end(), [](const PendingLock& a, const PendingLock& b) {
+    return a.request.now != b.request.now ? a.request.now < b.request.now : a.request.who < b.request.who;
+  });
+  for (const PendingLock& p : pending) decide_lock(p.context, p.request);
+  verify_locks(nullptr);
+  // Only now, after the decisions woke their contexts (which count as work), do these
+  // requests stop counting as pending: settle never sees a moment with neither.
+  pending_count_.fetch_sub(pending.size(), std::memory_order_acq_rel);
+  return pending.size();
+}
+
+void Dispatcher::lock_failed(const std::shared_ptr<Context>& ctx, const LockRequest& r, std::string_view state,
+                             std::string message, int64_t attempts) {
+  const TimeMs now = core_.clock.now();
+  WakeUp w;
+  w.kind = WakeUp::Kind::kLock;
+  w.at = now;
+  w.outputs = lock_outputs("failure", state, Value(), attempts, now - r.now);
+  w.error = std::move(message);
+  ctx->add_log(LogLevel::kWarn, r.step, now, Value(std::string_view(w.error)));
+  core_.wake(ctx, r.wait_id, std::move(w));
+}
+
+void Dispatcher::decide_lock(const std::shared_ptr<Context>& ctx, const LockRequest& r) {
+  AcquireOutcome o = locks_.acquire(r);
+  switch (o.kind) {
+    case AcquireOutcome::Kind::kGranted:
+    case AcquireOutcome::Kind::kReentered: {
+      std::vector<LockGrant> grants{o.grant};
+      if (o.kind == AcquireOutcome::Kind::kReentered) {
+        // Already held: granted at once with the token it holds; the lease is unchanged.
+        WakeUp w;
+        w.kind = WakeUp::Kind::kLock;
+        w.at = r.now;
+        w.outputs = lock_outputs("success", "finished", Value(static_cast<long long>(o.grant.token)), 1, 0);
+        ctx->add_log(LogLevel::kInfo, r.step, r.now,
+                     Value(std::string_view("lock '" + r.name + "': already held (token " +
+                                            std::to_string(o.grant.token) + ")")));
+        core_.wake(ctx, r.wait_id, std::move(w));
+        return;
+      }
+      apply_grants(grants);
+      return;
+    }
+    case AcquireOutcome::Kind::kQueued: {
+      std::string held_by;
+      for (uint64_t who : o.holders) held_by += (held_by.empty() ? "" : ", ") + ("ctx-" + std::to_string(who));
+      ctx->add_log(LogLevel::kInfo, r.step, r.now,
+                   Value(std::string_view("lock '" + r.name + "': waiting; held by " + held_by + ", " +
+                                          std::to_string(o.ahead) + " ahead in the queue")));
+      std::shared_ptr<Context> self = ctx;
+      const std::string name = r.name;
+      const uint64_t wait_id = r.wait_id;
+      TimerHandle t = core_.timers.add(r.give_up_at, true, [this, self, name, wait_id] { give_up_lock(self, name, wait_id); });
+      locks_.set_give_up_timer(r.who, r.name, t);
+      return;
+    }
+    case AcquireOutcome::Kind::kTimedOut:
+      lock_failed(ctx, r, "timeout",
+                  "lock '" + r.name + "' not granted: timed out after " + std::to_string(r.max_attempts) +
+                      (r.max_attempts == 1 ? " attempt" : " attempts"),
+                  r.max_attempts);
+      return;
+    case AcquireOutcome::Kind::kDeadlock:
+      lock_failed(ctx, r, "deadlock", "lock '" + r.name + "' refused: " + o.message, 1);
+      return;
+    case AcquireOutcome::Kind::kTooHeavy:
+      lock_failed(ctx, r, "error", "lock '" + r.name + "' refused: " + o.message, 1);
+      return;
+  }
+}
+
+void Dispatcher::verify_locks(const Context* ended) {
+  if (!core_.options.check_invariants || !violation_.empty()) return;
+  violation_ = locks_.check_invariants();
+  if (violation_.empty() && ended && (locks_.holds_any(ended->seq) || locks_.waiting(ended->seq))) {
+    violation_ = std::string(ended->id.as_string()) + " ended but still holds or waits for a lock";
+  }
+}
+
+std::string Dispatcher::lock_violation() {
+  MutexLock lock(mu_);
+  return violation_;
+}
+
+Value Dispatcher::record_grant(Context& ctx, const LockGrant& g) {
+  lock_grants_.fetch_add(1, std::memory_order_relaxed);
+  if (g.was_queued) lock_handoffs_.fetch_add(1, std::memory_order_relaxed);
+  std::shared_ptr<Context> self = ctx.shared_from_this();
+  core_.timers.cancel(g.give_up_timer);
+  const std::string name = g.name;
+  const int64_t token = g.token;
+  TimerHandle lease = core_.timers.add(g.expires_at, true, [this, self, name, token] { expire_lease(self, name, token); });
+  locks_.set_lease_timer(g.who, g.name, lease);
+  const DurationMs waited = g.granted_at - g.requested_at;
+  std::string text = "lock '" + g.name + "': granted, token " + std::to_string(g.token);
+  if (g.was_queued) text += ", after waiting " + std::to_string(waited) + "ms";
+  ctx.add_log(LogLevel::kInfo, g.step, g.granted_at, Value(std::string_view(text)));
+  return lock_outputs("success", "finished", Value(static_cast<long long>(g.token)),
+                      attempts_for(waited, g.delay, g.max_attempts), waited);
+}
+
+void Dispatcher::apply_grants(std::vector<LockGrant>& grants) {
+  for (LockGrant& g : grants) {
+    auto* ctx = static_cast<Context*>(g.owner);
+    WakeUp w;
+    w.kind = WakeUp::Kind::kLock;
+    w.at = g.granted_at;
+    w.outputs = record_grant(*ctx, g);
+    core_.wake(ctx->shared_from_this(), g.wait_id, std::move(w));
+  }
+}
+
+Value Dispatcher::try_lock(Context& ctx, LockRequest request) {
+  ctx.used_locks.store(true, std::memory_order_release);
+  if (core_.clock.is_virtual()) return Value();  // decided at the next quiescent moment
+  MutexLock lock(mu_);
+  request.now = core_.clock.now();
+  AcquireOutcome o;
+  if (!locks_.try_acquire(request, &o)) return Value();
+  if (o.kind == AcquireOutcome::Kind::kReentered) {
+    ctx.add_log(LogLevel::kInfo, request.step, request.now,
+                Value(std::string_view("lock '" + request.name + "': already held (token " +
+                                       std::to_string(o.grant.token) + ")")));
+    return lock_outputs("success", "finished", Value(static_cast<long long>(o.grant.token)), 1, 0);
+  }
+  Value outputs = record_grant(ctx, o.grant);
+  verify_locks(nullptr);
+  return outputs;
+}
+
+void Dispatcher::give_up_lock(const std::shared_ptr<Context>& ctx, const std::string& name, uint64_t wait_id) {
+  MutexLock lock(mu_);
+  std::vector<LockGrant> grants;
+  LockRequest r;
+  if (!locks_.give_up(ctx->seq, name, wait_id, core_.clock.now(), &grants, &r)) return;
+  lock_failed(ctx, r, "timeout",
+              "lock '" + name + "' not granted: gave up after " + std::to_string(r.max_attempts) + " attempts (" +
+                  std::to_string(core_.clock.now() - r.now) + "ms)",
+              r.max_attempts);
+  apply_grants(grants);
+  verify_locks(nullptr);
+}
+
+void Dispatcher::expire_lease(const std::shared_ptr<Context>& ctx, const std::string& name, int64_t token) {
+  MutexLock lock(mu_);
+  std::vector<LockGrant> grants;
+  const TimeMs now = core_.clock.now();
+  if (!locks_.expire(ctx->seq, name, token, now, &grants)) return;
+  ctx->add_log(LogLevel::kWarn, Value(), now,
+               Value(std::string_view("lock '" + name + "' (token " + std::to_string(token) +
+                                      "): held for its max_duration; released as if unlocked")));
+  apply_grants(grants);
+  verify_locks(nullptr);
+}
+
+bool Dispatcher::release_lock(Context& ctx, std::string_view name) {
+  MutexLock lock(mu_);
+  core_.timers.cancel(locks_.lease_timer(ctx.seq, name));
+  std::vector<LockGrant> grants;
+  if (!locks_.release(ctx.seq, name, core_.clock.now(), &grants)) return false;
+  apply_grants(grants);
+  verify_locks(nullptr);
+  return true;
+}
+
+bool Dispatcher::holds_lock(const Context& ctx, std::string_view name) {
+  MutexLock lock(mu_);
+  return locks_.holds(ctx.seq, name);
+}
+
+std::vector<LockState> Dispatcher::lock_states() {
+  MutexLock lock(mu_);
+  return locks_.snapshot();
+}
+
+std::string Dispatcher::check_lock_invariants() {
+  MutexLock lock(mu_);
+  return locks_.check_invariants();
+}
+
+}  // namespace flowrt
