@@ -55,6 +55,14 @@ void Pacer::wait_for(uint64_t done) {
   if (now < due) std::this_thread::sleep_until(due);
 }
 
+EngineOptions bench_engine_options(const BenchOptions& o) {
+  EngineOptions eo;
+  eo.virtual_clock = false;
+  eo.properties.worker_threads = o.workers;
+  eo.measure_latency = true;
+  return eo;
+}
+
 void fill_latency(EngineCore& core, BenchResult* r) {
   std::vector<int64_t> ns;
   for (const auto& c : core.contexts.all()) {

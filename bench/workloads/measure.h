@@ -11,6 +11,9 @@
 
 namespace flowrt::bench {
 
+// The engine of a record workload: real clock, `o.workers` workers, latency stamped.
+EngineOptions bench_engine_options(const BenchOptions& o);
+
 // Percentiles of commit-to-completion latency over the engine's finished contexts.
 void fill_latency(EngineCore& core, BenchResult* r);
 

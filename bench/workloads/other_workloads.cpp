@@ -20,11 +20,7 @@ constexpr const char* kLocked = R"({"id": "locked", "trigger": {"type": "record"
   {"action": "unlock", "inputs": {"key": "{{trigger.record.lock}}"}}]})";
 
 BenchResult run_locks(const BenchOptions& o) {
-  EngineOptions eo;
-  eo.virtual_clock = false;
-  eo.properties.worker_threads = o.workers;
-  eo.measure_latency = true;
-  Engine engine(eo);
+  Engine engine(bench_engine_options(o));
   Diagnostics d = engine.load_text(kLocked, "locked.json");
   if (!d.empty()) throw std::runtime_error(d.describe());
   for (int i = 0; i < 4; ++i) {

@@ -32,11 +32,7 @@ std::string other_flows(int count, int tables) {
 }  // namespace
 
 BenchResult run_record_workload(const BenchOptions& o, bool fanout) {
-  EngineOptions eo;
-  eo.virtual_clock = false;
-  eo.properties.worker_threads = o.workers;
-  eo.measure_latency = true;
-  Engine engine(eo);
+  Engine engine(bench_engine_options(o));
   Diagnostics d = engine.load_text(kTriage, "triage.json");
   if (!d.empty()) throw std::runtime_error(d.describe());
   if (fanout) {
