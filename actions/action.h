@@ -48,6 +48,9 @@ struct WaitRequest {
   Value table;                   // kRecord
   Value sys_id;                  // kRecord
   std::shared_ptr<const Condition> condition;  // kRecord: bound (no pills left)
+  // kRecord: the record as the step saw it when the condition did not hold. A write that
+  // lands before the wait is registered is then still seen (Dispatcher::add_waiter).
+  Value seen;
   // kLock: what to ask of the lock table; `deadline` is when the attempts run out.
   Value lock_name;
   int64_t weight = 1;

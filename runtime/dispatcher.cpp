@@ -207,7 +207,7 @@ void Dispatcher::wake_waiters(std::string_view table, const Value& record, const
       core_.wake(w.context, w.wait_id, std::move(wake));
       list[i] = std::move(list.back());
       list.pop_back();
-      --waiter_count_;
+      waiter_count_.fetch_sub(1, std::memory_order_acq_rel);
     } else {
       ++i;
     }
@@ -261,6 +261,18 @@ Result<Value> Dispatcher::update(std::string_view table, std::string_view sys_id
     if (!change) return change.error();
     std::vector<Prepared> prepared;
     prepare_record(table, RecordOperation::kUpdate, change->record, &change->previous, change->changed, &prepared);
+    if (prepared.empty() && while_holding.is_null()) {
+      // Nothing to start and no lock to check: the store's table lock orders this write
+      // against every other write of the record, and the commit lock is needed only if a
+      // context waits for a record (add_waiter registers under it, then reads the record
+      // under the table lock: either it sees this write or this load sees its count).
+      if (!store_.commit_update(table, sys_id, *change)) continue;
+      if (waiter_count_.load(std::memory_order_acquire) > 0) {
+        MutexLock lock(mu_);
+        wake_waiters(table, change->record, &change->previous, false);
+      }
+      return change->record;
+    }
     Commit commit;
     {
       MutexLock lock(mu_);
@@ -424,14 +436,31 @@ std::vector<std::string> Dispatcher::table_names() { return store_.table_names()
 
 std::vector<Value> Dispatcher::records(std::string_view table) { return store_.records(table); }
 
-bool Dispatcher::add_waiter(const Value& table, const Value& sys_id, std::shared_ptr<Context> ctx, uint64_t wait_id,
-                            std::shared_ptr<const Condition> condition) {
+Dispatcher::WaiterAdded Dispatcher::add_waiter(const Value& table, const Value& sys_id, std::shared_ptr<Context> ctx,
+                                               uint64_t wait_id, std::shared_ptr<const Condition> condition,
+                                               const Value& seen) {
   MutexLock lock(mu_);
-  if (store_.get(table.as_string(), sys_id.as_string()).is_null()) return false;
+  // Counted first, then the record read: an update that commits without the commit lock
+  // either is seen here or sees the count (and then wakes under the commit lock).
+  waiter_count_.fetch_add(1, std::memory_order_acq_rel);
+  Value current = store_.get(table.as_string(), sys_id.as_string());
+  if (current.is_null()) {
+    waiter_count_.fetch_sub(1, std::memory_order_acq_rel);
+    return {WaiterAdded::Kind::kGone, Value()};
+  }
+  if (!seen.is_null() && !current.same_storage(seen)) {
+    // Written since the step looked: that write is the change the wait is for.
+    Scope scope;
+    scope.record = &current;
+    scope.previous = &seen;
+    if (Result<bool> met = evaluate(*condition, scope); met.is_ok() && *met) {
+      waiter_count_.fetch_sub(1, std::memory_order_acq_rel);
+      return {WaiterAdded::Kind::kMet, std::move(current)};
+    }
+  }
   waiters_[waiter_key(table.as_string(), sys_id.as_string())].push_back(
       Waiter{std::move(ctx), wait_id, std::move(condition)});
-  ++waiter_count_;
-  return true;
+  return {WaiterAdded::Kind::kRegistered, Value()};
 }
 
 void Dispatcher::remove_waiter(const Value& table, const Value& sys_id, const Context* ctx) {
@@ -442,14 +471,11 @@ void Dispatcher::remove_waiter(const Value& table, const Value& sys_id, const Co
   const size_t before = list.size();
   list.erase(std::remove_if(list.begin(), list.end(), [&](const Waiter& w) { return w.context.get() == ctx; }),
              list.end());
-  waiter_count_ -= before - list.size();
+  waiter_count_.fetch_sub(before - list.size(), std::memory_order_acq_rel);
   if (list.empty()) waiters_.erase(it);
 }
 
-size_t Dispatcher::waiter_count() {
-  MutexLock lock(mu_);
-  return waiter_count_;
-}
+size_t Dispatcher::waiter_count() { return waiter_count_.load(std::memory_order_acquire); }
 
 void Dispatcher::record_deleted(std::string_view table, std::string_view sys_id) {
   auto it = run_states_.find(record_key(table, sys_id));

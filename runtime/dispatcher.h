@@ -71,10 +71,15 @@ class Dispatcher {
   std::vector<std::string> table_names() EXCLUDES(mu_);
   std::vector<Value> records(std::string_view table) EXCLUDES(mu_);
 
-  // Parks `ctx` (wait `wait_id`) until the record meets `condition`. False when the record
-  // no longer exists.
-  bool add_waiter(const Value& table, const Value& sys_id, std::shared_ptr<Context> ctx, uint64_t wait_id,
-                  std::shared_ptr<const Condition> condition) EXCLUDES(mu_);
+  // Parks `ctx` (wait `wait_id`) until the record meets `condition`. `seen` is the record
+  // as the step saw it (or null): if it has changed since, the condition is evaluated on
+  // the current record (previous: `seen`) and, when it holds, nothing is registered.
+  struct WaiterAdded {
+    enum class Kind : uint8_t { kRegistered, kMet, kGone } kind;
+    Value record;  // kMet: the record that meets the condition
+  };
+  WaiterAdded add_waiter(const Value& table, const Value& sys_id, std::shared_ptr<Context> ctx, uint64_t wait_id,
+                         std::shared_ptr<const Condition> condition, const Value& seen) EXCLUDES(mu_);
   void remove_waiter(const Value& table, const Value& sys_id, const Context* ctx) EXCLUDES(mu_);
   size_t waiter_count() EXCLUDES(mu_);
 
@@ -182,7 +187,8 @@ class Dispatcher {
   const uint64_t instance_;  // tells this dispatcher's snapshots apart in per-thread caches
   uint64_t next_seq_ GUARDED_BY(mu_) = 1;
   std::unordered_map<std::string, std::vector<Waiter>> waiters_ GUARDED_BY(mu_);
-  size_t waiter_count_ GUARDED_BY(mu_) = 0;
+  // Written under mu_; read without it by an update that has nothing else to do under it.
+  std::atomic<size_t> waiter_count_{0};
   LockTable locks_ GUARDED_BY(mu_);
   struct PendingLock {
     std::shared_ptr<Context> context;

@@ -232,14 +232,7 @@ void EngineCore::park(Context* ctx) {
     case WaitRequest::Kind::kTimer:
       ctx->exec().timer = timers.add(w.deadline, true, [this, self, id, at] { wake(self, id, at(WakeUp::Kind::kTimer)); });
       break;
-    case WaitRequest::Kind::kRecord:
-      if (!dispatcher.add_waiter(w.table, w.sys_id, self, id, w.condition)) {
-        self->wake(id, at(WakeUp::Kind::kRecordDeleted));  // kept for end_park
-      } else if (w.deadline >= 0) {
-        ctx->exec().timer =
-            timers.add(w.deadline, true, [this, self, id, at] { wake(self, id, at(WakeUp::Kind::kTimeout)); });
-      }
-      break;
+    case WaitRequest::Kind::kRecord: park_for_record(self, id); break;
     case WaitRequest::Kind::kLock: {
       LockRequest r;
       r.who = ctx->seq;
@@ -259,6 +252,33 @@ void EngineCore::park(Context* ctx) {
     default: break;
   }
   if (ctx->end_park()) make_ready(ctx);
+}
+
+void EngineCore::park_for_record(const std::shared_ptr<Context>& self, uint64_t id) {
+  const WaitRequest& w = self->exec().wait;
+  Dispatcher::WaiterAdded added = dispatcher.add_waiter(w.table, w.sys_id, self, id, w.condition, w.seen);
+  WakeUp now;
+  now.at = clock.now();
+  switch (added.kind) {
+    case Dispatcher::WaiterAdded::Kind::kRegistered:
+      if (w.deadline >= 0) {
+        self->exec().timer = timers.add(w.deadline, true, [this, self, id] {
+          WakeUp timeout;
+          timeout.kind = WakeUp::Kind::kTimeout;
+          timeout.at = clock.now();
+          wake(self, id, std::move(timeout));
+        });
+      }
+      return;
+    case Dispatcher::WaiterAdded::Kind::kMet:  // kept for end_park
+      now.kind = WakeUp::Kind::kRecord;
+      now.record = std::move(added.record);
+      break;
+    case Dispatcher::WaiterAdded::Kind::kGone:  // kept for end_park
+      now.kind = WakeUp::Kind::kRecordDeleted;
+      break;
+  }
+  self->wake(id, std::move(now));
 }
 
 void EngineCore::clear_wait(Context& ctx) {

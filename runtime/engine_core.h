@@ -154,6 +154,9 @@ class EngineCore {
 
  private:
   void park(Context* ctx);
+  // park, for a wait_for_condition step: registers the wait, or wakes `self` at once when
+  // the record is gone or already meets the condition.
+  void park_for_record(const std::shared_ptr<Context>& self, uint64_t id);
   void on_quiescent();
   // The watchdog gave up on `call`: ends its context and replaces its worker.
   void abandon(Watchdog::Call& call, Watchdog::Reason why);

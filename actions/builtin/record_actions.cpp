@@ -119,6 +119,7 @@ StepOutcome WaitForConditionAction::start(const StepCall& call) const {
   wait.table = call.input("table");
   wait.sys_id = call.input("sys_id");
   wait.condition = std::make_shared<const Condition>(std::move(bound).value());
+  wait.seen = std::move(record);
   return StepOutcome::park(std::move(wait));
 }
 

@@ -1,4 +1,6 @@
 // Harness scenarios for wait and wait_for_condition, with timeouts, on the virtual clock.
+#include "compiler/compiler.h"
+#include "runtime/engine_core.h"
 #include "testing/flow_test.h"
 
 namespace flowrt {
@@ -117,6 +119,60 @@ TEST_F(WaitsTest, WaitForCondition_RecordDeletedOrMissing_IsStepError) {
   Settle();
   EXPECT_THAT(ContextById(waiting), FailedWith("was deleted while waiting"));
   EXPECT_THAT(ContextById(missing), FailedWith("no record t/nope to wait for"));
+}
+
+// A wait_for_condition step reads the record, finds the condition false, and then parks;
+// a write that lands between the two (another worker's, with a real clock) is not lost:
+// registering the wait compares the record with the one the step saw.
+TEST_F(WaitsTest, WaitForCondition_AWriteBetweenTheLookAndTheWait_EndsTheWait) {
+  Insert("t", Json(R"({"sys_id": "r1", "v": 1})"));
+  Dispatcher& d = engine().core().dispatcher;
+  auto condition = [](const char* json) {
+    auto c = std::make_shared<Condition>();
+    Diagnostics diags;
+    EXPECT_TRUE(compile_record_condition(Json(json), "t", "", c.get(), &diags)) << diags.describe();
+    return std::shared_ptr<const Condition>(std::move(c));
+  };
+  const Value table("t"), id("r1");
+  const Value seen = d.get("t", "r1");
+  Update("t", "r1", Json(R"({"v": 3})"));
+
+  Dispatcher::WaiterAdded met = d.add_waiter(table, id, nullptr, 1, condition(R"({"field": "v", "op": "eq", "value": 3})"), seen);
+  EXPECT_EQ(met.kind, Dispatcher::WaiterAdded::Kind::kMet);
+  EXPECT_EQ(met.record["v"], Value(3));
+  EXPECT_EQ(d.waiter_count(), 0u);
+
+  // Changed, but not so as to meet the condition; or not changed at all: the wait is registered.
+  Dispatcher::WaiterAdded waits = d.add_waiter(table, id, nullptr, 1, condition(R"({"field": "v", "op": "eq", "value": 9})"), seen);
+  EXPECT_EQ(waits.kind, Dispatcher::WaiterAdded::Kind::kRegistered);
+  waits = d.add_waiter(table, id, nullptr, 2, condition(R"({"field": "v", "op": "eq", "value": 3})"), d.get("t", "r1"));
+  EXPECT_EQ(waits.kind, Dispatcher::WaiterAdded::Kind::kRegistered);
+  EXPECT_EQ(d.waiter_count(), 2u);
+  d.remove_waiter(table, id, nullptr);
+  EXPECT_EQ(d.waiter_count(), 0u);
+
+  ASSERT_TRUE(engine().remove("t", "r1").is_ok());
+  EXPECT_EQ(d.add_waiter(table, id, nullptr, 3, condition(R"({"field": "v", "op": "eq", "value": 3})"), seen).kind,
+            Dispatcher::WaiterAdded::Kind::kGone);
+  EXPECT_EQ(d.waiter_count(), 0u);
+}
+
+// Workers write records without the commit lock when a write starts nothing; a context
+// waiting on the record is still woken by such a write.
+TEST_F(WaitsTest, WaitForCondition_WokenByAWriteThatStartsNoFlow) {
+  ASSERT_TRUE(Load(R"([{"id": "w", "trigger": {"type": "api"}, "actions": [
+    {"id": "x", "action": "wait_for_condition", "inputs": {"table": "t", "sys_id": "r1",
+        "condition": {"field": "v", "op": "eq", "value": 2}}}]},
+    {"id": "writer", "trigger": {"type": "api"}, "actions": [
+    {"action": "update_record", "inputs": {"table": "t", "sys_id": "r1", "values": {"v": 2}}}]}])"));
+  Insert("t", Json(R"({"sys_id": "r1", "v": 1})"));
+  CallFlow("w");
+  engine().settle(0);
+  EXPECT_THAT(OnlyContext("w"), HasStatus("waiting"));
+  CallFlow("writer");
+  engine().settle(0);
+  EXPECT_THAT(OnlyContext("w"), HasStatus("completed"));
+  EXPECT_THAT(OnlyContext("writer"), HasStatus("completed"));
 }
 
 TEST_F(WaitsTest, ManyParkedContexts_HoldNoThreads) {
