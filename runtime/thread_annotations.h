@@ -63,16 +63,88 @@ class SCOPED_CAPABILITY MutexLock {
   Mutex& mu_;
 };
 
-// std::shared_mutex with capability annotations: many readers or one writer.
+// A reader-writer lock for short critical sections (a record table: a hash lookup, a row
+// copied or replaced). One atomic word holds a writer bit, a "writer waits" hint that holds
+// new readers back, a "sleepers" bit and the count of readers. A waiter spins for about a
+// microsecond, since the holder is usually about to let go, and then sleeps on the word
+// (std::atomic::wait, a futex). Uncontended, lock and unlock are one atomic operation each;
+// unlock makes a system call only when a thread sleeps. Not fair; not for sections that
+// block or run long.
 class CAPABILITY("mutex") SharedMutex {
  public:
-  void lock() ACQUIRE() { mu_.lock(); }
-  void unlock() RELEASE() { mu_.unlock(); }
-  void lock_shared() ACQUIRE_SHARED() { mu_.lock_shared(); }
-  void unlock_shared() RELEASE_SHARED() { mu_.unlock_shared(); }
+  void lock() ACQUIRE() {
+    uint32_t s = 0;
+    if (!state_.compare_exchange_strong(s, kWriter, std::memory_order_acquire)) lock_contended();
+  }
+  void unlock() RELEASE() {
+    if (state_.fetch_and(~(kWriter | kSleepers), std::memory_order_release) & kSleepers) state_.notify_all();
+  }
+  void lock_shared() ACQUIRE_SHARED() {
+    uint32_t s = state_.load(std::memory_order_relaxed);
+    if ((s & (kWriter | kWriterWaits)) ||
+        !state_.compare_exchange_strong(s, s + kReader, std::memory_order_acquire)) {
+      lock_shared_contended();
+    }
+  }
+  void unlock_shared() RELEASE_SHARED() {
+    const uint32_t before = state_.fetch_sub(kReader, std::memory_order_release);
+    if ((before & kSleepers) && (before >> kReaderShift) == 1) {
+      // The last reader out wakes the sleepers (a writer among them).
+      state_.fetch_and(~kSleepers, std::memory_order_relaxed);
+      state_.notify_all();
+    }
+  }
 
  private:
-  std::shared_mutex mu_;
+  static constexpr uint32_t kWriter = 1, kWriterWaits = 2, kSleepers = 4, kReaderShift = 3, kReader = 1u << kReaderShift;
+  static constexpr int kSpins = 40;
+  static void pause() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  // Sleeps until the word is no longer `seen` (with the sleepers bit set first).
+  void sleep(uint32_t seen) {
+    if (!(seen & kSleepers) &&
+        !state_.compare_exchange_strong(seen, seen | kSleepers, std::memory_order_relaxed)) {
+      return;  // changed meanwhile: look again
+    }
+    state_.wait(seen | kSleepers, std::memory_order_relaxed);
+  }
+  void lock_contended() {
+    for (int spins = 0;; ++spins) {
+      uint32_t s = state_.load(std::memory_order_relaxed);
+      if (!(s & kWriter) && (s >> kReaderShift) == 0) {
+        // Free: take it, dropping the hint (another waiting writer sets it again).
+        if (state_.compare_exchange_weak(s, kWriter | (s & kSleepers), std::memory_order_acquire)) return;
+        continue;
+      }
+      if (!(s & kWriterWaits)) {
+        state_.fetch_or(kWriterWaits, std::memory_order_relaxed);
+        continue;
+      }
+      if (spins < kSpins) {
+        pause();
+      } else {
+        sleep(s);
+      }
+    }
+  }
+  void lock_shared_contended() {
+    for (int spins = 0;; ++spins) {
+      uint32_t s = state_.load(std::memory_order_relaxed);
+      if (!(s & (kWriter | kWriterWaits))) {
+        if (state_.compare_exchange_weak(s, s + kReader, std::memory_order_acquire)) return;
+        continue;
+      }
+      if (spins < kSpins) {
+        pause();
+      } else {
+        sleep(s);
+      }
+    }
+  }
+  std::atomic<uint32_t> state_{0};
 };
 
 // Holds a SharedMutex exclusively for its scope.
