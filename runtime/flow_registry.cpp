@@ -179,7 +179,7 @@ bool FlowRegistry::dependencies_current(const Plan& plan) const {
 FlowRegistry::PlanResult FlowRegistry::plan_for(FlowSlot& slot, const CompileOptions& options) {
   const uint64_t now_epoch = epoch();
   {
-    std::shared_ptr<const FlowSlot::PlanEntry> e = slot.cache.load(std::memory_order_acquire);
+    std::shared_ptr<const FlowSlot::PlanEntry> e = slot.cache();
     if (e && e->epoch == now_epoch) return PlanResult{e->plan, e->error};
   }
   // Something changed since the plan was checked: re-check its dependencies, and compile
@@ -187,7 +187,7 @@ FlowRegistry::PlanResult FlowRegistry::plan_for(FlowSlot& slot, const CompileOpt
   // the others wait and then find the plan checked.
   MutexLock compiling(slot.compile_mu);
   {
-    std::shared_ptr<const FlowSlot::PlanEntry> e = slot.cache.load(std::memory_order_acquire);
+    std::shared_ptr<const FlowSlot::PlanEntry> e = slot.cache();
     if (e && e->epoch == now_epoch) return PlanResult{e->plan, e->error};
   }
   std::shared_lock lock(mu_);

@@ -1,7 +1,8 @@
 // FlowSlot: the runtime's handle on one flow id, stable for the engine's life.
 //
-// It carries the plan cache entry of the flow (an immutable PlanEntry, published through
-// an atomic pointer so that starting a context takes no lock) and its lifecycle state
+// It carries the plan cache entry of the flow (an immutable PlanEntry, swapped under a spin
+// lock held only to copy a pointer, so starting a context never waits for a compile) and
+// its lifecycle state
 // (active flag, schedule), which the FlowRegistry changes under its own lock.
 #pragma once
 
@@ -32,19 +33,25 @@ struct FlowSlot {
     std::string error;                 // why, when plan is null
     uint64_t epoch = UINT64_MAX;       // the definitions epoch it was checked against
   };
-  std::atomic<std::shared_ptr<const PlanEntry>> cache;
+  // The current entry. (Not std::atomic<std::shared_ptr>: libstdc++ 12's unlocks it with
+  // relaxed order after a load, a data race that ThreadSanitizer reports.)
+  std::shared_ptr<const PlanEntry> cache() const {
+    SpinLockGuard lock(cache_mu_);
+    return cache_;
+  }
   // Held while checking or compiling after a change, so that concurrent starts compile a
   // changed flow once. Lock order: compile_mu, then the registry's lock.
   Mutex compile_mu;
 
   // The cached plan (null when none or it does not compile).
   std::shared_ptr<const Plan> cached_plan() const {
-    std::shared_ptr<const PlanEntry> e = cache.load(std::memory_order_acquire);
+    std::shared_ptr<const PlanEntry> e = cache();
     return e ? e->plan : nullptr;
   }
   void set_cache(std::shared_ptr<const Plan> plan, std::string error, uint64_t epoch) {
-    cache.store(std::make_shared<const PlanEntry>(PlanEntry{std::move(plan), std::move(error), epoch}),
-                std::memory_order_release);
+    auto entry = std::make_shared<const PlanEntry>(PlanEntry{std::move(plan), std::move(error), epoch});
+    SpinLockGuard lock(cache_mu_);
+    cache_.swap(entry);  // the old entry is freed after the lock is let go
   }
 
   // ---- lifecycle: written under FlowRegistry's lock; `active` is read without it ----
@@ -55,6 +62,10 @@ struct FlowSlot {
   TimerHandle schedule_timer;
   uint64_t schedule_generation = 0;  // a schedule timer of an older generation is stale
   std::string schedule_version;      // the plan version the timer was armed for
+
+ private:
+  mutable SpinLock cache_mu_;
+  std::shared_ptr<const PlanEntry> cache_ GUARDED_BY(cache_mu_);
 };
 
 }  // namespace flowrt
