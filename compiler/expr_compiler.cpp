@@ -158,7 +158,7 @@ Template ExprCompiler::compile_template(const Value& v, const std::string& point
         t.children.push_back(std::move(c));
       }
       if (!dynamic) break;
-      t.keys = Value::array(std::move(keys));
+      t.keys = intern_shape(keys);
       t.kind = Template::Kind::kObject;
       return t;
     }

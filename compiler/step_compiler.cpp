@@ -186,7 +186,7 @@ void UnitCompiler::name_given_inputs(ActionStep* out) {
   for (size_t i = 0; i < out->inputs.size(); ++i) {
     if (!out->inputs[i].absent()) given.push_back(out->input_names[i]);
   }
-  out->given_input_names = Value::array(std::move(given));
+  out->given_input_names = intern_shape(given);
 }
 
 void UnitCompiler::check_lock_weight(const ActionStep& step, const std::string& pointer) {

@@ -4,6 +4,10 @@
 #include <cmath>
 #include <memory>
 #include <new>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
 #include <unordered_map>
 
 #include "plans/value_json.h"
@@ -12,11 +16,14 @@ namespace flowrt {
 namespace detail {
 
 // Reference-counted storage for long strings, arrays and objects. Immutable once shared.
+// An immortal node (interned shapes and their keys) is never counted nor freed: its cache
+// line is only ever read, so every core can keep a copy.
 struct HeapNode {
   explicit HeapNode(ValueType t) : type(t) {}
   std::atomic<uint32_t> refs{1};
   ValueType type;
-  bool shaped = false;  // objects only: see ObjectNode
+  bool shaped = false;    // objects only: see ObjectNode
+  bool immortal = false;  // set before the node is shared, never changed after
 };
 
 struct StringNode : HeapNode {
@@ -81,7 +88,7 @@ struct ObjectNode : HeapNode {
     auto* node = new (mem) ObjectNode();
     node->shaped = true;
     node->capacity = shape->size;
-    shape->refs.fetch_add(1, std::memory_order_relaxed);
+    if (!shape->immortal) shape->refs.fetch_add(1, std::memory_order_relaxed);
     node->keys = shape;
     return node;
   }
@@ -135,7 +142,7 @@ void destroy(HeapNode* node) noexcept {
       auto* o = static_cast<ObjectNode*>(node);
       if (o->shaped) {
         for (uint32_t i = 0; i < o->size; ++i) o->values()[i].~Value();
-        if (o->keys->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy(o->keys);
+        if (!o->keys->immortal && o->keys->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy(o->keys);
       } else {
         for (uint32_t i = 0; i < o->size; ++i) o->members()[i].~Member();
         delete o->index;
@@ -198,13 +205,16 @@ void Value::set_node(ValueType type, HeapNode* n) noexcept {
 }
 
 void Value::retain() const noexcept {
-  if (is_heap()) node()->refs.fetch_add(1, std::memory_order_relaxed);
+  if (is_heap()) {
+    HeapNode* n = node();
+    if (!n->immortal) n->refs.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 void Value::release() noexcept {
   if (is_heap()) {
     HeapNode* n = node();
-    if (n->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) detail::destroy(n);
+    if (!n->immortal && n->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) detail::destroy(n);
   }
 }
 
@@ -521,6 +531,61 @@ void ObjectBuilder::add_value(Value value) {
 
 size_t ObjectBuilder::size() const { return static_cast<const ObjectNode*>(node_)->size; }
 
+namespace {
+
+// The interned shapes, by their keys joined with NUL bytes.
+struct ShapeRegistry {
+  std::shared_mutex mu;
+  std::unordered_map<std::string, Value> shapes;  // guarded by mu
+};
+
+ShapeRegistry& shape_registry() {
+  static ShapeRegistry* registry = new ShapeRegistry();  // never destroyed: shapes outlive statics
+  return *registry;
+}
+
+std::string shape_key(std::span<const Value> keys) {
+  std::string key;
+  for (const Value& k : keys) {
+    key.append(k.as_string());
+    key.push_back('\0');
+  }
+  return key;
+}
+
+}  // namespace
+
+Value intern_shape(std::span<const Value> keys) {
+  if (keys.empty()) return Value::array(keys);  // the shared empty array: not ours to mark
+  ShapeRegistry& r = shape_registry();
+  const std::string key = shape_key(keys);
+  {
+    std::shared_lock lock(r.mu);
+    if (auto it = r.shapes.find(key); it != r.shapes.end()) return it->second;
+  }
+  std::unique_lock lock(r.mu);
+  if (auto it = r.shapes.find(key); it != r.shapes.end()) return it->second;
+  if (r.shapes.size() >= kMaxInternedShapes) return Value::array(keys);
+  // Fresh nodes for the array and its keys, marked before anyone else can see them.
+  ArrayBuilder array(keys.size());
+  for (const Value& k : keys) {
+    Value copy(k.as_string());
+    if (copy.is_heap()) copy.node()->immortal = true;
+    array.add(std::move(copy));
+  }
+  Value shape = array.build();
+  if (shape.is_heap()) shape.node()->immortal = true;
+  r.shapes.emplace(key, shape);
+  return shape;
+}
+
+Value intern_shape(std::initializer_list<std::string_view> keys) {
+  std::vector<Value> values;
+  values.reserve(keys.size());
+  for (std::string_view k : keys) values.emplace_back(k);
+  return intern_shape(values);
+}
+
 Value shape_for(std::span<const Value> keys, std::span<Value> cache) {
   for (const Value& shape : cache) {
     const std::span<const Value> cached = shape.items();
@@ -530,7 +595,7 @@ Value shape_for(std::span<const Value> keys, std::span<Value> cache) {
     }
     if (same) return shape;
   }
-  Value made = Value::array(keys);
+  Value made = intern_shape(keys);
   if (!cache.empty()) {
     std::move_backward(cache.begin(), cache.end() - 1, cache.end());
     cache.front() = made;

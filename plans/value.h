@@ -131,6 +131,7 @@ class Value {
   static Value object_from_unique(std::vector<Member> members);
   friend class ArrayBuilder;
   friend class ObjectBuilder;
+  friend Value intern_shape(std::span<const Value> keys);
 
   alignas(8) unsigned char raw_[16];
 };
@@ -240,10 +241,19 @@ class ObjectBuilder {
   const Value* shape_keys_ = nullptr;  // when a large shape is built as pairs
 };
 
-// The shape for `keys`: one in `cache` with exactly those keys, or a new one, which then
-// goes to the front of `cache` (most recently made first; the last one drops out). Callers
-// keep a small cache per kind of object, so that equal objects share one key array.
-// REQUIRES: `keys` are unique strings.
+// The process-wide shape for `keys`: one key array per distinct list of keys, made once and
+// never freed. Copying, building from or freeing it touches no reference count, so
+// threads that build objects of one shape do not contend on its cache line. At most
+// kMaxInternedShapes are kept; past that, each call makes an ordinary (counted) array.
+// Thread-safe. REQUIRES: `keys` are unique strings.
+inline constexpr size_t kMaxInternedShapes = 4096;
+Value intern_shape(std::span<const Value> keys);
+Value intern_shape(std::initializer_list<std::string_view> keys);
+
+// The shape for `keys`: one in `cache` with exactly those keys, or the interned one, which
+// then goes to the front of `cache` (most recently used first; the last one drops out).
+// Callers keep a small cache per thread and kind of object, so that finding the shape of a
+// record takes no lock. REQUIRES: `keys` are unique strings.
 Value shape_for(std::span<const Value> keys, std::span<Value> cache);
 
 // A shared null to return by reference.

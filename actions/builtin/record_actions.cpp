@@ -13,12 +13,12 @@ Result<Value> values_input(const StepCall& call) {
 }
 
 // Output shapes: every step's outputs share their key array (see ObjectBuilder).
-const Value kRecordSysId = Value::array({"record", "sys_id"});
-const Value kRecord = Value::array({"record"});
-const Value kDeleted = Value::array({"deleted"});
-const Value kRecordFound = Value::array({"record", "found"});
-const Value kRecordsCount = Value::array({"records", "count"});
-const Value kRecordTimedOut = Value::array({"record", "timed_out"});
+const Value kRecordSysId = intern_shape({"record", "sys_id"});
+const Value kRecord = intern_shape({"record"});
+const Value kDeleted = intern_shape({"deleted"});
+const Value kRecordFound = intern_shape({"record", "found"});
+const Value kRecordsCount = intern_shape({"records", "count"});
+const Value kRecordTimedOut = intern_shape({"record", "timed_out"});
 
 }  // namespace
 

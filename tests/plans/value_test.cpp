@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -79,6 +80,52 @@ TEST(ValueTest, SharedValues_CopyAndDestroyAcrossThreads) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(shared["list"].at(1), Value(1));
+}
+
+TEST(ValueTest, InternedShapes_OnePerKeyList_SharedByTheObjectsBuiltFromThem) {
+  const std::string long_key(40, 'k');  // long enough to be a heap string
+  const Value a = intern_shape({"number", "state", long_key});
+  const Value b = intern_shape(std::vector<Value>{Value("number"), Value("state"), Value(std::string_view(long_key))});
+  EXPECT_TRUE(a.same_storage(b));
+  EXPECT_FALSE(a.same_storage(intern_shape({"state", "number", long_key})));  // order matters
+  EXPECT_EQ(a, Value::array({"number", "state", long_key}));
+  EXPECT_TRUE(intern_shape(std::vector<Value>{}).is_array());
+
+  // Objects built from it, on several threads, read back intact after the builders are gone.
+  std::vector<std::thread> threads;
+  std::vector<Value> built(4);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 2000; ++i) {
+        ObjectBuilder o(intern_shape({"number", "state", long_key}));
+        o.add_value(Value(i));
+        o.add_value(Value("new"));
+        o.add_value(Value(t));
+        Value v = o.build();
+        Value copy = v;
+        if (i == 1999) built[static_cast<size_t>(t)] = copy;
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) {
+    EXPECT_EQ(built[static_cast<size_t>(t)][long_key], Value(t));
+    EXPECT_TRUE(built[static_cast<size_t>(t)].shape().same_storage(a));
+  }
+}
+
+TEST(ValueTest, InternedShapes_PastTheLimit_AreOrdinaryArrays) {
+  // Fill the registry (it is process-wide, so other tests may have added some already).
+  for (size_t i = 0; i <= kMaxInternedShapes; ++i) intern_shape({"filler", std::to_string(i)});
+  const Value a = intern_shape({"past", "the", "limit"});
+  const Value b = intern_shape({"past", "the", "limit"});
+  EXPECT_EQ(a, b);
+  EXPECT_FALSE(a.same_storage(b));  // each call made its own, freed like any value
+  ObjectBuilder o(a);
+  o.add_value(Value(1));
+  o.add_value(Value(2));
+  o.add_value(Value(3));
+  EXPECT_EQ(o.build()["limit"], Value(3));
 }
 
 }  // namespace
