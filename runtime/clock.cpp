@@ -30,9 +30,14 @@ void EngineClock::set(TimeMs t) {
 TimerHandle TimerQueue::add(TimeMs deadline, bool context_timer, Fire fire) {
   MutexLock lock(mu_);
   const Key key{deadline, next_seq_++};
-  const bool earliest = timers_.empty() || key < timers_.begin()->first;
   timers_.emplace(key, Entry{context_timer, std::move(fire)});
-  if (earliest) changed_.notify_all();
+  // Wake the timer thread only if it sleeps past this deadline. (Not "if this is the
+  // earliest timer": a lease granted as another is cancelled is nearly always the earliest,
+  // and waking the thread for it cost a context switch per lock hand-off.)
+  if (sleeper_wakes_at_ != kNoSleeper && deadline < sleeper_wakes_at_) {
+    sleeper_wakes_at_ = deadline;
+    changed_.notify_all();
+  }
   return TimerHandle{key.first, key.second};
 }
 
@@ -81,12 +86,16 @@ std::vector<TimerQueue::Fire> TimerQueue::wait_due(const EngineClock& clock) {
       }
       return due;
     }
+    // A timer cancelled meanwhile leaves this wait to end early and find nothing due.
     if (timers_.empty()) {
+      sleeper_wakes_at_ = kSleepsForever;
       changed_.wait(mu_);
     } else {
-      const auto wait = std::chrono::milliseconds(timers_.begin()->first.first - now);
+      sleeper_wakes_at_ = timers_.begin()->first.first;
+      const auto wait = std::chrono::milliseconds(sleeper_wakes_at_ - now);
       changed_.wait_until(mu_, std::chrono::steady_clock::now() + wait);
     }
+    sleeper_wakes_at_ = kNoSleeper;
   }
   return {};
 }

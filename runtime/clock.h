@@ -68,6 +68,10 @@ class TimerQueue {
   CondVar changed_;
   std::map<Key, Entry> timers_ GUARDED_BY(mu_);
   uint64_t next_seq_ GUARDED_BY(mu_) = 0;
+  // When the thread in wait_due will wake by itself, or kNoSleeper.
+  static constexpr TimeMs kNoSleeper = -1;
+  static constexpr TimeMs kSleepsForever = INT64_MAX;
+  TimeMs sleeper_wakes_at_ GUARDED_BY(mu_) = kNoSleeper;
   bool stopped_ GUARDED_BY(mu_) = false;
 };
 

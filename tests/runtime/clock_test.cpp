@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <future>
+#include <thread>
+
 namespace flowrt {
 namespace {
 
@@ -30,6 +34,39 @@ TEST(TimerQueueTest, FiresInDeadlineThenInsertionOrder_CancelRemoves) {
   EXPECT_EQ(fired, (std::vector<int>{4, 3, 1}));
   EXPECT_FALSE(q.next_deadline(false).has_value());
   q.cancel(h);  // cancelling twice is harmless
+}
+
+// The timer thread of a real clock (wait_due) sleeps until its earliest timer. These wait
+// for it in real time, bounded: a broken wake-up fails them after 30 s instead of hanging.
+size_t WaitDueReturns(TimerQueue& q, const EngineClock& clock, const std::function<void()>& meanwhile) {
+  std::promise<size_t> fired;
+  std::future<size_t> result = fired.get_future();
+  std::thread sleeper([&] { fired.set_value(q.wait_due(clock).size()); });
+  meanwhile();
+  const bool returned = result.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  q.stop();
+  sleeper.join();
+  EXPECT_TRUE(returned) << "wait_due did not return";
+  return result.get();
+}
+
+TEST(TimerQueueTest, WaitDue_WakesForATimerEarlierThanItsSleep) {
+  EngineClock clock(false, 0);
+  TimerQueue q;
+  q.add(clock.now() + 3600000, true, [] {});
+  EXPECT_EQ(WaitDueReturns(q, clock, [&] { q.add(clock.now(), true, [] {}); }), 1u);
+}
+
+TEST(TimerQueueTest, WaitDue_ATimerCancelledUnderItsSleep_StillFiresTheNextOne) {
+  EngineClock clock(false, 0);
+  TimerQueue q;
+  const TimerHandle first = q.add(clock.now() + 100, true, [] {});
+  // Later than the sleep: no wake-up; the sleeper finds nothing due at 100 ms and sleeps on.
+  EXPECT_EQ(WaitDueReturns(q, clock, [&] {
+              q.cancel(first);
+              q.add(clock.now() + 200, true, [] {});
+            }),
+            1u);
 }
 
 }  // namespace
