@@ -239,7 +239,7 @@ Result<Value> Dispatcher::insert(std::string_view table, const Value& values, Or
   prepare_record(table, RecordOperation::kInsert, *record, nullptr, true, &prepared);
   Commit commit;
   {
-    MutexLock lock(mu_);
+    SpinMutexLock lock(mu_);
     FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
     FLOWRT_RETURN_IF_ERROR(check_queue_room(prepared.size()));
     FLOWRT_RETURN_IF_ERROR(store_.commit_insert(table, *record));
@@ -268,14 +268,14 @@ Result<Value> Dispatcher::update(std::string_view table, std::string_view sys_id
       // under the table lock: either it sees this write or this load sees its count).
       if (!store_.commit_update(table, sys_id, *change)) continue;
       if (waiter_count_.load(std::memory_order_acquire) > 0) {
-        MutexLock lock(mu_);
+        SpinMutexLock lock(mu_);
         wake_waiters(table, change->record, &change->previous, false);
       }
       return change->record;
     }
     Commit commit;
     {
-      MutexLock lock(mu_);
+      SpinMutexLock lock(mu_);
       FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
       FLOWRT_RETURN_IF_ERROR(check_queue_room(prepared.size()));
       if (!store_.commit_update(table, sys_id, *change)) continue;
@@ -292,7 +292,7 @@ Result<Value> Dispatcher::remove(std::string_view table, std::string_view sys_id
   Commit commit;
   Value record;
   {
-    MutexLock lock(mu_);
+    SpinMutexLock lock(mu_);
     FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
     // Writes are all under the commit lock: the record read here is the one removed.
     std::vector<Prepared> prepared;
@@ -317,7 +317,7 @@ Result<size_t> Dispatcher::update_where(std::string_view table, const Condition&
   Commit commit;
   size_t n = 0;
   {
-    MutexLock lock(mu_);
+    SpinMutexLock lock(mu_);
     RecordQuery q;
     q.table = table;
     q.condition = &where;
@@ -354,7 +354,7 @@ Result<size_t> Dispatcher::remove_where(std::string_view table, const Condition&
   Commit commit;
   size_t n = 0;
   {
-    MutexLock lock(mu_);
+    SpinMutexLock lock(mu_);
     RecordQuery q;
     q.table = table;
     q.condition = &where;
@@ -399,7 +399,7 @@ Status Dispatcher::fire_event(const Value& name, const Value& payload, Origin or
   }
   Commit commit;
   {
-    MutexLock lock(mu_);
+    SpinMutexLock lock(mu_);
     FLOWRT_RETURN_IF_ERROR(check_queue_room(prepared.size()));
     commit_prepared(prepared, origin, &commit);
   }
@@ -414,7 +414,7 @@ Result<StartedFlow> Dispatcher::start_flow(FlowSlot& flow, TriggerData trigger, 
   Commit commit;
   Result<StartedFlow> started = Error{""};
   {
-    MutexLock lock(mu_);
+    SpinMutexLock lock(mu_);
     if (Status room = check_queue_room(1); !room) {
       // A schedule tick has no caller to tell: it is listed as skipped, never lost unseen.
       if (p.context->trigger.type != TriggerType::kSchedule) return room.error();
@@ -439,7 +439,7 @@ std::vector<Value> Dispatcher::records(std::string_view table) { return store_.r
 Dispatcher::WaiterAdded Dispatcher::add_waiter(const Value& table, const Value& sys_id, std::shared_ptr<Context> ctx,
                                                uint64_t wait_id, std::shared_ptr<const Condition> condition,
                                                const Value& seen) {
-  MutexLock lock(mu_);
+  SpinMutexLock lock(mu_);
   // Counted first, then the record read: an update that commits without the commit lock
   // either is seen here or sees the count (and then wakes under the commit lock).
   waiter_count_.fetch_add(1, std::memory_order_acq_rel);
@@ -464,7 +464,7 @@ Dispatcher::WaiterAdded Dispatcher::add_waiter(const Value& table, const Value& 
 }
 
 void Dispatcher::remove_waiter(const Value& table, const Value& sys_id, const Context* ctx) {
-  MutexLock lock(mu_);
+  SpinMutexLock lock(mu_);
   auto it = waiters_.find(waiter_key(table.as_string(), sys_id.as_string()));
   if (it == waiters_.end()) return;
   auto& list = it->second;
@@ -487,7 +487,7 @@ void Dispatcher::record_deleted(std::string_view table, std::string_view sys_id)
 void Dispatcher::context_ended(Context& ctx) {
   // Most contexts never touched a lock or a run option: nothing to do, no lock to take.
   if (ctx.run_key.is_null() && !ctx.used_locks.load(std::memory_order_acquire)) return;
-  MutexLock lock(mu_);
+  SpinMutexLock lock(mu_);
   if (!ctx.run_key.is_null()) {
     auto it = run_states_.find(std::string(ctx.run_key.as_string()));
     if (it != run_states_.end()) {

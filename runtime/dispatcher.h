@@ -177,7 +177,7 @@ class Dispatcher {
   static std::string waiter_key(std::string_view table, std::string_view sys_id);
 
   EngineCore& core_;
-  Mutex mu_;  // the commit lock
+  SpinMutex mu_;  // the commit lock
   // Written only under mu_ (so that a commit and the contexts it starts are one step);
   // read at any time: the store locks its own tables for readers.
   RecordStore store_;

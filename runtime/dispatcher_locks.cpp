@@ -41,13 +41,13 @@ Status Dispatcher::check_holding(Origin origin, const Value& while_holding) {
 }
 
 void Dispatcher::set_lock_limit(std::string_view name, int64_t limit) {
-  MutexLock lock(mu_);
+  SpinMutexLock lock(mu_);
   locks_.set_limit(name, limit);
 }
 
 void Dispatcher::request_lock(const std::shared_ptr<Context>& ctx, LockRequest request) {
   ctx->used_locks.store(true, std::memory_order_release);
-  MutexLock lock(mu_);
+  SpinMutexLock lock(mu_);
   if (core_.clock.is_virtual()) {
     pending_.push_back(PendingLock{ctx, std::move(request)});
     pending_count_.fetch_add(1, std::memory_order_acq_rel);
@@ -59,7 +59,7 @@ void Dispatcher::request_lock(const std::shared_ptr<Context>& ctx, LockRequest r
 }
 
 size_t Dispatcher::resolve_pending_locks() {
-  MutexLock lock(mu_);
+  SpinMutexLock lock(mu_);
   std::vector<PendingLock> pending = std::move(pending_);
   pending_.clear();
   std::stable_sort(pending.begin(), pending.end(), [](const PendingLock& a, const PendingLock& b) {
@@ -143,7 +143,7 @@ void Dispatcher::verify_locks(const Context* ended) {
 }
 
 std::string Dispatcher::lock_violation() {
-  MutexLock lock(mu_);
+  SpinMutexLock lock(mu_);
   return violation_;
 }
 
@@ -178,7 +178,7 @@ void Dispatcher::apply_grants(std::vector<LockGrant>& grants) {
 Value Dispatcher::try_lock(Context& ctx, LockRequest request) {
   ctx.used_locks.store(true, std::memory_order_release);
   if (core_.clock.is_virtual()) return Value();  // decided at the next quiescent moment
-  MutexLock lock(mu_);
+  SpinMutexLock lock(mu_);
   request.now = core_.clock.now();
   AcquireOutcome o;
   if (!locks_.try_acquire(request, &o)) return Value();
@@ -194,7 +194,7 @@ Value Dispatcher::try_lock(Context& ctx, LockRequest request) {
 }
 
 void Dispatcher::give_up_lock(const std::shared_ptr<Context>& ctx, const std::string& name, uint64_t wait_id) {
-  MutexLock lock(mu_);
+  SpinMutexLock lock(mu_);
   std::vector<LockGrant> grants;
   LockRequest r;
   if (!locks_.give_up(ctx->seq, name, wait_id, core_.clock.now(), &grants, &r)) return;
@@ -207,7 +207,7 @@ void Dispatcher::give_up_lock(const std::shared_ptr<Context>& ctx, const std::st
 }
 
 void Dispatcher::expire_lease(const std::shared_ptr<Context>& ctx, const std::string& name, int64_t token) {
-  MutexLock lock(mu_);
+  SpinMutexLock lock(mu_);
   std::vector<LockGrant> grants;
   const TimeMs now = core_.clock.now();
   if (!locks_.expire(ctx->seq, name, token, now, &grants)) return;
@@ -219,7 +219,7 @@ void Dispatcher::expire_lease(const std::shared_ptr<Context>& ctx, const std::st
 }
 
 bool Dispatcher::release_lock(Context& ctx, std::string_view name) {
-  MutexLock lock(mu_);
+  SpinMutexLock lock(mu_);
   core_.timers.cancel(locks_.lease_timer(ctx.seq, name));
   std::vector<LockGrant> grants;
   if (!locks_.release(ctx.seq, name, core_.clock.now(), &grants)) return false;
@@ -229,17 +229,17 @@ bool Dispatcher::release_lock(Context& ctx, std::string_view name) {
 }
 
 bool Dispatcher::holds_lock(const Context& ctx, std::string_view name) {
-  MutexLock lock(mu_);
+  SpinMutexLock lock(mu_);
   return locks_.holds(ctx.seq, name);
 }
 
 std::vector<LockState> Dispatcher::lock_states() {
-  MutexLock lock(mu_);
+  SpinMutexLock lock(mu_);
   return locks_.snapshot();
 }
 
 std::string Dispatcher::check_lock_invariants() {
-  MutexLock lock(mu_);
+  SpinMutexLock lock(mu_);
   return locks_.check_invariants();
 }
 

@@ -147,6 +147,29 @@ class CAPABILITY("mutex") SharedMutex {
   std::atomic<uint32_t> state_{0};
 };
 
+// An exclusive lock that spins briefly and then sleeps, like SharedMutex (whose writer side
+// it is), for hot locks that no condition variable waits on (the commit lock). A
+// std::mutex sleeps at once, and waking a sleeper costs a system call and a context switch.
+class CAPABILITY("mutex") SpinMutex {
+ public:
+  void lock() ACQUIRE() { mu_.lock(); }
+  void unlock() RELEASE() { mu_.unlock(); }
+
+ private:
+  SharedMutex mu_;
+};
+
+class SCOPED_CAPABILITY SpinMutexLock {
+ public:
+  explicit SpinMutexLock(SpinMutex& mu) ACQUIRE(mu) : mu_(mu) { mu_.lock(); }
+  ~SpinMutexLock() RELEASE() { mu_.unlock(); }
+  SpinMutexLock(const SpinMutexLock&) = delete;
+  SpinMutexLock& operator=(const SpinMutexLock&) = delete;
+
+ private:
+  SpinMutex& mu_;
+};
+
 // Holds a SharedMutex exclusively for its scope.
 class SCOPED_CAPABILITY WriterLock {
  public:
