@@ -1,5 +1,6 @@
 // Engine::request_stop and Engine::shutdown: intake stops, every context that has not
 // ended is cancelled, and every lock is released.
+#include "runtime/engine_core.h"
 #include "runtime/harness.h"
 #include "testing/flow_test.h"
 
@@ -79,6 +80,10 @@ TEST_F(ShutdownTest, StopRequestedDuringAnEventsFile_StopsAtTheNextLine) {
       << s.message();
   EXPECT_EQ(Contexts("f").size(), 1u) << "line 4 was not applied";
   EXPECT_THAT(Contexts("f"), ::testing::ElementsAre(HasStatus("waiting")));
+  // The harness may return while the stopper's worker is still ending that context; once
+  // it has, only the waiting context is left for shutdown to cancel.
+  engine().core().wait_idle();
+  EXPECT_THAT(Contexts("stopper"), ::testing::ElementsAre(HasStatus("completed")));
   EXPECT_EQ(engine().shutdown(), 1u);
   EXPECT_THAT(Contexts("f"), ::testing::ElementsAre(HasStatus("cancelled")));
 }
