@@ -16,7 +16,8 @@ EngineCore::EngineCore(EngineOptions opts)
       flows(&actions),
       dispatcher(*this, options.seed),
       workers(events, [this](Context* ctx) { run(ctx); }),
-      watchdog([this] { return run_clock_ms(); }, [this](Watchdog::Call& call, Watchdog::Reason why) { abandon(call, why); }) {
+      watchdog([this] { return run_clock_ms(); }, [this](Watchdog::Call& call, Watchdog::Reason why) { abandon(call, why); },
+               1000, options.watchdog_period_ms) {
   props_versions_.push_back(std::make_unique<const EngineProperties>(options.properties));
   props_.store(props_versions_.back().get(), std::memory_order_release);
   contexts.set_retention(options.properties.context_retention);

@@ -47,6 +47,10 @@ struct EngineOptions {
   // max_run_time quota). Default: std::chrono::steady_clock. Tests inject a fake one that a
   // "slow" action moves on, so a quota can be tested without burning real time.
   std::function<double()> run_clock;
+  // How often, in real milliseconds, the watchdog looks for custom actions past their
+  // deadline while any runs. Tests of the quota at step boundaries, whose fake run clock
+  // jumps past the deadline inside an action, set it long so the watchdog stays out.
+  int watchdog_period_ms = 10;
   // Stamp each context with the real (steady) time its event was committed and the time
   // it ended, in nanoseconds, for latency measurements (flowrt bench).
   bool measure_latency = false;

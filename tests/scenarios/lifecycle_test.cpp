@@ -230,6 +230,10 @@ class QuotaTest : public FlowTest {
     EngineOptions o = FlowTest::Options();
     o.run_clock = [this] { return run_ms_.load(); };
     o.properties.max_run_time = 1000;
+    // The fake clock passes the quota inside the "slow" action, which then returns; the
+    // watchdog, which gives up on actions that do not return, must not race it here
+    // (WatchdogTest covers it).
+    o.watchdog_period_ms = 3600000;
     return o;
   }
   void SetUp() override {
