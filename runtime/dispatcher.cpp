@@ -192,8 +192,13 @@ void Dispatcher::wake_waiters(std::string_view table, const Value& record, const
   Scope scope;
   scope.record = &record;
   scope.previous = previous;
+  const int64_t version = deleted ? 0 : record["sys_mod_count"].as_int();
   for (size_t i = 0; i < list.size();) {
     Waiter& w = list[i];
+    if (!deleted && version <= w.seen_version) {
+      ++i;  // registered after this write: it saw this version or a later one
+      continue;
+    }
     bool met = false;
     if (!deleted) {
       Result<bool> r = evaluate(*w.condition, scope);
@@ -458,8 +463,9 @@ Dispatcher::WaiterAdded Dispatcher::add_waiter(const Value& table, const Value& 
       return {WaiterAdded::Kind::kMet, std::move(current)};
     }
   }
+  const int64_t version = current["sys_mod_count"].as_int();
   waiters_[waiter_key(table.as_string(), sys_id.as_string())].push_back(
-      Waiter{std::move(ctx), wait_id, std::move(condition)});
+      Waiter{std::move(ctx), wait_id, std::move(condition), version});
   return {WaiterAdded::Kind::kRegistered, Value()};
 }
 

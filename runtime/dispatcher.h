@@ -126,6 +126,10 @@ class Dispatcher {
     std::shared_ptr<Context> context;
     uint64_t wait_id;
     std::shared_ptr<const Condition> condition;
+    // The record's sys_mod_count when the wait was registered (-1: unknown). A write whose
+    // wake-up comes late (an update committed without the commit lock wakes after it) is
+    // not news to a waiter that had already seen its version.
+    int64_t seen_version;
   };
   // Contexts created by one commit, to hand to the workers after the lock is released.
   struct Commit {
