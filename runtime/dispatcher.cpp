@@ -225,7 +225,7 @@ void Dispatcher::after_commit(const Commit& commit) { core_.workers.notify_event
 Status Dispatcher::check_queue_room(size_t starts) {
   if (starts == 0) return Status::ok();
   // Pops run concurrently, so the count can only be lower than read here.
-  const size_t queued = core_.events.size();
+  const size_t queued = core_.events.size_approx();
   const size_t max = core_.props().max_queued_events;
   if (queued + starts <= max) return Status::ok();
   return Error{"the event queue is full: " + std::to_string(queued) + " trigger events wait to start and this would add " +

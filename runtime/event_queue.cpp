@@ -12,16 +12,9 @@ struct EventQueue::Impl {
 EventQueue::EventQueue() : impl_(std::make_unique<Impl>()) {}
 EventQueue::~EventQueue() = default;
 
-void EventQueue::push(Context* event) {
-  size_.fetch_add(1, std::memory_order_acq_rel);
-  impl_->queue.enqueue(impl_->producer, event);
-}
+void EventQueue::push(Context* event) { impl_->queue.enqueue(impl_->producer, event); }
 
-bool EventQueue::try_pop(Context** event) {
-  if (!impl_->queue.try_dequeue_from_producer(impl_->producer, *event)) return false;
-  size_.fetch_sub(1, std::memory_order_acq_rel);
-  return true;
-}
+bool EventQueue::try_pop(Context** event) { return impl_->queue.try_dequeue_from_producer(impl_->producer, *event); }
 
 size_t EventQueue::size_approx() const { return impl_->queue.size_approx(); }
 

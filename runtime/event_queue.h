@@ -4,10 +4,11 @@
 // goes through the one producer token, and pushes happen under the Dispatcher's commit
 // lock (REQUIRES), so the queue order is the commit order across all producers. Any thread
 // may pop; items are claimed in queue order. The moodycamel header stays out of this one.
-// size() counts the events pushed and not yet popped (the max_queued_events budget).
+// size_approx() is exact while no push or pop runs; pops running meanwhile only lower it,
+// and pushes are serialised by the commit lock, so a check under that lock never counts
+// more events than are queued (the max_queued_events budget).
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <memory>
 
@@ -26,13 +27,10 @@ class EventQueue {
   void push(Context* event);
   bool try_pop(Context** event);
   size_t size_approx() const;
-  // Pushed and not yet popped; exact once pushes and pops have returned.
-  size_t size() const { return size_.load(std::memory_order_acquire); }
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  std::atomic<size_t> size_{0};
 };
 
 }  // namespace flowrt

@@ -124,7 +124,7 @@ TEST_F(QueuedEventsTest, AtTheLimitQueues_OnePastRefusesTheOperation_NothingIsDr
     {"id": "api", "trigger": {"type": "api"}, "actions": []}])"));
   const Value first = Insert("t", Value::object({{"n", Value(1)}}));
   Insert("t", Value::object({{"n", Value(2)}}));
-  EXPECT_EQ(engine().core().events.size(), 2u);
+  EXPECT_EQ(engine().core().events.size_approx(), 2u);
   Result<Value> refused = engine().insert("t", Value::object({{"n", Value(3)}}));
   EXPECT_EQ(refused.message(), kQueueFull);
   EXPECT_EQ(engine().update("t", first["sys_id"].as_string(), Value::object({{"n", Value(9)}})).message(), kQueueFull);
