@@ -22,15 +22,6 @@ std::atomic<uint64_t> next_instance{1};
 Dispatcher::Dispatcher(EngineCore& core, uint64_t seed)
     : core_(core), store_(seed), instance_(next_instance.fetch_add(1, std::memory_order_relaxed)) {}
 
-std::string Dispatcher::waiter_key(std::string_view table, std::string_view sys_id) {
-  std::string key;
-  key.reserve(table.size() + sys_id.size() + 1);
-  key.append(table);
-  key.push_back('\0');
-  key.append(sys_id);
-  return key;
-}
-
 void Dispatcher::set_index(std::shared_ptr<const TriggerIndex> index) {
   MutexLock lock(index_mu_);
   index_ = std::move(index);
@@ -186,7 +177,7 @@ void Dispatcher::commit_prepared(std::vector<Prepared>& prepared, Origin origin,
 
 void Dispatcher::wake_waiters(std::string_view table, const Value& record, const Value* previous, bool deleted) {
   if (waiters_.empty()) return;
-  auto it = waiters_.find(waiter_key(table, record["sys_id"].as_string()));
+  auto it = waiters_.find(record_key(table, record["sys_id"].as_string()));
   if (it == waiters_.end()) return;
   std::vector<Waiter>& list = it->second;
   Scope scope;
@@ -464,14 +455,14 @@ Dispatcher::WaiterAdded Dispatcher::add_waiter(const Value& table, const Value& 
     }
   }
   const int64_t version = current["sys_mod_count"].as_int();
-  waiters_[waiter_key(table.as_string(), sys_id.as_string())].push_back(
+  waiters_[record_key(table.as_string(), sys_id.as_string())].push_back(
       Waiter{std::move(ctx), wait_id, std::move(condition), version});
   return {WaiterAdded::Kind::kRegistered, Value()};
 }
 
 void Dispatcher::remove_waiter(const Value& table, const Value& sys_id, const Context* ctx) {
   SpinMutexLock lock(mu_);
-  auto it = waiters_.find(waiter_key(table.as_string(), sys_id.as_string()));
+  auto it = waiters_.find(record_key(table.as_string(), sys_id.as_string()));
   if (it == waiters_.end()) return;
   auto& list = it->second;
   const size_t before = list.size();

@@ -157,6 +157,7 @@ class Dispatcher {
   // then the start counts as running and as having run).
   std::string_view run_option_skip(FlowSlot& flow, const TriggerData& trigger, const TriggerSpec& spec,
                                    Value* run_key) REQUIRES(mu_);
+  // The key of one record (table, sys_id) in run_states_ and waiters_.
   static std::string record_key(std::string_view table, std::string_view sys_id);
   RunState& run_state(const std::string& key, uint32_t flow) REQUIRES(mu_);
   void forget_idle_runs(RunStates::iterator it) REQUIRES(mu_);
@@ -178,7 +179,6 @@ class Dispatcher {
   void lock_failed(const std::shared_ptr<Context>& ctx, const LockRequest& request, std::string_view state,
                    std::string message, int64_t attempts) REQUIRES(mu_);
   TriggerData record_trigger(std::string_view table, RecordOperation op, const Value& record, const Value* previous);
-  static std::string waiter_key(std::string_view table, std::string_view sys_id);
 
   EngineCore& core_;
   SpinMutex mu_;  // the commit lock
