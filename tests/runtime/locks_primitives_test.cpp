@@ -3,6 +3,7 @@
 // thread runs to completion whatever the interleaving; ThreadSanitizer checks the ordering.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -11,45 +12,43 @@
 namespace flowrt {
 namespace {
 
-struct Pair {
-  SharedMutex mu;
-  // Written together under mu; readers must never see them differ.
-  long a GUARDED_BY(mu) = 0;
-  long b GUARDED_BY(mu) = 0;
-};
-
-TEST(LockPrimitivesTest, SharedMutex_WritersAndReaders_SeeOnlyWholeWrites) {
-  Pair p;
-  constexpr int kWriters = 3, kReaders = 3, kRounds = 20000;
+// Runs body(0) .. body(n - 1) on n threads and waits for them all.
+void OnThreads(int n, const std::function<void(int)>& body) {
   std::vector<std::thread> threads;
-  std::vector<long> torn(kReaders, 0);
-  for (int w = 0; w < kWriters; ++w) {
-    threads.emplace_back([&] {
-      for (int i = 0; i < kRounds; ++i) {
-        WriterLock lock(p.mu);
-        ++p.a;
-        ++p.b;
-      }
-    });
-  }
-  for (int r = 0; r < kReaders; ++r) {
-    threads.emplace_back([&, r] {
-      for (int i = 0; i < kRounds; ++i) {
-        ReaderLock lock(p.mu);
-        if (p.a != p.b) ++torn[static_cast<size_t>(r)];
-      }
-    });
-  }
+  for (int t = 0; t < n; ++t) threads.emplace_back(body, t);
   for (std::thread& t : threads) t.join();
-  WriterLock lock(p.mu);
-  EXPECT_EQ(p.a, long{kWriters} * kRounds);
-  EXPECT_EQ(p.b, long{kWriters} * kRounds);
-  for (long n : torn) EXPECT_EQ(n, 0);
 }
 
 // Keeps the lock past a waiter's spin: the holder gives its core away a few times.
 void HoldAWhile() {
   for (int i = 0; i < 3; ++i) std::this_thread::yield();
+}
+
+TEST(LockPrimitivesTest, SharedMutex_WritersAndReaders_SeeOnlyWholeWrites) {
+  struct {
+    SharedMutex mu;
+    // Written together under mu; readers must never see them differ.
+    long a GUARDED_BY(mu) = 0;
+    long b GUARDED_BY(mu) = 0;
+  } p;
+  constexpr int kWriters = 3, kReaders = 3, kRounds = 20000;
+  std::vector<long> torn(kReaders, 0);
+  OnThreads(kWriters + kReaders, [&](int t) {
+    for (int i = 0; i < kRounds; ++i) {
+      if (t < kWriters) {
+        WriterLock lock(p.mu);
+        ++p.a;
+        ++p.b;
+      } else {
+        ReaderLock lock(p.mu);
+        if (p.a != p.b) ++torn[static_cast<size_t>(t - kWriters)];
+      }
+    }
+  });
+  WriterLock lock(p.mu);
+  EXPECT_EQ(p.a, long{kWriters} * kRounds);
+  EXPECT_EQ(p.b, long{kWriters} * kRounds);
+  for (long n : torn) EXPECT_EQ(n, 0);
 }
 
 TEST(LockPrimitivesTest, SharedMutex_AHolderThatKeepsItLong_LetsSleepersIn) {
@@ -58,22 +57,18 @@ TEST(LockPrimitivesTest, SharedMutex_AHolderThatKeepsItLong_LetsSleepersIn) {
     SharedMutex mu;
     long done GUARDED_BY(mu) = 0;
   } s;
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < 200; ++i) {
-        if (t % 2 == 0) {
-          WriterLock lock(s.mu);
-          HoldAWhile();
-          ++s.done;
-        } else {
-          ReaderLock lock(s.mu);
-          HoldAWhile();
-        }
+  OnThreads(4, [&](int t) {
+    for (int i = 0; i < 200; ++i) {
+      if (t % 2 == 0) {
+        WriterLock lock(s.mu);
+        HoldAWhile();
+        ++s.done;
+      } else {
+        ReaderLock lock(s.mu);
+        HoldAWhile();
       }
-    });
-  }
-  for (std::thread& t : threads) t.join();
+    }
+  });
   WriterLock lock(s.mu);
   EXPECT_EQ(s.done, 400);
 }
@@ -83,16 +78,12 @@ TEST(LockPrimitivesTest, SpinMutex_NoLostUpdate) {
     SpinMutex mu;
     long n GUARDED_BY(mu) = 0;
   } s;
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&] {
-      for (int i = 0; i < 50000; ++i) {
-        SpinMutexLock lock(s.mu);
-        ++s.n;
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  OnThreads(4, [&](int) {
+    for (int i = 0; i < 50000; ++i) {
+      SpinMutexLock lock(s.mu);
+      ++s.n;
+    }
+  });
   SpinMutexLock lock(s.mu);
   EXPECT_EQ(s.n, 200000);
 }
