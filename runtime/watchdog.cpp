@@ -85,8 +85,10 @@ void Watchdog::loop() {
     {
       MutexLock lock(mu_);
       while (!stopping_ && calls_.empty()) wake_.wait(mu_);
-      if (stopping_) return;
-      wake_.wait_until(mu_, std::chrono::steady_clock::now() + std::chrono::milliseconds(period_ms_));
+      // A whole period, whatever else notifies meanwhile (a new call's begin): a call that
+      // just began is not overdue, and only a stop ends the wait early.
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(period_ms_);
+      while (!stopping_ && std::chrono::steady_clock::now() < until) wake_.wait_until(mu_, until);
       if (stopping_) return;
     }
     check();
