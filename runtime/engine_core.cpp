@@ -223,15 +223,9 @@ void EngineCore::park(Context* ctx) {
   std::shared_ptr<Context> self = ctx->shared_from_this();
   const uint64_t id = ctx->begin_park();
   const WaitRequest& w = ctx->exec().wait;
-  auto at = [this](WakeUp::Kind kind) {
-    WakeUp wake;
-    wake.kind = kind;
-    wake.at = clock.now();
-    return wake;
-  };
   switch (w.kind) {
     case WaitRequest::Kind::kTimer:
-      ctx->exec().timer = timers.add(w.deadline, true, [this, self, id, at] { wake(self, id, at(WakeUp::Kind::kTimer)); });
+      ctx->exec().timer = timers.add(w.deadline, true, [this, self, id] { wake(self, id, wake_up_now(WakeUp::Kind::kTimer)); });
       break;
     case WaitRequest::Kind::kRecord: park_for_record(self, id); break;
     case WaitRequest::Kind::kLock: {
@@ -258,28 +252,30 @@ void EngineCore::park(Context* ctx) {
 void EngineCore::park_for_record(const std::shared_ptr<Context>& self, uint64_t id) {
   const WaitRequest& w = self->exec().wait;
   Dispatcher::WaiterAdded added = dispatcher.add_waiter(w.table, w.sys_id, self, id, w.condition, w.seen);
-  WakeUp now;
-  now.at = clock.now();
   switch (added.kind) {
     case Dispatcher::WaiterAdded::Kind::kRegistered:
       if (w.deadline >= 0) {
-        self->exec().timer = timers.add(w.deadline, true, [this, self, id] {
-          WakeUp timeout;
-          timeout.kind = WakeUp::Kind::kTimeout;
-          timeout.at = clock.now();
-          wake(self, id, std::move(timeout));
-        });
+        self->exec().timer = timers.add(w.deadline, true,
+                                        [this, self, id] { wake(self, id, wake_up_now(WakeUp::Kind::kTimeout)); });
       }
       return;
-    case Dispatcher::WaiterAdded::Kind::kMet:  // kept for end_park
-      now.kind = WakeUp::Kind::kRecord;
-      now.record = std::move(added.record);
-      break;
+    case Dispatcher::WaiterAdded::Kind::kMet: {  // kept for end_park
+      WakeUp met = wake_up_now(WakeUp::Kind::kRecord);
+      met.record = std::move(added.record);
+      self->wake(id, std::move(met));
+      return;
+    }
     case Dispatcher::WaiterAdded::Kind::kGone:  // kept for end_park
-      now.kind = WakeUp::Kind::kRecordDeleted;
-      break;
+      self->wake(id, wake_up_now(WakeUp::Kind::kRecordDeleted));
+      return;
   }
-  self->wake(id, std::move(now));
+}
+
+WakeUp EngineCore::wake_up_now(WakeUp::Kind kind) const {
+  WakeUp w;
+  w.kind = kind;
+  w.at = clock.now();
+  return w;
 }
 
 void EngineCore::clear_wait(Context& ctx) {

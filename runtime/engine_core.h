@@ -161,6 +161,8 @@ class EngineCore {
   // park, for a wait_for_condition step: registers the wait, or wakes `self` at once when
   // the record is gone or already meets the condition.
   void park_for_record(const std::shared_ptr<Context>& self, uint64_t id);
+  // A wake-up of `kind` at the clock's now.
+  WakeUp wake_up_now(WakeUp::Kind kind) const;
   void on_quiescent();
   // The watchdog gave up on `call`: ends its context and replaces its worker.
   void abandon(Watchdog::Call& call, Watchdog::Reason why);
