@@ -178,6 +178,7 @@ Interpreter::Flow Interpreter::loop() {
     }
     if (max_steps_ > 0 && steps_taken_ == max_steps_) return Flow::kYielded;  // before the next step
     ++steps_taken_;
+    core_.workers.before_step();
     const uint32_t index = f.pc++;
     Flow flow = step_node(a, f, (*f.block)[index], index);
     if (flow != Flow::kContinue) return flow;
@@ -341,6 +342,7 @@ Interpreter::Flow Interpreter::run_action(Activation& a, const Node& node, const
   StepCall call{step, as_span(inputs), scope, host};
   if (step.kind != ActionKind::kCustom) return handle(a, node, step, path, rec, action->start(call), &inputs);
   // User code: the watchdog gives up on it if it does not return in time.
+  WorkerPool::UserCodeScope no_run_next(core_.workers);
   std::shared_ptr<Watchdog::Call> watch =
       core_.watchdog.begin(ctx_.shared_from_this(), rec, path, step.action, open_records(), slice_start_ + budget_ms_);
   StepOutcome outcome = action->start(call);

@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 
+#include <utility>
+
 #include <blockingconcurrentqueue.h>
 #include <concurrentqueue.h>
 #include <lightweightsemaphore.h>
@@ -15,6 +17,17 @@ struct WorkerPool::Impl {
   moodycamel::ConcurrentQueue<Context*> ready;
   moodycamel::LightweightSemaphore tokens;  // one per item in `ready` or the EventQueue
 };
+
+// One per worker thread, on its loop's stack; only that thread touches it.
+struct WorkerPool::RunNextSlot {
+  const WorkerPool* pool = nullptr;
+  Context* context = nullptr;
+  unsigned grace = 0;   // steps the running context may still take before the slot goes
+  unsigned streak = 0;  // slot runs in a row
+  bool enabled = true;  // false in user code
+};
+
+thread_local WorkerPool::RunNextSlot* WorkerPool::t_slot = nullptr;
 
 WorkerPool::WorkerPool(EventQueue& events, Runner runner)
     : impl_(std::make_unique<Impl>()), events_(events), runner_(std::move(runner)) {}
@@ -66,8 +79,41 @@ void WorkerPool::retire(std::thread::id id) {
 }
 
 void WorkerPool::push_ready(Context* ctx) {
+  RunNextSlot* slot = t_slot;
+  if (slot && slot->pool == this && slot->enabled && !slot->context && slot->streak < kMaxRunNextStreak &&
+      !stopping_.load(std::memory_order_relaxed)) {
+    slot->context = ctx;
+    slot->grace = kRunNextGraceSteps;
+    return;
+  }
+  enqueue_ready(ctx);
+}
+
+void WorkerPool::enqueue_ready(Context* ctx) {
   impl_->ready.enqueue(ctx);
   impl_->tokens.signal();
+}
+
+void WorkerPool::flush_slot(RunNextSlot& slot) {
+  if (Context* ctx = std::exchange(slot.context, nullptr)) enqueue_ready(ctx);
+}
+
+void WorkerPool::before_step() {
+  RunNextSlot* slot = t_slot;
+  if (slot && slot->context && slot->pool == this && --slot->grace == 0) flush_slot(*slot);
+}
+
+WorkerPool::UserCodeScope::UserCodeScope(WorkerPool& pool) {
+  RunNextSlot* slot = t_slot;
+  if (!slot || slot->pool != &pool) return;
+  pool.flush_slot(*slot);
+  was_enabled_ = slot->enabled;
+  slot->enabled = false;
+}
+
+WorkerPool::UserCodeScope::~UserCodeScope() {
+  // Touches only this thread's slot, which outlives the pool's use of this thread.
+  if (t_slot && was_enabled_) t_slot->enabled = true;
 }
 
 void WorkerPool::notify_events(size_t n) {
@@ -86,20 +132,33 @@ Context* WorkerPool::take_queued() {
 }
 
 void WorkerPool::loop() {
+  RunNextSlot slot;
+  slot.pool = this;
+  t_slot = &slot;
   while (true) {
-    impl_->tokens.wait();
-    if (stopping_.load(std::memory_order_acquire)) return;
-    // The token promises one item in one of the queues; a push may still be finishing.
-    Context* ctx = nullptr;
-    for (unsigned spins = 0;; ++spins) {
-      if (impl_->ready.try_dequeue(ctx) || events_.try_pop(&ctx)) break;
-      if (spins > 64) std::this_thread::yield();
+    Context* ctx = std::exchange(slot.context, nullptr);
+    if (ctx && stopping_.load(std::memory_order_acquire)) {
+      enqueue_ready(ctx);  // stays queued, like every other context not yet taken
+      break;
+    }
+    if (ctx) {
+      ++slot.streak;
+    } else {
+      slot.streak = 0;
+      impl_->tokens.wait();
+      if (stopping_.load(std::memory_order_acquire)) break;
+      // The token promises one item in one of the queues; a push may still be finishing.
+      for (unsigned spins = 0;; ++spins) {
+        if (impl_->ready.try_dequeue(ctx) || events_.try_pop(&ctx)) break;
+        if (spins > 64) std::this_thread::yield();
+      }
     }
     runner_(ctx);
     // Given up on while in user code (Watchdog): this thread was replaced, and the pool
-    // may be gone. Touch nothing; end.
-    if (t_worker_abandoned) return;
+    // may be gone. Touch nothing; end. (The slot is empty: user code runs without one.)
+    if (t_worker_abandoned) break;
   }
+  t_slot = nullptr;
 }
 
 }  // namespace flowrt

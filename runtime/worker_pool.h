@@ -1,11 +1,22 @@
 // WorkerPool: the threads that run contexts.
 //
-// Work comes from two places: contexts made ready again (woken from a wait, or cancelled)
-// in the ready queue, and new trigger events in the EventQueue; ready contexts go first.
-// A semaphore holds one token per item, so idle workers sleep and a push wakes exactly
-// one. Shutdown order: stop() stops accepting work, wakes every worker and joins them;
-// contexts still queued stay queued (the engine decides what happens to them).
-// Thread-safety: push_ready and notify may be called from any thread.
+// Work comes from three places: a worker's run-next slot (below), contexts made ready
+// again (woken from a wait, or cancelled) in the ready queue, and new trigger events in the
+// EventQueue; in that order. A semaphore holds one token per item in the two queues, so
+// idle workers sleep and a push wakes exactly one. Shutdown order: stop() stops accepting
+// work, wakes every worker and joins them; contexts still queued stay queued (the engine
+// decides what happens to them), and a context in a slot goes back to the ready queue.
+//
+// Run-next slot: a context made ready by the context a worker is running (a lock its
+// unlock granted, a wait its write ended) is kept in that worker's one-context slot and
+// run by the same worker as soon as the running context parks or ends, so a lock hand-off
+// costs no cross-thread wake-up. The slot is thread-local and owned by its worker. So
+// that a slotted context is not held up for long, the slot goes to the ready queue when the
+// running context goes on for more than kRunNextGraceSteps steps, or enters user code
+// (where the watchdog may give up on the thread); after kMaxRunNextStreak slot runs in a
+// row the next ready context takes the queue, so other ready work is not starved.
+// Thread-safety: push_ready and notify may be called from any thread; before_step and
+// UserCodeScope act on the calling thread's slot only.
 #pragma once
 
 #include <atomic>
@@ -34,8 +45,27 @@ class WorkerPool {
   void stop();
   unsigned threads() const;
 
-  // Hands a ready context to a worker.
+  static constexpr unsigned kRunNextGraceSteps = 4;
+  static constexpr unsigned kMaxRunNextStreak = 64;
+
+  // Hands a ready context to a worker: this worker's run-next slot when called from one of
+  // this pool's workers with the slot free, else the ready queue.
   void push_ready(Context* ctx);
+  // The running context is about to take a step: counts down the slot's grace.
+  void before_step();
+  // While alive, the calling worker's slot is empty and stays empty: for user code, which
+  // may not return in time (the watchdog then abandons the thread, and a slotted context
+  // with it).
+  class UserCodeScope {
+   public:
+    explicit UserCodeScope(WorkerPool& pool);
+    ~UserCodeScope();
+    UserCodeScope(const UserCodeScope&) = delete;
+    UserCodeScope& operator=(const UserCodeScope&) = delete;
+
+   private:
+    bool was_enabled_ = false;
+  };
   // `n` events were pushed to the EventQueue.
   void notify_events(size_t n);
 
@@ -49,7 +79,12 @@ class WorkerPool {
   Context* take_queued();
 
  private:
+  struct RunNextSlot;
+  // The calling worker's slot; null on other threads (callers, timers, the simulation).
+  static thread_local RunNextSlot* t_slot;
   void loop();
+  void enqueue_ready(Context* ctx);
+  void flush_slot(RunNextSlot& slot);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   EventQueue& events_;

@@ -1,0 +1,141 @@
+// WorkerPool's run-next slot under real threads. The pool never looks inside a Context, so
+// the contexts here are distinct addresses; the runner says what each one does. Every
+// test waits on a latch the work itself opens, never on time.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <functional>
+#include <latch>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "runtime/event_queue.h"
+#include "runtime/worker_pool.h"
+
+namespace flowrt {
+namespace {
+
+class WorkerPoolTest : public ::testing::Test {
+ protected:
+  static constexpr int kContexts = 200;
+
+  Context* ctx(int i) { return reinterpret_cast<Context*>(&slots_[static_cast<size_t>(i)]); }
+  int index_of(Context* c) { return static_cast<int>(reinterpret_cast<char*>(c) - slots_.data()); }
+
+  // Starts `threads` workers; `body(i)` runs context i on a worker.
+  void Start(unsigned threads, std::function<void(int)> body) {
+    body_ = std::move(body);
+    pool_.start(threads);
+  }
+
+  void Ran(int i) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ran_on_[i] = std::this_thread::get_id();
+  }
+  std::thread::id RanOn(int i) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ran_on_.at(i);
+  }
+
+  std::array<char, kContexts> slots_{};
+  std::function<void(int)> body_;
+  EventQueue events_;
+  WorkerPool pool_{events_, [this](Context* c) { body_(index_of(c)); }};
+  std::mutex mu_;
+  std::map<int, std::thread::id> ran_on_;
+};
+
+TEST_F(WorkerPoolTest, ContextMadeReadyByARunningContext_RunsNextOnTheSameWorker) {
+  std::latch done(1);
+  Start(2, [&](int i) {
+    Ran(i);
+    if (i == 0) pool_.push_ready(ctx(1));  // like an unlock granting a waiter
+    if (i == 1) done.count_down();
+  });
+  pool_.push_ready(ctx(0));
+  done.wait();
+  EXPECT_EQ(RanOn(0), RanOn(1));
+  EXPECT_FALSE(pool_.has_queued());
+  pool_.stop();
+}
+
+TEST_F(WorkerPoolTest, RunningContextGoesOnPastTheGrace_TheSlottedOneGoesToAnotherWorker) {
+  std::latch done(1);
+  Start(2, [&](int i) {
+    Ran(i);
+    if (i == 1) {
+      done.count_down();
+      return;
+    }
+    pool_.push_ready(ctx(1));
+    for (unsigned s = 0; s < WorkerPool::kRunNextGraceSteps; ++s) pool_.before_step();
+    done.wait();  // only another worker can run context 1 now
+  });
+  pool_.push_ready(ctx(0));
+  done.wait();
+  pool_.stop();
+  EXPECT_NE(RanOn(0), RanOn(1));
+}
+
+TEST_F(WorkerPoolTest, ContextMadeReadyFromUserCode_GoesToAnotherWorker) {
+  std::latch done(1);
+  Start(2, [&](int i) {
+    Ran(i);
+    if (i == 1) {
+      done.count_down();
+      return;
+    }
+    WorkerPool::UserCodeScope user_code(pool_);
+    pool_.push_ready(ctx(1));
+    done.wait();  // user code that waits for the context it woke must not wedge
+  });
+  pool_.push_ready(ctx(0));
+  done.wait();
+  pool_.stop();
+  EXPECT_NE(RanOn(0), RanOn(1));
+}
+
+TEST_F(WorkerPoolTest, ContextSlottedBeforeUserCode_IsHandedToAnotherWorkerFirst) {
+  std::latch done(1);
+  Start(2, [&](int i) {
+    Ran(i);
+    if (i == 1) {
+      done.count_down();
+      return;
+    }
+    pool_.push_ready(ctx(1));
+    WorkerPool::UserCodeScope user_code(pool_);
+    done.wait();
+  });
+  pool_.push_ready(ctx(0));
+  done.wait();
+  pool_.stop();
+  EXPECT_NE(RanOn(0), RanOn(1));
+}
+
+TEST_F(WorkerPoolTest, LongChainOfHandOffs_EveryContextRunsAndTheQueueIsUsedBetweenStreaks) {
+  // One worker: context i makes i + 1 ready. Past kMaxRunNextStreak slot runs in a row the
+  // next one goes through the ready queue, where other ready work gets its turn.
+  constexpr int kLast = kContexts - 1;
+  static_assert(kLast > static_cast<int>(WorkerPool::kMaxRunNextStreak) + 1);
+  std::latch done(1);
+  int queued_hand_offs = 0;  // only the one worker writes it
+  Start(1, [&](int i) {
+    Ran(i);
+    if (i == kLast) {
+      done.count_down();
+      return;
+    }
+    pool_.push_ready(ctx(i + 1));
+    if (pool_.has_queued()) ++queued_hand_offs;
+  });
+  pool_.push_ready(ctx(0));
+  done.wait();
+  pool_.stop();
+  for (int i = 0; i <= kLast; ++i) EXPECT_EQ(RanOn(i), RanOn(0)) << i;
+  EXPECT_EQ(queued_hand_offs, kLast / static_cast<int>(WorkerPool::kMaxRunNextStreak + 1));
+}
+
+}  // namespace
+}  // namespace flowrt
