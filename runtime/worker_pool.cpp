@@ -2,10 +2,10 @@
 
 #include <pthread.h>
 
+#include <deque>
 #include <utility>
 
-#include <blockingconcurrentqueue.h>
-#include <concurrentqueue.h>
+#include <concurrentqueue.h>  // lightweightsemaphore.h needs its macros
 #include <lightweightsemaphore.h>
 
 #include "runtime/event_queue.h"
@@ -14,8 +14,24 @@
 namespace flowrt {
 
 struct WorkerPool::Impl {
-  moodycamel::ConcurrentQueue<Context*> ready;
+  // First in, first out across every thread that makes contexts ready (a lock-free queue
+  // orders only per producer, which could keep a context waiting behind a chain of
+  // hand-offs from one worker). Held for one push or pop.
+  SpinMutex ready_mu;
+  std::deque<Context*> ready GUARDED_BY(ready_mu);
   moodycamel::LightweightSemaphore tokens;  // one per item in `ready` or the EventQueue
+
+  bool try_pop_ready(Context** ctx) {
+    SpinMutexLock lock(ready_mu);
+    if (ready.empty()) return false;
+    *ctx = ready.front();
+    ready.pop_front();
+    return true;
+  }
+  bool has_ready() {
+    SpinMutexLock lock(ready_mu);
+    return !ready.empty();
+  }
 };
 
 // One per worker thread, on its loop's stack; only that thread touches it.
@@ -80,8 +96,11 @@ void WorkerPool::retire(std::thread::id id) {
 
 void WorkerPool::push_ready(Context* ctx) {
   RunNextSlot* slot = t_slot;
-  if (slot && slot->pool == this && slot->enabled && !slot->context && slot->streak < kMaxRunNextStreak &&
-      !stopping_.load(std::memory_order_relaxed)) {
+  if (slot && slot->pool == this && slot->enabled && !slot->context && !stopping_.load(std::memory_order_relaxed)) {
+    if (slot->streak >= kMaxRunNextStreak) {
+      if (has_queued()) return enqueue_ready(ctx);  // behind the work that waits
+      slot->streak = 0;                             // nothing waits: a new streak
+    }
     slot->context = ctx;
     slot->grace = kRunNextGraceSteps;
     return;
@@ -90,7 +109,10 @@ void WorkerPool::push_ready(Context* ctx) {
 }
 
 void WorkerPool::enqueue_ready(Context* ctx) {
-  impl_->ready.enqueue(ctx);
+  {
+    SpinMutexLock lock(impl_->ready_mu);
+    impl_->ready.push_back(ctx);
+  }
   impl_->tokens.signal();
 }
 
@@ -120,11 +142,11 @@ void WorkerPool::notify_events(size_t n) {
   if (n > 0) impl_->tokens.signal(static_cast<ssize_t>(n));
 }
 
-bool WorkerPool::has_queued() const { return impl_->ready.size_approx() > 0 || events_.size_approx() > 0; }
+bool WorkerPool::has_queued() const { return impl_->has_ready() || events_.size_approx() > 0; }
 
 Context* WorkerPool::take_queued() {
   Context* ctx = nullptr;
-  if (impl_->ready.try_dequeue(ctx) || events_.try_pop(&ctx)) {
+  if (impl_->try_pop_ready(&ctx) || events_.try_pop(&ctx)) {
     impl_->tokens.tryWait();  // the token that promised it
     return ctx;
   }
@@ -149,7 +171,7 @@ void WorkerPool::loop() {
       if (stopping_.load(std::memory_order_acquire)) break;
       // The token promises one item in one of the queues; a push may still be finishing.
       for (unsigned spins = 0;; ++spins) {
-        if (impl_->ready.try_dequeue(ctx) || events_.try_pop(&ctx)) break;
+        if (impl_->try_pop_ready(&ctx) || events_.try_pop(&ctx)) break;
         if (spins > 64) std::this_thread::yield();
       }
     }

@@ -13,8 +13,9 @@
 // costs no cross-thread wake-up. The slot is thread-local and owned by its worker. So
 // that a slotted context is not held up for long, the slot goes to the ready queue when the
 // running context goes on for more than kRunNextGraceSteps steps, or enters user code
-// (where the watchdog may give up on the thread); after kMaxRunNextStreak slot runs in a
-// row the next ready context takes the queue, so other ready work is not starved.
+// (where the watchdog may give up on the thread); and after kMaxRunNextStreak slot runs in
+// a row, while other work is queued, the next one queues behind it, so that work is not
+// starved when every worker is busy with such a chain.
 // Thread-safety: push_ready and notify may be called from any thread; before_step and
 // UserCodeScope act on the calling thread's slot only.
 #pragma once

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "runtime/event_queue.h"
 #include "runtime/worker_pool.h"
@@ -114,9 +115,7 @@ TEST_F(WorkerPoolTest, ContextSlottedBeforeUserCode_IsHandedToAnotherWorkerFirst
   EXPECT_NE(RanOn(0), RanOn(1));
 }
 
-TEST_F(WorkerPoolTest, LongChainOfHandOffs_EveryContextRunsAndTheQueueIsUsedBetweenStreaks) {
-  // One worker: context i makes i + 1 ready. Past kMaxRunNextStreak slot runs in a row the
-  // next one goes through the ready queue, where other ready work gets its turn.
+TEST_F(WorkerPoolTest, LongChainOfHandOffs_WithNothingElseQueued_StaysOnItsWorker) {
   constexpr int kLast = kContexts - 1;
   static_assert(kLast > static_cast<int>(WorkerPool::kMaxRunNextStreak) + 1);
   std::latch done(1);
@@ -133,8 +132,37 @@ TEST_F(WorkerPoolTest, LongChainOfHandOffs_EveryContextRunsAndTheQueueIsUsedBetw
   pool_.push_ready(ctx(0));
   done.wait();
   pool_.stop();
-  for (int i = 0; i <= kLast; ++i) EXPECT_EQ(RanOn(i), RanOn(0)) << i;
-  EXPECT_EQ(queued_hand_offs, kLast / static_cast<int>(WorkerPool::kMaxRunNextStreak + 1));
+  EXPECT_EQ(queued_hand_offs, 0);
+}
+
+TEST_F(WorkerPoolTest, LongChainOfHandOffs_LetsQueuedWorkInAfterTheStreak) {
+  // One worker: context i makes i + 1 ready; context 0 also has X queued from another
+  // thread. After kMaxRunNextStreak slot runs in a row, X gets its turn.
+  constexpr int kLast = kContexts - 2;
+  constexpr int kX = kContexts - 1;
+  std::latch done(1);
+  std::vector<int> order;  // only the one worker writes it
+  Start(1, [&](int i) {
+    order.push_back(i);
+    if (i == kX) return;
+    if (i == 0) std::thread([&] { pool_.push_ready(ctx(kX)); }).join();
+    if (i == kLast) {
+      done.count_down();
+      return;
+    }
+    pool_.push_ready(ctx(i + 1));
+  });
+  pool_.push_ready(ctx(0));
+  done.wait();
+  pool_.stop();
+  ASSERT_EQ(order.size(), static_cast<size_t>(kContexts));
+  const size_t x_at = WorkerPool::kMaxRunNextStreak + 1;  // context 0 came from the queue
+  EXPECT_EQ(order[x_at], kX);
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (k != x_at) {
+      EXPECT_EQ(order[k], static_cast<int>(k < x_at ? k : k - 1)) << k;
+    }
+  }
 }
 
 }  // namespace
