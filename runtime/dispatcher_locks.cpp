@@ -2,12 +2,14 @@
 // the real clock, grants, give-ups and lease expiries, all under the commit lock
 // (Dispatcher::mu_) like every other change of the engine's shared state.
 #include <algorithm>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "runtime/dispatcher.h"
 #include "runtime/engine_core.h"
+#include "runtime/text.h"
 
 namespace flowrt {
 
@@ -15,11 +17,16 @@ namespace {
 
 Value lock_outputs(std::string_view result, std::string_view state, const Value& token, int64_t attempts,
                    int64_t waited_ms) {
-  return Value::object({{"result", Value(result)},
-                        {"state", Value(state)},
-                        {"token", token},
-                        {"attempts", Value(static_cast<long long>(attempts))},
-                        {"waited_ms", Value(static_cast<long long>(waited_ms))}});
+  static const Value kShape = intern_shape({"result", "state", "token", "attempts", "waited_ms"});
+  return Value::object(kShape, {Value(result), Value(state), token, Value(static_cast<long long>(attempts)),
+                                Value(static_cast<long long>(waited_ms))});
+}
+
+// "lock '<name>': <what>", a lock's log line.
+Value lock_line(std::string_view name, std::initializer_list<std::string_view> what) {
+  std::string text = str_cat({"lock '", name, "': "});
+  for (std::string_view w : what) text.append(w);
+  return Value(std::string_view(text));
 }
 
 // Attempts a poller would have made to see the grant: one at once, then one every `delay`.
@@ -98,8 +105,7 @@ void Dispatcher::decide_lock(const std::shared_ptr<Context>& ctx, const LockRequ
         w.at = r.now;
         w.outputs = lock_outputs("success", "finished", Value(static_cast<long long>(o.grant.token)), 1, 0);
         ctx->add_log(LogLevel::kInfo, r.step, r.now,
-                     Value(std::string_view("lock '" + r.name + "': already held (token " +
-                                            std::to_string(o.grant.token) + ")")));
+                     lock_line(r.name, {"already held (token ", std::to_string(o.grant.token), ")"}));
         core_.wake(ctx, r.wait_id, std::move(w));
         return;
       }
@@ -108,10 +114,13 @@ void Dispatcher::decide_lock(const std::shared_ptr<Context>& ctx, const LockRequ
     }
     case AcquireOutcome::Kind::kQueued: {
       std::string held_by;
-      for (uint64_t who : o.holders) held_by += (held_by.empty() ? "" : ", ") + ("ctx-" + std::to_string(who));
+      for (uint64_t who : o.holders) {
+        if (!held_by.empty()) held_by += ", ";
+        held_by += "ctx-";
+        held_by += std::to_string(who);
+      }
       ctx->add_log(LogLevel::kInfo, r.step, r.now,
-                   Value(std::string_view("lock '" + r.name + "': waiting; held by " + held_by + ", " +
-                                          std::to_string(o.ahead) + " ahead in the queue")));
+                   lock_line(r.name, {"waiting; held by ", held_by, ", ", std::to_string(o.ahead), " ahead in the queue"}));
       std::shared_ptr<Context> self = ctx;
       const std::string name = r.name;
       const uint64_t wait_id = r.wait_id;
@@ -157,9 +166,10 @@ Value Dispatcher::record_grant(Context& ctx, const LockGrant& g) {
   TimerHandle lease = core_.timers.add(g.expires_at, true, [this, self, name, token] { expire_lease(self, name, token); });
   locks_.set_lease_timer(g.who, g.name, lease);
   const DurationMs waited = g.granted_at - g.requested_at;
-  std::string text = "lock '" + g.name + "': granted, token " + std::to_string(g.token);
-  if (g.was_queued) text += ", after waiting " + std::to_string(waited) + "ms";
-  ctx.add_log(LogLevel::kInfo, g.step, g.granted_at, Value(std::string_view(text)));
+  const std::string token_text = std::to_string(g.token);
+  ctx.add_log(LogLevel::kInfo, g.step, g.granted_at,
+              g.was_queued ? lock_line(g.name, {"granted, token ", token_text, ", after waiting ", std::to_string(waited), "ms"})
+                           : lock_line(g.name, {"granted, token ", token_text}));
   return lock_outputs("success", "finished", Value(static_cast<long long>(g.token)),
                       attempts_for(waited, g.delay, g.max_attempts), waited);
 }
@@ -184,8 +194,7 @@ Value Dispatcher::try_lock(Context& ctx, LockRequest request) {
   if (!locks_.try_acquire(request, &o)) return Value();
   if (o.kind == AcquireOutcome::Kind::kReentered) {
     ctx.add_log(LogLevel::kInfo, request.step, request.now,
-                Value(std::string_view("lock '" + request.name + "': already held (token " +
-                                       std::to_string(o.grant.token) + ")")));
+                lock_line(request.name, {"already held (token ", std::to_string(o.grant.token), ")"}));
     return lock_outputs("success", "finished", Value(static_cast<long long>(o.grant.token)), 1, 0);
   }
   Value outputs = record_grant(ctx, o.grant);

@@ -2,6 +2,7 @@
 
 #include "runtime/engine_core.h"
 #include "runtime/flow_slot.h"
+#include "runtime/text.h"
 
 namespace flowrt {
 namespace {
@@ -58,7 +59,7 @@ Status ContextHost::fire_event(const Value& name, const Value& payload) {
 
 bool ContextHost::release_lock(std::string_view name) {
   const bool released = core_.dispatcher.release_lock(ctx_, name);
-  if (released) ctx_.add_log(LogLevel::kInfo, step_, core_.clock.now(), Value(std::string_view("lock '" + std::string(name) + "': released")));
+  if (released) ctx_.add_log(LogLevel::kInfo, step_, core_.clock.now(), Value(std::string_view(str_cat({"lock '", name, "': released"}))));
   return released;
 }
 

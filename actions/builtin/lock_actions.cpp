@@ -47,7 +47,8 @@ StepOutcome UnlockAction::start(const StepCall& call) const {
   if (!key) return StepOutcome::failed(key.message());
   const bool released = call.host.release_lock(*key);
   if (!released) call.host.log(LogLevel::kWarn, "unlock of lock '" + std::string(*key) + "', which this context does not hold");
-  return StepOutcome::done(Value::object({{"released", Value(released)}}));
+  static const Value kReleased = intern_shape({"released"});
+  return StepOutcome::done(Value::object(kReleased, {Value(released)}));
 }
 
 }  // namespace flowrt::builtin
