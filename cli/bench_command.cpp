@@ -66,23 +66,25 @@ int bench_command(const std::vector<std::string>& raw) {
     std::cout << Value::object(std::move(m)).to_json() << "\n";
     return 0;
   }
-  std::cout << "workload           " << r.workload << "\n"
-            << "events             " << r.events << "\n"
-            << "contexts           " << r.contexts << "\n"
-            << "workers            " << r.workers << "\n"
-            << "seconds            " << fixed(r.seconds, 3) << "\n"
-            << "contexts/s         " << fixed(r.contexts_per_s, 0) << "\n"
-            << "CPU per context    " << fixed(r.cpu_us_per_context, 2) << " us\n"
-            << "latency p50        " << fixed(r.p50_us, 1) << " us\n"
-            << "latency p99        " << fixed(r.p99_us, 1) << " us\n"
-            << "latency p99.9      " << fixed(r.p999_us, 1) << " us\n"
-            << "peak RSS           " << fixed(static_cast<double>(r.peak_rss_bytes) / (1 << 20), 1) << " MiB\n"
-            << "bytes per context  " << fixed(r.bytes_per_context, 0) << "\n";
-  for (const auto& [name, v] : r.extra) {
-    std::string label = name;
-    label.resize(std::max<size_t>(label.size(), 19), ' ');
-    std::cout << label << fixed(v, v < 100 ? 2 : 0) << "\n";
-  }
+  size_t width = 19;  // the labels' column, wide enough for every workload's own figures
+  for (const auto& [name, v] : r.extra) width = std::max(width, name.size() + 1);
+  auto row = [width](std::string label, const std::string& value) {
+    label.resize(width, ' ');
+    std::cout << label << value << "\n";
+  };
+  row("workload", r.workload);
+  row("events", std::to_string(r.events));
+  row("contexts", std::to_string(r.contexts));
+  row("workers", std::to_string(r.workers));
+  row("seconds", fixed(r.seconds, 3));
+  row("contexts/s", fixed(r.contexts_per_s, 0));
+  row("CPU per context", fixed(r.cpu_us_per_context, 2) + " us");
+  row("latency p50", fixed(r.p50_us, 1) + " us");
+  row("latency p99", fixed(r.p99_us, 1) + " us");
+  row("latency p99.9", fixed(r.p999_us, 1) + " us");
+  row("peak RSS", fixed(static_cast<double>(r.peak_rss_bytes) / (1 << 20), 1) + " MiB");
+  row("bytes per context", fixed(r.bytes_per_context, 0));
+  for (const auto& [name, v] : r.extra) row(name, fixed(v, v < 100 ? 2 : 0));
   return 0;
 }
 

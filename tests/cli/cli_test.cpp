@@ -290,6 +290,10 @@ TEST_F(CliTest, Bench_JsonReportsEveryFigure) {
       EXPECT_TRUE((*doc)[key].is_number()) << workload << " " << key;
     }
     for (const char* p : {"p50", "p99", "p999"}) EXPECT_GT((*doc)["latency_us"][p].as_double(), 0) << p;
+    if (std::string_view(workload) == "locks") {
+      EXPECT_EQ((*doc)["contended_handoffs"], Value(2000.0)) << "every job of the gated phase waited its turn";
+      EXPECT_GT((*doc)["contended_handoffs_per_s"].as_double(), 0);
+    }
   }
   Output compile = run("bench --workload compile --events 100 --json=true");
   ASSERT_EQ(compile.code, 0) << compile.out;
