@@ -244,8 +244,14 @@ TimerHandle LockTable::lease_timer(uint64_t who, std::string_view name) const {
 void LockTable::set_give_up_timer(uint64_t who, std::string_view name, TimerHandle timer) {
   auto it = locks_.find(name);
   if (it == locks_.end()) return;
-  for (Waiter& w : it->second.queue) {
-    if (w.who() == who) w.give_up_timer = timer;
+  // A context waits in one queue at most once, and is set its timer just after it joined
+  // at the back: look from there, so a long queue costs nothing.
+  auto& queue = it->second.queue;
+  for (auto w = queue.rbegin(); w != queue.rend(); ++w) {
+    if (w->who() == who) {
+      w->give_up_timer = timer;
+      return;
+    }
   }
 }
 
