@@ -121,10 +121,9 @@ void Dispatcher::decide_lock(const std::shared_ptr<Context>& ctx, const LockRequ
       }
       ctx->add_log(LogLevel::kInfo, r.step, r.now,
                    lock_line(r.name, {"waiting; held by ", held_by, ", ", std::to_string(o.ahead), " ahead in the queue"}));
-      std::shared_ptr<Context> self = ctx;
-      const std::string name = r.name;
-      const uint64_t wait_id = r.wait_id;
-      TimerHandle t = core_.timers.add(r.give_up_at, true, [this, self, name, wait_id] { give_up_lock(self, name, wait_id); });
+      TimerHandle t = core_.timers.add(r.give_up_at, true, [this, self = ctx, name = r.name, wait_id = r.wait_id] {
+        give_up_lock(self, name, wait_id);
+      });
       locks_.set_give_up_timer(r.who, r.name, t);
       return;
     }
@@ -159,11 +158,10 @@ std::string Dispatcher::lock_violation() {
 Value Dispatcher::record_grant(Context& ctx, const LockGrant& g) {
   lock_grants_.fetch_add(1, std::memory_order_relaxed);
   if (g.was_queued) lock_handoffs_.fetch_add(1, std::memory_order_relaxed);
-  std::shared_ptr<Context> self = ctx.shared_from_this();
   core_.timers.cancel(g.give_up_timer);
-  const std::string name = g.name;
-  const int64_t token = g.token;
-  TimerHandle lease = core_.timers.add(g.expires_at, true, [this, self, name, token] { expire_lease(self, name, token); });
+  TimerHandle lease = core_.timers.add(g.expires_at, true, [this, self = ctx.shared_from_this(), name = g.name, token = g.token] {
+    expire_lease(self, name, token);
+  });
   locks_.set_lease_timer(g.who, g.name, lease);
   const DurationMs waited = g.granted_at - g.requested_at;
   const std::string token_text = std::to_string(g.token);
