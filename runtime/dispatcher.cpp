@@ -506,12 +506,12 @@ void Dispatcher::context_ended(Context& ctx) {
   std::vector<LockGrant> grants;
   const TimeMs now = core_.clock.now();
   locks_.release_all(ctx.seq, now, &released, &timers, &grants);
-  for (const TimerHandle& t : timers) core_.timers.cancel(t);
+  for (const TimerHandle& t : timers) lock_deadlines_.cancel(t);
   for (const std::string& name : released) {
     ctx.add_log(LogLevel::kInfo, Value(), now, Value(std::string_view("lock '" + name + "': released as the context ended")));
   }
   apply_grants(grants);
-  verify_locks(&ctx);
+  locks_changed(&ctx);
 }
 
 }  // namespace flowrt

@@ -27,6 +27,7 @@
 
 #include "actions/action.h"
 #include "runtime/context.h"
+#include "runtime/lock_deadlines.h"
 #include "runtime/lock_table.h"
 #include "runtime/record_store.h"
 #include "runtime/thread_annotations.h"
@@ -173,9 +174,15 @@ class Dispatcher {
   void apply_grants(std::vector<LockGrant>& grants) REQUIRES(mu_);
   // A grant's lease timer and log line; returns the lock step's outputs.
   Value record_grant(Context& ctx, const LockGrant& g) REQUIRES(mu_);
+  // After a change of the lock table: re-arms the lock timer, checks the invariants.
+  void locks_changed(const Context* ended) REQUIRES(mu_);
   void verify_locks(const Context* ended) REQUIRES(mu_);
-  void give_up_lock(const std::shared_ptr<Context>& ctx, const std::string& name, uint64_t wait_id) EXCLUDES(mu_);
-  void expire_lease(const std::shared_ptr<Context>& ctx, const std::string& name, int64_t token) EXCLUDES(mu_);
+  // Keeps the engine timer at the earliest lock deadline (none when there is none).
+  void arm_lock_timer() REQUIRES(mu_);
+  // The lock timer fired: ends the leases and requests whose time has come.
+  void fire_lock_deadlines(uint64_t generation) EXCLUDES(mu_);
+  void give_up_lock(const LockDeadline& d) REQUIRES(mu_);
+  void expire_lease(const LockDeadline& d) REQUIRES(mu_);
   void lock_failed(const std::shared_ptr<Context>& ctx, const LockRequest& request, std::string_view state,
                    std::string message, int64_t attempts) REQUIRES(mu_);
   TriggerData record_trigger(std::string_view table, RecordOperation op, const Value& record, const Value* previous);
@@ -194,6 +201,14 @@ class Dispatcher {
   // Written under mu_; read without it by an update that has nothing else to do under it.
   std::atomic<size_t> waiter_count_{0};
   LockTable locks_ GUARDED_BY(mu_);
+  // Lease and give-up times of locks_, and the one engine timer armed at the earliest:
+  // lock_timer_at_ is its time (kNoLockTimer: none armed); lock_timer_generation_ tells the
+  // armed timer from one replaced while it was already firing.
+  static constexpr TimeMs kNoLockTimer = -1;
+  LockDeadlines lock_deadlines_ GUARDED_BY(mu_);
+  TimerHandle lock_timer_ GUARDED_BY(mu_);
+  TimeMs lock_timer_at_ GUARDED_BY(mu_) = kNoLockTimer;
+  uint64_t lock_timer_generation_ GUARDED_BY(mu_) = 0;
   struct PendingLock {
     std::shared_ptr<Context> context;
     LockRequest request;

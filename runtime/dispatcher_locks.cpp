@@ -62,7 +62,7 @@ void Dispatcher::request_lock(const std::shared_ptr<Context>& ctx, LockRequest r
   }
   request.now = core_.clock.now();
   decide_lock(ctx, request);
-  verify_locks(nullptr);
+  locks_changed(nullptr);
 }
 
 size_t Dispatcher::resolve_pending_locks() {
@@ -73,7 +73,7 @@ size_t Dispatcher::resolve_pending_locks() {
     return a.request.now != b.request.now ? a.request.now < b.request.now : a.request.who < b.request.who;
   });
   for (const PendingLock& p : pending) decide_lock(p.context, p.request);
-  verify_locks(nullptr);
+  locks_changed(nullptr);
   // Only now, after the decisions woke their contexts (which count as work), do these
   // requests stop counting as pending: settle never sees a moment with neither.
   pending_count_.fetch_sub(pending.size(), std::memory_order_acq_rel);
@@ -121,9 +121,8 @@ void Dispatcher::decide_lock(const std::shared_ptr<Context>& ctx, const LockRequ
       }
       ctx->add_log(LogLevel::kInfo, r.step, r.now,
                    lock_line(r.name, {"waiting; held by ", held_by, ", ", std::to_string(o.ahead), " ahead in the queue"}));
-      TimerHandle t = core_.timers.add(r.give_up_at, true, [this, self = ctx, name = r.name, wait_id = r.wait_id] {
-        give_up_lock(self, name, wait_id);
-      });
+      const TimerHandle t = lock_deadlines_.add(
+          r.give_up_at, LockDeadline{LockDeadline::Kind::kGiveUp, ctx, r.name, static_cast<int64_t>(r.wait_id)});
       locks_.set_give_up_timer(r.who, r.name, t);
       return;
     }
@@ -158,10 +157,9 @@ std::string Dispatcher::lock_violation() {
 Value Dispatcher::record_grant(Context& ctx, const LockGrant& g) {
   lock_grants_.fetch_add(1, std::memory_order_relaxed);
   if (g.was_queued) lock_handoffs_.fetch_add(1, std::memory_order_relaxed);
-  core_.timers.cancel(g.give_up_timer);
-  TimerHandle lease = core_.timers.add(g.expires_at, true, [this, self = ctx.shared_from_this(), name = g.name, token = g.token] {
-    expire_lease(self, name, token);
-  });
+  lock_deadlines_.cancel(g.give_up_timer);
+  const TimerHandle lease =
+      lock_deadlines_.add(g.expires_at, LockDeadline{LockDeadline::Kind::kLease, ctx.shared_from_this(), g.name, g.token});
   locks_.set_lease_timer(g.who, g.name, lease);
   const DurationMs waited = g.granted_at - g.requested_at;
   const std::string token_text = std::to_string(g.token);
@@ -196,42 +194,72 @@ Value Dispatcher::try_lock(Context& ctx, LockRequest request) {
     return lock_outputs("success", "finished", Value(static_cast<long long>(o.grant.token)), 1, 0);
   }
   Value outputs = record_grant(ctx, o.grant);
-  verify_locks(nullptr);
+  locks_changed(nullptr);
   return outputs;
 }
 
-void Dispatcher::give_up_lock(const std::shared_ptr<Context>& ctx, const std::string& name, uint64_t wait_id) {
-  SpinMutexLock lock(mu_);
-  std::vector<LockGrant> grants;
-  LockRequest r;
-  if (!locks_.give_up(ctx->seq, name, wait_id, core_.clock.now(), &grants, &r)) return;
-  lock_failed(ctx, r, "timeout",
-              "lock '" + name + "' not granted: gave up after " + std::to_string(r.max_attempts) + " attempts (" +
-                  std::to_string(core_.clock.now() - r.now) + "ms)",
-              r.max_attempts);
-  apply_grants(grants);
-  verify_locks(nullptr);
+void Dispatcher::arm_lock_timer() {
+  const TimeMs want = lock_deadlines_.earliest().value_or(kNoLockTimer);
+  if (want == lock_timer_at_) return;  // a hand-off: one lease for another, same millisecond
+  core_.timers.cancel(lock_timer_);
+  lock_timer_ = TimerHandle{};
+  lock_timer_at_ = want;
+  if (want == kNoLockTimer) return;
+  const uint64_t generation = ++lock_timer_generation_;
+  lock_timer_ = core_.timers.add(want, true, [this, generation] { fire_lock_deadlines(generation); });
 }
 
-void Dispatcher::expire_lease(const std::shared_ptr<Context>& ctx, const std::string& name, int64_t token) {
+void Dispatcher::locks_changed(const Context* ended) {
+  arm_lock_timer();
+  verify_locks(ended);
+}
+
+void Dispatcher::fire_lock_deadlines(uint64_t generation) {
   SpinMutexLock lock(mu_);
+  // A timer replaced while it was firing still ends what is due, and leaves the armed one.
+  if (generation == lock_timer_generation_) {
+    lock_timer_ = TimerHandle{};
+    lock_timer_at_ = kNoLockTimer;
+  }
+  for (const LockDeadline& d : lock_deadlines_.take_due(core_.clock.now())) {
+    if (d.kind == LockDeadline::Kind::kGiveUp) {
+      give_up_lock(d);
+    } else {
+      expire_lease(d);
+    }
+  }
+  locks_changed(nullptr);
+}
+
+void Dispatcher::give_up_lock(const LockDeadline& d) {
+  std::vector<LockGrant> grants;
+  LockRequest r;
+  const TimeMs now = core_.clock.now();
+  if (!locks_.give_up(d.context->seq, d.name, static_cast<uint64_t>(d.id), now, &grants, &r)) return;
+  lock_failed(d.context, r, "timeout",
+              "lock '" + d.name + "' not granted: gave up after " + std::to_string(r.max_attempts) + " attempts (" +
+                  std::to_string(now - r.now) + "ms)",
+              r.max_attempts);
+  apply_grants(grants);
+}
+
+void Dispatcher::expire_lease(const LockDeadline& d) {
   std::vector<LockGrant> grants;
   const TimeMs now = core_.clock.now();
-  if (!locks_.expire(ctx->seq, name, token, now, &grants)) return;
-  ctx->add_log(LogLevel::kWarn, Value(), now,
-               Value(std::string_view("lock '" + name + "' (token " + std::to_string(token) +
-                                      "): held for its max_duration; released as if unlocked")));
+  if (!locks_.expire(d.context->seq, d.name, d.id, now, &grants)) return;
+  d.context->add_log(LogLevel::kWarn, Value(), now,
+                     Value(std::string_view(str_cat({"lock '", d.name, "' (token ", std::to_string(d.id),
+                                                     "): held for its max_duration; released as if unlocked"}))));
   apply_grants(grants);
-  verify_locks(nullptr);
 }
 
 bool Dispatcher::release_lock(Context& ctx, std::string_view name) {
   SpinMutexLock lock(mu_);
-  core_.timers.cancel(locks_.lease_timer(ctx.seq, name));
+  lock_deadlines_.cancel(locks_.lease_timer(ctx.seq, name));
   std::vector<LockGrant> grants;
   if (!locks_.release(ctx.seq, name, core_.clock.now(), &grants)) return false;
   apply_grants(grants);
-  verify_locks(nullptr);
+  locks_changed(nullptr);
   return true;
 }
 

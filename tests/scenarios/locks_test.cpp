@@ -191,6 +191,34 @@ TEST_F(LocksTest, Lease_ExpiresAfterMaxDuration_NextWaiterGetsLargerToken_OldHol
   EXPECT_EQ(engine().record("doc", "d")["by"], Value("next")) << "the late holder could not overwrite its successor";
 }
 
+TEST_F(LocksTest, Lease_ShorterOneGrantedLater_ExpiresAtItsOwnTime) {
+  // The engine keeps one timer at the earliest lock deadline: a later grant with an
+  // earlier expiry must move it forward.
+  ASSERT_TRUE(Load(R"([
+    {"id": "long", "trigger": {"type": "api"}, "actions": [
+      {"action": "lock", "inputs": {"key": "a", "max_duration": "1h"}}, {"action": "wait", "inputs": {"duration": "2h"}}]},
+    {"id": "short", "trigger": {"type": "api"}, "actions": [
+      {"action": "lock", "inputs": {"key": "b", "max_duration": "3s"}}, {"action": "wait", "inputs": {"duration": "2h"}}]}])"));
+  const std::string l = CallFlow("long");
+  const std::string s = CallFlow("short");
+  Settle();
+  ContextRecord short_ctx = ContextById(s), long_ctx = ContextById(l);
+  ASSERT_THAT(short_ctx, HasLog("lock 'b' (token 2): held for its max_duration; released as if unlocked"));
+  ASSERT_THAT(long_ctx, HasLog("lock 'a' (token 1): held for its max_duration; released as if unlocked"));
+  EXPECT_EQ(Ms(short_ctx.logs().at(1)["time"]), 3000);
+  EXPECT_EQ(Ms(long_ctx.logs().at(1)["time"]), 3600000);
+}
+
+TEST_F(LocksTest, Lease_OfAReleasedLock_DoesNotMoveTheClock) {
+  ASSERT_TRUE(Load(R"({"id": "quick", "trigger": {"type": "api"}, "actions": [
+    {"action": "lock", "inputs": {"key": "k", "max_duration": "1h"}}, {"action": "unlock", "inputs": {"key": "k"}}]})"));
+  CallFlow("quick");
+  CallFlow("quick");
+  Settle();
+  EXPECT_EQ(engine().now(), kDefaultVirtualStart) << "nothing is left to expire, so nothing to wait for";
+  EXPECT_TRUE(engine().core().dispatcher.lock_states().empty());
+}
+
 TEST_F(LocksTest, Fencing_WritesCommitOnlyWhileHolding) {
   ASSERT_TRUE(Load(R"({"id": "f", "trigger": {"type": "api"}, "actions": [
     {"id": "no", "action": "create_record", "on_error": "continue", "inputs": {"table": "t", "values": {"a": 1}, "while_holding": "k"}},
