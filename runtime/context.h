@@ -64,6 +64,10 @@ class Context : public std::enable_shared_from_this<Context> {
   // Set (by its running thread) once the context asks for a lock: only then does its end
   // have anything to release in the lock table.
   std::atomic<bool> used_locks{false};
+  // The locks it holds plus the lock request it waits in a queue for, as the lock table
+  // counts them: changed by the Dispatcher under its commit lock, read at the context's
+  // end without it (real clock), so that an end with nothing to release takes no lock.
+  std::atomic<int32_t> locks_in_use{0};
   // With EngineOptions::measure_latency: steady-clock ns of the commit and of the end.
   int64_t committed_ns = 0;
   std::atomic<int64_t> ended_ns{0};

@@ -124,6 +124,7 @@ void Dispatcher::decide_lock(const std::shared_ptr<Context>& ctx, const LockRequ
       const TimerHandle t = lock_deadlines_.add(
           r.give_up_at, LockDeadline{LockDeadline::Kind::kGiveUp, ctx, r.name, static_cast<int64_t>(r.wait_id)});
       locks_.set_give_up_timer(r.who, r.name, t);
+      ctx->locks_in_use.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     case AcquireOutcome::Kind::kTimedOut:
@@ -156,7 +157,11 @@ std::string Dispatcher::lock_violation() {
 
 Value Dispatcher::record_grant(Context& ctx, const LockGrant& g) {
   lock_grants_.fetch_add(1, std::memory_order_relaxed);
-  if (g.was_queued) lock_handoffs_.fetch_add(1, std::memory_order_relaxed);
+  if (g.was_queued) {
+    lock_handoffs_.fetch_add(1, std::memory_order_relaxed);  // counted in locks_in_use when it queued
+  } else {
+    ctx.locks_in_use.fetch_add(1, std::memory_order_relaxed);
+  }
   lock_deadlines_.cancel(g.give_up_timer);
   const TimerHandle lease =
       lock_deadlines_.add(g.expires_at, LockDeadline{LockDeadline::Kind::kLease, ctx.shared_from_this(), g.name, g.token});
@@ -236,6 +241,7 @@ void Dispatcher::give_up_lock(const LockDeadline& d) {
   LockRequest r;
   const TimeMs now = core_.clock.now();
   if (!locks_.give_up(d.context->seq, d.name, static_cast<uint64_t>(d.id), now, &grants, &r)) return;
+  d.context->locks_in_use.fetch_sub(1, std::memory_order_release);
   lock_failed(d.context, r, "timeout",
               "lock '" + d.name + "' not granted: gave up after " + std::to_string(r.max_attempts) + " attempts (" +
                   std::to_string(now - r.now) + "ms)",
@@ -247,6 +253,7 @@ void Dispatcher::expire_lease(const LockDeadline& d) {
   std::vector<LockGrant> grants;
   const TimeMs now = core_.clock.now();
   if (!locks_.expire(d.context->seq, d.name, d.id, now, &grants)) return;
+  d.context->locks_in_use.fetch_sub(1, std::memory_order_release);
   d.context->add_log(LogLevel::kWarn, Value(), now,
                      Value(std::string_view(str_cat({"lock '", d.name, "' (token ", std::to_string(d.id),
                                                      "): held for its max_duration; released as if unlocked"}))));
@@ -258,6 +265,7 @@ bool Dispatcher::release_lock(Context& ctx, std::string_view name) {
   lock_deadlines_.cancel(locks_.lease_timer(ctx.seq, name));
   std::vector<LockGrant> grants;
   if (!locks_.release(ctx.seq, name, core_.clock.now(), &grants)) return false;
+  ctx.locks_in_use.fetch_sub(1, std::memory_order_release);
   apply_grants(grants);
   locks_changed(nullptr);
   return true;

@@ -404,6 +404,67 @@ TEST_F(RealClockLocksTest, ManyContexts_IncrementUnderOneLock_NoUpdateIsLost) {
   EXPECT_EQ(engine().core().dispatcher.lock_violation(), "");
 }
 
+// As an engine runs in production: real clock, no invariant checks. A context's end then
+// skips the lock table when the context counts no lock in use, so every way of letting a
+// lock go must keep that count: unlock, giving up in the queue, a lease running out, and
+// ending while holding. The timers here are 1ms ones; settle waits for them.
+class ProductionLocksTest : public RealClockLocksTest {
+ protected:
+  EngineOptions Options() const override {
+    EngineOptions o = RealClockLocksTest::Options();
+    o.check_invariants = false;
+    return o;
+  }
+};
+
+TEST_F(ProductionLocksTest, EveryWayOfLettingGo_LeavesTheLockFreeForTheNext) {
+  ASSERT_TRUE(Load(R"([
+    {"id": "keep", "trigger": {"type": "api"}, "actions": [{"action": "lock", "inputs": {"key": "kept"}}]},
+    {"id": "holder", "trigger": {"type": "api"}, "actions": [
+      {"action": "lock", "inputs": {"key": "held"}},
+      {"action": "wait_for_condition", "inputs": {"table": "gate", "sys_id": "g",
+                                                  "condition": {"field": "open", "op": "eq", "value": true}}},
+      {"action": "unlock", "inputs": {"key": "held"}}]},
+    {"id": "impatient", "trigger": {"type": "api"}, "actions": [
+      {"id": "lk", "action": "lock", "on_error": "continue", "inputs": {"key": "held", "max_attempts": 2, "delay": "1ms"}}]},
+    {"id": "heir", "trigger": {"type": "api"}, "actions": [
+      {"action": "lock", "inputs": {"key": "held", "max_attempts": 1000, "delay": "1h"}}]},
+    {"id": "leased", "trigger": {"type": "api"}, "actions": [
+      {"action": "lock", "inputs": {"key": "short", "max_duration": "1ms"}},
+      {"action": "wait_for_condition", "inputs": {"table": "gate", "sys_id": "g",
+                                                  "condition": {"field": "open", "op": "eq", "value": true}}}]},
+    {"id": "take", "trigger": {"type": "api"}, "actions": [
+      {"id": "lk", "action": "lock", "inputs": {"key": "{{inputs.key}}"}}, {"action": "unlock", "inputs": {"key": "{{inputs.key}}"}}]}])"));
+  // One at a time, so the tokens are 1, 2, 3. settle(1s): wait for the 1ms timers, not for
+  // the hour-long default lease of "held".
+  auto settle = [this] { engine().settle(1000); };
+  Insert("gate", Json(R"({"sys_id": "g", "open": false})"));
+  const std::string keep = CallFlow("keep");
+  settle();
+  CallFlow("holder");
+  settle();
+  CallFlow("leased");
+  settle();
+  const std::string impatient = CallFlow("impatient");
+  settle();
+  const std::string heir = CallFlow("heir");  // queues behind the holder, then ends holding
+  settle();
+  EXPECT_THAT(ContextById(keep), HasLog("lock 'kept': released as the context ended"));
+  EXPECT_THAT(ContextById(impatient), HasStep("lk", "error")) << "gave up in the queue";
+  Update("gate", "g", Json(R"({"open": true})"));
+  settle();
+  EXPECT_THAT(ContextById(heir), HasLog("lock 'held': released as the context ended"));
+  EXPECT_EQ(engine().locks().size(), 0u) << engine().locks().to_json();
+  for (const char* key : {"kept", "held", "short"}) {
+    const std::string id = CallFlow("take", Value::object({{"key", Value(key)}}));
+    settle();
+    EXPECT_EQ(ContextById(id).step("lk")["outputs"]["waited_ms"], Value(0)) << key << " was free";
+  }
+  for (const ContextRecord& c : Contexts("leased")) {
+    EXPECT_THAT(c, HasLog("lock 'short' (token 3): held for its max_duration; released as if unlocked"));
+  }
+}
+
 }  // namespace
 }  // namespace flowrt
 
