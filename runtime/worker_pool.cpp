@@ -160,8 +160,10 @@ void WorkerPool::loop() {
   while (true) {
     Context* ctx = std::exchange(slot.context, nullptr);
     if (ctx && stopping_.load(std::memory_order_acquire)) {
-      enqueue_ready(ctx);  // stays queued, like every other context not yet taken
-      break;
+      // It stays queued, like every other context not yet taken; this worker then ends
+      // through the wait below, taking one of stop()'s tokens like every other worker.
+      enqueue_ready(ctx);
+      ctx = nullptr;
     }
     if (ctx) {
       ++slot.streak;

@@ -44,6 +44,8 @@ class WorkerPool {
 
   void start(unsigned threads);
   void stop();
+  // stop() has begun.
+  bool stopping() const { return stopping_.load(std::memory_order_acquire); }
   unsigned threads() const;
 
   static constexpr unsigned kRunNextGraceSteps = 4;

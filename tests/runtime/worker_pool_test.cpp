@@ -115,6 +115,34 @@ TEST_F(WorkerPoolTest, ContextSlottedBeforeUserCode_IsHandedToAnotherWorkerFirst
   EXPECT_NE(RanOn(0), RanOn(1));
 }
 
+TEST_F(WorkerPoolTest, StopWhileAContextWaitsInASlot_LeavesItQueuedForARestart) {
+  std::latch pushed(1);
+  Start(1, [&](int i) {
+    Ran(i);
+    pool_.push_ready(ctx(1));
+    pushed.count_down();
+    while (!pool_.stopping()) std::this_thread::yield();  // until stop() has begun
+  });
+  pool_.push_ready(ctx(0));
+  pushed.wait();
+  pool_.stop();
+  EXPECT_TRUE(pool_.has_queued()) << "still there, not run, not lost";
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    EXPECT_EQ(ran_on_.count(1), 0u);
+  }
+  // Restarted, the pool runs it, and stops again: a token left over by the first stop
+  // would send a worker looking for an item that is not there, and this stop would hang.
+  std::latch ran(1);
+  Start(1, [&](int i) {
+    Ran(i);
+    ran.count_down();
+  });
+  ran.wait();
+  pool_.stop();
+  EXPECT_FALSE(pool_.has_queued());
+}
+
 TEST_F(WorkerPoolTest, LongChainOfHandOffs_WithNothingElseQueued_StaysOnItsWorker) {
   constexpr int kLast = kContexts - 1;
   static_assert(kLast > static_cast<int>(WorkerPool::kMaxRunNextStreak) + 1);
