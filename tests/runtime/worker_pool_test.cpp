@@ -30,6 +30,26 @@ class WorkerPoolTest : public ::testing::Test {
     pool_.start(threads);
   }
 
+  // Two workers. Context 0 runs `context0`, which is given a function that returns once
+  // context 1 has run; context 1 only marks that it ran. Returns when both have run and
+  // the pool has stopped. Context 0 blocks its worker, so a test that makes context 1
+  // ready from it learns where the pool put it: only the other worker can run it then.
+  void RunZeroWaitingForOne(const std::function<void(const std::function<void()>&)>& context0) {
+    std::latch one_ran(1);
+    const std::function<void()> wait_for_one = [&] { one_ran.wait(); };
+    Start(2, [&](int i) {
+      Ran(i);
+      if (i == 1) {
+        one_ran.count_down();
+        return;
+      }
+      context0(wait_for_one);
+    });
+    pool_.push_ready(ctx(0));
+    one_ran.wait();
+    pool_.stop();
+  }
+
   void Ran(int i) {
     std::lock_guard<std::mutex> lock(mu_);
     ran_on_[i] = std::this_thread::get_id();
@@ -62,56 +82,29 @@ TEST_F(WorkerPoolTest, ContextMadeReadyByARunningContext_RunsNextOnTheSameWorker
 }
 
 TEST_F(WorkerPoolTest, RunningContextGoesOnPastTheGrace_TheSlottedOneGoesToAnotherWorker) {
-  std::latch done(1);
-  Start(2, [&](int i) {
-    Ran(i);
-    if (i == 1) {
-      done.count_down();
-      return;
-    }
+  RunZeroWaitingForOne([&](const std::function<void()>& wait_for_one) {
     pool_.push_ready(ctx(1));
     for (unsigned s = 0; s < WorkerPool::kRunNextGraceSteps; ++s) pool_.before_step();
-    done.wait();  // only another worker can run context 1 now
+    wait_for_one();
   });
-  pool_.push_ready(ctx(0));
-  done.wait();
-  pool_.stop();
   EXPECT_NE(RanOn(0), RanOn(1));
 }
 
 TEST_F(WorkerPoolTest, ContextMadeReadyFromUserCode_GoesToAnotherWorker) {
-  std::latch done(1);
-  Start(2, [&](int i) {
-    Ran(i);
-    if (i == 1) {
-      done.count_down();
-      return;
-    }
+  RunZeroWaitingForOne([&](const std::function<void()>& wait_for_one) {
     WorkerPool::UserCodeScope user_code(pool_);
     pool_.push_ready(ctx(1));
-    done.wait();  // user code that waits for the context it woke must not wedge
+    wait_for_one();  // user code that waits for the context it woke must not wedge
   });
-  pool_.push_ready(ctx(0));
-  done.wait();
-  pool_.stop();
   EXPECT_NE(RanOn(0), RanOn(1));
 }
 
 TEST_F(WorkerPoolTest, ContextSlottedBeforeUserCode_IsHandedToAnotherWorkerFirst) {
-  std::latch done(1);
-  Start(2, [&](int i) {
-    Ran(i);
-    if (i == 1) {
-      done.count_down();
-      return;
-    }
+  RunZeroWaitingForOne([&](const std::function<void()>& wait_for_one) {
     pool_.push_ready(ctx(1));
     WorkerPool::UserCodeScope user_code(pool_);
-    done.wait();
+    wait_for_one();
   });
-  pool_.push_ready(ctx(0));
-  done.wait();
-  pool_.stop();
   EXPECT_NE(RanOn(0), RanOn(1));
 }
 
