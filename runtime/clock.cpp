@@ -49,6 +49,10 @@ void TimerQueue::cancel(const TimerHandle& handle) {
 
 std::optional<TimeMs> TimerQueue::next_deadline(bool context_only) const {
   MutexLock lock(mu_);
+  return next_deadline_locked(context_only);
+}
+
+std::optional<TimeMs> TimerQueue::next_deadline_locked(bool context_only) const {
   for (const auto& [key, entry] : timers_) {
     if (!context_only || entry.context_timer) return key.first;
   }
@@ -84,6 +88,7 @@ std::vector<TimerQueue::Fire> TimerQueue::wait_due(const EngineClock& clock) {
         due.push_back(std::move(it->second.fire));
         it = timers_.erase(it);
       }
+      firing_ += due.size();
       return due;
     }
     // A timer cancelled meanwhile leaves this wait to end early and find nothing due.
@@ -98,6 +103,19 @@ std::vector<TimerQueue::Fire> TimerQueue::wait_due(const EngineClock& clock) {
     sleeper_wakes_at_ = kNoSleeper;
   }
   return {};
+}
+
+void TimerQueue::fired(size_t n) {
+  MutexLock lock(mu_);
+  firing_ -= n;
+}
+
+TimerQueue::Pending TimerQueue::pending(bool context_only) const {
+  MutexLock lock(mu_);
+  Pending p;
+  p.next = next_deadline_locked(context_only);
+  p.firing = firing_ > 0;
+  return p;
 }
 
 void TimerQueue::stop() {

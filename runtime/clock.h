@@ -54,7 +54,17 @@ class TimerQueue {
   size_t size() const EXCLUDES(mu_);
 
   // For a real clock: blocks until a timer is due at `clock.now()` or stop() is called.
+  // The timers returned count as firing until the caller reports them fired().
   std::vector<Fire> wait_due(const EngineClock& clock) EXCLUDES(mu_);
+  void fired(size_t n) EXCLUDES(mu_);
+  // What a settle waits for, read in one step: the next deadline (as next_deadline), and
+  // whether timers taken by wait_due have not been reported fired yet (their effects, a
+  // wake-up or a lease ended, have not happened yet).
+  struct Pending {
+    std::optional<TimeMs> next;
+    bool firing = false;
+  };
+  Pending pending(bool context_only) const EXCLUDES(mu_);
   void stop() EXCLUDES(mu_);
 
  private:
@@ -63,6 +73,7 @@ class TimerQueue {
     Fire fire;
   };
   using Key = std::pair<TimeMs, uint64_t>;
+  std::optional<TimeMs> next_deadline_locked(bool context_only) const REQUIRES(mu_);
 
   mutable Mutex mu_;
   CondVar changed_;
@@ -73,6 +84,7 @@ class TimerQueue {
   static constexpr TimeMs kSleepsForever = INT64_MAX;
   TimeMs sleeper_wakes_at_ GUARDED_BY(mu_) = kNoSleeper;
   bool stopped_ GUARDED_BY(mu_) = false;
+  size_t firing_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace flowrt

@@ -47,6 +47,7 @@ void EngineCore::start() {
         std::vector<TimerQueue::Fire> due = timers.wait_due(clock);
         if (due.empty()) return;  // stopped
         for (TimerQueue::Fire& f : due) f();
+        timers.fired(due.size());
       }
     });
   }
@@ -342,7 +343,14 @@ void EngineCore::settle(DurationMs until) {
   while (true) {
     wait_idle();
     if (stop_requested()) return;
-    std::optional<TimeMs> next = timers.next_deadline(true);
+    const TimerQueue::Pending pending = timers.pending(true);
+    if (pending.firing) {
+      // (Real clock only.) A due timer is between the queue and its effect: a context
+      // woken, a lease ended. Its effect counts as work before it is reported fired.
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
+    const std::optional<TimeMs> next = pending.next;
     if (!next || *next > limit) break;
     if (clock.is_virtual()) {
       clock.set(*next);

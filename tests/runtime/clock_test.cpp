@@ -69,5 +69,21 @@ TEST(TimerQueueTest, WaitDue_ATimerCancelledUnderItsSleep_StillFiresTheNextOne) 
             1u);
 }
 
+TEST(TimerQueueTest, TimersTakenByWaitDue_CountAsFiringUntilReportedFired) {
+  // settle on a real clock must not end while a due timer's effect has not happened yet.
+  EngineClock clock(false, 0);
+  TimerQueue q;
+  q.add(clock.now(), true, [] {});
+  q.add(clock.now() + 3600000, true, [] {});
+  EXPECT_FALSE(q.pending(true).firing);
+  ASSERT_EQ(q.wait_due(clock).size(), 1u);  // due now: returns at once
+  TimerQueue::Pending p = q.pending(true);
+  EXPECT_TRUE(p.firing);
+  ASSERT_TRUE(p.next.has_value());
+  EXPECT_GT(*p.next, clock.now()) << "the one left is the later timer";
+  q.fired(1);
+  EXPECT_FALSE(q.pending(true).firing);
+}
+
 }  // namespace
 }  // namespace flowrt
