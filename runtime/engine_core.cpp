@@ -319,7 +319,13 @@ Result<StartedFlow> EngineCore::start_api_flow(std::string_view flow, const Valu
 }
 
 void EngineCore::fire_due(TimeMs t, bool context_only) {
+  // The timers of one moment fire as one piece of work: no quiescent moment (when lock
+  // requests deferred by the virtual clock are decided) falls between two of them, so
+  // requests made at the same virtual time are decided together, in seq order, whichever
+  // worker got to its request first.
+  work_added();
   for (TimerQueue::Fire& f : timers.take_due(t, context_only)) f();
+  work_done();
 }
 
 void EngineCore::advance(DurationMs d) {
