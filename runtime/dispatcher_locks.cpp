@@ -24,8 +24,8 @@ Value lock_outputs(std::string_view result, std::string_view state, const Value&
 
 // "lock '<name>': <what>", a lock's log line.
 Value lock_line(std::string_view name, std::initializer_list<std::string_view> what) {
-  std::string text = str_cat({"lock '", name, "': "});
-  for (std::string_view w : what) text.append(w);
+  std::string text = str_cat({"lock '", name, "': "});  // in the small-string buffer for short names
+  str_append(text, what);
   return Value(std::string_view(text));
 }
 

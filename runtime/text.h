@@ -8,14 +8,19 @@
 
 namespace flowrt {
 
-// The pieces, joined. Numbers go in as std::to_string(n), which stays within the small-
-// string buffer.
-inline std::string str_cat(std::initializer_list<std::string_view> pieces) {
-  size_t size = 0;
+// Appends the pieces to `out`, growing it once. Numbers go in as std::to_string(n), which
+// stays within the small-string buffer.
+inline void str_append(std::string& out, std::initializer_list<std::string_view> pieces) {
+  size_t size = out.size();
   for (std::string_view p : pieces) size += p.size();
-  std::string out;
   out.reserve(size);
   for (std::string_view p : pieces) out.append(p);
+}
+
+// The pieces, joined.
+inline std::string str_cat(std::initializer_list<std::string_view> pieces) {
+  std::string out;
+  str_append(out, pieces);
   return out;
 }
 
