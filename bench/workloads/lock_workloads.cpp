@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "bench/workloads/measure.h"
 #include "runtime/engine.h"
 
 namespace flowrt::bench {
@@ -22,8 +23,7 @@ LockWorkloadResult run(unsigned workers, uint64_t contexts, uint64_t rounds, boo
   // Every record is kept, as in `flowrt bench`; they are freed with the engine, after the
   // measured span.
   Engine engine(o);
-  Diagnostics d = engine.load_text(kLoop, "lock_loop.json");
-  if (!d.empty()) throw std::runtime_error(d.describe());
+  load_or_throw(engine, kLoop, "lock_loop.json");
   std::vector<Value> items(rounds, Value(1));
   const Value round_list = Value::array(std::move(items));
   const uint64_t handoffs_before = engine.core().dispatcher.lock_handoffs();

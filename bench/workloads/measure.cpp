@@ -45,6 +45,15 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+void load_or_throw(Engine& engine, std::string_view text, const std::string& file) {
+  Diagnostics d = engine.load_text(text, file);
+  if (!d.empty()) throw std::runtime_error(d.describe());
+}
+
+void insert_or_throw(Engine& engine, std::string_view table, const Value& row) {
+  if (!engine.insert(table, row).is_ok()) throw std::runtime_error("cannot insert into " + std::string(table));
+}
+
 void Pacer::wait_for(uint64_t done) {
   if (rate_ <= 0) return;
   const auto due = start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -88,7 +97,7 @@ BenchResult drive_inserts(Engine& engine, std::string_view table, const std::vec
   const auto start = std::chrono::steady_clock::now();
   for (uint64_t i = 0; i < rows.size(); ++i) {
     pacer.wait_for(i);
-    if (!engine.insert(table, rows[i]).is_ok()) throw std::runtime_error("insert failed");
+    insert_or_throw(engine, table, rows[i]);
     if (o.progress && (i & 0xFFFF) == 0) o.progress(static_cast<double>(i) / static_cast<double>(rows.size()));
   }
   engine.settle();

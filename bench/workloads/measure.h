@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -29,6 +30,10 @@ class Pacer {
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t);
+
+// Set-up steps of a workload; a failure is a broken benchmark, thrown as runtime_error.
+void load_or_throw(Engine& engine, std::string_view text, const std::string& file);
+void insert_or_throw(Engine& engine, std::string_view table, const Value& row);
 
 // Inserts `rows` into `table` as fast as `o.rate` allows, settles, and fills the figures
 // every record workload shares: seconds, contexts, contexts/s, CPU and memory per context,

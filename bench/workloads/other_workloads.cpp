@@ -29,15 +29,6 @@ constexpr const char* kGate = R"({"id": "gate", "trigger": {"type": "api"}, "act
   {"action": "unlock", "inputs": {"key": "lock0"}}, {"action": "unlock", "inputs": {"key": "lock1"}},
   {"action": "unlock", "inputs": {"key": "lock2"}}, {"action": "unlock", "inputs": {"key": "lock3"}}]})";
 
-void load(Engine& engine, const char* text, const char* file) {
-  Diagnostics d = engine.load_text(text, file);
-  if (!d.empty()) throw std::runtime_error(d.describe());
-}
-
-void insert_or_throw(Engine& engine, std::string_view table, const Value& row) {
-  if (!engine.insert(table, row).is_ok()) throw std::runtime_error("cannot insert into " + std::string(table));
-}
-
 // The contended phase: every job queues behind the gate, which holds the 4 names; then the
 // gate opens and each grant is a hand-off from the job that unlocked to the next in line.
 // Timed from the gate's opening to the last job's end.
@@ -66,8 +57,8 @@ void run_contended_phase(Engine& engine, const std::vector<Value>& jobs, BenchRe
 // contended hand-offs/s.
 BenchResult run_locks(const BenchOptions& o) {
   Engine engine(bench_engine_options(o));
-  load(engine, kLocked, "locked.json");
-  load(engine, kGate, "gate.json");
+  load_or_throw(engine, kLocked, "locked.json");
+  load_or_throw(engine, kGate, "gate.json");
   for (int i = 0; i < 4; ++i) {
     insert_or_throw(engine, "counter", Value::object({{"sys_id", Value(std::string_view("lock" + std::to_string(i)))}}));
   }
@@ -105,8 +96,7 @@ BenchResult run_compile(const BenchOptions& o) {
   eo.virtual_clock = true;
   eo.properties.worker_threads = 1;
   Engine engine(eo);
-  Diagnostics d = engine.load_text(fifty_actions(), "big.json");
-  if (!d.empty()) throw std::runtime_error(d.describe());
+  load_or_throw(engine, fifty_actions(), "big.json");
   FlowRegistry& flows = engine.core().flows;
   const CompileOptions options = engine.core().compile_options();
   const uint64_t compiles = std::max<uint64_t>(1, o.events / 100);

@@ -33,16 +33,12 @@ std::string other_flows(int count, int tables) {
 
 BenchResult run_record_workload(const BenchOptions& o, bool fanout) {
   Engine engine(bench_engine_options(o));
-  Diagnostics d = engine.load_text(kTriage, "triage.json");
-  if (!d.empty()) throw std::runtime_error(d.describe());
-  if (fanout) {
-    d = engine.load_text(other_flows(10000, 100), "others.json");
-    if (!d.empty()) throw std::runtime_error(d.describe());
-  }
+  load_or_throw(engine, kTriage, "triage.json");
+  if (fanout) load_or_throw(engine, other_flows(10000, 100), "others.json");
   for (int u = 0; u < 1000; ++u) {
     Value user = Value::object({{"user_name", Value(std::string_view("user" + std::to_string(u)))},
                                 {"group", Value(std::string_view("group" + std::to_string(u % 50)))}});
-    if (!engine.insert("sys_user", user).is_ok()) throw std::runtime_error("cannot insert users");
+    insert_or_throw(engine, "sys_user", user);
   }
   // The incidents, built before the clock starts: the benchmark measures the engine, and
   // its memory: counted from after they were built (they are the harness's, not the
