@@ -18,5 +18,7 @@ case "$flavour" in
                   -DFLOWRT_TCMALLOC=OFF) ;;
   *) echo "usage: scripts/build.sh release|asan|tsan|clang [cmake --build args]" >&2; exit 2 ;;
 esac
+# ccache, when installed, makes rebuilds of unchanged files free (not needed, not installed by CI).
+if command -v ccache >/dev/null 2>&1; then flags+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 cmake -S . -B "build/$flavour" -G Ninja "${flags[@]}" >/dev/null
 cmake --build "build/$flavour" -j "$(nproc)" "$@"
