@@ -49,8 +49,9 @@ std::shared_ptr<const Chain> extend(const std::shared_ptr<const Chain>& chain, c
 
 Context::Context(FlowSlot* f, TriggerData t, Value in) : flow(f), trigger(std::move(t)), inputs(std::move(in)) {}
 
-void Context::publish(uint64_t s, std::unique_ptr<const Cause> c) {
+void Context::publish(uint64_t s, uint64_t commit, std::unique_ptr<const Cause> c) {
   seq = s;
+  commit_seq = commit;
   id = make_id(s);
   cause = std::move(c);
 }

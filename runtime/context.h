@@ -42,12 +42,13 @@ class Context : public std::enable_shared_from_this<Context> {
 
   // A context is built before its commit (outside the commit lock) and published by it.
   Context(FlowSlot* flow, TriggerData trigger, Value inputs);
-  // Gives the context its seq and cause. Called once, under the commit lock, before the
-  // context is visible to any other thread.
-  void publish(uint64_t seq, std::unique_ptr<const Cause> cause);
+  // Gives the context its seq, the commit that started it and its cause. Called once,
+  // under the commit lock, before the context is visible to any other thread.
+  void publish(uint64_t seq, uint64_t commit_seq, std::unique_ptr<const Cause> cause);
 
   // ---- identity: constant once published ----
   uint64_t seq = 0;
+  uint64_t commit_seq = 0;    // the commit that queued it (CommitEntry::seq)
   Value id;                   // "ctx-<seq>"
   FlowSlot* const flow;
   const TriggerData trigger;

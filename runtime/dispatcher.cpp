@@ -116,7 +116,7 @@ std::string_view Dispatcher::run_option_skip(FlowSlot& flow, const TriggerData& 
   return "";
 }
 
-Result<StartedFlow> Dispatcher::admit(Prepared& p, Origin origin, Commit* commit) {
+Result<StartedFlow> Dispatcher::admit(Prepared& p, Origin origin, CommitEntry* entry, Batch* batch) {
   FlowSlot& flow = *p.flow;
   const TriggerData& trigger = p.context->trigger;
   std::unique_ptr<Cause> cause;
@@ -144,14 +144,15 @@ Result<StartedFlow> Dispatcher::admit(Prepared& p, Origin origin, Commit* commit
     }
   }
   std::shared_ptr<Context> ctx = std::move(p.context);
-  ctx->publish(next_seq_++, std::move(cause));
+  ctx->publish(next_seq_++, entry->seq, std::move(cause));
   ctx->run_key = std::move(run_key);
   if (core_.options.measure_latency) ctx->committed_ns = steady_ns();
   Context* raw = ctx.get();
   core_.contexts.add(std::move(ctx));
   core_.work_added();
   core_.events.push(raw);
-  ++commit->started;
+  ++batch->started;
+  if (core_.options.on_commit) entry->started.push_back(raw);
   return StartedFlow{raw->id, false, Value()};
 }
 
@@ -171,8 +172,23 @@ void Dispatcher::prepare_record(std::string_view table, RecordOperation op, cons
   }
 }
 
-void Dispatcher::commit_prepared(std::vector<Prepared>& prepared, Origin origin, Commit* commit) {
-  for (Prepared& p : prepared) (void)admit(p, origin, commit);
+CommitEntry Dispatcher::begin_commit(CommitEntry::Kind kind, Origin origin) {
+  CommitEntry entry;
+  entry.seq = ++last_commit_;
+  entry.kind = kind;
+  entry.origin = origin.context;
+  return entry;
+}
+
+void Dispatcher::end_commit(const CommitEntry& entry) {
+  commits_.store(entry.seq, std::memory_order_release);
+  if (core_.options.on_commit) core_.options.on_commit(entry);
+}
+
+void Dispatcher::commit_prepared(std::vector<Prepared>& prepared, Origin origin, CommitEntry* entry, Batch* batch) {
+  // A rule's skip is the outcome of the start, not a failure of the commit: it is in the
+  // skipped list.
+  for (Prepared& p : prepared) (void)admit(p, origin, entry, batch);
 }
 
 void Dispatcher::wake_waiters(std::string_view table, const Value& record, const Value* previous, bool deleted) {
@@ -211,7 +227,7 @@ void Dispatcher::wake_waiters(std::string_view table, const Value& record, const
   if (list.empty()) waiters_.erase(it);
 }
 
-void Dispatcher::after_commit(const Commit& commit) { core_.workers.notify_events(commit.started); }
+void Dispatcher::after_commit(const Batch& batch) { core_.workers.notify_events(batch.started); }
 
 Status Dispatcher::check_queue_room(size_t starts) {
   if (starts == 0) return Status::ok();
@@ -233,22 +249,27 @@ Result<Value> Dispatcher::insert(std::string_view table, const Value& values, Or
   if (!record) return record;
   std::vector<Prepared> prepared;
   prepare_record(table, RecordOperation::kInsert, *record, nullptr, true, &prepared);
-  Commit commit;
+  Batch batch;
   {
     SpinMutexLock lock(mu_);
     FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
     FLOWRT_RETURN_IF_ERROR(check_queue_room(prepared.size()));
     FLOWRT_RETURN_IF_ERROR(store_.commit_insert(table, *record));
-    commit_prepared(prepared, origin, &commit);
+    CommitEntry entry = begin_commit(CommitEntry::Kind::kInsert, origin);
+    entry.table = table;
+    entry.record = &*record;
+    commit_prepared(prepared, origin, &entry, &batch);
+    end_commit(entry);
   }
-  after_commit(commit);
+  after_commit(batch);
   return record;
 }
 
 Result<Value> Dispatcher::update(std::string_view table, std::string_view sys_id, const Value& values, Origin origin,
                                  const Value& while_holding) {
-  // Optimistic: build the new version from the current one without the lock, and install
-  // it only if no other update came first (then build again).
+  // Optimistic: build the new version and its starts from the current one without the
+  // commit lock; under it, install them only if no other write came first (otherwise
+  // build again from the newer version).
   FLOWRT_RETURN_IF_ERROR(RecordStore::check_value_sizes(values, core_.props().max_record_value_bytes));
   while (true) {
     Value current = store_.get(table, sys_id);  // the store's own read lock; no commit lock
@@ -257,60 +278,69 @@ Result<Value> Dispatcher::update(std::string_view table, std::string_view sys_id
     if (!change) return change.error();
     std::vector<Prepared> prepared;
     prepare_record(table, RecordOperation::kUpdate, change->record, &change->previous, change->changed, &prepared);
-    if (prepared.empty() && while_holding.is_null()) {
-      // Nothing to start and no lock to check: the store's table lock orders this write
-      // against every other write of the record, and the commit lock is needed only if a
-      // context waits for a record (add_waiter registers under it, then reads the record
-      // under the table lock: either it sees this write or this load sees its count).
-      if (!store_.commit_update(table, sys_id, *change)) continue;
-      if (waiter_count_.load(std::memory_order_acquire) > 0) {
-        SpinMutexLock lock(mu_);
-        wake_waiters(table, change->record, &change->previous, false);
-      }
-      return change->record;
-    }
-    Commit commit;
+    Batch batch;
     {
       SpinMutexLock lock(mu_);
       FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
       FLOWRT_RETURN_IF_ERROR(check_queue_room(prepared.size()));
-      if (!store_.commit_update(table, sys_id, *change)) continue;
-      commit_prepared(prepared, origin, &commit);
-      wake_waiters(table, change->record, &change->previous, false);
+      if (!store_.commit_update(table, sys_id, *change)) continue;  // another write came first
+      commit_update_locked(table, *change, prepared, origin, &batch);
     }
-    after_commit(commit);
+    after_commit(batch);
     return change->record;
   }
 }
 
+void Dispatcher::commit_update_locked(std::string_view table, const RecordChange& change,
+                                      std::vector<Prepared>& prepared, Origin origin, Batch* batch) {
+  CommitEntry entry = begin_commit(CommitEntry::Kind::kUpdate, origin);
+  entry.table = table;
+  entry.record = &change.record;
+  entry.previous = &change.previous;
+  commit_prepared(prepared, origin, &entry, batch);
+  wake_waiters(table, change.record, &change.previous, false);
+  end_commit(entry);
+}
+
+Status Dispatcher::commit_remove_locked(std::string_view table, std::string_view sys_id,
+                                        std::vector<Prepared>& prepared, Origin origin, Batch* batch,
+                                        Value* removed_record) {
+  Result<Value> removed = store_.remove(table, sys_id);
+  if (!removed) return removed.error();
+  CommitEntry entry = begin_commit(CommitEntry::Kind::kDelete, origin);
+  entry.table = table;
+  entry.record = &*removed;
+  commit_prepared(prepared, origin, &entry, batch);
+  wake_waiters(table, *removed, nullptr, true);
+  record_deleted(table, sys_id);
+  end_commit(entry);
+  *removed_record = std::move(removed).value();
+  return Status::ok();
+}
+
 Result<Value> Dispatcher::remove(std::string_view table, std::string_view sys_id, Origin origin,
                                  const Value& while_holding) {
-  Commit commit;
+  Batch batch;
   Value record;
   {
     SpinMutexLock lock(mu_);
     FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
-    // Writes are all under the commit lock: the record read here is the one removed.
+    // Every write commits under the commit lock: the record read here is the one removed.
     std::vector<Prepared> prepared;
     if (Value existing = store_.get(table, sys_id); !existing.is_null()) {
       prepare_record(table, RecordOperation::kDelete, existing, nullptr, true, &prepared);
       FLOWRT_RETURN_IF_ERROR(check_queue_room(prepared.size()));
     }
-    Result<Value> removed = store_.remove(table, sys_id);
-    if (!removed) return removed;
-    commit_prepared(prepared, origin, &commit);
-    wake_waiters(table, *removed, nullptr, true);
-    record_deleted(table, sys_id);
-    record = *removed;
+    FLOWRT_RETURN_IF_ERROR(commit_remove_locked(table, sys_id, prepared, origin, &batch, &record));
   }
-  after_commit(commit);
+  after_commit(batch);
   return record;
 }
 
 Result<size_t> Dispatcher::update_where(std::string_view table, const Condition& where, const Value& values,
                                         Origin origin) {
   FLOWRT_RETURN_IF_ERROR(RecordStore::check_value_sizes(values, core_.props().max_record_value_bytes));
-  Commit commit;
+  Batch batch;
   size_t n = 0;
   {
     SpinMutexLock lock(mu_);
@@ -319,8 +349,9 @@ Result<size_t> Dispatcher::update_where(std::string_view table, const Condition&
     q.condition = &where;
     Result<Value> found = store_.find(q);
     if (!found) return found.error();
-    // Every change and start first, so that a full queue refuses them all: under the
-    // commit lock nothing else writes meanwhile.
+    // Every change and start first, so that a full queue refuses them all. Every write
+    // commits under the commit lock, so the records read here stay current until their
+    // own commit below.
     struct Planned {
       RecordChange change;
       std::vector<Prepared> prepared;
@@ -336,18 +367,24 @@ Result<size_t> Dispatcher::update_where(std::string_view table, const Condition&
     }
     FLOWRT_RETURN_IF_ERROR(check_queue_room(starts));
     for (Planned& p : planned) {
-      (void)store_.commit_update(table, p.change.record["sys_id"].as_string(), p.change);  // still current
-      commit_prepared(p.prepared, origin, &commit);
-      wake_waiters(table, p.change.record, &p.change.previous, false);
+      if (!store_.commit_update(table, p.change.record["sys_id"].as_string(), p.change)) {
+        // Cannot happen while every write holds the commit lock; if it ever did, say so
+        // rather than report a write that was not stored.
+        after_commit(batch);
+        return Error{"internal error: record " + std::string(p.change.record["sys_id"].as_string()) + " of " +
+                     std::string(table) + " changed during update_where; " + std::to_string(n) +
+                     " records were updated"};
+      }
+      commit_update_locked(table, p.change, p.prepared, origin, &batch);
       ++n;
     }
   }
-  after_commit(commit);
+  after_commit(batch);
   return n;
 }
 
 Result<size_t> Dispatcher::remove_where(std::string_view table, const Condition& where, Origin origin) {
-  Commit commit;
+  Batch batch;
   size_t n = 0;
   {
     SpinMutexLock lock(mu_);
@@ -365,16 +402,18 @@ Result<size_t> Dispatcher::remove_where(std::string_view table, const Condition&
     }
     FLOWRT_RETURN_IF_ERROR(check_queue_room(starts));
     for (size_t i = 0; i < found->size(); ++i) {
-      const std::string_view sys_id = found->at(i)["sys_id"].as_string();
-      Result<Value> removed = store_.remove(table, sys_id);
-      if (!removed) return removed.error();
-      commit_prepared(prepared[i], origin, &commit);
-      wake_waiters(table, *removed, nullptr, true);
-      record_deleted(table, sys_id);
+      Value removed;
+      if (Status s = commit_remove_locked(table, found->at(i)["sys_id"].as_string(), prepared[i], origin, &batch,
+                                          &removed);
+          !s) {
+        after_commit(batch);
+        return Error{"internal error: " + s.message() + " during remove_where; " + std::to_string(n) +
+                     " records were removed"};
+      }
       ++n;
     }
   }
-  after_commit(commit);
+  after_commit(batch);
   return n;
 }
 
@@ -393,13 +432,16 @@ Status Dispatcher::fire_event(const Value& name, const Value& payload, Origin or
       prepared.push_back(Prepared{flow, nullptr, std::make_shared<Context>(flow, std::move(t), Value())});
     }
   }
-  Commit commit;
+  Batch batch;
   {
     SpinMutexLock lock(mu_);
     FLOWRT_RETURN_IF_ERROR(check_queue_room(prepared.size()));
-    commit_prepared(prepared, origin, &commit);
+    CommitEntry entry = begin_commit(CommitEntry::Kind::kEvent, origin);
+    entry.event = &name;
+    commit_prepared(prepared, origin, &entry, &batch);
+    end_commit(entry);
   }
-  after_commit(commit);
+  after_commit(batch);
   return Status::ok();
 }
 
@@ -407,7 +449,7 @@ Result<StartedFlow> Dispatcher::start_flow(FlowSlot& flow, TriggerData trigger, 
                                            std::shared_ptr<const Plan> plan) {
   Prepared p{&flow, nullptr, std::make_shared<Context>(&flow, std::move(trigger), std::move(inputs))};
   p.context->plan = std::move(plan);
-  Commit commit;
+  Batch batch;
   Result<StartedFlow> started = Error{""};
   {
     SpinMutexLock lock(mu_);
@@ -417,9 +459,11 @@ Result<StartedFlow> Dispatcher::start_flow(FlowSlot& flow, TriggerData trigger, 
       skip(flow, p.context->trigger, origin, "max_queued_events");
       return StartedFlow{Value(), true, Value("max_queued_events")};
     }
-    started = admit(p, origin, &commit);
+    CommitEntry entry = begin_commit(CommitEntry::Kind::kStart, origin);
+    started = admit(p, origin, &entry, &batch);
+    end_commit(entry);
   }
-  after_commit(commit);
+  after_commit(batch);
   return started;
 }
 

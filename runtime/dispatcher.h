@@ -1,20 +1,26 @@
 // Dispatcher: the commit path. Every record operation, named event, flow start and lock
-// operation goes through here, and each one, in a single critical section under the
-// commit lock:
-//   applies the operation to the RecordStore,
-//   finds the active flows whose trigger it matches (TriggerIndex: by table and operation),
-//   applies the runtime rules that may skip a start (recorded in the skipped list),
-//   creates each started context with the next seq and pushes it to the EventQueue,
-//   and wakes contexts waiting for a condition on the record written.
+// operation goes through here. The one commit path for a write:
+//   before the commit lock: the new record version is built from the current one, and
+//   the active flows whose trigger it matches (TriggerIndex: by table and operation, an
+//   immutable snapshot) are found, each with its context built;
+//   under the commit lock, in one critical section: the budgets and `while_holding` are
+//   checked, the write is installed in the RecordStore if the record is still the version
+//   it was built from (otherwise the lock is let go and the write is built again), it
+//   takes the next commit sequence number, the runtime rules decide each start (a skip is
+//   recorded in the skipped list), each started context gets the next seq and is pushed
+//   to the EventQueue, and contexts waiting for a condition on the record are woken.
+// Every write takes this path, from outside or from a context, by id or for each record
+// of a `where`: no write commits without the commit lock, so the commit order is one
+// order (CommitEntry), the queue order follows it and seq numbers follow both.
 // Budgets: a record write whose field value is past max_record_value_bytes, and an
 // operation that would queue more than max_queued_events trigger events, are refused with
 // an error before anything is written (a schedule tick refused so is listed as skipped).
-// So the queue order is the commit order, and seq numbers follow it. Owner of the record
-// store, the trigger index snapshot, the record waiters and the lock table; all written
-// under mu_. Because the lock table and the records share that lock, a write
+// Owner of the record store, the record waiters, the run states and the lock table; all
+// written under mu_. Because the lock table and the records share that lock, a write
 // `while_holding` a lock is checked and committed in one step: a holder whose lease ran
 // out cannot write. Reads of records (get, find) take only the store's table locks, so
-// lookups never queue behind commits. Lock order: mu_, then a table's lock (inside the
+// lookups never queue behind commits. The trigger index has its own lock (index_mu_), held
+// only to copy the snapshot pointer. Lock order: mu_, then a table's lock (inside the
 // store), then any Context's lock; never called with a Context's lock held.
 #pragma once
 
@@ -26,6 +32,7 @@
 #include <vector>
 
 #include "actions/action.h"
+#include "runtime/commit.h"
 #include "runtime/context.h"
 #include "runtime/lock_deadlines.h"
 #include "runtime/lock_table.h"
@@ -83,6 +90,8 @@ class Dispatcher {
                          std::shared_ptr<const Condition> condition, const Value& seen) EXCLUDES(mu_);
   void remove_waiter(const Value& table, const Value& sys_id, const Context* ctx) EXCLUDES(mu_);
   size_t waiter_count() EXCLUDES(mu_);
+  // The commit sequence number of the last commit (0: none yet).
+  uint64_t last_commit() const { return commits_.load(std::memory_order_acquire); }
 
   void set_index(std::shared_ptr<const TriggerIndex> index) EXCLUDES(mu_);
 
@@ -132,8 +141,9 @@ class Dispatcher {
     // not news to a waiter that had already seen its version.
     int64_t seen_version;
   };
-  // Contexts created by one commit, to hand to the workers after the lock is released.
-  struct Commit {
+  // Contexts created by one or more commits, to hand to the workers after the lock is
+  // released.
+  struct Batch {
     size_t started = 0;
   };
   // A start prepared before the commit lock: the trigger matched, the context is built;
@@ -148,9 +158,13 @@ class Dispatcher {
   // lock of the dispatcher's (the trigger index is an immutable snapshot).
   void prepare_record(std::string_view table, RecordOperation op, const Value& record, const Value* previous,
                       bool changed, std::vector<Prepared>* out);
-  void commit_prepared(std::vector<Prepared>& prepared, Origin origin, Commit* commit) REQUIRES(mu_);
+  // Takes the next commit sequence number for a commit of `kind`.
+  CommitEntry begin_commit(CommitEntry::Kind kind, Origin origin) REQUIRES(mu_);
+  // The commit is complete: the observer (if any) sees it, in commit order.
+  void end_commit(const CommitEntry& entry) REQUIRES(mu_);
+  void commit_prepared(std::vector<Prepared>& prepared, Origin origin, CommitEntry* entry, Batch* batch) REQUIRES(mu_);
   // Publishes the prepared context unless a runtime rule skips it.
-  Result<StartedFlow> admit(Prepared& p, Origin origin, Commit* commit) REQUIRES(mu_);
+  Result<StartedFlow> admit(Prepared& p, Origin origin, CommitEntry* entry, Batch* batch) REQUIRES(mu_);
   // The trigger index as of now, cached per thread until it changes. Valid until this
   // thread calls it again.
   const TriggerIndex* current_index();
@@ -166,7 +180,13 @@ class Dispatcher {
   void skip(FlowSlot& flow, const TriggerData& trigger, Origin origin, std::string_view reason) REQUIRES(mu_);
   void wake_waiters(std::string_view table, const Value& record, const Value* previous, bool deleted)
       REQUIRES(mu_);
-  void after_commit(const Commit& commit) EXCLUDES(mu_);
+  void after_commit(const Batch& batch) EXCLUDES(mu_);
+  // The commit of an update already installed in the store: its starts, waiters, entry.
+  void commit_update_locked(std::string_view table, const RecordChange& change, std::vector<Prepared>& prepared,
+                            Origin origin, Batch* batch) REQUIRES(mu_);
+  // Removes a record and commits it: its starts, waiters, run states, entry.
+  Status commit_remove_locked(std::string_view table, std::string_view sys_id, std::vector<Prepared>& prepared,
+                              Origin origin, Batch* batch, Value* removed) REQUIRES(mu_);
   Status check_holding(Origin origin, const Value& while_holding) REQUIRES(mu_);
   // max_queued_events: an error when `starts` more events would not fit in the queue.
   Status check_queue_room(size_t starts) REQUIRES(mu_);
@@ -197,8 +217,10 @@ class Dispatcher {
   std::atomic<uint64_t> index_version_{1};
   const uint64_t instance_;  // tells this dispatcher's snapshots apart in per-thread caches
   uint64_t next_seq_ GUARDED_BY(mu_) = 1;
+  uint64_t last_commit_ GUARDED_BY(mu_) = 0;  // the commit sequence number last taken
+  std::atomic<uint64_t> commits_{0};           // last_commit_, readable without the lock
   std::unordered_map<std::string, std::vector<Waiter>> waiters_ GUARDED_BY(mu_);
-  // Written under mu_; read without it by an update that has nothing else to do under it.
+  // Written under mu_; read without it (waiter_count()).
   std::atomic<size_t> waiter_count_{0};
   LockTable locks_ GUARDED_BY(mu_);
   // Lease and give-up times of locks_, and the one engine timer armed at the earliest:

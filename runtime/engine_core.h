@@ -68,6 +68,9 @@ struct EngineOptions {
   // the id of that context and no engine lock held, so a test can check invariants
   // between any two steps.
   std::function<void(std::string_view context_id)> after_simulated_step;
+  // Called under the commit lock for every commit, in commit order (runtime/commit.h):
+  // tests and tools that follow the commit log. Must be quick; must not call the engine.
+  CommitObserver on_commit;
   // Level of the engine's own log on stderr: off, error, warn, info, debug ("" keeps the
   // current one, warn by default or FLOWRT_LOG_LEVEL).
   std::string log_level;

@@ -9,7 +9,7 @@ namespace {
 
 std::shared_ptr<Context> make(FlowSlot* flow, uint64_t seq) {
   auto c = std::make_shared<Context>(flow, TriggerData{}, Value());
-  c->publish(seq, nullptr);
+  c->publish(seq, seq, nullptr);
   return c;
 }
 

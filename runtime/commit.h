@@ -1,0 +1,38 @@
+// CommitEntry: what one commit did, in the order of the one commit path.
+//
+// Every operation that changes the engine's records or starts flows (an insert, update or
+// delete, by id or each record of a `where`; a named event; a flow start on request or by
+// schedule) commits under the Dispatcher's commit lock and takes the next commit sequence
+// number: one total order of commits, which the contexts it starts carry
+// (Context::commit_seq) and which a log of commits (the durable store's) follows. Plain
+// data; borrowed for the duration of the observer's call.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string_view>
+#include <vector>
+
+#include "plans/value.h"
+
+namespace flowrt {
+
+class Context;
+
+struct CommitEntry {
+  enum class Kind : uint8_t { kInsert, kUpdate, kDelete, kEvent, kStart };
+  uint64_t seq = 0;              // 1, 2, 3, ... in commit order
+  Kind kind = Kind::kInsert;
+  std::string_view table;        // record operations
+  const Value* record = nullptr;    // after an insert or update; as it was for a delete
+  const Value* previous = nullptr;  // before an update
+  const Value* event = nullptr;     // kEvent: the event's name
+  const Context* origin = nullptr;  // the context whose step made it; null from outside
+  std::vector<const Context*> started;  // the contexts it queued, in seq order
+};
+
+// Called under the commit lock for every commit, in commit order (EngineOptions::on_commit).
+// It must be quick and must not call back into the engine.
+using CommitObserver = std::function<void(const CommitEntry&)>;
+
+}  // namespace flowrt
