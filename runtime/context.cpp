@@ -1,6 +1,7 @@
 #include "runtime/context.h"
 
 #include "runtime/flow_slot.h"
+#include "runtime/perturb.h"
 #include "runtime/record_json.h"
 
 namespace flowrt {
@@ -82,6 +83,7 @@ bool Context::end_park() {
 }
 
 bool Context::wake(uint64_t wait_id, WakeUp w) {
+  perturb(PerturbPoint::kWake);
   SpinLockGuard lock(mu_);
   if (wait_id != wait_id_) return false;
   if (phase_ == Phase::kParking) {

@@ -6,6 +6,7 @@
 
 #include "runtime/engine_core.h"
 #include "runtime/flow_slot.h"
+#include "runtime/perturb.h"
 #include "runtime/record_json.h"
 
 namespace flowrt {
@@ -250,6 +251,7 @@ Result<Value> Dispatcher::insert(std::string_view table, const Value& values, Or
   std::vector<Prepared> prepared;
   prepare_record(table, RecordOperation::kInsert, *record, nullptr, true, &prepared);
   Batch batch;
+  perturb(PerturbPoint::kBeforeCommitLock);
   {
     SpinMutexLock lock(mu_);
     FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
@@ -279,6 +281,7 @@ Result<Value> Dispatcher::update(std::string_view table, std::string_view sys_id
     std::vector<Prepared> prepared;
     prepare_record(table, RecordOperation::kUpdate, change->record, &change->previous, change->changed, &prepared);
     Batch batch;
+    perturb(PerturbPoint::kBeforeCommitLock);
     {
       SpinMutexLock lock(mu_);
       FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
@@ -322,6 +325,7 @@ Result<Value> Dispatcher::remove(std::string_view table, std::string_view sys_id
                                  const Value& while_holding) {
   Batch batch;
   Value record;
+  perturb(PerturbPoint::kBeforeCommitLock);
   {
     SpinMutexLock lock(mu_);
     FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
@@ -433,6 +437,7 @@ Status Dispatcher::fire_event(const Value& name, const Value& payload, Origin or
     }
   }
   Batch batch;
+  perturb(PerturbPoint::kBeforeCommitLock);
   {
     SpinMutexLock lock(mu_);
     FLOWRT_RETURN_IF_ERROR(check_queue_room(prepared.size()));
@@ -451,6 +456,7 @@ Result<StartedFlow> Dispatcher::start_flow(FlowSlot& flow, TriggerData trigger, 
   p.context->plan = std::move(plan);
   Batch batch;
   Result<StartedFlow> started = Error{""};
+  perturb(PerturbPoint::kBeforeCommitLock);
   {
     SpinMutexLock lock(mu_);
     if (Status room = check_queue_room(1); !room) {

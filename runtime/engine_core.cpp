@@ -6,6 +6,7 @@
 #include "plans/time.h"
 #include "runtime/engine_log.h"
 #include "runtime/interpreter.h"
+#include "runtime/perturb.h"
 #include "triggers/schedule.h"
 
 namespace flowrt {
@@ -223,6 +224,7 @@ void EngineCore::wake(const std::shared_ptr<Context>& ctx, uint64_t wait_id, Wak
 void EngineCore::park(Context* ctx) {
   std::shared_ptr<Context> self = ctx->shared_from_this();
   const uint64_t id = ctx->begin_park();
+  perturb(PerturbPoint::kParking);
   const WaitRequest& w = ctx->exec().wait;
   switch (w.kind) {
     case WaitRequest::Kind::kTimer:

@@ -9,6 +9,7 @@
 #include <lightweightsemaphore.h>
 
 #include "runtime/event_queue.h"
+#include "runtime/perturb.h"
 #include "runtime/watchdog.h"
 
 namespace flowrt {
@@ -177,6 +178,7 @@ void WorkerPool::loop() {
         if (spins > 64) std::this_thread::yield();
       }
     }
+    perturb(PerturbPoint::kWorkTaken);
     runner_(ctx);
     // Given up on while in user code (Watchdog): this thread was replaced, and the pool
     // may be gone. Touch nothing; end. (The slot is empty: user code runs without one.)
