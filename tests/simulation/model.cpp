@@ -198,11 +198,17 @@ size_t Model::op_at(uint64_t commit) const {
   return lo;
 }
 
-std::vector<Model::DriverState> Model::states_at(uint64_t commit) const {
+std::vector<Model::DriverState> Model::states_at(uint64_t commit, uint64_t since) const {
+  // Operation i's effect comes between its `before` and `after`: a commit inside that
+  // range may have seen the state before or after it. A write looks at which flows are
+  // active before it takes its commit sequence number, at any moment after `since`.
   const size_t i = op_at(commit);
-  if (i >= ops_.size()) return {states_.back()};
-  if (ops_[i].before < commit) return {states_[i], states_[i + 1]};  // during operation i
-  return {states_[i]};                                                // before it
+  const size_t first = since == 0 ? i : op_at(std::min(since, commit));
+  if (i >= ops_.size() && first >= ops_.size()) return {states_.back()};
+  std::vector<DriverState> out;
+  const size_t last = i >= ops_.size() ? states_.size() - 1 : (ops_[i].before < commit ? i + 1 : i);
+  for (size_t k = std::min(first, last); k <= last; ++k) out.push_back(states_[k]);
+  return out;
 }
 
 std::vector<const Model::DriverState*> Model::states_for(const Ctx& x) const {
@@ -599,6 +605,7 @@ void Model::context_commit(const CommitRecord& c, const Snapshot& snap, const Co
     return;
   }
   match_starts(c, expected, &x, trigger, snap, what, out);
+  x.last_commit = c.seq;
   for (const CommitRecord::Started& st : c.started) {
     Value t;
     if (kind == "event") {
@@ -621,13 +628,16 @@ void Model::context_commit(const CommitRecord& c, const Snapshot& snap, const Co
 
 void Model::record_starts(const CommitRecord& c, const std::string& op, const Value& record, const Value& previous,
                           const Ctx* parent, const CommitLog& log, std::vector<Expect>* out) {
+  // On one thread a step prepares and commits its write at once; on real threads the
+  // write may have looked at the active flows any time after its context's last commit.
+  const uint64_t since = parent && threads_ ? parent->last_commit : 0;
   bool changed = true;
   if (op == "update") {
     bool ch = false;
     (void)updated(previous, record.without("sys_updated_on").without("sys_mod_count").without("sys_created_on"), 0, &ch);
     changed = ch;
   }
-  const std::vector<DriverState> states = states_at(c.seq);
+  const std::vector<DriverState> states = states_at(c.seq, since);
   for (const FlowSpec& f : s_.flows) {
     if (f.kind != FlowSpec::Kind::kRecord || f.table != c.table) continue;
     const bool listens = (op == "insert" && (f.when == "created" || f.when == "created_or_updated")) ||
@@ -648,7 +658,7 @@ void Model::record_starts(const CommitRecord& c, const std::string& op, const Va
 
 void Model::event_starts(const CommitRecord& c, const std::string& name, const Ctx* parent, const CommitLog& log,
                          std::vector<Expect>* out) {
-  const std::vector<DriverState> states = states_at(c.seq);
+  const std::vector<DriverState> states = states_at(c.seq, parent && threads_ ? parent->last_commit : 0);
   for (const FlowSpec& f : s_.flows) {
     if (f.kind != FlowSpec::Kind::kEvent || f.event != name) continue;
     size_t active = 0;
@@ -673,7 +683,7 @@ void Model::rules(const CommitRecord& c, const FlowSpec& f, const Ctx* parent, c
     // be direct recursion): f's runs are those in the parent's chain.
     const int64_t runs = std::count(parent->chain.begin(), parent->chain.end(), f.id);
     std::set<bool> outcomes;
-    for (const DriverState& st : states_at(c.seq)) outcomes.insert(runs >= std::max<int64_t>(1, st.recursion_limit));
+    for (const DriverState& st : states_at(c.seq, 0)) outcomes.insert(runs >= std::max<int64_t>(1, st.recursion_limit));
     if (outcomes.count(true)) {
       if (outcomes.size() == 1) e->start = false;
       e->reasons = {"indirect_recursion_limit"};
@@ -721,6 +731,7 @@ void Model::start_context(const CommitRecord::Started& st, const CommitRecord& c
   x.flow = st.flow;
   x.seq = st.seq;
   x.start_commit = c.seq;
+  x.last_commit = c.seq;
   x.test = test;
   if (parent) {
     x.chain = parent->chain;

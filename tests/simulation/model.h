@@ -95,6 +95,7 @@ class Model {
     std::string id, flow;
     uint64_t seq = 0;
     uint64_t start_commit = 0;
+    uint64_t last_commit = 0;  // its own last commit (or the one that started it)
     bool test = false;        // started by test_flow
     Value trigger;            // the model's trigger data (record, previous, ...)
     bool has_previous = false;
@@ -142,7 +143,11 @@ class Model {
   void process(const CommitRecord& c, const Snapshot& snap, const CommitLog& log, Violations* out);
   void outside_commit(const CommitRecord& c, const Snapshot& snap, const CommitLog& log, Violations* out);
   void context_commit(const CommitRecord& c, const Snapshot& snap, const CommitLog& log, Violations* out);
-  std::vector<DriverState> states_at(uint64_t commit) const;
+  // The driver states commit `commit` may have seen: those around the operation it came
+  // in, or with `since` > 0, at any moment after commit `since` (on real threads a step
+  // looks at the active flows before it commits, any time after its context's last
+  // commit).
+  std::vector<DriverState> states_at(uint64_t commit, uint64_t since) const;
   size_t op_at(uint64_t commit) const;
   Value apply_write(const CommitRecord& c, const std::string& op, const std::string& sys_id, const Value& values,
                     const std::string& what, Violations* out);
