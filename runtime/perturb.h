@@ -1,39 +1,41 @@
-// Perturbation points: a test hook, and nothing else.
+// Perturbation points: a test hook for steering thread interleavings.
 //
-// The seeded simulation (tests/simulation) runs the engine on real worker threads and
-// wants the interleavings of those threads to vary with the seed. The engine calls
-// perturb(point) at a handful of places where the order of two threads matters (before
-// the commit lock is taken for a write, while a context parks, when a context is woken,
-// when a worker has just taken work, before a lock is released). A test installs one
-// process-wide function (set_perturbation) that may yield or spin there; production code
-// never installs one, and then a call costs one relaxed atomic load and a branch.
-//
-// Contract: the installed function is called on any engine thread, sometimes with engine
-// locks held (kWake may come under the commit lock), so it must not call the engine, must
-// only yield or spin briefly, and must be safe for concurrent use. Install it before the
-// engine's threads start and remove it (nullptr) after they stop.
+// The engine calls perturb(point) at a few places where the order of two threads matters
+// (before taking the commit lock, between parking and registering a wait, ...). In
+// production no hook is installed and each call is one relaxed atomic load. A test (the
+// seeded simulation with real threads, or a test reproducing a race) installs one
+// process-wide function with set_perturb_hook that may yield, spin or wait for another
+// thread at a given point, so that a rare interleaving becomes a deterministic one.
+// Thread-safety: install and remove the hook while no engine runs; the hook itself is
+// called from any engine thread.
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 
 namespace flowrt {
 
-enum class PerturbPoint : unsigned char {
-  kBeforeCommitLock,  // a write, event or start is about to take the commit lock
-  kParking,           // EngineCore::park: between begin_park and end_park
-  kWake,              // Context::wake: a wake-up is about to be delivered
-  kWorkTaken,         // a worker has taken a context and is about to run it
-  kBeforeLockRelease, // an unlock is about to take the commit lock
+enum class PerturbPoint : uint8_t {
+  kBeforeCommitLock,     // a write, before it takes the commit lock
+  kBetweenParkAndWait,   // a context is parking, its wait not yet registered
+  kWake,                 // a wake-up is about to be handed to a context
+  kWorkerTookWork,       // a worker took a context, before running it
+  kBeforeLockRelease,    // an unlock, before it takes the commit lock
+  kSettleIdle,           // settle found the engine idle, before it looks at the timers
 };
 
-using PerturbFn = void (*)(PerturbPoint);
+using PerturbHook = void (*)(PerturbPoint);
 
-inline std::atomic<PerturbFn> g_perturb{nullptr};
+inline std::atomic<PerturbHook>& perturb_hook() {
+  static std::atomic<PerturbHook> hook{nullptr};
+  return hook;
+}
 
-inline void set_perturbation(PerturbFn fn) { g_perturb.store(fn, std::memory_order_release); }
+// Installs `hook` (null: none).
+inline void set_perturb_hook(PerturbHook hook) { perturb_hook().store(hook, std::memory_order_release); }
 
 inline void perturb(PerturbPoint point) {
-  if (PerturbFn fn = g_perturb.load(std::memory_order_relaxed)) fn(point);
+  if (PerturbHook hook = perturb_hook().load(std::memory_order_relaxed)) hook(point);
 }
 
 }  // namespace flowrt

@@ -29,7 +29,7 @@ void perturb_here(PerturbPoint point) {
   const uint64_t r = rng();
   // Lock hand-offs and wake-ups get more delay than the rest: that is where the order of
   // two threads decides who runs next.
-  const unsigned weight = point == PerturbPoint::kWake || point == PerturbPoint::kBeforeLockRelease ? 2 : 1;
+  const unsigned weight = point == PerturbPoint::kWake || point == PerturbPoint::kBeforeLockRelease || point == PerturbPoint::kBetweenParkAndWait ? 2 : 1;
   switch ((r % 100) / (weight == 2 ? 1 : 2)) {
     case 0: case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 8: case 9:
       std::this_thread::yield();
@@ -51,9 +51,9 @@ Perturbation::Perturbation(uint64_t seed) {
   g_seed.store(seed, std::memory_order_relaxed);
   g_threads.store(0, std::memory_order_relaxed);
   g_generation.fetch_add(1, std::memory_order_relaxed);
-  set_perturbation(&perturb_here);
+  set_perturb_hook(&perturb_here);
 }
 
-Perturbation::~Perturbation() { set_perturbation(nullptr); }
+Perturbation::~Perturbation() { set_perturb_hook(nullptr); }
 
 }  // namespace flowrt::sim
