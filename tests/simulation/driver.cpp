@@ -192,7 +192,7 @@ std::string normalised_document(const Value& document) {
   return document.with("contexts", Value::array(std::move(contexts))).to_json();
 }
 
-SeedRun run_seed(uint64_t seed, Variant variant, Coverage* cov) {
+SeedRun run_seed(uint64_t seed, Variant variant, Coverage* cov, const Sabotage& sabotage) {
   if (variant == Variant::kRealClock) return run_real_clock_seed(seed, cov);
   SeedRun run;
   const bool sim = variant == Variant::kSimulated;
@@ -281,8 +281,11 @@ SeedRun run_seed(uint64_t seed, Variant variant, Coverage* cov) {
     auto check = [&](Moment m) {
       if (!v.empty()) return;
       if (!sim && m == Moment::kAfterOperation) return;
-      const Snapshot snap = Snapshot::from_document(engine.document(), engine.now());
-      model.checkpoint(commits.take(), snap, commits, m != Moment::kAfterOperation, &v);
+      Value document = engine.document();
+      std::vector<CommitRecord> taken = commits.take();
+      if (sabotage && sabotage(&taken, &document)) run.sabotaged = true;
+      const Snapshot snap = Snapshot::from_document(document, engine.now());
+      model.checkpoint(std::move(taken), snap, commits, m != Moment::kAfterOperation, &v);
       check_contexts(snap, m, &v);
       check_locks(snap, s.lock_limits, m, &v);
       check_fifo(snap, &v);
@@ -340,19 +343,23 @@ SeedRun run_seed(uint64_t seed, Variant variant, Coverage* cov) {
   return run;
 }
 
+std::string compare_runs(const SeedRun& first, const SeedRun& second) {
+  if (!second.violations.empty()) {
+    return "(f) replay: the second run of the seed broke an invariant the first kept:\n" + describe(second.violations);
+  }
+  if (second.document != first.document) {
+    return "invariant (f) replay broken: the same seed gave two different runs; " + first_difference(first.document, second.document) + "\n";
+  }
+  return "";
+}
+
 std::string check_seed(uint64_t seed, Variant variant, const std::string& binary, bool verbose, Coverage* cov) {
   const SeedRun first = run_seed(seed, variant, cov);
   std::string problem;
   if (!first.violations.empty()) {
     problem = describe(first.violations);
   } else if (variant == Variant::kSimulated) {
-    const SeedRun second = run_seed(seed, variant, nullptr);
-    if (!second.violations.empty()) {
-      problem = "(f) replay: the second run of the seed broke an invariant the first kept:\n" + describe(second.violations);
-    } else if (second.document != first.document) {
-      problem = "invariant (f) replay broken: the same seed gave two different runs; " +
-                first_difference(first.document, second.document) + "\n";
-    }
+    problem = compare_runs(first, run_seed(seed, variant, nullptr));
   }
   if (!verbose && problem.empty()) return "";
   std::ostringstream o;

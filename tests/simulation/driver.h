@@ -16,11 +16,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "plans/value.h"
+#include "tests/simulation/commit_log.h"
 #include "tests/simulation/generator.h"
 #include "tests/simulation/snapshot.h"
 
@@ -44,12 +46,21 @@ struct Coverage {
 struct SeedRun {
   std::string document;  // the final `flowrt run` document, timing fields normalised
   Violations violations;
+  bool sabotaged = false;  // the Sabotage changed something
   std::vector<std::string> log;  // the operations applied, in order
   std::string definitions;
   size_t steps_checked = 0;  // steps after which the between-steps checks ran
 };
 
-SeedRun run_seed(uint64_t seed, Variant variant, Coverage* cov);
+// A deliberate break of a run, for the checker's own tests (checker_test.cpp): called at
+// every checkpoint with the commits and the `flowrt run` document the checks are about to
+// read, it may change them; it returns true when it did.
+using Sabotage = std::function<bool(std::vector<CommitRecord>* commits, Value* document)>;
+
+SeedRun run_seed(uint64_t seed, Variant variant, Coverage* cov, const Sabotage& sabotage = {});
+
+// "" when two runs of one seed agree, else what differs (invariant f).
+std::string compare_runs(const SeedRun& first, const SeedRun& second);
 
 // The `flowrt run` document with the fields that measure real time (runtime_ms) zeroed,
 // as JSON: two runs of one seed must give the same text.

@@ -111,6 +111,7 @@ class Model {
   };
 
  private:
+  friend class ModelTestAccess;  // checker_test.cpp
   // One version of a record, with the commit that made it and its time (null: deleted).
   struct Version {
     uint64_t commit;

@@ -299,6 +299,33 @@ void Model::replay_action(Ctx& x, Frame& f, const Value& node, const Value& st, 
       if (!o["timed_out"].as_bool() && timeout >= 0 && ended > started + timeout) {
         add(out, "(t) timing", what + " ended after its timeout without timing out", st);
       }
+      // The versions written while it waited (after its look, before its timeout): a
+      // timed-out wait saw none meet its condition (else a wake-up was lost); a met one
+      // ended on one that did.
+      const Value& cond = (*in)["condition"];
+      const auto* h = history(str((*in)["table"]), str((*in)["sys_id"]));
+      if (h && !real_clock_) {
+        bool found = false;
+        for (size_t i = 1; i < h->size(); ++i) {
+          const Version& v = (*h)[i];
+          if (v.record.is_null() || v.at <= started || (timeout >= 0 && v.at >= started + timeout)) continue;
+          const bool meets = model_compare(cond["op"].as_string(), v.record[cond["field"].as_string()], cond["value"],
+                                           (*h)[i - 1].record[cond["field"].as_string()]);
+          if (meets && o["timed_out"].as_bool()) {
+            add(out, "(b) contexts ended or waiting on something that exists",
+                what + " timed out, but version " + v.record["sys_mod_count"].to_json() + " written at " + format_time(v.at) +
+                    " while it waited met its condition (a lost wake-up)", st);
+            return;
+          }
+          found = found || (meets && v.record == o["record"]);
+        }
+        const bool at_once = ended == started && !o["timed_out"].as_bool();  // met when it looked
+        if (!o["timed_out"].as_bool() && !found && !at_once) {
+          add(out, "(b) contexts ended or waiting on something that exists",
+              what + " was woken with " + o["record"].to_json() + ", which is no version written while it waited that meets its condition", st);
+          return;
+        }
+      }
       count(o["timed_out"].as_bool() ? "wait_for_condition timed out" : "wait_for_condition met");
     }
     return;
