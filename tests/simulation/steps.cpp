@@ -27,8 +27,8 @@ int64_t action_steps(const json& steps) {
 }
 
 FlowBuilder::FlowBuilder(Rng& g, const Scenario& s, const FlowSpec& f, const std::vector<std::string>& api_flows,
-                         bool has_vars)
-    : g_(g), s_(s), f_(f), api_flows_(api_flows), vars_(has_vars) {
+                         bool has_vars, bool hang)
+    : g_(g), s_(s), f_(f), api_flows_(api_flows), vars_(has_vars), hang_(hang) {
   writes_left_ = g_.chance(0.35) ? 0 : g_.between(1, 2);
 }
 
@@ -36,6 +36,7 @@ json FlowBuilder::body() {
   json steps = json::array();
   const int64_t n = g_.between(2, 6);
   for (int64_t i = 0; i < n; ++i) add(steps, 0, false);
+  if (hang_ && s_.custom == "hang") add_more(steps, 0, false, 26);  // the flow that hangs always does
   while (action_steps(steps) > 49) steps.erase(steps.size() - 1);
   return steps;
 }
@@ -382,7 +383,8 @@ void FlowBuilder::add_more(json& out, int depth, bool in_loop, int64_t kind) {
     case 27: {  // custom C++ actions
       if (s_.custom.empty()) return add(out, depth, in_loop);
       if (s_.custom == "hang") {
-        if (!g_.chance(0.15)) return add(out, depth, in_loop);
+        if (!hang_ || in_loop) return add(out, depth, in_loop);
+        hang_ = false;
         out.push_back(json{{"id", next_id()}, {"action", "sim_hang"}});
         return;
       }

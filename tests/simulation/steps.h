@@ -20,7 +20,10 @@ namespace flowrt::sim {
 class FlowBuilder {
  public:
   using json = nlohmann::json;
-  FlowBuilder(Rng& g, const Scenario& s, const FlowSpec& f, const std::vector<std::string>& api_flows, bool has_vars);
+  // `hang`: this flow may call sim_hang (once); in "hang" scenarios no other flow calls a
+  // custom action.
+  FlowBuilder(Rng& g, const Scenario& s, const FlowSpec& f, const std::vector<std::string>& api_flows, bool has_vars,
+              bool hang = false);
   // The flow's steps (after the version marker, which the caller adds); the last
   // top-level ones are dropped while the flow holds more than max_actions (50) action
   // steps (pills only read earlier steps, so this stays valid).
@@ -46,6 +49,7 @@ class FlowBuilder {
   const FlowSpec& f_;
   const std::vector<std::string>& api_flows_;
   const bool vars_;
+  bool hang_;  // may still call sim_hang
   int ids_ = 0;
   int64_t writes_left_ = 0;
   std::set<std::string> maybe_held_;       // keys an earlier step (in document order) locks

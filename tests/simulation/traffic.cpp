@@ -87,6 +87,7 @@ Op Traffic::next(const TrafficView& view) {
   } else if (k < 65) {
     op.kind = Op::Kind::kCallFlow;
     op.flow = g_.pick(ids);  // sometimes not an API flow: an error, nothing starts
+    if (s_.custom == "hang" && g_.chance(0.3)) op.flow = "f0";  // the flow whose action never returns
     op.values = Value::object({{"k", Value(g_.between(0, 9))}});
   } else if (k < 68) {
     op.kind = Op::Kind::kTestFlow;
