@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plans/value_json.h"
+#include "tests/simulation/sim_real.h"
 #include "tests/simulation/steps.h"
 
 namespace flowrt::sim {
@@ -197,6 +198,7 @@ bool model_condition_holds(const FieldCondition& c, const Value& record, const V
 }
 
 Scenario generate_scenario(uint64_t seed, Variant variant) {
+  if (variant == Variant::kRealClock) return real_clock_scenario(seed);
   Rng g(seed);
   Scenario s;
   s.seed = seed;

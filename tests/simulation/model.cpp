@@ -363,6 +363,13 @@ Value Model::apply_write(const CommitRecord& c, const std::string& op, const std
       t.order.erase(std::find(t.order.begin(), t.order.end(), sys_id));
     }
   }
+  if (real_clock_ && op != "delete" && !record.is_null()) {
+    // On the real clock the record's times are the clock when it was built, a moment
+    // before the commit: the model takes them from the engine.
+    record = record.with("sys_updated_on", c.record["sys_updated_on"]);
+    if (op == "insert") record = record.with("sys_created_on", c.record["sys_created_on"]);
+    t.rows[sys_id] = record;
+  }
   if (!(record == c.record)) {
     add(out, kInvE, what + ": the engine's record differs from the model's " + record.to_json(), c.record);
   }

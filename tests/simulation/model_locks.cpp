@@ -28,6 +28,7 @@ struct Use {
   int64_t weight = 1, max_attempts = 1;
   DurationMs delay = 1000, max_duration = 3600000;
   TimeMs requested = 0, ended = kNever;
+  TimeMs decided = kNever;  // when it was granted or refused: its log line's time (the step may resume later)
   std::string state;  // finished, timeout, deadlock, error; "waiting"; "ended" (context ended meanwhile)
   bool queued = false, reentered = false;
   int64_t token = -1;
@@ -82,7 +83,12 @@ void collect(const Value& c, std::vector<Use>* out) {
       const std::string_view m = l["message"].as_string();
       u.queued = u.queued || m.find("': waiting;") != std::string_view::npos;
       u.reentered = u.reentered || m.find("already held") != std::string_view::npos;
+      if (m.find("': granted") != std::string_view::npos || m.find("refused") != std::string_view::npos ||
+          m.find("not granted") != std::string_view::npos) {
+        u.decided = ms(l["time"]);
+      }
     }
+    if (u.decided == kNever) u.decided = u.ended;
     if (u.state == "finished") u.token = st["outputs"]["token"].as_int();
     if (u.state == "finished" && !u.reentered) {
       // The hold ends at the first of: its context's next unlock of the key, its lease's
@@ -107,7 +113,7 @@ void collect(const Value& c, std::vector<Use>* out) {
           u.released = t;
           u.released_how = "lease";
         }
-        if (l["message"].as_string() == at_end && t >= ms(st["ended_at"]) && u.released == kNever) {
+        if (l["message"].as_string() == at_end && t >= u.decided && u.released == kNever) {
           u.released = t;
           u.released_how = "end";
         }
@@ -143,12 +149,16 @@ void Model::lock_checks(const Snapshot& snap, bool quiescent, Violations* out) {
       if (o["attempts"].as_int() != u.max_attempts) fail(u, "gave up after " + o["attempts"].to_json() + " attempts, want max_attempts");
     }
     if (u.state == "finished" && !u.reentered) {
-      const TimeMs waited = u.ended - u.requested;
-      if (o["waited_ms"].as_int() != waited) fail(u, "reports waited_ms " + o["waited_ms"].to_json() + ", its step waited " + std::to_string(waited));
-      if (exact && u.ended > give_up && u.queued) fail(u, "was granted at " + format_time(u.ended) + ", after its give-up time " + format_time(give_up));
-      if (!u.queued && u.ended != u.requested && exact) fail(u, "was granted later than its request without queueing");
-      // Leases: the hold ends at max_duration unless released before.
-      const TimeMs lease_end = u.ended + u.max_duration;
+      const TimeMs waited = u.decided - u.requested;
+      // (On the real clock the request is stamped a moment after the step began.)
+      if (exact ? o["waited_ms"].as_int() != waited : o["waited_ms"].as_int() > waited) {
+        fail(u, "reports waited_ms " + o["waited_ms"].to_json() + ", its step waited " + std::to_string(waited));
+      }
+      if (exact && u.decided > give_up && u.queued) fail(u, "was granted at " + format_time(u.decided) + ", after its give-up time " + format_time(give_up));
+      if (!u.queued && u.decided != u.requested && exact) fail(u, "was granted later than its request without queueing");
+      if (exact && u.decided != u.ended) fail(u, "was granted at " + format_time(u.decided) + " but its step ended at " + format_time(u.ended));
+      // Leases: the hold ends at max_duration after the grant unless released before.
+      const TimeMs lease_end = u.decided + u.max_duration;
       if (u.released_how == "lease") {
         count("lease expiries checked");
         if (exact ? u.released != lease_end : u.released < lease_end) {
@@ -156,14 +166,14 @@ void Model::lock_checks(const Snapshot& snap, bool quiescent, Violations* out) {
                       format_time(lease_end));
         }
       } else if (exact && u.released > lease_end && (u.released != kNever || snap.now > lease_end)) {
-        fail(u, "was held past its max_duration (" + std::to_string(u.max_duration) + "ms, from " + format_time(u.ended) +
+        fail(u, "was held past its max_duration (" + std::to_string(u.max_duration) + "ms, from " + format_time(u.decided) +
                     ") with no expiry: still held at " + (u.released == kNever ? format_time(snap.now) : format_time(u.released)));
       }
       // Weights: the holds that certainly overlap this grant, and it, fit the limit.
       int64_t held = u.weight;
       for (const Use* h : by_key[u.key]) {
         if (h == &u || h->state != "finished" || h->reentered || h->token >= u.token) continue;
-        if (h->released > u.ended) held += h->weight;
+        if (h->released > u.decided) held += h->weight;
       }
       if (held > s_.limit_of(u.key)) {
         fail(u, "was granted (token " + std::to_string(u.token) + ") while holds weighing " + std::to_string(held - u.weight) +
@@ -174,7 +184,7 @@ void Model::lock_checks(const Snapshot& snap, bool quiescent, Violations* out) {
     if (exact && u.queued) {
       for (const Use* b : by_key[u.key]) {
         if (b == &u || !b->queued || b->requested <= u.requested || b->state != "finished") continue;
-        const bool still_waiting = (u.state == "finished" && u.token > b->token) || (u.state != "finished" && u.ended > b->ended);
+        const bool still_waiting = (u.state == "finished" && u.token > b->token) || (u.state != "finished" && u.decided > b->decided);
         if (still_waiting) {
           fail(u, "requested at " + format_time(u.requested) + " and queued, but " + b->ctx + ", which asked later (" +
                       format_time(b->requested) + "), was granted first (token " + std::to_string(b->token) + ")");
@@ -185,8 +195,8 @@ void Model::lock_checks(const Snapshot& snap, bool quiescent, Violations* out) {
       int64_t weight = 0;
       for (const Use* h : by_key[u.key]) {
         if (h == &u) continue;
-        if (h->state == "finished" && !h->reentered && h->ended <= u.requested && h->released >= u.requested) weight += h->weight;
-        if (h->queued && h->requested <= u.requested && h->ended >= u.requested) taken = true;
+        if (h->state == "finished" && !h->reentered && h->decided <= u.requested && h->released >= u.requested) weight += h->weight;
+        if (h->queued && h->requested <= u.requested && h->decided >= u.requested) taken = true;
       }
       if (!taken && weight + u.weight <= s_.limit_of(u.key)) {
         fail(u, "queued at " + format_time(u.requested) + " although no hold or earlier request stood in its way");
@@ -204,18 +214,18 @@ void Model::lock_checks(const Snapshot& snap, bool quiescent, Violations* out) {
         const bool behind = rest.find(" waits in the queue of lock '") < rest.find(" waits for lock '");
         const std::string key = between(rest, "lock '", "'");
         const std::string next = "ctx-" + between(rest, behind ? "behind ctx-" : "held by ctx-", ",");
-        const TimeMs t = u.ended;
+        const TimeMs t = u.decided;
         bool plausible = false;
         for (const Use* h : by_key[key]) {
           if (h->ctx != next) continue;
           if (behind) {
-            plausible = plausible || (h->queued && h->requested <= t && h->ended >= t);
+            plausible = plausible || (h->queued && h->requested <= t && h->decided >= t);
           } else {
-            plausible = plausible || (h->state == "finished" && !h->reentered && h->ended <= t && h->released >= t);
+            plausible = plausible || (h->state == "finished" && !h->reentered && h->decided <= t && h->released >= t);
           }
         }
         bool waits = who == u.ctx;
-        for (const Use* w : by_key[key]) waits = waits || (w->ctx == who && w->requested <= t && w->ended >= t);
+        for (const Use* w : by_key[key]) waits = waits || (w->ctx == who && w->requested <= t && w->decided >= t);
         if (!plausible || !waits) {
           fail(u, "was refused as a deadlock (" + msg + "), but at " + format_time(t) + " " + who + " did not wait for lock '" + key + "' " +
                       (behind ? "behind " : "held by ") + next + ": a refusal without a cycle");

@@ -1,19 +1,21 @@
-// The real-clock variant of the simulation. Contract: run_real_clock_seed(seed) runs the
-// seed's lock scenario (a few lock names, holders that keep a lock past its max_duration
-// or briefly, waiters that give up or are granted, writes while_holding) on real workers
-// with the real clock and its timer thread, with short real durations so that a seed
-// takes well under a second, and checks what holds whatever the timing (mutual exclusion,
-// fencing tokens, no lock left held, every context ended) and the bounds the timing must
-// keep (no give-up before (max_attempts - 1) x delay, no lease ended before max_duration,
-// a write while_holding after its lease ended is refused with lock_lost).
+// The real-clock variant's scenario. Contract: real_clock_scenario(seed) returns API flows
+// that exercise the lock paths a timer thread drives on the real clock, with short real
+// durations (a seed takes well under a second): incrementers (lock, read, write
+// while_holding, log, unlock), hogs that keep a lock past a short max_duration and then
+// try to write while_holding it (refused with lock_lost once the lease ended), and
+// quitters whose few attempts run out while a hog holds the lock. The traffic starts them
+// (call_flow with the lock name and the weight to take: all of the limit for those that
+// write, so that writers exclude each other) and settles. The model checks what holds
+// whatever the timing and the bounds the timing must keep (model_locks.cpp, with
+// Scenario::variant kRealClock).
 #pragma once
 
 #include <cstdint>
 
-#include "tests/simulation/driver.h"
+#include "tests/simulation/generator.h"
 
 namespace flowrt::sim {
 
-SeedRun run_real_clock_seed(uint64_t seed, Coverage* cov);
+Scenario real_clock_scenario(uint64_t seed);
 
 }  // namespace flowrt::sim

@@ -43,6 +43,20 @@ Op Traffic::next(const TrafficView& view) {
   }
   Op op;
   const int64_t k = g_.between(0, 99);
+  if (s_.variant == Variant::kRealClock) {
+    // Start the lock flows on either lock; now and then let the timers run a little.
+    if (k < 80) {
+      op.kind = Op::Kind::kCallFlow;
+      op.flow = g_.pick(std::vector<std::string>{"f0", "f0", "f1", "f2", "f2"});
+      const std::string key = g_.pick(s_.lock_names);
+      const int64_t limit = s_.limit_of(key);
+      op.values = Value::object({{"key", Value(key)}, {"w", Value(op.flow == "f2" ? g_.between(1, limit) : limit)}});
+    } else {
+      op.kind = Op::Kind::kSettle;
+      op.duration = g_.between(10, 200);
+    }
+    return op;
+  }
   std::vector<std::string> live_tables;
   for (const auto& [t, ids] : view.sys_ids) {
     if (!ids.empty()) live_tables.push_back(t);
