@@ -1,6 +1,8 @@
 #include "tests/simulation/driver.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <set>
@@ -284,11 +286,33 @@ SeedRun run_seed(uint64_t seed, Variant variant, Coverage* cov, const Sabotage& 
       // On the real clock a timer may fire while the document is read: only the end,
       // when nothing is left to fire, is a moment to look.
       if (real_clock && m != Moment::kEnd) return;
-      Value document = engine.document();
       std::vector<CommitRecord> taken = commits.take();
+      if (m == Moment::kAfterOperation) {
+        // No context ran: the model reads the operation's commits, the contexts they
+        // started and the skipped list (the whole document waits for advance/settle).
+        std::vector<Value> started;
+        for (const CommitRecord& c : taken) {
+          for (const CommitRecord::Started& st : c.started) {
+            if (std::optional<ContextRecord> r = engine.context(st.id)) started.push_back(r->value());
+          }
+        }
+        Value light = Value::object({{"contexts", Value::array(std::move(started))}, {"skipped", Value::array(engine.skipped())},
+                                     {"records", Value::empty_object()}, {"locks", Value::empty_array()}});
+        if (sabotage && sabotage(&taken, &light)) run.sabotaged = true;
+        model.checkpoint(std::move(taken), Snapshot::from_document(light, engine.now()), commits, false, &v);
+        return;
+      }
+      Value document = engine.document();
       if (sabotage && sabotage(&taken, &document)) run.sabotaged = true;
       const Snapshot snap = Snapshot::from_document(document, engine.now());
-      model.checkpoint(std::move(taken), snap, commits, m != Moment::kAfterOperation, &v);
+      model.checkpoint(std::move(taken), snap, commits, true, &v);
+      if (const char* dump = std::getenv("FLOWRT_SIM_DUMP"); dump && *dump && !v.empty()) {
+        // The document the failing check read, for a closer look.
+        if (FILE* f = std::fopen(dump, "w")) {
+          std::fputs(to_pretty_json(document).c_str(), f);
+          std::fclose(f);
+        }
+      }
       check_contexts(snap, m, &v);
       check_locks(snap, s.lock_limits, m, &v);
       check_fifo(snap, &v, !real_clock);

@@ -206,7 +206,7 @@ Scenario generate_scenario(uint64_t seed, Variant variant) {
   s.workers = static_cast<unsigned>(variant == Variant::kSimulated ? g.between(1, 4) : g.between(2, 4));
   s.recursion_limit = g.between(1, 3);
   for (int64_t i = g.between(2, 3); i > 0; --i) s.tables.push_back("t" + std::to_string(s.tables.size()));
-  for (int64_t i = g.between(1, 3); i > 0; --i) {
+  for (int64_t i = g.between(2, 3); i > 0; --i) {
     const std::string name = "k" + std::to_string(s.lock_names.size());
     s.lock_names.push_back(name);
     if (g.chance(0.4)) s.lock_limits[name] = g.between(2, 3);
@@ -220,7 +220,9 @@ Scenario generate_scenario(uint64_t seed, Variant variant) {
   for (int64_t i = 0; i < n_flows; ++i) {
     FlowSpec f;
     f.id = "f" + std::to_string(i);
-    const int64_t k = i == 0 ? 9 : i == 1 ? 7 : g.between(0, 10);  // at least one API and one event flow
+    // At least one API flow and two event flows, one on each event: each fires the other
+    // event (steps.cpp), a cycle that meets the indirect recursion limit.
+    const int64_t k = i == 0 ? 9 : i == 1 || i == 2 ? 7 : g.between(0, 10);
     if (k <= 5) {
       f.kind = FlowSpec::Kind::kRecord;
       f.table = g.pick(s.tables);
@@ -231,7 +233,7 @@ Scenario generate_scenario(uint64_t seed, Variant variant) {
       if (g.chance(0.6)) f.condition = random_condition(g, f);
     } else if (k <= 7) {
       f.kind = FlowSpec::Kind::kEvent;
-      f.event = g.pick(s.events);
+      f.event = i == 1 ? "e0" : i == 2 ? "e1" : g.pick(s.events);
     } else if (k <= 9) {
       f.kind = FlowSpec::Kind::kApi;
       api_flows.push_back(f.id);

@@ -59,8 +59,9 @@ class Model {
 
   // Processes the commits made since the last checkpoint, then checks the contexts and
   // tables of `snap`. `quiescent`: no context can run (after advance/settle), so every
-  // commit's step is in the records; otherwise (after an operation in simulation mode)
-  // only outside commits are expected.
+  // commit's step is in the records, and `snap` is the whole document; otherwise (after an
+  // operation in simulation mode) only outside commits are expected, and `snap` may hold
+  // just the contexts they started and the skipped list.
   void checkpoint(std::vector<CommitRecord> commits, const Snapshot& snap, const CommitLog& log, bool quiescent,
                   Violations* out);
 

@@ -34,6 +34,12 @@ FlowBuilder::FlowBuilder(Rng& g, const Scenario& s, const FlowSpec& f, const std
 
 json FlowBuilder::body() {
   json steps = json::array();
+  if (f_.kind == FlowSpec::Kind::kEvent && (f_.id == "f1" || f_.id == "f2")) {
+    // The event ping-pong: f1 (on e0) fires e1, f2 (on e1) fires e0.
+    steps.push_back(json{{"id", next_id()},
+                         {"action", "fire_event"},
+                         {"inputs", {{"name", f_.event == "e0" ? "e1" : "e0"}, {"payload", {{"from", "{{context.id}}"}}}}}});
+  }
   const int64_t n = g_.between(2, 6);
   for (int64_t i = 0; i < n; ++i) add(steps, 0, false);
   if (hang_ && s_.custom == "hang") add_more(steps, 0, false, 26);  // the flow that hangs always does
@@ -143,7 +149,8 @@ void FlowBuilder::counter_pattern(json& out) {
 }
 
 void FlowBuilder::add(json& out, int depth, bool in_loop) {
-  const int64_t kind = g_.between(0, 29);
+  int64_t kind = g_.between(0, 31);
+  if (kind >= 30) kind = 18;  // crosswise locks twice as often: they are what deadlocks
   switch (kind) {
     case 0:
       out.push_back(log_step("at {{context.id}} " + next_id()));
