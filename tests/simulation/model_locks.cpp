@@ -33,6 +33,9 @@ struct Use {
   bool queued = false, reentered = false;
   int64_t token = -1;
   TimeMs released = kNever;
+  // On the real clock an unlock step ends a moment after its release (and after the grant
+  // the release made): the release was at or after the step's start.
+  TimeMs released_from = kNever;
   std::string released_how;  // unlock, lease, end
   size_t unlock_index = SIZE_MAX;
 };
@@ -100,6 +103,7 @@ void collect(const Value& c, std::vector<Use>* out) {
           u.unlock_index = j;
           if (un["outputs"]["released"].as_bool()) {
             u.released = ms(un["ended_at"]);
+            u.released_from = ms(un["started_at"]);
             u.released_how = "unlock";
           }
           break;
@@ -110,11 +114,11 @@ void collect(const Value& c, std::vector<Use>* out) {
       for (const Value& l : c["logs"].items()) {
         const TimeMs t = ms(l["time"]);
         if (l["message"].as_string().starts_with(lease) && t < u.released) {
-          u.released = t;
+          u.released = u.released_from = t;
           u.released_how = "lease";
         }
         if (l["message"].as_string() == at_end && t >= u.decided && u.released == kNever) {
-          u.released = t;
+          u.released = u.released_from = t;
           u.released_how = "end";
         }
       }
@@ -173,7 +177,7 @@ void Model::lock_checks(const Snapshot& snap, bool quiescent, Violations* out) {
       int64_t held = u.weight;
       for (const Use* h : by_key[u.key]) {
         if (h == &u || h->state != "finished" || h->reentered || h->token >= u.token) continue;
-        if (h->released > u.decided) held += h->weight;
+        if (h->released_from > u.decided) held += h->weight;
       }
       if (held > s_.limit_of(u.key)) {
         fail(u, "was granted (token " + std::to_string(u.token) + ") while holds weighing " + std::to_string(held - u.weight) +
