@@ -33,8 +33,12 @@
 namespace flowrt::sim {
 namespace {
 
-constexpr int kSimulatedParts = 4;
-constexpr int kThreadParts = 4;
+#ifndef FLOWRT_SIM_PARTS
+#define FLOWRT_SIM_PARTS 4
+#endif
+
+constexpr int kSimulatedParts = FLOWRT_SIM_PARTS;
+constexpr int kThreadParts = FLOWRT_SIM_PARTS;
 constexpr int kRealClockParts = 1;
 
 std::string g_binary = "simulation_test";  // absolute path of this executable, for the replay command
