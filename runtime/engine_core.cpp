@@ -479,7 +479,7 @@ void EngineCore::arm_schedules() {
     slot->schedule_timer = TimerHandle{};
     ++slot->schedule_generation;
     if (!wanted) continue;
-    std::optional<TimeMs> next = next_occurrence(plan->trigger, slot->activated_at, clock.now());
+    std::optional<TimeMs> next = next_occurrence(plan->trigger, slot->activated_at.load(std::memory_order_acquire), clock.now());
     if (!next) continue;
     const uint64_t generation = slot->schedule_generation;
     const TimeMs at = *next;
@@ -504,7 +504,7 @@ void EngineCore::schedule_tick(FlowSlot* slot, uint64_t generation, TimeMs at) {
   t.type = TriggerType::kSchedule;
   t.time = at;
   (void)dispatcher.start_flow(*slot, std::move(t), Value(), Origin{});
-  std::optional<TimeMs> next = next_occurrence(plan->trigger, slot->activated_at, at + 1);
+  std::optional<TimeMs> next = next_occurrence(plan->trigger, slot->activated_at.load(std::memory_order_acquire), at + 1);
   if (!next) return;
   MutexLock lock(schedule_mu_);
   if (generation != slot->schedule_generation) return;
