@@ -278,7 +278,7 @@ TEST_F(CliTest, Run_StoppedBySignal_CancelsWhatHasNotEnded_ReleasesLocks_PrintsW
 }
 
 TEST_F(CliTest, Bench_JsonReportsEveryFigure) {
-  for (const char* workload : {"triage", "fanout", "locks"}) {
+  for (const char* workload : {"triage", "fanout", "events", "locks"}) {
     Output out = run(std::string("bench --workload ") + workload + " --events 2000 --json");
     ASSERT_EQ(out.code, 0) << out.out;
     Result<Value> doc = parse_json(out.out);
@@ -286,7 +286,8 @@ TEST_F(CliTest, Bench_JsonReportsEveryFigure) {
     EXPECT_EQ((*doc)["workload"], Value(workload));
     EXPECT_EQ((*doc)["events"], Value(2000));
     EXPECT_EQ((*doc)["contexts"], Value(2000)) << "every event starts one context, and each is kept";
-    for (const char* key : {"seconds", "contexts_per_s", "peak_rss_bytes", "bytes_per_context", "cpu_us_per_context"}) {
+    for (const char* key : {"seconds", "contexts_per_s", "peak_rss_bytes", "bytes_per_context", "cpu_us_per_context",
+                            "steady_rss_growth_bytes_per_context", "steady_minor_faults_per_context"}) {
       EXPECT_TRUE((*doc)[key].is_number()) << workload << " " << key;
     }
     for (const char* p : {"p50", "p99", "p999"}) EXPECT_GT((*doc)["latency_us"][p].as_double(), 0) << p;
@@ -295,6 +296,13 @@ TEST_F(CliTest, Bench_JsonReportsEveryFigure) {
       EXPECT_GT((*doc)["contended_handoffs_per_s"].as_double(), 0);
     }
   }
+  // With a retention limit every context still counts, but only that many are kept.
+  Output kept = run("bench --workload events --events 3000 --retention 100 --json");
+  ASSERT_EQ(kept.code, 0) << kept.out;
+  Result<Value> kept_doc = parse_json(kept.out);
+  ASSERT_TRUE(kept_doc.is_ok()) << kept.out;
+  EXPECT_EQ((*kept_doc)["contexts"], Value(3000));
+  EXPECT_EQ((*kept_doc)["contexts_kept"], Value(100.0));
   Output compile = run("bench --workload compile --events 100 --json=true");
   ASSERT_EQ(compile.code, 0) << compile.out;
   Result<Value> doc = parse_json(compile.out);
