@@ -96,9 +96,13 @@ std::vector<TimerQueue::Fire> TimerQueue::wait_due(const EngineClock& clock) {
       sleeper_wakes_at_ = kSleepsForever;
       changed_.wait(mu_);
     } else {
-      sleeper_wakes_at_ = timers_.begin()->first.first;
-      const auto wait = std::chrono::milliseconds(sleeper_wakes_at_ - now);
-      changed_.wait_until(mu_, std::chrono::steady_clock::now() + wait);
+      // Sleep until the earliest deadline, but at most kMaxSleepMs at a time: a deadline
+      // centuries away would overflow the steady clock's time_point (and wake at once,
+      // again and again), and the system clock may be set while it sleeps.
+      const TimeMs deadline = timers_.begin()->first.first;
+      const TimeMs wait = deadline > now + kMaxSleepMs ? kMaxSleepMs : deadline - now;
+      sleeper_wakes_at_ = now + wait;
+      changed_.wait_until(mu_, std::chrono::steady_clock::now() + std::chrono::milliseconds(wait));
     }
     sleeper_wakes_at_ = kNoSleeper;
   }

@@ -54,6 +54,7 @@ class TimerQueue {
   size_t size() const EXCLUDES(mu_);
 
   // For a real clock: blocks until a timer is due at `clock.now()` or stop() is called.
+  // Sleeps (never spins), at most kMaxSleepMs at a time, whatever the deadlines.
   // The timers returned count as firing until the caller reports them fired().
   std::vector<Fire> wait_due(const EngineClock& clock) EXCLUDES(mu_);
   void fired(size_t n) EXCLUDES(mu_);
@@ -82,6 +83,7 @@ class TimerQueue {
   // When the thread in wait_due will wake by itself, or kNoSleeper.
   static constexpr TimeMs kNoSleeper = -1;
   static constexpr TimeMs kSleepsForever = INT64_MAX;
+  static constexpr TimeMs kMaxSleepMs = 1000;
   TimeMs sleeper_wakes_at_ GUARDED_BY(mu_) = kNoSleeper;
   bool stopped_ GUARDED_BY(mu_) = false;
   size_t firing_ GUARDED_BY(mu_) = 0;
