@@ -73,6 +73,24 @@ std::vector<TimerQueue::Fire> TimerQueue::take_due(TimeMs now, bool context_only
   return due;
 }
 
+TimerQueue::Due TimerQueue::take_due_within(TimeMs now, size_t max_schedules) {
+  MutexLock lock(mu_);
+  Due due;
+  for (auto it = timers_.begin(); it != timers_.end() && it->first.first <= now;) {
+    if (!it->second.context_timer) {
+      if (due.schedules == max_schedules) {
+        due.schedules_left = true;
+        ++it;
+        continue;
+      }
+      ++due.schedules;
+    }
+    due.fires.push_back(std::move(it->second.fire));
+    it = timers_.erase(it);
+  }
+  return due;
+}
+
 size_t TimerQueue::size() const {
   MutexLock lock(mu_);
   return timers_.size();

@@ -125,8 +125,11 @@ class EngineCore {
   Result<StartedFlow> start_api_flow(std::string_view flow, const Value& inputs, Origin origin);
 
   // ---- clock ----
-  // Both return early once a stop is requested.
-  void advance(DurationMs d);
+  // Both return early once a stop is requested. advance refuses a negative duration or
+  // one past kMaxDuration; on a virtual clock it fires at most
+  // max_schedule_fires_per_advance schedule triggers and, past that, stops at the moment
+  // of the first one it did not fire, with an error. Deadlines saturate at kMaxTime.
+  Status advance(DurationMs d);
   void settle(DurationMs until);
 
   // ---- stopping ----
@@ -168,7 +171,9 @@ class EngineCore {
   void abandon(Watchdog::Call& call, Watchdog::Reason why);
   // Simulation: runs contexts on this thread, seeded, until no context can run.
   void simulate() REQUIRES(drive_mu_);
-  void fire_due(TimeMs t, bool context_only);
+  // Fires the timers due at `t`: every context timer and at most `max_schedules` schedule
+  // timers. Returns what it took (its `fires` already run).
+  TimerQueue::Due fire_due(TimeMs t, size_t max_schedules);
   void schedule_tick(FlowSlot* flow, uint64_t generation, TimeMs at);
 
   Mutex props_mu_;  // serialises set_property

@@ -70,10 +70,13 @@ class FlowTest : public ::testing::Test {
     return id ? *id : std::string();
   }
   void Settle() { engine_->settle(); }
+  // Advances the clock; an advance that fails (a duration too large, the schedule budget
+  // passed) fails the test with its error. Call engine().advance to expect an error.
   void Advance(std::string_view duration) {
     Result<DurationMs> d = parse_duration(duration);
     ASSERT_TRUE(d.is_ok()) << d.message();
-    engine_->advance(*d);
+    Status s = engine_->advance(*d);
+    EXPECT_TRUE(s.is_ok()) << "advance " << duration << ": " << s.message();
   }
 
   std::vector<ContextRecord> Contexts(std::string_view flow = {}) const { return engine_->contexts(flow); }
