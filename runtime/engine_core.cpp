@@ -339,6 +339,7 @@ Status EngineCore::advance(DurationMs d) {
   }
   MutexLock drive(drive_mu_);
   const TimeMs target = add_duration(clock.now(), d);
+  if (!clock.is_virtual()) return advance_real_clock(target);
   const size_t budget = props().max_schedule_fires_per_advance;
   size_t fires_left = budget;
   while (true) {
@@ -363,6 +364,25 @@ Status EngineCore::advance(DurationMs d) {
   clock.set(target);
   wait_idle();
   return Status::ok();
+}
+
+Status EngineCore::advance_real_clock(TimeMs target) {
+  // A real clock cannot be moved: sleep until real time reaches the target, in short steps
+  // so that a stop is seen at once, and leave the timers to the timer thread.
+  constexpr TimeMs kStepMs = 10;
+  for (TimeMs now = clock.now(); now < target; now = clock.now()) {
+    if (stop_requested()) return Status::ok();
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(target - now, kStepMs)));
+  }
+  // Then, as settle does, wait until every timer due by the target has fired and taken
+  // effect (the timer thread may still be at it) and no context can run.
+  while (true) {
+    wait_idle();
+    if (stop_requested()) return Status::ok();
+    const TimerQueue::Pending pending = timers.pending(false);
+    if (!pending.firing && (!pending.next || *pending.next > target)) return Status::ok();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 void EngineCore::settle(DurationMs until) {

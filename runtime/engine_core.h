@@ -128,7 +128,9 @@ class EngineCore {
   // Both return early once a stop is requested. advance refuses a negative duration or
   // one past kMaxDuration; on a virtual clock it fires at most
   // max_schedule_fires_per_advance schedule triggers and, past that, stops at the moment
-  // of the first one it did not fire, with an error. Deadlines saturate at kMaxTime.
+  // of the first one it did not fire, with an error. On a real clock it sleeps until real
+  // time reaches the target (the timer thread fires what falls due) and waits for idle.
+  // Deadlines saturate at kMaxTime.
   Status advance(DurationMs d);
   void settle(DurationMs until);
 
@@ -174,6 +176,7 @@ class EngineCore {
   // Fires the timers due at `t`: every context timer and at most `max_schedules` schedule
   // timers. Returns what it took (its `fires` already run).
   TimerQueue::Due fire_due(TimeMs t, size_t max_schedules);
+  Status advance_real_clock(TimeMs target);
   void schedule_tick(FlowSlot* flow, uint64_t generation, TimeMs at);
 
   Mutex props_mu_;  // serialises set_property
