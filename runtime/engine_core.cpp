@@ -12,7 +12,7 @@ namespace flowrt {
 
 EngineCore::EngineCore(EngineOptions opts)
     : options(std::move(opts)),
-      clock(options.virtual_clock, options.virtual_clock ? options.start_time : 0),
+      clock(options.virtual_clock, options.virtual_clock ? clamp_time(options.start_time) : 0),
       flows(&actions),
       dispatcher(*this, options.seed),
       workers(events, [this](Context* ctx) { run(ctx); }),

@@ -35,7 +35,8 @@ namespace flowrt {
 struct EngineOptions {
   // Virtual clock (moves only on advance/settle) or the system clock.
   bool virtual_clock = true;
-  // Where a virtual clock starts.
+  // Where a virtual clock starts; brought into [kMinTime, kMaxTime] (config.json and the
+  // test fixture refuse a time outside it).
   TimeMs start_time = kDefaultVirtualStart;
   // Rules and budgets; worker_threads among them.
   EngineProperties properties;
