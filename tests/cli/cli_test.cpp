@@ -145,6 +145,28 @@ TEST_F(CliTest, Run_BadConfig_Exit1) {
   EXPECT_NE(o.out.find("/properties/max_actions: property max_actions must be an integer"), std::string::npos) << o.out;
 }
 
+// start_time must be a real instant inside the engine's range (1970 to 9999); a time
+// before 1970 used to give every context null times.
+TEST_F(CliTest, Run_StartTimeNotRealOrOutsideTheRange_Exit1_NamesIt) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  write("events.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n");
+  write("config.json", R"({"start_time": "1969-07-20T20:17:00Z"})");
+  Output before = run("run " + dir());
+  EXPECT_EQ(before.code, 1) << before.out;
+  EXPECT_NE(before.out.find("/start_time: \"1969-07-20T20:17:00Z\" is outside the engine's time range: the supported "
+                            "range is 1970-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z"),
+            std::string::npos)
+      << before.out;
+  write("config.json", R"({"start_time": "2026-02-30T00:00:00Z"})");
+  Output unreal = run("run " + dir());
+  EXPECT_EQ(unreal.code, 1) << unreal.out;
+  EXPECT_NE(unreal.out.find("/start_time: \"2026-02-30T00:00:00Z\" is not a real date"), std::string::npos) << unreal.out;
+  write("config.json", R"({"start_time": "1970-01-01T00:00:00Z"})");
+  Output first = run("run " + dir() + " --format json");
+  EXPECT_EQ(first.code, 0) << first.out;
+  EXPECT_NE(first.out.find("\"started_at\":\"1970-01-01T00:00:00.000Z\""), std::string::npos) << first.out;
+}
+
 TEST_F(CliTest, Validate_ReportsEveryError_Exit1) {
   write("flows/a.json", R"({"id": "a", "trigger": {"type": "api"}, "actions": [{"action": "log", "inputs": {"message": "{{x.y}}"}}]})");
   write("flows/b.json", "{\n  \"id\": \"b\",\n  oops\n}");

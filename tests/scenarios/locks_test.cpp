@@ -274,7 +274,7 @@ TEST_P(ReleaseOnExitTest, EveryLockIsReleasedAndEveryQueueLeft) {
   const std::string wb = CallFlow("waiter", Json(R"({"k": "b"})"));
   engine().settle(0);
   if (ending == "cancelled") {
-    engine().advance(2000);
+    ASSERT_TRUE(engine().advance(2000).is_ok());
     ASSERT_TRUE(engine().cancel(h).is_ok());
   }
   Settle();
