@@ -141,7 +141,11 @@ OpOutcome apply(Engine& engine, const Scenario& s, const Op& op) {
       if (!st) fail(st.message());
       break;
     }
-    case Op::Kind::kAdvance: engine.advance(op.duration); break;
+    case Op::Kind::kAdvance: {
+      Status st = engine.advance(op.duration);
+      if (!st) fail(st.message());
+      break;
+    }
     case Op::Kind::kSettle: engine.settle(op.duration); break;
   }
   return o;
