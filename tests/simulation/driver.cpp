@@ -298,8 +298,10 @@ SeedRun run_seed(uint64_t seed, Variant variant, Coverage* cov, const Sabotage& 
 
     std::set<std::string> cancelled;  // cancelled while not ended: must end cancelled (simulation mode)
     std::map<std::string, Value> ended;  // records of contexts that had ended at a look
+    const bool trace = std::getenv("FLOWRT_SIM_TRACE") != nullptr;  // each operation as it is applied
     auto run_op = [&](const Op& op, size_t number) {
       run.log.push_back(op.describe());
+      if (trace) std::fprintf(stderr, "[ simulation ] #%zu %s\n", number, op.describe().c_str());
       const uint64_t before = engine.core().dispatcher.last_commit();
       const TimeMs now = engine.now();
       std::optional<ContextRecord> target;

@@ -239,7 +239,7 @@ void Model::lock_checks(const Snapshot& snap, bool quiescent, Violations* out) {
         }
         who = next;
         // The engine names the path until a context repeats; with weights that context may
-        // be another than the requester (tests/runtime/lock_deadlock_naming_test.cpp).
+        // be another than the requester (tests/runtime/lock_table_edges_test.cpp).
         if (!named.insert(next).second) {
           closes = true;
           break;

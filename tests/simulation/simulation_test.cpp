@@ -72,7 +72,10 @@ Coverage run_part(Variant variant, int part, int parts, uint64_t default_seeds) 
   size_t failures = 0;
   const auto start = std::chrono::steady_clock::now();
   for (uint64_t seed = lo; seed < hi && failures < 3; ++seed) {
+    const auto seed_start = std::chrono::steady_clock::now();
     const std::string problem = check_seed(seed, variant, g_binary, verbose, &cov);
+    const double seed_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - seed_start).count();
+    if (seed_secs > 5) std::printf("[ simulation ] %s seed %llu took %.1f s\n", variant_name(variant), static_cast<unsigned long long>(seed), seed_secs);
     if (!problem.empty()) {
       ++failures;
       ADD_FAILURE() << problem;

@@ -77,7 +77,7 @@ json FlowBuilder::lock_step(const std::string& key, int64_t weight, bool counter
   json in = {{"key", key}, {"max_attempts", g_.between(1, counter ? 12 : 6)},
              {"delay", std::to_string(g_.between(1, 5) * 100) + "ms"}};
   if (weight != 1 || g_.chance(0.3)) in["weight"] = weight;
-  if (g_.chance(0.25)) in["max_duration"] = g_.chance(0.5) ? "700ms" : "3s";
+  if (g_.chance(counter ? 0.4 : 0.25)) in["max_duration"] = g_.chance(0.6) ? "700ms" : "3s";
   return json{{"id", next_id()}, {"action", "lock"}, {"on_error", on_error()}, {"inputs", in}};
 }
 
@@ -136,7 +136,7 @@ void FlowBuilder::counter_pattern(json& out) {
   out.push_back(json{{"id", c},
                      {"action", "look_up_record"},
                      {"inputs", {{"table", kCounterTable}, {"condition", {{"field", "name"}, {"op", "eq"}, {"value", key}}}}}});
-  if (g_.chance(0.4)) out.push_back(wait_step(g_.between(0, 10) * 100));
+  if (g_.chance(0.5)) out.push_back(wait_step(g_.between(0, 10) * 100));
   out.push_back(json{{"id", next_id()},
                      {"action", "update_record"},
                      {"inputs",
@@ -292,7 +292,7 @@ void FlowBuilder::add(json& out, int depth, bool in_loop) {
       if (g_.chance(0.5) || api_flows_.empty()) {
         out.push_back(json{{"id", next_id()},
                            {"action", "fire_event"},
-                           {"inputs", {{"name", g_.pick(s_.events)}, {"payload", {{"from", "{{context.id}}"}}}}}});
+                           {"inputs", {{"name", g_.chance(0.5) ? "e2" : "e3"}, {"payload", {{"from", "{{context.id}}"}}}}}});
       } else {
         out.push_back(json{{"id", next_id()},
                            {"action", "start_flow"},
@@ -307,13 +307,15 @@ void FlowBuilder::add(json& out, int depth, bool in_loop) {
       return;
     case 18: {  // two locks, in either order: contexts that take them crosswise deadlock
       if (s_.lock_names.size() < 2) return add(out, depth, in_loop);
-      const std::string first = g_.pick(s_.lock_names);
-      std::string second = g_.pick(s_.lock_names);
-      while (second == first) second = g_.pick(s_.lock_names);
+      // k0 and k1 in the order of the flow's parity: flows of the other parity take them
+      // the other way round.
+      const bool odd = (f_.id.back() - '0') % 2 == 1;
+      const std::string first = s_.lock_names[odd ? 1 : 0];
+      const std::string second = s_.lock_names[odd ? 0 : 1];
       maybe_held_.insert(first);
       maybe_held_.insert(second);
       out.push_back(lock_step(first, 1, false));
-      out.push_back(wait_step(g_.between(0, 3) * 100));
+      out.push_back(wait_step(g_.between(1, 3) * 100));
       out.push_back(lock_step(second, 1, false));
       out.push_back(json{{"action", "unlock"}, {"inputs", {{"key", second}}}});
       out.push_back(json{{"action", "unlock"}, {"inputs", {{"key", first}}}});
@@ -403,7 +405,7 @@ void FlowBuilder::add_more(json& out, int depth, bool in_loop, int64_t kind) {
       } else if (which <= 5) {
         if (in_loop) return add(out, depth, in_loop);
         out.push_back(json{{"id", next_id()}, {"action", "sim_stamp"}, {"inputs", {{"tag", "{{flow.id}}-{{context.id}}"}}}});
-      } else if (which <= 8) {
+      } else if (which <= 7) {
         json step = {{"id", next_id()}, {"action", "sim_throw"}};
         if (g_.chance(0.5)) {
           step["on_error"] = "continue";
