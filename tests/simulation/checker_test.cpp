@@ -19,6 +19,20 @@
 
 namespace flowrt::sim {
 
+// Under ThreadSanitizer the tests that run whole seeds in simulation mode (one thread,
+// nothing for TSan to find) are skipped: the other builds run them.
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kThreadSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+constexpr bool kThreadSanitizer = true;
+#else
+constexpr bool kThreadSanitizer = false;
+#endif
+#else
+constexpr bool kThreadSanitizer = false;
+#endif
+
 // Reaches the model's lock checks with a hand-made snapshot.
 class ModelTestAccess {
  public:
@@ -137,6 +151,7 @@ TEST(SimulationCheckerTest, ContextsStartedOutOfSeqOrder_Fail) {
 }
 
 TEST(SimulationCheckerTest, ARealRunTamperedWith_Fails) {
+  if (kThreadSanitizer) GTEST_SKIP() << "one thread in simulation mode: the other builds run it; under TSan it only costs minutes";
   // A real run keeps every invariant; the same document with one counter bumped does not.
   Coverage cov;
   const SeedRun run = run_seed(1, Variant::kSimulated, &cov);
@@ -313,6 +328,7 @@ Sabotage edit_step(std::function<bool(const Value&, const Value&)> pick, std::fu
 }
 
 TEST(SimulationCheckerTest, AWrongSkipReason_IsCaught) {
+  if (kThreadSanitizer) GTEST_SKIP() << "one thread in simulation mode: the other builds run it; under TSan it only costs minutes";
   auto done = std::make_shared<bool>(false);
   const SeedRun run = broken_run([done](std::vector<CommitRecord>*, Value* doc) {
     const auto skipped = (*doc)["skipped"].items();
@@ -329,6 +345,7 @@ TEST(SimulationCheckerTest, AWrongSkipReason_IsCaught) {
 }
 
 TEST(SimulationCheckerTest, ADuplicatedFencingToken_IsCaught) {
+  if (kThreadSanitizer) GTEST_SKIP() << "one thread in simulation mode: the other builds run it; under TSan it only costs minutes";
   auto first = std::make_shared<int64_t>(-1);
   const SeedRun run = broken_run([first](std::vector<CommitRecord>*, Value* doc) {
     size_t ci = 0, si = 0;
@@ -354,6 +371,7 @@ TEST(SimulationCheckerTest, ADuplicatedFencingToken_IsCaught) {
 }
 
 TEST(SimulationCheckerTest, ALostWakeUp_IsCaught) {
+  if (kThreadSanitizer) GTEST_SKIP() << "one thread in simulation mode: the other builds run it; under TSan it only costs minutes";
   // A wait_for_condition a write woke, reported as timed out at its timeout.
   const SeedRun run = broken_run(edit_step(
       [](const Value&, const Value& st) {
@@ -368,6 +386,7 @@ TEST(SimulationCheckerTest, ALostWakeUp_IsCaught) {
 }
 
 TEST(SimulationCheckerTest, ARecordThatDiffersFromTheModel_IsCaught) {
+  if (kThreadSanitizer) GTEST_SKIP() << "one thread in simulation mode: the other builds run it; under TSan it only costs minutes";
   auto done = std::make_shared<bool>(false);
   const SeedRun run = broken_run([done](std::vector<CommitRecord>* commits, Value*) {
     for (CommitRecord& c : *commits) {
@@ -382,6 +401,7 @@ TEST(SimulationCheckerTest, ARecordThatDiffersFromTheModel_IsCaught) {
 }
 
 TEST(SimulationCheckerTest, AReplayThatDiffers_IsCaught) {
+  if (kThreadSanitizer) GTEST_SKIP() << "one thread in simulation mode: the other builds run it; under TSan it only costs minutes";
   const SeedRun first = run_seed(3, Variant::kSimulated, nullptr);
   ASSERT_TRUE(first.violations.empty()) << describe(first.violations);
   SeedRun second = run_seed(3, Variant::kSimulated, nullptr);
@@ -393,6 +413,7 @@ TEST(SimulationCheckerTest, AReplayThatDiffers_IsCaught) {
 }
 
 TEST(SimulationCheckerTest, AStartOutOfCommitOrder_IsCaught) {
+  if (kThreadSanitizer) GTEST_SKIP() << "one thread in simulation mode: the other builds run it; under TSan it only costs minutes";
   auto done = std::make_shared<bool>(false);
   const SeedRun run = broken_run([done](std::vector<CommitRecord>* commits, Value*) {
     for (CommitRecord& c : *commits) {
@@ -407,6 +428,7 @@ TEST(SimulationCheckerTest, AStartOutOfCommitOrder_IsCaught) {
 }
 
 TEST(SimulationCheckerTest, ALeaseThatDidNotExpireAtItsTime_IsCaught) {
+  if (kThreadSanitizer) GTEST_SKIP() << "one thread in simulation mode: the other builds run it; under TSan it only costs minutes";
   auto done = std::make_shared<bool>(false);
   const SeedRun run = broken_run([done](std::vector<CommitRecord>*, Value* doc) {
     const auto contexts = (*doc)["contexts"].items();
@@ -426,6 +448,7 @@ TEST(SimulationCheckerTest, ALeaseThatDidNotExpireAtItsTime_IsCaught) {
 }
 
 TEST(SimulationCheckerTest, AGiveUpAtTheWrongTime_IsCaught) {
+  if (kThreadSanitizer) GTEST_SKIP() << "one thread in simulation mode: the other builds run it; under TSan it only costs minutes";
   const SeedRun run = broken_run(edit_step(
       [](const Value& c, const Value& st) {
         bool queued = false;
@@ -437,6 +460,7 @@ TEST(SimulationCheckerTest, AGiveUpAtTheWrongTime_IsCaught) {
 }
 
 TEST(SimulationCheckerTest, AMatchThatStartedNothing_IsCaught) {
+  if (kThreadSanitizer) GTEST_SKIP() << "one thread in simulation mode: the other builds run it; under TSan it only costs minutes";
   auto done = std::make_shared<bool>(false);
   const SeedRun run = broken_run([done](std::vector<CommitRecord>* commits, Value*) {
     for (CommitRecord& c : *commits) {
@@ -451,6 +475,7 @@ TEST(SimulationCheckerTest, AMatchThatStartedNothing_IsCaught) {
 }
 
 TEST(SimulationCheckerTest, AWaitThatEndedAtTheWrongTime_IsCaught) {
+  if (kThreadSanitizer) GTEST_SKIP() << "one thread in simulation mode: the other builds run it; under TSan it only costs minutes";
   const SeedRun run = broken_run(edit_step(
       [](const Value&, const Value& st) { return st["action"].as_string() == "wait" && st["status"].as_string() == "completed"; },
       [](const Value& st) { return st.with("ended_at", Value(std::string_view(format_time(ms(st["ended_at"]) + 50)))); }));
@@ -458,6 +483,7 @@ TEST(SimulationCheckerTest, AWaitThatEndedAtTheWrongTime_IsCaught) {
 }
 
 TEST(SimulationCheckerTest, AWrongBranch_IsCaught) {
+  if (kThreadSanitizer) GTEST_SKIP() << "one thread in simulation mode: the other builds run it; under TSan it only costs minutes";
   const SeedRun run = broken_run(edit_step(
       [](const Value&, const Value& st) { return st["action"].as_string() == "if" && st["outputs"]["branch"].as_string() == "then"; },
       [](const Value& st) { return st.with("outputs", Value::object({{"branch", Value("else")}})); }));
@@ -465,6 +491,7 @@ TEST(SimulationCheckerTest, AWrongBranch_IsCaught) {
 }
 
 TEST(SimulationCheckerTest, ALostWrite_IsCaught) {
+  if (kThreadSanitizer) GTEST_SKIP() << "one thread in simulation mode: the other builds run it; under TSan it only costs minutes";
   // A write step that failed, reported as completed: the model waits for its commit.
   const SeedRun run = broken_run(edit_step(
       [](const Value&, const Value& st) {
@@ -478,6 +505,7 @@ TEST(SimulationCheckerTest, ALostWrite_IsCaught) {
 }
 
 TEST(SimulationCheckerTest, AStaleHolderThatWrote_IsCaught) {
+  if (kThreadSanitizer) GTEST_SKIP() << "one thread in simulation mode: the other builds run it; under TSan it only costs minutes";
   // A write while_holding a lock whose lease, by the record, ended before it (at every
   // checkpoint: the lock checks read the whole record at quiescent ones).
   const SeedRun run = broken_run([](std::vector<CommitRecord>*, Value* doc) {
@@ -508,6 +536,7 @@ TEST(SimulationCheckerTest, AStaleHolderThatWrote_IsCaught) {
 }
 
 TEST(SimulationCheckerTest, AVersionThatWasNotPublished_IsCaught) {
+  if (kThreadSanitizer) GTEST_SKIP() << "one thread in simulation mode: the other builds run it; under TSan it only costs minutes";
   const SeedRun run = broken_run(edit_step(
       [](const Value&, const Value& st) { return st["path"].as_string() == "1" && st["inputs"]["message"].as_string() == "version f0 1"; },
       [](const Value& st) { return st.with("inputs", Value::object({{"message", Value("version f0 2")}})); }));

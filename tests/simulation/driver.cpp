@@ -348,6 +348,12 @@ SeedRun run_seed(uint64_t seed, Variant variant, Coverage* cov, const Sabotage& 
       if (sabotage && sabotage(&taken, &document)) run.sabotaged = true;
       const Snapshot snap = Snapshot::from_document(document, engine.now());
       model.checkpoint(std::move(taken), snap, commits, true, &v);
+      model.check_commit_seqs(
+          [&engine](const std::string& id) {
+            std::shared_ptr<Context> c = engine.core().contexts.find(id);
+            return c ? c->commit_seq : 0;
+          },
+          &v);
       if (const char* dump = std::getenv("FLOWRT_SIM_DUMP"); dump && *dump && !v.empty()) {
         // The document the failing check read, for a closer look.
         if (FILE* f = std::fopen(dump, "w")) {

@@ -228,7 +228,7 @@ Scenario generate_scenario(uint64_t seed, Variant variant) {
       f.table = g.pick(s.tables);
       f.when = g.pick(std::vector<std::string>{"created", "updated", "created_or_updated", "deleted"});
       if (f.when == "updated" || f.when == "created_or_updated") {
-        f.run = g.pick(std::vector<std::string>{"", "once", "always", "always", "for_each_unique_change", "for_every_update"});
+        f.run = g.pick(std::vector<std::string>{"", "once", "once", "always", "always", "for_each_unique_change", "for_every_update"});
       }
       if (g.chance(0.6)) f.condition = random_condition(g, f);
     } else if (k <= 7) {

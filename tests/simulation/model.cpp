@@ -99,6 +99,16 @@ void Model::loaded(TimeMs now) {
   }
 }
 
+void Model::check_commit_seqs(const std::function<uint64_t(const std::string&)>& commit_seq_of, Violations* out) {
+  for (; commit_seqs_checked_ < ctx_order_.size(); ++commit_seqs_checked_) {
+    const Ctx& x = ctxs_.at(ctx_order_[commit_seqs_checked_]);
+    const uint64_t got = commit_seq_of(x.id);
+    if (got != x.start_commit) {
+      add(out, kInvD, x.id + " carries commit_seq " + std::to_string(got) + ", but commit " + std::to_string(x.start_commit) + " queued it");
+    }
+  }
+}
+
 TrafficView Model::view() const {
   TrafficView v;
   for (const std::string& t : s_.tables) {

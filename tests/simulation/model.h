@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -64,6 +65,10 @@ class Model {
   // just the contexts they started and the skipped list.
   void checkpoint(std::vector<CommitRecord> commits, const Snapshot& snap, const CommitLog& log, bool quiescent,
                   Violations* out);
+
+  // FIFO by commit sequence, read back from the engine: each context the model saw start
+  // carries (Context::commit_seq, from `commit_seq_of`) the commit that queued it.
+  void check_commit_seqs(const std::function<uint64_t(const std::string&)>& commit_seq_of, Violations* out);
 
   TrafficView view() const;
   // How often the interesting things happened (coverage).
@@ -199,6 +204,7 @@ class Model {
   std::map<std::string, Table> tables_;
   std::map<std::string, Ctx> ctxs_;
   std::vector<std::string> ctx_order_;  // by seq
+  size_t commit_seqs_checked_ = 0;       // of ctx_order_
   uint64_t next_seq_ = 1;
   size_t skipped_seen_ = 0;   // entries of the engine's skipped list (commit skips) consumed
   size_t call_skips_seen_ = 0;

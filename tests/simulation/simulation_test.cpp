@@ -36,8 +36,11 @@ namespace {
 #ifndef FLOWRT_SIM_PARTS
 #define FLOWRT_SIM_PARTS 4
 #endif
+#ifndef FLOWRT_SIM_SIMULATED_PARTS
+#define FLOWRT_SIM_SIMULATED_PARTS FLOWRT_SIM_PARTS
+#endif
 
-constexpr int kSimulatedParts = FLOWRT_SIM_PARTS;
+constexpr int kSimulatedParts = FLOWRT_SIM_SIMULATED_PARTS;
 constexpr int kThreadParts = FLOWRT_SIM_PARTS;
 constexpr int kRealClockParts = 1;
 
