@@ -354,19 +354,19 @@ SeedRun run_seed(uint64_t seed, Variant variant, Coverage* cov, const Sabotage& 
             return c ? c->commit_seq : 0;
           },
           &v);
-      if (const char* dump = std::getenv("FLOWRT_SIM_DUMP"); dump && *dump && !v.empty()) {
-        // The document the failing check read, for a closer look.
-        if (FILE* f = std::fopen(dump, "w")) {
-          std::fputs(to_pretty_json(document).c_str(), f);
-          std::fclose(f);
-        }
-      }
       check_contexts(snap, m, &v);
       check_locks(snap, s.lock_limits, m, &v);
       check_fifo(snap, &v, !real_clock);
       check_counters(snap, s.lock_names, &v);
       const std::string lv = engine.core().dispatcher.lock_violation();
       if (!lv.empty()) v.push_back(Violation{"(c) locks", "the lock table's own check: " + lv, ""});
+      if (const char* dump = std::getenv("FLOWRT_SIM_DUMP"); dump && *dump && !v.empty()) {
+        // The document the failing checks read, for a closer look.
+        if (FILE* f = std::fopen(dump, "w")) {
+          std::fputs(to_pretty_json(document).c_str(), f);
+          std::fclose(f);
+        }
+      }
       if (m == Moment::kAfterOperation) return;
       for (const std::string& id : cancelled) {
         const Value* c = snap.context(id);

@@ -40,10 +40,22 @@ json FlowBuilder::body() {
                          {"action", "fire_event"},
                          {"inputs", {{"name", f_.event == "e0" ? "e1" : "e0"}, {"payload", {{"from", "{{context.id}}"}}}}}});
   }
+  // Each add() may append several top-level steps that belong together (lock ... unlock):
+  // past max_actions, whole groups are dropped from the end, never part of one.
+  std::vector<size_t> group_starts;
   const int64_t n = g_.between(2, 6);
-  for (int64_t i = 0; i < n; ++i) add(steps, 0, false);
-  if (hang_ && s_.custom == "hang") add_more(steps, 0, false, 26);  // the flow that hangs always does
-  while (action_steps(steps) > 49) steps.erase(steps.size() - 1);
+  for (int64_t i = 0; i < n; ++i) {
+    group_starts.push_back(steps.size());
+    add(steps, 0, false);
+  }
+  if (hang_ && s_.custom == "hang") {
+    group_starts.push_back(steps.size());
+    add_more(steps, 0, false, 26);  // the flow that hangs always does
+  }
+  while (action_steps(steps) > 49 && !group_starts.empty()) {
+    while (steps.size() > group_starts.back()) steps.erase(steps.size() - 1);
+    group_starts.pop_back();
+  }
   return steps;
 }
 

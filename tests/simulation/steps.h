@@ -24,8 +24,8 @@ class FlowBuilder {
   // custom action.
   FlowBuilder(Rng& g, const Scenario& s, const FlowSpec& f, const std::vector<std::string>& api_flows, bool has_vars,
               bool hang = false);
-  // The flow's steps (after the version marker, which the caller adds); the last
-  // top-level ones are dropped while the flow holds more than max_actions (50) action
+  // The flow's steps (after the version marker, which the caller adds); the last groups
+  // of top-level steps are dropped while the flow holds more than max_actions (50) action
   // steps (pills only read earlier steps, so this stays valid).
   json body();
 
