@@ -218,8 +218,10 @@ void EngineCore::abandon(Watchdog::Call& call, Watchdog::Reason why) {
   for (int64_t record : call.open_records) ctx.end_step(record, StepStatus::kError, t, Value(), reason);
   finish_context(ctx, why == Watchdog::Reason::kQuota ? ContextStatus::kError : ContextStatus::kCancelled,
                  Value::object({{"message", reason}, {"step", call.path}}));
-  work_done();  // the stuck worker never will
+  // Retired (and counted as abandoned) before the work is given back, so that whoever
+  // sees the engine idle also sees the stuck thread counted.
   workers.retire(call.worker);
+  work_done();  // the stuck worker never will
 }
 
 bool EngineCore::run_steps(Context* ctx, uint32_t max_steps) {
