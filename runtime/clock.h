@@ -52,6 +52,8 @@ class TimerQueue {
   // Removes and returns the timers due at or before `now`, in order.
   std::vector<Fire> take_due(TimeMs now, bool context_only) EXCLUDES(mu_);
   size_t size() const EXCLUDES(mu_);
+  // Whether `handle` is still queued: added, and neither fired (taken) nor cancelled.
+  bool contains(const TimerHandle& handle) const EXCLUDES(mu_);
 
   // For a real clock: blocks until a timer is due at `clock.now()` or stop() is called.
   // The timers returned count as firing until the caller reports them fired().
