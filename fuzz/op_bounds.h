@@ -1,0 +1,37 @@
+// OpBounds: the events fuzz target's Harness op filter (Harness::set_op_filter). It keeps
+// one execution short without changing the engine or how the events file is read:
+//   - at most kMaxOps ops; the next one stops the run as a bad line does;
+//   - `advance` at most 24 h per op and 24 h in all, `settle` `until` at most 24 h;
+//   - `set_property` of max_iterations (<= 50), indirect_recursion_limit (<= 4) and
+//     worker_threads (1 or 2; 0, one per core, is 2) is clamped;
+//   - a `save`d schedule trigger fires at most every 5 minutes.
+// Anything it cannot read (a bad duration, a missing field) passes unchanged, for the
+// harness to report. One per run; not synchronized.
+#pragma once
+
+#include <cstddef>
+
+#include "plans/result.h"
+#include "plans/time.h"
+#include "plans/value.h"
+
+namespace flowrt::fuzz {
+
+class OpBounds {
+ public:
+  static constexpr size_t kMaxOps = 64;
+  static constexpr DurationMs kMaxStep = 24 * 3600 * 1000;         // one advance or settle
+  static constexpr DurationMs kMaxAdvanceTotal = 24 * 3600 * 1000;  // every advance together
+  static constexpr DurationMs kMinEvery = 5 * 60 * 1000;           // saved schedule triggers
+  static constexpr long long kMaxIterations = 50;
+  static constexpr long long kMaxRecursion = 4;
+  static constexpr long long kMaxWorkers = 2;
+
+  Result<Value> operator()(const Value& op);
+
+ private:
+  size_t ops_ = 0;
+  DurationMs advanced_ = 0;
+};
+
+}  // namespace flowrt::fuzz
