@@ -1,5 +1,6 @@
 #include "runtime/liveness.h"
 
+#include "plans/eval.h"
 #include "plans/time.h"
 #include "runtime/context_record.h"
 
@@ -8,7 +9,7 @@ namespace {
 
 // A timer the wait counts on: still queued and due after now (a queued timer due at or
 // before now would have fired in the settle or advance that just ended).
-std::string timer_missing(EngineCore& core, const TimerHandle& timer, const char* of) {
+std::string timer_problem(EngineCore& core, const TimerHandle& timer, const char* of) {
   if (!timer.valid()) return std::string("its ") + of + " has no timer";
   if (!core.timers.contains(timer)) return std::string("its ") + of + " timer is not in the timer queue";
   if (timer.deadline <= core.clock.now()) {
@@ -26,13 +27,24 @@ void describe_lock(EngineCore& core, const Context& ctx, const std::vector<LockS
     for (const LockWaiterState& q : l.waiters) {
       if (q.who != ctx.seq) continue;
       if (q.give_up_at >= 0 && q.give_up_at <= core.clock.now()) {
-        w->missing = "its give-up time " + format_time(q.give_up_at) + " has passed (now " +
+        w->problem = "its give-up time " + format_time(q.give_up_at) + " has passed (now " +
                      format_time(core.clock.now()) + ")";
       }
       return;
     }
   }
-  w->missing = "it is in no queue of lock '" + name + "'";
+  w->problem = "it is in no queue of lock '" + name + "'";
+}
+
+// Whether `record` meets the wait's condition as it is now: compared with itself as the
+// previous version, so that a condition on a change never holds.
+bool meets(const WaitRequest& req, const Value& record) {
+  if (!req.condition) return false;
+  Scope scope;
+  scope.record = &record;
+  scope.previous = &record;
+  Result<bool> r = evaluate(*req.condition, scope);
+  return r.is_ok() && *r;
 }
 
 void describe_record(EngineCore& core, Context& ctx, ContextWait* w) {
@@ -41,12 +53,15 @@ void describe_record(EngineCore& core, Context& ctx, ContextWait* w) {
   const std::string sys_id(req.sys_id.as_string());
   w->what = "record " + table + "/" + sys_id;
   if (core.dispatcher.get(table, sys_id).is_null()) {
-    w->missing = "the record does not exist";
+    w->problem = "the record does not exist";
   } else if (!core.dispatcher.has_record_waiter(table, sys_id, ctx)) {
-    w->missing = "it is not among the record's waiters";
+    w->problem = "it is not among the record's waiters";
+  } else if (meets(req, core.dispatcher.get(table, sys_id))) {
+    w->problem = "the record meets its condition, yet it was not woken (a lost wake-up): " +
+                 core.dispatcher.get(table, sys_id).to_json();
   } else if (req.deadline >= 0) {
     w->what += " (timeout at " + format_time(req.deadline) + ")";
-    w->missing = timer_missing(core, ctx.state->timer, "timeout's");
+    w->problem = timer_problem(core, ctx.state->timer, "timeout's");
   }
 }
 
@@ -80,12 +95,12 @@ std::vector<ContextWait> context_waits(EngineCore& core) {
       case WaitRequest::Kind::kNone:
         w.on = ContextWait::On::kNothing;
         w.what = "nothing";
-        w.missing = ctx->state ? "it is parked without a wait request" : "it is parked without an execution state";
+        w.problem = ctx->state ? "it is parked without a wait request" : "it is parked without an execution state";
         break;
       case WaitRequest::Kind::kTimer:
         w.on = ContextWait::On::kTimer;
         w.what = "timer due at " + format_time(ctx->state->wait.deadline);
-        w.missing = timer_missing(core, ctx->state->timer, "wait's");
+        w.problem = timer_problem(core, ctx->state->timer, "wait's");
         break;
       case WaitRequest::Kind::kRecord:
         w.on = ContextWait::On::kRecord;

@@ -23,11 +23,13 @@ struct ContextWait {
   std::string status;   // its record's status (waiting, in_progress)
   On on = On::kRun;
   std::string what;     // what it waits on: "timer due at T", "record t0/a0", "lock 'pool'"
-  // "" when what it waits on exists: the timer is still queued and due after now; the
-  // record exists and the context is among its waiters (and the timeout's timer is
-  // queued); the context is in the lock's queue and its give-up time is after now.
-  // Otherwise, what is missing. Always "" for kRun; always set for kNothing.
-  std::string missing;
+  // "" when the wait can end because what it waits on exists: the timer is still queued
+  // and due after now; the record exists, the context is among its waiters, the record
+  // does not already meet the condition (a lost wake-up; conditions on changes are taken
+  // as not met) and the timeout's timer, if any, is queued; the context is in the lock's
+  // queue and its give-up time is after now. Otherwise, why it cannot end. Always "" for
+  // kRun; always set for kNothing.
+  std::string problem;
 };
 
 // Every context that has not ended, in seq order, with what it waits on.

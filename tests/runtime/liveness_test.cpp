@@ -1,6 +1,6 @@
 // runtime/liveness.h: each context that has not ended is reported with what it waits on,
 // read from the engine's timer queue, record waiters and lock queues; a wait whose thing
-// is gone is reported missing (so a liveness check built on it can fail).
+// is gone, or that should have been woken, is reported (so a check built on it can fail).
 #include "runtime/liveness.h"
 
 #include "testing/flow_test.h"
@@ -50,7 +50,7 @@ TEST_F(LivenessTest, EveryWaitIsNamedAndExists) {
   EXPECT_EQ(w[3].what, "lock 'k'");
   for (const ContextWait& c : w) {
     EXPECT_EQ(c.status, "waiting") << c.context;
-    EXPECT_EQ(c.missing, "") << c.context << " waits on " << c.what;
+    EXPECT_EQ(c.problem, "") << c.context << " waits on " << c.what;
   }
 }
 
@@ -61,7 +61,7 @@ TEST_F(LivenessTest, EndedContextsAreNotListed) {
   EXPECT_TRUE(Waits().empty());
 }
 
-TEST_F(LivenessTest, AWaitWhoseTimerOrWaiterIsGone_IsReportedMissing) {
+TEST_F(LivenessTest, AWaitWhoseTimerOrWaiterIsGone_IsReported) {
   StartFourWaits();
   EngineCore& core = engine().core();
   std::shared_ptr<Context> sleeper = core.contexts.find("ctx-1");
@@ -70,8 +70,28 @@ TEST_F(LivenessTest, AWaitWhoseTimerOrWaiterIsGone_IsReportedMissing) {
   core.dispatcher.remove_waiter(Value("t"), Value("a"), watcher.get());
   std::vector<ContextWait> w = Waits();
   ASSERT_EQ(w.size(), 4u);
-  EXPECT_EQ(w[0].missing, "its wait's timer is not in the timer queue");
-  EXPECT_EQ(w[1].missing, "it is not among the record's waiters");
+  EXPECT_EQ(w[0].problem, "its wait's timer is not in the timer queue");
+  EXPECT_EQ(w[1].problem, "it is not among the record's waiters");
+}
+
+TEST_F(LivenessTest, AWaiterWhoseRecordMeetsItsCondition_IsReportedAsALostWakeUp) {
+  StartFourWaits();
+  EngineCore& core = engine().core();
+  std::shared_ptr<Context> holder = core.contexts.find("ctx-3");
+  // The write that meets the condition finds no waiter; the waiter is back afterwards, as
+  // if the wake-up had been lost.
+  core.dispatcher.remove_waiter(Value("t"), Value("a"), holder.get());
+  const Value met = Update("t", "a", Json(R"({"done": true})"));
+  engine().settle(0);  // the watcher ends; the clock stays
+  ASSERT_EQ(core.dispatcher.add_waiter(Value("t"), Value("a"), holder, 0, holder->state->wait.condition, met).kind,
+            Dispatcher::WaiterAdded::Kind::kRegistered);
+  std::vector<ContextWait> w = Waits();
+  ASSERT_EQ(w.size(), 3u) << "the watcher was woken and ended";
+  EXPECT_EQ(w[0].problem, "") << "the sleeper still waits on its timer";
+  EXPECT_EQ(w[1].context, "ctx-3");
+  EXPECT_EQ(w[1].problem.rfind("the record meets its condition, yet it was not woken (a lost wake-up)", 0), 0u)
+      << w[1].problem;
+  EXPECT_EQ(w[2].problem, "") << "the lock waiter still waits on a live holder";
 }
 
 }  // namespace
