@@ -36,17 +36,18 @@
 //     waiter is a context still in progress or waiting (SPEC section 8);
 //   - every context has one of the five statuses, and the `flowrt run` document can be
 //     written;
-//   - liveness (runtime/liveness.h): every context has ended, or is parked waiting on
-//     something that exists: a timer still in the timer queue and due later, a record that
-//     exists with the context among its waiters (and its timeout's timer queued), a place
-//     in a lock's queue before its give-up time. Settle returns only when no context can
-//     run, so a context that is queued, ready or running afterwards fails the check too, as
-//     does one parked on nothing.
+//   - liveness (runtime/liveness.h), after the final settle and after every `advance` and
+//     `settle` op (checked as the next op is read, before it is applied): every context has
+//     ended, or is parked waiting on something that exists: a timer still in the timer
+//     queue and due later, a record that exists with the context among its waiters, not
+//     already meeting its condition (a lost wake-up), with its timeout's timer queued, a
+//     place in a lock's queue before its give-up time. Settle and advance return only when
+//     no context can run, so a context queued, ready or running then fails the check too,
+//     as does one parked on nothing.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -153,19 +154,20 @@ void check_engine(Engine& engine) {
   write_json(engine.document(), out);
 }
 
-void check_liveness(Engine& engine) {
+// `when`: which quiescent moment ("after the final settle", ...).
+void check_liveness(Engine& engine, const std::string& when) {
   for (const ContextWait& w : context_waits(engine.core())) {
     std::string problem;
     if (w.on == ContextWait::On::kRun) {
       problem = "is " + w.status + " and not parked, although the final settle returned (no context can run)";
-    } else if (!w.missing.empty()) {
-      problem = "waits on " + w.what + ", but " + w.missing;
+    } else if (!w.problem.empty()) {
+      problem = "waits on " + w.what + ", but " + w.problem;
     } else if (w.status != "waiting") {
       problem = "is parked on " + w.what + " but its record says " + w.status;
     }
     if (problem.empty()) continue;
     std::optional<ContextRecord> c = engine.context(w.context);
-    fail("liveness: " + w.context + " " + problem + "\n" + (c ? to_pretty_json(c->value()) : std::string()));
+    fail("liveness " + when + ": " + w.context + " " + problem + "\n" + (c ? to_pretty_json(c->value()) : std::string()));
   }
 }
 
@@ -200,7 +202,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   Harness harness(engine);
   fuzz::OpBounds bounds;
-  harness.set_op_filter(std::ref(bounds));
+  // Right after an advance or a settle no context can run, until the next op: liveness is
+  // checked there too, where waits on timers and locks are still pending.
+  std::string quiescent;
+  harness.set_op_filter([&](const Value& op) -> Result<Value> {
+    if (!quiescent.empty()) check_liveness(engine, quiescent);
+    const Value& name = op["op"];
+    quiescent = name == Value("advance") || name == Value("settle") ? "after " + op.to_json() : "";
+    return bounds(op);
+  });
   const Status ran = harness.run_text(events, "events");
   if (!ran) {
     const std::string& m = ran.message();
@@ -211,7 +221,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (printing()) std::fprintf(stderr, "%s\n", m.c_str());
   }
   check_engine(engine);
-  check_liveness(engine);
+  check_liveness(engine, "after the final settle");
   if (printing()) std::fprintf(stderr, "%s\n", to_pretty_json(engine.document()).c_str());
   return 0;
 }
