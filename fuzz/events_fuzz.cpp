@@ -25,9 +25,11 @@
 // Bounds that keep one execution short (the engine itself is not changed): inputs over
 // 64 KiB are refused; the config's max_iterations (<= 50), indirect_recursion_limit (<= 4)
 // and worker_threads (1-2) are clamped; every op passes through OpBounds (fuzz/op_bounds.h:
-// at most 64 ops, advance <= 24 h per op and in all, settle <= 24 h, the same property
-// clamps, saved schedules every 5 min or more); generated waits are at most 10 min, lock
-// leases and give-ups at most 1 h, loops at most 5 items.
+// at most 64 ops, advance <= 24 h per op and 48 h in all, settle <= 7 days, the same
+// property clamps, saved schedules every 5 min or more); generated waits are at most
+// 10 min, lock leases and give-ups at most 1 h, loops at most 5 items. The examples stay
+// within these bounds: their corpus entries give the document `flowrt run` gives (but for
+// runtime_ms).
 //
 // After the run (Harness::run_text ends with the final settle) it checks what must hold
 // whatever the input:

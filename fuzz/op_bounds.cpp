@@ -16,7 +16,7 @@ Result<Value> OpBounds::operator()(const Value& op) {
     if (!v) return op;
     Result<DurationMs> d = parse_duration(*v);
     if (!d) return op;
-    DurationMs bounded = std::min(*d, kMaxStep);
+    DurationMs bounded = std::min(*d, name == "advance" ? kMaxAdvance : kMaxSettle);
     if (name == "advance") {
       bounded = std::min(bounded, kMaxAdvanceTotal - advanced_);
       if (bounded > 0) advanced_ += bounded;

@@ -1,7 +1,9 @@
 // OpBounds: the events fuzz target's Harness op filter (Harness::set_op_filter). It keeps
 // one execution short without changing the engine or how the events file is read:
 //   - at most kMaxOps ops; the next one stops the run as a bad line does;
-//   - `advance` at most 24 h per op and 24 h in all, `settle` `until` at most 24 h;
+//   - `advance` at most 24 h per op and 48 h in all (schedules fire only there), `settle`
+//     `until` at most 7 days (it moves only to the timers contexts wait on), so that every
+//     example runs as under `flowrt run`;
 //   - `set_property` of max_iterations (<= 50), indirect_recursion_limit (<= 4) and
 //     worker_threads (1 or 2; 0, one per core, is 2) is clamped;
 //   - a `save`d schedule trigger fires at most every 5 minutes.
@@ -20,8 +22,10 @@ namespace flowrt::fuzz {
 class OpBounds {
  public:
   static constexpr size_t kMaxOps = 64;
-  static constexpr DurationMs kMaxStep = 24 * 3600 * 1000;         // one advance or settle
-  static constexpr DurationMs kMaxAdvanceTotal = 24 * 3600 * 1000;  // every advance together
+  static constexpr DurationMs kHour = 3600 * 1000;
+  static constexpr DurationMs kMaxAdvance = 24 * kHour;      // one advance
+  static constexpr DurationMs kMaxAdvanceTotal = 48 * kHour;  // every advance together
+  static constexpr DurationMs kMaxSettle = 7 * 24 * kHour;    // one settle's `until`
   static constexpr DurationMs kMinEvery = 5 * 60 * 1000;           // saved schedule triggers
   static constexpr long long kMaxIterations = 50;
   static constexpr long long kMaxRecursion = 4;
