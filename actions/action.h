@@ -65,6 +65,9 @@ struct WaitRequest {
 class StepHost {
  public:
   virtual ~StepHost() = default;
+  // True once the engine gave up on this call (a custom action that did not return in
+  // time): every other method is then inert (writes and reads fail, log does nothing).
+  virtual bool given_up() const { return false; }
   virtual TimeMs now() const = 0;
   virtual const Value& context_id() const = 0;
   virtual void log(LogLevel level, std::string_view message) = 0;

@@ -29,7 +29,7 @@ class CustomActionContext {
 
   // The rendered input `name`, null when absent.
   const Value& input(std::string_view name) const { return call_.input(name); }
-  // Adds a line to the context's log.
+  // Adds a line to the context's log (nothing once given_up()).
   void log(std::string_view message, LogLevel level = LogLevel::kInfo) const { call_.host.log(level, message); }
   // True once the context is cancelled or past its run-time quota: a long action should
   // stop and return soon (its result is then discarded).
@@ -38,6 +38,11 @@ class CustomActionContext {
   const Value& context_id() const { return call_.host.context_id(); }
   // The engine, for actions that read or write records.
   StepHost& host() const { return call_.host; }
+  // True once the engine gave up on this call (it ran past its context's max_run_time, or
+  // 1s past a cancel or the engine's stop): the context has ended, the result will be
+  // discarded, and every method here and of host() is inert (writes and reads fail with
+  // an error saying so, log does nothing). Return as soon as possible.
+  bool given_up() const { return call_.host.given_up(); }
 
  private:
   const StepCall& call_;

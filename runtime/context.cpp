@@ -64,7 +64,7 @@ const std::shared_ptr<const Chain>& Context::child_chain() {
 uint64_t Context::begin_park() {
   SpinLockGuard lock(mu_);
   phase_ = Phase::kParking;
-  status_ = ContextStatus::kWaiting;
+  status_.store(ContextStatus::kWaiting, std::memory_order_release);
   state->early_wake = false;
   return ++wait_id_;
 }
@@ -102,7 +102,8 @@ bool Context::begin_run() {
   SpinLockGuard lock(mu_);
   if (phase_ == Phase::kDone) return false;
   phase_ = Phase::kRunning;
-  if (status_ == ContextStatus::kWaiting) status_ = ContextStatus::kInProgress;
+  ContextStatus waiting = ContextStatus::kWaiting;
+  status_.compare_exchange_strong(waiting, ContextStatus::kInProgress, std::memory_order_acq_rel);
   return true;
 }
 
@@ -127,7 +128,7 @@ Context::Phase Context::phase() const {
 }
 
 void Context::record_start(const Plan& p, TimeMs now) {
-  SpinLockGuard lock(mu_);
+  SpinLockGuard lock(record_mu_);
   recorded_plan_ = &p;
   variables_ = p.root().variable_initial_list;
   steps_.reserve(p.root().recorded_steps);
@@ -135,7 +136,7 @@ void Context::record_start(const Plan& p, TimeMs now) {
 }
 
 int64_t Context::begin_step(Value path, const Node& node, TimeMs now, Value in) {
-  SpinLockGuard lock(mu_);
+  SpinLockGuard lock(record_mu_);
   StepEntry e;
   e.path = std::move(path);
   e.node = &node;
@@ -149,7 +150,7 @@ void Context::end_step(int64_t index, StepStatus status, TimeMs now, Value outpu
   if (!error.is_null() && !outputs.contains("error")) {
     outputs = outputs.is_object() ? outputs.with("error", std::move(error)) : Value::object({{"error", std::move(error)}});
   }
-  SpinLockGuard lock(mu_);
+  SpinLockGuard lock(record_mu_);
   StepEntry& e = steps_[static_cast<size_t>(index)];
   e.status = status;
   e.ended = now;
@@ -157,69 +158,85 @@ void Context::end_step(int64_t index, StepStatus status, TimeMs now, Value outpu
 }
 
 void Context::set_step_status(int64_t index, StepStatus status) {
-  SpinLockGuard lock(mu_);
+  SpinLockGuard lock(record_mu_);
   steps_[static_cast<size_t>(index)].status = status;
 }
 
+void Context::end_open_steps(TimeMs now, const Value& reason) {
+  SpinLockGuard lock(record_mu_);
+  for (StepEntry& e : steps_) {
+    if (e.status != StepStatus::kInProgress && e.status != StepStatus::kWaiting) continue;
+    e.status = StepStatus::kError;
+    e.ended = now;
+    e.outputs = e.outputs.is_object() ? e.outputs.with("error", reason) : Value::object({{"error", reason}});
+  }
+}
+
 void Context::add_log(LogLevel level, Value step, TimeMs now, Value message) {
-  SpinLockGuard lock(mu_);
+  SpinLockGuard lock(record_mu_);
   logs_.push_back(LogEntry{now, level, std::move(step), std::move(message)});
 }
 
 void Context::set_variables(Value variables) {
-  SpinLockGuard lock(mu_);
+  SpinLockGuard lock(record_mu_);
   variables_ = std::move(variables);
 }
 
-void Context::set_status(ContextStatus status) {
-  SpinLockGuard lock(mu_);
-  status_ = status;
-}
+void Context::set_status(ContextStatus status) { status_.store(status, std::memory_order_release); }
 
 void Context::finish(ContextStatus status, TimeMs now, Value error, double ms) {
   {
-    SpinLockGuard lock(mu_);
-    status_ = status;
-    phase_ = Phase::kDone;
+    SpinLockGuard lock(record_mu_);
     if (started_at_ < 0) started_at_ = now;
     ended_at_ = now;
     error_ = std::move(error);
     run_ms_ = ms;
+    status_.store(status, std::memory_order_release);
+  }
+  {
+    SpinLockGuard lock(mu_);
+    phase_ = Phase::kDone;
     ++wait_id_;
   }
   finished_.store(true, std::memory_order_release);
 }
 
-ContextStatus Context::status() const {
-  SpinLockGuard lock(mu_);
-  return status_;
-}
+ContextStatus Context::status() const { return status_.load(std::memory_order_acquire); }
 
 Context::Summary Context::summary() const {
-  SpinLockGuard lock(mu_);
-  return Summary{status_, run_ms_, steps_.size(), started_at_, ended_at_, error_};
+  SpinLockGuard lock(record_mu_);
+  return Summary{status_.load(std::memory_order_acquire), run_ms_, steps_.size(), started_at_, ended_at_, error_};
 }
 
 Value Context::to_value(size_t value_limit) const {
-  SpinLockGuard lock(mu_);
+  // A snapshot under the record's lock (copies of the entries: shared values, no JSON
+  // built), then the JSON built outside it, so a reader never holds up the context or a
+  // commit that logs to it.
   RecordFields f;
+  std::vector<StepEntry> steps;
+  boost::container::small_vector<LogEntry, 1> logs;
+  {
+    SpinLockGuard lock(record_mu_);
+    if (recorded_plan_) {
+      f.plan_version = recorded_plan_->version_value;
+      f.variable_names = recorded_plan_->root().variable_name_list;
+    }
+    f.status = status_.load(std::memory_order_acquire);
+    f.started = started_at_;
+    f.ended = ended_at_;
+    f.run_ms = run_ms_;
+    steps = steps_;
+    logs = logs_;
+    f.variables = variables_;
+    f.error = error_;
+  }
   f.seq = seq;
   f.id = id;
   f.flow = flow->id_value;
-  if (recorded_plan_) {
-    f.plan_version = recorded_plan_->version_value;
-    f.variable_names = recorded_plan_->root().variable_name_list;
-  }
-  f.status = status_;
   f.trigger = &trigger;
   f.cause = cause.get();
-  f.started = started_at_;
-  f.ended = ended_at_;
-  f.run_ms = run_ms_;
-  f.steps = &steps_;
-  f.logs = std::span<const LogEntry>(logs_.data(), logs_.size());
-  f.variables = variables_;
-  f.error = error_;
+  f.steps = &steps;
+  f.logs = std::span<const LogEntry>(logs.data(), logs.size());
   f.value_limit = value_limit;
   return record_to_value(f);
 }

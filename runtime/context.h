@@ -1,13 +1,17 @@
 // Context: one run of a flow, from its trigger event to its end.
 //
 // Ownership: the ContextStore owns every context (shared); timers and waiters that must
-// find a parked context hold shared references too. Three parts, three rules:
-//  - identity (seq, id, flow, trigger, cause, chain): constant after construction;
-//  - execution (plan, exec): touched only by the thread that runs the context; hand-over
+// find a parked context hold shared references too. Four parts, four rules:
+//  - identity (seq, id, flow, trigger, cause, chain): constant once published;
+//  - execution (plan, state): touched only by the thread that runs the context; hand-over
 //    between threads goes through the ready queue (a happens-before edge);
-//  - schedule phase and execution record: guarded by mu_, so that wake-ups, cancellation
-//    and readers taking a snapshot are safe while the context runs.
-// A context runs on one thread at a time and holds no thread while parked.
+//  - schedule phase (and the wake-up it carries): guarded by mu_, which wake-ups (under
+//    the commit lock), cancellation and the running thread take for a few instructions;
+//  - execution record: guarded by record_mu_, a separate lock, so that a reader taking a
+//    snapshot never holds up a wake-up; a snapshot copies the entries under it and builds
+//    the JSON outside. The status is an atomic, read by both.
+// A context runs on one thread at a time and holds no thread while parked. Lock order:
+// mu_ and record_mu_ are never held together.
 #pragma once
 
 #include <atomic>
@@ -54,9 +58,9 @@ class Context : public std::enable_shared_from_this<Context> {
   const TriggerData trigger;
   std::unique_ptr<const Cause> cause;  // null for contexts outside operations started
   const Value inputs;         // API inputs (object) or null
-  // The chain of contexts this one starts: its own chain plus its flow. Built on first use.
-  // REQUIRES: the Dispatcher's commit lock (where children are admitted).
-  // The chain of the contexts this one causes. REQUIRES: running (kept in the ExecState).
+  // The chain of the contexts this one causes: its own chain plus its flow, built on first
+  // use and kept in the ExecState. Called by the Dispatcher under the commit lock when it
+  // admits a start that this context's step made, so on the thread running this context.
   const std::shared_ptr<const Chain>& child_chain();
 
   // The (flow, record) whose run options counted this context as running; "" when none.
@@ -69,6 +73,8 @@ class Context : public std::enable_shared_from_this<Context> {
   // counts them: changed by the Dispatcher under its commit lock, read at the context's
   // end without it (real clock), so that an end with nothing to release takes no lock.
   std::atomic<int32_t> locks_in_use{0};
+  // True for the first caller only: the Dispatcher releases what a context holds once.
+  bool claim_end() { return !end_claimed_.exchange(true, std::memory_order_acq_rel); }
   // With EngineOptions::measure_latency: steady-clock ns of the commit and of the end.
   int64_t committed_ns = 0;
   std::atomic<int64_t> ended_ns{0};
@@ -104,21 +110,24 @@ class Context : public std::enable_shared_from_this<Context> {
   Phase phase() const EXCLUDES(mu_);
 
   // ---- execution record ----
-  void record_start(const Plan& plan, TimeMs now) EXCLUDES(mu_);
-  int64_t begin_step(Value path, const Node& node, TimeMs now, Value inputs) EXCLUDES(mu_);
-  void end_step(int64_t index, StepStatus status, TimeMs now, Value outputs, Value error) EXCLUDES(mu_);
-  void set_step_status(int64_t index, StepStatus status) EXCLUDES(mu_);
-  void add_log(LogLevel level, Value step, TimeMs now, Value message) EXCLUDES(mu_);
-  void set_variables(Value variables) EXCLUDES(mu_);
-  void set_status(ContextStatus status) EXCLUDES(mu_);
+  void record_start(const Plan& plan, TimeMs now) EXCLUDES(record_mu_);
+  int64_t begin_step(Value path, const Node& node, TimeMs now, Value inputs) EXCLUDES(record_mu_);
+  void end_step(int64_t index, StepStatus status, TimeMs now, Value outputs, Value error) EXCLUDES(record_mu_);
+  void set_step_status(int64_t index, StepStatus status) EXCLUDES(record_mu_);
+  // Ends every step still in progress or waiting, in error with `reason` (after a failure
+  // outside any step's own handling).
+  void end_open_steps(TimeMs now, const Value& reason) EXCLUDES(record_mu_);
+  void add_log(LogLevel level, Value step, TimeMs now, Value message) EXCLUDES(record_mu_);
+  void set_variables(Value variables) EXCLUDES(record_mu_);
+  void set_status(ContextStatus status);
   // Ends the record: status, end time, error (null or {"message", "step"}). Phase -> done.
-  void finish(ContextStatus status, TimeMs now, Value error, double run_ms) EXCLUDES(mu_);
-  ContextStatus status() const EXCLUDES(mu_);
+  void finish(ContextStatus status, TimeMs now, Value error, double run_ms) EXCLUDES(record_mu_, mu_);
+  ContextStatus status() const;
   bool finished() const { return finished_.load(std::memory_order_acquire); }
 
   // A consistent snapshot of the record as JSON (SPEC section 10). `value_limit` caps the
   // size of each step input and output kept (0 = no cap).
-  Value to_value(size_t value_limit = 0) const EXCLUDES(mu_);
+  Value to_value(size_t value_limit = 0) const EXCLUDES(record_mu_);
   // Summary for tables: status, run time, step count.
   struct Summary {
     ContextStatus status;
@@ -128,25 +137,27 @@ class Context : public std::enable_shared_from_this<Context> {
     TimeMs ended;
     Value error;
   };
-  Summary summary() const EXCLUDES(mu_);
+  Summary summary() const EXCLUDES(record_mu_);
 
  private:
   std::atomic<bool> cancel_{false};
   std::atomic<bool> finished_{false};
+  std::atomic<bool> end_claimed_{false};
 
+  std::atomic<ContextStatus> status_{ContextStatus::kInProgress};
   mutable SpinLock mu_;
   Phase phase_ GUARDED_BY(mu_) = Phase::kQueued;
-  ContextStatus status_ GUARDED_BY(mu_) = ContextStatus::kInProgress;
   uint64_t wait_id_ GUARDED_BY(mu_) = 0;
   // record
-  const Plan* recorded_plan_ GUARDED_BY(mu_) = nullptr;  // `plan`, once it started
-  Value variables_ GUARDED_BY(mu_);       // array, by slot
-  TimeMs started_at_ GUARDED_BY(mu_) = -1;
-  TimeMs ended_at_ GUARDED_BY(mu_) = -1;
-  double run_ms_ GUARDED_BY(mu_) = 0;
-  std::vector<StepEntry> steps_ GUARDED_BY(mu_);
-  boost::container::small_vector<LogEntry, 1> logs_ GUARDED_BY(mu_);
-  Value error_ GUARDED_BY(mu_);
+  mutable SpinLock record_mu_;
+  const Plan* recorded_plan_ GUARDED_BY(record_mu_) = nullptr;  // `plan`, once it started
+  Value variables_ GUARDED_BY(record_mu_);       // array, by slot
+  TimeMs started_at_ GUARDED_BY(record_mu_) = -1;
+  TimeMs ended_at_ GUARDED_BY(record_mu_) = -1;
+  double run_ms_ GUARDED_BY(record_mu_) = 0;
+  std::vector<StepEntry> steps_ GUARDED_BY(record_mu_);
+  boost::container::small_vector<LogEntry, 1> logs_ GUARDED_BY(record_mu_);
+  Value error_ GUARDED_BY(record_mu_);
 };
 
 }  // namespace flowrt

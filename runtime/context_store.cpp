@@ -4,15 +4,35 @@
 
 namespace flowrt {
 
+namespace {
+// Front entries moved to the stragglers per finish, at most, while holes outnumber them.
+constexpr size_t kCompactStep = 64;
+// A window this small is never worth compacting.
+constexpr size_t kSmallWindow = 1024;
+}  // namespace
+
 void ContextStore::add(std::shared_ptr<Context> ctx) {
-  MutexLock lock(mu_);
-  contexts_.push_back(std::move(ctx));
+  SpinMutexLock lock(mu_);
+  window_.push_back(std::move(ctx));
+}
+
+std::shared_ptr<Context>* ContextStore::slot(uint64_t seq) {
+  if (seq >= first_seq_) {
+    const uint64_t i = seq - first_seq_;
+    return i < window_.size() ? &window_[i] : nullptr;
+  }
+  auto it = stragglers_.find(seq);
+  return it == stragglers_.end() ? nullptr : &it->second;
 }
 
 std::shared_ptr<Context> ContextStore::find(uint64_t seq) const {
-  MutexLock lock(mu_);
-  if (seq < first_seq_ || seq - first_seq_ >= contexts_.size()) return nullptr;
-  return contexts_[seq - first_seq_];
+  SpinMutexLock lock(mu_);
+  if (seq >= first_seq_) {
+    const uint64_t i = seq - first_seq_;
+    return i < window_.size() ? window_[i] : nullptr;
+  }
+  auto it = stragglers_.find(seq);
+  return it == stragglers_.end() ? nullptr : it->second;
 }
 
 std::shared_ptr<Context> ContextStore::find(std::string_view id) const {
@@ -23,70 +43,140 @@ std::shared_ptr<Context> ContextStore::find(std::string_view id) const {
   return find(seq);
 }
 
-std::vector<std::shared_ptr<Context>> ContextStore::all() const {
-  MutexLock lock(mu_);
-  std::vector<std::shared_ptr<Context>> out;
-  out.reserve(contexts_.size());
-  for (const auto& c : contexts_) {
-    if (c) out.push_back(c);
+void ContextStore::for_each(const std::function<void(const std::shared_ptr<Context>&)>& visit) const {
+  uint64_t next = 0;  // the lowest seq not visited yet
+  std::vector<std::shared_ptr<Context>> batch;
+  batch.reserve(kBatch);
+  while (true) {
+    batch.clear();
+    {
+      SpinMutexLock lock(mu_);
+      for (auto it = stragglers_.lower_bound(next); it != stragglers_.end() && batch.size() < kBatch; ++it) {
+        batch.push_back(it->second);
+      }
+      const uint64_t from = std::max(next, first_seq_);
+      for (uint64_t i = from - first_seq_; i < window_.size() && batch.size() < kBatch; ++i) {
+        if (window_[i]) batch.push_back(window_[i]);
+      }
+    }
+    if (batch.empty()) return;
+    next = batch.back()->seq + 1;
+    for (const std::shared_ptr<Context>& c : batch) visit(c);
   }
+}
+
+std::vector<std::shared_ptr<Context>> ContextStore::all() const {
+  std::vector<std::shared_ptr<Context>> out;
+  for_each([&](const std::shared_ptr<Context>& c) { out.push_back(c); });
   return out;
 }
 
 size_t ContextStore::size() const {
-  MutexLock lock(mu_);
-  return contexts_.size();
+  SpinMutexLock lock(mu_);
+  return window_.size() - holes_ + stragglers_.size();
 }
 
 void ContextStore::add_skipped(SkippedStart s) {
-  MutexLock lock(mu_);
+  SpinMutexLock lock(mu_);
   skipped_.push_back(std::move(s));
+  const size_t retention = retention_.load(std::memory_order_relaxed);
+  while (retention > 0 && skipped_.size() > retention) {
+    skipped_.pop_front();
+    ++dropped_skipped_;
+  }
 }
 
 std::vector<SkippedStart> ContextStore::skipped() const {
-  MutexLock lock(mu_);
-  return skipped_;
+  SpinMutexLock lock(mu_);
+  return std::vector<SkippedStart>(skipped_.begin(), skipped_.end());
 }
 
 void ContextStore::set_retention(size_t n) {
-  MutexLock lock(mu_);
-  // Finished contexts are counted only while a limit is set: count them afresh.
-  finished_ = 0;
-  for (const auto& c : contexts_) finished_ += c && c->finished();
+  SpinMutexLock lock(mu_);
+  // Finished contexts are tracked only while a limit is set: collect them afresh.
+  finished_ = {};
   retention_.store(n, std::memory_order_release);
+  if (n == 0) return;
+  for (const auto& [seq, c] : stragglers_) {
+    if (c->finished()) finished_.push(seq);
+  }
+  for (const auto& c : window_) {
+    if (c && c->finished()) finished_.push(c->seq);
+  }
+  trim();
+  while (skipped_.size() > n) {
+    skipped_.pop_front();
+    ++dropped_skipped_;
+  }
+}
+
+void ContextStore::on_finished(const Context& ctx) {
+  // Without a retention limit there is nothing to count: no lock on the hot path.
+  if (retention_.load(std::memory_order_acquire) == 0) return;
+  SpinMutexLock lock(mu_);
+  if (retention_.load(std::memory_order_relaxed) == 0) return;
+  finished_.push(ctx.seq);
   trim();
 }
 
-void ContextStore::on_finished() {
-  // Without a retention limit there is nothing to count: no lock on the hot path.
-  if (retention_.load(std::memory_order_acquire) == 0) return;
-  MutexLock lock(mu_);
-  ++finished_;
-  if (finished_ > retention_.load(std::memory_order_relaxed)) trim();
+uint64_t ContextStore::dropped() const {
+  SpinMutexLock lock(mu_);
+  return dropped_;
 }
 
-uint64_t ContextStore::dropped() const {
-  MutexLock lock(mu_);
-  return dropped_;
+uint64_t ContextStore::dropped_skipped() const {
+  SpinMutexLock lock(mu_);
+  return dropped_skipped_;
 }
 
 void ContextStore::trim() {
   const size_t retention = retention_.load(std::memory_order_relaxed);
-  if (retention == 0) return;
-  // Drop the oldest finished contexts; an unfinished one stops the trim at the front, and
-  // finished ones behind it are dropped (left as holes) so that memory stays bounded.
-  for (size_t i = 0; i < contexts_.size() && finished_ > retention; ++i) {
-    std::shared_ptr<Context>& c = contexts_[i];
-    if (c && c->finished()) {
-      c.reset();
-      --finished_;
-      ++dropped_;
+  while (finished_.size() > retention) {
+    const uint64_t seq = finished_.top();
+    finished_.pop();
+    std::shared_ptr<Context>* c = slot(seq);
+    if (!c || !*c) continue;
+    ++dropped_;
+    if (seq < first_seq_) {
+      stragglers_.erase(seq);
+    } else {
+      c->reset();
+      ++holes_;
     }
   }
-  while (!contexts_.empty() && !contexts_.front()) {
-    contexts_.pop_front();
+  compact();
+}
+
+void ContextStore::compact() {
+  while (!window_.empty() && !window_.front()) {
+    window_.pop_front();
+    ++first_seq_;
+    --holes_;
+  }
+  // An unfinished context at the front keeps the holes behind it: move it (and the few
+  // after it) out of the window while holes are the greater part of it.
+  for (size_t moved = 0; moved < kCompactStep && window_.size() > kSmallWindow && holes_ * 2 > window_.size();) {
+    std::shared_ptr<Context>& front = window_.front();
+    if (front) {
+      stragglers_.emplace(first_seq_, std::move(front));
+      ++moved;
+    } else {
+      --holes_;
+    }
+    window_.pop_front();
     ++first_seq_;
   }
+}
+
+ContextStore::Footprint ContextStore::footprint() const {
+  SpinMutexLock lock(mu_);
+  Footprint f;
+  f.window_slots = window_.size();
+  f.holes = holes_;
+  f.stragglers = stragglers_.size();
+  f.retained_finished = finished_.size();
+  f.skipped = skipped_.size();
+  return f;
 }
 
 }  // namespace flowrt

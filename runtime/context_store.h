@@ -1,14 +1,30 @@
 // ContextStore: every context the engine started (by seq), and every skipped start.
 //
 // Owns the contexts (shared). Contexts are added in seq order under the commit lock;
-// readers may list and look them up at any time. With a retention limit, the oldest
-// finished contexts are dropped and counted. Thread-safety: all methods take mu_.
+// readers may list and look them up at any time. With a retention limit
+// (context_retention), at most that many finished contexts are kept: when one more
+// finishes, the finished one that started first (lowest seq) is dropped and counted, in
+// O(log n); an unfinished context is never dropped; at most that many skipped starts are
+// kept too (the oldest dropped and counted). Memory is bounded by the unfinished contexts
+// plus what retention keeps, whatever the number of contexts ever started:
+//  - recent contexts sit in a window indexed by seq (seq = first_seq_ + index), where a
+//    dropped one leaves a hole;
+//  - holes at the window's front are popped; when an unfinished context keeps the front
+//    (a context parked for days), the front entries move, a few per finish, into a map of
+//    stragglers, so holes never pile up behind it.
+// Readers never hold the lock for long: listing copies at most kBatch references per
+// acquisition, so a reader of a million contexts never holds up the commit path.
+// Thread-safety: every method takes mu_ (a SpinMutex: short sections that the commit path
+// and readers share). Lock order: the commit lock, then mu_.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
-#include <atomic>
+#include <functional>
+#include <map>
 #include <memory>
+#include <queue>
 #include <string_view>
 #include <vector>
 
@@ -28,31 +44,57 @@ struct SkippedStart {
 
 class ContextStore {
  public:
+  // References copied per lock acquisition when listing.
+  static constexpr size_t kBatch = 256;
+
   // Appends a context; its seq must be the next one. REQUIRES: the commit lock (seq order).
   void add(std::shared_ptr<Context> ctx) EXCLUDES(mu_);
   std::shared_ptr<Context> find(std::string_view id) const EXCLUDES(mu_);
   std::shared_ptr<Context> find(uint64_t seq) const EXCLUDES(mu_);
+  // Every context kept, in seq order: `visit` is called outside the lock.
+  void for_each(const std::function<void(const std::shared_ptr<Context>&)>& visit) const EXCLUDES(mu_);
   std::vector<std::shared_ptr<Context>> all() const EXCLUDES(mu_);
+  // Contexts kept (finished or not).
   size_t size() const EXCLUDES(mu_);
 
   void add_skipped(SkippedStart s) EXCLUDES(mu_);
   std::vector<SkippedStart> skipped() const EXCLUDES(mu_);
 
-  // Keep at most `n` finished contexts (0 = all); called as contexts finish.
+  // Keep at most `n` finished contexts and `n` skipped starts (0 = all).
   void set_retention(size_t n) EXCLUDES(mu_);
-  void on_finished() EXCLUDES(mu_);
+  // `ctx` has just finished (called once per context).
+  void on_finished(const Context& ctx) EXCLUDES(mu_);
   uint64_t dropped() const EXCLUDES(mu_);
+  uint64_t dropped_skipped() const EXCLUDES(mu_);
+
+  // The sizes of the structures, for tests that memory stays bounded.
+  struct Footprint {
+    size_t window_slots = 0;  // slots of the seq window, holes included
+    size_t holes = 0;
+    size_t stragglers = 0;
+    size_t retained_finished = 0;
+    size_t skipped = 0;
+  };
+  Footprint footprint() const EXCLUDES(mu_);
 
  private:
+  std::shared_ptr<Context>* slot(uint64_t seq) REQUIRES(mu_);
   void trim() REQUIRES(mu_);
+  // Pops holes at the window's front, and moves a few front entries to the stragglers
+  // while holes outnumber the live entries.
+  void compact() REQUIRES(mu_);
 
-  mutable Mutex mu_;
-  std::deque<std::shared_ptr<Context>> contexts_ GUARDED_BY(mu_);  // contexts_[i] has seq first_seq_ + i
+  mutable SpinMutex mu_;
+  std::deque<std::shared_ptr<Context>> window_ GUARDED_BY(mu_);  // window_[i] has seq first_seq_ + i
   uint64_t first_seq_ GUARDED_BY(mu_) = 1;
-  std::vector<SkippedStart> skipped_ GUARDED_BY(mu_);
+  size_t holes_ GUARDED_BY(mu_) = 0;
+  std::map<uint64_t, std::shared_ptr<Context>> stragglers_ GUARDED_BY(mu_);  // seqs below first_seq_
+  // With a retention limit: the seqs of the finished contexts kept, lowest on top.
+  std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> finished_ GUARDED_BY(mu_);
+  std::deque<SkippedStart> skipped_ GUARDED_BY(mu_);
   std::atomic<size_t> retention_{0};  // written under mu_; read without it on the hot path
-  size_t finished_ GUARDED_BY(mu_) = 0;
   uint64_t dropped_ GUARDED_BY(mu_) = 0;
+  uint64_t dropped_skipped_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace flowrt

@@ -6,6 +6,7 @@
 
 #include "runtime/engine_core.h"
 #include "runtime/flow_slot.h"
+#include "runtime/perturb.h"
 #include "runtime/record_json.h"
 
 namespace flowrt {
@@ -145,6 +146,10 @@ Result<StartedFlow> Dispatcher::admit(Prepared& p, Origin origin, CommitEntry* e
   }
   std::shared_ptr<Context> ctx = std::move(p.context);
   ctx->publish(next_seq_++, entry->seq, std::move(cause));
+  seqs_.store(ctx->seq, std::memory_order_release);
+  // Started while the engine shuts down (by a context still running): it ends cancelled
+  // when taken, so that shutdown() leaves nothing behind.
+  if (core_.shutting_down()) ctx->set_cancel_flag();
   ctx->run_key = std::move(run_key);
   if (core_.options.measure_latency) ctx->committed_ns = steady_ns();
   Context* raw = ctx.get();
@@ -250,6 +255,7 @@ Result<Value> Dispatcher::insert(std::string_view table, const Value& values, Or
   std::vector<Prepared> prepared;
   prepare_record(table, RecordOperation::kInsert, *record, nullptr, true, &prepared);
   Batch batch;
+  perturb(PerturbPoint::kBeforeCommitLock);
   {
     SpinMutexLock lock(mu_);
     FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
@@ -279,6 +285,7 @@ Result<Value> Dispatcher::update(std::string_view table, std::string_view sys_id
     std::vector<Prepared> prepared;
     prepare_record(table, RecordOperation::kUpdate, change->record, &change->previous, change->changed, &prepared);
     Batch batch;
+    perturb(PerturbPoint::kBeforeCommitLock);
     {
       SpinMutexLock lock(mu_);
       FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
@@ -322,6 +329,7 @@ Result<Value> Dispatcher::remove(std::string_view table, std::string_view sys_id
                                  const Value& while_holding) {
   Batch batch;
   Value record;
+  perturb(PerturbPoint::kBeforeCommitLock);
   {
     SpinMutexLock lock(mu_);
     FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
@@ -526,6 +534,7 @@ void Dispatcher::record_deleted(std::string_view table, std::string_view sys_id)
 }
 
 void Dispatcher::context_ended(Context& ctx) {
+  if (!ctx.claim_end()) return;  // once per context, even if its end is retried after a failure
   // Most contexts never touched a lock or a run option, or released every lock they took:
   // nothing to do, no lock to take. (A virtual clock's deferred request is not counted in
   // locks_in_use, and the invariant check wants to look: those always go on.)

@@ -95,6 +95,8 @@ class Dispatcher {
   bool has_record_waiter(std::string_view table, std::string_view sys_id, const Context& ctx) EXCLUDES(mu_);
   // The commit sequence number of the last commit (0: none yet).
   uint64_t last_commit() const { return commits_.load(std::memory_order_acquire); }
+  // The seq of the last context started (0: none yet).
+  uint64_t last_seq() const { return seqs_.load(std::memory_order_acquire); }
 
   void set_index(std::shared_ptr<const TriggerIndex> index) EXCLUDES(mu_);
 
@@ -222,6 +224,7 @@ class Dispatcher {
   uint64_t next_seq_ GUARDED_BY(mu_) = 1;
   uint64_t last_commit_ GUARDED_BY(mu_) = 0;  // the commit sequence number last taken
   std::atomic<uint64_t> commits_{0};           // last_commit_, readable without the lock
+  std::atomic<uint64_t> seqs_{0};              // next_seq_ - 1, readable without the lock
   std::unordered_map<std::string, std::vector<Waiter>> waiters_ GUARDED_BY(mu_);
   // Written under mu_; read without it (waiter_count()).
   std::atomic<size_t> waiter_count_{0};

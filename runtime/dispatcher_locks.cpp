@@ -9,6 +9,7 @@
 
 #include "runtime/dispatcher.h"
 #include "runtime/engine_core.h"
+#include "runtime/perturb.h"
 #include "runtime/text.h"
 
 namespace flowrt {
@@ -261,6 +262,7 @@ void Dispatcher::expire_lease(const LockDeadline& d) {
 }
 
 bool Dispatcher::release_lock(Context& ctx, std::string_view name) {
+  perturb(PerturbPoint::kBeforeLockRelease);
   SpinMutexLock lock(mu_);
   lock_deadlines_.cancel(locks_.lease_timer(ctx.seq, name));
   std::vector<LockGrant> grants;

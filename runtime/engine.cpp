@@ -295,6 +295,26 @@ Value Engine::locks() const {
 
 uint64_t Engine::dropped_contexts() const { return core_->contexts.dropped(); }
 
+uint64_t Engine::dropped_skipped() const { return core_->contexts.dropped_skipped(); }
+
+EngineStats Engine::stats() const {
+  EngineCore& c = *core_;
+  EngineStats s;
+  s.contexts_started = c.dispatcher.last_seq();
+  s.commits = c.dispatcher.last_commit();
+  s.queued_events = c.events.size_approx();
+  s.waiting_contexts = c.waiting();
+  s.contexts_kept = c.contexts.size();
+  s.dropped_contexts = c.contexts.dropped();
+  s.dropped_skipped = c.contexts.dropped_skipped();
+  s.abandoned_calls = c.watchdog.abandoned();
+  s.abandoned_threads = c.workers.abandoned_threads();
+  s.worker_threads = c.workers.threads();
+  s.lock_grants = c.dispatcher.lock_grants();
+  s.lock_handoffs = c.dispatcher.lock_handoffs();
+  return s;
+}
+
 Value Engine::document(const std::vector<std::string>& errors) const {
   std::vector<Value> contexts_json;
   for (const ContextRecord& c : contexts()) contexts_json.push_back(c.value());
@@ -309,7 +329,8 @@ Value Engine::document(const std::vector<std::string>& errors) const {
                         {"records", Value::object(std::move(tables_json))},
                         {"locks", locks()},
                         {"errors", Value::array(std::move(errors_json))},
-                        {"dropped_contexts", Value(static_cast<long long>(dropped_contexts()))}});
+                        {"dropped_contexts", Value(static_cast<long long>(dropped_contexts()))},
+                        {"dropped_skipped", Value(static_cast<long long>(dropped_skipped()))}});
 }
 
 }  // namespace flowrt

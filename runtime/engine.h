@@ -18,6 +18,7 @@
 #include "compiler/loader.h"
 #include "runtime/context_record_view.h"
 #include "runtime/engine_core.h"
+#include "runtime/engine_stats.h"
 #include "runtime/properties.h"
 
 namespace flowrt {
@@ -88,6 +89,10 @@ class Engine {
   std::vector<Value> skipped() const;  // {"flow", "reason", "event", "cause"}
   // Finished context records dropped, oldest first, to keep within context_retention.
   uint64_t dropped_contexts() const;
+  // Skipped starts dropped, oldest first, to keep within context_retention.
+  uint64_t dropped_skipped() const;
+  // The engine's counters now (queue, waiting contexts, abandoned threads, ...).
+  EngineStats stats() const;
   Value record(std::string_view table, std::string_view sys_id) const;
   std::vector<Value> records(std::string_view table) const;
   std::vector<std::string> tables() const;
@@ -96,8 +101,8 @@ class Engine {
   //  "acquired_at", "expires_at"}], "waiters": [{"context", "weight", "requested_at",
   //  "gives_up_at"}]}, waiters in queue order.
   Value locks() const;
-  // {"contexts", "skipped", "records", "locks", "errors", "dropped_contexts"}: the
-  // `flowrt run` document.
+  // {"contexts", "skipped", "records", "locks", "errors", "dropped_contexts",
+  // "dropped_skipped"}: the `flowrt run` document.
   Value document(const std::vector<std::string>& errors = {}) const;
 
   // Internals, for tools in this project (benchmarks, the CLI).

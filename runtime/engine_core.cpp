@@ -1,11 +1,13 @@
 #include "runtime/engine_core.h"
 
 #include <chrono>
+#include <exception>
 #include <string>
 
 #include "plans/time.h"
 #include "runtime/engine_log.h"
 #include "runtime/interpreter.h"
+#include "runtime/perturb.h"
 #include "triggers/schedule.h"
 
 namespace flowrt {
@@ -46,10 +48,30 @@ void EngineCore::start() {
       while (true) {
         std::vector<TimerQueue::Fire> due = timers.wait_due(clock);
         if (due.empty()) return;  // stopped
-        for (TimerQueue::Fire& f : due) f();
+        for (TimerQueue::Fire& f : due) {
+          // A timer that throws (an allocation failed) must not end the process, nor be
+          // lost: it is tried again a second later.
+          try {
+            f();
+          } catch (const std::exception& e) {
+            engine_log().error("a timer failed ({}); trying it again in 1s", e.what());
+            retry_timer(std::move(f));
+          } catch (...) {
+            engine_log().error("a timer failed (an unknown exception); trying it again in 1s");
+            retry_timer(std::move(f));
+          }
+        }
         timers.fired(due.size());
       }
     });
+  }
+}
+
+void EngineCore::retry_timer(TimerQueue::Fire fire) {
+  try {
+    timers.add(clock.now() + 1000, true, std::move(fire));  // a real clock: far from overflowing
+  } catch (const std::exception& e) {
+    engine_log().critical("a failed timer could not be set again: {}", e.what());
   }
 }
 
@@ -58,8 +80,14 @@ void EngineCore::stop() {
   started_ = false;
   timers.stop();
   if (timer_thread_.joinable()) timer_thread_.join();
+  // Workers end once their slice ends (a running context yields at its next step). The
+  // watchdog keeps watching meanwhile: a custom action running now or starting before
+  // its worker ends is given up on once the grace (1s of real time) has passed, and its
+  // worker retired, so this waits at most that long, never for user code.
+  workers.request_stop();
+  watchdog.begin_stopping();
+  workers.join();
   watchdog.stop();
-  workers.stop();
   engine_log().info("stopped");
 }
 
@@ -125,21 +153,52 @@ void EngineCore::wait_idle() {
   }
 }
 
+Interpreter::Outcome EngineCore::run_slice(Context& ctx, uint32_t max_steps) {
+  try {
+    Interpreter interpreter(*this, ctx);
+    const Interpreter::Outcome outcome = interpreter.run(max_steps);
+    if (outcome == Interpreter::Outcome::kParked) park(&ctx);
+    return outcome;
+  } catch (const std::exception& e) {
+    end_after_exception(ctx, e.what());
+  } catch (...) {
+    end_after_exception(ctx, "an unknown exception");
+  }
+  return Interpreter::Outcome::kFinished;
+}
+
 void EngineCore::run(Context* ctx) {
   // Hold the context for the whole slice: once it finishes, the store may drop it.
   const std::shared_ptr<Context> hold = ctx->shared_from_this();
   if (ctx->begin_run()) {
-    Interpreter interpreter(*this, *ctx);
-    const Interpreter::Outcome outcome = interpreter.run();
-    if (outcome == Interpreter::Outcome::kAbandoned) return;  // the engine may be gone: touch nothing
-    if (outcome == Interpreter::Outcome::kParked) {
-      park(ctx);
-    } else {
-      // Let go of the run-time state; the record keeps the plan (its steps point into it).
-      ctx->state.reset();
+    switch (run_slice(*ctx, 0)) {
+      case Interpreter::Outcome::kAbandoned: return;  // the engine may be gone: touch nothing
+      case Interpreter::Outcome::kYielded:
+        // The workers are stopping: it stays queued (and counted as work), as it is.
+        workers.push_ready(ctx);
+        return;
+      case Interpreter::Outcome::kParked: break;
+      case Interpreter::Outcome::kFinished:
+        // Let go of the run-time state; the record keeps the plan (its steps point into it).
+        ctx->state.reset();
+        break;
     }
   }
   work_done();
+}
+
+void EngineCore::end_after_exception(Context& ctx, std::string_view what) {
+  engine_log().error("{}: internal error: {}", ctx.id.as_string(), what);
+  if (ctx.finished()) return;
+  if (ctx.state && ctx.state->parked) {
+    // It failed while parking: its wait is dropped and no longer counted.
+    clear_wait(ctx);
+    waiting_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+  const TimeMs t = clock.now();
+  const Value message(std::string_view("internal error: " + std::string(what) + "; the context was ended"));
+  ctx.end_open_steps(t, message);
+  finish_context(ctx, ContextStatus::kError, Value::object({{"message", message}, {"step", Value()}}));
 }
 
 void EngineCore::abandon(Watchdog::Call& call, Watchdog::Reason why) {
@@ -165,11 +224,10 @@ void EngineCore::abandon(Watchdog::Call& call, Watchdog::Reason why) {
 bool EngineCore::run_steps(Context* ctx, uint32_t max_steps) {
   const std::shared_ptr<Context> hold = ctx->shared_from_this();
   if (ctx->begin_run()) {
-    Interpreter interpreter(*this, *ctx);
-    switch (interpreter.run(max_steps)) {
+    switch (run_slice(*ctx, max_steps)) {
       case Interpreter::Outcome::kYielded: return true;  // still in flight: not done yet
       case Interpreter::Outcome::kAbandoned: return false;  // never in simulation
-      case Interpreter::Outcome::kParked: park(ctx); break;
+      case Interpreter::Outcome::kParked: break;
       case Interpreter::Outcome::kFinished: ctx->state.reset(); break;
     }
   }
@@ -217,12 +275,14 @@ void EngineCore::make_ready(Context* ctx) {
 }
 
 void EngineCore::wake(const std::shared_ptr<Context>& ctx, uint64_t wait_id, WakeUp w) {
+  perturb(PerturbPoint::kWake);
   if (ctx->wake(wait_id, std::move(w))) make_ready(ctx.get());
 }
 
 void EngineCore::park(Context* ctx) {
   std::shared_ptr<Context> self = ctx->shared_from_this();
   const uint64_t id = ctx->begin_park();
+  perturb(PerturbPoint::kBetweenParkAndWait);
   const WaitRequest& w = ctx->exec().wait;
   switch (w.kind) {
     case WaitRequest::Kind::kTimer:
@@ -292,7 +352,7 @@ void EngineCore::finish_context(Context& ctx, ContextStatus status, Value error)
   dispatcher.context_ended(ctx);
   ctx.finish(status, clock.now(), std::move(error), ctx.state ? ctx.state->run_ms : 0);
   if (options.measure_latency) ctx.ended_ns.store(steady_ns(), std::memory_order_release);
-  contexts.on_finished();
+  contexts.on_finished(ctx);
 }
 
 Status EngineCore::cancel(std::string_view context_id) {
@@ -349,6 +409,7 @@ void EngineCore::settle(DurationMs until) {
   while (true) {
     wait_idle();
     if (stop_requested()) return;
+    perturb(PerturbPoint::kSettleIdle);
     const TimerQueue::Pending pending = timers.pending(true);
     if (pending.firing) {
       // (Real clock only.) A due timer is between the queue and its effect: a context
@@ -356,6 +417,10 @@ void EngineCore::settle(DurationMs until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
       continue;
     }
+    // (Real clock only.) A timer may have fired between the idle check and the look at
+    // the timers: taken, its effect counted as work, reported fired. Its effect is seen
+    // here (it counted before it was reported), so look at the work again.
+    if (work_.load(std::memory_order_acquire) != 0 || dispatcher.pending_locks() > 0) continue;
     const std::optional<TimeMs> next = pending.next;
     if (!next || *next > limit) break;
     if (clock.is_virtual()) {
@@ -371,21 +436,28 @@ void EngineCore::settle(DurationMs until) {
 
 size_t EngineCore::shutdown() {
   request_stop();
-  // Mark every context first, then wake the parked ones: a context woken by another's
-  // release (a lock handed on) must find itself cancelled too, not run on.
-  std::vector<std::shared_ptr<Context>> ending;
-  for (const std::shared_ptr<Context>& ctx : contexts.all()) {
-    if (ctx->finished()) continue;
-    ctx->set_cancel_flag();
-    ending.push_back(ctx);
-  }
-  for (const std::shared_ptr<Context>& ctx : ending) {
-    if (ctx->request_cancel()) make_ready(ctx.get());
-  }
-  watchdog.note_cancel(nullptr);
-  const size_t cancelled = ending.size();
+  shutting_down_.store(true, std::memory_order_release);  // starts from now on are cancelled at birth
   MutexLock drive(drive_mu_);
-  wait_idle();
+  size_t cancelled = 0;
+  // A context running now can still start others (its writes) until it ends: cancel and
+  // wait again until nothing unfinished is left.
+  while (true) {
+    // Mark every context first, then wake the parked ones: a context woken by another's
+    // release (a lock handed on) must find itself cancelled too, not run on.
+    std::vector<std::shared_ptr<Context>> ending;
+    contexts.for_each([&](const std::shared_ptr<Context>& ctx) {
+      if (ctx->finished()) return;
+      ctx->set_cancel_flag();
+      ending.push_back(ctx);
+    });
+    if (ending.empty()) break;
+    for (const std::shared_ptr<Context>& ctx : ending) {
+      if (ctx->request_cancel()) make_ready(ctx.get());
+    }
+    watchdog.note_cancel(nullptr);
+    cancelled += ending.size();
+    wait_idle();
+  }
   engine_log().info("shut down: {} contexts cancelled", cancelled);
   return cancelled;
 }

@@ -25,6 +25,7 @@
 #include "runtime/dispatcher.h"
 #include "runtime/event_queue.h"
 #include "runtime/flow_registry.h"
+#include "runtime/interpreter.h"
 #include "runtime/properties.h"
 #include "runtime/thread_annotations.h"
 #include "runtime/watchdog.h"
@@ -138,9 +139,13 @@ class EngineCore {
   void request_stop() noexcept { stop_requested_.store(true, std::memory_order_release); }
   bool stop_requested() const noexcept { return stop_requested_.load(std::memory_order_acquire); }
   // Requests a stop, cancels every context that has not ended (queued ones end
-  // cancelled when they would have started) and waits until all have ended, which
-  // releases every lock they held or waited for. Returns how many it cancelled.
+  // cancelled when they would have started; one started meanwhile by a running context
+  // is cancelled at birth) and waits until all have ended, which releases every lock
+  // they held or waited for: when it returns no context is queued, running or waiting
+  // and no lock is held. Returns how many it cancelled.
   size_t shutdown();
+  // shutdown() has begun: a context admitted now is cancelled before it runs a step.
+  bool shutting_down() const noexcept { return shutting_down_.load(std::memory_order_acquire); }
   // (Re)arms the schedule timers of every active schedule-triggered flow.
   void arm_schedules();
   // Rebuilds the trigger index from the active flows and arms schedules.
@@ -160,7 +165,12 @@ class EngineCore {
   Watchdog watchdog;
 
  private:
+  // Runs a slice of `ctx` (parking it if it parks); a slice that throws ends the context
+  // in error (kFinished), never the process.
+  Interpreter::Outcome run_slice(Context& ctx, uint32_t max_steps);
   void park(Context* ctx);
+  // A context's slice threw (outside any step): ends it in error, closing its open steps.
+  void end_after_exception(Context& ctx, std::string_view what);
   // park, for a wait_for_condition step: registers the wait, or wakes `self` at once when
   // the record is gone or already meets the condition.
   void park_for_record(const std::shared_ptr<Context>& self, uint64_t id);
@@ -172,6 +182,8 @@ class EngineCore {
   // Simulation: runs contexts on this thread, seeded, until no context can run.
   void simulate() REQUIRES(drive_mu_);
   void fire_due(TimeMs t, bool context_only);
+  // The timer thread: a timer that threw is set again a second later.
+  void retry_timer(TimerQueue::Fire fire);
   void schedule_tick(FlowSlot* flow, uint64_t generation, TimeMs at);
 
   Mutex props_mu_;  // serialises set_property
@@ -181,6 +193,7 @@ class EngineCore {
   std::atomic<int64_t> work_{0};
   std::atomic<size_t> waiting_{0};
   std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> shutting_down_{false};
   Mutex idle_mu_;
   CondVar idle_cv_;
   Mutex drive_mu_;  // one advance/settle at a time

@@ -177,6 +177,8 @@ Interpreter::Flow Interpreter::loop() {
       continue;
     }
     if (max_steps_ > 0 && steps_taken_ == max_steps_) return Flow::kYielded;  // before the next step
+    // The engine is stopping: no further step; the context stays queued as it is.
+    if (core_.workers.stopping()) return Flow::kYielded;
     ++steps_taken_;
     core_.workers.before_step();
     const uint32_t index = f.pc++;
@@ -341,10 +343,18 @@ Interpreter::Flow Interpreter::run_action(Activation& a, const Node& node, const
   host.set_step(path);
   StepCall call{step, as_span(inputs), scope, host};
   if (step.kind != ActionKind::kCustom) return handle(a, node, step, path, rec, action->start(call), &inputs);
-  // User code: the watchdog gives up on it if it does not return in time.
+  // User code: the watchdog gives up on it if it does not return in time, and then its
+  // thread is abandoned. Past max_abandoned_threads of those, no more user code runs.
+  if (const uint64_t stuck = core_.workers.abandoned_threads(); stuck >= props_.max_abandoned_threads) {
+    return step_failed(step, rec, path,
+                       "custom action '" + step.action + "' refused: " + std::to_string(stuck) +
+                           " worker threads are stuck in actions that did not return, the limit is " +
+                           std::to_string(props_.max_abandoned_threads) + " (max_abandoned_threads)");
+  }
   WorkerPool::UserCodeScope no_run_next(core_.workers);
   std::shared_ptr<Watchdog::Call> watch =
       core_.watchdog.begin(ctx_.shared_from_this(), rec, path, step.action, open_records(), slice_start_ + budget_ms_);
+  host.set_call(watch.get());
   StepOutcome outcome = action->start(call);
   if (!watch->finish()) {
     // Too late: the context was ended for it and this thread replaced. Touch nothing.

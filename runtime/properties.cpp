@@ -21,7 +21,7 @@ Result<int64_t> integer(std::string_view name, const Value& v, int64_t min, int6
 
 std::string_view property_names() {
   return "max_actions, max_action_steps, max_iterations, indirect_recursion_limit, max_run_time, "
-         "record_value_limit, worker_threads, context_retention, max_definition_file_bytes, max_events_file_bytes, "
+         "record_value_limit, worker_threads, context_retention, max_abandoned_threads, max_definition_file_bytes, max_events_file_bytes, "
          "max_json_depth, max_string_bytes, max_definitions, max_template_bytes, max_record_value_bytes, "
          "max_waiting_contexts, max_queued_events";
 }
@@ -40,6 +40,7 @@ Status set_property(EngineProperties* p, std::string_view name, const Value& v) 
   if (name == "record_value_limit") return set_int(&p->record_value_limit, 64, int64_t{1} << 32);
   if (name == "worker_threads") return set_int(&p->worker_threads, 0, 256);
   if (name == "context_retention") return set_int(&p->context_retention, 0, int64_t{1} << 40);
+  if (name == "max_abandoned_threads") return set_int(&p->max_abandoned_threads, 0, 4096);
   constexpr int64_t kTiB = int64_t{1} << 40;
   if (name == "max_definition_file_bytes") return set_int(&p->max_definition_file_bytes, 1, kTiB);
   if (name == "max_events_file_bytes") return set_int(&p->max_events_file_bytes, 1, kTiB);
@@ -71,6 +72,7 @@ Value properties_to_value(const EngineProperties& p) {
       {"record_value_limit", Value(static_cast<long long>(p.record_value_limit))},
       {"worker_threads", Value(p.worker_threads)},
       {"context_retention", Value(static_cast<long long>(p.context_retention))},
+      {"max_abandoned_threads", Value(p.max_abandoned_threads)},
       {"max_definition_file_bytes", Value(static_cast<long long>(p.max_definition_file_bytes))},
       {"max_events_file_bytes", Value(static_cast<long long>(p.max_events_file_bytes))},
       {"max_json_depth", Value(p.max_json_depth)},

@@ -32,6 +32,9 @@ struct EngineProperties {
   uint32_t worker_threads = 0;
   // Finished context records kept; the oldest are dropped first. 0 = keep all.
   size_t context_retention = 0;
+  // Worker threads abandoned in custom actions that never returned (see runtime/watchdog.h)
+  // and still stuck; at this many, custom actions are refused (the step fails).
+  uint32_t max_abandoned_threads = 64;
 
   // ---- input budgets (docs/BEHAVIOUR.md, "Budgets"): past one, a clear error ----
   // Bytes of one definition file (or text given to Engine::load_text), checked before parsing.

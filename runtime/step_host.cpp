@@ -14,15 +14,50 @@ Result<std::string_view> name_arg(std::string_view what, const Value& v) {
   return v.as_string();
 }
 
+// Holds a call's gate for one host method; false when the call was given up on. Without a
+// call (a built-in action) there is nothing to hold.
+class Entered {
+ public:
+  explicit Entered(Watchdog::Call* call) : call_(call && call->enter() ? call : nullptr), ok_(!call || call_) {}
+  ~Entered() {
+    if (call_) call_->leave();
+  }
+  Entered(const Entered&) = delete;
+  Entered& operator=(const Entered&) = delete;
+  explicit operator bool() const { return ok_; }
+
+ private:
+  Watchdog::Call* call_;
+  bool ok_;
+};
+
+Error given_up_error() { return Error{std::string(ContextHost::kGivenUpMessage)}; }
+
 }  // namespace
 
-TimeMs ContextHost::now() const { return core_.clock.now(); }
+TimeMs ContextHost::now() const {
+  Entered in(call_);
+  if (!in) return last_now_;
+  last_now_ = core_.clock.now();
+  return last_now_;
+}
+
+bool ContextHost::cancel_requested() const {
+  Entered in(call_);
+  if (!in) return true;
+  // Cancelled, past its quota, or the engine is stopping: time to return.
+  return ctx_.cancel_requested() || core_.workers.stopping() || (over_quota_ && over_quota_());
+}
 
 void ContextHost::log(LogLevel level, std::string_view message) {
+  Entered in(call_);
+  if (!in) return;
   ctx_.add_log(level, step_, core_.clock.now(), Value(message));
 }
 
 Result<Value> ContextHost::create_record(const Value& table, const Value& values, const Value& while_holding) {
+  Entered in(call_);
+  if (!in) return given_up_error();
   Result<std::string_view> t = name_arg("table", table);
   if (!t) return t.error();
   return core_.dispatcher.insert(*t, values, Origin{&ctx_}, while_holding);
@@ -30,6 +65,8 @@ Result<Value> ContextHost::create_record(const Value& table, const Value& values
 
 Result<Value> ContextHost::update_record(const Value& table, const Value& sys_id, const Value& values,
                                          const Value& while_holding) {
+  Entered in(call_);
+  if (!in) return given_up_error();
   Result<std::string_view> t = name_arg("table", table);
   if (!t) return t.error();
   Result<std::string_view> id = name_arg("sys_id", sys_id);
@@ -38,6 +75,8 @@ Result<Value> ContextHost::update_record(const Value& table, const Value& sys_id
 }
 
 Result<bool> ContextHost::delete_record(const Value& table, const Value& sys_id, const Value& while_holding) {
+  Entered in(call_);
+  if (!in) return given_up_error();
   Result<std::string_view> t = name_arg("table", table);
   if (!t) return t.error();
   Result<std::string_view> id = name_arg("sys_id", sys_id);
@@ -47,23 +86,35 @@ Result<bool> ContextHost::delete_record(const Value& table, const Value& sys_id,
   return true;
 }
 
-Result<Value> ContextHost::find_records(const RecordQuery& query) { return core_.dispatcher.find(query); }
+Result<Value> ContextHost::find_records(const RecordQuery& query) {
+  Entered in(call_);
+  if (!in) return given_up_error();
+  return core_.dispatcher.find(query);
+}
 
 Value ContextHost::read_record(std::string_view table, std::string_view sys_id) {
+  Entered in(call_);
+  if (!in) return Value();
   return core_.dispatcher.get(table, sys_id);
 }
 
 Status ContextHost::fire_event(const Value& name, const Value& payload) {
+  Entered in(call_);
+  if (!in) return given_up_error();
   return core_.dispatcher.fire_event(name, payload, Origin{&ctx_});
 }
 
 bool ContextHost::release_lock(std::string_view name) {
+  Entered in(call_);
+  if (!in) return false;
   const bool released = core_.dispatcher.release_lock(ctx_, name);
   if (released) ctx_.add_log(LogLevel::kInfo, step_, core_.clock.now(), Value(std::string_view(str_cat({"lock '", name, "': released"}))));
   return released;
 }
 
 Value ContextHost::try_lock(const WaitRequest& w) {
+  Entered in(call_);
+  if (!in) return Value();
   LockRequest r;
   r.who = ctx_.seq;
   r.owner = &ctx_;
@@ -78,6 +129,8 @@ Value ContextHost::try_lock(const WaitRequest& w) {
 }
 
 Result<StartedFlow> ContextHost::start_flow(const Value& flow, const Value& inputs) {
+  Entered in(call_);
+  if (!in) return given_up_error();
   return core_.start_api_flow(flow.as_string(), inputs, Origin{&ctx_});
 }
 

@@ -1,9 +1,10 @@
 #include "runtime/watchdog.h"
 
 #include <algorithm>
-#include <chrono>
+#include <exception>
 
 #include "runtime/context.h"
+#include "runtime/engine_log.h"
 
 namespace flowrt {
 
@@ -15,28 +16,37 @@ Watchdog::~Watchdog() { stop(); }
 void Watchdog::start() {
   MutexLock lock(mu_);
   if (thread_.joinable()) return;
-  stopping_ = false;
+  exit_ = false;
+  stop_deadline_.reset();
   thread_ = std::thread([this] { loop(); });
 }
 
-void Watchdog::stop() {
+void Watchdog::begin_stopping() {
   {
     MutexLock lock(mu_);
-    stopping_ = true;
+    if (!stop_deadline_) {
+      stop_deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                          std::chrono::duration<double, std::milli>(grace_ms_));
+    }
   }
   wake_.notify_all();
-  if (!thread_.joinable()) return;
-  thread_.join();
+}
+
+void Watchdog::stop() {
+  begin_stopping();
   std::vector<std::pair<std::shared_ptr<Call>, Reason>> stuck;
   {
     MutexLock lock(mu_);
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(grace_ms_);
-    while (!calls_.empty() && std::chrono::steady_clock::now() < until) wake_.wait_until(mu_, until);
+    const Clock::time_point until = *stop_deadline_;
+    while (!calls_.empty() && Clock::now() < until) wake_.wait_until(mu_, until);
     for (std::shared_ptr<Call>& c : calls_) {
       if (c->abandon()) stuck.emplace_back(std::move(c), Reason::kStopping);
     }
     calls_.clear();
+    exit_ = true;
   }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
   give_up(std::move(stuck));
 }
 
@@ -66,7 +76,7 @@ void Watchdog::end(const std::shared_ptr<Call>& call) {
   {
     MutexLock lock(mu_);
     calls_.erase(std::remove(calls_.begin(), calls_.end(), call), calls_.end());
-    last = calls_.empty() && stopping_;
+    last = calls_.empty() && stop_deadline_.has_value();
   }
   if (last) wake_.notify_all();  // stop() may be waiting for the last call
 }
@@ -84,12 +94,12 @@ void Watchdog::loop() {
   while (true) {
     {
       MutexLock lock(mu_);
-      while (!stopping_ && calls_.empty()) wake_.wait(mu_);
+      while (!exit_ && calls_.empty()) wake_.wait(mu_);
       // A whole period, whatever else notifies meanwhile (a new call's begin): a call that
-      // just began is not overdue, and only a stop ends the wait early.
-      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(period_ms_);
-      while (!stopping_ && std::chrono::steady_clock::now() < until) wake_.wait_until(mu_, until);
-      if (stopping_) return;
+      // just began is not overdue, and only an exit ends the wait early.
+      const auto until = Clock::now() + std::chrono::milliseconds(period_ms_);
+      while (!exit_ && Clock::now() < until) wake_.wait_until(mu_, until);
+      if (exit_) return;
     }
     check();
   }
@@ -101,13 +111,15 @@ void Watchdog::check() {
     MutexLock lock(mu_);
     if (calls_.empty()) return;
     const double now = run_clock_();
+    const bool stop_passed = stop_deadline_ && Clock::now() >= *stop_deadline_;
     for (auto it = calls_.begin(); it != calls_.end();) {
       Call& c = **it;
       const bool cancelled = c.context->cancel_requested();
       if (cancelled && c.cancel_seen_ms < 0) c.cancel_seen_ms = now;
-      const bool late = now > c.deadline_ms || (cancelled && now > c.cancel_seen_ms + grace_ms_);
+      const bool quota = now > c.deadline_ms;
+      const bool late = quota || (cancelled && now > c.cancel_seen_ms + grace_ms_) || stop_passed;
       if (late && c.abandon()) {
-        overdue.emplace_back(*it, now > c.deadline_ms ? Reason::kQuota : Reason::kCancelled);
+        overdue.emplace_back(*it, quota ? Reason::kQuota : (stop_passed ? Reason::kStopping : Reason::kCancelled));
         it = calls_.erase(it);
       } else {
         ++it;
@@ -120,8 +132,13 @@ void Watchdog::check() {
 void Watchdog::give_up(std::vector<std::pair<std::shared_ptr<Call>, Reason>> calls) {
   // Outside mu_: ending a context takes the engine's locks.
   for (auto& [call, why] : calls) {
+    call->close();  // from here on, the action's host methods are inert
     abandoned_.fetch_add(1, std::memory_order_relaxed);
-    on_abandon_(*call, why);
+    try {
+      on_abandon_(*call, why);
+    } catch (const std::exception& e) {
+      engine_log().error("giving up on action '{}' failed: {}", call->action, e.what());
+    }
   }
 }
 

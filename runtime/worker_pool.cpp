@@ -2,13 +2,17 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <deque>
+#include <system_error>
 #include <utility>
 
 #include <concurrentqueue.h>  // lightweightsemaphore.h needs its macros
 #include <lightweightsemaphore.h>
 
+#include "runtime/engine_log.h"
 #include "runtime/event_queue.h"
+#include "runtime/perturb.h"
 #include "runtime/watchdog.h"
 
 namespace flowrt {
@@ -54,11 +58,32 @@ void WorkerPool::start(unsigned threads) {
   stopping_.store(false);
   MutexLock lock(threads_mu_);
   for (unsigned i = 0; i < threads; ++i) {
-    threads_.emplace_back([this] {
-      pthread_setname_np(pthread_self(), "flowrt-worker");  // for top -H, perf and gdb
-      loop();
-    });
+    if (!spawn()) break;
   }
+}
+
+bool WorkerPool::spawn() {
+  auto worker = std::make_unique<Worker>();
+  Worker* w = worker.get();
+  try {
+    w->thread = std::thread([this, w, abandoned = abandoned_] {
+      pthread_setname_np(pthread_self(), "flowrt-worker");  // for top -H, perf and gdb
+      if (!loop()) {
+        // Given up on while in user code, which has now returned: this thread was
+        // replaced and the pool may be gone. Touch nothing of it.
+        abandoned->fetch_sub(1, std::memory_order_acq_rel);
+        return;
+      }
+      MutexLock lock(threads_mu_);
+      w->exited = true;
+      exited_cv_.notify_all();
+    });
+  } catch (const std::system_error& e) {
+    engine_log().error("could not start a worker thread: {} ({} workers run)", e.what(), threads_.size());
+    return false;
+  }
+  threads_.push_back(std::move(worker));
+  return true;
 }
 
 unsigned WorkerPool::threads() const {
@@ -67,31 +92,56 @@ unsigned WorkerPool::threads() const {
 }
 
 void WorkerPool::stop() {
-  std::vector<std::thread> threads;
+  request_stop();
+  join();
+}
+
+void WorkerPool::request_stop() {
+  size_t n = 0;
   {
     MutexLock lock(threads_mu_);
-    threads.swap(threads_);
+    n = threads_.size();
   }
-  if (threads.empty()) return;
   stopping_.store(true, std::memory_order_release);
-  impl_->tokens.signal(static_cast<ssize_t>(threads.size()));
-  for (std::thread& t : threads) t.join();
+  impl_->tokens.signal(static_cast<ssize_t>(n));  // wakes the sleeping workers
+}
+
+void WorkerPool::join() {
+  std::vector<std::unique_ptr<Worker>> ended;
+  {
+    MutexLock lock(threads_mu_);
+    // A retired worker leaves the list (its thread was detached): only the others end.
+    while (!std::all_of(threads_.begin(), threads_.end(), [](const auto& w) { return w->exited; })) {
+      exited_cv_.wait(threads_mu_);
+    }
+    ended.swap(threads_);
+  }
+  for (auto& w : ended) w->thread.join();
+  // A worker may have ended on a token that promised work, leaving a stop token behind:
+  // one token per queued item, no more, no less.
+  while (impl_->tokens.tryWait()) {
+  }
+  size_t queued = events_.size_approx();
+  {
+    SpinMutexLock lock(impl_->ready_mu);
+    queued += impl_->ready.size();
+  }
+  if (queued > 0) impl_->tokens.signal(static_cast<ssize_t>(queued));
 }
 
 void WorkerPool::retire(std::thread::id id) {
   MutexLock lock(threads_mu_);
   for (auto it = threads_.begin(); it != threads_.end(); ++it) {
-    if (it->get_id() == id) {
-      it->detach();
+    if ((*it)->thread.get_id() == id) {
+      (*it)->thread.detach();
       threads_.erase(it);
+      abandoned_->fetch_add(1, std::memory_order_acq_rel);
       break;
     }
   }
+  exited_cv_.notify_all();  // join() may be waiting for it
   if (stopping_.load(std::memory_order_acquire)) return;
-  threads_.emplace_back([this] {
-    pthread_setname_np(pthread_self(), "flowrt-worker");
-    loop();
-  });
+  spawn();
 }
 
 void WorkerPool::push_ready(Context* ctx) {
@@ -153,15 +203,14 @@ Context* WorkerPool::take_queued() {
   return nullptr;
 }
 
-void WorkerPool::loop() {
+bool WorkerPool::loop() {
   RunNextSlot slot;
   slot.pool = this;
   t_slot = &slot;
   while (true) {
     Context* ctx = std::exchange(slot.context, nullptr);
     if (ctx && stopping_.load(std::memory_order_acquire)) {
-      // It stays queued, like every other context not yet taken; this worker then ends
-      // through the wait below, taking one of stop()'s tokens like every other worker.
+      // It stays queued, like every other context not yet taken.
       enqueue_ready(ctx);
       ctx = nullptr;
     }
@@ -169,6 +218,7 @@ void WorkerPool::loop() {
       ++slot.streak;
     } else {
       slot.streak = 0;
+      if (stopping_.load(std::memory_order_acquire)) break;
       impl_->tokens.wait();
       if (stopping_.load(std::memory_order_acquire)) break;
       // The token promises one item in one of the queues; a push may still be finishing.
@@ -177,12 +227,23 @@ void WorkerPool::loop() {
         if (spins > 64) std::this_thread::yield();
       }
     }
-    runner_(ctx);
+    perturb(PerturbPoint::kWorkerTookWork);
+    try {
+      runner_(ctx);  // ends the context in error itself when it fails; this is the last resort
+    } catch (const std::exception& e) {
+      engine_log().critical("a worker's context failed past its own handling: {}", e.what());
+    } catch (...) {
+      engine_log().critical("a worker's context failed past its own handling");
+    }
     // Given up on while in user code (Watchdog): this thread was replaced, and the pool
     // may be gone. Touch nothing; end. (The slot is empty: user code runs without one.)
-    if (t_worker_abandoned) break;
+    if (t_worker_abandoned) {
+      t_slot = nullptr;
+      return false;
+    }
   }
   t_slot = nullptr;
+  return true;
 }
 
 }  // namespace flowrt

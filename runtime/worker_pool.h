@@ -16,8 +16,13 @@
 // (where the watchdog may give up on the thread); and after kMaxRunNextStreak slot runs in
 // a row, while other work is queued, the next one queues behind it, so that work is not
 // starved when every worker is busy with such a chain.
+// Stopping: request_stop() makes every worker end once its current slice ends (a running
+// context yields at its next step, see Interpreter); join() waits until every worker has
+// ended or was given up on (retire: stuck in user code, abandoned by the watchdog), so a
+// stop never waits for user code beyond the watchdog's grace.
 // Thread-safety: push_ready and notify may be called from any thread; before_step and
-// UserCodeScope act on the calling thread's slot only.
+// UserCodeScope act on the calling thread's slot only; the thread list is guarded by
+// threads_mu_.
 #pragma once
 
 #include <atomic>
@@ -42,11 +47,23 @@ class WorkerPool {
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
-  void start(unsigned threads);
-  void stop();
-  // stop() has begun.
+  void start(unsigned threads) EXCLUDES(threads_mu_);
+  // request_stop() then join().
+  void stop() EXCLUDES(threads_mu_);
+  // Workers end once their current slice ends; nothing new is taken.
+  void request_stop() EXCLUDES(threads_mu_);
+  // Waits until every worker has ended or was retired, joins them, and leaves one
+  // semaphore token per queued item, so that a later start() finds the queues as they are.
+  void join() EXCLUDES(threads_mu_);
+  // A stop has been requested.
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
-  unsigned threads() const;
+  unsigned threads() const EXCLUDES(threads_mu_);
+  // Worker threads given up on (retired) whose user code has not returned yet.
+  uint64_t abandoned_threads() const {
+    // A thread can end (its action returned) before its retire() counted it: never below 0.
+    const int64_t n = abandoned_->load(std::memory_order_acquire);
+    return n > 0 ? static_cast<uint64_t>(n) : 0;
+  }
 
   static constexpr unsigned kRunNextGraceSteps = 4;
   static constexpr unsigned kMaxRunNextStreak = 64;
@@ -73,8 +90,8 @@ class WorkerPool {
   void notify_events(size_t n);
 
   // Gives up on worker `id` (stuck in user code; see Watchdog): detaches it and starts a
-  // replacement, unless stopping.
-  void retire(std::thread::id id);
+  // replacement, unless stopping. It counts as abandoned until its user code returns.
+  void retire(std::thread::id id) EXCLUDES(threads_mu_);
 
   // Without threads (simulation): is anything queued, and take the context a worker would
   // take next (ready ones first), or null.
@@ -85,7 +102,10 @@ class WorkerPool {
   struct RunNextSlot;
   // The calling worker's slot; null on other threads (callers, timers, the simulation).
   static thread_local RunNextSlot* t_slot;
-  void loop();
+  // A worker's body; false when its thread was abandoned (then it must touch nothing).
+  bool loop();
+  // Starts one worker thread; false (logged) when the system refuses a new thread.
+  bool spawn() REQUIRES(threads_mu_);
   void enqueue_ready(Context* ctx);
   void flush_slot(RunNextSlot& slot);
   struct Impl;
@@ -93,8 +113,15 @@ class WorkerPool {
   EventQueue& events_;
   Runner runner_;
   mutable Mutex threads_mu_;
-  std::vector<std::thread> threads_ GUARDED_BY(threads_mu_);
+  CondVar exited_cv_;
+  struct Worker {
+    std::thread thread;
+    bool exited = false;
+  };
+  std::vector<std::unique_ptr<Worker>> threads_ GUARDED_BY(threads_mu_);
   std::atomic<bool> stopping_{false};
+  // Shared with the abandoned threads, which may outlive the pool.
+  std::shared_ptr<std::atomic<int64_t>> abandoned_ = std::make_shared<std::atomic<int64_t>>(0);
 };
 
 }  // namespace flowrt

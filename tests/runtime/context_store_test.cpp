@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "runtime/flow_slot.h"
 
 namespace flowrt {
@@ -35,7 +37,7 @@ TEST(ContextStoreTest, Retention_DropsOldestFinished_KeepsUnfinished) {
   }
   for (uint64_t i : {2u, 3u, 4u, 5u}) {
     all[i - 1]->finish(ContextStatus::kCompleted, 0, Value(), 0);
-    store.on_finished();
+    store.on_finished(*all[i - 1]);
   }
   EXPECT_EQ(store.dropped(), 2u);
   EXPECT_TRUE(store.find("ctx-1")) << "ctx-1 has not finished";
@@ -44,6 +46,90 @@ TEST(ContextStoreTest, Retention_DropsOldestFinished_KeepsUnfinished) {
   EXPECT_TRUE(store.find("ctx-4"));
   EXPECT_TRUE(store.find("ctx-5"));
   EXPECT_EQ(store.all().size(), 3u);
+}
+
+// One context parked for ever at the front, a million others starting and finishing
+// behind it: the store keeps the parked one, the retained ones and a bounded window, not a
+// slot (or a scan) per context ever started.
+TEST(ContextStoreTest, Retention_APinnedFrontContext_KeepsMemoryBoundedByRetention) {
+  FlowSlot flow(0, "f");
+  ContextStore store;
+  store.set_retention(1000);
+  auto pinned = make(&flow, 1);
+  store.add(pinned);
+  ContextStore::Footprint worst;
+  const uint64_t n = 1'000'000;
+  for (uint64_t seq = 2; seq <= n; ++seq) {
+    auto c = make(&flow, seq);
+    store.add(c);
+    c->finish(ContextStatus::kCompleted, 0, Value(), 0);
+    store.on_finished(*c);
+    if (seq % 1024 == 0) {
+      const ContextStore::Footprint f = store.footprint();
+      worst.window_slots = std::max(worst.window_slots, f.window_slots);
+      worst.stragglers = std::max(worst.stragglers, f.stragglers);
+      worst.retained_finished = std::max(worst.retained_finished, f.retained_finished);
+    }
+  }
+  EXPECT_EQ(store.dropped(), n - 1 - 1000);
+  EXPECT_EQ(store.size(), 1001u);
+  EXPECT_TRUE(store.find(uint64_t{1})) << "the unfinished context is kept";
+  EXPECT_TRUE(store.find(n));
+  EXPECT_FALSE(store.find(n - 1000));
+  EXPECT_LE(worst.retained_finished, 1000u);
+  EXPECT_LE(worst.window_slots, 4096u) << "holes behind the pinned context must not pile up";
+  EXPECT_LE(worst.stragglers, 1001u);
+  // Listing: in seq order, the pinned one first.
+  std::vector<uint64_t> seqs;
+  store.for_each([&](const std::shared_ptr<Context>& c) { seqs.push_back(c->seq); });
+  ASSERT_EQ(seqs.size(), 1001u);
+  EXPECT_EQ(seqs.front(), 1u);
+  EXPECT_EQ(seqs[1], n - 999);
+  EXPECT_TRUE(std::is_sorted(seqs.begin(), seqs.end()));
+  // It ends at last and is dropped like the others (it is the lowest seq).
+  pinned->finish(ContextStatus::kCompleted, 0, Value(), 0);
+  store.on_finished(*pinned);
+  EXPECT_FALSE(store.find(uint64_t{1}));
+  EXPECT_EQ(store.size(), 1000u);
+}
+
+TEST(ContextStoreTest, Retention_DropsTheLowestSeqFirst_WhateverTheOrderOfFinishing) {
+  FlowSlot flow(0, "f");
+  ContextStore store;
+  store.set_retention(2);
+  std::vector<std::shared_ptr<Context>> all;
+  for (uint64_t i = 1; i <= 4; ++i) {
+    all.push_back(make(&flow, i));
+    store.add(all.back());
+  }
+  for (uint64_t i : {4u, 2u, 3u}) {
+    all[i - 1]->finish(ContextStatus::kCompleted, 0, Value(), 0);
+    store.on_finished(*all[i - 1]);
+  }
+  EXPECT_EQ(store.dropped(), 1u);
+  EXPECT_TRUE(store.find(uint64_t{1}));
+  EXPECT_FALSE(store.find(uint64_t{2})) << "the lowest finished seq goes first";
+  EXPECT_TRUE(store.find(uint64_t{3}));
+  EXPECT_TRUE(store.find(uint64_t{4}));
+}
+
+TEST(ContextStoreTest, Retention_BoundsTheSkippedList) {
+  ContextStore store;
+  store.set_retention(3);
+  for (int i = 0; i < 10; ++i) store.add_skipped(SkippedStart{Value("f"), Value(i), Value(), Value()});
+  std::vector<SkippedStart> kept = store.skipped();
+  ASSERT_EQ(kept.size(), 3u);
+  EXPECT_EQ(kept.front().reason, Value(7));
+  EXPECT_EQ(store.dropped_skipped(), 7u);
+}
+
+TEST(ContextStoreTest, Listing_CopiesInBatches_AndSeesEveryContextInOrder) {
+  FlowSlot flow(0, "f");
+  ContextStore store;
+  for (uint64_t i = 1; i <= 3 * ContextStore::kBatch + 5; ++i) store.add(make(&flow, i));
+  uint64_t expected = 1;
+  store.for_each([&](const std::shared_ptr<Context>& c) { EXPECT_EQ(c->seq, expected++); });
+  EXPECT_EQ(expected, 3 * ContextStore::kBatch + 6);
 }
 
 }  // namespace

@@ -1,5 +1,11 @@
 // Engine::request_stop and Engine::shutdown: intake stops, every context that has not
 // ended is cancelled, and every lock is released.
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <atomic>
+#include <thread>
+
 #include "runtime/engine_core.h"
 #include "runtime/harness.h"
 #include "testing/flow_test.h"
@@ -45,13 +51,86 @@ TEST_F(ShutdownTest, Shutdown_CancelsWaitingHoldingQueuedAndLockWaiting_Releases
   EXPECT_EQ(Contexts().size(), 3u);
 }
 
-TEST_F(ShutdownTest, ContextsStillQueued_EndCancelledWithoutRunningASteps) {
-  ASSERT_TRUE(Load(R"({"id": "f", "trigger": {"type": "record", "table": "t", "when": "created"},
-    "actions": [{"action": "log", "inputs": {"message": "ran"}}]})"));
-  engine().request_stop();
-  EXPECT_FALSE(engine().insert("t", Value::object({{"n", Value(1)}})).is_ok()) << "intake is closed";
-  EXPECT_EQ(engine().shutdown(), 0u);
-  EXPECT_TRUE(Contexts().empty());
+// A custom action that blocks its worker until its context is cancelled (bounded by 10 s
+// of real time, so that a broken engine fails the test instead of hanging it), then does
+// what `then` says.
+CustomActionType AwaitCancel(std::string name, std::function<void(CustomActionContext&)> then = {},
+                             std::shared_ptr<std::atomic<bool>> entered = nullptr) {
+  CustomActionType t;
+  t.name = std::move(name);
+  t.run = [then, entered](CustomActionContext& ctx) -> Result<Value> {
+    if (entered) entered->store(true);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!ctx.cancel_requested() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+    if (then) then(ctx);
+    return Value::empty_object();
+  };
+  return t;
+}
+
+class ShutdownOneWorkerTest : public FlowTest {
+ protected:
+  EngineOptions Options() const override {
+    EngineOptions o = FlowTest::Options();
+    o.properties.worker_threads = 1;
+    return o;
+  }
+};
+
+TEST_F(ShutdownOneWorkerTest, ContextsStillQueued_EndCancelledWithoutRunningAStep) {
+  ASSERT_TRUE(engine().register_action(AwaitCancel("test.await_cancel")).is_ok());
+  ASSERT_TRUE(Load(R"([
+    {"id": "blocker", "trigger": {"type": "api"}, "actions": [{"action": "test.await_cancel"}]},
+    {"id": "f", "trigger": {"type": "record", "table": "t", "when": "created"},
+     "actions": [{"action": "log", "inputs": {"message": "ran"}}]}])"));
+  const std::string blocker = CallFlow("blocker");
+  // The one worker is busy with the blocker (until it is cancelled): these stay queued.
+  for (int i = 0; i < 5; ++i) Insert("t", Value::object({{"n", Value(i)}}));
+  for (const ContextRecord& c : Contexts("f")) {
+    ASSERT_THAT(c, HasStatus("in_progress"));
+    ASSERT_TRUE(c.value()["started_at"].is_null()) << "still queued";
+  }
+  EXPECT_EQ(engine().shutdown(), 6u);
+  EXPECT_THAT(ContextById(blocker), HasStatus("cancelled"));
+  ASSERT_EQ(Contexts("f").size(), 5u);
+  for (const ContextRecord& c : Contexts("f")) {
+    EXPECT_THAT(c, HasStatus("cancelled"));
+    EXPECT_EQ(c.steps().size(), 0u) << "no step ran: " << c.value().to_json();
+  }
+}
+
+// A context still running when shutdown() begins writes a record that starts a flow
+// which would take a lock and wait: that start comes after shutdown() looked at the
+// contexts, and must not outlive it.
+TEST_F(ShutdownTest, AContextStartedByARunningOneDuringShutdown_DoesNotOutliveIt) {
+  auto entered = std::make_shared<std::atomic<bool>>(false);
+  ASSERT_TRUE(engine()
+                  .register_action(AwaitCancel(
+                      "test.await_cancel",
+                      [](CustomActionContext& ctx) {
+                        (void)ctx.host().create_record(Value("t"), Value::object({{"n", Value(1)}}), Value());
+                      },
+                      entered))
+                  .is_ok());
+  ASSERT_TRUE(Load(R"([
+    {"id": "writer", "trigger": {"type": "api"}, "actions": [{"action": "test.await_cancel"}]},
+    {"id": "locker", "trigger": {"type": "record", "table": "t", "when": "created"}, "actions": [
+      {"action": "lock", "inputs": {"key": "L"}},
+      {"action": "wait", "inputs": {"duration": "1h"}},
+      {"action": "unlock", "inputs": {"key": "L"}}]}])"));
+  CallFlow("writer");
+  // shutdown() must find the writer running (not still queued, which it would cancel
+  // before it wrote anything).
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!entered->load() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  ASSERT_TRUE(entered->load());
+  EXPECT_GE(engine().shutdown(), 1u);
+  ASSERT_EQ(Contexts("locker").size(), 1u) << "the writer's record started it";
+  for (const ContextRecord& c : Contexts()) {
+    EXPECT_TRUE(c.status() == "cancelled" || c.status() == "completed" || c.status() == "error")
+        << c.id() << " outlived shutdown(): " << c.status();
+  }
+  EXPECT_EQ(engine().locks().size(), 0u) << "no lock is held once shutdown() returned: " << engine().locks().to_json();
 }
 
 TEST_F(ShutdownTest, StopRequestedDuringAnEventsFile_StopsAtTheNextLine) {
