@@ -23,11 +23,12 @@
 // Each input gets a fresh Engine: virtual clock, one worker thread (config or set_property
 // may make it two), lock invariants checked, the four custom action types registered.
 // Bounds that keep one execution short (the engine itself is not changed): inputs over
-// 64 KiB are refused; the config's max_iterations (<= 50), indirect_recursion_limit (<= 4)
-// and worker_threads (1-2) are clamped; every op passes through OpBounds (fuzz/op_bounds.h:
-// at most 64 ops, advance <= 24 h per op and 48 h in all, settle <= 7 days, the same
-// property clamps, saved schedules every 5 min or more); generated waits are at most
-// 10 min, lock leases and give-ups at most 1 h, loops at most 5 items. The examples stay
+// 64 KiB are refused; max_iterations (<= 50), indirect_recursion_limit (1) and
+// worker_threads (1-2) are clamped, in the config and in set_property; every op passes
+// through OpBounds (fuzz/op_bounds.h: at most 64 ops and none once 2000 contexts have
+// started, advance <= 24 h per op and 48 h in all, settle <= 7 days, saved schedules every
+// 5 min or more); generated flows wait at most 10 min, lease and give up locks within 1 h,
+// loop over at most 5 items, and start few contexts (fuzz/flow_recipe.h). The examples stay
 // within these bounds: their corpus entries give the document `flowrt run` gives (but for
 // runtime_ms).
 //
@@ -211,7 +212,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!quiescent.empty()) check_liveness(engine, quiescent);
     const Value& name = op["op"];
     quiescent = name == Value("advance") || name == Value("settle") ? "after " + op.to_json() : "";
-    return bounds(op);
+    return bounds(op, engine.stats().contexts_started);
   });
   const Status ran = harness.run_text(events, "events");
   if (!ran) {

@@ -15,6 +15,7 @@ constexpr int kFlowBudget = 30;     // action steps per flow (max_actions is 50)
 constexpr int kSubflowBudget = 10;
 constexpr int kActionBudget = 8;    // max_action_steps is 20
 constexpr int kMaxDepth = 2;        // nested blocks
+constexpr int kFlowStarts = 2;      // steps of a flow that may start contexts (see the top)
 
 // The recipe's bytes, read in order; 0 once they run out.
 class Bytes {
@@ -38,7 +39,8 @@ class Bytes {
   size_t pos_ = 0;
 };
 
-constexpr const char* kTables[] = {"t0", "t1"};
+constexpr const char* kTables[] = {"t0", "t1"};  // the tables record triggers listen to
+constexpr const char* kSink = "t2";               // a table no generated flow listens to
 constexpr const char* kLocks[] = {"pool", "gate"};
 constexpr const char* kEvents[] = {"e0", "e1"};
 constexpr const char* kSubflows[] = {"fz_sub0", "fz_sub1"};
@@ -52,11 +54,13 @@ struct Target {
 enum class UnitKind { kRecordFlow, kEventFlow, kApiFlow, kScheduleFlow, kSubflow, kAction };
 
 // One unit being built: the targets its steps may name (shared by nested blocks, since a
-// pill may read any earlier step) and its step budget.
+// pill may read any earlier step), its step budget, and how many more of its steps may
+// start contexts (writes to t0/t1, fire_event, start_flow).
 struct Unit {
   UnitKind kind;
   std::vector<Target> targets;
   int budget;
+  int starts_left;
   int next_id = 0;
   const std::vector<std::string>* api_flows;
   const std::map<std::string, int64_t>* limits;
@@ -65,7 +69,7 @@ struct Unit {
 // Where in a unit a step is built: the loop item (if any) and how deep.
 struct Place {
   int depth = 0;
-  bool in_catch = false;
+  bool in_loop = false;
   std::string item;        // the for_each item's name, "" outside loops
   std::string item_table;
 };
@@ -91,6 +95,25 @@ class StepBuilder {
   Target target(const Place& at) {
     if (!at.item.empty() && b_.chance(50)) return {at.item_table, "{{" + at.item + ".sys_id}}"};
     return u_.targets[b_.pick(u_.targets.size())];
+  }
+  // Whether this step may start contexts, and if so spends one of the unit's starts. Never
+  // inside a loop, where one step runs up to five times.
+  bool start(const Place& at) {
+    if (at.in_loop || u_.starts_left <= 0 || !b_.chance(75)) return false;
+    --u_.starts_left;
+    return true;
+  }
+  // The table a new record goes to: t0/t1 when the step may start contexts, else the sink.
+  std::string write_table(const Place& at) { return start(at) ? std::string(b_.of(kTables)) : std::string(kSink); }
+  // The record an update or delete names: any when it may start contexts, else one of the sink.
+  Target write_target(const Place& at) {
+    if (start(at)) return target(at);
+    if (at.item_table == kSink && b_.chance(50)) return {kSink, "{{" + at.item + ".sys_id}}"};
+    std::vector<const Target*> sink;
+    for (const Target& t : u_.targets) {
+      if (t.table == kSink) sink.push_back(&t);
+    }
+    return *sink[b_.pick(sink.size())];
   }
   json number() { return b_.chance(25) ? json("{{vars.v}}") : json(b_.pick(4)); }
   json values() {
@@ -142,20 +165,20 @@ class StepBuilder {
       }
       case 5: {
         const std::string s = id();
-        const std::string table = b_.of(kTables);
+        const std::string table = write_table(at);
         json in = {{"table", table}, {"values", values()}};
         maybe_fence(in);
         u_.targets.push_back({table, "{{steps." + s + ".sys_id}}"});
         return with_error({{"id", s}, {"action", "create_record"}, {"inputs", in}});
       }
       case 6: {
-        const Target t = target(at);
+        const Target t = write_target(at);
         json in = {{"table", t.table}, {"sys_id", t.sys_id}, {"values", values()}};
         maybe_fence(in);
         return with_error({{"id", id()}, {"action", "update_record"}, {"inputs", in}});
       }
       case 7: {
-        const Target t = target(at);
+        const Target t = write_target(at);
         json in = {{"table", t.table}, {"sys_id", t.sys_id}};
         maybe_fence(in);
         return with_error({{"id", id()}, {"action", "delete_record"}, {"inputs", in}});
@@ -170,11 +193,12 @@ class StepBuilder {
       case 9: {
         if (!can_nest) return set_variables();
         const std::string s = id();
-        const std::string table = b_.of(kTables);
+        const std::string table = b_.chance(30) ? std::string(kSink) : std::string(b_.of(kTables));
         json lookup = {{"id", s}, {"action", "look_up_records"},
                        {"inputs", {{"table", table}, {"condition", record_condition()}, {"limit", 1 + b_.pick(5)}}}};
         Place inner = at;
         inner.depth++;
+        inner.in_loop = true;
         inner.item = "it" + std::to_string(at.depth);
         inner.item_table = table;
         json loop = {{"for_each", "{{steps." + s + ".records}}"}, {"as", inner.item}, {"do", block(inner, 3)}};
@@ -187,7 +211,6 @@ class StepBuilder {
         Place inner = at;
         inner.depth++;
         json tried = block(inner, 3);
-        inner.in_catch = true;
         json caught = json::array({{{"action", "log"}, {"inputs", {{"message", "{{error.step}}: {{error.message}}"}}}}});
         if (b_.chance(40)) {
           for (json& s : block(inner, 2)) caught.push_back(std::move(s));
@@ -214,6 +237,7 @@ class StepBuilder {
       }
       case 13: {
         if (u_.api_flows->empty()) return fire_event(at);
+        if (!start(at)) return log_pill();
         const std::string& flow = (*u_.api_flows)[b_.pick(u_.api_flows->size())];
         return with_error({{"id", id()}, {"action", "start_flow"},
                            {"inputs", {{"flow", flow}, {"inputs", {{"sid", target(at).sys_id}}}}}});
@@ -228,7 +252,7 @@ class StepBuilder {
       case 18: return with_error({{"id", id()}, {"action", "fz.error"}, {"inputs", {{"why", "refused"}}}});
       case 19: {
         const std::string s = id();
-        const std::string table = b_.of(kTables);
+        const std::string table = write_table(at);
         json in = {{"table", table}, {"n", b_.pick(4)}};
         if (b_.chance(35)) in["hold"] = b_.of(kLocks);
         u_.targets.push_back({table, "{{steps." + s + ".sys_id}}"});
@@ -249,6 +273,7 @@ class StepBuilder {
   json fail() { return with_error({{"id", id()}, {"action", "fail"}, {"inputs", {{"message", "failed on purpose"}}}}); }
   json log_pill() { return {{"action", "log"}, {"inputs", {{"message", "{{flow.id}} {{vars.v | default: 0}}"}}}}; }
   json fire_event(const Place& at) {
+    if (!start(at)) return log_pill();
     return {{"action", "fire_event"},
             {"inputs", {{"name", b_.of(kEvents)}, {"payload", {{"sid", target(at).sys_id}, {"n", b_.pick(4)}}}}}};
   }
@@ -280,7 +305,7 @@ json unit_body(Bytes& b, Unit& u, int max_steps) {
   return sb.block(Place{}, max_steps);
 }
 
-std::vector<Target> base_targets() { return {{"t0", "a0"}, {"t1", "a1"}}; }
+std::vector<Target> base_targets() { return {{"t0", "a0"}, {"t1", "a1"}, {kSink, "a2"}}; }
 
 }  // namespace
 
@@ -328,7 +353,7 @@ GeneratedFlows generate_flows(std::string_view recipe, const std::map<std::strin
 
   json defs = json::array();
   for (int i = 0; i < flows; ++i) {
-    Unit u{kinds[i], base_targets(), kFlowBudget, 0, &api_flows, &out.lock_limits};
+    Unit u{kinds[i], base_targets(), kFlowBudget, kFlowStarts, 0, &api_flows, &out.lock_limits};
     switch (kinds[i]) {
       case UnitKind::kRecordFlow: u.targets.push_back({tables[i], "{{trigger.sys_id}}"}); break;
       case UnitKind::kEventFlow: u.targets.push_back({"t0", "{{trigger.payload.sid}}"}); break;
@@ -341,7 +366,7 @@ GeneratedFlows generate_flows(std::string_view recipe, const std::map<std::strin
     defs.push_back(std::move(def));
   }
   for (int i = 0; i < 2; ++i) {
-    Unit u{UnitKind::kSubflow, base_targets(), kSubflowBudget, 0, &api_flows, &out.lock_limits};
+    Unit u{UnitKind::kSubflow, base_targets(), kSubflowBudget, 0, 0, &api_flows, &out.lock_limits};
     u.targets.push_back({"t0", "{{inputs.sid}}"});
     json steps = unit_body(b, u, 3);
     steps.push_back({{"action", "assign_outputs"}, {"inputs", {{"values", {{"out", "{{inputs.sid}}"}}}}}});
@@ -353,7 +378,7 @@ GeneratedFlows generate_flows(std::string_view recipe, const std::map<std::strin
                     {"actions", steps}});
   }
   {
-    Unit u{UnitKind::kAction, base_targets(), kActionBudget, 0, &api_flows, &out.lock_limits};
+    Unit u{UnitKind::kAction, base_targets(), kActionBudget, 0, 0, &api_flows, &out.lock_limits};
     u.targets.push_back({"t0", "{{inputs.sid}}"});
     json steps = unit_body(b, u, 3);
     steps.push_back({{"action", "assign_outputs"}, {"inputs", {{"values", {{"m", "{{inputs.n | add: 1}}"}}}}}});

@@ -10,9 +10,16 @@
 // fenced, `while_holding`), look-ups, for_each, try/catch, if/else_if/else, subflow and
 // action calls, start_flow, fire_event, set_variables, fail, end, and the custom C++
 // actions of fuzz/fuzz_actions.h. Records are {"n": 0-3, "s": "open"|"closed"}; sys_ids
-// `a0`/`a1` are the ones an events file can insert. Every duration is at most 10 minutes
-// (lock leases and give-ups at most 1 h), every loop at most 5 items, every unit at most 30
-// action steps: one run of a generated flow is short.
+// `a0`/`a1`/`a2` are the ones an events file can insert.
+//
+// One run of a generated flow is short: every duration is at most 10 minutes (lock leases
+// and give-ups at most 1 h), every loop at most 5 items, every unit at most 30 action
+// steps. And the contexts one context starts are few: only a flow's own steps outside
+// loops may start contexts (writes to t0/t1, fire_event, start_flow), at most two per
+// flow; other writes go to table t2, which no generated flow listens to. With the
+// target's indirect_recursion_limit of 1 a chain of starts is then at most five flows
+// long and narrows at each step. (Without these bounds an event fired from a subflow
+// that flows call five times started a chain of contexts too long to finish.)
 //
 // Bytes are read in order; past the end every byte reads 0, and 0 always chooses the
 // simplest thing (one flow, one step, a log), so every prefix of a recipe is a recipe.

@@ -6,8 +6,11 @@
 
 namespace flowrt::fuzz {
 
-Result<Value> OpBounds::operator()(const Value& op) {
+Result<Value> OpBounds::operator()(const Value& op, uint64_t contexts_started) {
   if (++ops_ > kMaxOps) return Error{"events_fuzz: more than " + std::to_string(kMaxOps) + " ops"};
+  if (contexts_started > kMaxContexts) {
+    return Error{"events_fuzz: more than " + std::to_string(kMaxContexts) + " contexts started"};
+  }
   if (!op.is_object() || !op["op"].is_string()) return op;
   const std::string_view name = op["op"].as_string();
   if (name == "advance" || name == "settle") {
