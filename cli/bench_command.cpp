@@ -30,16 +30,18 @@ std::string fixed(double v, int digits) {
 }  // namespace
 
 int bench_command(const std::vector<std::string>& raw) {
-  ParsedArgs args = parse_args(raw, {"workload", "events", "workers", "rate"}, {"json"});
+  ParsedArgs args = parse_args(raw, {"workload", "events", "workers", "rate", "retention"}, {"json"});
   if (!args.positional.empty()) throw UsageError{"bench takes options only"};
   bench::BenchOptions o;
   o.workload = args.get("workload", "triage");
-  if (o.workload != "triage" && o.workload != "fanout" && o.workload != "locks" && o.workload != "compile") {
-    throw UsageError{"--workload must be triage, fanout, locks or compile"};
+  if (o.workload != "triage" && o.workload != "fanout" && o.workload != "events" && o.workload != "locks" &&
+      o.workload != "compile") {
+    throw UsageError{"--workload must be triage, fanout, events, locks or compile"};
   }
   o.events = positive(args, "events", o.workload == "compile" ? 100000 : 1000000);
   o.workers = static_cast<unsigned>(positive(args, "workers", 2));
   o.rate = static_cast<double>(positive(args, "rate", 0));
+  o.retention = positive(args, "retention", 0);
   const std::string json = args.get("json", "false");
   if (isatty(STDERR_FILENO)) {
     o.progress = [](double done) { std::fprintf(stderr, "\r%5.1f%% committed", done * 100.0); };

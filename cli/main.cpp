@@ -13,7 +13,8 @@ constexpr const char* kUsage = R"(usage:
   flowrt run --flows DIR --events FILE [--config FILE] [--format table|json] [--out FILE]
   flowrt validate PATH...
   flowrt plan PATH... --flow ID
-  flowrt bench [--workload triage|fanout|locks|compile] [--events N] [--workers K] [--rate R] [--json]
+  flowrt bench [--workload triage|fanout|events|locks|compile] [--events N] [--workers K] [--rate R]
+               [--retention N] [--json]
 exit codes: 0 ran, 1 bad definitions, events or config, 2 bad usage,
   130 / 143 run stopped by SIGINT / SIGTERM (contexts not ended are cancelled; what ran is printed)
 )";

@@ -90,7 +90,7 @@ bool compile_record_condition(const Value& condition, const std::string& file, c
 }
 
 bool compile_trigger(const Value& trigger, const std::string& file, const std::string& pointer, TriggerSpec* out,
-                     Diagnostics* diags) {
+                     Diagnostics* diags, const CompileOptions& options) {
   const size_t before = diags->reported();
   auto error = [&](const std::string& p, const std::string& message) { diags->add(file, p, message); };
   auto keys = [&](std::initializer_list<std::string_view> allowed) {
@@ -163,7 +163,14 @@ bool compile_trigger(const Value& trigger, const std::string& file, const std::s
       Result<DurationMs> d = parse_duration(*every);
       if (!d) error(pointer_append(pointer, "every"), d.message());
       else if (*d <= 0) error(pointer_append(pointer, "every"), "every must be longer than 0ms");
-      else out->every = *d;
+      else if (*d < options.min_schedule_interval) {
+        error(pointer_append(pointer, "every"), "every " + every->to_json() +
+                                                    " is shorter than the minimum schedule interval of " +
+                                                    format_duration(options.min_schedule_interval) +
+                                                    " (min_schedule_interval)");
+      } else {
+        out->every = *d;
+      }
       out->repeating = true;
       if (start) {
         Result<TimeMs> t = start->is_string() ? parse_time(start->as_string()) : Result<TimeMs>(Error{"start must be a time string"});

@@ -38,6 +38,8 @@ struct CompileOptions {
   bool enforce_action_limits = true;
   // Declared lock limits: a literal weight above its literal key's limit is an error.
   std::map<std::string, int64_t> lock_limits;
+  // The shortest `every` a schedule trigger may have (the engine's min_schedule_interval).
+  DurationMs min_schedule_interval = 1000;
 };
 
 class Compiler {
@@ -62,8 +64,9 @@ class Compiler {
 };
 
 // Compiles a trigger object (SPEC section 3). Returns false with diagnostics on error.
+// Of `options`, only min_schedule_interval applies.
 bool compile_trigger(const Value& trigger, const std::string& file, const std::string& pointer, TriggerSpec* out,
-                     Diagnostics* diags);
+                     Diagnostics* diags, const CompileOptions& options = {});
 
 // Compiles a condition over a record with no pills allowed: the `where` of the events
 // file's update and delete ops. Returns false with diagnostics on error.

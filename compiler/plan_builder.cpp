@@ -55,7 +55,7 @@ std::shared_ptr<const Plan> PlanBuilder::build(const Definition& root) {
     if (!root.source.contains("trigger")) {
       diags_->add(root.file, root.pointer, "a flow needs a \"trigger\"");
     } else {
-      compile_trigger(root.source["trigger"], root.file, trigger_ptr, &plan_.trigger, diags_);
+      compile_trigger(root.source["trigger"], root.file, trigger_ptr, &plan_.trigger, diags_, options_);
     }
   }
   plan_.units.emplace_back();

@@ -73,6 +73,24 @@ std::vector<TimerQueue::Fire> TimerQueue::take_due(TimeMs now, bool context_only
   return due;
 }
 
+TimerQueue::Due TimerQueue::take_due_within(TimeMs now, size_t max_schedules) {
+  MutexLock lock(mu_);
+  Due due;
+  for (auto it = timers_.begin(); it != timers_.end() && it->first.first <= now;) {
+    if (!it->second.context_timer) {
+      if (due.schedules == max_schedules) {
+        due.schedules_left = true;
+        ++it;
+        continue;
+      }
+      ++due.schedules;
+    }
+    due.fires.push_back(std::move(it->second.fire));
+    it = timers_.erase(it);
+  }
+  return due;
+}
+
 size_t TimerQueue::size() const {
   MutexLock lock(mu_);
   return timers_.size();
@@ -101,9 +119,13 @@ std::vector<TimerQueue::Fire> TimerQueue::wait_due(const EngineClock& clock) {
       sleeper_wakes_at_ = kSleepsForever;
       changed_.wait(mu_);
     } else {
-      sleeper_wakes_at_ = timers_.begin()->first.first;
-      const auto wait = std::chrono::milliseconds(sleeper_wakes_at_ - now);
-      changed_.wait_until(mu_, std::chrono::steady_clock::now() + wait);
+      // Sleep until the earliest deadline, but at most kMaxSleepMs at a time: a deadline
+      // centuries away would overflow the steady clock's time_point (and wake at once,
+      // again and again), and the system clock may be set while it sleeps.
+      const TimeMs deadline = timers_.begin()->first.first;
+      const TimeMs wait = deadline > now + kMaxSleepMs ? kMaxSleepMs : deadline - now;
+      sleeper_wakes_at_ = now + wait;
+      changed_.wait_until(mu_, std::chrono::steady_clock::now() + std::chrono::milliseconds(wait));
     }
     sleeper_wakes_at_ = kNoSleeper;
   }

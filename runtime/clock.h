@@ -51,11 +51,22 @@ class TimerQueue {
   std::optional<TimeMs> next_deadline(bool context_only) const EXCLUDES(mu_);
   // Removes and returns the timers due at or before `now`, in order.
   std::vector<Fire> take_due(TimeMs now, bool context_only) EXCLUDES(mu_);
+  // What take_due_within took: the timers to fire in order, how many of them are schedule
+  // timers, and whether a schedule timer due by `now` was left queued for want of budget.
+  struct Due {
+    std::vector<Fire> fires;
+    size_t schedules = 0;
+    bool schedules_left = false;
+  };
+  // As take_due(now, false), but takes at most `max_schedules` schedule timers; the rest
+  // stay queued, in order, and fire when taken later.
+  Due take_due_within(TimeMs now, size_t max_schedules) EXCLUDES(mu_);
   size_t size() const EXCLUDES(mu_);
   // Whether `handle` is still queued: added, and neither fired (taken) nor cancelled.
   bool contains(const TimerHandle& handle) const EXCLUDES(mu_);
 
   // For a real clock: blocks until a timer is due at `clock.now()` or stop() is called.
+  // Sleeps (never spins), at most kMaxSleepMs at a time, whatever the deadlines.
   // The timers returned count as firing until the caller reports them fired().
   std::vector<Fire> wait_due(const EngineClock& clock) EXCLUDES(mu_);
   void fired(size_t n) EXCLUDES(mu_);
@@ -84,6 +95,7 @@ class TimerQueue {
   // When the thread in wait_due will wake by itself, or kNoSleeper.
   static constexpr TimeMs kNoSleeper = -1;
   static constexpr TimeMs kSleepsForever = INT64_MAX;
+  static constexpr TimeMs kMaxSleepMs = 1000;
   TimeMs sleeper_wakes_at_ GUARDED_BY(mu_) = kNoSleeper;
   bool stopped_ GUARDED_BY(mu_) = false;
   size_t firing_ GUARDED_BY(mu_) = 0;

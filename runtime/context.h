@@ -75,7 +75,8 @@ class Context : public std::enable_shared_from_this<Context> {
   std::atomic<int32_t> locks_in_use{0};
   // True for the first caller only: the Dispatcher releases what a context holds once.
   bool claim_end() { return !end_claimed_.exchange(true, std::memory_order_acq_rel); }
-  // With EngineOptions::measure_latency: steady-clock ns of the commit and of the end.
+  // With EngineOptions::measure_latency: steady-clock ns when it was built (just before
+  // its commit) and when it ended.
   int64_t committed_ns = 0;
   std::atomic<int64_t> ended_ns{0};
 

@@ -151,7 +151,6 @@ Result<StartedFlow> Dispatcher::admit(Prepared& p, Origin origin, CommitEntry* e
   // when taken, so that shutdown() leaves nothing behind.
   if (core_.shutting_down()) ctx->set_cancel_flag();
   ctx->run_key = std::move(run_key);
-  if (core_.options.measure_latency) ctx->committed_ns = steady_ns();
   Context* raw = ctx.get();
   core_.contexts.add(std::move(ctx));
   core_.work_added();
@@ -159,6 +158,13 @@ Result<StartedFlow> Dispatcher::admit(Prepared& p, Origin origin, CommitEntry* e
   ++batch->started;
   if (core_.options.on_commit) entry->started.push_back(raw);
   return StartedFlow{raw->id, false, Value()};
+}
+
+std::shared_ptr<Context> Dispatcher::new_context(FlowSlot* flow, TriggerData trigger, Value inputs) {
+  auto ctx = std::make_shared<Context>(flow, std::move(trigger), std::move(inputs));
+  // Stamped as it is built, just before its commit: no clock read under the commit lock.
+  if (core_.options.measure_latency) ctx->committed_ns = steady_ns();
+  return ctx;
 }
 
 void Dispatcher::prepare_record(std::string_view table, RecordOperation op, const Value& record,
@@ -173,7 +179,7 @@ void Dispatcher::prepare_record(std::string_view table, RecordOperation op, cons
     if (!flow->active.load(std::memory_order_acquire)) continue;
     if (!record_trigger_matches(*e.spec, op, record, before, changed)) continue;
     out->push_back(Prepared{flow, e.spec.get(),
-                            std::make_shared<Context>(flow, record_trigger(table, op, record, before), Value())});
+                            new_context(flow, record_trigger(table, op, record, before), Value())});
   }
 }
 
@@ -437,7 +443,7 @@ Status Dispatcher::fire_event(const Value& name, const Value& payload, Origin or
       t.time = core_.clock.now();
       t.event_name = name;
       t.payload = payload;
-      prepared.push_back(Prepared{flow, nullptr, std::make_shared<Context>(flow, std::move(t), Value())});
+      prepared.push_back(Prepared{flow, nullptr, new_context(flow, std::move(t), Value())});
     }
   }
   Batch batch;
@@ -455,7 +461,7 @@ Status Dispatcher::fire_event(const Value& name, const Value& payload, Origin or
 
 Result<StartedFlow> Dispatcher::start_flow(FlowSlot& flow, TriggerData trigger, Value inputs, Origin origin,
                                            std::shared_ptr<const Plan> plan) {
-  Prepared p{&flow, nullptr, std::make_shared<Context>(&flow, std::move(trigger), std::move(inputs))};
+  Prepared p{&flow, nullptr, new_context(&flow, std::move(trigger), std::move(inputs))};
   p.context->plan = std::move(plan);
   Batch batch;
   Result<StartedFlow> started = Error{""};

@@ -159,6 +159,8 @@ class Dispatcher {
     std::shared_ptr<Context> context;
   };
 
+  // A context of `flow`, built before its commit.
+  std::shared_ptr<Context> new_context(FlowSlot* flow, TriggerData trigger, Value inputs);
   // Which active flows a record operation starts, each with its context built. Takes no
   // lock of the dispatcher's (the trigger index is an immutable snapshot).
   void prepare_record(std::string_view table, RecordOperation op, const Value& record, const Value* previous,

@@ -229,7 +229,7 @@ void Engine::request_stop() noexcept { core_->request_stop(); }
 bool Engine::stop_requested() const noexcept { return core_->stop_requested(); }
 size_t Engine::shutdown() { return core_->shutdown(); }
 
-void Engine::advance(DurationMs d) { core_->advance(d); }
+Status Engine::advance(DurationMs d) { return core_->advance(d); }
 void Engine::settle(DurationMs until) { core_->settle(until); }
 TimeMs Engine::now() const { return core_->clock.now(); }
 

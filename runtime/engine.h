@@ -76,8 +76,12 @@ class Engine {
   size_t shutdown();
 
   // ---- the clock ----
-  // Moves a virtual clock on by `d`, running everything that falls due on the way.
-  void advance(DurationMs d);
+  // Moves a virtual clock on by `d` (at most 36500d), running everything that falls due
+  // on the way; past max_schedule_fires_per_advance schedule fires it stops there with an
+  // error (the rest fire at the next advance). On a real clock, sleeps until real time has
+  // moved on by `d`, then waits like settle. Deadlines past 9999-12-31T23:59:59.999Z stop
+  // there.
+  Status advance(DurationMs d);
   // Waits until no context can run, moving a virtual clock to each timer a context waits
   // on, up to `until` from now.
   void settle(DurationMs until = 24 * 3600 * 1000);

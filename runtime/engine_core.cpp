@@ -14,7 +14,7 @@ namespace flowrt {
 
 EngineCore::EngineCore(EngineOptions opts)
     : options(std::move(opts)),
-      clock(options.virtual_clock, options.virtual_clock ? options.start_time : 0),
+      clock(options.virtual_clock, options.virtual_clock ? clamp_time(options.start_time) : 0),
       flows(&actions),
       dispatcher(*this, options.seed),
       workers(events, [this](Context* ctx) { run(ctx); }),
@@ -69,7 +69,7 @@ void EngineCore::start() {
 
 void EngineCore::retry_timer(TimerQueue::Fire fire) {
   try {
-    timers.add(clock.now() + 1000, true, std::move(fire));  // a real clock: far from overflowing
+    timers.add(add_duration(clock.now(), 1000), true, std::move(fire));
   } catch (const std::exception& e) {
     engine_log().critical("a failed timer could not be set again: {}", e.what());
   }
@@ -111,6 +111,7 @@ CompileOptions EngineCore::compile_options() const {
   o.max_actions = p.max_actions;
   o.max_action_steps = p.max_action_steps;
   o.max_template_bytes = p.max_template_bytes;
+  o.min_schedule_interval = p.min_schedule_interval;
   o.lock_limits = options.lock_limits;
   return o;
 }
@@ -378,34 +379,75 @@ Result<StartedFlow> EngineCore::start_api_flow(std::string_view flow, const Valu
   return dispatcher.start_flow(*slot, std::move(t), inputs.is_null() ? Value::empty_object() : inputs, origin);
 }
 
-void EngineCore::fire_due(TimeMs t, bool context_only) {
+TimerQueue::Due EngineCore::fire_due(TimeMs t, size_t max_schedules) {
   // The timers of one moment fire as one piece of work: no quiescent moment (when lock
   // requests deferred by the virtual clock are decided) falls between two of them, so
   // requests made at the same virtual time are decided together, in seq order, whichever
   // worker got to its request first.
   work_added();
-  for (TimerQueue::Fire& f : timers.take_due(t, context_only)) f();
+  TimerQueue::Due due = timers.take_due_within(t, max_schedules);
+  for (TimerQueue::Fire& f : due.fires) f();
+  due.fires.clear();
   work_done();
+  return due;
 }
 
-void EngineCore::advance(DurationMs d) {
+Status EngineCore::advance(DurationMs d) {
+  if (d < 0) return Error{"advance of " + std::to_string(d) + "ms: a duration cannot be negative"};
+  if (d > kMaxDuration) {
+    return Error{"advance of " + std::to_string(d) + "ms is too large: the maximum is " + format_duration(kMaxDuration)};
+  }
   MutexLock drive(drive_mu_);
-  const TimeMs target = clock.now() + d;
+  const TimeMs target = add_duration(clock.now(), d);
+  if (!clock.is_virtual()) return advance_real_clock(target);
+  const size_t budget = props().max_schedule_fires_per_advance;
+  size_t fires_left = budget;
   while (true) {
     wait_idle();
-    if (stop_requested()) return;
+    if (stop_requested()) return Status::ok();
     std::optional<TimeMs> next = timers.next_deadline(false);
     if (!next || *next > target) break;
     clock.set(*next);
-    fire_due(clock.now(), false);
+    const TimerQueue::Due due = fire_due(clock.now(), fires_left);
+    fires_left -= due.schedules;
+    if (due.schedules_left) {
+      // Nothing is dropped: the schedule timers not fired stay due, and the next advance
+      // fires them first, with their own scheduled times.
+      wait_idle();
+      const TimeMs at = clock.now();
+      return Error{"advance stopped at " + format_time(at) + ", " + format_duration(target - at) + " short of " +
+                   format_time(target) + ": one more schedule trigger would pass the limit of " +
+                   std::to_string(budget) +
+                   " fires in one advance (max_schedule_fires_per_advance); it and the rest fire at the next advance"};
+    }
   }
   clock.set(target);
   wait_idle();
+  return Status::ok();
+}
+
+Status EngineCore::advance_real_clock(TimeMs target) {
+  // A real clock cannot be moved: sleep until real time reaches the target, in short steps
+  // so that a stop is seen at once, and leave the timers to the timer thread.
+  constexpr TimeMs kStepMs = 10;
+  for (TimeMs now = clock.now(); now < target; now = clock.now()) {
+    if (stop_requested()) return Status::ok();
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(target - now, kStepMs)));
+  }
+  // Then, as settle does, wait until every timer due by the target has fired and taken
+  // effect (the timer thread may still be at it) and no context can run.
+  while (true) {
+    wait_idle();
+    if (stop_requested()) return Status::ok();
+    const TimerQueue::Pending pending = timers.pending(false);
+    if (!pending.firing && (!pending.next || *pending.next > target)) return Status::ok();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 void EngineCore::settle(DurationMs until) {
   MutexLock drive(drive_mu_);
-  const TimeMs limit = clock.now() + until;
+  const TimeMs limit = add_duration(clock.now(), until);
   while (true) {
     wait_idle();
     if (stop_requested()) return;
@@ -425,7 +467,7 @@ void EngineCore::settle(DurationMs until) {
     if (!next || *next > limit) break;
     if (clock.is_virtual()) {
       clock.set(*next);
-      fire_due(clock.now(), true);
+      (void)fire_due(clock.now(), 0);  // context timers only: settle never fires schedules
     } else {
       // A real clock cannot be moved: wait for the timer thread to fire it.
       const TimeMs wait = std::min<TimeMs>(std::max<TimeMs>(*next - clock.now(), 1), 10);
@@ -479,7 +521,7 @@ void EngineCore::arm_schedules() {
     slot->schedule_timer = TimerHandle{};
     ++slot->schedule_generation;
     if (!wanted) continue;
-    std::optional<TimeMs> next = next_occurrence(plan->trigger, slot->activated_at, clock.now());
+    std::optional<TimeMs> next = next_occurrence(plan->trigger, slot->activated_at.load(std::memory_order_acquire), clock.now());
     if (!next) continue;
     const uint64_t generation = slot->schedule_generation;
     const TimeMs at = *next;
@@ -504,7 +546,7 @@ void EngineCore::schedule_tick(FlowSlot* slot, uint64_t generation, TimeMs at) {
   t.type = TriggerType::kSchedule;
   t.time = at;
   (void)dispatcher.start_flow(*slot, std::move(t), Value(), Origin{});
-  std::optional<TimeMs> next = next_occurrence(plan->trigger, slot->activated_at, at + 1);
+  std::optional<TimeMs> next = next_occurrence(plan->trigger, slot->activated_at.load(std::memory_order_acquire), at + 1);
   if (!next) return;
   MutexLock lock(schedule_mu_);
   if (generation != slot->schedule_generation) return;

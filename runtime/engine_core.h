@@ -36,7 +36,8 @@ namespace flowrt {
 struct EngineOptions {
   // Virtual clock (moves only on advance/settle) or the system clock.
   bool virtual_clock = true;
-  // Where a virtual clock starts.
+  // Where a virtual clock starts; brought into [kMinTime, kMaxTime] (config.json and the
+  // test fixture refuse a time outside it).
   TimeMs start_time = kDefaultVirtualStart;
   // Rules and budgets; worker_threads among them.
   EngineProperties properties;
@@ -129,8 +130,13 @@ class EngineCore {
   Result<StartedFlow> start_api_flow(std::string_view flow, const Value& inputs, Origin origin);
 
   // ---- clock ----
-  // Both return early once a stop is requested.
-  void advance(DurationMs d);
+  // Both return early once a stop is requested. advance refuses a negative duration or
+  // one past kMaxDuration; on a virtual clock it fires at most
+  // max_schedule_fires_per_advance schedule triggers and, past that, stops at the moment
+  // of the first one it did not fire, with an error. On a real clock it sleeps until real
+  // time reaches the target (the timer thread fires what falls due) and waits for idle.
+  // Deadlines saturate at kMaxTime.
+  Status advance(DurationMs d);
   void settle(DurationMs until);
 
   // ---- stopping ----
@@ -181,7 +187,10 @@ class EngineCore {
   void abandon(Watchdog::Call& call, Watchdog::Reason why);
   // Simulation: runs contexts on this thread, seeded, until no context can run.
   void simulate() REQUIRES(drive_mu_);
-  void fire_due(TimeMs t, bool context_only);
+  // Fires the timers due at `t`: every context timer and at most `max_schedules` schedule
+  // timers. Returns what it took (its `fires` already run).
+  TimerQueue::Due fire_due(TimeMs t, size_t max_schedules);
+  Status advance_real_clock(TimeMs target);
   // The timer thread: a timer that threw is set again a second later.
   void retry_timer(TimerQueue::Fire fire);
   void schedule_tick(FlowSlot* flow, uint64_t generation, TimeMs at);

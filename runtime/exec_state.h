@@ -1,9 +1,12 @@
 // ExecState: where a context is in its plan, and its data: the stack of running units
 // (the flow, and any subflow or action it called), each with its block frames, step
 // outputs, variables, inputs and loop items. Plain data that refers into the context's
-// immutable plan; to_value/from_value write it out and read it back as JSON (positions as
-// indices), which is what a parked context needs to outlive the process. Owned by the
-// thread running the context; not synchronized.
+// immutable plan. to_value/from_value write the position and the data out as JSON
+// (positions as indices) and read them back against the same plan version. That is not
+// yet all a context needs to outlive its process: its execution record, the registration
+// of its wait (a timer handle, a record waiter, a lock request live only in this
+// process), its running time and its causal chain are kept elsewhere, in memory.
+// Owned by the thread running the context; not synchronized.
 #pragma once
 
 #include <boost/container/small_vector.hpp>

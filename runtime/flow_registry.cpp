@@ -110,7 +110,7 @@ Status FlowRegistry::activate(std::string_view id, const CompileOptions& options
   }
   FlowSlot* s = slot_locked(std::string(id));
   s->set_cache(std::move(plan), "", epoch());
-  if (!s->active.load()) s->activated_at = now;
+  if (!s->active.load()) s->activated_at.store(now, std::memory_order_release);
   s->active.store(true, std::memory_order_release);
   return Status::ok();
 }

@@ -54,9 +54,10 @@ struct FlowSlot {
     cache_.swap(entry);  // the old entry is freed after the lock is let go
   }
 
-  // ---- lifecycle: written under FlowRegistry's lock; `active` is read without it ----
+  // ---- lifecycle: written under FlowRegistry's lock; read without it (the schedule
+  // timers read activated_at on the timer thread) ----
   std::atomic<bool> active{false};
-  TimeMs activated_at = 0;
+  std::atomic<TimeMs> activated_at{0};
 
   // ---- schedule: guarded by EngineCore's schedule lock ----
   TimerHandle schedule_timer;

@@ -142,8 +142,7 @@ Status Harness::apply(const Value& op) {
     if (!op.contains("duration")) return Error{"field 'duration' is required"};
     Result<DurationMs> d = duration_field(op, "duration", 0);
     if (!d) return d.error();
-    engine_.advance(*d);
-    return Status::ok();
+    return engine_.advance(*d);
   }
   if (o == "settle") {
     FLOWRT_RETURN_IF_ERROR(check_fields(op, {"until"}));

@@ -46,7 +46,7 @@ LockGrant LockTable::grant(Entry& e, const LockRequest& r, TimeMs now, bool queu
   g.wait_id = r.wait_id;
   g.requested_at = r.now;
   g.granted_at = now;
-  g.expires_at = now + r.max_duration;
+  g.expires_at = add_duration(now, r.max_duration);
   g.was_queued = queued;
   g.step = r.step;
   g.max_attempts = r.max_attempts;

@@ -55,6 +55,12 @@ struct EngineProperties {
   size_t max_waiting_contexts = 1000000;
   // Trigger events queued and not yet started; an operation that would queue more is refused.
   size_t max_queued_events = 1000000;
+  // The shortest `every` of a schedule trigger; a flow with a shorter one cannot be
+  // loaded, activated or published.
+  DurationMs min_schedule_interval = 1000;
+  // Schedule triggers one advance (virtual clock) may fire; past it the advance stops
+  // with an error and the rest fire at the next advance.
+  size_t max_schedule_fires_per_advance = 100000;
 };
 
 // Sets property `name` from a JSON value, checking its type and range.

@@ -8,7 +8,9 @@
 // Thread-safety: reads (get, find, records, table_names) may run on any thread at any
 // time; each table has a reader-writer lock, so reading one table never waits for writes
 // to another. Writes (insert, update, commit_*, remove) must be serialized by the caller:
-// the Dispatcher makes them under its commit lock, which it always takes before a table's.
+// the Dispatcher makes every one of them under its commit lock (the one commit path),
+// which it always takes before a table's; build_insert and build_update read no table
+// and run before it.
 #pragma once
 
 #include <atomic>

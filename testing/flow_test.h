@@ -32,7 +32,13 @@ class FlowTest : public ::testing::Test {
     o.properties.worker_threads = 2;
     return o;
   }
-  void SetUp() override { engine_ = std::make_unique<Engine>(Options()); }
+  void SetUp() override {
+    const EngineOptions o = Options();
+    // The engine would bring it into range; a test that asks for another time is wrong.
+    const Status start = check_time(o.start_time);
+    ASSERT_TRUE(start.is_ok()) << "Options().start_time: " << start.message();
+    engine_ = std::make_unique<Engine>(o);
+  }
   void TearDown() override { engine_.reset(); }
 
   Engine& engine() { return *engine_; }
@@ -70,10 +76,13 @@ class FlowTest : public ::testing::Test {
     return id ? *id : std::string();
   }
   void Settle() { engine_->settle(); }
+  // Advances the clock; an advance that fails (a duration too large, the schedule budget
+  // passed) fails the test with its error. Call engine().advance to expect an error.
   void Advance(std::string_view duration) {
     Result<DurationMs> d = parse_duration(duration);
     ASSERT_TRUE(d.is_ok()) << d.message();
-    engine_->advance(*d);
+    Status s = engine_->advance(*d);
+    EXPECT_TRUE(s.is_ok()) << "advance " << duration << ": " << s.message();
   }
 
   std::vector<ContextRecord> Contexts(std::string_view flow = {}) const { return engine_->contexts(flow); }
@@ -90,10 +99,23 @@ class FlowTest : public ::testing::Test {
   }
   std::vector<Value> Records(std::string_view table) const { return engine_->records(table); }
   std::vector<Value> Skipped() const { return engine_->skipped(); }
-  // Milliseconds of an ISO time after 2026-01-01T00:00:00Z.
+  // An ISO time on the engine clock (for Options().start_time, comparisons with now()).
+  // A text that is not a real time within 1970-01-01 to 9999-12-31 fails the test, naming
+  // it, and gives -1.
+  static TimeMs At(std::string_view iso_time) {
+    Result<TimeMs> t = parse_time(iso_time);
+    EXPECT_TRUE(t.is_ok()) << t.message();
+    return t ? *t : -1;
+  }
+  // Milliseconds of an ISO time after 2026-01-01T00:00:00Z; a value that is not a time
+  // (as At) fails the test and gives -1.
   static int64_t Ms(const Value& iso_time) {
-    Result<TimeMs> t = parse_time(iso_time.as_string());
-    return t ? *t - kDefaultVirtualStart : -1;
+    if (!iso_time.is_string()) {
+      ADD_FAILURE() << iso_time.to_json() << " is not a time";
+      return -1;
+    }
+    const TimeMs t = At(iso_time.as_string());
+    return t < 0 ? -1 : t - kDefaultVirtualStart;
   }
 
  private:

@@ -8,7 +8,8 @@
 namespace flowrt {
 
 // The first occurrence of `spec` at or after `from`, given the flow was activated at
-// `activated`; nullopt when there is none (an `at` in the past).
+// `activated`; nullopt when there is none (an `at` in the past, or an occurrence after
+// kMaxTime, the latest engine time).
 // - at: the one time given.
 // - every with start: start + k * every, for the smallest k giving a time >= from.
 // - every without start: activated + k * every, k >= 1.

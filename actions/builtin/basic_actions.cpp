@@ -44,7 +44,7 @@ StepOutcome WaitAction::start(const StepCall& call) const {
   if (*d == 0) return StepOutcome::done(Value::empty_object());
   WaitRequest wait;
   wait.kind = WaitRequest::Kind::kTimer;
-  wait.deadline = call.host.now() + *d;
+  wait.deadline = add_duration(call.host.now(), *d);
   return StepOutcome::park(std::move(wait));
 }
 

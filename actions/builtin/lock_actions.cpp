@@ -29,8 +29,15 @@ StepOutcome LockAction::start(const StepCall& call) const {
     if (!ms) return StepOutcome::failed("input 'delay': " + ms.message());
     wait.delay = *ms;
   }
+  // The request gives up (max_attempts - 1) x delay after it is made: a duration like any
+  // other, so at most kMaxDuration.
+  if (wait.delay > 0 && wait.max_attempts - 1 > kMaxDuration / wait.delay) {
+    return StepOutcome::failed("input 'max_attempts': " + std::to_string(wait.max_attempts) + " attempts " +
+                               format_duration(wait.delay) + " apart would wait longer than the maximum duration of " +
+                               format_duration(kMaxDuration) + " ((max_attempts - 1) x delay)");
+  }
   wait.requested_at = call.host.now();
-  wait.deadline = wait.requested_at + (wait.max_attempts - 1) * wait.delay;
+  wait.deadline = add_duration(wait.requested_at, (wait.max_attempts - 1) * wait.delay);
   Value granted = call.host.try_lock(wait);
   if (!granted.is_null()) return StepOutcome::done(std::move(granted));
   return StepOutcome::park(std::move(wait));

@@ -94,7 +94,7 @@ StepOutcome WaitForConditionAction::start(const StepCall& call) const {
   if (!timeout.is_null()) {
     Result<DurationMs> d = parse_duration(timeout);
     if (!d) return StepOutcome::failed("input 'timeout': " + d.message());
-    deadline = call.host.now() + *d;
+    deadline = add_duration(call.host.now(), *d);
   }
   Value record = call.host.read_record(*table, *sys_id);
   if (record.is_null()) {

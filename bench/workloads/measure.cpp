@@ -41,6 +41,12 @@ double process_cpu_seconds() {
   return secs(u.ru_utime) + secs(u.ru_stime);
 }
 
+long minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -69,6 +75,7 @@ EngineOptions bench_engine_options(const BenchOptions& o) {
   eo.virtual_clock = false;
   eo.properties.worker_threads = o.workers;
   eo.measure_latency = true;
+  eo.properties.context_retention = o.retention;
   return eo;
 }
 
@@ -91,29 +98,48 @@ void fill_latency(EngineCore& core, BenchResult* r) {
 
 BenchResult drive_inserts(Engine& engine, std::string_view table, const std::vector<Value>& rows,
                           const BenchOptions& o) {
+  return drive(engine, rows.size(), [&](uint64_t i) { insert_or_throw(engine, table, rows[i]); }, o);
+}
+
+BenchResult drive(Engine& engine, uint64_t count, const std::function<void(uint64_t)>& op, const BenchOptions& o) {
   const uint64_t rss_before = rss_bytes();
   const double cpu_before = process_cpu_seconds();
+  const uint64_t seq_before = engine.core().dispatcher.last_seq();
+  uint64_t warm_rss = 0, warm_seq = 0;
+  long warm_faults = 0;
   Pacer pacer(o.rate);
   const auto start = std::chrono::steady_clock::now();
-  for (uint64_t i = 0; i < rows.size(); ++i) {
+  for (uint64_t i = 0; i < count; ++i) {
     pacer.wait_for(i);
-    insert_or_throw(engine, table, rows[i]);
-    if (o.progress && (i & 0xFFFF) == 0) o.progress(static_cast<double>(i) / static_cast<double>(rows.size()));
+    if (i == count / 5) {  // past the warm-up: the steady state starts here
+      warm_rss = rss_bytes();
+      warm_faults = minor_faults();
+      warm_seq = engine.core().dispatcher.last_seq();
+    }
+    op(i);
+    if (o.progress && (i & 0xFFFF) == 0) o.progress(static_cast<double>(i) / static_cast<double>(count));
   }
   engine.settle();
   BenchResult r;
   r.seconds = seconds_since(start);
-  r.events = rows.size();
+  r.events = count;
   r.workers = o.workers;
-  r.contexts = engine.core().contexts.size();
+  r.contexts = engine.core().dispatcher.last_seq() - seq_before;  // started, kept or not
   r.contexts_per_s = static_cast<double>(r.contexts) / r.seconds;
   if (r.contexts) r.cpu_us_per_context = (process_cpu_seconds() - cpu_before) * 1e6 / static_cast<double>(r.contexts);
   fill_latency(engine.core(), &r);
   r.peak_rss_bytes = peak_rss_bytes();
   const uint64_t rss_after = rss_bytes();
-  r.bytes_per_context = r.contexts ? static_cast<double>(rss_after - std::min(rss_after, rss_before)) /
-                                         static_cast<double>(r.contexts)
-                                   : 0;
+  const uint64_t kept = engine.core().contexts.size();
+  r.bytes_per_context = kept ? static_cast<double>(rss_after - std::min(rss_after, rss_before)) / static_cast<double>(kept) : 0;
+  const uint64_t steady = engine.core().dispatcher.last_seq() - warm_seq;
+  if (steady > 0) {
+    const double grown = static_cast<double>(rss_after) - static_cast<double>(warm_rss);
+    r.extra.emplace_back("steady_rss_growth_bytes_per_context", grown / static_cast<double>(steady));
+    r.extra.emplace_back("steady_minor_faults_per_context",
+                         static_cast<double>(minor_faults() - warm_faults) / static_cast<double>(steady));
+  }
+  r.extra.emplace_back("contexts_kept", static_cast<double>(kept));
   return r;
 }
 

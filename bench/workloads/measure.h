@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,10 @@ void insert_or_throw(Engine& engine, std::string_view table, const Value& row);
 // latency. The caller sets the workload name and any extra figures.
 BenchResult drive_inserts(Engine& engine, std::string_view table, const std::vector<Value>& rows,
                           const BenchOptions& o);
+// The same for any operation: `op(i)` commits operation i of `count`. Besides the shared
+// figures it reports the steady state, from a fifth of the run to its end: resident
+// memory grown and minor page faults taken, per context started meanwhile.
+BenchResult drive(Engine& engine, uint64_t count, const std::function<void(uint64_t)>& op, const BenchOptions& o);
 // CPU time (user + system) of the whole process so far, in seconds.
 double process_cpu_seconds();
 

@@ -11,6 +11,7 @@
 namespace flowrt::bench {
 
 BenchResult run_record_workload(const BenchOptions& o, bool fanout);
+BenchResult run_event_workload(const BenchOptions& o);
 
 namespace {
 
@@ -131,9 +132,10 @@ BenchResult run_compile(const BenchOptions& o) {
 BenchResult run_workload(const BenchOptions& o) {
   if (o.workload == "triage") return run_record_workload(o, false);
   if (o.workload == "fanout") return run_record_workload(o, true);
+  if (o.workload == "events") return run_event_workload(o);
   if (o.workload == "locks") return run_locks(o);
   if (o.workload == "compile") return run_compile(o);
-  throw std::invalid_argument("unknown workload '" + o.workload + "' (triage, fanout, locks, compile)");
+  throw std::invalid_argument("unknown workload '" + o.workload + "' (triage, fanout, events, locks, compile)");
 }
 
 }  // namespace flowrt::bench

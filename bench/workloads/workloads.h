@@ -12,10 +12,11 @@
 namespace flowrt::bench {
 
 struct BenchOptions {
-  std::string workload = "triage";  // triage | fanout | locks | compile
+  std::string workload = "triage";  // triage | fanout | events | locks | compile
   uint64_t events = 1000000;        // operations the harness commits
   unsigned workers = 2;
   double rate = 0;                  // operations per second to pace at; 0 = as fast as possible
+  uint64_t retention = 0;           // context_retention (0: keep every context record)
   // Called now and then with the share done (0..1), for progress output.
   std::function<void(double)> progress;
 };

@@ -145,6 +145,28 @@ TEST_F(CliTest, Run_BadConfig_Exit1) {
   EXPECT_NE(o.out.find("/properties/max_actions: property max_actions must be an integer"), std::string::npos) << o.out;
 }
 
+// start_time must be a real instant inside the engine's range (1970 to 9999); a time
+// before 1970 used to give every context null times.
+TEST_F(CliTest, Run_StartTimeNotRealOrOutsideTheRange_Exit1_NamesIt) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  write("events.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n");
+  write("config.json", R"({"start_time": "1969-07-20T20:17:00Z"})");
+  Output before = run("run " + dir());
+  EXPECT_EQ(before.code, 1) << before.out;
+  EXPECT_NE(before.out.find("/start_time: \"1969-07-20T20:17:00Z\" is outside the engine's time range: the supported "
+                            "range is 1970-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z"),
+            std::string::npos)
+      << before.out;
+  write("config.json", R"({"start_time": "2026-02-30T00:00:00Z"})");
+  Output unreal = run("run " + dir());
+  EXPECT_EQ(unreal.code, 1) << unreal.out;
+  EXPECT_NE(unreal.out.find("/start_time: \"2026-02-30T00:00:00Z\" is not a real date"), std::string::npos) << unreal.out;
+  write("config.json", R"({"start_time": "1970-01-01T00:00:00Z"})");
+  Output first = run("run " + dir() + " --format json");
+  EXPECT_EQ(first.code, 0) << first.out;
+  EXPECT_NE(first.out.find("\"started_at\":\"1970-01-01T00:00:00.000Z\""), std::string::npos) << first.out;
+}
+
 TEST_F(CliTest, Validate_ReportsEveryError_Exit1) {
   write("flows/a.json", R"({"id": "a", "trigger": {"type": "api"}, "actions": [{"action": "log", "inputs": {"message": "{{x.y}}"}}]})");
   write("flows/b.json", "{\n  \"id\": \"b\",\n  oops\n}");
@@ -278,7 +300,7 @@ TEST_F(CliTest, Run_StoppedBySignal_CancelsWhatHasNotEnded_ReleasesLocks_PrintsW
 }
 
 TEST_F(CliTest, Bench_JsonReportsEveryFigure) {
-  for (const char* workload : {"triage", "fanout", "locks"}) {
+  for (const char* workload : {"triage", "fanout", "events", "locks"}) {
     Output out = run(std::string("bench --workload ") + workload + " --events 2000 --json");
     ASSERT_EQ(out.code, 0) << out.out;
     Result<Value> doc = parse_json(out.out);
@@ -286,7 +308,8 @@ TEST_F(CliTest, Bench_JsonReportsEveryFigure) {
     EXPECT_EQ((*doc)["workload"], Value(workload));
     EXPECT_EQ((*doc)["events"], Value(2000));
     EXPECT_EQ((*doc)["contexts"], Value(2000)) << "every event starts one context, and each is kept";
-    for (const char* key : {"seconds", "contexts_per_s", "peak_rss_bytes", "bytes_per_context", "cpu_us_per_context"}) {
+    for (const char* key : {"seconds", "contexts_per_s", "peak_rss_bytes", "bytes_per_context", "cpu_us_per_context",
+                            "steady_rss_growth_bytes_per_context", "steady_minor_faults_per_context"}) {
       EXPECT_TRUE((*doc)[key].is_number()) << workload << " " << key;
     }
     for (const char* p : {"p50", "p99", "p999"}) EXPECT_GT((*doc)["latency_us"][p].as_double(), 0) << p;
@@ -295,6 +318,13 @@ TEST_F(CliTest, Bench_JsonReportsEveryFigure) {
       EXPECT_GT((*doc)["contended_handoffs_per_s"].as_double(), 0);
     }
   }
+  // With a retention limit every context still counts, but only that many are kept.
+  Output kept = run("bench --workload events --events 3000 --retention 100 --json");
+  ASSERT_EQ(kept.code, 0) << kept.out;
+  Result<Value> kept_doc = parse_json(kept.out);
+  ASSERT_TRUE(kept_doc.is_ok()) << kept.out;
+  EXPECT_EQ((*kept_doc)["contexts"], Value(3000));
+  EXPECT_EQ((*kept_doc)["contexts_kept"], Value(100.0));
   Output compile = run("bench --workload compile --events 100 --json=true");
   ASSERT_EQ(compile.code, 0) << compile.out;
   Result<Value> doc = parse_json(compile.out);

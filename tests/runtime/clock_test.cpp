@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+#include <time.h>
+
 #include <chrono>
 #include <future>
 #include <thread>
@@ -43,7 +46,9 @@ size_t WaitDueReturns(TimerQueue& q, const EngineClock& clock, const std::functi
   std::future<size_t> result = fired.get_future();
   std::thread sleeper([&] { fired.set_value(q.wait_due(clock).size()); });
   meanwhile();
-  const bool returned = result.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  // The real clock is what is under test here: its timers are 0-200 ms away; 10 s bounds
+  // a wedged wait.
+  const bool returned = result.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
   q.stop();
   sleeper.join();
   EXPECT_TRUE(returned) << "wait_due did not return";
@@ -83,6 +88,34 @@ TEST(TimerQueueTest, TimersTakenByWaitDue_CountAsFiringUntilReportedFired) {
   EXPECT_GT(*p.next, clock.now()) << "the one left is the later timer";
   q.fired(1);
   EXPECT_FALSE(q.pending(true).firing);
+}
+
+// CPU time the thread `t` has used, in milliseconds.
+double ThreadCpuMs(std::thread& t) {
+  clockid_t id;
+  if (pthread_getcpuclockid(t.native_handle(), &id) != 0) return -1;
+  timespec ts;
+  clock_gettime(id, &ts);
+  return static_cast<double>(ts.tv_sec) * 1000 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+// A timer centuries away (the latest engine time, or any deadline a caller passes) must
+// not overflow the conversion to a steady-clock sleep: the timer thread sleeps, in
+// bounded chunks, and uses next to no CPU. Real time is the thing under test here: the
+// sleeper is watched for 300 ms.
+TEST(TimerQueueTest, WaitDue_ATimerCenturiesAway_SleepsInsteadOfSpinning) {
+  for (const TimeMs deadline : {TimeMs{253402300799999}, TimeMs{INT64_MAX - 1}}) {
+    EngineClock clock(false, 0);
+    TimerQueue q;
+    q.add(deadline, true, [] {});
+    std::thread sleeper([&] { EXPECT_TRUE(q.wait_due(clock).empty()) << "nothing is due: it returns only when stopped"; });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const double cpu = ThreadCpuMs(sleeper);
+    q.stop();
+    sleeper.join();
+    EXPECT_GE(cpu, 0);
+    EXPECT_LT(cpu, 50) << "the timer thread spun for a deadline of " << deadline;
+  }
 }
 
 }  // namespace

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <atomic>
+#include <chrono>
+#include <future>
 #include <functional>
 #include <latch>
 #include <map>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "runtime/event_queue.h"
+#include "runtime/watchdog.h"
 #include "runtime/worker_pool.h"
 
 namespace flowrt {
@@ -133,6 +137,40 @@ TEST_F(WorkerPoolTest, StopWhileAContextWaitsInASlot_LeavesItQueuedForARestart) 
   });
   ran.wait();
   pool_.stop();
+  EXPECT_FALSE(pool_.has_queued());
+}
+
+// A worker stuck in user code when the pool stops is given up on (retired, as the
+// watchdog does) and returns later as an abandoned thread: it takes no stop token. The
+// stop must not wait for it, and must leave no token behind for a restarted pool, whose
+// worker would otherwise wake for an item that is not there and spin, and whose next stop
+// would hang.
+TEST_F(WorkerPoolTest, WorkerRetiredDuringStop_StopDoesNotWait_AndARestartedPoolStopsAgain) {
+  std::atomic<bool> release{false};
+  std::atomic<bool> entered{false};
+  std::atomic<bool> worker_id_known{false};
+  std::thread::id stuck;
+  Start(1, [&](int i) {
+    Ran(i);
+    stuck = std::this_thread::get_id();
+    worker_id_known.store(true);
+    entered.store(true);
+    while (!release.load()) std::this_thread::yield();
+    t_worker_abandoned = true;  // what the worker sees when its action returns too late
+  });
+  pool_.push_ready(ctx(0));
+  while (!entered.load()) std::this_thread::yield();
+  std::thread stopper([&] { pool_.stop(); });
+  while (!pool_.stopping()) std::this_thread::yield();
+  pool_.retire(stuck);  // the watchdog gives up on it
+  stopper.join();       // returns without the stuck worker
+  release.store(true);  // it returns now, abandoned: it ends without touching the pool
+  auto restarted = std::async(std::launch::async, [&] {
+    Start(1, [&](int i) { Ran(i); });
+    pool_.stop();
+  });
+  ASSERT_EQ(restarted.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "the restarted pool's stop hung: a token was left over";
   EXPECT_FALSE(pool_.has_queued());
 }
 

@@ -245,5 +245,50 @@ TEST_F(InputBudgetsTest, MaxActions_AtTheLimitLoads_OnePastIsRefusedNamingTheFlo
             std::string::npos);
 }
 
+// ---- min_schedule_interval ----
+
+std::string EveryFlow(const std::string& id, const std::string& every) {
+  return R"({"id": ")" + id + R"(", "trigger": {"type": "schedule", "every": )" + every + R"(}, "actions": []})";
+}
+
+TEST_F(InputBudgetsTest, MinScheduleInterval_TheDefaultIsOneSecond_ShorterIsRefusedAtThePointerOfEvery) {
+  EXPECT_EQ(LoadError(EveryFlow("at", R"("1s")")), "");
+  EXPECT_EQ(LoadError(EveryFlow("storm", R"("1ms")")),
+            "test.json: /trigger/every: every \"1ms\" is shorter than the minimum schedule interval of 1s "
+            "(min_schedule_interval)");
+  EXPECT_EQ(LoadError(EveryFlow("ms", "999")),
+            "test.json: /trigger/every: every 999 is shorter than the minimum schedule interval of 1s "
+            "(min_schedule_interval)");
+  // "every 1ms, advance 24h" cannot make 86 million contexts: the flow never loads.
+  EXPECT_TRUE(engine().advance(24 * 3600 * 1000).is_ok());
+  EXPECT_EQ(Contexts("storm").size(), 0u);
+  ExpectStillWorking();
+}
+
+TEST_F(InputBudgetsTest, MinScheduleInterval_AtTheLimitLoads_OnePastIsRefused_AlsoOnActivateAndPublish) {
+  SetProperty("min_schedule_interval", 60000);
+  EXPECT_EQ(engine().properties().min_schedule_interval, 60000);
+  EXPECT_EQ(LoadError(EveryFlow("at", R"("1m")")), "");
+  EXPECT_EQ(LoadError(EveryFlow("past", R"("59s999ms")")),
+            "test.json: /trigger/every: every \"59s999ms\" is shorter than the minimum schedule interval of 1m "
+            "(min_schedule_interval)");
+  // A draft may hold it; activating or publishing it is refused.
+  ASSERT_TRUE(engine().save(Json(EveryFlow("draft", R"("30s")"))).is_ok());
+  Status activate = engine().activate("draft");
+  ASSERT_FALSE(activate.is_ok());
+  EXPECT_NE(activate.message().find("every \"30s\" is shorter than the minimum schedule interval of 1m (min_schedule_interval)"),
+            std::string::npos)
+      << activate.message();
+  Status publish = engine().publish("draft");
+  ASSERT_FALSE(publish.is_ok());
+  EXPECT_NE(publish.message().find("min_schedule_interval"), std::string::npos) << publish.message();
+  // Lowered, the same flow activates.
+  SetProperty("min_schedule_interval", 30000);
+  EXPECT_TRUE(engine().activate("draft").is_ok());
+  Status bad = engine().set_property("min_schedule_interval", Value("0ms"));
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.message().find("min_schedule_interval"), std::string::npos) << bad.message();
+}
+
 }  // namespace
 }  // namespace flowrt

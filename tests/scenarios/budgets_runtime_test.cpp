@@ -2,6 +2,8 @@
 // queued events and for_each iterations. For each, the bound itself passes and one past
 // it fails with an error naming the budget and its limit; nothing else is lost and the
 // engine keeps working.
+#include <gtest/gtest-spi.h>
+
 #include "runtime/harness.h"
 #include "testing/flow_test.h"
 
@@ -190,6 +192,97 @@ TEST_F(RuntimeBudgetsTest, Iterations_AMillionItemForEachIsStoppedAtMaxIteration
   EXPECT_EQ(ContextById(at).value()["variables"]["n"], Value(999));
   EXPECT_THAT(ContextById(million), FailedWith("for_each over 1000000 items is more than max_iterations (1000)"));
   EXPECT_EQ(ContextById(million).value()["error"]["step"], Value("1"));
+}
+
+// ---- max_schedule_fires_per_advance ----
+
+constexpr const char* kEverySecond = R"({"id": "tick", "trigger": {"type": "schedule", "every": "1s", "start": "2026-01-01T00:00:01Z"},
+  "actions": [{"action": "log", "inputs": {"message": "{{trigger.time}}"}}]})";
+
+TEST_F(RuntimeBudgetsTest, ScheduleFires_AtTheBudgetTheAdvanceCompletes) {
+  SetProperty("max_schedule_fires_per_advance", 10);
+  ASSERT_TRUE(Load(kEverySecond));
+  Status s = engine().advance(10000);
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  EXPECT_EQ(Contexts("tick").size(), 10u);
+  EXPECT_EQ(engine().now(), kDefaultVirtualStart + 10000);
+}
+
+// Past the budget, advance stops at the moment of the first schedule trigger it did not
+// fire, and says so; that one and the rest are not lost: the next advance fires them
+// first, with their own scheduled times.
+TEST_F(RuntimeBudgetsTest, ScheduleFires_OnePastTheBudget_AdvanceStopsThereWithAnError_NothingIsDropped) {
+  SetProperty("max_schedule_fires_per_advance", 10);
+  ASSERT_TRUE(Load(kEverySecond));
+  Status s = engine().advance(60000);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.message(),
+            "advance stopped at 2026-01-01T00:00:11.000Z, 49s short of 2026-01-01T00:01:00.000Z: one more schedule "
+            "trigger would pass the limit of 10 fires in one advance (max_schedule_fires_per_advance); it and the rest "
+            "fire at the next advance");
+  EXPECT_EQ(Contexts("tick").size(), 10u);
+  EXPECT_EQ(engine().now(), kDefaultVirtualStart + 11000);
+  EXPECT_TRUE(engine().advance(9000).is_ok());
+  std::vector<ContextRecord> ticks = Contexts("tick");
+  ASSERT_EQ(ticks.size(), 20u);
+  for (size_t i = 0; i < ticks.size(); ++i) {
+    EXPECT_THAT(ticks[i], HasLog(format_time(kDefaultVirtualStart + 1000 * static_cast<TimeMs>(i + 1))));
+  }
+}
+
+// Several schedules due at the same moment: the budget may end inside that moment; the
+// rest of the moment fires at the next advance, in order.
+TEST_F(RuntimeBudgetsTest, ScheduleFires_TheBudgetEndsInsideOneMoment_TheRestFireNext) {
+  SetProperty("max_schedule_fires_per_advance", 2);
+  for (const char* id : {"a", "b", "c"}) {
+    ASSERT_TRUE(Load(std::string(R"({"id": ")") + id +
+                     R"(", "trigger": {"type": "schedule", "at": "2026-01-01T00:00:05Z"}, "actions": []})"));
+  }
+  Status s = engine().advance(10000);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("advance stopped at 2026-01-01T00:00:05.000Z"), std::string::npos) << s.message();
+  EXPECT_EQ(Contexts().size(), 2u);
+  EXPECT_TRUE(engine().advance(0).is_ok());
+  EXPECT_EQ(Contexts().size(), 3u);
+}
+
+// The storm of the issue: "every" 1ms (allowed here by lowering min_schedule_interval)
+// and a day's advance. The budget stops it after 1,000 contexts instead of 86 million.
+TEST_F(RuntimeBudgetsTest, ScheduleFires_AnEveryMillisecondStormIsStoppedAtTheBudget) {
+  SetProperty("min_schedule_interval", 1);
+  SetProperty("max_schedule_fires_per_advance", 1000);
+  ASSERT_TRUE(Load(R"({"id": "storm", "trigger": {"type": "schedule", "every": "1ms"}, "actions": []})"));
+  Status s = engine().advance(24 * 3600 * 1000);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("would pass the limit of 1000 fires in one advance (max_schedule_fires_per_advance)"),
+            std::string::npos)
+      << s.message();
+  EXPECT_EQ(Contexts("storm").size(), 1000u);
+  EXPECT_EQ(engine().now(), kDefaultVirtualStart + 1001);
+  EXPECT_EQ(engine().properties().max_schedule_fires_per_advance, 1000u);
+}
+
+// The fixture's Advance reports a stopped advance as a test failure.
+TEST_F(RuntimeBudgetsTest, ScheduleFires_TheFixturesAdvanceReportsTheError) {
+  SetProperty("max_schedule_fires_per_advance", 1);
+  ASSERT_TRUE(Load(kEverySecond));
+  EXPECT_NONFATAL_FAILURE(Advance("5s"), "max_schedule_fires_per_advance");
+}
+
+// The events file reports it as the error of the advance line.
+TEST_F(RuntimeBudgetsTest, ScheduleFires_InTheEventsFile_TheAdvanceLineIsTheError) {
+  ASSERT_TRUE(Load(kEverySecond));
+  Status s = Harness(engine()).run_text(
+      "{\"op\": \"set_property\", \"name\": \"max_schedule_fires_per_advance\", \"value\": 3}\n"
+      "{\"op\": \"advance\", \"duration\": \"2s\"}\n"
+      "{\"op\": \"advance\", \"duration\": \"1h\"}\n"
+      "{\"op\": \"insert\", \"table\": \"t\", \"values\": {}}\n",
+      "events.jsonl");
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.message().rfind("events.jsonl:3: advance stopped at 2026-01-01T00:00:06.000Z", 0), 0u) << s.message();
+  EXPECT_NE(s.message().find("(max_schedule_fires_per_advance)"), std::string::npos) << s.message();
+  EXPECT_EQ(Contexts("tick").size(), 5u);
+  EXPECT_TRUE(Records("t").empty()) << "nothing after the bad line is applied";
 }
 
 }  // namespace

@@ -135,7 +135,7 @@ TEST_F(RealClockFailuresTest, Settle_NeverReturnsWhileAContextATimerWokeIsRunnin
 
 // ---- memory bounded by live work ----
 
-TEST(RetentionTest, AMillionEventsWithRetention_KeepTheStructuresFlat) {
+TEST(RetentionTest, ManyEventsWithRetention_KeepTheStructuresFlat) {
   EngineOptions o;
   o.properties.worker_threads = 2;
   o.properties.context_retention = 1000;

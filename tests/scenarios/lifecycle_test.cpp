@@ -1,5 +1,7 @@
 // Lifecycle (SPEC 9.6 and 11): drafts, publish, activate, deactivate, test_flow; limits
 // at and one past each bound; plans that running contexts keep; the run-time quota.
+#include <thread>
+
 #include "runtime/harness.h"
 #include "testing/flow_test.h"
 
@@ -290,6 +292,30 @@ TEST_F(QuotaTest, WaitingTimeDoesNotCount) {
   ContextRecord c = OnlyContext("f");
   EXPECT_THAT(c, HasLog("done"));
   EXPECT_NEAR(c.value()["runtime_ms"].as_double(), 900.0, 0.5);
+}
+
+}  // namespace
+}  // namespace flowrt
+
+namespace flowrt {
+namespace {
+
+// Activation writes a flow's activation time while schedule ticks (another thread's
+// advance here, the timer thread on a real clock) read it: no data race (ThreadSanitizer
+// watches this test).
+TEST_F(LifecycleTest, ActivatingWhileSchedulesTickOnAnotherThread_IsRaceFree) {
+  ASSERT_TRUE(Load(R"({"id": "hourly", "trigger": {"type": "schedule", "every": "1h"},
+    "actions": [{"action": "log", "inputs": {"message": "tick"}}]})"));
+  std::thread ticker([this] {
+    for (int i = 0; i < 200; ++i) EXPECT_TRUE(engine().advance(3600 * 1000).is_ok());
+  });
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(engine().deactivate("hourly").is_ok());
+    ASSERT_TRUE(engine().activate("hourly").is_ok());
+  }
+  ticker.join();
+  Settle();
+  for (const ContextRecord& c : Contexts("hourly")) EXPECT_THAT(c, HasStatus("completed"));
 }
 
 }  // namespace

@@ -168,7 +168,9 @@ std::string run_seed(uint64_t seed, unsigned workers, Coverage* cov) {
     Result<std::string> id = engine.call_flow(g.pick(sc.flows), inputs);
     if (!id) return "call_flow: " + id.message();
     started.push_back(*id);
-    if (g.chance(0.3)) engine.advance(g.between(0, 3000));
+    if (g.chance(0.3)) {
+      if (Status s = engine.advance(g.between(0, 3000)); !s) return "advance: " + s.message();
+    }
     if (g.chance(0.1)) engine.settle(g.between(0, 5000));
     if (g.chance(0.05)) (void)engine.cancel(g.pick(started));
     std::string problem = check("after op");

@@ -274,7 +274,7 @@ TEST_P(ReleaseOnExitTest, EveryLockIsReleasedAndEveryQueueLeft) {
   const std::string wb = CallFlow("waiter", Json(R"({"k": "b"})"));
   engine().settle(0);
   if (ending == "cancelled") {
-    engine().advance(2000);
+    ASSERT_TRUE(engine().advance(2000).is_ok());
     ASSERT_TRUE(engine().cancel(h).is_ok());
   }
   Settle();
@@ -375,7 +375,8 @@ namespace flowrt {
 namespace {
 
 // On a real clock a free lock is granted inside the step; a taken one parks the context
-// and hands it over on release. Nothing here waits on a timer, so nothing sleeps.
+// and hands it over on release. The real clock's lock path is what is under test; nothing
+// here waits on a timer, and every settle is bounded (10 s) so a wedged run fails.
 class RealClockLocksTest : public flowrt::testing::FlowTest {
  protected:
   EngineOptions Options() const override {
@@ -397,7 +398,7 @@ TEST_F(RealClockLocksTest, ManyContexts_IncrementUnderOneLock_NoUpdateIsLost) {
       {"action": "unlock", "inputs": {"key": "counter"}}]}]})"));
   Insert("counter", Json(R"({"n": 0})"));
   for (int i = 0; i < 100; ++i) CallFlow("inc");
-  Settle();
+  engine().settle(10000);
   for (const ContextRecord& c : Contexts("inc")) ASSERT_THAT(c, HasStatus("completed"));
   EXPECT_EQ(Records("counter").at(0)["n"], Value(500));
   EXPECT_EQ(engine().locks().size(), 0u);

@@ -127,8 +127,6 @@ TEST_F(TriggersTest, ApiTrigger_StartsOnlyOnRequest_WithInputs) {
 TEST_F(TriggersTest, ScheduleEvery_FiresOnlyWhenAdvancePassesIt_WithScheduledTime) {
   ASSERT_TRUE(Load(R"({"id": "tick", "trigger": {"type": "schedule", "every": "1h", "start": "2026-01-01T01:00:00Z"}, "actions": [
     {"action": "log", "inputs": {"message": "at {{trigger.time}}"}}]})"));
-  Settle();
-  EXPECT_EQ(Contexts("tick").size(), 0u) << "settle never fires schedules";
   Advance("3h30m");
   std::vector<ContextRecord> cs = Contexts("tick");
   ASSERT_EQ(cs.size(), 3u);
@@ -136,6 +134,28 @@ TEST_F(TriggersTest, ScheduleEvery_FiresOnlyWhenAdvancePassesIt_WithScheduledTim
   EXPECT_THAT(cs[2], HasLog("at 2026-01-01T03:00:00.000Z"));
   EXPECT_EQ(Ms(cs[1].value()["started_at"]), 2 * 3600 * 1000);
   EXPECT_EQ(engine().now(), kDefaultVirtualStart + (3 * 3600 + 1800) * 1000);
+}
+
+// settle moves the clock to the timers contexts wait on, which can carry it past schedule
+// occurrences: those do not fire during the settle, but at the next advance, each with its
+// own scheduled time.
+TEST_F(TriggersTest, Settle_PassingScheduleOccurrences_FiresNone_TheNextAdvanceFiresThem) {
+  ASSERT_TRUE(Load(R"([{"id": "tick", "trigger": {"type": "schedule", "every": "1h", "start": "2026-01-01T01:00:00Z"},
+      "actions": [{"action": "log", "inputs": {"message": "at {{trigger.time}}"}}]},
+    {"id": "nap", "trigger": {"type": "api"}, "actions": [{"action": "wait", "inputs": {"duration": "2h30m"}}]}])"));
+  const std::string nap = CallFlow("nap");
+  Settle();
+  EXPECT_THAT(ContextById(nap), HasStatus("completed"));
+  EXPECT_EQ(engine().now(), kDefaultVirtualStart + 9000000) << "settle moved the clock past 01:00 and 02:00";
+  EXPECT_EQ(Contexts("tick").size(), 0u) << "settle never fires schedules";
+  Advance("1h");
+  std::vector<ContextRecord> cs = Contexts("tick");
+  ASSERT_EQ(cs.size(), 3u);
+  EXPECT_THAT(cs[0], HasLog("at 2026-01-01T01:00:00.000Z"));
+  EXPECT_THAT(cs[1], HasLog("at 2026-01-01T02:00:00.000Z"));
+  EXPECT_THAT(cs[2], HasLog("at 2026-01-01T03:00:00.000Z"));
+  EXPECT_EQ(Ms(cs[0].value()["started_at"]), 9000000) << "a late occurrence starts when the advance fires it";
+  EXPECT_EQ(Ms(cs[2].value()["started_at"]), 3 * 3600 * 1000);
 }
 
 TEST_F(TriggersTest, ScheduleAt_FiresOnce) {

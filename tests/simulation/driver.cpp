@@ -267,7 +267,7 @@ SeedRun run_seed(uint64_t seed, Coverage* cov) {
         break;
       }
       case Op::Kind::kAdvance:
-        engine.advance(op.duration);
+        if (Status st = engine.advance(op.duration); !st) fail(st.message());
         if (engine.now() != now + op.duration) fail("the clock is at " + format_time(engine.now()));
         moment = Moment::kQuiescent;
         break;

@@ -39,5 +39,26 @@ TEST(ScheduleTest, At_FiresOnceAndNeverInThePast) {
   EXPECT_FALSE(next_occurrence(s, 0, 3001).has_value());
 }
 
+// Near the end of engine time (9999-12-31T23:59:59.999Z) an occurrence past it is none,
+// never a time that wrapped around or that no clock can reach.
+TEST(ScheduleTest, NearTheLatestTime_AnOccurrencePastItIsNone) {
+  const TimeMs latest = 253402300799999;
+  const DurationMs century = 3153600000000;  // 36500d, the longest duration
+  TriggerSpec with_start = every(century, true, latest - 1000);
+  EXPECT_EQ(*next_occurrence(with_start, 0, latest - 1000), latest - 1000);
+  EXPECT_FALSE(next_occurrence(with_start, 0, latest - 999).has_value());
+  EXPECT_FALSE(next_occurrence(with_start, 0, latest).has_value());
+  TriggerSpec from_activation = every(century, false, 0);
+  EXPECT_FALSE(next_occurrence(from_activation, latest - 5, latest - 5).has_value());
+  TriggerSpec ms = every(1, true, 0);
+  EXPECT_EQ(*next_occurrence(ms, 0, latest), latest);
+  EXPECT_FALSE(next_occurrence(ms, 0, latest + 1).has_value());
+  // Whatever a caller passes, the arithmetic does not overflow.
+  TriggerSpec wide = every(INT64_MAX / 2, true, INT64_MAX / 2);
+  EXPECT_FALSE(next_occurrence(wide, 0, INT64_MAX - 1).has_value());
+  TriggerSpec late_start = every(1000, false, 0);
+  EXPECT_FALSE(next_occurrence(late_start, INT64_MAX - 10, 0).has_value());
+}
+
 }  // namespace
 }  // namespace flowrt
