@@ -90,6 +90,9 @@ class Dispatcher {
                          std::shared_ptr<const Condition> condition, const Value& seen) EXCLUDES(mu_);
   void remove_waiter(const Value& table, const Value& sys_id, const Context* ctx) EXCLUDES(mu_);
   size_t waiter_count() EXCLUDES(mu_);
+  // Whether `ctx` is registered as waiting for a condition on the record (table, sys_id).
+  // Read-only, for liveness checks (runtime/liveness.h); in dispatcher_introspection.cpp.
+  bool has_record_waiter(std::string_view table, std::string_view sys_id, const Context& ctx) EXCLUDES(mu_);
   // The commit sequence number of the last commit (0: none yet).
   uint64_t last_commit() const { return commits_.load(std::memory_order_acquire); }
   // The seq of the last context started (0: none yet).
