@@ -1,4 +1,5 @@
-// config.json for `flowrt run` (SPEC section 12): properties, lock limits, clock start.
+// config.json for `flowrt run` (SPEC section 12): properties, lock limits, clock start,
+// read by runtime/run_config.h (what the events fuzz target reads its config with too).
 #pragma once
 
 #include <map>

@@ -1,24 +1,52 @@
-// Fuzz target: bytes -> a harness events file (SPEC section 11), applied to an engine.
+// Fuzz target: bytes -> flows, a config and a harness events file (SPEC sections 2, 11, 12),
+// run on an engine as `flowrt run` runs them, then checked for liveness.
 //
-// Each input gets a fresh Engine (virtual clock, one worker thread, lock invariants
-// checked) with the flows of kFlows loaded: a record-triggered flow with a condition, a
-// lock, a wait, a fenced update, an unlock and a wait_for_condition; an event-triggered
-// flow with a look-up, for_each and try/catch; an API flow calling a subflow and starting
-// another flow; an hourly schedule. The input is read as the harness reads a file (JSON
-// Lines; blank lines skipped; a bad line stops the run) and every op goes through
-// Harness::apply. The engine then settles with a bounded horizon (one hour).
+// Input format (text):
+//   line 1, the setup: a JSON object with any of
+//     "recipe":      a string whose bytes generate definitions (fuzz/flow_recipe.h): up to
+//                    five flows of every trigger kind, two subflows and an action
+//                    definition, with locks on `pool` and `gate` (weights, limits from the
+//                    recipe), fenced writes, waits, wait_for_condition, for_each, try/catch,
+//                    run options, and the custom C++ actions of fuzz/fuzz_actions.h;
+//     "definitions": definitions (an array or one object), loaded as a flows file is;
+//     "config":      a config.json object (SPEC 12), read by runtime/run_config.h as
+//                    `flowrt run` reads its config (locks it does not declare get the
+//                    recipe's limits).
+//   A line 1 that is not a JSON object is itself the recipe (its raw bytes).
+//   lines 2 on: the events file, given whole to Harness::run_text, the reader `flowrt run`
+//   uses (line splitting, blank lines, per-line budgets, line-numbered errors, the implicit
+//   final settle); its lines are numbered from 1 in errors.
+// Generated definitions must load (else the recipe generator has a bug: abort); the setup's
+// own definitions may be refused (the events then run on the generated flows alone), and a
+// bad config runs nothing, as `flowrt run` exits 1 on one.
 //
-// So that one execution stays short, the harness side bounds what the input may ask for
-// (the engine is not changed): at most kMaxOps ops; `advance` and `settle` durations are
-// clamped (kMaxStep each, kMaxAdvanceTotal in all for advance); `set_property` of the
-// iteration, recursion and thread limits is clamped; a saved schedule trigger fires at
-// most every five minutes. Inputs over 64 KiB are refused.
+// Each input gets a fresh Engine: virtual clock, one worker thread (config or set_property
+// may make it two), lock invariants checked, the four custom action types registered.
+// Bounds that keep one execution short (the engine itself is not changed): inputs over
+// 64 KiB are refused; max_iterations (<= 50), indirect_recursion_limit (1) and
+// worker_threads (1-2) are clamped, in the config and in set_property; every op passes
+// through OpBounds (fuzz/op_bounds.h: at most 64 ops and none once 2000 contexts have
+// started, advance <= 24 h per op and 48 h in all, settle <= 7 days, saved schedules every
+// 5 min or more); generated flows wait at most 10 min, lease and give up locks within 1 h,
+// loop over at most 5 items, and start few contexts (fuzz/flow_recipe.h). The examples stay
+// within these bounds: their corpus entries give the document `flowrt run` gives (but for
+// runtime_ms).
 //
-// After the run it checks what must hold whatever the events were: the lock table's
-// invariants (EngineOptions::check_invariants), that every lock holder and waiter is a
-// context that is still in progress or waiting (SPEC section 8), that every context has
-// one of the five statuses, and that the `flowrt run` document can be written.
-#include <algorithm>
+// After the run (Harness::run_text ends with the final settle) it checks what must hold
+// whatever the input:
+//   - a refused events line is reported as "events:LINE: message" with a message;
+//   - the lock table's invariants (EngineOptions::check_invariants); every lock holder and
+//     waiter is a context still in progress or waiting (SPEC section 8);
+//   - every context has one of the five statuses, and the `flowrt run` document can be
+//     written;
+//   - liveness (runtime/liveness.h), after the final settle and after every `advance` and
+//     `settle` op (checked as the next op is read, before it is applied): every context has
+//     ended, or is parked waiting on something that exists: a timer still in the timer
+//     queue and due later, a record that exists with the context among its waiters, not
+//     already meeting its condition (a lost wake-up), with its timeout's timer queued, a
+//     place in a lock's queue before its give-up time. Settle and advance return only when
+//     no context can run, so a context queued, ready or running then fails the check too,
+//     as does one parked on nothing.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -27,138 +55,88 @@
 #include <string>
 #include <string_view>
 
-#include "plans/time.h"
+#include "fuzz/flow_recipe.h"
+#include "fuzz/fuzz_actions.h"
+#include "fuzz/op_bounds.h"
 #include "plans/value_json.h"
 #include "runtime/engine.h"
 #include "runtime/harness.h"
+#include "runtime/liveness.h"
+#include "runtime/run_config.h"
 
 namespace {
 
 using namespace flowrt;
 
 constexpr size_t kMaxInput = 64 * 1024;
-constexpr size_t kMaxOps = 64;
-constexpr DurationMs kMaxStep = 24 * 3600 * 1000;         // one advance or settle
-constexpr DurationMs kMaxAdvanceTotal = 24 * 3600 * 1000;  // every advance together
-constexpr DurationMs kFinalSettle = 3600 * 1000;
-constexpr DurationMs kMinEvery = 5 * 60 * 1000;           // saved schedule triggers
 
-constexpr const char* kFlows = R"json([
- {"id": "triage", "name": "lock, work, release, then wait for the ticket to close",
-  "trigger": {"type": "record", "table": "ticket", "when": "created_or_updated",
-              "condition": {"all": [{"field": "priority", "op": "le", "value": 3},
-                                    {"not": {"field": "state", "op": "eq", "value": "closed"}}]},
-              "run": "always"},
-  "variables": {"tries": 0},
-  "actions": [
-   {"id": "lk", "action": "lock", "on_error": "continue",
-    "inputs": {"key": "queue-{{trigger.record.queue}}", "max_attempts": 4, "delay": "2s", "max_duration": "30s"}},
-   {"action": "wait", "inputs": {"duration": "5s"}},
-   {"id": "upd", "action": "update_record", "on_error": "continue",
-    "inputs": {"table": "ticket", "sys_id": "{{trigger.sys_id}}",
-               "values": {"owner": "bot", "token": "{{steps.lk.token}}"},
-               "while_holding": "queue-{{trigger.record.queue}}"}},
-   {"id": "un", "action": "unlock", "inputs": {"key": "queue-{{trigger.record.queue}}"}},
-   {"action": "set_variables", "inputs": {"values": {"tries": "{{vars.tries | add: 1}}"}}},
-   {"id": "w", "action": "wait_for_condition",
-    "inputs": {"table": "ticket", "sys_id": "{{trigger.sys_id}}",
-               "condition": {"field": "state", "op": "in", "value": ["closed", "resolved"]}, "timeout": "10m"}},
-   {"if": {"pill": "steps.w.timed_out", "op": "eq", "value": true},
-    "then": [{"action": "fire_event", "inputs": {"name": "sla.breached",
-              "payload": {"sys_id": "{{trigger.sys_id}}", "number": "{{trigger.record.number}}"}}}],
-    "else": [{"action": "log", "inputs": {"message": "closed {{trigger.record.number | default: \"?\"}}"}}]}
-  ]},
- {"id": "on_breach", "trigger": {"type": "event", "name": "sla.breached"},
-  "variables": {"seen": ""},
-  "actions": [
-   {"id": "found", "action": "look_up_records",
-    "inputs": {"table": "ticket", "condition": {"field": "priority", "op": "le", "value": 2}, "order_by": "-priority", "limit": 5}},
-   {"for_each": "{{steps.found.records}}", "as": "t", "do": [
-     {"action": "set_variables", "inputs": {"values": {"seen": "{{vars.seen}} {{t.number}}"}}}]},
-   {"try": [
-     {"action": "update_record", "inputs": {"table": "ticket", "sys_id": "{{trigger.payload.sys_id}}", "values": {"escalated": true}}}],
-    "catch": [{"action": "log", "inputs": {"level": "warn", "message": "{{error.step}}: {{error.message}}"}}]},
-   {"action": "log", "inputs": {"message": "breach {{trigger.payload.number}}; seen{{vars.seen}}"}}
-  ]},
- {"id": "greet", "type": "subflow",
-  "inputs": [{"name": "who", "type": "string", "required": true}],
-  "outputs": [{"name": "text", "type": "string"}],
-  "actions": [{"action": "assign_outputs", "inputs": {"values": {"text": "hello {{inputs.who | upper | trim}}"}}}]},
- {"id": "api_note", "trigger": {"type": "api"},
-  "actions": [
-   {"id": "g", "action": "call_subflow", "inputs": {"subflow": "greet", "inputs": {"who": "{{inputs.who | default: \"nobody\"}}"}}},
-   {"id": "n", "action": "create_record", "inputs": {"table": "note", "values": {"text": "{{steps.g.text}}", "ticket": "{{inputs.ticket}}"}}},
-   {"id": "s", "action": "start_flow", "on_error": "continue", "inputs": {"flow": "api_close", "inputs": {"sys_id": "{{inputs.ticket}}"}}}
-  ]},
- {"id": "api_close", "trigger": {"type": "api"},
-  "actions": [
-   {"action": "lock", "on_error": "continue", "inputs": {"key": "closer", "max_attempts": 3, "delay": "1m"}},
-   {"id": "u", "action": "update_record", "on_error": "continue",
-    "inputs": {"table": "ticket", "sys_id": "{{inputs.sys_id}}", "values": {"state": "closed"}, "while_holding": "closer"}},
-   {"action": "delete_record", "on_error": "continue", "inputs": {"table": "note", "sys_id": "{{inputs.sys_id}}"}}
-  ]},
- {"id": "hourly", "trigger": {"type": "schedule", "every": "1h"},
-  "actions": [
-   {"id": "open", "action": "look_up_record", "inputs": {"table": "ticket", "condition": {"field": "state", "op": "eq", "value": "open"}}},
-   {"if": {"pill": "steps.open.found", "op": "eq", "value": true},
-    "then": [{"action": "log", "inputs": {"message": "open at {{trigger.time}}: {{steps.open.record.number}}"}}]}
-  ]}
-])json";
+// FLOWRT_FUZZ_PRINT=1: what an input did, for writing seeds and reading findings.
+bool printing() {
+  static const bool print = std::getenv("FLOWRT_FUZZ_PRINT") != nullptr;
+  return print;
+}
 
 [[noreturn]] void fail(const std::string& what) {
   std::fprintf(stderr, "events_fuzz: %s\n", what.c_str());
   std::abort();
 }
 
-// The op the harness applies, with its durations and limits bounded (see the top).
-Value bound_op(const Value& op, DurationMs* advanced) {
-  if (!op.is_object() || !op["op"].is_string()) return op;
-  const std::string_view name = op["op"].as_string();
-  if (name == "advance" || name == "settle") {
-    const char* field = name == "advance" ? "duration" : "until";
-    const Value* v = op.find(field);
-    if (!v) return op;
-    Result<DurationMs> d = parse_duration(*v);
-    if (!d) return op;  // the harness reports it
-    DurationMs bounded = std::min(*d, kMaxStep);
-    if (name == "advance") {
-      bounded = std::min(bounded, kMaxAdvanceTotal - *advanced);
-      if (bounded > 0) *advanced += bounded;
+struct Setup {
+  std::optional<std::string> recipe;
+  Value definitions;  // null: none
+  Value config;       // null: none
+};
+
+Setup read_setup(std::string_view line) {
+  Setup s;
+  Value v;
+  JsonParseError error;
+  JsonLimits limits;
+  limits.max_bytes = kMaxInput;
+  if (!parse_json(line, &v, &error, limits) || !v.is_object()) {
+    s.recipe = std::string(line);
+    return s;
+  }
+  if (const Value* r = v.find("recipe"); r && r->is_string()) s.recipe = std::string(r->as_string());
+  s.definitions = v["definitions"];
+  if (const Value* c = v.find("config")) s.config = *c;
+  return s;
+}
+
+// The engine options: the setup's config read as `flowrt run` reads config.json and the
+// target's bounds. Nothing when the config is bad.
+std::optional<EngineOptions> engine_options(const Setup& setup) {
+  EngineOptions options;
+  if (!setup.config.is_null()) {
+    Result<EngineOptions> read = run_config_from_value(setup.config, "config");
+    if (!read) {
+      if (read.message().empty()) fail("a refused config without a message");
+      return std::nullopt;
     }
-    return bounded == *d ? op : op.with(field, Value(static_cast<long long>(bounded)));
+    options = std::move(*read);
+  } else {
+    options.properties.worker_threads = 1;
   }
-  if (name == "set_property") {
-    const Value& prop = op["name"];
-    const Value& v = op["value"];
-    if (!prop.is_string() || !v.is_number()) return op;
-    const std::string_view p = prop.as_string();
-    double cap = 0;
-    if (p == "max_iterations") cap = 50;
-    else if (p == "indirect_recursion_limit") cap = 4;
-    else if (p == "worker_threads") cap = 2;
-    else return op;
-    return v.as_double() > cap ? op.with("value", Value(static_cast<long long>(cap))) : op;
-  }
-  if (name == "save") {
-    const Value& def = op["definition"];
-    const Value& trigger = def["trigger"];
-    const Value* every = trigger.is_object() ? trigger.find("every") : nullptr;
-    if (!every) return op;
-    Result<DurationMs> d = parse_duration(*every);
-    if (!d || *d >= kMinEvery) return op;
-    return op.with("definition", def.with("trigger", trigger.with("every", Value(static_cast<long long>(kMinEvery)))));
-  }
-  return op;
+  EngineProperties& p = options.properties;
+  if (p.worker_threads < 1) p.worker_threads = 1;
+  if (p.worker_threads > fuzz::OpBounds::kMaxWorkers) p.worker_threads = fuzz::OpBounds::kMaxWorkers;
+  if (p.max_iterations > fuzz::OpBounds::kMaxIterations) p.max_iterations = fuzz::OpBounds::kMaxIterations;
+  if (p.indirect_recursion_limit > fuzz::OpBounds::kMaxRecursion) p.indirect_recursion_limit = fuzz::OpBounds::kMaxRecursion;
+  options.virtual_clock = true;
+  options.log_level = "off";
+  options.check_invariants = true;
+  return options;
+}
+
+bool is_status(const std::string& s) {
+  return s == "in_progress" || s == "waiting" || s == "completed" || s == "cancelled" || s == "error";
 }
 
 void check_engine(Engine& engine) {
   const std::string violation = engine.core().dispatcher.lock_violation();
   if (!violation.empty()) fail("lock table invariant broken: " + violation);
   for (const ContextRecord& c : engine.contexts()) {
-    const std::string s = c.status();
-    if (s != "in_progress" && s != "waiting" && s != "completed" && s != "cancelled" && s != "error") {
-      fail(c.id() + " has status '" + s + "'");
-    }
+    if (!is_status(c.status())) fail(c.id() + " has status '" + c.status() + "'");
   }
   const Value locks = engine.locks();
   for (const Value& lock : locks.items()) {
@@ -177,9 +155,23 @@ void check_engine(Engine& engine) {
   }
   std::string out;
   write_json(engine.document(), out);
-  // FLOWRT_FUZZ_PRINT=1: what an input did, for writing seeds and reading findings.
-  static const bool print = std::getenv("FLOWRT_FUZZ_PRINT") != nullptr;
-  if (print) std::fprintf(stderr, "%s\n", to_pretty_json(engine.document()).c_str());
+}
+
+// `when`: which quiescent moment ("after the final settle", ...).
+void check_liveness(Engine& engine, const std::string& when) {
+  for (const ContextWait& w : context_waits(engine.core())) {
+    std::string problem;
+    if (w.on == ContextWait::On::kRun) {
+      problem = "is " + w.status + " and not parked, although the final settle returned (no context can run)";
+    } else if (!w.problem.empty()) {
+      problem = "waits on " + w.what + ", but " + w.problem;
+    } else if (w.status != "waiting") {
+      problem = "is parked on " + w.what + " but its record says " + w.status;
+    }
+    if (problem.empty()) continue;
+    std::optional<ContextRecord> c = engine.context(w.context);
+    fail("liveness " + when + ": " + w.context + " " + problem + "\n" + (c ? to_pretty_json(c->value()) : std::string()));
+  }
 }
 
 }  // namespace
@@ -187,42 +179,52 @@ void check_engine(Engine& engine) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > kMaxInput) return -1;  // not added to the corpus
   const std::string_view text(reinterpret_cast<const char*>(data), size);
+  const size_t newline = text.find('\n');
+  const std::string_view first = text.substr(0, newline);
+  const std::string_view events = newline == std::string_view::npos ? std::string_view() : text.substr(newline + 1);
 
-  EngineOptions options;
-  options.log_level = "off";
-  options.properties.worker_threads = 1;
-  options.check_invariants = true;
-  options.lock_limits = {{"pool", 3}};
-  Engine engine(options);
-  {
-    Diagnostics d = engine.load_text(kFlows, "events_fuzz flows");
-    if (!d.empty()) fail("the fuzz target's own flows do not load:\n" + d.describe());
+  const Setup setup = read_setup(first);
+  std::optional<EngineOptions> options = engine_options(setup);
+  if (!options) return 0;
+  std::optional<fuzz::GeneratedFlows> generated;
+  if (setup.recipe) {
+    generated = fuzz::generate_flows(*setup.recipe, options->lock_limits);
+    for (const auto& [name, limit] : generated->lock_limits) options->lock_limits.emplace(name, limit);
   }
+  Engine engine(std::move(*options));
+  fuzz::register_fuzz_actions(engine);
+  if (generated) {
+    Diagnostics d = engine.load_text(generated->definitions, "recipe.json");
+    if (!d.empty()) fail("the recipe's definitions do not load:\n" + d.describe() + "\n" + generated->definitions);
+    if (printing()) std::fprintf(stderr, "recipe definitions: %s\n", generated->definitions.c_str());
+  }
+  if (!setup.definitions.is_null()) {
+    Diagnostics d = engine.load_text(setup.definitions.to_json(), "flows.json");
+    if (printing() && !d.empty()) std::fprintf(stderr, "setup definitions refused:\n%s\n", d.describe().c_str());
+  }
+
   Harness harness(engine);
-
-  // Read as Harness::run_text reads a file, one op at a time so that each can be bounded.
-  JsonLimits limits;
-  limits.max_bytes = 64 * 1024;
-  size_t pos = 0, ops = 0;
-  DurationMs advanced = 0;
-  while (pos < text.size() && ops < kMaxOps) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
-    ++ops;
-    Value op;
-    JsonParseError error;
-    if (!parse_json(line, &op, &error, limits)) break;  // a bad line stops the run
-    Status s = harness.apply(bound_op(op, &advanced));
-    if (!s) {
-      if (s.message().empty()) fail("an op failed without a message: " + op.to_json());
-      break;
+  fuzz::OpBounds bounds;
+  // Right after an advance or a settle no context can run, until the next op: liveness is
+  // checked there too, where waits on timers and locks are still pending.
+  std::string quiescent;
+  harness.set_op_filter([&](const Value& op) -> Result<Value> {
+    if (!quiescent.empty()) check_liveness(engine, quiescent);
+    const Value& name = op["op"];
+    quiescent = name == Value("advance") || name == Value("settle") ? "after " + op.to_json() : "";
+    return bounds(op, engine.stats().contexts_started);
+  });
+  const Status ran = harness.run_text(events, "events");
+  if (!ran) {
+    const std::string& m = ran.message();
+    const size_t colon = m.find(':', 7);
+    if (m.rfind("events:", 0) != 0 || colon == std::string::npos || m.size() <= colon + 2) {
+      fail("a refused events line without \"events:LINE: message\": '" + m + "'");
     }
+    if (printing()) std::fprintf(stderr, "%s\n", m.c_str());
   }
-  engine.settle(kFinalSettle);
   check_engine(engine);
+  check_liveness(engine, "after the final settle");
+  if (printing()) std::fprintf(stderr, "%s\n", to_pretty_json(engine.document()).c_str());
   return 0;
 }

@@ -1,5 +1,7 @@
 #include "plans/value.h"
 
+#include <cstring>
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -107,8 +109,13 @@ struct ObjectNode : HeapNode {
       auto it = index->find(key);
       return it == index->end() ? -1 : static_cast<long>(it->second);
     }
+    // Keys nearly always differ in length or first byte: look at those before the bytes.
+    const size_t n = key.size();
     for (uint32_t i = 0; i < size; ++i) {
-      if (key_at(i).as_string() == key) return static_cast<long>(i);
+      const std::string_view k = key_at(i).as_string();
+      if (k.size() == n && (n == 0 || (k[0] == key[0] && std::memcmp(k.data() + 1, key.data() + 1, n - 1) == 0))) {
+        return static_cast<long>(i);
+      }
     }
     return -1;
   }

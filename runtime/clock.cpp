@@ -96,6 +96,11 @@ size_t TimerQueue::size() const {
   return timers_.size();
 }
 
+bool TimerQueue::contains(const TimerHandle& handle) const {
+  MutexLock lock(mu_);
+  return timers_.count(Key{handle.deadline, handle.seq}) > 0;
+}
+
 std::vector<TimerQueue::Fire> TimerQueue::wait_due(const EngineClock& clock) {
   MutexLock lock(mu_);
   while (!stopped_) {

@@ -62,6 +62,8 @@ class TimerQueue {
   // stay queued, in order, and fire when taken later.
   Due take_due_within(TimeMs now, size_t max_schedules) EXCLUDES(mu_);
   size_t size() const EXCLUDES(mu_);
+  // Whether `handle` is still queued: added, and neither fired (taken) nor cancelled.
+  bool contains(const TimerHandle& handle) const EXCLUDES(mu_);
 
   // For a real clock: blocks until a timer is due at `clock.now()` or stop() is called.
   // Sleeps (never spins), at most kMaxSleepMs at a time, whatever the deadlines.

@@ -153,9 +153,8 @@ Result<StartedFlow> Dispatcher::admit(Prepared& p, Origin origin, CommitEntry* e
   ctx->run_key = std::move(run_key);
   Context* raw = ctx.get();
   core_.contexts.add(std::move(ctx));
-  core_.work_added();
-  core_.events.push(raw);
-  ++batch->started;
+  core_.events.push(raw);  // counted as work before the lock (Batch::reserve)
+  batch->started();
   if (core_.options.on_commit) entry->started.push_back(raw);
   return StartedFlow{raw->id, false, Value()};
 }
@@ -238,7 +237,16 @@ void Dispatcher::wake_waiters(std::string_view table, const Value& record, const
   if (list.empty()) waiters_.erase(it);
 }
 
-void Dispatcher::after_commit(const Batch& batch) { core_.workers.notify_events(batch.started); }
+void Dispatcher::Batch::reserve(size_t n) {
+  if (n == 0) return;
+  core_.work_added(static_cast<int64_t>(n));
+  reserved_ += n;
+}
+
+Dispatcher::Batch::~Batch() {
+  for (size_t i = started_; i < reserved_; ++i) core_.work_done();  // skipped, refused or built again
+  core_.workers.notify_events(started_);
+}
 
 Status Dispatcher::check_queue_room(size_t starts) {
   if (starts == 0) return Status::ok();
@@ -260,7 +268,8 @@ Result<Value> Dispatcher::insert(std::string_view table, const Value& values, Or
   if (!record) return record;
   std::vector<Prepared> prepared;
   prepare_record(table, RecordOperation::kInsert, *record, nullptr, true, &prepared);
-  Batch batch;
+  Batch batch(core_);
+  batch.reserve(prepared.size());
   perturb(PerturbPoint::kBeforeCommitLock);
   {
     SpinMutexLock lock(mu_);
@@ -273,7 +282,6 @@ Result<Value> Dispatcher::insert(std::string_view table, const Value& values, Or
     commit_prepared(prepared, origin, &entry, &batch);
     end_commit(entry);
   }
-  after_commit(batch);
   return record;
 }
 
@@ -290,7 +298,8 @@ Result<Value> Dispatcher::update(std::string_view table, std::string_view sys_id
     if (!change) return change.error();
     std::vector<Prepared> prepared;
     prepare_record(table, RecordOperation::kUpdate, change->record, &change->previous, change->changed, &prepared);
-    Batch batch;
+    Batch batch(core_);
+    batch.reserve(prepared.size());
     perturb(PerturbPoint::kBeforeCommitLock);
     {
       SpinMutexLock lock(mu_);
@@ -299,7 +308,6 @@ Result<Value> Dispatcher::update(std::string_view table, std::string_view sys_id
       if (!store_.commit_update(table, sys_id, *change)) continue;  // another write came first
       commit_update_locked(table, *change, prepared, origin, &batch);
     }
-    after_commit(batch);
     return change->record;
   }
 }
@@ -333,7 +341,7 @@ Status Dispatcher::commit_remove_locked(std::string_view table, std::string_view
 
 Result<Value> Dispatcher::remove(std::string_view table, std::string_view sys_id, Origin origin,
                                  const Value& while_holding) {
-  Batch batch;
+  Batch batch(core_);
   Value record;
   perturb(PerturbPoint::kBeforeCommitLock);
   {
@@ -344,17 +352,17 @@ Result<Value> Dispatcher::remove(std::string_view table, std::string_view sys_id
     if (Value existing = store_.get(table, sys_id); !existing.is_null()) {
       prepare_record(table, RecordOperation::kDelete, existing, nullptr, true, &prepared);
       FLOWRT_RETURN_IF_ERROR(check_queue_room(prepared.size()));
+      batch.reserve(prepared.size());
     }
     FLOWRT_RETURN_IF_ERROR(commit_remove_locked(table, sys_id, prepared, origin, &batch, &record));
   }
-  after_commit(batch);
   return record;
 }
 
 Result<size_t> Dispatcher::update_where(std::string_view table, const Condition& where, const Value& values,
                                         Origin origin) {
   FLOWRT_RETURN_IF_ERROR(RecordStore::check_value_sizes(values, core_.props().max_record_value_bytes));
-  Batch batch;
+  Batch batch(core_);
   size_t n = 0;
   {
     SpinMutexLock lock(mu_);
@@ -380,11 +388,11 @@ Result<size_t> Dispatcher::update_where(std::string_view table, const Condition&
       starts += p.prepared.size();
     }
     FLOWRT_RETURN_IF_ERROR(check_queue_room(starts));
+    batch.reserve(starts);
     for (Planned& p : planned) {
       if (!store_.commit_update(table, p.change.record["sys_id"].as_string(), p.change)) {
         // Cannot happen while every write holds the commit lock; if it ever did, say so
         // rather than report a write that was not stored.
-        after_commit(batch);
         return Error{"internal error: record " + std::string(p.change.record["sys_id"].as_string()) + " of " +
                      std::string(table) + " changed during update_where; " + std::to_string(n) +
                      " records were updated"};
@@ -393,12 +401,11 @@ Result<size_t> Dispatcher::update_where(std::string_view table, const Condition&
       ++n;
     }
   }
-  after_commit(batch);
   return n;
 }
 
 Result<size_t> Dispatcher::remove_where(std::string_view table, const Condition& where, Origin origin) {
-  Batch batch;
+  Batch batch(core_);
   size_t n = 0;
   {
     SpinMutexLock lock(mu_);
@@ -415,19 +422,18 @@ Result<size_t> Dispatcher::remove_where(std::string_view table, const Condition&
       starts += prepared[i].size();
     }
     FLOWRT_RETURN_IF_ERROR(check_queue_room(starts));
+    batch.reserve(starts);
     for (size_t i = 0; i < found->size(); ++i) {
       Value removed;
       if (Status s = commit_remove_locked(table, found->at(i)["sys_id"].as_string(), prepared[i], origin, &batch,
                                           &removed);
           !s) {
-        after_commit(batch);
         return Error{"internal error: " + s.message() + " during remove_where; " + std::to_string(n) +
                      " records were removed"};
       }
       ++n;
     }
   }
-  after_commit(batch);
   return n;
 }
 
@@ -446,7 +452,8 @@ Status Dispatcher::fire_event(const Value& name, const Value& payload, Origin or
       prepared.push_back(Prepared{flow, nullptr, new_context(flow, std::move(t), Value())});
     }
   }
-  Batch batch;
+  Batch batch(core_);
+  batch.reserve(prepared.size());
   perturb(PerturbPoint::kBeforeCommitLock);
   {
     SpinMutexLock lock(mu_);
@@ -456,7 +463,6 @@ Status Dispatcher::fire_event(const Value& name, const Value& payload, Origin or
     commit_prepared(prepared, origin, &entry, &batch);
     end_commit(entry);
   }
-  after_commit(batch);
   return Status::ok();
 }
 
@@ -464,7 +470,8 @@ Result<StartedFlow> Dispatcher::start_flow(FlowSlot& flow, TriggerData trigger, 
                                            std::shared_ptr<const Plan> plan) {
   Prepared p{&flow, nullptr, new_context(&flow, std::move(trigger), std::move(inputs))};
   p.context->plan = std::move(plan);
-  Batch batch;
+  Batch batch(core_);
+  batch.reserve(1);
   Result<StartedFlow> started = Error{""};
   perturb(PerturbPoint::kBeforeCommitLock);
   {
@@ -479,7 +486,6 @@ Result<StartedFlow> Dispatcher::start_flow(FlowSlot& flow, TriggerData trigger, 
     started = admit(p, origin, &entry, &batch);
     end_commit(entry);
   }
-  after_commit(batch);
   return started;
 }
 

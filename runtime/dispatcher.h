@@ -90,6 +90,9 @@ class Dispatcher {
                          std::shared_ptr<const Condition> condition, const Value& seen) EXCLUDES(mu_);
   void remove_waiter(const Value& table, const Value& sys_id, const Context* ctx) EXCLUDES(mu_);
   size_t waiter_count() EXCLUDES(mu_);
+  // Whether `ctx` is registered as waiting for a condition on the record (table, sys_id).
+  // Read-only, for liveness checks (runtime/liveness.h); in dispatcher_introspection.cpp.
+  bool has_record_waiter(std::string_view table, std::string_view sys_id, const Context& ctx) EXCLUDES(mu_);
   // The commit sequence number of the last commit (0: none yet).
   uint64_t last_commit() const { return commits_.load(std::memory_order_acquire); }
   // The seq of the last context started (0: none yet).
@@ -143,10 +146,25 @@ class Dispatcher {
     // not news to a waiter that had already seen its version.
     int64_t seen_version;
   };
-  // Contexts created by one or more commits, to hand to the workers after the lock is
-  // released.
-  struct Batch {
-    size_t started = 0;
+  // The contexts one operation's commits start. Their work is counted (reserve) before
+  // the commit lock, not with a contended atomic inside it; when the Batch goes out of
+  // scope, after the lock is let go, what was reserved and not started is given back and
+  // the workers are told of what started.
+  class Batch {
+   public:
+    explicit Batch(EngineCore& core) : core_(core) {}
+    ~Batch();
+    Batch(const Batch&) = delete;
+    Batch& operator=(const Batch&) = delete;
+    // Counts `n` more contexts this operation may start as work.
+    void reserve(size_t n);
+    void started() { ++started_; }
+    size_t count() const { return started_; }
+
+   private:
+    EngineCore& core_;
+    size_t reserved_ = 0;
+    size_t started_ = 0;
   };
   // A start prepared before the commit lock: the trigger matched, the context is built;
   // the commit decides (rules) and publishes it.
@@ -184,7 +202,6 @@ class Dispatcher {
   void skip(FlowSlot& flow, const TriggerData& trigger, Origin origin, std::string_view reason) REQUIRES(mu_);
   void wake_waiters(std::string_view table, const Value& record, const Value* previous, bool deleted)
       REQUIRES(mu_);
-  void after_commit(const Batch& batch) EXCLUDES(mu_);
   // The commit of an update already installed in the store: its starts, waiters, entry.
   void commit_update_locked(std::string_view table, const RecordChange& change, std::vector<Prepared>& prepared,
                             Origin origin, Batch* batch) REQUIRES(mu_);

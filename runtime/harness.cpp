@@ -181,10 +181,13 @@ Status Harness::run_text(std::string_view text, const std::string& name) {
                 std::to_string(limits.max_bytes) + " bytes (max_events_file_bytes)"};
     } else if (!parse_json(line, &op, &error, limits)) {
       s = Error{"column " + std::to_string(error.column) + ": " + error.message};
-    } else {
+    } else if (!filter_) {
       s = apply(op);
-      if (s) engine_log().debug("{}:{}: applied", name, line_no);
+    } else {
+      Result<Value> filtered = filter_(op);
+      s = filtered ? apply(*filtered) : filtered.status();
     }
+    if (s) engine_log().debug("{}:{}: applied", name, line_no);
     if (!s) {
       engine_.settle();
       if (engine_.stop_requested()) return Error{name + ":" + std::to_string(line_no) + ": not applied: the engine is stopping"};

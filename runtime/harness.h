@@ -7,10 +7,17 @@
 // engine's properties: max_events_file_bytes for the file (checked before it is read),
 // max_json_depth and max_string_bytes for each line (read again at each line, so a
 // set_property op applies from the next line on).
+//
+// An op filter (none by default, and none in `flowrt run`) sees each parsed op before it
+// is applied and returns the op to apply, possibly changed, or an error that stops the run
+// as a bad line does. Tools that must bound what a file may ask for (the fuzz target) use
+// it, so that they read the file exactly as `flowrt run` does.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "runtime/engine.h"
 
@@ -18,7 +25,11 @@ namespace flowrt {
 
 class Harness {
  public:
+  using OpFilter = std::function<Result<Value>(const Value& op)>;
+
   explicit Harness(Engine& engine) : engine_(engine) {}
+  // Every op that run_text and run_file read passes through `filter` (see the top).
+  void set_op_filter(OpFilter filter) { filter_ = std::move(filter); }
 
   // Applies the file at `path`; on a bad line returns "FILE:LINE: message".
   Status run_file(const std::string& path);
@@ -29,6 +40,7 @@ class Harness {
 
  private:
   Engine& engine_;
+  OpFilter filter_;
 };
 
 }  // namespace flowrt

@@ -98,6 +98,28 @@ TEST_F(HarnessTest, FileEndsWithImplicitSettle) {
   EXPECT_THAT(OnlyContext("w"), HasStatus("completed"));
 }
 
+TEST_F(HarnessTest, OpFilter_SeesEachOpBeforeItIsApplied_AndItsErrorStopsTheRunAsABadLine) {
+  Harness harness(engine());
+  std::vector<std::string> seen;
+  harness.set_op_filter([&](const Value& op) -> Result<Value> {
+    seen.push_back(std::string(op["op"].as_string()));
+    if (op["op"] == Value("advance")) return op.with("duration", Value(1000));  // bounded
+    if (op["op"] == Value("delete")) return Error{"refused by the filter"};
+    return op;
+  });
+  Status s = harness.run_text(R"({"op": "insert", "table": "t", "values": {"n": 1}}
+
+{"op": "advance", "duration": "10d"}
+{"op": "delete", "table": "t", "where": {"field": "n", "op": "eq", "value": 1}}
+{"op": "insert", "table": "t", "values": {"n": 2}}
+)", "events.jsonl");
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.message(), "events.jsonl:4: refused by the filter");
+  EXPECT_EQ(seen, (std::vector<std::string>{"insert", "advance", "delete"})) << "a bad line is never filtered";
+  EXPECT_EQ(engine().now(), kDefaultVirtualStart + 1000) << "the filtered op is the one applied";
+  EXPECT_EQ(Records("t").size(), 1u) << "nothing after the refused line is applied";
+}
+
 TEST_F(HarnessTest, MissingFile_IsAnErrorNamingIt) {
   Status s = Harness(engine()).run_file("/nonexistent/events.jsonl");
   ASSERT_FALSE(s.is_ok());

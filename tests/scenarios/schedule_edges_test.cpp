@@ -1,6 +1,6 @@
 // Schedules at the edges of advance and of lifecycle changes: two defects the seeded
 // simulation found (tests/simulation), each reproduced deterministically here. Both are
-// DISABLED_ until fixed; the simulation's generator keeps clear of them meanwhile (see
+//  until fixed; the simulation's generator keeps clear of them meanwhile (see
 // tests/simulation/README.md, "Engine defects found").
 #include "testing/flow_test.h"
 
@@ -16,11 +16,11 @@ class ScheduleEdgesTest : public FlowTest {
 
 // An `at` schedule fires once (SPEC 3, BEHAVIOUR.md "Schedules and the clock"). After it
 // fired, any activate/deactivate/publish re-arms the schedules; with the clock standing
-// exactly at the `at` time, next_occurrence(at, now) is that time again (it is not before
-// `from`), so the tick is armed anew and the next advance fires it a second time
-// (EngineCore::arm_schedules, triggers/schedule.cpp). Simulation seed 621 (simulated)
+// exactly at the `at` time, next_occurrence(at, now) was that time again, so the tick was
+// armed anew and the next advance fired it a second time. Each flow now remembers the last
+// occurrence it fired, and a re-arm looks only past it. Simulation seed 621 (simulated)
 // found it: ctx-10 and ctx-12 both ran f6 for 00:00:00.500.
-TEST_F(ScheduleEdgesTest, DISABLED_AnAtScheduleRefreshedAtItsOwnTime_StillFiresOnce) {
+TEST_F(ScheduleEdgesTest, AnAtScheduleRefreshedAtItsOwnTime_StillFiresOnce) {
   ASSERT_TRUE(Load(R"([
     {"id": "once", "trigger": {"type": "schedule", "at": "2026-01-01T00:00:30Z"}, "actions": []},
     {"id": "other", "trigger": {"type": "api"}, "actions": []}])"));
@@ -32,12 +32,12 @@ TEST_F(ScheduleEdgesTest, DISABLED_AnAtScheduleRefreshedAtItsOwnTime_StillFiresO
 }
 
 // advance fires the schedule occurrences it passes in time order (BEHAVIOUR.md). When
-// several ticks fell due during a settle, advance takes every due timer at once; a tick
-// re-armed while that batch fires (the next occurrence of a flow, also overdue) waits for
-// the next batch, after later ticks of other flows (EngineCore::advance / fire_due). So
-// here b's 00:00:05 tick starts before a's 00:00:02.750 and 00:00:04.750 ones. Simulation
-// seed 123 (simulated) found it.
-TEST_F(ScheduleEdgesTest, DISABLED_OverdueTicksOfSeveralFlows_FireInTimeOrder) {
+// several ticks fell due during a settle, advance took every due timer at once; a tick
+// re-armed while that batch fired (the next occurrence of a flow, also overdue) waited for
+// the next batch, after later ticks of other flows, so b's 00:00:05 tick started before
+// a's 00:00:02.750 and 00:00:04.750 ones. advance now fires one deadline at a time.
+// Simulation seed 123 (simulated) found it.
+TEST_F(ScheduleEdgesTest, OverdueTicksOfSeveralFlows_FireInTimeOrder) {
   ASSERT_TRUE(Load(R"([
     {"id": "a", "trigger": {"type": "schedule", "every": "2s", "start": "2026-01-01T00:00:00.750Z"}, "actions": []},
     {"id": "b", "trigger": {"type": "schedule", "every": "5s"}, "actions": []},
