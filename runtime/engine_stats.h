@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "plans/value.h"
+#include "flowrt/plans/value.h"
 
 namespace flowrt {
 

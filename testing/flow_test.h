@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "plans/value_json.h"
-#include "runtime/engine.h"
+#include "flowrt/plans/value_json.h"
+#include "flowrt/runtime/engine.h"
 
 namespace flowrt::testing {
 
