@@ -9,6 +9,19 @@ namespace {
 using flowrt::Value;
 using namespace flowrt::testing;
 
+// A first test, in ten lines (the README's).
+class FirstTest : public FlowTest {};
+
+TEST_F(FirstTest, NoDecisionInThreeDays_Expires) {
+  ASSERT_TRUE(LoadProject(EXPENSES_PROJECT_DIR));  // flows/ and config.json, as `flowrt run` reads them
+  Insert("expense", Json(R"({"number": "EXP-2", "amount": 1200, "manager": "grace"})"));
+  Settle("2d");  // the three-day timeout is later: the context waits, parked
+  EXPECT_THAT(OnlyContext("request_approval"), HasStatus("waiting"));
+  Settle("4d");  // three virtual days: no real time
+  EXPECT_THAT(OnlyContext("request_approval"), HasLog("EXP-2: no decision in 3 days"));
+}
+
+// The project's flows, one behaviour each; every test starts from the project as opened.
 class ExpenseTest : public FlowTest {
  protected:
   void SetUp() override {
