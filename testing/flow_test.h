@@ -28,6 +28,8 @@
 
 namespace flowrt::testing {
 
+// One fresh engine per test, destroyed after it. Helpers that act fail the test on an
+// error (naming it) rather than returning one; engine() gives the whole API for the rest.
 class FlowTest : public ::testing::Test {
  protected:
   // Override to change the engine before it is built (clock, workers, properties).
