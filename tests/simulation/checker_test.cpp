@@ -251,6 +251,24 @@ TEST(SimulationCheckerTest, ADeadlockRefusalWithoutACycle_IsCaught) {
   EXPECT_NE(fake.find("a refusal without a cycle"), std::string::npos) << fake;
 }
 
+TEST(SimulationCheckerTest, ADeadlockRefusalNamingALoopNotThroughTheRequester_IsCaught) {
+  Scenario s;
+  // ctx-2 and ctx-3 wait for each other; ctx-1's request for x, held by ctx-2, is named
+  // with their loop, which ctx-1's request does not close.
+  const std::string refused =
+      R"({"path": "1", "action": "lock", "status": "error", "started_at": "2026-01-01T00:00:00.100Z", "ended_at": "2026-01-01T00:00:00.100Z",
+      "inputs": {"key": "x"}, "outputs": {"result": "failure", "state": "deadlock", "token": null, "attempts": 1, "waited_ms": 0},
+      "error": "lock 'x' refused: deadlock: ctx-1 waits for lock 'x' held by ctx-2, which waits for lock 'y' held by ctx-3, which waits for lock 'z' held by ctx-2"})";
+  const std::string contexts =
+      context(1, "error", refused) + "," +
+      context(2, "waiting", lock_step("1", "x", 0, 0, 2, false) + "," + lock_step("2", "z", 0, 0, 3, false) + "," +
+                                lock_step("3", "y", 50, 0, -1, true), waiting_log("3", "y", 50)) + "," +
+      context(3, "waiting", lock_step("1", "y", 0, 0, 4, false) + "," + lock_step("2", "z", 60, 0, -1, true),
+              waiting_log("2", "z", 60));
+  const std::string found = all(ModelTestAccess::lock_checks(s, snapshot(contexts, 200)));
+  EXPECT_NE(found.find("does not go through the requester ctx-1"), std::string::npos) << found;
+}
+
 TEST(SimulationCheckerTest, AGrantThatPassedAnEarlierWaiter_OrOverTheLimit_IsCaught) {
   Scenario s;
   // ctx-1 asked for x at 100 and ctx-2 at 200; both queued behind ctx-3; ctx-2 got it first.

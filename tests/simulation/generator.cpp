@@ -233,9 +233,9 @@ Scenario generate_scenario(uint64_t seed, Variant variant) {
       if (g.chance(0.6)) f.condition = random_condition(g, f);
     } else if (k <= 7) {
       f.kind = FlowSpec::Kind::kEvent;
-      // One flow on each of e0 and e1 (the ping-pong), the others on e2 and e3, which only
-      // steps other than the ping-pong fire: chains of events stay narrow.
-      f.event = i == 1 ? "e0" : i == 2 ? "e1" : g.chance(0.5) ? "e2" : "e3";
+      // One flow on each of e0 and e1 (the ping-pong); the others on any event, so that
+      // chains of events may grow wide and many contexts wait for locks at once.
+      f.event = i == 1 ? "e0" : i == 2 ? "e1" : g.pick(std::vector<std::string>{"e0", "e1", "e2", "e3"});
     } else if (k <= 9) {
       f.kind = FlowSpec::Kind::kApi;
       api_flows.push_back(f.id);
@@ -243,9 +243,9 @@ Scenario generate_scenario(uint64_t seed, Variant variant) {
       f.kind = FlowSpec::Kind::kSchedule;
       const int64_t shape = g.between(0, 2);
       if (shape == 0) {
-        // Off the 50 ms grid the clock moves on: an `at` refreshed while the clock stands
-        // exactly at its time fires again (tests/scenarios/schedule_edges_test.cpp).
-        f.at = kDefaultVirtualStart + g.between(1, 20) * 500 + 7;
+        // Half of them on the 50 ms grid the clock moves on, so that activations and
+        // publishes happen while the clock stands exactly at an `at` that just fired.
+        f.at = kDefaultVirtualStart + g.between(1, 20) * 500 + (g.chance(0.5) ? 0 : 7);
       } else {
         f.every = g.pick(std::vector<int64_t>{1000, 2000, 5000});
         if (shape == 2) f.start = kDefaultVirtualStart + g.between(0, 10) * 250;

@@ -238,10 +238,16 @@ void Model::lock_checks(const Snapshot& snap, bool quiescent, Violations* out) {
           break;
         }
         who = next;
-        // The engine names the path until a context repeats; with weights that context may
-        // be another than the requester (tests/runtime/lock_table_edges_test.cpp).
-        if (!named.insert(next).second) {
+        // The named cycle goes through the requester: the path ends when it comes back to
+        // it, and a path that repeats another context first names a loop the request did
+        // not close (tests/runtime/lock_table_edges_test.cpp).
+        if (next == u.ctx) {
           closes = true;
+          break;
+        }
+        if (!named.insert(next).second) {
+          fail(u, "was refused as a deadlock, but the cycle it names does not go through the requester " + u.ctx + ": " + msg);
+          refuted = true;
           break;
         }
         const size_t which = rest.find(", which");

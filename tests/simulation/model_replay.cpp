@@ -308,10 +308,13 @@ void Model::replay_action(Ctx& x, Frame& f, const Value& node, const Value& st, 
         bool found = false;
         for (size_t i = 1; i < h->size(); ++i) {
           const Version& v = (*h)[i];
-          if (v.record.is_null() || v.at <= started || (timeout >= 0 && v.at >= started + timeout)) continue;
+          // A version written at the very instant the wait times out may come first (the
+          // wait is met) or second (it times out): both are right.
+          if (v.record.is_null() || v.at <= started || (timeout >= 0 && v.at > started + timeout)) continue;
+          const bool at_deadline = timeout >= 0 && v.at == started + timeout;
           const bool meets = model_compare(cond["op"].as_string(), v.record[cond["field"].as_string()], cond["value"],
                                            (*h)[i - 1].record[cond["field"].as_string()]);
-          if (meets && o["timed_out"].as_bool()) {
+          if (meets && o["timed_out"].as_bool() && !at_deadline) {
             add(out, "(b) contexts ended or waiting on something that exists",
                 what + " timed out, but version " + v.record["sys_mod_count"].to_json() + " written at " + format_time(v.at) +
                     " while it waited met its condition (a lost wake-up)", st);
