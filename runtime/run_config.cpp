@@ -12,9 +12,14 @@ Result<EngineOptions> run_config_from_value(const Value& doc, const std::string&
   if (!doc.is_object()) return Error{name + ": /: config must be an object"};
   for (const auto& m : doc.members()) {
     const std::string_view key = m.key.as_string();
-    if (key != "properties" && key != "locks" && key != "start_time") {
-      return Error{name + ": /" + std::string(key) + ": unknown config key (expected properties, locks, start_time)"};
+    if (key != "properties" && key != "locks" && key != "start_time" && key != "$schema") {
+      return Error{name + ": /" + std::string(key) +
+                   ": unknown config key (expected properties, locks, start_time, $schema)"};
     }
+  }
+  // "$schema" names the JSON Schema editors check the file with (schemas/config.schema.json).
+  if (const Value* schema = doc.find("$schema"); schema && !schema->is_string()) {
+    return Error{name + ": /$schema: must be a string (the URI or path of a JSON Schema), not " + schema->to_json()};
   }
   const Value& props = doc["properties"];
   if (!props.is_null() && !props.is_object()) return Error{name + ": /properties: must be an object"};

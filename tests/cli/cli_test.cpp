@@ -145,6 +145,22 @@ TEST_F(CliTest, Run_BadConfig_Exit1) {
   EXPECT_NE(o.out.find("/properties/max_actions: property max_actions must be an integer"), std::string::npos) << o.out;
 }
 
+// "$schema" (the JSON Schema editors check config.json with) is allowed and ignored; it
+// must be a string.
+TEST_F(CliTest, Run_ConfigMayNameItsSchema) {
+  write("flows/f.json", R"({"$schema": "../schemas/definition.schema.json", "id": "f", "trigger": {"type": "api"},
+    "actions": []})");
+  write("events.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n");
+  write("config.json", R"({"$schema": "../schemas/config.schema.json", "properties": {"worker_threads": 1}})");
+  Output ok = run("run " + dir());
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("completed"), std::string::npos) << ok.out;
+  write("config.json", R"({"$schema": true})");
+  Output bad = run("run " + dir());
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("config.json: /$schema: must be a string"), std::string::npos) << bad.out;
+}
+
 // start_time must be a real instant inside the engine's range (1970 to 9999); a time
 // before 1970 used to give every context null times.
 TEST_F(CliTest, Run_StartTimeNotRealOrOutsideTheRange_Exit1_NamesIt) {
