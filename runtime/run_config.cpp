@@ -34,6 +34,12 @@ Result<EngineOptions> run_config_from_value(const Value& doc, const std::string&
     if (!m.value.is_object() || !limit.is_int() || limit.as_int() < 1) {
       return Error{name + ": /locks/" + std::string(m.key.as_string()) + ": a lock needs {\"limit\": N} with N >= 1"};
     }
+    for (const auto& field : m.value.members()) {
+      if (field.key.as_string() != "limit") {
+        return Error{name + ": /locks/" + std::string(m.key.as_string()) + "/" + std::string(field.key.as_string()) +
+                     ": unknown lock property (expected limit)"};
+      }
+    }
     options.lock_limits[std::string(m.key.as_string())] = limit.as_int();
   }
   if (const Value* start = doc.find("start_time")) {
