@@ -131,6 +131,13 @@ ok(props and props == set(config["properties"]["properties"]["properties"]),
 ok(props == set(schemas["events-line.schema.json"]["$defs"]["op_set_property"]["properties"]["name"]["enum"]),
    "set_property names differ from runtime/properties.cpp")
 
+# Durations are spelt out in each schema that needs them, so that the common checks need
+# no other file: the copies must stay the same.
+ok(schemas["events-line.schema.json"]["$defs"]["duration"] == defs["duration"],
+   "events-line.schema.json's duration differs from definition.schema.json's")
+ok(config["$defs"]["positive_duration"] == defs["positive_duration"],
+   "config.schema.json's positive_duration differs from definition.schema.json's")
+
 # ---- 2. what flowrt accepts, the schemas accept ------------------------------------
 def check_file(kind, path, want_schema_ref):
     try:
