@@ -1,6 +1,7 @@
 #include "runtime/engine.h"
 
 #include "compiler/loader.h"
+#include "runtime/engine_core.h"
 #include "runtime/flow_slot.h"
 
 namespace flowrt {

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <utility>
 
-#include "runtime/engine.h"
+#include "flowrt/runtime/engine.h"
 
 namespace flowrt {
 
