@@ -8,8 +8,11 @@
 #                                      flowrt::testing (the GoogleTest fixture and matchers)
 #   lib/pkgconfig/flowrt.pc            for pkg-config (static libraries: use --static)
 #   bin/flowrt                         the command, when built
+#   share/flowrt/schemas/              the JSON Schemas of what users write (definitions,
+#                                      events-file lines, config.json), for editors and
+#                                      validators (docs/SPEC.md, "JSON Schemas")
 #
-# Components: headers, libraries, cli (`cmake --install DIR --component headers`).
+# Components: headers, libraries, cli, schemas (`cmake --install DIR --component headers`).
 include(CMakePackageConfigHelpers)
 
 set(FLOWRT_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/flowrt")
@@ -58,3 +61,7 @@ install(FILES "${PROJECT_BINARY_DIR}/flowrt.pc" DESTINATION "${CMAKE_INSTALL_LIB
 if(TARGET flowrt)
   install(TARGETS flowrt RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT cli)
 endif()
+
+# ---- The JSON Schemas.
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/schemas/" DESTINATION "${CMAKE_INSTALL_DATADIR}/flowrt/schemas"
+        COMPONENT schemas FILES_MATCHING PATTERN "*.schema.json")

@@ -76,10 +76,11 @@ void UnitCompiler::read_header(PlanUnit* unit) {
   const std::string& base = def_.pointer;
   if (def_.type == UnitType::kFlow) {
     check_keys(src, {"id", "type", "name", "description", "status", "active", "trigger", "inputs", "variables",
-                     "show_draft_actions", "actions"},
+                     "show_draft_actions", "actions", "$schema"},
                base);
   } else {
-    check_keys(src, {"id", "type", "name", "description", "status", "inputs", "outputs", "variables", "actions"},
+    check_keys(src,
+               {"id", "type", "name", "description", "status", "inputs", "outputs", "variables", "actions", "$schema"},
                base);
   }
   const Value& show = src["show_draft_actions"];
