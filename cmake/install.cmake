@@ -43,8 +43,9 @@ if(TARGET flowrt_testing)
   install(EXPORT flowrtTestingTargets NAMESPACE flowrt:: DESTINATION "${FLOWRT_CMAKE_DIR}" COMPONENT libraries)
 endif()
 
+set(FLOWRT_SCHEMAS_DIR "${CMAKE_INSTALL_DATADIR}/flowrt/schemas")
 configure_package_config_file(cmake/flowrtConfig.cmake.in "${PROJECT_BINARY_DIR}/flowrtConfig.cmake"
-                              INSTALL_DESTINATION "${FLOWRT_CMAKE_DIR}")
+                              INSTALL_DESTINATION "${FLOWRT_CMAKE_DIR}" PATH_VARS FLOWRT_SCHEMAS_DIR)
 # 0.x: a minor version may change the API, so only the same minor version is compatible.
 write_basic_package_version_file("${PROJECT_BINARY_DIR}/flowrtConfigVersion.cmake"
                                  COMPATIBILITY SameMinorVersion)
