@@ -33,7 +33,8 @@ set_target_properties(flowrt_plans PROPERTIES EXPORT_NAME plans)
 set_target_properties(flowrt_compiler PROPERTIES EXPORT_NAME compiler)
 set_target_properties(flowrt_triggers PROPERTIES EXPORT_NAME triggers)
 set_target_properties(flowrt_actions PROPERTIES EXPORT_NAME actions)
-install(TARGETS flowrt_plans flowrt_compiler flowrt_triggers flowrt_actions flowrt_runtime
+set_target_properties(flowrt_store PROPERTIES EXPORT_NAME store)
+install(TARGETS flowrt_plans flowrt_compiler flowrt_triggers flowrt_actions flowrt_store flowrt_runtime
         EXPORT flowrtTargets
         ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT libraries
         LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT libraries)

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "plans/time.h"
-#include "runtime/thread_annotations.h"
+#include "base/thread_annotations.h"
 
 namespace flowrt {
 

@@ -26,7 +26,7 @@
 #include "plans/plan.h"
 #include "runtime/context_record.h"
 #include "runtime/exec_state.h"
-#include "runtime/thread_annotations.h"
+#include "base/thread_annotations.h"
 
 namespace flowrt {
 

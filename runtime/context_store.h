@@ -30,7 +30,7 @@
 
 #include "plans/value.h"
 #include "runtime/context.h"
-#include "runtime/thread_annotations.h"
+#include "base/thread_annotations.h"
 
 namespace flowrt {
 

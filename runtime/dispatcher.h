@@ -36,8 +36,8 @@
 #include "runtime/context.h"
 #include "runtime/lock_deadlines.h"
 #include "runtime/lock_table.h"
-#include "runtime/record_store.h"
-#include "runtime/thread_annotations.h"
+#include "store/record_store.h"
+#include "base/thread_annotations.h"
 #include "triggers/trigger_index.h"
 
 namespace flowrt {

@@ -29,7 +29,7 @@
 #include "runtime/flow_registry.h"
 #include "runtime/interpreter.h"
 #include "runtime/properties.h"
-#include "runtime/thread_annotations.h"
+#include "base/thread_annotations.h"
 #include "runtime/watchdog.h"
 #include "runtime/worker_pool.h"
 

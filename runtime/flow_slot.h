@@ -14,7 +14,7 @@
 #include "plans/plan.h"
 #include "plans/value.h"
 #include "runtime/clock.h"
-#include "runtime/thread_annotations.h"
+#include "base/thread_annotations.h"
 
 namespace flowrt {
 

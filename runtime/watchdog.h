@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "plans/value.h"
-#include "runtime/thread_annotations.h"
+#include "base/thread_annotations.h"
 
 namespace flowrt {
 

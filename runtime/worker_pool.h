@@ -31,7 +31,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/thread_annotations.h"
+#include "base/thread_annotations.h"
 
 namespace flowrt {
 

@@ -18,7 +18,7 @@
 #include "runtime/event_queue.h"
 #include "runtime/flow_registry.h"
 #include "runtime/flow_slot.h"
-#include "runtime/record_store.h"
+#include "store/record_store.h"
 #include "triggers/trigger_index.h"
 
 namespace flowrt {

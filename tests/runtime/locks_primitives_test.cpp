@@ -1,4 +1,4 @@
-// The engine's own lock types (runtime/thread_annotations.h) under real threads: no lost
+// The engine's own lock types (base/thread_annotations.h) under real threads: no lost
 // update, no reader seeing a half-done write, no lost wake-up of a sleeping waiter. Every
 // thread runs to completion whatever the interleaving; ThreadSanitizer checks the ordering.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/thread_annotations.h"
+#include "base/thread_annotations.h"
 
 namespace flowrt {
 namespace {

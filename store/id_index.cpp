@@ -1,4 +1,4 @@
-#include "runtime/id_index.h"
+#include "store/id_index.h"
 
 #include <cstring>
 

@@ -1,4 +1,4 @@
-#include "runtime/field_index.h"
+#include "store/field_index.h"
 
 #include <algorithm>
 #include <cstring>

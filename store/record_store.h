@@ -26,9 +26,9 @@
 #include "plans/result.h"
 #include "plans/time.h"
 #include "plans/value.h"
-#include "runtime/field_index.h"
-#include "runtime/id_index.h"
-#include "runtime/thread_annotations.h"
+#include "store/field_index.h"
+#include "store/id_index.h"
+#include "base/thread_annotations.h"
 
 namespace flowrt {
 

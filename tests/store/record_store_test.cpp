@@ -1,4 +1,4 @@
-#include "runtime/record_store.h"
+#include "store/record_store.h"
 
 #include <gtest/gtest.h>
 
