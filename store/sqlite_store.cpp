@@ -1,0 +1,561 @@
+#include "store/sqlite_store.h"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <set>
+#include <type_traits>
+
+#include "plans/value_json.h"
+
+namespace flowrt {
+namespace {
+
+// PRAGMA application_id of a flowrt data file: "flrt".
+constexpr int32_t kApplicationId = 0x666c7274;
+
+// Stored JSON was written by the engine within its budgets; reading it back allows more
+// than any budget so that nothing stored is refused.
+const JsonLimits kStoredJson{SIZE_MAX, 100000, SIZE_MAX};
+
+const char* const kSchema = R"sql(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+CREATE TABLE counters(id INTEGER PRIMARY KEY CHECK (id = 1), commit_seq INTEGER NOT NULL,
+  context_seq INTEGER NOT NULL, fencing_token INTEGER NOT NULL, sys_id_seed INTEGER NOT NULL,
+  sys_id_count INTEGER NOT NULL, clock INTEGER NOT NULL);
+CREATE TABLE record_tables(name TEXT PRIMARY KEY, position INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE records(tbl TEXT NOT NULL, sys_id TEXT NOT NULL, position INTEGER NOT NULL, body TEXT NOT NULL,
+  PRIMARY KEY (tbl, sys_id)) WITHOUT ROWID;
+CREATE INDEX records_by_position ON records(tbl, position);
+CREATE TABLE definitions(type TEXT NOT NULL, id TEXT NOT NULL, draft TEXT, published TEXT, fingerprint TEXT,
+  active INTEGER NOT NULL, activated_at INTEGER NOT NULL, last_tick INTEGER NOT NULL,
+  PRIMARY KEY (type, id)) WITHOUT ROWID;
+CREATE TABLE definition_versions(type TEXT NOT NULL, id TEXT NOT NULL, fingerprint TEXT NOT NULL,
+  body TEXT NOT NULL, PRIMARY KEY (type, id, fingerprint)) WITHOUT ROWID;
+CREATE TABLE contexts(seq INTEGER PRIMARY KEY, id TEXT NOT NULL, flow TEXT NOT NULL, status TEXT NOT NULL,
+  commit_seq INTEGER NOT NULL, trigger TEXT, inputs TEXT, cause TEXT, run_key TEXT,
+  started INTEGER NOT NULL, ended INTEGER NOT NULL, record TEXT);
+CREATE INDEX contexts_by_status ON contexts(status, seq);
+CREATE INDEX contexts_by_flow ON contexts(flow, seq);
+CREATE TABLE locks(name TEXT PRIMARY KEY, state TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE run_once(tbl TEXT NOT NULL, sys_id TEXT NOT NULL, flow TEXT NOT NULL,
+  PRIMARY KEY (tbl, sys_id, flow)) WITHOUT ROWID;
+CREATE TABLE recoveries(id INTEGER PRIMARY KEY, at INTEGER NOT NULL, report TEXT NOT NULL);
+)sql";
+
+// One prepared statement.
+class Stmt {
+ public:
+  Stmt() = default;
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  int prepare(sqlite3* db, const char* sql) { return sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s_, nullptr); }
+  sqlite3_stmt* get() const { return s_; }
+  void bind(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
+  void bind(int i, std::string_view v) { sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT); }
+  void bind_null(int i) { sqlite3_bind_null(s_, i); }
+  // The value's JSON, or SQL NULL for a null value.
+  void bind_json(int i, const Value& v) {
+    if (v.is_null()) {
+      bind_null(i);
+      return;
+    }
+    std::string text;
+    write_json(v, text);
+    bind(i, std::string_view(text));
+  }
+  // Runs it to the end (a write). SQLITE_DONE on success.
+  int run() {
+    const int rc = sqlite3_step(s_);
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+    return rc;
+  }
+
+ private:
+  sqlite3_stmt* s_ = nullptr;
+};
+
+std::string column_text(sqlite3_stmt* s, int i) {
+  const unsigned char* t = sqlite3_column_text(s, i);
+  return t ? std::string(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(s, i))) : std::string();
+}
+
+}  // namespace
+
+class SqliteStore::Statements {
+ public:
+  Stmt begin, commit, rollback;
+  Stmt put_table, put_record, remove_record;
+  Stmt put_definition, put_definition_version, schedule_tick;
+  Stmt put_context, update_context;
+  Stmt put_lock, remove_lock;
+  Stmt run_once_add, run_once_remove, run_once_clear;
+  Stmt add_recovery;
+  Stmt put_counters;
+  std::set<std::string, std::less<>> tables;  // the record tables the file has
+
+  int prepare(sqlite3* db) {
+    const std::pair<Stmt*, const char*> all[] = {
+        {&begin, "BEGIN IMMEDIATE"},
+        {&commit, "COMMIT"},
+        {&rollback, "ROLLBACK"},
+        {&put_table, "INSERT OR IGNORE INTO record_tables(name, position) VALUES(?1, ?2)"},
+        {&put_record,
+         "INSERT INTO records(tbl, sys_id, position, body) VALUES(?1, ?2, ?3, ?4) "
+         "ON CONFLICT(tbl, sys_id) DO UPDATE SET body = excluded.body"},
+        {&remove_record, "DELETE FROM records WHERE tbl = ?1 AND sys_id = ?2"},
+        {&put_definition,
+         "INSERT INTO definitions(type, id, draft, published, fingerprint, active, activated_at, last_tick) "
+         "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(type, id) DO UPDATE SET draft = excluded.draft, "
+         "published = excluded.published, fingerprint = excluded.fingerprint, active = excluded.active, "
+         "activated_at = excluded.activated_at"},
+        {&put_definition_version,
+         "INSERT OR IGNORE INTO definition_versions(type, id, fingerprint, body) VALUES(?1, ?2, ?3, ?4)"},
+        {&schedule_tick, "UPDATE definitions SET last_tick = ?2 WHERE type = 'flow' AND id = ?1"},
+        {&put_context,
+         "INSERT OR REPLACE INTO contexts(seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, "
+         "ended, record) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"},
+        {&update_context,
+         "UPDATE contexts SET status = ?2, started = CASE WHEN ?3 >= 0 THEN ?3 ELSE started END, "
+         "ended = CASE WHEN ?4 >= 0 THEN ?4 ELSE ended END, record = COALESCE(?5, record) WHERE seq = ?1"},
+        {&put_lock, "INSERT OR REPLACE INTO locks(name, state) VALUES(?1, ?2)"},
+        {&remove_lock, "DELETE FROM locks WHERE name = ?1"},
+        {&run_once_add, "INSERT OR IGNORE INTO run_once(tbl, sys_id, flow) VALUES(?1, ?2, ?3)"},
+        {&run_once_remove, "DELETE FROM run_once WHERE tbl = ?1 AND sys_id = ?2 AND flow = ?3"},
+        {&run_once_clear, "DELETE FROM run_once WHERE tbl = ?1 AND sys_id = ?2"},
+        {&add_recovery, "INSERT INTO recoveries(at, report) VALUES(?1, ?2)"},
+        {&put_counters,
+         "INSERT OR REPLACE INTO counters(id, commit_seq, context_seq, fencing_token, sys_id_seed, sys_id_count, clock) "
+         "VALUES(1, ?1, ?2, ?3, ?4, ?5, ?6)"},
+    };
+    for (const auto& [stmt, sql] : all) {
+      if (const int rc = stmt->prepare(db, sql); rc != SQLITE_OK) return rc;
+    }
+    return SQLITE_OK;
+  }
+};
+
+Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, SyncMode sync, bool read_only) {
+  if (path.empty()) return Error{"the sqlite store needs a file name"};
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (read_only && !exists) return Error{path + ": no such data file"};
+  if (exists && !S_ISREG(st.st_mode)) return Error{path + ": not a regular file"};
+  if (exists && st.st_size > 0) {
+    // Anything but a SQLite database is refused before SQLite touches it.
+    char header[16] = {};
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Error{path + ": cannot open: " + std::strerror(errno)};
+    const ssize_t n = ::read(fd, header, sizeof header);
+    ::close(fd);
+    if (n != static_cast<ssize_t>(sizeof header) || std::memcmp(header, "SQLite format 3", 16) != 0) {
+      return Error{path + ": not a flowrt data file (it is not a SQLite database, or its first page is damaged)"};
+    }
+  }
+
+  int lock_fd = -1;
+  if (!read_only) {
+    // The lock comes first, before SQLite reads or recovers anything.
+    lock_fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock_fd < 0) return Error{path + ": cannot open for writing: " + std::strerror(errno)};
+    if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      ::close(lock_fd);
+      if (err == EWOULDBLOCK) {
+        return Error{path + ": the data file is in use by another engine (another flowrt process, or another engine "
+                            "in this one); only one may open it at a time (flowrt inspect can read it meanwhile)"};
+      }
+      return Error{path + ": cannot lock: " + std::strerror(err)};
+    }
+  }
+  sqlite3* db = nullptr;
+  const int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+                    SQLITE_OPEN_NOMUTEX;
+  if (const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr); rc != SQLITE_OK) {
+    std::string message = path + ": cannot open: " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    sqlite3_close(db);
+    if (lock_fd >= 0) ::close(lock_fd);
+    return Error{message};
+  }
+  std::unique_ptr<SqliteStore> store(new SqliteStore(path, db, lock_fd, read_only));
+  sqlite3_extended_result_codes(db, 1);
+  // A reader meets a checkpoint now and then; it waits for it rather than fail.
+  sqlite3_busy_timeout(db, 5000);
+  FLOWRT_RETURN_IF_ERROR(store->prepare_schema());
+  if (!read_only) {
+    FLOWRT_RETURN_IF_ERROR(store->set_sync_mode(sync));
+    store->statements_ = std::make_unique<Statements>();
+    if (store->statements_->prepare(db) != SQLITE_OK) return store->error("cannot prepare its statements");
+  }
+  return store;
+}
+
+SqliteStore::SqliteStore(std::string path, sqlite3* db, int lock_fd, bool read_only)
+    : path_(std::move(path)), db_(db), lock_fd_(lock_fd), read_only_(read_only) {}
+
+SqliteStore::~SqliteStore() {
+  statements_.reset();  // finalized before the connection closes
+  sqlite3_close(db_);
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // lets go of the flock
+}
+
+Error SqliteStore::error(std::string_view what) const {
+  const int code = sqlite3_extended_errcode(db_);
+  const int primary = code & 0xff;
+  std::string message = path_ + ": " + std::string(what) + ": " + sqlite3_errmsg(db_);
+  if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB) {
+    message += " (the data file is damaged: truncated or overwritten; restore it from a copy)";
+  } else if (primary == SQLITE_FULL) {
+    message += " (the disk is full)";
+  }
+  return Error{message};
+}
+
+Status SqliteStore::exec(const char* sql) {
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, nullptr) != SQLITE_OK) return error("cannot run " + std::string(sql).substr(0, 40));
+  return Status::ok();
+}
+
+Status SqliteStore::prepare_schema() {
+  // Reading the application id reads the first page: a file that is not a database, or
+  // whose first page is damaged, fails here.
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db_, "PRAGMA application_id", -1, &s, nullptr) != SQLITE_OK) {
+    return error("cannot read the file");
+  }
+  int32_t app_id = 0;
+  int rc = sqlite3_step(s);
+  if (rc == SQLITE_ROW) app_id = sqlite3_column_int(s, 0);
+  sqlite3_finalize(s);
+  if (rc != SQLITE_ROW) return error("cannot read the file");
+
+  int tables = 0;
+  if (sqlite3_prepare_v2(db_, "SELECT count(*) FROM sqlite_master", -1, &s, nullptr) != SQLITE_OK) {
+    return error("cannot read the file");
+  }
+  rc = sqlite3_step(s);
+  if (rc == SQLITE_ROW) tables = sqlite3_column_int(s, 0);
+  sqlite3_finalize(s);
+  if (rc != SQLITE_ROW) return error("cannot read its schema");
+
+  if (app_id != kApplicationId) {
+    if (tables > 0 || app_id != 0) return Error{path_ + ": not a flowrt data file (a SQLite database of something else)"};
+    if (read_only_) return Error{path_ + ": an empty file, not yet a flowrt data file"};
+    // A new file: the schema, in WAL mode.
+    FLOWRT_RETURN_IF_ERROR(exec("PRAGMA journal_mode=WAL"));
+    FLOWRT_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
+    if (sqlite3_exec(db_, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK) {
+      Error e = error("cannot create the schema");
+      (void)exec("ROLLBACK");
+      return e;
+    }
+    const std::string meta = "INSERT INTO meta(key, value) VALUES('schema_version', " + std::to_string(kSchemaVersion) +
+                             "); PRAGMA application_id=" + std::to_string(kApplicationId) + ";";
+    if (sqlite3_exec(db_, meta.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
+      Error e = error("cannot create the schema");
+      (void)exec("ROLLBACK");
+      return e;
+    }
+    return exec("COMMIT");
+  }
+
+  int version = 0;
+  if (sqlite3_prepare_v2(db_, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &s, nullptr) != SQLITE_OK) {
+    return error("cannot read its schema version");
+  }
+  rc = sqlite3_step(s);
+  if (rc == SQLITE_ROW) version = sqlite3_column_int(s, 0);
+  sqlite3_finalize(s);
+  if (rc != SQLITE_ROW) return error("cannot read its schema version");
+  if (version > kSchemaVersion) {
+    return Error{path_ + ": written by a newer flowrt (data schema version " + std::to_string(version) +
+                 "; this flowrt reads versions up to " + std::to_string(kSchemaVersion) +
+                 "): refused, the file was not changed"};
+  }
+  if (version < 1) return Error{path_ + ": not a flowrt data file (schema version " + std::to_string(version) + ")"};
+  if (!read_only_) FLOWRT_RETURN_IF_ERROR(exec("PRAGMA journal_mode=WAL"));
+  return Status::ok();
+}
+
+Status SqliteStore::set_sync_mode(SyncMode mode) {
+  if (read_only_) return Status::ok();
+  switch (mode) {
+    case SyncMode::kFull: return exec("PRAGMA synchronous=FULL");
+    case SyncMode::kNormal: return exec("PRAGMA synchronous=NORMAL");
+    case SyncMode::kOff: return exec("PRAGMA synchronous=OFF");
+  }
+  return Status::ok();
+}
+
+// In load(): returns the error of a query (whose row callbacks use FLOWRT_RETURN_IF_ERROR).
+#define CHECK_QUERY(expr)                 \
+  do {                                    \
+    const Status query_status = (expr);   \
+    if (!query_status) return query_status.error(); \
+  } while (0)
+
+Result<StoredState> SqliteStore::load() {
+  StoredState state;
+  // One read transaction: a consistent state even while an engine writes (inspect).
+  FLOWRT_RETURN_IF_ERROR(exec("BEGIN"));
+  struct Rollback {
+    sqlite3* db;
+    ~Rollback() { sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr); }
+  } end{db_};
+
+  // Runs `sql`, calling `row` for each row; the first error (of SQLite or of `row`) ends it.
+  auto query = [&](const char* sql, auto&& row) -> Status {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK) return error("cannot read it");
+    int rc;
+    Status status;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+      status = row(s);
+      if (!status) break;
+    }
+    sqlite3_finalize(s);
+    if (!status) return status;
+    if (rc != SQLITE_DONE) return error("cannot read it");
+    return Status::ok();
+  };
+  auto json = [&](sqlite3_stmt* s, int i, std::string_view what, Value* out) -> Status {
+    if (sqlite3_column_type(s, i) == SQLITE_NULL) {
+      *out = Value();
+      return Status::ok();
+    }
+    const std::string text = column_text(s, i);
+    JsonParseError e;
+    if (!parse_json(text, out, &e, kStoredJson)) {
+      return Error{path_ + ": a damaged row (" + std::string(what) + "): " + e.describe()};
+    }
+    return Status::ok();
+  };
+
+  CHECK_QUERY(query(
+      "SELECT commit_seq, context_seq, fencing_token, sys_id_seed, sys_id_count, clock FROM counters WHERE id = 1",
+      [&](sqlite3_stmt* s) -> Status {
+        state.fresh = false;
+        state.counters.commit_seq = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
+        state.counters.context_seq = static_cast<uint64_t>(sqlite3_column_int64(s, 1));
+        state.counters.fencing_token = sqlite3_column_int64(s, 2);
+        state.counters.sys_id_seed = static_cast<uint64_t>(sqlite3_column_int64(s, 3));
+        state.counters.sys_id_count = static_cast<uint64_t>(sqlite3_column_int64(s, 4));
+        state.counters.clock = sqlite3_column_int64(s, 5);
+        return Status::ok();
+      }));
+  CHECK_QUERY(query("SELECT name FROM record_tables ORDER BY position, name", [&](sqlite3_stmt* s) -> Status {
+    state.tables.push_back(StoredState::Table{column_text(s, 0), {}});
+    return Status::ok();
+  }));
+  for (StoredState::Table& t : state.tables) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db_, "SELECT sys_id, body FROM records WHERE tbl = ?1 ORDER BY position", -1, &s, nullptr) !=
+        SQLITE_OK) {
+      return error("cannot read its records");
+    }
+    sqlite3_bind_text(s, 1, t.name.data(), static_cast<int>(t.name.size()), SQLITE_TRANSIENT);
+    int rc;
+    Status status;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+      Value record;
+      status = json(s, 1, "record " + column_text(s, 0) + " of table " + t.name, &record);
+      if (!status) break;
+      if (!record.is_object() || record.size() == 0 || !record.members()[0].value.is_string()) {
+        status = Error{path_ + ": a damaged row (record " + column_text(s, 0) + " of table " + t.name + ")"};
+        break;
+      }
+      t.records.push_back(std::move(record));
+    }
+    sqlite3_finalize(s);
+    if (!status) return status.error();
+    if (rc != SQLITE_DONE) return error("cannot read its records");
+  }
+  CHECK_QUERY(query(
+      "SELECT type, id, draft, published, fingerprint, active, activated_at, last_tick FROM definitions ORDER BY type, id",
+      [&](sqlite3_stmt* s) -> Status {
+        StoredDefinition d;
+        d.type = column_text(s, 0);
+        d.id = column_text(s, 1);
+        FLOWRT_RETURN_IF_ERROR(json(s, 2, "definition " + d.id, &d.draft));
+        FLOWRT_RETURN_IF_ERROR(json(s, 3, "definition " + d.id, &d.published));
+        d.published_fingerprint = column_text(s, 4);
+        d.active = sqlite3_column_int(s, 5) != 0;
+        d.activated_at = sqlite3_column_int64(s, 6);
+        d.last_tick = sqlite3_column_int64(s, 7);
+        state.definitions.push_back(std::move(d));
+        return Status::ok();
+      }));
+  CHECK_QUERY(query(
+      "SELECT seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record FROM contexts "
+      "ORDER BY seq",
+      [&](sqlite3_stmt* s) -> Status {
+        StoredContext c;
+        c.seq = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
+        c.id = column_text(s, 1);
+        c.flow = column_text(s, 2);
+        c.status = column_text(s, 3);
+        c.commit_seq = static_cast<uint64_t>(sqlite3_column_int64(s, 4));
+        const std::string what = "context " + c.id;
+        FLOWRT_RETURN_IF_ERROR(json(s, 5, what, &c.trigger));
+        FLOWRT_RETURN_IF_ERROR(json(s, 6, what, &c.inputs));
+        FLOWRT_RETURN_IF_ERROR(json(s, 7, what, &c.cause));
+        FLOWRT_RETURN_IF_ERROR(json(s, 8, what, &c.run_key));
+        c.started = sqlite3_column_int64(s, 9);
+        c.ended = sqlite3_column_int64(s, 10);
+        FLOWRT_RETURN_IF_ERROR(json(s, 11, what, &c.record));
+        state.contexts.push_back(std::move(c));
+        return Status::ok();
+      }));
+  CHECK_QUERY(query("SELECT name, state FROM locks ORDER BY name", [&](sqlite3_stmt* s) -> Status {
+    StoredLock l;
+    l.name = column_text(s, 0);
+    FLOWRT_RETURN_IF_ERROR(json(s, 1, "lock " + l.name, &l.state));
+    state.locks.push_back(std::move(l));
+    return Status::ok();
+  }));
+  CHECK_QUERY(query("SELECT tbl, sys_id, flow FROM run_once ORDER BY tbl, sys_id, flow", [&](sqlite3_stmt* s) -> Status {
+    state.run_once.push_back(RunOncePut{column_text(s, 0), column_text(s, 1), column_text(s, 2), true});
+    return Status::ok();
+  }));
+  CHECK_QUERY(query("SELECT at, report FROM recoveries ORDER BY id", [&](sqlite3_stmt* s) -> Status {
+    RecoveryNote n;
+    n.at = sqlite3_column_int64(s, 0);
+    FLOWRT_RETURN_IF_ERROR(json(s, 1, "recovery report", &n.report));
+    state.recoveries.push_back(std::move(n));
+    return Status::ok();
+  }));
+  if (statements_) {
+    for (const StoredState::Table& t : state.tables) statements_->tables.insert(t.name);
+  }
+  return state;
+}
+
+#undef CHECK_QUERY
+
+Status SqliteStore::write(const StoreBatch& batch) {
+  if (read_only_) return Error{path_ + ": opened read only"};
+  Statements& st = *statements_;
+  if (st.begin.run() != SQLITE_DONE) return error("cannot begin a transaction");
+  std::vector<std::string> new_tables;
+  int rc = SQLITE_DONE;
+  auto ok = [&](int r) {
+    rc = r;
+    return r == SQLITE_DONE;
+  };
+  for (const StoreChange& change : batch.changes) {
+    const bool done = std::visit(
+        [&](const auto& c) -> bool {
+          using T = std::decay_t<decltype(c)>;
+          if constexpr (std::is_same_v<T, RecordPut>) {
+            if (!st.tables.count(c.table)) {
+              st.put_table.bind(1, std::string_view(c.table));
+              st.put_table.bind(2, static_cast<int64_t>(c.position));
+              if (!ok(st.put_table.run())) return false;
+              st.tables.insert(c.table);
+              new_tables.push_back(c.table);
+            }
+            st.put_record.bind(1, std::string_view(c.table));
+            st.put_record.bind(2, c.record.members()[0].value.as_string());
+            st.put_record.bind(3, static_cast<int64_t>(c.position));
+            st.put_record.bind_json(4, c.record);
+            return ok(st.put_record.run());
+          } else if constexpr (std::is_same_v<T, RecordRemove>) {
+            st.remove_record.bind(1, std::string_view(c.table));
+            st.remove_record.bind(2, std::string_view(c.sys_id));
+            return ok(st.remove_record.run());
+          } else if constexpr (std::is_same_v<T, DefinitionPut>) {
+            const StoredDefinition& d = c.definition;
+            st.put_definition.bind(1, std::string_view(d.type));
+            st.put_definition.bind(2, std::string_view(d.id));
+            st.put_definition.bind_json(3, d.draft);
+            st.put_definition.bind_json(4, d.published);
+            st.put_definition.bind(5, std::string_view(d.published_fingerprint));
+            st.put_definition.bind(6, int64_t{d.active ? 1 : 0});
+            st.put_definition.bind(7, d.activated_at);
+            st.put_definition.bind(8, d.last_tick);
+            if (!ok(st.put_definition.run())) return false;
+            if (d.published.is_null()) return true;
+            st.put_definition_version.bind(1, std::string_view(d.type));
+            st.put_definition_version.bind(2, std::string_view(d.id));
+            st.put_definition_version.bind(3, std::string_view(d.published_fingerprint));
+            st.put_definition_version.bind_json(4, d.published);
+            return ok(st.put_definition_version.run());
+          } else if constexpr (std::is_same_v<T, ScheduleTick>) {
+            st.schedule_tick.bind(1, std::string_view(c.flow));
+            st.schedule_tick.bind(2, c.at);
+            return ok(st.schedule_tick.run());
+          } else if constexpr (std::is_same_v<T, ContextPut>) {
+            const StoredContext& x = c.context;
+            Stmt& p = st.put_context;
+            p.bind(1, static_cast<int64_t>(x.seq));
+            p.bind(2, std::string_view(x.id));
+            p.bind(3, std::string_view(x.flow));
+            p.bind(4, std::string_view(x.status));
+            p.bind(5, static_cast<int64_t>(x.commit_seq));
+            p.bind_json(6, x.trigger);
+            p.bind_json(7, x.inputs);
+            p.bind_json(8, x.cause);
+            p.bind_json(9, x.run_key);
+            p.bind(10, x.started);
+            p.bind(11, x.ended);
+            p.bind_json(12, x.record);
+            return ok(p.run());
+          } else if constexpr (std::is_same_v<T, ContextUpdate>) {
+            Stmt& u = st.update_context;
+            u.bind(1, static_cast<int64_t>(c.seq));
+            u.bind(2, std::string_view(c.status));
+            u.bind(3, c.started);
+            u.bind(4, c.ended);
+            u.bind_json(5, c.record);
+            return ok(u.run());
+          } else if constexpr (std::is_same_v<T, LockPut>) {
+            if (c.state.is_null()) {
+              st.remove_lock.bind(1, std::string_view(c.name));
+              return ok(st.remove_lock.run());
+            }
+            st.put_lock.bind(1, std::string_view(c.name));
+            st.put_lock.bind_json(2, c.state);
+            return ok(st.put_lock.run());
+          } else if constexpr (std::is_same_v<T, RunOncePut>) {
+            Stmt& r = c.flow.empty() ? st.run_once_clear : c.ran ? st.run_once_add : st.run_once_remove;
+            r.bind(1, std::string_view(c.table));
+            r.bind(2, std::string_view(c.sys_id));
+            if (!c.flow.empty()) r.bind(3, std::string_view(c.flow));
+            return ok(r.run());
+          } else if constexpr (std::is_same_v<T, RecoveryNote>) {
+            st.add_recovery.bind(1, c.at);
+            st.add_recovery.bind_json(2, c.report);
+            return ok(st.add_recovery.run());
+          }
+          return true;
+        },
+        change);
+    if (!done) break;
+  }
+  if (rc == SQLITE_DONE) {
+    const StoreCounters& k = batch.counters;
+    st.put_counters.bind(1, static_cast<int64_t>(k.commit_seq));
+    st.put_counters.bind(2, static_cast<int64_t>(k.context_seq));
+    st.put_counters.bind(3, k.fencing_token);
+    st.put_counters.bind(4, static_cast<int64_t>(k.sys_id_seed));
+    st.put_counters.bind(5, static_cast<int64_t>(k.sys_id_count));
+    st.put_counters.bind(6, k.clock);
+    rc = st.put_counters.run();
+  }
+  if (rc == SQLITE_DONE) rc = st.commit.run();
+  if (rc == SQLITE_DONE) return Status::ok();
+  Error e = error("cannot write a batch of " + std::to_string(batch.changes.size()) + " changes");
+  st.rollback.run();
+  for (const std::string& t : new_tables) st.tables.erase(t);  // not in the file after all
+  return e;
+}
+
+}  // namespace flowrt

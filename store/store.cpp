@@ -1,0 +1,39 @@
+#include "store/store.h"
+
+#include "store/memory_store.h"
+#include "store/sqlite_store.h"
+
+namespace flowrt {
+
+std::string_view sync_mode_name(SyncMode m) {
+  switch (m) {
+    case SyncMode::kFull: return "full";
+    case SyncMode::kNormal: return "normal";
+    case SyncMode::kOff: return "off";
+  }
+  return "normal";
+}
+
+bool parse_sync_mode(std::string_view name, SyncMode* out) {
+  if (name == "full") *out = SyncMode::kFull;
+  else if (name == "normal") *out = SyncMode::kNormal;
+  else if (name == "off") *out = SyncMode::kOff;
+  else return false;
+  return true;
+}
+
+bool is_final_context_status(std::string_view status) {
+  return status == "completed" || status == "cancelled" || status == "error";
+}
+
+Result<std::unique_ptr<Store>> open_store(const StoreOptions& options) {
+  if (options.kind == "memory") return std::unique_ptr<Store>(std::make_unique<MemoryStore>());
+  if (options.kind == "sqlite") {
+    Result<std::unique_ptr<SqliteStore>> s = SqliteStore::open(options.path, options.sync, options.read_only);
+    if (!s) return s.error();
+    return std::unique_ptr<Store>(std::move(s).value());
+  }
+  return Error{"unknown store '" + options.kind + "' (stores: memory, sqlite)"};
+}
+
+}  // namespace flowrt

@@ -1,0 +1,193 @@
+// Store: where the engine's state outlives the engine (docs/DURABILITY.md).
+//
+// The engine keeps its working state in memory (the RecordStore, the flow registry, the
+// contexts); a Store receives every change of that state as StoreBatches, in the order of
+// the one commit path (commit sequence order), and gives it all back when an engine opens
+// it again. Implementations: MemoryStore (store/memory_store.h: in this process only, the
+// default) and SqliteStore (store/sqlite_store.h: a SQLite file in WAL mode). One
+// conformance suite (tests/store/store_conformance_test.cpp) runs over both.
+//
+// The batch carries plain data only (Values, strings, numbers): the store knows nothing of
+// the engine's classes, and store/ never includes runtime/. Contracts every implementation
+// keeps:
+//  - write() applies a whole batch or none of it (one transaction), and batches in the order
+//    they are written; once write() returns OK the batch is as durable as the store's
+//    SyncMode says (SqliteStore: kFull survives a power cut, kNormal a crash of the
+//    process, kOff a crash of the process once the OS has the pages);
+//  - load() returns the state as of the last batch written: counters, tables in the order
+//    first written and their records in insertion order, definitions, contexts by seq,
+//    locks, run-once marks, recovery reports.
+// Thread-safety: one writer at a time (the engine's journal thread), loads before writes;
+// implementations say what more they allow. Ownership: the engine owns its store.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "plans/result.h"
+#include "plans/time.h"
+#include "plans/value.h"
+
+namespace flowrt {
+
+// How a store makes a batch durable (the `durability` property: full | normal | off).
+enum class SyncMode : uint8_t {
+  kFull,    // synced to disk with every batch: survives a power cut
+  kNormal,  // written with every batch, synced at checkpoints: survives a crash of the process
+  kOff,     // written with every batch, never synced: survives a crash of the process
+};
+std::string_view sync_mode_name(SyncMode m);
+bool parse_sync_mode(std::string_view name, SyncMode* out);
+
+// The engine's counters. Each only grows; a batch carries them as of its last change.
+struct StoreCounters {
+  uint64_t commit_seq = 0;     // the last commit sequence number taken
+  uint64_t context_seq = 0;    // the last context seq given
+  int64_t fencing_token = 0;   // the last fencing token issued
+  uint64_t sys_id_seed = 0;    // the seed of generated sys_ids
+  uint64_t sys_id_count = 0;   // sys_ids generated so far with that seed
+  TimeMs clock = -1;           // the engine clock when the batch was made (-1: not known)
+};
+
+// One definition id: its draft and published version, and its flow's lifecycle.
+struct StoredDefinition {
+  std::string type;            // "flow", "subflow", "action"
+  std::string id;
+  Value draft;                 // the draft as written (JSON object), or null
+  Value published;             // the published version as written, or null
+  std::string published_fingerprint;  // of `published`, "" when none
+  bool active = false;         // flows: active (its triggers start it)
+  TimeMs activated_at = 0;     // flows: when it became active (schedules count from it)
+  TimeMs last_tick = -1;       // flows with a schedule: the last occurrence fired
+};
+
+// Context statuses as stored: "queued" (its trigger event committed, not started yet), then
+// the record's statuses: "in_progress", "waiting", "completed", "cancelled", "error".
+inline constexpr std::string_view kQueuedStatus = "queued";
+bool is_final_context_status(std::string_view status);
+
+// One context: its identity from the start, its record as last written.
+struct StoredContext {
+  uint64_t seq = 0;
+  std::string id;              // "ctx-<seq>"
+  std::string flow;
+  std::string status;          // kQueuedStatus or a record status
+  uint64_t commit_seq = 0;     // the commit that queued it
+  Value trigger;               // the trigger event, as in a record's "trigger"
+  Value inputs;                // API inputs (object) or null
+  Value cause;                 // {"context", "flow", "chain": [...]} or null
+  Value run_key;               // the run-options key it counts under, or null
+  TimeMs started = -1;
+  TimeMs ended = -1;
+  Value record;                // the context record (SPEC section 10) as last written, or null
+};
+
+// A lock as the engine shows it (Engine::locks): {"name", "limit", "held", "last_token",
+// "holders", "waiters"}.
+struct StoredLock {
+  std::string name;
+  Value state;
+};
+
+// ---- the changes a batch carries ----
+struct RecordPut {             // an insert or update: the record as it now is
+  std::string table;
+  Value record;                // sys_id is its first member
+  uint64_t position = 0;       // an insert's place in its table (the commit seq); an update keeps the old one
+};
+struct RecordRemove {
+  std::string table;
+  std::string sys_id;
+};
+struct DefinitionPut {         // the definition id's state, replacing what was stored (but for
+  StoredDefinition definition;  // last_tick: a stored one is kept; ScheduleTick moves it)
+};
+struct ScheduleTick {          // a schedule occurrence fired
+  std::string flow;
+  TimeMs at = 0;
+};
+struct ContextPut {            // a context queued: its whole row
+  StoredContext context;
+};
+struct ContextUpdate {         // a context moved on: its status, times and (when not null) record
+  uint64_t seq = 0;
+  std::string status;
+  TimeMs started = -1;         // -1: unchanged
+  TimeMs ended = -1;           // -1: unchanged
+  Value record;                // null: unchanged
+};
+struct LockPut {               // a lock's state now; null state: the lock is free and forgotten
+  std::string name;
+  Value state;
+};
+struct RunOncePut {            // run options: whether `flow` ran for the record (run: once)
+  std::string table;
+  std::string sys_id;
+  std::string flow;            // "": every flow (a delete forgets them all)
+  bool ran = false;
+};
+struct RecoveryNote {          // what an engine did when it opened the store
+  TimeMs at = 0;
+  Value report;
+};
+using StoreChange = std::variant<RecordPut, RecordRemove, DefinitionPut, ScheduleTick, ContextPut, ContextUpdate,
+                                 LockPut, RunOncePut, RecoveryNote>;
+
+// What write() applies in one transaction.
+struct StoreBatch {
+  std::vector<StoreChange> changes;  // in commit order
+  StoreCounters counters;            // as of the last change
+};
+
+// Everything a store holds, as load() returns it.
+struct StoredState {
+  bool fresh = true;                 // nothing was ever written (a new store)
+  StoreCounters counters;
+  struct Table {
+    std::string name;
+    std::vector<Value> records;      // in insertion order
+  };
+  std::vector<Table> tables;         // in the order first written
+  std::vector<StoredDefinition> definitions;  // by (type, id)
+  std::vector<StoredContext> contexts;        // by seq
+  std::vector<StoredLock> locks;              // by name
+  std::vector<RunOncePut> run_once;           // every (record, flow) that ran (ran = true)
+  std::vector<RecoveryNote> recoveries;       // oldest first
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // "memory" or "sqlite".
+  virtual std::string_view kind() const = 0;
+  // What it is, for messages: "memory", "sqlite file data/flowrt.db".
+  virtual std::string describe() const = 0;
+  // Whether its state outlives the process. The engine sends batches only to a durable
+  // store; a memory store's state lives in the engine itself.
+  virtual bool durable() const = 0;
+
+  // Everything stored.
+  virtual Result<StoredState> load() = 0;
+  // Applies `batch` atomically; see the contract above.
+  virtual Status write(const StoreBatch& batch) = 0;
+  // How later batches are made durable.
+  virtual Status set_sync_mode(SyncMode mode) = 0;
+};
+
+// Where a store is and how it opens.
+struct StoreOptions {
+  std::string kind = "memory";       // "memory" | "sqlite"
+  std::string path;                  // sqlite: the file (created when missing)
+  SyncMode sync = SyncMode::kNormal;
+  bool read_only = false;            // sqlite: read only (flowrt inspect); no lock is taken
+};
+
+// Opens the store `options` names. Errors name the file and say what is wrong.
+Result<std::unique_ptr<Store>> open_store(const StoreOptions& options);
+
+}  // namespace flowrt

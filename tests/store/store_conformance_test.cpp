@@ -1,0 +1,296 @@
+// The store conformance suite: one set of tests that every Store implementation passes
+// (store/store.h states the contract). Typed over MemoryStore and SqliteStore; a store is
+// "reopened" as its kind allows: the same object for memory, the file opened again (a new
+// connection, after the old one is closed) for SQLite.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "plans/value_json.h"
+#include "store/memory_store.h"
+#include "store/sqlite_store.h"
+
+namespace flowrt {
+namespace {
+
+Value json(std::string_view text) {
+  Result<Value> v = parse_json(text);
+  EXPECT_TRUE(v.is_ok()) << text;
+  return v ? *v : Value();
+}
+
+// How each implementation is made and opened again.
+struct MemoryKind {
+  static std::unique_ptr<Store> make(const std::string&) { return std::make_unique<MemoryStore>(); }
+  // The memory store's state lives in the object: "reopening" hands the same one on.
+  static std::unique_ptr<Store> reopen(std::unique_ptr<Store> store, const std::string&) { return store; }
+};
+
+struct SqliteKind {
+  static std::unique_ptr<Store> make(const std::string& path) {
+    Result<std::unique_ptr<SqliteStore>> s = SqliteStore::open(path, SyncMode::kOff);
+    EXPECT_TRUE(s.is_ok()) << (s ? "" : s.message());
+    return s ? std::unique_ptr<Store>(std::move(s).value()) : nullptr;
+  }
+  static std::unique_ptr<Store> reopen(std::unique_ptr<Store> store, const std::string& path) {
+    store.reset();  // closes the file and lets go of its lock
+    return make(path);
+  }
+};
+
+template <class Kind>
+class StoreConformanceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = std::string(info->test_suite_name()) + "-" + info->name();
+    std::replace(name.begin(), name.end(), '/', '_');
+    path_ = ::testing::TempDir() + "flowrt-store-" + name + ".db";
+    remove_files();
+    store_ = Kind::make(path_);
+    ASSERT_NE(store_, nullptr);
+  }
+  void TearDown() override {
+    store_.reset();
+    remove_files();
+  }
+  void remove_files() {
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_ + suffix);
+  }
+  void write(std::vector<StoreChange> changes, StoreCounters counters = {}) {
+    StoreBatch batch;
+    batch.changes = std::move(changes);
+    batch.counters = counters;
+    Status s = store_->write(batch);
+    ASSERT_TRUE(s.is_ok()) << s.message();
+  }
+  // Opens the store again and loads it.
+  StoredState reload() {
+    store_ = Kind::reopen(std::move(store_), path_);
+    EXPECT_NE(store_, nullptr);
+    Result<StoredState> s = store_->load();
+    EXPECT_TRUE(s.is_ok()) << (s ? "" : s.message());
+    return s ? *s : StoredState{};
+  }
+
+  std::string path_;
+  std::unique_ptr<Store> store_;
+};
+
+using Kinds = ::testing::Types<MemoryKind, SqliteKind>;
+class KindNames {
+ public:
+  template <class T>
+  static std::string GetName(int) {
+    return std::is_same_v<T, MemoryKind> ? "Memory" : "Sqlite";
+  }
+};
+TYPED_TEST_SUITE(StoreConformanceTest, Kinds, KindNames);
+
+TYPED_TEST(StoreConformanceTest, ANewStore_LoadsFreshAndEmpty) {
+  Result<StoredState> s = this->store_->load();
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  EXPECT_TRUE(s->fresh);
+  EXPECT_TRUE(s->tables.empty());
+  EXPECT_TRUE(s->definitions.empty());
+  EXPECT_TRUE(s->contexts.empty());
+  EXPECT_TRUE(s->locks.empty());
+  EXPECT_EQ(s->counters.commit_seq, 0u);
+}
+
+TYPED_TEST(StoreConformanceTest, Counters_ComeBackAsWritten_AndAnyBatchMakesItNotFresh) {
+  StoreCounters k;
+  k.commit_seq = 41;
+  k.context_seq = 17;
+  k.fencing_token = 9;
+  k.sys_id_seed = 12345;
+  k.sys_id_count = 77;
+  k.clock = 1767225600123;
+  this->write({}, k);
+  StoredState s = this->reload();
+  EXPECT_FALSE(s.fresh);
+  EXPECT_EQ(s.counters.commit_seq, 41u);
+  EXPECT_EQ(s.counters.context_seq, 17u);
+  EXPECT_EQ(s.counters.fencing_token, 9);
+  EXPECT_EQ(s.counters.sys_id_seed, 12345u);
+  EXPECT_EQ(s.counters.sys_id_count, 77u);
+  EXPECT_EQ(s.counters.clock, 1767225600123);
+}
+
+TYPED_TEST(StoreConformanceTest, Records_KeepInsertionOrderThroughUpdates_TablesInOrderFirstWritten) {
+  this->write({RecordPut{"zeta", json(R"({"sys_id":"a","n":1})"), 1},
+               RecordPut{"alpha", json(R"({"sys_id":"x","n":1})"), 2},
+               RecordPut{"zeta", json(R"({"sys_id":"b","n":2})"), 3}});
+  // An update keeps the record's place; a remove and a new insert goes to the end.
+  this->write({RecordPut{"zeta", json(R"({"sys_id":"a","n":10})"), 0}, RecordRemove{"alpha", "x"},
+               RecordPut{"zeta", json(R"({"sys_id":"c","n":3})"), 6}});
+  StoredState s = this->reload();
+  ASSERT_EQ(s.tables.size(), 2u);
+  EXPECT_EQ(s.tables[0].name, "zeta");
+  EXPECT_EQ(s.tables[1].name, "alpha");  // emptied, still a table
+  EXPECT_TRUE(s.tables[1].records.empty());
+  ASSERT_EQ(s.tables[0].records.size(), 3u);
+  EXPECT_EQ(s.tables[0].records[0].to_json(), R"({"sys_id":"a","n":10})");
+  EXPECT_EQ(s.tables[0].records[1].to_json(), R"({"sys_id":"b","n":2})");
+  EXPECT_EQ(s.tables[0].records[2].to_json(), R"({"sys_id":"c","n":3})");
+}
+
+TYPED_TEST(StoreConformanceTest, ChangesInOneBatch_ApplyInTheirOrder) {
+  // Put, remove, put again in one batch: the last one stands, at its new place.
+  this->write({RecordPut{"t", json(R"({"sys_id":"a","v":1})"), 1}, RecordPut{"t", json(R"({"sys_id":"b","v":1})"), 2},
+               RecordRemove{"t", "a"}, RecordPut{"t", json(R"({"sys_id":"a","v":2})"), 4}});
+  StoredState s = this->reload();
+  ASSERT_EQ(s.tables.size(), 1u);
+  ASSERT_EQ(s.tables[0].records.size(), 2u);
+  EXPECT_EQ(s.tables[0].records[0].to_json(), R"({"sys_id":"b","v":1})");
+  EXPECT_EQ(s.tables[0].records[1].to_json(), R"({"sys_id":"a","v":2})");
+}
+
+TYPED_TEST(StoreConformanceTest, Values_RoundTripExactly) {
+  const std::string text =
+      R"({"sys_id":"v","s":"tab\t nul\u0000 quote\" é 日本","i":-9007199254740993,"d":0.1,"b":true,"n":null,)"
+      R"("a":[1,[2,[3]],{"k":"v"}],"o":{"z":1,"a":2}})";
+  const Value v = json(text);
+  this->write({RecordPut{"t", v, 1}});
+  StoredState s = this->reload();
+  ASSERT_EQ(s.tables.size(), 1u);
+  ASSERT_EQ(s.tables[0].records.size(), 1u);
+  EXPECT_EQ(s.tables[0].records[0].to_json(), v.to_json());
+  EXPECT_EQ(s.tables[0].records[0]["s"].as_string(), v["s"].as_string());
+}
+
+TYPED_TEST(StoreConformanceTest, Definitions_ReplacedByAPut_ButAPutKeepsTheLastTick) {
+  StoredDefinition d;
+  d.type = "flow";
+  d.id = "f";
+  d.published = json(R"({"id":"f","version":1})");
+  d.published_fingerprint = "0001";
+  d.active = true;
+  d.activated_at = 1000;
+  this->write({DefinitionPut{d}, ScheduleTick{"f", 5000}});
+  d.draft = json(R"({"id":"f","version":2})");
+  d.active = false;
+  this->write({DefinitionPut{d}});
+  StoredDefinition sub;
+  sub.type = "subflow";
+  sub.id = "s";
+  sub.draft = json(R"({"id":"s"})");
+  this->write({DefinitionPut{sub}});
+  StoredState s = this->reload();
+  ASSERT_EQ(s.definitions.size(), 2u);
+  const StoredDefinition& f = s.definitions[0].type == "flow" ? s.definitions[0] : s.definitions[1];
+  const StoredDefinition& g = s.definitions[0].type == "flow" ? s.definitions[1] : s.definitions[0];
+  EXPECT_EQ(f.id, "f");
+  EXPECT_EQ(f.published.to_json(), R"({"id":"f","version":1})");
+  EXPECT_EQ(f.draft.to_json(), R"({"id":"f","version":2})");
+  EXPECT_EQ(f.published_fingerprint, "0001");
+  EXPECT_FALSE(f.active);
+  EXPECT_EQ(f.activated_at, 1000);
+  EXPECT_EQ(f.last_tick, 5000);
+  EXPECT_EQ(g.id, "s");
+  EXPECT_TRUE(g.published.is_null());
+  EXPECT_EQ(g.last_tick, -1);
+}
+
+TYPED_TEST(StoreConformanceTest, Contexts_QueuedThenUpdated_ComeBackBySeq) {
+  StoredContext c;
+  c.seq = 2;
+  c.id = "ctx-2";
+  c.flow = "f";
+  c.status = std::string(kQueuedStatus);
+  c.commit_seq = 5;
+  c.trigger = json(R"({"type":"event","time":0,"name":"go","payload":{"n":1}})");
+  c.cause = json(R"({"context":"ctx-1","flow":"g","chain":["g"]})");
+  c.run_key = Value(std::string_view("t\0a", 3));
+  StoredContext first = c;
+  first.seq = 1;
+  first.id = "ctx-1";
+  this->write({ContextPut{c}, ContextPut{first}});
+  this->write({ContextUpdate{1, "in_progress", 100, -1, Value()}});
+  this->write({ContextUpdate{1, "completed", -1, 200, json(R"({"id":"ctx-1","status":"completed"})")}});
+  StoredState s = this->reload();
+  ASSERT_EQ(s.contexts.size(), 2u);
+  EXPECT_EQ(s.contexts[0].seq, 1u);
+  EXPECT_EQ(s.contexts[0].status, "completed");
+  EXPECT_EQ(s.contexts[0].started, 100);
+  EXPECT_EQ(s.contexts[0].ended, 200);
+  EXPECT_EQ(s.contexts[0].record.to_json(), R"({"id":"ctx-1","status":"completed"})");
+  const StoredContext& q = s.contexts[1];
+  EXPECT_EQ(q.id, "ctx-2");
+  EXPECT_EQ(q.status, kQueuedStatus);
+  EXPECT_EQ(q.commit_seq, 5u);
+  EXPECT_EQ(q.trigger.to_json(), c.trigger.to_json());
+  EXPECT_EQ(q.cause.to_json(), c.cause.to_json());
+  EXPECT_EQ(q.run_key.as_string(), std::string_view("t\0a", 3));
+  EXPECT_TRUE(q.inputs.is_null());
+  EXPECT_TRUE(q.record.is_null());
+  EXPECT_EQ(q.started, -1);
+}
+
+TYPED_TEST(StoreConformanceTest, Locks_PutReplacesAndANullStateForgets) {
+  this->write({LockPut{"a", json(R"({"name":"a","held":1})")}, LockPut{"b", json(R"({"name":"b","held":1})")}});
+  this->write({LockPut{"a", json(R"({"name":"a","held":2})")}, LockPut{"b", Value()}});
+  StoredState s = this->reload();
+  ASSERT_EQ(s.locks.size(), 1u);
+  EXPECT_EQ(s.locks[0].name, "a");
+  EXPECT_EQ(s.locks[0].state.to_json(), R"({"name":"a","held":2})");
+}
+
+TYPED_TEST(StoreConformanceTest, RunOnce_MarksAddRemoveAndClearPerRecord) {
+  this->write({RunOncePut{"t", "r1", "f", true}, RunOncePut{"t", "r1", "g", true}, RunOncePut{"t", "r2", "f", true},
+               RunOncePut{"t", "r2", "g", true}});
+  this->write({RunOncePut{"t", "r1", "", false},      // a delete of r1 forgets every flow
+               RunOncePut{"t", "r2", "g", false}});   // one flow's mark
+  StoredState s = this->reload();
+  ASSERT_EQ(s.run_once.size(), 1u);
+  EXPECT_EQ(s.run_once[0].table, "t");
+  EXPECT_EQ(s.run_once[0].sys_id, "r2");
+  EXPECT_EQ(s.run_once[0].flow, "f");
+  EXPECT_TRUE(s.run_once[0].ran);
+}
+
+TYPED_TEST(StoreConformanceTest, RecoveryNotes_AccumulateOldestFirst) {
+  this->write({RecoveryNote{10, json(R"({"n":1})")}});
+  this->write({RecoveryNote{20, json(R"({"n":2})")}});
+  StoredState s = this->reload();
+  ASSERT_EQ(s.recoveries.size(), 2u);
+  EXPECT_EQ(s.recoveries[0].at, 10);
+  EXPECT_EQ(s.recoveries[1].report.to_json(), R"({"n":2})");
+}
+
+TYPED_TEST(StoreConformanceTest, ManyBatches_AllComeBack) {
+  for (int b = 0; b < 50; ++b) {
+    std::vector<StoreChange> changes;
+    for (int i = 0; i < 20; ++i) {
+      const int n = b * 20 + i;
+      changes.push_back(RecordPut{"t", json(R"({"sys_id":"r)" + std::to_string(n) + R"(","n":)" + std::to_string(n) + "}"),
+                                  static_cast<uint64_t>(n + 1)});
+    }
+    StoreCounters k;
+    k.commit_seq = static_cast<uint64_t>((b + 1) * 20);
+    this->write(std::move(changes), k);
+  }
+  StoredState s = this->reload();
+  ASSERT_EQ(s.tables.size(), 1u);
+  ASSERT_EQ(s.tables[0].records.size(), 1000u);
+  for (int n = 0; n < 1000; ++n) ASSERT_EQ(s.tables[0].records[static_cast<size_t>(n)]["n"].as_int(), n);
+  EXPECT_EQ(s.counters.commit_seq, 1000u);
+}
+
+TYPED_TEST(StoreConformanceTest, SyncModes_CanBeSetAtAnyTime) {
+  uint64_t position = 0;
+  for (SyncMode m : {SyncMode::kFull, SyncMode::kNormal, SyncMode::kOff}) {
+    Status st = this->store_->set_sync_mode(m);
+    EXPECT_TRUE(st.is_ok()) << st.message();
+    this->write({RecordPut{"t", json(R"({"sys_id":")" + std::string(sync_mode_name(m)) + R"("})"), ++position}});
+  }
+  StoredState s = this->reload();
+  ASSERT_EQ(s.tables.size(), 1u);
+  EXPECT_EQ(s.tables[0].records.size(), 3u);
+}
+
+}  // namespace
+}  // namespace flowrt
