@@ -9,8 +9,8 @@
 namespace {
 
 constexpr const char* kUsage = R"(usage:
-  flowrt run DIR [--format table|json] [--out FILE] [--log-level off|error|warn|info|debug]
-  flowrt run --flows DIR --events FILE [--config FILE] [--format table|json] [--out FILE]
+  flowrt run DIR [--data FILE] [--format table|json] [--out FILE] [--log-level off|error|warn|info|debug]
+  flowrt run --flows DIR --events FILE [--config FILE] [--data FILE] [--format table|json] [--out FILE]
   flowrt validate PATH...
   flowrt plan PATH... --flow ID
   flowrt bench [--workload triage|fanout|events|locks|compile] [--events N] [--workers K] [--rate R]

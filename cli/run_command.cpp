@@ -1,4 +1,5 @@
 // flowrt run: load definitions, apply the events file on a virtual clock, print contexts.
+// With --data FILE the state is kept in FILE, and a later run goes on from it.
 #include <atomic>
 #include <csignal>
 #include <fstream>
@@ -61,7 +62,7 @@ class StopSignals {
 
 int run_command(const std::vector<std::string>& raw) {
   StopSignals signals;
-  ParsedArgs args = parse_args(raw, {"flows", "events", "config", "format", "out", "log-level"});
+  ParsedArgs args = parse_args(raw, {"flows", "events", "config", "format", "out", "log-level", "data"});
   if (args.positional.size() > 1) throw UsageError{"run takes one directory"};
   if (args.positional.empty() && (!args.has("flows") || !args.has("events"))) {
     throw UsageError{"run needs DIR, or --flows and --events"};
@@ -91,6 +92,12 @@ int run_command(const std::vector<std::string>& raw) {
   Result<Project, Diagnostics> project = read_project(std::move(files));
   if (!project) return fail(project.error());
   project->options.log_level = args.get("log-level");
+  if (args.has("data")) {
+    // State kept in a SQLite file that the next run goes on from (docs/DURABILITY.md).
+    if (args.get("data").empty()) throw UsageError{"--data needs a file name"};
+    project->options.store = "sqlite";
+    project->options.data_file = args.get("data");
+  }
   if (!project->options.log_level.empty() && !set_engine_log_level(project->options.log_level)) {
     throw UsageError{"--log-level must be off, error, warn, info or debug"};
   }

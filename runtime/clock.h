@@ -25,6 +25,9 @@ class EngineClock {
   TimeMs now() const;
   // Virtual clocks only; never moves backwards.
   void set(TimeMs t);
+  // Virtual: sets the clock to `t`, earlier or later, before the engine starts (a store's
+  // clock goes on from where it stood).
+  void restore(TimeMs t) { now_.store(t, std::memory_order_release); }
 
  private:
   const bool virtual_;

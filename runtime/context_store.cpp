@@ -16,6 +16,17 @@ void ContextStore::add(std::shared_ptr<Context> ctx) {
   window_.push_back(std::move(ctx));
 }
 
+void ContextStore::start_at(uint64_t first_seq) {
+  SpinMutexLock lock(mu_);
+  if (window_.empty()) first_seq_ = first_seq;
+}
+
+void ContextStore::restore(std::shared_ptr<Context> ctx) {
+  SpinMutexLock lock(mu_);
+  const uint64_t seq = ctx->seq;
+  stragglers_.emplace(seq, std::move(ctx));
+}
+
 std::shared_ptr<Context>* ContextStore::slot(uint64_t seq) {
   if (seq >= first_seq_) {
     const uint64_t i = seq - first_seq_;

@@ -49,6 +49,10 @@ class ContextStore {
 
   // Appends a context; its seq must be the next one. REQUIRES: the commit lock (seq order).
   void add(std::shared_ptr<Context> ctx) EXCLUDES(mu_);
+  // A store's state: before any add, the first seq this engine gives (the stored last
+  // one + 1), and the contexts from the store that are still to run, each below it.
+  void start_at(uint64_t first_seq) EXCLUDES(mu_);
+  void restore(std::shared_ptr<Context> ctx) EXCLUDES(mu_);
   std::shared_ptr<Context> find(std::string_view id) const EXCLUDES(mu_);
   std::shared_ptr<Context> find(uint64_t seq) const EXCLUDES(mu_);
   // Every context kept, in seq order: `visit` is called outside the lock.

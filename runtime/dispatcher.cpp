@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "runtime/engine_core.h"
+#include "runtime/flow_registry.h"
 #include "runtime/flow_slot.h"
 #include "runtime/perturb.h"
 #include "runtime/record_json.h"
@@ -111,7 +112,13 @@ std::string_view Dispatcher::run_option_skip(FlowSlot& flow, const TriggerData& 
   // A start already queued counts as running and as having run.
   if (spec.run == RunOption::kOnce && st.ran) return "run_once";
   if (spec.run == RunOption::kAlways && st.running > 0) return "already_running";
-  if (spec.run == RunOption::kOnce) st.ran = true;
+  if (spec.run == RunOption::kOnce) {
+    st.ran = true;
+    if (journal_) {
+      building_.changes.push_back(RunOncePut{std::string(trigger.table.as_string()), std::string(trigger.sys_id.as_string()),
+                                             flow.id, true});
+    }
+  }
   ++st.running;
   *run_key = Value(std::string_view(key));
   return "";
@@ -152,8 +159,15 @@ Result<StartedFlow> Dispatcher::admit(Prepared& p, Origin origin, CommitEntry* e
   if (core_.shutting_down()) ctx->set_cancel_flag();
   ctx->run_key = std::move(run_key);
   Context* raw = ctx.get();
-  core_.contexts.add(std::move(ctx));
-  core_.events.push(raw);  // counted as work before the lock (Batch::reserve)
+  if (journal_) {
+    // Queued once the commit is durable (the watermark): the journal pushes it then.
+    building_.queued.push_back(ctx);
+    building_.pushes.push_back(raw);
+    core_.contexts.add(std::move(ctx));
+  } else {
+    core_.contexts.add(std::move(ctx));
+    core_.events.push(raw);  // counted as work before the lock (Batch::reserve)
+  }
   batch->started();
   if (core_.options.on_commit) entry->started.push_back(raw);
   return StartedFlow{raw->id, false, Value()};
@@ -193,6 +207,69 @@ CommitEntry Dispatcher::begin_commit(CommitEntry::Kind kind, Origin origin) {
 void Dispatcher::end_commit(const CommitEntry& entry) {
   commits_.store(entry.seq, std::memory_order_release);
   if (core_.options.on_commit) core_.options.on_commit(entry);
+  journal_locked();
+}
+
+void Dispatcher::set_journal(Journal* journal) {
+  SpinMutexLock lock(mu_);
+  journal_ = journal;
+  locks_.track_changes(journal != nullptr);
+}
+
+void Dispatcher::wake_locked(const std::shared_ptr<Context>& ctx, uint64_t wait_id, WakeUp wake) {
+  if (!journal_) {
+    core_.wake(ctx, wait_id, std::move(wake));
+    return;
+  }
+  building_.wakes.push_back(DeferredWake{ctx, wait_id, std::move(wake)});
+}
+
+void Dispatcher::journal_locked() {
+  if (!journal_) return;
+  for (const std::string& name : locks_.take_changed()) {
+    std::optional<LockState> state = locks_.state(name);
+    building_.changes.push_back(LockPut{name, state ? lock_state_value(*state) : Value()});
+  }
+  if (building_.empty()) return;
+  building_.has_counters = true;
+  building_.counters.commit_seq = last_commit_;
+  building_.counters.context_seq = next_seq_ - 1;
+  building_.counters.fencing_token = locks_.last_token();
+  building_.counters.sys_id_seed = store_.sys_id_seed();
+  building_.counters.sys_id_count = store_.sys_ids_generated();
+  journal_->append(std::move(building_));
+  building_ = JournalEntry{};
+}
+
+void Dispatcher::restore(const StoredState& state, const FlowRegistry& flows) {
+  SpinMutexLock lock(mu_);
+  next_seq_ = state.counters.context_seq + 1;
+  last_commit_ = state.counters.commit_seq;
+  seqs_.store(state.counters.context_seq, std::memory_order_release);
+  commits_.store(state.counters.commit_seq, std::memory_order_release);
+  locks_.restore_last_token(state.counters.fencing_token);
+  std::vector<std::pair<std::string, std::vector<Value>>> tables;
+  tables.reserve(state.tables.size());
+  for (const StoredState::Table& t : state.tables) tables.emplace_back(t.name, t.records);
+  store_.restore(state.counters.sys_id_seed, state.counters.sys_id_count, std::move(tables));
+  for (const RunOncePut& r : state.run_once) {
+    FlowSlot* flow = flows.slot(r.flow);
+    if (!flow || !r.ran) continue;
+    run_state(record_key(r.table, r.sys_id), flow->index).ran = true;
+  }
+}
+
+void Dispatcher::restore_running(const Context& ctx) {
+  if (ctx.run_key.is_null()) return;
+  SpinMutexLock lock(mu_);
+  ++run_state(std::string(ctx.run_key.as_string()), ctx.flow->index).running;
+}
+
+void Dispatcher::forget_stored_lock(std::string_view name) {
+  SpinMutexLock lock(mu_);
+  if (!journal_) return;
+  building_.changes.push_back(LockPut{std::string(name), Value()});
+  journal_locked();
 }
 
 void Dispatcher::commit_prepared(std::vector<Prepared>& prepared, Origin origin, CommitEntry* entry, Batch* batch) {
@@ -226,7 +303,7 @@ void Dispatcher::wake_waiters(std::string_view table, const Value& record, const
       wake.kind = deleted ? WakeUp::Kind::kRecordDeleted : WakeUp::Kind::kRecord;
       wake.at = core_.clock.now();
       wake.record = record;
-      core_.wake(w.context, w.wait_id, std::move(wake));
+      wake_locked(w.context, w.wait_id, std::move(wake));
       list[i] = std::move(list.back());
       list.pop_back();
       waiter_count_.fetch_sub(1, std::memory_order_acq_rel);
@@ -245,13 +322,14 @@ void Dispatcher::Batch::reserve(size_t n) {
 
 Dispatcher::Batch::~Batch() {
   for (size_t i = started_; i < reserved_; ++i) core_.work_done();  // skipped, refused or built again
-  core_.workers.notify_events(started_);
+  // With a journal, the contexts are queued once durable, and the journal tells the workers.
+  if (!core_.journal) core_.workers.notify_events(started_);
 }
 
 Status Dispatcher::check_queue_room(size_t starts) {
   if (starts == 0) return Status::ok();
   // Pops run concurrently, so the count can only be lower than read here.
-  const size_t queued = core_.events.size_approx();
+  const size_t queued = core_.events.size_approx() + (journal_ ? journal_->undelivered() : 0);
   const size_t max = core_.props().max_queued_events;
   if (queued + starts <= max) return Status::ok();
   return Error{"the event queue is full: " + std::to_string(queued) + " trigger events wait to start and this would add " +
@@ -279,6 +357,7 @@ Result<Value> Dispatcher::insert(std::string_view table, const Value& values, Or
     CommitEntry entry = begin_commit(CommitEntry::Kind::kInsert, origin);
     entry.table = table;
     entry.record = &*record;
+    if (journal_) building_.changes.push_back(RecordPut{std::string(table), *record, entry.seq});
     commit_prepared(prepared, origin, &entry, &batch);
     end_commit(entry);
   }
@@ -320,6 +399,7 @@ void Dispatcher::commit_update_locked(std::string_view table, const RecordChange
   entry.table = table;
   entry.record = &change.record;
   entry.previous = &change.previous;
+  if (journal_) building_.changes.push_back(RecordPut{std::string(table), change.record, 0});
   commit_prepared(prepared, origin, &entry, batch);
   wake_waiters(table, change.record, &change.previous, false);
   end_commit(entry);
@@ -333,6 +413,7 @@ Status Dispatcher::commit_remove_locked(std::string_view table, std::string_view
   CommitEntry entry = begin_commit(CommitEntry::Kind::kDelete, origin);
   entry.table = table;
   entry.record = &*removed;
+  if (journal_) building_.changes.push_back(RecordRemove{std::string(table), std::string(sys_id)});
   commit_prepared(prepared, origin, &entry, batch);
   wake_waiters(table, *removed, nullptr, true);
   record_deleted(table, sys_id);
@@ -545,7 +626,12 @@ size_t Dispatcher::waiter_count() { return waiter_count_.load(std::memory_order_
 void Dispatcher::record_deleted(std::string_view table, std::string_view sys_id) {
   auto it = run_states_.find(record_key(table, sys_id));
   if (it == run_states_.end()) return;
-  for (auto& [flow, st] : it->second) st.ran = false;
+  bool any_ran = false;
+  for (auto& [flow, st] : it->second) {
+    any_ran = any_ran || st.ran;
+    st.ran = false;
+  }
+  if (journal_ && any_ran) building_.changes.push_back(RunOncePut{std::string(table), std::string(sys_id), "", false});
   forget_idle_runs(it);
 }
 

@@ -34,6 +34,7 @@
 #include "actions/action.h"
 #include "runtime/commit.h"
 #include "runtime/context.h"
+#include "runtime/journal.h"
 #include "runtime/lock_deadlines.h"
 #include "runtime/lock_table.h"
 #include "store/record_store.h"
@@ -43,6 +44,7 @@
 namespace flowrt {
 
 class EngineCore;
+class FlowRegistry;
 
 // Nanoseconds on the steady clock (latency stamps).
 int64_t steady_ns();
@@ -78,6 +80,7 @@ class Dispatcher {
   Result<Value> find(const RecordQuery& query) EXCLUDES(mu_);
   std::vector<std::string> table_names() EXCLUDES(mu_);
   std::vector<Value> records(std::string_view table) EXCLUDES(mu_);
+  size_t record_count() const { return store_.record_count(); }
 
   // Parks `ctx` (wait `wait_id`) until the record meets `condition`. `seen` is the record
   // as the step saw it (or null): if it has changed since, the condition is evaluated on
@@ -99,6 +102,18 @@ class Dispatcher {
   uint64_t last_seq() const { return seqs_.load(std::memory_order_acquire); }
 
   void set_index(std::shared_ptr<const TriggerIndex> index) EXCLUDES(mu_);
+
+  // ---- a durable store (runtime/journal.h) ----
+  // From now on every change under the commit lock is appended to `journal`, and what a
+  // change sets going (contexts queued, contexts woken) waits there until it is durable.
+  // Before the engine starts.
+  void set_journal(Journal* journal) EXCLUDES(mu_);
+  // Before the engine starts: the counters, records and run-once marks of a store.
+  void restore(const StoredState& state, const FlowRegistry& flows) EXCLUDES(mu_);
+  // A context restored from a store that counted as running under its run options.
+  void restore_running(const Context& ctx) EXCLUDES(mu_);
+  // Appends a stored lock's end (its holders and waiters did not come back) to the journal.
+  void forget_stored_lock(std::string_view name) EXCLUDES(mu_);
 
   // ---- locks (SPEC section 8) ----
   void set_lock_limit(std::string_view name, int64_t limit) EXCLUDES(mu_);
@@ -227,6 +242,12 @@ class Dispatcher {
   void lock_failed(const std::shared_ptr<Context>& ctx, const LockRequest& request, std::string_view state,
                    std::string message, int64_t attempts) REQUIRES(mu_);
   TriggerData record_trigger(std::string_view table, RecordOperation op, const Value& record, const Value* previous);
+  // Wakes `ctx` now, or, with a journal, once what this critical section changed is durable.
+  void wake_locked(const std::shared_ptr<Context>& ctx, uint64_t wait_id, WakeUp wake) REQUIRES(mu_);
+  // With a journal: appends what this critical section changed (with the locks whose state
+  // changed and the counters). Called at the end of every critical section that changes
+  // durable state: end_commit, locks_changed.
+  void journal_locked() REQUIRES(mu_);
 
   EngineCore& core_;
   SpinMutex mu_;  // the commit lock
@@ -265,6 +286,8 @@ class Dispatcher {
   RunStates run_states_ GUARDED_BY(mu_);
   std::atomic<uint64_t> lock_grants_{0};
   std::atomic<uint64_t> lock_handoffs_{0};
+  Journal* journal_ = nullptr;                 // set before the engine starts; then constant
+  JournalEntry building_ GUARDED_BY(mu_);      // this critical section's changes (journal_ only)
 };
 
 }  // namespace flowrt

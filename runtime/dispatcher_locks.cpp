@@ -90,7 +90,7 @@ void Dispatcher::lock_failed(const std::shared_ptr<Context>& ctx, const LockRequ
   w.outputs = lock_outputs("failure", state, Value(), attempts, now - r.now);
   w.error = std::move(message);
   ctx->add_log(LogLevel::kWarn, r.step, now, Value(std::string_view(w.error)));
-  core_.wake(ctx, r.wait_id, std::move(w));
+  wake_locked(ctx, r.wait_id, std::move(w));
 }
 
 void Dispatcher::decide_lock(const std::shared_ptr<Context>& ctx, const LockRequest& r) {
@@ -107,7 +107,7 @@ void Dispatcher::decide_lock(const std::shared_ptr<Context>& ctx, const LockRequ
         w.outputs = lock_outputs("success", "finished", Value(static_cast<long long>(o.grant.token)), 1, 0);
         ctx->add_log(LogLevel::kInfo, r.step, r.now,
                      lock_line(r.name, {"already held (token ", std::to_string(o.grant.token), ")"}));
-        core_.wake(ctx, r.wait_id, std::move(w));
+        wake_locked(ctx, r.wait_id, std::move(w));
         return;
       }
       apply_grants(grants);
@@ -183,7 +183,7 @@ void Dispatcher::apply_grants(std::vector<LockGrant>& grants) {
     w.kind = WakeUp::Kind::kLock;
     w.at = g.granted_at;
     w.outputs = record_grant(*ctx, g);
-    core_.wake(ctx->shared_from_this(), g.wait_id, std::move(w));
+    wake_locked(ctx->shared_from_this(), g.wait_id, std::move(w));
   }
 }
 
@@ -218,6 +218,7 @@ void Dispatcher::arm_lock_timer() {
 void Dispatcher::locks_changed(const Context* ended) {
   arm_lock_timer();
   verify_locks(ended);
+  journal_locked();
 }
 
 void Dispatcher::fire_lock_deadlines(uint64_t generation) {

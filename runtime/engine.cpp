@@ -6,7 +6,18 @@
 
 namespace flowrt {
 
-Engine::Engine(EngineOptions options) : core_(std::make_unique<EngineCore>(std::move(options))) { core_->start(); }
+Engine::Engine(EngineOptions options) : core_(std::make_unique<EngineCore>(std::move(options))) {
+  (void)core_->open_store();  // store_status() keeps the error; every operation reports it
+  core_->start();
+}
+
+Result<std::unique_ptr<Engine>> Engine::open(EngineOptions options) {
+  auto engine = std::make_unique<Engine>(std::move(options));
+  if (!engine->core_->store_status()) return engine->core_->store_status().error();
+  return engine;
+}
+
+Value Engine::recover() { return core_->recover(); }
 
 Engine::~Engine() { core_->stop(); }
 
@@ -18,8 +29,39 @@ std::string too_many_definitions(size_t count, size_t max) {
          " (max_definitions)";
 }
 
+// Changes from outside are refused by an engine whose store did not open, or cannot be
+// written now.
+Status store_open(const EngineCore& core) {
+  if (!core.store_status()) return core.store_status().error();
+  if (core.journal) {
+    if (Status f = core.journal->failure(); !f) {
+      return Error{"refused, nothing was written: the engine cannot write its state now (" + f.message() + ")"};
+    }
+  }
+  return Status::ok();
+}
+
+// Outside operations are refused as above, and once the engine is stopping (contexts' own
+// go on).
+Status intake_open(const EngineCore& core) {
+  FLOWRT_RETURN_IF_ERROR(store_open(core));
+  if (core.stop_requested()) return Error{"the engine is stopping: no new operations are accepted"};
+  return Status::ok();
+}
+
+// What a definition change leaves in the store, and the wait until it is durable.
+Status journal_definitions(EngineCore& core, const std::vector<std::pair<UnitType, std::string>>& which) {
+  if (!core.journal) return Status::ok();
+  for (const auto& [type, id] : which) core.journal_definition(type, id);
+  return core.wait_durable();
+}
+
 Diagnostics add_definitions(EngineCore& core, std::vector<Definition> defs) {
   Diagnostics diags;
+  if (Status open = store_open(core); !open) {
+    diags.add("", "", open.message());
+    return diags;
+  }
   // Check the whole set as it would be, in a scratch registry, so that a bad load changes
   // nothing.
   std::vector<Definition> all = core.flows.all_definitions();
@@ -47,19 +89,15 @@ Diagnostics add_definitions(EngineCore& core, std::vector<Definition> defs) {
   for (const Definition& d : defs) {
     if (d.type == UnitType::kFlow && d.status == DefinitionStatus::kPublished && d.active) active.push_back(d.id);
   }
+  core.note_loaded(defs);
   core.flows.add(std::move(defs));
   for (const std::string& id : active) {
     Status s = core.flows.activate(id, core.compile_options(), core.clock.now());
     if (!s) diags.add("", "", s.message());
   }
   core.refresh_triggers();
+  if (Status s = journal_definitions(core, loaded); !s) diags.add("", "", s.message());
   return diags;
-}
-
-// Outside operations are refused once the engine is stopping (contexts' own go on).
-Status intake_open(const EngineCore& core) {
-  if (core.stop_requested()) return Error{"the engine is stopping: no new operations are accepted"};
-  return Status::ok();
 }
 
 Result<Definition> definition_from_value(const Value& v) {
@@ -106,27 +144,35 @@ Diagnostics Engine::load_text(std::string_view text, const std::string& file) {
 }
 
 Status Engine::save(const Value& definition) {
+  FLOWRT_RETURN_IF_ERROR(store_open(*core_));
   Result<Definition> d = definition_from_value(definition);
   if (!d) return d.error();
-  return core_->flows.save(std::move(d).value(), core_->props().max_definitions);
+  const std::pair<UnitType, std::string> key{d->type, d->id};
+  FLOWRT_RETURN_IF_ERROR(core_->flows.save(std::move(d).value(), core_->props().max_definitions));
+  return journal_definitions(*core_, {key});
 }
 
 Status Engine::publish(std::string_view id) {
+  FLOWRT_RETURN_IF_ERROR(store_open(*core_));
   FLOWRT_RETURN_IF_ERROR(core_->flows.publish(id, core_->compile_options()));
   core_->refresh_triggers();
-  return Status::ok();
+  return journal_definitions(*core_, {{UnitType::kFlow, std::string(id)},
+                                      {UnitType::kSubflow, std::string(id)},
+                                      {UnitType::kAction, std::string(id)}});
 }
 
 Status Engine::activate(std::string_view id) {
+  FLOWRT_RETURN_IF_ERROR(store_open(*core_));
   FLOWRT_RETURN_IF_ERROR(core_->flows.activate(id, core_->compile_options(), core_->clock.now()));
   core_->refresh_triggers();
-  return Status::ok();
+  return journal_definitions(*core_, {{UnitType::kFlow, std::string(id)}});
 }
 
 Status Engine::deactivate(std::string_view id) {
+  FLOWRT_RETURN_IF_ERROR(store_open(*core_));
   FLOWRT_RETURN_IF_ERROR(core_->flows.deactivate(id));
   core_->refresh_triggers();
-  return Status::ok();
+  return journal_definitions(*core_, {{UnitType::kFlow, std::string(id)}});
 }
 
 Diagnostics Engine::validate() const {
@@ -143,12 +189,16 @@ EngineProperties Engine::properties() const { return core_->properties(); }
 
 Result<Value> Engine::insert(std::string_view table, const Value& values) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
-  return core_->dispatcher.insert(table, values, Origin{});
+  auto done = core_->dispatcher.insert(table, values, Origin{});
+  if (done) FLOWRT_RETURN_IF_ERROR(core_->wait_durable());
+  return done;
 }
 
 Result<Value> Engine::update(std::string_view table, std::string_view sys_id, const Value& values) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
-  return core_->dispatcher.update(table, sys_id, values, Origin{});
+  auto done = core_->dispatcher.update(table, sys_id, values, Origin{});
+  if (done) FLOWRT_RETURN_IF_ERROR(core_->wait_durable());
+  return done;
 }
 
 Result<size_t> Engine::update_where(std::string_view table, const Value& where, const Value& values) {
@@ -156,12 +206,16 @@ Result<size_t> Engine::update_where(std::string_view table, const Value& where, 
   Diagnostics diags;
   Condition c;
   if (!compile_record_condition(where, "where", "", &c, &diags)) return Error{diags.describe()};
-  return core_->dispatcher.update_where(table, c, values, Origin{});
+  auto done = core_->dispatcher.update_where(table, c, values, Origin{});
+  if (done) FLOWRT_RETURN_IF_ERROR(core_->wait_durable());
+  return done;
 }
 
 Result<Value> Engine::remove(std::string_view table, std::string_view sys_id) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
-  return core_->dispatcher.remove(table, sys_id, Origin{});
+  auto done = core_->dispatcher.remove(table, sys_id, Origin{});
+  if (done) FLOWRT_RETURN_IF_ERROR(core_->wait_durable());
+  return done;
 }
 
 Result<size_t> Engine::remove_where(std::string_view table, const Value& where) {
@@ -169,18 +223,23 @@ Result<size_t> Engine::remove_where(std::string_view table, const Value& where) 
   Diagnostics diags;
   Condition c;
   if (!compile_record_condition(where, "where", "", &c, &diags)) return Error{diags.describe()};
-  return core_->dispatcher.remove_where(table, c, Origin{});
+  auto done = core_->dispatcher.remove_where(table, c, Origin{});
+  if (done) FLOWRT_RETURN_IF_ERROR(core_->wait_durable());
+  return done;
 }
 
 Status Engine::fire_event(std::string_view name, const Value& payload) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
-  return core_->dispatcher.fire_event(Value(name), payload, Origin{});
+  Status done = core_->dispatcher.fire_event(Value(name), payload, Origin{});
+  if (!done) return done;
+  return core_->wait_durable();
 }
 
 Result<std::string> Engine::call_flow(std::string_view flow, const Value& inputs) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
   Result<StartedFlow> started = core_->start_api_flow(flow, inputs, Origin{});
   if (!started) return started.error();
+  FLOWRT_RETURN_IF_ERROR(core_->wait_durable());
   if (started->skipped) return Error{"the start was skipped: " + std::string(started->reason.as_string())};
   return std::string(started->context_id.as_string());
 }
@@ -221,6 +280,7 @@ Result<std::string> Engine::test_flow(std::string_view flow, const Value& record
   Result<StartedFlow> started = core_->dispatcher.start_flow(
       *slot, std::move(t), inputs.is_null() ? Value::empty_object() : inputs, Origin{}, std::move(p.plan));
   if (!started) return started.error();
+  FLOWRT_RETURN_IF_ERROR(core_->wait_durable());
   return std::string(started->context_id.as_string());
 }
 
@@ -236,16 +296,26 @@ TimeMs Engine::now() const { return core_->clock.now(); }
 
 std::optional<ContextRecord> Engine::context(std::string_view id) const {
   std::shared_ptr<Context> c = core_->contexts.find(id);
-  if (!c) return std::nullopt;
+  if (!c) {
+    if (std::optional<Value> archived = core_->archive.find(id)) return ContextRecord(std::move(*archived));
+    return std::nullopt;
+  }
   return ContextRecord(c->to_value(core_->properties().record_value_limit));
 }
 
 std::vector<ContextRecord> Engine::contexts(std::string_view flow) const {
   const size_t limit = core_->properties().record_value_limit;
   std::vector<ContextRecord> out;
+  // The contexts that ended before this engine opened its store come in seq order with
+  // this engine's own.
+  const std::vector<std::pair<uint64_t, Value>> archived = core_->archive.list(flow);
+  auto next = archived.begin();
   for (const auto& c : core_->contexts.all()) {
-    if (flow.empty() || c->flow->id == flow) out.emplace_back(c->to_value(limit));
+    if (!flow.empty() && c->flow->id != flow) continue;
+    for (; next != archived.end() && next->first < c->seq; ++next) out.emplace_back(next->second);
+    out.emplace_back(c->to_value(limit));
   }
+  for (; next != archived.end(); ++next) out.emplace_back(next->second);
   return out;
 }
 
@@ -266,31 +336,8 @@ std::vector<Value> Engine::records(std::string_view table) const { return core_-
 std::vector<std::string> Engine::tables() const { return core_->dispatcher.table_names(); }
 
 Value Engine::locks() const {
-  auto ctx_id = [](uint64_t seq) { return Value(std::string_view("ctx-" + std::to_string(seq))); };
-  auto time = [](TimeMs t) { return Value(std::string_view(format_time(t))); };
   std::vector<Value> out;
-  for (const LockState& s : core_->dispatcher.lock_states()) {
-    std::vector<Value> holders, waiters;
-    for (const LockHolderState& h : s.holders) {
-      holders.push_back(Value::object({{"context", ctx_id(h.who)},
-                                       {"weight", Value(static_cast<long long>(h.weight))},
-                                       {"token", Value(static_cast<long long>(h.token))},
-                                       {"acquired_at", time(h.acquired_at)},
-                                       {"expires_at", time(h.expires_at)}}));
-    }
-    for (const LockWaiterState& w : s.waiters) {
-      waiters.push_back(Value::object({{"context", ctx_id(w.who)},
-                                       {"weight", Value(static_cast<long long>(w.weight))},
-                                       {"requested_at", time(w.requested_at)},
-                                       {"gives_up_at", time(w.give_up_at)}}));
-    }
-    out.push_back(Value::object({{"name", Value(std::string_view(s.name))},
-                                 {"limit", Value(static_cast<long long>(s.limit))},
-                                 {"held", Value(static_cast<long long>(s.held))},
-                                 {"last_token", Value(static_cast<long long>(s.last_token))},
-                                 {"holders", Value::array(std::move(holders))},
-                                 {"waiters", Value::array(std::move(waiters))}}));
-  }
+  for (const LockState& s : core_->dispatcher.lock_states()) out.push_back(lock_state_value(s));
   return Value::array(std::move(out));
 }
 

@@ -30,7 +30,14 @@ struct LoadOptions;      // compiler/loader.h (not installed)
 
 class Engine {
  public:
+  // Builds an engine and opens its store (EngineOptions::store). When the store cannot be
+  // opened (a file in use, damaged or of a newer flowrt), every operation of this engine
+  // fails with that error: build one with open() to get the error instead.
   explicit Engine(EngineOptions options = {});
+  // Builds an engine and opens its store, or says why the store cannot be opened. A store
+  // that holds state is taken in (docs/DURABILITY.md); call recover() once the
+  // definitions are loaded and custom actions registered.
+  static Result<std::unique_ptr<Engine>> open(EngineOptions options);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -68,6 +75,16 @@ class Engine {
   // ({"table", "sys_id"}) for record-triggered flows, or with inputs.
   Result<std::string> test_flow(std::string_view flow, const Value& record, const Value& inputs);
   Status cancel(std::string_view context_id);
+
+  // ---- the store (docs/DURABILITY.md) ----
+  // After opening a store that holds state, once definitions are loaded and custom actions
+  // registered: flows that were active are active again, contexts that were running or
+  // waiting when the last engine stopped end in error (resuming them is not supported
+  // yet) and their locks are released, and trigger events that were queued start, in
+  // their order. Returns the report of what it did ({"at", "store", "started", "failed",
+  // "locks_released", "activated", "problems"}), which the store keeps and `flowrt
+  // inspect` shows; null when there was nothing to recover. open_project calls it.
+  Value recover();
 
   // ---- stopping ----
   // Asks the engine to stop: advance and settle return early, new outside operations

@@ -7,7 +7,10 @@
 #include "plans/time.h"
 #include "runtime/engine_log.h"
 #include "runtime/interpreter.h"
+#include "runtime/flow_slot.h"
 #include "runtime/perturb.h"
+#include "runtime/record_json.h"
+#include "runtime/stored_context.h"
 #include "triggers/schedule.h"
 
 namespace flowrt {
@@ -32,6 +35,7 @@ EngineCore::~EngineCore() { stop(); }
 void EngineCore::start() {
   if (started_) return;
   started_ = true;
+  if (journal) journal->start();
   if (options.simulation_seed) {
     MutexLock drive(drive_mu_);
     sim_rng_.seed(*options.simulation_seed);
@@ -88,6 +92,10 @@ void EngineCore::stop() {
   watchdog.begin_stopping();
   workers.join();
   watchdog.stop();
+  if (journal) {
+    journal_unfinished();
+    journal->stop();
+  }
   engine_log().info("stopped");
 }
 
@@ -172,6 +180,7 @@ void EngineCore::run(Context* ctx) {
   // Hold the context for the whole slice: once it finishes, the store may drop it.
   const std::shared_ptr<Context> hold = ctx->shared_from_this();
   if (ctx->begin_run()) {
+    journal_start(hold);
     switch (run_slice(*ctx, 0)) {
       case Interpreter::Outcome::kAbandoned: return;  // the engine may be gone: touch nothing
       case Interpreter::Outcome::kYielded:
@@ -186,6 +195,15 @@ void EngineCore::run(Context* ctx) {
     }
   }
   work_done();
+}
+
+void EngineCore::journal_start(const std::shared_ptr<Context>& ctx) {
+  if (!journal || ctx->state) return;
+  // Its first step: no longer queued. Appended before anything it does, so a store that
+  // holds any of its effects knows it started (and a restart never starts it again).
+  JournalEntry started;
+  started.started.push_back(ctx);
+  journal->append(std::move(started));
 }
 
 void EngineCore::end_after_exception(Context& ctx, std::string_view what) {
@@ -227,6 +245,7 @@ void EngineCore::abandon(Watchdog::Call& call, Watchdog::Reason why) {
 bool EngineCore::run_steps(Context* ctx, uint32_t max_steps) {
   const std::shared_ptr<Context> hold = ctx->shared_from_this();
   if (ctx->begin_run()) {
+    journal_start(hold);
     switch (run_slice(*ctx, max_steps)) {
       case Interpreter::Outcome::kYielded: return true;  // still in flight: not done yet
       case Interpreter::Outcome::kAbandoned: return false;  // never in simulation
@@ -241,6 +260,9 @@ bool EngineCore::run_steps(Context* ctx, uint32_t max_steps) {
 void EngineCore::simulate() {
   const unsigned workers_wanted = props().worker_threads == 0 ? 4 : props().worker_threads;
   while (true) {
+    // With a durable store, what the last step (or an operation from outside) set going is
+    // delivered before the next pick, so that a seed replays exactly.
+    if (journal) journal->wait_delivered(journal->appended());
     const bool can_take = sim_in_flight_.size() < workers_wanted && workers.has_queued();
     const size_t choices = sim_in_flight_.size() + (can_take ? 1 : 0);
     if (choices == 0) {
@@ -355,6 +377,11 @@ void EngineCore::finish_context(Context& ctx, ContextStatus status, Value error)
   dispatcher.context_ended(ctx);
   ctx.finish(status, clock.now(), std::move(error), ctx.state ? ctx.state->run_ms : 0);
   if (options.measure_latency) ctx.ended_ns.store(steady_ns(), std::memory_order_release);
+  if (journal) {
+    JournalEntry ended;
+    ended.ended.push_back(ctx.shared_from_this());
+    journal->append(std::move(ended));
+  }
   contexts.on_finished(ctx);
 }
 
@@ -428,6 +455,7 @@ Status EngineCore::advance(DurationMs d) {
   }
   clock.set(target);
   wait_idle();
+  if (journal) journal->append(JournalEntry{});  // the clock moved: the store follows
   return Status::ok();
 }
 
@@ -479,6 +507,7 @@ void EngineCore::settle(DurationMs until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(wait));
     }
   }
+  if (journal) journal->append(JournalEntry{});  // the clock moved: the store follows
 }
 
 size_t EngineCore::shutdown() {
@@ -550,6 +579,11 @@ void EngineCore::schedule_tick(FlowSlot* slot, uint64_t generation, TimeMs at) {
   }
   if (!plan || plan->trigger.type != TriggerType::kSchedule) return;
   engine_log().debug("schedule tick of flow {} at {}", slot->id, format_time(at));
+  if (journal) {
+    JournalEntry tick;
+    tick.changes.push_back(ScheduleTick{slot->id, at});
+    journal->append(std::move(tick));
+  }
   TriggerData t;
   t.type = TriggerType::kSchedule;
   t.time = at;
@@ -560,6 +594,282 @@ void EngineCore::schedule_tick(FlowSlot* slot, uint64_t generation, TimeMs at) {
   if (generation != slot->schedule_generation) return;
   const TimeMs when = *next;
   slot->schedule_timer = timers.add(when, false, [this, slot, generation, when] { schedule_tick(slot, generation, when); });
+}
+
+// ---- the store ----
+
+Status EngineCore::open_store() {
+  StoreOptions so;
+  so.kind = options.store.empty() ? "memory" : options.store;
+  so.path = options.data_file;
+  so.sync = sync_mode_of(props().durability);
+  Result<std::unique_ptr<Store>> opened = ::flowrt::open_store(so);
+  if (!opened) {
+    store_status_ = opened.error();
+    return store_status_;
+  }
+  store = std::move(opened).value();
+  if (!store->durable()) return Status::ok();
+  Result<StoredState> loaded = store->load();
+  if (!loaded) {
+    store_status_ = loaded.error();
+    return store_status_;
+  }
+  StoredState& state = *loaded;
+  StoreCounters counters;
+  counters.sys_id_seed = options.seed;
+  if (!state.fresh) {
+    counters = state.counters;
+    if (clock.is_virtual() && state.counters.clock >= 0) clock.restore(clamp_time(state.counters.clock));
+    MutexLock lock(recovery_mu_);
+    recovery_.problems = flows.restore(state.definitions);
+    dispatcher.restore(state, flows);
+    contexts.start_at(state.counters.context_seq + 1);
+    for (StoredContext& c : state.contexts) {
+      if (is_final_context_status(c.status)) {
+        if (c.record.is_null()) {
+          JournalEntry unused;
+          end_stored_context(c, "its record was not stored", clock.now(), &unused);
+          continue;
+        }
+        archive.add(c.seq, c.flow, std::move(c.record));
+      } else if (c.status == kQueuedStatus) {
+        recovery_.queued.push_back(std::move(c));
+      } else {
+        recovery_.unfinished.push_back(std::move(c));
+      }
+    }
+    for (const StoredDefinition& d : state.definitions) {
+      if (d.type == "flow" && d.active) recovery_.active.push_back(d);
+    }
+    recovery_.locks = std::move(state.locks);
+    engine_log().info("{}: {} records, {} definitions, {} contexts ({} queued, {} not ended), clock {}",
+                      store->describe(), dispatcher.record_count(), state.definitions.size(), state.contexts.size(),
+                      recovery_.queued.size(), recovery_.unfinished.size(), format_time(clock.now()));
+  }
+  journal = std::make_unique<Journal>(*this, *store, counters);
+  dispatcher.set_journal(journal.get());
+  return Status::ok();
+}
+
+void EngineCore::note_loaded(const std::vector<Definition>& defs) {
+  MutexLock lock(recovery_mu_);
+  if (recovery_.done) return;
+  for (const Definition& d : defs) {
+    if (d.type == UnitType::kFlow) recovery_.loaded.push_back(d.id);
+  }
+}
+
+void EngineCore::journal_append(JournalEntry entry) {
+  if (journal) journal->append(std::move(entry));
+}
+
+void EngineCore::journal_definition(UnitType type, std::string_view id) {
+  if (!journal) return;
+  std::optional<StoredDefinition> d = flows.stored(type, id);
+  if (!d) return;
+  JournalEntry e;
+  e.changes.push_back(DefinitionPut{std::move(*d)});
+  journal->append(std::move(e));
+}
+
+Status EngineCore::wait_durable() {
+  if (!journal || props().durability == Durability::kOff) return Status::ok();
+  return journal->wait_durable(journal->appended());
+}
+
+void EngineCore::restore_schedule(FlowSlot* slot, TimeMs activated_at, TimeMs last_tick) {
+  MutexLock lock(schedule_mu_);
+  slot->activated_at.store(activated_at, std::memory_order_release);
+  slot->last_tick = std::max(slot->last_tick, last_tick);
+  // Armed from the new activation time by the next arm_schedules.
+  timers.cancel(slot->schedule_timer);
+  slot->schedule_timer = TimerHandle{};
+  ++slot->schedule_generation;
+}
+
+namespace {
+
+// A stored record ended in error: its status, end, error, open steps and a log line.
+Value ended_record(const Value& record, TimeMs now, const Value& error) {
+  const Value when(std::string_view(format_time(now)));
+  std::vector<Member> out;
+  for (const auto& m : record.members()) {
+    const std::string_view key = m.key.as_string();
+    if (key == "status") {
+      out.push_back(Member{m.key, Value("error")});
+    } else if (key == "ended_at") {
+      out.push_back(Member{m.key, when});
+    } else if (key == "error") {
+      out.push_back(Member{m.key, error});
+    } else if (key == "steps") {
+      std::vector<Value> steps;
+      for (const Value& step : m.value.items()) {
+        const Value& st = step["status"];
+        if (st != Value("in_progress") && st != Value("waiting")) {
+          steps.push_back(step);
+          continue;
+        }
+        std::vector<Member> fields;
+        for (const auto& f : step.members()) {
+          const std::string_view k = f.key.as_string();
+          if (k == "status") fields.push_back(Member{f.key, Value("error")});
+          else if (k == "ended_at") fields.push_back(Member{f.key, when});
+          else fields.push_back(Member{f.key, f.value});
+        }
+        steps.push_back(Value::object(std::move(fields)));
+      }
+      out.push_back(Member{m.key, Value::array(std::move(steps))});
+    } else if (key == "logs") {
+      std::vector<Value> logs(m.value.items().begin(), m.value.items().end());
+      logs.push_back(Value::object(
+          {{"time", when}, {"level", Value("error")}, {"step", Value()}, {"message", error["message"]}}));
+      out.push_back(Member{m.key, Value::array(std::move(logs))});
+    } else {
+      out.push_back(Member{m.key, m.value});
+    }
+  }
+  return Value::object(std::move(out));
+}
+
+}  // namespace
+
+void EngineCore::end_stored_context(const StoredContext& c, const std::string& reason, TimeMs now,
+                                    JournalEntry* entry) {
+  const Value error = Value::object({{"message", Value(std::string_view(reason))}, {"step", Value()}});
+  Value record;
+  if (c.record.is_object()) {
+    record = ended_record(c.record, now, error);
+  } else {
+    // Never started, or no snapshot was written: a record from what the row says.
+    Result<TriggerData> trigger = trigger_from_stored(c.trigger);
+    std::unique_ptr<const Cause> cause = cause_from_stored(c.cause);
+    RecordFields f;
+    f.seq = c.seq;
+    f.id = Value(std::string_view(c.id));
+    f.flow = Value(std::string_view(c.flow));
+    f.status = ContextStatus::kError;
+    f.trigger = trigger ? &*trigger : nullptr;
+    f.cause = cause.get();
+    f.started = c.started;
+    f.ended = now;
+    f.error = error;
+    record = ended_record(record_to_value(f), now, error);
+  }
+  entry->changes.push_back(ContextUpdate{c.seq, "error", -1, now, record});
+  archive.add(c.seq, c.flow, std::move(record));
+}
+
+Value EngineCore::recover() {
+  MutexLock lock(recovery_mu_);
+  if (recovery_.done || !journal) return Value();
+  recovery_.done = true;
+  if (recovery_.queued.empty() && recovery_.unfinished.empty() && recovery_.locks.empty() &&
+      recovery_.active.empty() && recovery_.problems.empty()) {
+    return Value();
+  }
+  const TimeMs now = clock.now();
+  std::vector<Value> activated, started, failed, released, problems;
+  for (const std::string& p : recovery_.problems) problems.push_back(Value(std::string_view(p)));
+
+  // Flows active in the store are active again (unless a load decided since).
+  for (const StoredDefinition& d : recovery_.active) {
+    const bool reloaded =
+        std::find(recovery_.loaded.begin(), recovery_.loaded.end(), d.id) != recovery_.loaded.end();
+    FlowSlot* slot = flows.slot(d.id);
+    if (!reloaded) {
+      if (Status s = flows.activate(d.id, compile_options(), now); !s) {
+        problems.push_back(Value(std::string_view("flow '" + d.id + "' was active and cannot be activated again: " +
+                                                  s.message())));
+        continue;
+      }
+      activated.push_back(Value(std::string_view(d.id)));
+      slot = flows.slot(d.id);
+    }
+    if (slot && slot->active.load(std::memory_order_acquire)) restore_schedule(slot, d.activated_at, d.last_tick);
+  }
+
+  JournalEntry entry;
+  // Contexts that were running or waiting: not resumed yet (docs/DURABILITY.md).
+  for (const StoredContext& c : recovery_.unfinished) {
+    const std::string reason = "the engine stopped while this context was " +
+                               std::string(c.status == "waiting" ? "waiting" : "running") +
+                               "; flowrt does not resume a context after a restart yet, so it ended when the engine "
+                               "opened " + store->describe();
+    end_stored_context(c, reason, now, &entry);
+    failed.push_back(Value::object({{"context", Value(std::string_view(c.id))},
+                                    {"flow", Value(std::string_view(c.flow))},
+                                    {"was", Value(std::string_view(c.status))},
+                                    {"reason", Value(std::string_view(reason))}}));
+  }
+  // Their locks went with them.
+  for (const StoredLock& l : recovery_.locks) {
+    dispatcher.forget_stored_lock(l.name);
+    released.push_back(l.state);
+  }
+  // Trigger events that were queued start now, in their order.
+  for (const StoredContext& c : recovery_.queued) {
+    FlowSlot* slot = flows.slot(c.flow);
+    Result<TriggerData> trigger = trigger_from_stored(c.trigger);
+    std::string reason;
+    if (!slot) reason = "its flow '" + c.flow + "' is no longer defined";
+    else if (!trigger) reason = trigger.message();
+    if (!reason.empty()) {
+      reason = "queued before the engine stopped, and cannot start now: " + reason;
+      end_stored_context(c, reason, now, &entry);
+      failed.push_back(Value::object({{"context", Value(std::string_view(c.id))},
+                                      {"flow", Value(std::string_view(c.flow))},
+                                      {"was", Value(kQueuedStatus)},
+                                      {"reason", Value(std::string_view(reason))}}));
+      continue;
+    }
+    auto ctx = std::make_shared<Context>(slot, std::move(trigger).value(), c.inputs);
+    ctx->publish(c.seq, c.commit_seq, cause_from_stored(c.cause));
+    ctx->run_key = c.run_key;
+    if (shutting_down()) ctx->set_cancel_flag();
+    dispatcher.restore_running(*ctx);
+    work_added();
+    entry.pushes.push_back(ctx.get());
+    contexts.restore(std::move(ctx));
+    started.push_back(Value(std::string_view(c.id)));
+  }
+  if (started.empty() && failed.empty() && released.empty() && activated.empty() && problems.empty()) {
+    refresh_triggers();
+    return Value();  // nothing was left to recover
+  }
+  Value report = Value::object({{"at", Value(std::string_view(format_time(now)))},
+                                {"store", Value(std::string_view(store->describe()))},
+                                {"started", Value::array(std::move(started))},
+                                {"failed", Value::array(std::move(failed))},
+                                {"locks_released", Value::array(std::move(released))},
+                                {"activated", Value::array(std::move(activated))},
+                                {"problems", Value::array(std::move(problems))}});
+  entry.changes.push_back(RecoveryNote{now, report});
+  journal->append(std::move(entry));
+  engine_log().info("{}: recovered: {} queued contexts started, {} contexts ended in error, {} locks released",
+                    store->describe(), report["started"].size(), report["failed"].size(),
+                    report["locks_released"].size());
+  for (const Value& f : report["failed"].items()) {
+    engine_log().warn("{}: {}", f["context"].as_string(), f["reason"].as_string());
+  }
+  for (const Value& p : report["problems"].items()) engine_log().warn("{}", p.as_string());
+  recovery_.queued.clear();
+  recovery_.unfinished.clear();
+  recovery_.locks.clear();
+  refresh_triggers();
+  return report;
+}
+
+void EngineCore::journal_unfinished() {
+  JournalEntry entry;
+  const size_t limit = props().record_value_limit;
+  contexts.for_each([&](const std::shared_ptr<Context>& ctx) {
+    if (ctx->finished()) return;
+    const Context::Summary s = ctx->summary();
+    if (s.started < 0) return;  // still queued: its row says so
+    entry.changes.push_back(ContextUpdate{ctx->seq, std::string(status_name(s.status)), -1, -1, ctx->to_value(limit)});
+  });
+  journal->append(std::move(entry));
 }
 
 }  // namespace flowrt

@@ -3,10 +3,12 @@
 //
 // Components and their owners: the clock and timers, the action registry, the flow
 // registry (definitions, plan cache), the context store, the event queue, the dispatcher
-// (records, triggers, commit path) and the worker pool (threads). Work accounting: `work_`
+// (records, triggers, commit path), the worker pool (threads), and the Store with, when it
+// is durable, the Journal that writes to it (docs/DURABILITY.md). Work accounting: `work_`
 // counts contexts that are queued, ready or running; it reaches zero only when no context
 // can run, which is what settle waits for. Shutdown order (destructor): stop the timer
-// thread, stop the workers (wake and join), then free contexts and everything else.
+// thread, stop the workers (wake and join), write what the journal holds and stop it (with
+// a snapshot of every context not ended), then free contexts and everything else.
 #pragma once
 
 #include <atomic>
@@ -22,16 +24,19 @@
 #include "actions/custom_action.h"
 #include "compiler/compiler.h"
 #include "runtime/clock.h"
+#include "runtime/context_archive.h"
 #include "runtime/context_store.h"
 #include "runtime/dispatcher.h"
 #include "runtime/engine_options.h"
 #include "runtime/event_queue.h"
 #include "runtime/flow_registry.h"
 #include "runtime/interpreter.h"
+#include "runtime/journal.h"
 #include "runtime/properties.h"
 #include "base/thread_annotations.h"
 #include "runtime/watchdog.h"
 #include "runtime/worker_pool.h"
+#include "store/store.h"
 
 namespace flowrt {
 
@@ -111,6 +116,29 @@ class EngineCore {
   bool shutting_down() const noexcept { return shutting_down_.load(std::memory_order_acquire); }
   // (Re)arms the schedule timers of every active schedule-triggered flow.
   void arm_schedules();
+
+  // ---- the store (docs/DURABILITY.md) ----
+  // Opens options.store and takes in what it holds: counters, records, definitions (none
+  // activated yet), run-once marks, the archive of ended contexts; a virtual clock goes on
+  // from the stored time. Keeps the queued and unfinished contexts and the stored locks for
+  // recover(). Before start(); the engine refuses every operation when it failed.
+  Status open_store();
+  const Status& store_status() const { return store_status_; }
+  // Once definitions are loaded and custom actions registered: flows active in the store
+  // are active again, contexts that were running or waiting end in error (they cannot be
+  // resumed yet) and their locks are released, queued trigger events start in seq order.
+  // Returns the recovery report (also in the store and the log); null when there was
+  // nothing to recover. Runs once; later calls return null.
+  Value recover() EXCLUDES(recovery_mu_);
+  // The definition ids of a load: recover() leaves their lifecycle to the load.
+  void note_loaded(const std::vector<Definition>& defs) EXCLUDES(recovery_mu_);
+  // Appends a change to the journal (a durable store only).
+  void journal_append(JournalEntry entry);
+  // The stored form of a definition changed (saved, published, activated, ...).
+  void journal_definition(UnitType type, std::string_view id);
+  // Operations from outside: waits until what they changed is durable (not with durability
+  // off). An error when it can no longer be written.
+  Status wait_durable();
   // Rebuilds the trigger index from the active flows and arms schedules.
   void refresh_triggers();
 
@@ -126,12 +154,19 @@ class EngineCore {
   WorkerPool workers;
   // Gives up on custom actions that do not return in time (not in simulation).
   Watchdog watchdog;
+  // Set by open_store, constant afterwards: where the state outlives the engine, and (for a
+  // durable store) its one writer. Records of contexts that ended before this engine.
+  std::unique_ptr<Store> store;
+  std::unique_ptr<Journal> journal;
+  ContextArchive archive;
 
  private:
   // Runs a slice of `ctx` (parking it if it parks); a slice that throws ends the context
   // in error (kFinished), never the process.
   Interpreter::Outcome run_slice(Context& ctx, uint32_t max_steps);
   void park(Context* ctx);
+  // With a journal: `ctx` takes its first step (called before it runs).
+  void journal_start(const std::shared_ptr<Context>& ctx);
   // A context's slice threw (outside any step): ends it in error, closing its open steps.
   void end_after_exception(Context& ctx, std::string_view what);
   // park, for a wait_for_condition step: registers the wait, or wakes `self` at once when
@@ -166,8 +201,29 @@ class EngineCore {
   // Simulation state: the contexts in flight on virtual workers, and the generator.
   std::vector<std::shared_ptr<Context>> sim_in_flight_ GUARDED_BY(drive_mu_);
   std::mt19937_64 sim_rng_ GUARDED_BY(drive_mu_);
+  // A flow active in the store and again now goes on with its stored schedule.
+  void restore_schedule(FlowSlot* slot, TimeMs activated_at, TimeMs last_tick);
+  // Ends a stored context that cannot be resumed: its record, in error with `reason`.
+  void end_stored_context(const StoredContext& c, const std::string& reason, TimeMs now, JournalEntry* entry);
+  // With a journal: a snapshot of every context not ended (status and record), so that the
+  // store shows where each stood when the engine stopped.
+  void journal_unfinished();
+
   Mutex schedule_mu_;
   std::thread timer_thread_;
+  Status store_status_;
+  // What open_store found for recover().
+  struct Recovery {
+    bool done = false;
+    std::vector<StoredContext> queued;     // by seq
+    std::vector<StoredContext> unfinished; // started, not ended
+    std::vector<StoredLock> locks;
+    std::vector<StoredDefinition> active;  // flows active in the store
+    std::vector<std::string> problems;     // what could not be read back
+    std::vector<std::string> loaded;       // flow ids loaded since the store opened
+  };
+  Mutex recovery_mu_;
+  Recovery recovery_ GUARDED_BY(recovery_mu_);
   bool started_ = false;
 };
 

@@ -1,5 +1,5 @@
-// EngineOptions: how an Engine is built (its clock, properties, lock limits, seed, and the
-// hooks tests and tools use). Plain data, copied into the engine when it is built; what
+// EngineOptions: how an Engine is built (its clock, properties, lock limits, seed, where its
+// state is kept, and the hooks tests and tools use). Plain data, copied into the engine when it is built; what
 // can change later goes through Engine::set_property. A project's config.json gives these
 // (runtime/project.h).
 #pragma once
@@ -27,8 +27,17 @@ struct EngineOptions {
   EngineProperties properties;
   // Lock names declared with a limit (config "locks"); undeclared names have limit 1.
   std::map<std::string, int64_t> lock_limits;
-  // Seed of generated sys_ids.
+  // Seed of generated sys_ids. A store that already holds state keeps the seed it was
+  // made with, so that sys_ids go on without colliding with the stored ones.
   uint64_t seed = 0;
+  // Where the engine keeps its state (docs/DURABILITY.md): "memory" (the default: in this
+  // process only, gone when the engine is) or "sqlite": the SQLite file `data_file`,
+  // created when missing. An engine opening a file that holds state goes on from it:
+  // records, definitions, counters, finished contexts; a virtual clock goes on from where
+  // the last engine left it (start_time applies to a new file only). Open such an engine
+  // with Engine::open, which reports a file it cannot use.
+  std::string store = "memory";
+  std::string data_file;
   // Milliseconds of a monotonic clock that measures running time (runtime_ms and the
   // max_run_time quota). Default: std::chrono::steady_clock. Tests inject a fake one that a
   // "slow" action moves on, so a quota can be tested without burning real time.

@@ -281,4 +281,46 @@ std::shared_ptr<const TriggerIndex> FlowRegistry::build_index() const {
   return index;
 }
 
+std::optional<StoredDefinition> FlowRegistry::stored(UnitType type, std::string_view id) const {
+  std::shared_lock lock(mu_);
+  auto it = defs_.find({type, std::string(id)});
+  if (it == defs_.end()) return std::nullopt;
+  StoredDefinition d;
+  d.type = std::string(unit_type_name(type));
+  d.id = std::string(id);
+  if (it->second.draft) d.draft = it->second.draft->source;
+  if (it->second.published) {
+    d.published = it->second.published->source;
+    d.published_fingerprint = it->second.published->fingerprint;
+  }
+  if (type == UnitType::kFlow) {
+    if (auto s = slots_by_id_.find(id); s != slots_by_id_.end()) {
+      d.active = s->second->active.load(std::memory_order_acquire);
+      d.activated_at = s->second->activated_at.load(std::memory_order_acquire);
+    }
+  }
+  return d;
+}
+
+std::vector<std::string> FlowRegistry::restore(const std::vector<StoredDefinition>& stored) {
+  std::vector<std::string> problems;
+  std::vector<Definition> defs;
+  for (const StoredDefinition& s : stored) {
+    for (const Value* source : {&s.published, &s.draft}) {
+      if (source->is_null()) continue;
+      Diagnostics diags;
+      Definition d;
+      if (!read_definition(*source, "", "", &d, &diags) || unit_type_name(d.type) != s.type || d.id != s.id) {
+        problems.push_back(s.type + " '" + s.id + "': its stored definition cannot be read back: " + diags.describe());
+        continue;
+      }
+      // The source may say otherwise (a draft published since); the store knows which it is.
+      d.status = source == &s.published ? DefinitionStatus::kPublished : DefinitionStatus::kDraft;
+      defs.push_back(std::move(d));
+    }
+  }
+  add(std::move(defs));
+  return problems;
+}
+
 }  // namespace flowrt

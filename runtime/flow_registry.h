@@ -19,6 +19,7 @@
 
 #include "compiler/compiler.h"
 #include "compiler/definition.h"
+#include "store/store.h"
 #include "triggers/trigger_index.h"
 #include "runtime/flow_slot.h"
 
@@ -73,6 +74,14 @@ class FlowRegistry {
 
   // A new trigger index over the active flows.
   std::shared_ptr<const TriggerIndex> build_index() const;
+
+  // ---- what a durable store keeps (store/store.h, StoredDefinition) ----
+  // Definition (type, id): its draft, its published version and its flow's lifecycle (the
+  // last schedule tick is not the registry's: left -1). nullopt when there is none.
+  std::optional<StoredDefinition> stored(UnitType type, std::string_view id) const;
+  // Adds stored definitions as they were (drafts and published versions; nothing is
+  // activated). Returns a message for each that cannot be read back.
+  std::vector<std::string> restore(const std::vector<StoredDefinition>& defs);
 
  private:
   struct Versions {

@@ -13,6 +13,31 @@ std::string ctx_name(uint64_t who) { return "ctx-" + std::to_string(who); }
 
 }  // namespace
 
+Value lock_state_value(const LockState& s) {
+  auto ctx_id = [](uint64_t seq) { return Value(std::string_view("ctx-" + std::to_string(seq))); };
+  auto time = [](TimeMs t) { return Value(std::string_view(format_time(t))); };
+  std::vector<Value> holders, waiters;
+  for (const LockHolderState& h : s.holders) {
+    holders.push_back(Value::object({{"context", ctx_id(h.who)},
+                                     {"weight", Value(static_cast<long long>(h.weight))},
+                                     {"token", Value(static_cast<long long>(h.token))},
+                                     {"acquired_at", time(h.acquired_at)},
+                                     {"expires_at", time(h.expires_at)}}));
+  }
+  for (const LockWaiterState& w : s.waiters) {
+    waiters.push_back(Value::object({{"context", ctx_id(w.who)},
+                                     {"weight", Value(static_cast<long long>(w.weight))},
+                                     {"requested_at", time(w.requested_at)},
+                                     {"gives_up_at", time(w.give_up_at)}}));
+  }
+  return Value::object({{"name", Value(std::string_view(s.name))},
+                        {"limit", Value(static_cast<long long>(s.limit))},
+                        {"held", Value(static_cast<long long>(s.held))},
+                        {"last_token", Value(static_cast<long long>(s.last_token))},
+                        {"holders", Value::array(std::move(holders))},
+                        {"waiters", Value::array(std::move(waiters))}});
+}
+
 LockTable::Entry& LockTable::entry(std::string_view name) {
   auto it = locks_.find(name);
   if (it == locks_.end()) it = locks_.emplace(std::string(name), Entry{}).first;
@@ -30,7 +55,31 @@ int64_t LockTable::limit(std::string_view name) const {
   return it == locks_.end() ? 1 : it->second.limit;
 }
 
+void LockTable::note_changed(std::string_view name) {
+  if (!track_changes_) return;
+  if (std::find(changed_.begin(), changed_.end(), name) == changed_.end()) changed_.emplace_back(name);
+}
+
+std::vector<std::string> LockTable::take_changed() {
+  std::vector<std::string> out;
+  out.swap(changed_);
+  return out;
+}
+
+std::optional<LockState> LockTable::state(std::string_view name) const {
+  auto it = locks_.find(name);
+  if (it == locks_.end() || (it->second.holders.empty() && it->second.queue.empty())) return std::nullopt;
+  const Entry& e = it->second;
+  LockState s{it->first, e.limit, e.held, next_token_ - 1, {}, {}};
+  for (const Holder& h : e.holders) s.holders.push_back({h.who, h.weight, h.token, h.acquired_at, h.expires_at});
+  for (const Waiter& w : e.queue) s.waiters.push_back({w.who(), w.weight(), w.request.now, w.request.give_up_at});
+  return s;
+}
+
+void LockTable::restore_last_token(int64_t token) { next_token_ = std::max(next_token_, token + 1); }
+
 void LockTable::forget_if_idle(std::string_view name) {
+  note_changed(name);
   auto it = locks_.find(name);
   if (it != locks_.end() && !it->second.declared && it->second.holders.empty() && it->second.queue.empty()) {
     locks_.erase(it);
@@ -117,6 +166,7 @@ AcquireOutcome LockTable::acquire(const LockRequest& r) {
   if (e.queue.empty() && e.held + r.weight <= e.limit) {
     out.kind = AcquireOutcome::Kind::kGranted;
     out.grant = grant(e, r, r.now, false);
+    note_changed(r.name);
     return out;
   }
   std::string cycle = find_deadlock(r, e);
@@ -134,6 +184,7 @@ AcquireOutcome LockTable::acquire(const LockRequest& r) {
   for (const Holder& h : e.holders) out.holders.push_back(h.who);
   e.queue.push_back(Waiter{r, TimerHandle{}, next_order_++});
   waiting_on_[r.who] = r.name;
+  note_changed(r.name);
   return out;
 }
 

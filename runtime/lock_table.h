@@ -19,6 +19,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -94,6 +95,11 @@ struct LockState {
   std::vector<LockWaiterState> waiters;
 };
 
+// {"name", "limit", "held", "last_token", "holders": [{"context", "weight", "token",
+// "acquired_at", "expires_at"}], "waiters": [{"context", "weight", "requested_at",
+// "gives_up_at"}]}: a lock as Engine::locks() and a Store show it.
+Value lock_state_value(const LockState& s);
+
 class LockTable {
  public:
   // Declares a name's limit (config "locks"). Names never declared have limit 1.
@@ -126,6 +132,18 @@ class LockTable {
   TimerHandle lease_timer(uint64_t who, std::string_view name) const;
 
   std::vector<LockState> snapshot() const;
+  // One lock's state; nullopt when no one holds or waits for it.
+  std::optional<LockState> state(std::string_view name) const;
+
+  // ---- what a durable store keeps (runtime/journal.h) ----
+  // The last fencing token issued (0: none yet).
+  int64_t last_token() const { return next_token_ - 1; }
+  // Tokens go on after `token` (a stored last token): never one issued before.
+  void restore_last_token(int64_t token);
+  // With tracking on, the names of the locks whose state changed since the last
+  // take_changed() (each once, in the order first changed).
+  void track_changes(bool on) { track_changes_ = on; }
+  std::vector<std::string> take_changed();
   // "" when every invariant holds: held weights fit their limits and equal the holders'
   // sum, no one holds and waits for one name, the index of waiters matches the queues,
   // no waiter that fits is left waiting, and queued requests were granted in join order.
@@ -166,6 +184,7 @@ class LockTable {
   void grant_waiters(Entry& e, const std::string& name, TimeMs now, std::vector<LockGrant>* granted);
   void drop_holder(Entry& e, std::vector<Holder>::iterator it, uint64_t who, std::string_view name);
   void forget_if_idle(std::string_view name);
+  void note_changed(std::string_view name);
   // The cycle `request` would close, described; "" when there is none.
   std::string find_deadlock(const LockRequest& request, const Entry& e) const;
   // Names the shortest cycle of waiting through the requester, among the contexts that
@@ -178,6 +197,8 @@ class LockTable {
   int64_t next_token_ = 1;
   uint64_t next_order_ = 1;
   std::string violation_;  // the first broken rule seen while granting, for check_invariants
+  bool track_changes_ = false;
+  std::vector<std::string> changed_;
   std::unordered_map<uint64_t, std::string> waiting_on_;                // who -> the name it waits for
   std::unordered_map<uint64_t, std::vector<std::string>> holding_;      // who -> names it holds
 };

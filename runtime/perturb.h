@@ -22,6 +22,7 @@ enum class PerturbPoint : uint8_t {
   kWorkerTookWork,       // a worker took a context, before running it
   kBeforeLockRelease,    // an unlock, before it takes the commit lock
   kSettleIdle,           // settle found the engine idle, before it looks at the timers
+  kBeforeStoreWrite,     // the journal's writer has a batch, before it writes it to the store
 };
 
 using PerturbHook = void (*)(PerturbPoint);

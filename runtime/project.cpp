@@ -62,9 +62,17 @@ Result<Project, Diagnostics> read_project(const std::string& dir) {
 }
 
 Result<std::unique_ptr<Engine>, Diagnostics> open_project(const Project& project) {
-  auto engine = std::make_unique<Engine>(project.options);
+  Result<std::unique_ptr<Engine>> opened = Engine::open(project.options);
+  if (!opened) {
+    Diagnostics diags;
+    diags.add(project.options.data_file, "", opened.message());
+    return diags;
+  }
+  std::unique_ptr<Engine> engine = std::move(opened).value();
   Diagnostics diags = engine->load({project.files.flows});
   if (!diags.empty()) return diags;
+  // A store that holds state: what was queued starts, what was running ends (DURABILITY.md).
+  (void)engine->recover();
   return engine;
 }
 

@@ -19,9 +19,18 @@ Result<int64_t> integer(std::string_view name, const Value& v, int64_t min, int6
 
 }  // namespace
 
+std::string_view durability_name(Durability d) {
+  switch (d) {
+    case Durability::kFull: return "full";
+    case Durability::kNormal: return "normal";
+    case Durability::kOff: return "off";
+  }
+  return "normal";
+}
+
 std::string_view property_names() {
   return "max_actions, max_action_steps, max_iterations, indirect_recursion_limit, max_run_time, "
-         "record_value_limit, worker_threads, context_retention, max_abandoned_threads, max_definition_file_bytes, max_events_file_bytes, "
+         "record_value_limit, worker_threads, context_retention, durability, max_abandoned_threads, max_definition_file_bytes, max_events_file_bytes, "
          "max_json_depth, max_string_bytes, max_definitions, max_template_bytes, max_record_value_bytes, "
          "max_waiting_contexts, max_queued_events, min_schedule_interval, max_schedule_fires_per_advance";
 }
@@ -53,6 +62,15 @@ Status set_property(EngineProperties* p, std::string_view name, const Value& v) 
   if (name == "max_waiting_contexts") return set_int(&p->max_waiting_contexts, 0, kTiB);
   if (name == "max_queued_events") return set_int(&p->max_queued_events, 0, kTiB);
   if (name == "max_schedule_fires_per_advance") return set_int(&p->max_schedule_fires_per_advance, 1, kTiB);
+  if (name == "durability") {
+    for (Durability d : {Durability::kFull, Durability::kNormal, Durability::kOff}) {
+      if (v.is_string() && v.as_string() == durability_name(d)) {
+        p->durability = d;
+        return Status::ok();
+      }
+    }
+    return Error{"property durability must be \"full\", \"normal\" or \"off\", not " + v.to_json()};
+  }
   if (name == "min_schedule_interval") {
     Result<DurationMs> d = parse_duration(v);
     if (!d) return Error{"property min_schedule_interval: " + d.message()};
@@ -80,6 +98,7 @@ Value properties_to_value(const EngineProperties& p) {
       {"record_value_limit", Value(static_cast<long long>(p.record_value_limit))},
       {"worker_threads", Value(p.worker_threads)},
       {"context_retention", Value(static_cast<long long>(p.context_retention))},
+      {"durability", Value(durability_name(p.durability))},
       {"max_abandoned_threads", Value(p.max_abandoned_threads)},
       {"max_definition_file_bytes", Value(static_cast<long long>(p.max_definition_file_bytes))},
       {"max_events_file_bytes", Value(static_cast<long long>(p.max_events_file_bytes))},

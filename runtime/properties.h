@@ -14,6 +14,13 @@
 
 namespace flowrt {
 
+// How a durable store makes each batch of changes durable (docs/DURABILITY.md): kFull syncs
+// every batch to disk (survives a power cut), kNormal writes every batch and syncs at
+// checkpoints (survives a crash of the process), kOff writes without syncing and does not
+// make operations wait for the write (tests and benchmarks). The memory store ignores it.
+enum class Durability : uint8_t { kFull, kNormal, kOff };
+std::string_view durability_name(Durability d);
+
 struct EngineProperties {
   // Action steps per flow, subflow or action, counted through nested logic (a call is one).
   uint32_t max_actions = 50;
@@ -32,6 +39,8 @@ struct EngineProperties {
   uint32_t worker_threads = 0;
   // Finished context records kept; the oldest are dropped first. 0 = keep all.
   size_t context_retention = 0;
+  // With a durable store (EngineOptions::store): full, normal or off (see Durability).
+  Durability durability = Durability::kNormal;
   // Worker threads abandoned in custom actions that never returned (see runtime/watchdog.h)
   // and still stuck; at this many, custom actions are refused (the step fails).
   uint32_t max_abandoned_threads = 64;

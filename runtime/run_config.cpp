@@ -1,10 +1,53 @@
 #include "runtime/run_config.h"
 
+#include <filesystem>
+
 #include "plans/time.h"
 #include "plans/value_json.h"
 #include "runtime/properties.h"
 
 namespace flowrt {
+
+namespace {
+
+// "store": "memory", {"type": "memory"} or {"type": "sqlite", "path": FILE}; a relative
+// path is taken from the config file's folder.
+void read_store(const Value& store, const std::string& name, EngineOptions* options, Diagnostics* diags) {
+  if (store == Value("memory")) {
+    options->store = "memory";
+    return;
+  }
+  const std::string expected = "must be \"memory\" or {\"type\": \"sqlite\", \"path\": FILE}";
+  if (!store.is_object()) {
+    diags->add(name, "/store", expected + ", not " + store.to_json());
+    return;
+  }
+  for (const auto& m : store.members()) {
+    const std::string_view key = m.key.as_string();
+    if (key != "type" && key != "path") diags->add(name, pointer_append("/store", key), "unknown store key (expected type, path)");
+  }
+  const Value& type = store["type"];
+  if (type == Value("memory")) {
+    if (store.find("path")) diags->add(name, "/store/path", "the memory store has no file");
+    options->store = "memory";
+    return;
+  }
+  if (type != Value("sqlite")) {
+    diags->add(name, "/store/type", "must be \"memory\" or \"sqlite\", not " + type.to_json());
+    return;
+  }
+  const Value& path = store["path"];
+  if (!path.is_string() || path.as_string().empty()) {
+    diags->add(name, "/store/path", "the sqlite store needs \"path\": the file (relative to the config's folder)");
+    return;
+  }
+  std::filesystem::path file(std::string(path.as_string()));
+  if (file.is_relative()) file = std::filesystem::path(name).parent_path() / file;
+  options->store = "sqlite";
+  options->data_file = file.string();
+}
+
+}  // namespace
 
 bool read_run_config(const Value& doc, const std::string& name, EngineOptions* out, Diagnostics* diags) {
   const size_t before = diags->reported();
@@ -16,9 +59,9 @@ bool read_run_config(const Value& doc, const std::string& name, EngineOptions* o
   }
   for (const auto& m : doc.members()) {
     const std::string_view key = m.key.as_string();
-    if (key != "properties" && key != "locks" && key != "start_time" && key != "$schema") {
+    if (key != "properties" && key != "locks" && key != "start_time" && key != "store" && key != "$schema") {
       diags->add(name, pointer_append("", key),
-                 "unknown config key (expected properties, locks, start_time, $schema)");
+                 "unknown config key (expected properties, locks, start_time, store, $schema)");
     }
   }
   // "$schema" names the JSON Schema editors check the file with (schemas/config.schema.json).
@@ -55,6 +98,7 @@ bool read_run_config(const Value& doc, const std::string& name, EngineOptions* o
       diags->add(name, "/start_time", t.message());
     }
   }
+  if (const Value* store = doc.find("store")) read_store(*store, name, &options, diags);
   if (diags->reported() != before) return false;
   *out = std::move(options);
   return true;

@@ -1,6 +1,7 @@
 // RunConfig: config.json of `flowrt run` (SPEC section 12) read into EngineOptions:
-// "properties" (each as set_property checks it), "locks" ({"NAME": {"limit": N}}, N >= 1)
-// and "start_time" of the virtual clock. Read by runtime/project.h (so by the command line
+// "properties" (each as set_property checks it), "locks" ({"NAME": {"limit": N}}, N >= 1),
+// "start_time" of the virtual clock and "store" ("memory", or {"type": "sqlite", "path":
+// FILE} with FILE relative to the config's folder; docs/DURABILITY.md). Read by runtime/project.h (so by the command line
 // and the library alike) and by every tool that must read a config exactly as `flowrt run`
 // does (the events fuzz target). Every problem is reported at once, each naming the config
 // (`name`) and the JSON pointer of what is wrong; on any, nothing is half-applied.

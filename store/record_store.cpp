@@ -481,6 +481,26 @@ std::vector<std::string> RecordStore::table_names() const {
   return names;
 }
 
+void RecordStore::restore(uint64_t seed, uint64_t generated,
+                          std::vector<std::pair<std::string, std::vector<Value>>> tables) {
+  seed_ = seed;
+  ids_.store(generated, std::memory_order_relaxed);
+  for (auto& [name, records] : tables) {
+    Table& t = table(name);
+    WriterLock lock(t.mu);
+    for (Value& record : records) {
+      const std::string_view sys_id = record.members()[0].value.as_string();
+      if (t.by_id.find(sys_id) != IdIndex::kNone) continue;  // a store holds one record per sys_id
+      const auto row = static_cast<uint32_t>(t.rows.size());
+      t.rows.push_back(std::move(record));
+      t.by_id.insert(t.rows.back().members()[0].value.as_string(), row);
+      ++t.live;
+      total_.fetch_add(1, std::memory_order_relaxed);
+      index_row(t, nullptr, &t.rows.back(), row);
+    }
+  }
+}
+
 std::vector<Value> RecordStore::records(std::string_view table_name) const {
   std::vector<Value> out;
   if (const Table* t = find_table(table_name)) {

@@ -76,6 +76,14 @@ class RecordStore {
   std::vector<Value> records(std::string_view table) const;
   size_t record_count() const { return total_.load(std::memory_order_relaxed); }
 
+  // ---- the state a Store keeps (store/store.h) ----
+  // The sys_id generator: its seed and how many sys_ids it made.
+  uint64_t sys_id_seed() const { return seed_; }
+  uint64_t sys_ids_generated() const { return ids_.load(std::memory_order_relaxed); }
+  // Before any other use: the generator goes on from a stored state, and the tables are
+  // filled again in the order given, each with its records in insertion order.
+  void restore(uint64_t seed, uint64_t generated, std::vector<std::pair<std::string, std::vector<Value>>> tables);
+
  private:
   struct Hash {
     using is_transparent = void;

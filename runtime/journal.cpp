@@ -1,0 +1,214 @@
+#include "runtime/journal.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "runtime/engine_core.h"
+#include "runtime/engine_log.h"
+#include "runtime/perturb.h"
+#include "runtime/stored_context.h"
+
+namespace flowrt {
+
+namespace {
+// A failing write is tried again after this, doubling up to the most.
+constexpr int kFirstRetryMs = 10;
+constexpr int kMaxRetryMs = 1000;
+// Tries of a failing write once the journal is stopping, before what is left is given up.
+constexpr int kTriesWhenStopping = 3;
+}  // namespace
+
+SyncMode sync_mode_of(Durability d) {
+  switch (d) {
+    case Durability::kFull: return SyncMode::kFull;
+    case Durability::kNormal: return SyncMode::kNormal;
+    case Durability::kOff: return SyncMode::kOff;
+  }
+  return SyncMode::kNormal;
+}
+
+Journal::Journal(EngineCore& core, Store& store, const StoreCounters& counters)
+    : core_(core), store_(store), counters_(counters) {}
+
+Journal::~Journal() { stop(); }
+
+void Journal::start() {
+  if (thread_.joinable()) return;
+  {
+    MutexLock lock(mu_);
+    stopping_ = false;
+    stopped_ = false;
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+void Journal::stop() {
+  {
+    MutexLock lock(mu_);
+    stopping_ = true;
+    work_cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+  MutexLock lock(mu_);
+  stopped_ = true;
+  durable_cv_.notify_all();
+}
+
+uint64_t Journal::append(JournalEntry entry) {
+  MutexLock lock(mu_);
+  if (entry.has_counters) {
+    StoreCounters& k = counters_;
+    const StoreCounters& e = entry.counters;
+    k.commit_seq = std::max(k.commit_seq, e.commit_seq);
+    k.context_seq = std::max(k.context_seq, e.context_seq);
+    k.fencing_token = std::max(k.fencing_token, e.fencing_token);
+    k.sys_id_seed = e.sys_id_seed;
+    k.sys_id_count = std::max(k.sys_id_count, e.sys_id_count);
+  }
+  if (!entry.wakes.empty()) {
+    // Counted as work until delivered: see the class comment.
+    core_.work_added(static_cast<int64_t>(entry.wakes.size()));
+  }
+  undelivered_.fetch_add(entry.pushes.size(), std::memory_order_acq_rel);
+  pending_.push_back(std::move(entry));
+  const uint64_t position = appended_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  work_cv_.notify_one();
+  return position;
+}
+
+Status Journal::wait_durable(uint64_t position) {
+  if (durable() >= position) return Status::ok();
+  MutexLock lock(mu_);
+  while (durable() < position) {
+    if (stopped_) {
+      Status f = failure();
+      return Error{"not written to the " + store_.describe() + " before the engine stopped" +
+                   (f ? std::string() : ": " + f.message())};
+    }
+    durable_cv_.wait(mu_);
+  }
+  return Status::ok();
+}
+
+void Journal::wait_delivered(uint64_t position) {
+  if (delivered_.load(std::memory_order_acquire) >= position) return;
+  MutexLock lock(mu_);
+  while (delivered_.load(std::memory_order_acquire) < position && !stopped_) durable_cv_.wait(mu_);
+}
+
+Status Journal::failure() const {
+  MutexLock lock(fail_mu_);
+  return failure_;
+}
+
+void Journal::set_failure(Status s) {
+  MutexLock lock(fail_mu_);
+  failure_ = std::move(s);
+}
+
+void Journal::run() {
+  std::vector<JournalEntry> entries;
+  while (true) {
+    StoreCounters counters;
+    uint64_t last = 0;
+    {
+      MutexLock lock(mu_);
+      while (pending_.empty() && !stopping_) work_cv_.wait(mu_);
+      if (pending_.empty()) return;  // stopping, and everything is written
+      entries.swap(pending_);
+      counters = counters_;
+      last = appended_.load(std::memory_order_acquire);
+    }
+    if (!write(entries, counters)) {
+      engine_log().error("{}: {} journal entries were not written before the engine stopped; the changes they hold "
+                         "are in memory only",
+                         store_.describe(), entries.size());
+      // Delivered all the same, so that nothing waits for them for ever.
+      deliver(entries);
+      entries.clear();
+      MutexLock lock(mu_);
+      delivered_.store(last, std::memory_order_release);
+      durable_cv_.notify_all();
+      return;
+    }
+    {
+      MutexLock lock(mu_);
+      durable_.store(last, std::memory_order_release);
+      durable_cv_.notify_all();
+    }
+    deliver(entries);
+    entries.clear();
+    MutexLock lock(mu_);
+    delivered_.store(last, std::memory_order_release);
+    durable_cv_.notify_all();
+  }
+}
+
+StoreBatch Journal::batch_of(std::vector<JournalEntry>& entries, const StoreCounters& counters) {
+  StoreBatch batch;
+  const size_t limit = core_.props().record_value_limit;
+  for (JournalEntry& e : entries) {
+    for (StoreChange& c : e.changes) batch.changes.push_back(std::move(c));
+    e.changes.clear();
+    for (const std::shared_ptr<Context>& ctx : e.queued) batch.changes.push_back(ContextPut{stored_row(*ctx)});
+    for (const std::shared_ptr<Context>& ctx : e.started) {
+      batch.changes.push_back(ContextUpdate{ctx->seq, "in_progress", ctx->summary().started, -1, Value()});
+    }
+    for (const std::shared_ptr<Context>& ctx : e.ended) {
+      const Context::Summary s = ctx->summary();
+      batch.changes.push_back(
+          ContextUpdate{ctx->seq, std::string(status_name(s.status)), s.started, s.ended, ctx->to_value(limit)});
+    }
+  }
+  batch.counters = counters;
+  batch.counters.clock = core_.clock.now();
+  return batch;
+}
+
+bool Journal::write(std::vector<JournalEntry>& entries, const StoreCounters& counters) {
+  const SyncMode wanted = sync_mode_of(core_.props().durability);
+  if (wanted != sync_) {
+    if (Status s = store_.set_sync_mode(wanted); s) {
+      sync_ = wanted;
+    } else {
+      engine_log().warn("{}: durability {} not set: {}", store_.describe(), sync_mode_name(wanted), s.message());
+    }
+  }
+  StoreBatch batch = batch_of(entries, counters);
+  int delay_ms = kFirstRetryMs;
+  int tries_when_stopping = 0;
+  while (true) {
+    perturb(PerturbPoint::kBeforeStoreWrite);
+    Status s = store_.write(batch);
+    if (s) {
+      batches_.fetch_add(1, std::memory_order_relaxed);
+      if (!failure()) {
+        engine_log().warn("{}: writing again after a failure", store_.describe());
+        set_failure(Status::ok());
+      }
+      return true;
+    }
+    if (failure().is_ok()) engine_log().error("{} (retrying)", s.message());
+    set_failure(s);
+    MutexLock lock(mu_);
+    if (stopping_ && ++tries_when_stopping >= kTriesWhenStopping) return false;
+    work_cv_.wait_until(mu_, std::chrono::steady_clock::now() + std::chrono::milliseconds(delay_ms));
+    delay_ms = std::min(delay_ms * 2, kMaxRetryMs);
+  }
+}
+
+void Journal::deliver(std::vector<JournalEntry>& entries) {
+  for (JournalEntry& e : entries) {
+    if (!e.pushes.empty()) {
+      for (Context* ctx : e.pushes) core_.events.push(ctx);  // the one producer (class comment)
+      undelivered_.fetch_sub(e.pushes.size(), std::memory_order_acq_rel);
+      core_.workers.notify_events(e.pushes.size());
+    }
+    for (DeferredWake& w : e.wakes) {
+      core_.wake(w.context, w.wait_id, std::move(w.wake));
+      core_.work_done();  // counted when appended
+    }
+  }
+}
+
+}  // namespace flowrt

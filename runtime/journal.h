@@ -1,0 +1,136 @@
+// Journal: the one writer between the engine and a durable Store (group commit).
+//
+// Every change of durable state is appended here as a JournalEntry, in one order: a commit
+// appends its changes under the commit lock, in commit sequence order; changes that are
+// not commits (a context started or ended, a definition saved) append with the journal's
+// own mutex. Appending is a move into a vector: no I/O, no serialisation, so nothing slow
+// runs under the commit lock. One writer thread takes everything appended since its last
+// write, turns it into one StoreBatch (building the JSON of contexts there, off the commit
+// path) and writes it as one transaction, as leveldb's writer queue batches the writes of
+// many threads into one log append.
+//
+// The durability watermark: what an entry would set going (contexts it queued, contexts a
+// write or a lock grant woke) waits in the entry and is delivered only after the batch
+// holding it is durable, in append order. So no context ever acts on a change that a
+// crash could still lose, and the event queue keeps commit order. A deferred wake-up
+// counts as engine work from its commit until it is delivered, so settle() never mistakes
+// the moment in between for idleness. Operations from outside wait for their entry to be
+// durable (wait_durable) before they return, except with the durability `off`.
+//
+// A failed write (a full disk, an I/O error) is retried with backoff, and nothing after
+// it is delivered meanwhile; while it fails, failure() says why and the engine refuses new
+// operations from outside. stop() writes what is left and ends the thread.
+//
+// Thread-safety: append, wait_durable and the readers from any thread; the Journal owns
+// its thread. Lock order: the commit lock, then the journal's mutex (never the reverse:
+// the writer delivers without its mutex held).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "actions/action.h"
+#include "base/thread_annotations.h"
+#include "runtime/properties.h"
+#include "store/store.h"
+
+namespace flowrt {
+
+// The store's sync mode for a `durability` property.
+SyncMode sync_mode_of(Durability d);
+
+class Context;
+class EngineCore;
+
+// A wake-up held back until the change that caused it is durable.
+struct DeferredWake {
+  std::shared_ptr<Context> context;
+  uint64_t wait_id = 0;
+  WakeUp wake;
+};
+
+struct JournalEntry {
+  std::vector<StoreChange> changes;              // in order
+  std::vector<std::shared_ptr<Context>> queued;  // contexts queued: a row each (ContextPut)
+  std::vector<std::shared_ptr<Context>> started; // contexts that took their first step
+  std::vector<std::shared_ptr<Context>> ended;   // contexts that ended: their final record
+  // Delivered once durable, in this order: contexts pushed to the event queue, then wake-ups.
+  std::vector<Context*> pushes;
+  std::vector<DeferredWake> wakes;
+  bool has_counters = false;                     // appended under the commit lock
+  StoreCounters counters;
+
+  bool empty() const {
+    return changes.empty() && queued.empty() && started.empty() && ended.empty() && pushes.empty() &&
+           wakes.empty() && !has_counters;
+  }
+};
+
+class Journal {
+ public:
+  // `counters`: the engine's counters as it opens the store (written with the first batch).
+  Journal(EngineCore& core, Store& store, const StoreCounters& counters);
+  ~Journal();
+  Journal(const Journal&) = delete;
+  Journal& operator=(const Journal&) = delete;
+
+  void start();
+  // Writes everything appended (trying a failing write a few more times), delivers it,
+  // and ends the writer thread.
+  void stop();
+
+  // Appends an entry (an empty one too: it writes the counters and the clock). Returns its
+  // position (1, 2, ...). Entries are written in append order.
+  uint64_t append(JournalEntry entry) EXCLUDES(mu_);
+  // The position of the last entry appended.
+  uint64_t appended() const { return appended_.load(std::memory_order_acquire); }
+  // The position of the last entry written and delivered.
+  uint64_t durable() const { return durable_.load(std::memory_order_acquire); }
+  // Blocks until the entry at `position` is durable. An error when the journal stopped
+  // before it could be written.
+  Status wait_durable(uint64_t position) EXCLUDES(mu_);
+  // Blocks until what the entry at `position` set going (contexts queued, wake-ups) has
+  // been delivered. A simulation waits so after each step: its runs stay exact replays.
+  void wait_delivered(uint64_t position) EXCLUDES(mu_);
+  // Contexts appended to be queued and not yet delivered (the max_queued_events budget
+  // counts them with the event queue).
+  size_t undelivered() const { return undelivered_.load(std::memory_order_acquire); }
+  // Why the last write failed, while writes fail; OK otherwise.
+  Status failure() const EXCLUDES(fail_mu_);
+  // Batches written so far (for tests of group commit and for bench figures).
+  uint64_t batches() const { return batches_.load(std::memory_order_relaxed); }
+
+ private:
+  void run();
+  // Writes `entries` as one batch, retrying while it fails (and giving up only when
+  // stopping). False when it gave up.
+  bool write(std::vector<JournalEntry>& entries, const StoreCounters& counters);
+  StoreBatch batch_of(std::vector<JournalEntry>& entries, const StoreCounters& counters);
+  void deliver(std::vector<JournalEntry>& entries);
+  void set_failure(Status s) EXCLUDES(fail_mu_);
+
+  EngineCore& core_;
+  Store& store_;
+  Mutex mu_;
+  CondVar work_cv_;      // the writer waits on it for entries (or the stop)
+  CondVar durable_cv_;   // wait_durable waits on it
+  std::vector<JournalEntry> pending_ GUARDED_BY(mu_);
+  StoreCounters counters_ GUARDED_BY(mu_);  // the latest, from entries appended under the commit lock
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool stopped_ GUARDED_BY(mu_) = false;    // the writer ended; what is not durable now never will be
+  SyncMode sync_ = SyncMode::kNormal;       // the writer thread's
+  std::atomic<uint64_t> appended_{0};
+  std::atomic<uint64_t> durable_{0};
+  std::atomic<uint64_t> delivered_{0};
+  std::atomic<size_t> undelivered_{0};
+  std::atomic<uint64_t> batches_{0};
+  mutable Mutex fail_mu_;
+  Status failure_ GUARDED_BY(fail_mu_);
+  std::thread thread_;
+};
+
+}  // namespace flowrt

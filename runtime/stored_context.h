@@ -1,0 +1,28 @@
+// The rows a context leaves in a Store (store/store.h, StoredContext), and reading them
+// back: its trigger event in full (what a queued context needs to start after a restart),
+// its cause and causal chain. Free functions over immutable data; thread-safe.
+#pragma once
+
+#include <memory>
+
+#include "plans/eval.h"
+#include "plans/result.h"
+#include "plans/value.h"
+#include "store/store.h"
+
+namespace flowrt {
+
+class Context;
+struct Cause;
+
+// The trigger event with everything a flow reads of it: {"type", "operation", "time",
+// "table", "sys_id", "record", "previous", "payload", "name"} (what applies).
+Value trigger_to_stored(const TriggerData& t);
+Result<TriggerData> trigger_from_stored(const Value& v);
+// {"context", "flow", "chain": [flow ids]}, or null for no cause.
+Value cause_to_stored(const Cause* cause);
+std::unique_ptr<const Cause> cause_from_stored(const Value& v);
+// The row of a context just queued (status "queued"). REQUIRES: it is published.
+StoredContext stored_row(const Context& ctx);
+
+}  // namespace flowrt

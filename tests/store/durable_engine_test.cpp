@@ -1,0 +1,337 @@
+// An engine on the SQLite store, stopped and opened again on the same file: what is
+// durable comes back (docs/DURABILITY.md names these tests). Deterministic: engines run in
+// simulation (no worker threads; contexts run only inside settle and advance, on this
+// thread), so a context queued when the engine stops has not started, and one that parked
+// stays parked.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "plans/value_json.h"
+#include "runtime/engine.h"
+#include "runtime/engine_core.h"
+#include "runtime/perturb.h"
+#include "store/sqlite_store.h"
+
+namespace flowrt {
+namespace {
+
+Value json(std::string_view text) {
+  Result<Value> v = parse_json(text);
+  EXPECT_TRUE(v.is_ok()) << text;
+  return v ? *v : Value();
+}
+
+constexpr const char* kCopy = R"({"id": "copy", "trigger": {"type": "record", "table": "order", "when": "created"},
+  "actions": [{"action": "create_record", "inputs": {"table": "shipment", "values": {"order": "{{trigger.sys_id}}"}}}]})";
+
+constexpr const char* kHoldAndWait = R"({"id": "hold", "trigger": {"type": "record", "table": "job", "when": "created"},
+  "actions": [
+    {"id": "lk", "action": "lock", "inputs": {"key": "printer", "max_duration": "1d"}},
+    {"action": "wait_for_condition", "inputs": {"table": "job", "sys_id": "{{trigger.sys_id}}",
+      "condition": {"field": "done", "op": "eq", "value": true}}},
+    {"action": "unlock", "inputs": {"key": "printer"}}]})";
+
+constexpr const char* kTakeLock = R"({"id": "take", "trigger": {"type": "api"}, "actions": [
+    {"id": "lk", "action": "lock", "inputs": {"key": "printer"}},
+    {"action": "create_record", "inputs": {"table": "token", "values": {"token": "{{steps.lk.token}}"}}},
+    {"action": "unlock", "inputs": {"key": "printer"}}]})";
+
+class DurableEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    path_ = ::testing::TempDir() + "flowrt-durable-" + name + ".db";
+    remove_files();
+  }
+  void TearDown() override {
+    engine_.reset();
+    remove_files();
+  }
+  void remove_files() {
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_ + suffix);
+  }
+  EngineOptions options() const {
+    EngineOptions o;
+    o.store = "sqlite";
+    o.data_file = path_;
+    o.simulation_seed = 7;
+    o.properties.durability = Durability::kOff;  // the file outlives the engine, not the machine
+    return o;
+  }
+  // Closes the engine (if open) and opens one on the file, with `defs` loaded, recovered.
+  Engine& reopen(const std::vector<const char*>& defs, EngineOptions o) {
+    engine_.reset();
+    Result<std::unique_ptr<Engine>> opened = Engine::open(std::move(o));
+    EXPECT_TRUE(opened.is_ok()) << (opened ? "" : opened.message());
+    engine_ = std::move(opened).value();
+    for (const char* d : defs) {
+      Diagnostics diags = engine_->load_text(d);
+      EXPECT_TRUE(diags.empty()) << diags.describe();
+    }
+    report_ = engine_->recover();
+    return *engine_;
+  }
+  Engine& reopen(const std::vector<const char*>& defs) { return reopen(defs, options()); }
+
+  std::string path_;
+  std::unique_ptr<Engine> engine_;
+  Value report_;
+};
+
+TEST_F(DurableEngineTest, RecordsContextsAndCounters_ComeBackInTheNextEngine) {
+  Engine& first = reopen({kCopy});
+  Result<Value> a = first.insert("order", json(R"({"sys_id": "o1", "item": "laptop"})"));
+  ASSERT_TRUE(a.is_ok()) << a.message();
+  ASSERT_TRUE(first.insert("order", json(R"({"item": "chair"})")).is_ok());
+  ASSERT_TRUE(first.update("order", "o1", json(R"({"item": "desk"})")).is_ok());
+  first.settle();
+  const std::vector<Value> shipments = first.records("shipment");
+  ASSERT_EQ(shipments.size(), 2u);
+  const uint64_t commits = first.stats().commits;
+
+  Engine& second = reopen({kCopy});
+  EXPECT_TRUE(report_.is_null()) << "nothing was left to recover: " << report_.to_json();
+  EXPECT_EQ(second.tables(), (std::vector<std::string>{"order", "shipment"}));
+  EXPECT_EQ(second.record("order", "o1")["item"], Value("desk"));
+  EXPECT_EQ(second.record("order", "o1")["sys_mod_count"], Value(1));
+  ASSERT_EQ(second.records("shipment").size(), 2u);
+  EXPECT_EQ(second.records("shipment")[0].to_json(), shipments[0].to_json());
+  std::vector<ContextRecord> contexts = second.contexts();
+  ASSERT_EQ(contexts.size(), 2u);
+  EXPECT_EQ(contexts[0].id(), "ctx-1");
+  EXPECT_EQ(contexts[0].status(), "completed");
+  ASSERT_TRUE(second.context("ctx-2").has_value());
+  // Counters go on: the next context is ctx-3, the next commit follows the last one, and a
+  // generated sys_id is none of the stored ones.
+  Result<Value> c = second.insert("order", json(R"({"item": "lamp"})"));
+  ASSERT_TRUE(c.is_ok());
+  second.settle();
+  EXPECT_EQ(second.stats().commits, commits + 2);  // the insert and its context's insert
+  ASSERT_EQ(second.contexts().size(), 3u);
+  EXPECT_EQ(second.contexts().back().id(), "ctx-3");
+  std::vector<std::string> ids;
+  for (const std::string t : {"order", "shipment"}) {
+    for (const Value& r : second.records(t)) ids.emplace_back(r["sys_id"].as_string());
+  }
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(std::adjacent_find(ids.begin(), ids.end()), ids.end()) << "a sys_id was given twice";
+}
+
+TEST_F(DurableEngineTest, Definitions_DraftsPublishedVersionsAndLifecycle_ComeBack) {
+  Engine& first = reopen({kCopy});
+  ASSERT_TRUE(first.save(json(R"({"id": "later", "status": "draft", "trigger": {"type": "api"},
+    "actions": [{"action": "log", "inputs": {"message": "hi"}}]})")).is_ok());
+  ASSERT_TRUE(first.deactivate("copy").is_ok());
+
+  // No definition is loaded this time: all of them come from the store.
+  Engine& second = reopen({});
+  ASSERT_TRUE(second.insert("order", json(R"({"item": "x"})")).is_ok());
+  second.settle();
+  EXPECT_TRUE(second.contexts().empty()) << "copy was deactivated and stays so";
+  ASSERT_TRUE(second.publish("later").is_ok()) << "the draft came back";
+  ASSERT_TRUE(second.activate("later").is_ok());
+  ASSERT_TRUE(second.activate("copy").is_ok());
+
+  Engine& third = reopen({});
+  EXPECT_EQ(report_["activated"].to_json(), R"(["copy","later"])");
+  ASSERT_TRUE(third.insert("order", json(R"({"item": "y"})")).is_ok());
+  Result<std::string> later = third.call_flow("later");
+  EXPECT_TRUE(later.is_ok()) << later.message();
+  third.settle();
+  EXPECT_EQ(third.contexts("copy").size(), 1u);
+  EXPECT_EQ(third.contexts("later").size(), 1u);
+}
+
+TEST_F(DurableEngineTest, TheVirtualClock_GoesOnFromWhereItStood_StartTimeAppliesToANewFileOnly) {
+  EngineOptions o = options();
+  o.start_time = 1767225600000;  // 2026-01-01
+  Engine& first = reopen({}, o);
+  EXPECT_EQ(first.now(), 1767225600000);
+  ASSERT_TRUE(first.advance(3 * 3600 * 1000).is_ok());
+
+  o.start_time = 1800000000000;  // ignored: the file has a clock
+  Engine& second = reopen({}, o);
+  EXPECT_EQ(second.now(), 1767225600000 + 3 * 3600 * 1000);
+}
+
+TEST_F(DurableEngineTest, AQueuedTriggerEvent_StartsInTheNextEngine_ExactlyOnce) {
+  Engine& first = reopen({kCopy});
+  ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o1"})")).is_ok());
+  ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o2"})")).is_ok());
+  // No settle: in a simulation nothing runs outside settle and advance, so both are queued.
+  ASSERT_EQ(first.contexts().size(), 2u);
+  EXPECT_EQ(first.contexts()[0].value()["started_at"], Value());
+
+  Engine& second = reopen({kCopy});
+  ASSERT_EQ(report_["started"].size(), 2u) << report_.to_json();
+  EXPECT_EQ(report_["started"].at(0), Value("ctx-1"));
+  second.settle();
+  std::vector<ContextRecord> contexts = second.contexts();
+  ASSERT_EQ(contexts.size(), 2u);
+  for (const ContextRecord& c : contexts) EXPECT_EQ(c.status(), "completed") << c.id();
+  std::vector<Value> shipments = second.records("shipment");
+  ASSERT_EQ(shipments.size(), 2u);
+  EXPECT_EQ(shipments[0]["order"], Value("o1"));
+  EXPECT_EQ(shipments[1]["order"], Value("o2"));
+
+  // Started once: the next engine finds them ended, nothing queued.
+  Engine& third = reopen({kCopy});
+  EXPECT_TRUE(report_.is_null()) << report_.to_json();
+  third.settle();
+  EXPECT_EQ(third.records("shipment").size(), 2u);
+}
+
+TEST_F(DurableEngineTest, AContextWaitingWhenTheEngineStopped_EndsInError_ItsLockIsReleased_TokensGoOn) {
+  Engine& first = reopen({kHoldAndWait, kTakeLock});
+  ASSERT_TRUE(first.insert("job", json(R"({"sys_id": "j1"})")).is_ok());
+  first.settle(0);
+  ASSERT_EQ(first.contexts().size(), 1u);
+  ASSERT_EQ(first.contexts()[0].status(), "waiting");
+  const int64_t token = first.contexts()[0].step("lk")["outputs"]["token"].as_int();
+  ASSERT_EQ(first.locks().size(), 1u);
+
+  Engine& second = reopen({kHoldAndWait, kTakeLock});
+  ASSERT_EQ(report_["failed"].size(), 1u) << report_.to_json();
+  EXPECT_EQ(report_["failed"].at(0)["context"], Value("ctx-1"));
+  EXPECT_EQ(report_["failed"].at(0)["was"], Value("waiting"));
+  ASSERT_EQ(report_["locks_released"].size(), 1u);
+  EXPECT_EQ(report_["locks_released"].at(0)["name"], Value("printer"));
+  std::optional<ContextRecord> ended = second.context("ctx-1");
+  ASSERT_TRUE(ended.has_value());
+  EXPECT_EQ(ended->status(), "error");
+  EXPECT_NE(ended->error_message().find("does not resume a context after a restart yet"), std::string::npos)
+      << ended->error_message();
+  EXPECT_EQ(ended->step("lk")["status"], Value("completed")) << "what it did before stays in its record";
+  EXPECT_EQ(second.locks().size(), 0u);
+  // The lock is free and its next token is larger than any issued before.
+  ASSERT_TRUE(second.call_flow("take").is_ok());
+  second.settle();
+  ASSERT_EQ(second.records("token").size(), 1u);
+  EXPECT_GT(second.records("token")[0]["token"].as_int(), token);
+
+  // The store shows the context ended and the report kept.
+  second.settle();
+  engine_.reset();
+  Result<std::unique_ptr<SqliteStore>> store = SqliteStore::open(path_, SyncMode::kOff, true);
+  ASSERT_TRUE(store.is_ok()) << store.message();
+  Result<StoredState> state = (*store)->load();
+  ASSERT_TRUE(state.is_ok());
+  ASSERT_EQ(state->recoveries.size(), 1u);
+  EXPECT_EQ(state->contexts[0].status, "error");
+  EXPECT_TRUE(state->locks.empty());
+}
+
+TEST_F(DurableEngineTest, RunOnce_IsRememberedAcrossEngines) {
+  constexpr const char* kOnce = R"({"id": "once", "trigger": {"type": "record", "table": "t", "when": "updated",
+    "run": "once"}, "actions": [{"action": "log", "inputs": {"message": "ran"}}]})";
+  Engine& first = reopen({kOnce});
+  ASSERT_TRUE(first.insert("t", json(R"({"sys_id": "r", "n": 0})")).is_ok());
+  ASSERT_TRUE(first.update("t", "r", json(R"({"n": 1})")).is_ok());
+  first.settle();
+  ASSERT_EQ(first.contexts().size(), 1u);
+
+  Engine& second = reopen({kOnce});
+  ASSERT_TRUE(second.update("t", "r", json(R"({"n": 2})")).is_ok());
+  second.settle();
+  EXPECT_EQ(second.contexts().size(), 1u) << "once means once, also after a restart";
+  ASSERT_EQ(second.skipped().size(), 1u);
+  EXPECT_EQ(second.skipped()[0]["reason"], Value("run_once"));
+}
+
+TEST_F(DurableEngineTest, AFileInUse_IsRefusedNamingIt_AndAnEngineOnItRefusesOperations) {
+  Engine& first = reopen({});
+  (void)first;
+  Result<std::unique_ptr<Engine>> second = Engine::open(options());
+  ASSERT_FALSE(second.is_ok());
+  EXPECT_NE(second.message().find(path_), std::string::npos) << second.message();
+  EXPECT_NE(second.message().find("in use"), std::string::npos) << second.message();
+  // Built with the constructor instead, it refuses every operation with that error.
+  Engine third(options());
+  Result<Value> refused = third.insert("t", json("{}"));
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.message().find("in use"), std::string::npos) << refused.message();
+  EXPECT_FALSE(third.load_text(kCopy).empty());
+}
+
+// The durability watermark: a context that a commit starts is queued only once that
+// commit is durable, and an operation returns only then. The store's writer is held at
+// its first write by a perturbation hook; meanwhile the insert has not returned and its
+// context has not started.
+std::atomic<int> g_writes_seen{0};
+std::atomic<bool> g_release_writes{false};
+void hold_writes(PerturbPoint p) {
+  if (p != PerturbPoint::kBeforeStoreWrite) return;
+  g_writes_seen.fetch_add(1);
+  while (!g_release_writes.load()) std::this_thread::yield();
+}
+
+TEST_F(DurableEngineTest, ACommitsContext_IsQueuedOnlyOnceTheCommitIsDurable_AndTheInsertReturnsThen) {
+  EngineOptions o = options();
+  o.simulation_seed.reset();  // real workers, which would start the context at once
+  o.properties.worker_threads = 2;
+  o.properties.durability = Durability::kNormal;
+  Engine& engine = reopen({kCopy}, o);
+  g_writes_seen = 0;
+  g_release_writes = false;
+  set_perturb_hook(&hold_writes);
+  std::atomic<bool> returned{false};
+  std::thread writer([&] {
+    Result<Value> r = engine.insert("order", json(R"({"sys_id": "o1"})"));
+    EXPECT_TRUE(r.is_ok());
+    returned = true;
+  });
+  while (g_writes_seen.load() == 0) std::this_thread::yield();
+  // The batch holding the insert is being written and is not durable yet.
+  EXPECT_FALSE(returned.load());
+  std::vector<ContextRecord> contexts = engine.contexts();
+  ASSERT_EQ(contexts.size(), 1u);
+  EXPECT_EQ(contexts[0].value()["started_at"], Value()) << "started before its commit was durable";
+  EXPECT_EQ(engine.stats().queued_events, 0u);
+  g_release_writes = true;
+  writer.join();
+  set_perturb_hook(nullptr);
+  EXPECT_TRUE(returned.load());
+  engine.settle();
+  ASSERT_EQ(engine.contexts()[0].status(), "completed");
+  EXPECT_EQ(engine.records("shipment").size(), 1u);
+}
+
+// Group commit: commits that arrive while the writer writes go to the store together, in
+// one batch (one transaction). The writer is held at its first batch while more inserts
+// commit; once it lets go, one more batch takes all of them.
+TEST_F(DurableEngineTest, CommitsMadeWhileTheWriterWrites_GoToTheStoreInOneBatch) {
+  EngineOptions o = options();
+  o.simulation_seed.reset();
+  o.properties.worker_threads = 1;
+  o.properties.durability = Durability::kNormal;
+  Engine& engine = reopen({}, o);
+  Journal& journal = *engine.core().journal;
+  const uint64_t batches_before = journal.batches();
+  g_writes_seen = 0;
+  g_release_writes = false;
+  set_perturb_hook(&hold_writes);
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] { EXPECT_TRUE(engine.insert("t", json(R"({"n": 0})")).is_ok()); });
+  while (g_writes_seen.load() == 0) std::this_thread::yield();
+  const uint64_t appended = journal.appended();
+  constexpr int kMore = 20;
+  for (int i = 1; i <= kMore; ++i) {
+    threads.emplace_back([&engine, i] { EXPECT_TRUE(engine.insert("t", Value::object({{"n", Value(i)}})).is_ok()); });
+  }
+  while (journal.appended() < appended + kMore) std::this_thread::yield();
+  g_release_writes = true;
+  for (std::thread& t : threads) t.join();
+  set_perturb_hook(nullptr);
+  EXPECT_EQ(journal.batches() - batches_before, 2u) << "the held batch, then one batch of the other " << kMore;
+  Engine& again = reopen({});
+  EXPECT_EQ(again.records("t").size(), static_cast<size_t>(kMore + 1));
+}
+
+}  // namespace
+}  // namespace flowrt
