@@ -610,6 +610,7 @@ Status EngineCore::open_store() {
   }
   store = std::move(opened).value();
   if (!store->durable()) return Status::ok();
+  if (const std::string note = store->open_note(); !note.empty()) engine_log().warn("{}: {}", store->describe(), note);
   Result<StoredState> loaded = store->load();
   if (!loaded) {
     store_status_ = loaded.error();

@@ -7,10 +7,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <iterator>
 #include <cstring>
 #include <set>
 #include <type_traits>
 
+#include "plans/time.h"
 #include "plans/value_json.h"
 
 namespace flowrt {
@@ -22,6 +25,11 @@ constexpr int32_t kApplicationId = 0x666c7274;
 // Stored JSON was written by the engine within its budgets; reading it back allows more
 // than any budget so that nothing stored is refused.
 const JsonLimits kStoredJson{SIZE_MAX, 100000, SIZE_MAX};
+
+std::string column_text(sqlite3_stmt* s, int i) {
+  const unsigned char* t = sqlite3_column_text(s, i);
+  return t ? std::string(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(s, i))) : std::string();
+}
 
 const char* const kSchema = R"sql(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
@@ -46,7 +54,49 @@ CREATE TABLE locks(name TEXT PRIMARY KEY, state TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE run_once(tbl TEXT NOT NULL, sys_id TEXT NOT NULL, flow TEXT NOT NULL,
   PRIMARY KEY (tbl, sys_id, flow)) WITHOUT ROWID;
 CREATE TABLE recoveries(id INTEGER PRIMARY KEY, at INTEGER NOT NULL, report TEXT NOT NULL);
+CREATE TABLE holder(id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, host TEXT NOT NULL,
+  since TEXT NOT NULL);
 )sql";
+
+// What takes a file of version N - 1 to version N (kMigrations[N - 2]); each runs in the
+// transaction that also sets the new version.
+const char* const kMigrations[] = {
+    // 2: who holds the file (the process that opened it for writing), for the message a
+    // second opener gets.
+    R"sql(CREATE TABLE holder(id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, host TEXT NOT NULL,
+  since TEXT NOT NULL);)sql",
+};
+static_assert(std::size(kMigrations) == SqliteStore::kSchemaVersion - 1, "one migration per version after 1");
+
+// "process P on HOST since T" from the holder row of the file at `path`, read through a
+// read-only connection (a WAL reader does not wait for the writer); "" when unknown.
+std::string describe_holder(const std::string& path) {
+  sqlite3* db = nullptr;
+  std::string out;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_busy_timeout(db, 1000);
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT pid, host, since FROM holder WHERE id = 1", -1, &s, nullptr) == SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW) {
+      out = "process " + std::to_string(sqlite3_column_int64(s, 0)) + " on " + column_text(s, 1) + " since " +
+            column_text(s, 2);
+    }
+    sqlite3_finalize(s);
+  }
+  sqlite3_close(db);
+  return out;
+}
+
+std::string now_text() {
+  const auto now = std::chrono::system_clock::now();
+  return format_time(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "an unknown host";
+  return name;
+}
 
 // One prepared statement.
 class Stmt {
@@ -82,11 +132,6 @@ class Stmt {
  private:
   sqlite3_stmt* s_ = nullptr;
 };
-
-std::string column_text(sqlite3_stmt* s, int i) {
-  const unsigned char* t = sqlite3_column_text(s, i);
-  return t ? std::string(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(s, i))) : std::string();
-}
 
 }  // namespace
 
@@ -170,8 +215,10 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
       const int err = errno;
       ::close(lock_fd);
       if (err == EWOULDBLOCK) {
-        return Error{path + ": the data file is in use by another engine (another flowrt process, or another engine "
-                            "in this one); only one may open it at a time (flowrt inspect can read it meanwhile)"};
+        const std::string holder = describe_holder(path);
+        return Error{path + ": the data file is in use by another engine (" +
+                     (holder.empty() ? std::string("another flowrt process, or another engine in this one") : holder) +
+                     "); only one may open it at a time (flowrt inspect can read it meanwhile)"};
       }
       return Error{path + ": cannot lock: " + std::strerror(err)};
     }
@@ -194,6 +241,15 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
     FLOWRT_RETURN_IF_ERROR(store->set_sync_mode(sync));
     store->statements_ = std::make_unique<Statements>();
     if (store->statements_->prepare(db) != SQLITE_OK) return store->error("cannot prepare its statements");
+    // Who holds it, for a second opener's message.
+    Stmt holder;
+    if (holder.prepare(db, "INSERT OR REPLACE INTO holder(id, pid, host, since) VALUES(1, ?1, ?2, ?3)") != SQLITE_OK) {
+      return store->error("cannot note who holds it");
+    }
+    holder.bind(1, static_cast<int64_t>(::getpid()));
+    holder.bind(2, std::string_view(host_name()));
+    holder.bind(3, std::string_view(now_text()));
+    if (holder.run() != SQLITE_DONE) return store->error("cannot note who holds it");
   }
   return store;
 }
@@ -203,8 +259,14 @@ SqliteStore::SqliteStore(std::string path, sqlite3* db, int lock_fd, bool read_o
 
 SqliteStore::~SqliteStore() {
   statements_.reset();  // finalized before the connection closes
+  if (!read_only_) sqlite3_exec(db_, "DELETE FROM holder", nullptr, nullptr, nullptr);  // no one holds it now
   sqlite3_close(db_);
   if (lock_fd_ >= 0) ::close(lock_fd_);  // lets go of the flock
+}
+
+std::string SqliteStore::open_note() const {
+  if (migrated_from_ == 0) return "";
+  return "migrated from data schema version " + std::to_string(migrated_from_) + " to " + std::to_string(kSchemaVersion);
 }
 
 Error SqliteStore::error(std::string_view what) const {
@@ -281,7 +343,27 @@ Status SqliteStore::prepare_schema() {
                  "): refused, the file was not changed"};
   }
   if (version < 1) return Error{path_ + ": not a flowrt data file (schema version " + std::to_string(version) + ")"};
-  if (!read_only_) FLOWRT_RETURN_IF_ERROR(exec("PRAGMA journal_mode=WAL"));
+  if (read_only_) return Status::ok();  // an older file reads as it is; only a writer migrates it
+  FLOWRT_RETURN_IF_ERROR(exec("PRAGMA journal_mode=WAL"));
+  if (version == kSchemaVersion) return Status::ok();
+  // An older file: every migration after its version, and the new version, in one transaction.
+  FLOWRT_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
+  for (int v = version + 1; v <= kSchemaVersion; ++v) {
+    if (sqlite3_exec(db_, kMigrations[v - 2], nullptr, nullptr, nullptr) != SQLITE_OK) {
+      Error e = error("cannot migrate it from schema version " + std::to_string(v - 1) + " to " + std::to_string(v));
+      (void)exec("ROLLBACK");
+      return e;
+    }
+  }
+  const std::string set_version = "UPDATE meta SET value = " + std::to_string(kSchemaVersion) +
+                                  " WHERE key = 'schema_version'";
+  if (sqlite3_exec(db_, set_version.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
+    Error e = error("cannot migrate it");
+    (void)exec("ROLLBACK");
+    return e;
+  }
+  FLOWRT_RETURN_IF_ERROR(exec("COMMIT"));
+  migrated_from_ = version;
   return Status::ok();
 }
 

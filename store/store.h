@@ -170,6 +170,8 @@ class Store {
   // Whether its state outlives the process. The engine sends batches only to a durable
   // store; a memory store's state lives in the engine itself.
   virtual bool durable() const = 0;
+  // What opening it did that is worth telling (a migration of an older file); "" if nothing.
+  virtual std::string open_note() const { return ""; }
 
   // Everything stored.
   virtual Result<StoredState> load() = 0;

@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <memory>
 #include <string>
 
@@ -59,6 +63,34 @@ class SqliteStoreTest : public ::testing::Test {
     sqlite3_close(db);
   }
 
+  // A file made from one of the checked-in SQL texts of tests/store/data/.
+  void make_from(const std::string& sql_file) {
+    std::ifstream in(std::string(FLOWRT_SOURCE_DIR) + "/tests/store/data/" + sql_file);
+    ASSERT_TRUE(in) << sql_file;
+    std::stringstream text;
+    text << in.rdbuf();
+    sql(text.str());
+  }
+  std::string file_bytes() {
+    std::ifstream in(path_, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  int schema_version() {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    sqlite3_stmt* s = nullptr;
+    int version = -1;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &s, nullptr) == SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW) {
+      version = sqlite3_column_int(s, 0);
+    }
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return version;
+  }
+
   std::string path_;
 };
 
@@ -67,9 +99,43 @@ TEST_F(SqliteStoreTest, ASecondWriter_IsRefusedNamingTheFile_UntilTheFirstCloses
   ASSERT_NE(first, nullptr);
   const std::string error = open_error();
   EXPECT_NE(error.find(path_), std::string::npos) << error;
-  EXPECT_NE(error.find("in use by another engine"), std::string::npos) << error;
+  EXPECT_NE(error.find("in use by another engine (process " + std::to_string(::getpid()) + " on "), std::string::npos)
+      << error;
   first.reset();
   EXPECT_EQ(open_error(), "");
+}
+
+TEST_F(SqliteStoreTest, ASecondProcess_IsRefusedNamingTheHoldersProcessId) {
+  int ready[2], done[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(done), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The holder: opens the file, says so, and keeps it until the parent closes `done`.
+    ::close(ready[0]);
+    ::close(done[1]);
+    Result<std::unique_ptr<SqliteStore>> s = SqliteStore::open(path_, SyncMode::kNormal);
+    const char c = s.is_ok() ? 'y' : 'n';
+    (void)!::write(ready[1], &c, 1);
+    char buf;
+    while (::read(done[0], &buf, 1) > 0) {
+    }
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  ::close(done[0]);
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ASSERT_EQ(c, 'y');
+  const std::string error = open_error();
+  ::close(done[1]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_NE(error.find(path_ + ": the data file is in use by another engine (process " + std::to_string(child) + " on "),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(open_error(), "") << "the lock went with the process";
 }
 
 TEST_F(SqliteStoreTest, AReader_ReadsWhileTheWriterHoldsTheFile) {
@@ -132,6 +198,54 @@ TEST_F(SqliteStoreTest, AFileWithADamagedPage_IsAClearErrorNamingIt) {
   const std::string error = open_error();
   EXPECT_NE(error.find(path_), std::string::npos) << error;
   EXPECT_NE(error.find("damaged"), std::string::npos) << error;
+}
+
+TEST_F(SqliteStoreTest, AnOlderFile_IsMigratedOnOpen_AndItsStateLoads) {
+  make_from("schema_v1.sql");
+  ASSERT_EQ(schema_version(), 1);
+  {
+    std::unique_ptr<SqliteStore> s = open();
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->migrated_from(), 1);
+    EXPECT_EQ(s->open_note(), "migrated from data schema version 1 to " + std::to_string(SqliteStore::kSchemaVersion));
+    Result<StoredState> state = s->load();
+    ASSERT_TRUE(state.is_ok()) << state.message();
+    ASSERT_EQ(state->tables.size(), 1u);
+    EXPECT_EQ(state->tables[0].records.size(), 3u);
+    ASSERT_EQ(state->contexts.size(), 3u);
+    EXPECT_EQ(state->contexts[0].status, "waiting");
+    EXPECT_EQ(state->definitions.size(), 1u);
+  }
+  EXPECT_EQ(schema_version(), SqliteStore::kSchemaVersion);
+  std::unique_ptr<SqliteStore> again = open();
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->migrated_from(), 0) << "migrated once";
+}
+
+TEST_F(SqliteStoreTest, AnOlderFile_OpenedReadOnly_IsReadAsItIs) {
+  make_from("schema_v1.sql");
+  const std::string before = file_bytes();
+  std::unique_ptr<SqliteStore> reader = open(/*read_only=*/true);
+  ASSERT_NE(reader, nullptr);
+  Result<StoredState> state = reader->load();
+  ASSERT_TRUE(state.is_ok()) << state.message();
+  EXPECT_EQ(state->contexts.size(), 3u);
+  reader.reset();
+  EXPECT_EQ(schema_version(), 1);
+  EXPECT_EQ(file_bytes(), before);
+}
+
+TEST_F(SqliteStoreTest, ANewerFile_IsRefusedUnchanged) {
+  make_from("schema_v99.sql");
+  const std::string before = file_bytes();
+  const std::string error = open_error();
+  EXPECT_NE(error.find(path_), std::string::npos) << error;
+  EXPECT_NE(error.find("written by a newer flowrt (data schema version 99; this flowrt reads versions up to " +
+                       std::to_string(SqliteStore::kSchemaVersion) + "): refused, the file was not changed"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(file_bytes(), before);
+  EXPECT_EQ(schema_version(), 99);
 }
 
 }  // namespace
