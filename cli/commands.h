@@ -11,6 +11,7 @@ int run_command(const std::vector<std::string>& args);
 int validate_command(const std::vector<std::string>& args);
 int plan_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
+int inspect_command(const std::vector<std::string>& args);
 
 // Thrown for bad usage; main prints it with the usage and exits 2.
 struct UsageError {

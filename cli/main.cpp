@@ -11,6 +11,7 @@ namespace {
 constexpr const char* kUsage = R"(usage:
   flowrt run DIR [--data FILE] [--format table|json] [--out FILE] [--log-level off|error|warn|info|debug]
   flowrt run --flows DIR --events FILE [--config FILE] [--data FILE] [--format table|json] [--out FILE]
+  flowrt inspect --data FILE [--flow ID] [--status STATUS] [--format table|json]
   flowrt validate PATH...
   flowrt plan PATH... --flow ID
   flowrt bench [--workload triage|fanout|events|locks|compile] [--events N] [--workers K] [--rate R]
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
     if (command == "validate") return flowrt::cli::validate_command(args);
     if (command == "plan") return flowrt::cli::plan_command(args);
     if (command == "bench") return flowrt::cli::bench_command(args);
+    if (command == "inspect") return flowrt::cli::inspect_command(args);
     std::cerr << "flowrt: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const flowrt::cli::UsageError& e) {

@@ -19,6 +19,23 @@ std::string run_time(const Value& ms) {
 
 }  // namespace
 
+void print_locks(const Value& locks, std::ostream& out) {
+  for (const Value& l : locks.items()) {
+    out << "  " << l["name"].as_string() << " (limit " << l["limit"].as_int() << ", held " << l["held"].as_int()
+        << ")\n";
+    for (const Value& h : l["holders"].items()) {
+      out << "    held by " << h["context"].as_string() << " weight " << h["weight"].as_int() << " token "
+          << h["token"].as_int() << " since " << h["acquired_at"].as_string() << ", lease until "
+          << h["expires_at"].as_string() << "\n";
+    }
+    size_t position = 1;
+    for (const Value& w : l["waiters"].items()) {
+      out << "    waiting #" << position++ << ": " << w["context"].as_string() << " weight " << w["weight"].as_int()
+          << " since " << w["requested_at"].as_string() << ", gives up at " << w["gives_up_at"].as_string() << "\n";
+    }
+  }
+}
+
 void print_table(const Engine& engine, const std::vector<std::string>& errors, std::ostream& out) {
   std::vector<ContextRecord> contexts = engine.contexts();
   size_t id_w = 7, flow_w = 4;
@@ -53,20 +70,7 @@ void print_table(const Engine& engine, const std::vector<std::string>& errors, s
   const Value locks = engine.locks();
   if (locks.size() > 0) {
     out << "\nLOCKS\n";
-    for (const Value& l : locks.items()) {
-      out << "  " << l["name"].as_string() << " (limit " << l["limit"].as_int() << ", held " << l["held"].as_int()
-          << ")\n";
-      for (const Value& h : l["holders"].items()) {
-        out << "    held by " << h["context"].as_string() << " weight " << h["weight"].as_int() << " token "
-            << h["token"].as_int() << " since " << h["acquired_at"].as_string() << ", lease until "
-            << h["expires_at"].as_string() << "\n";
-      }
-      size_t position = 1;
-      for (const Value& w : l["waiters"].items()) {
-        out << "    waiting #" << position++ << ": " << w["context"].as_string() << " weight " << w["weight"].as_int()
-            << " since " << w["requested_at"].as_string() << ", gives up at " << w["gives_up_at"].as_string() << "\n";
-      }
-    }
+    print_locks(locks, out);
   }
   out << "\n" << contexts.size() << " contexts, " << failed << " ended in error, " << skipped.size()
       << " starts skipped\n";

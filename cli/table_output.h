@@ -1,5 +1,5 @@
 // The `flowrt run` table: one row per context (flow, status, run time, steps), a line per
-// error, then the skipped starts. For people; the JSON document is for programs.
+// error, then the skipped starts and the locks (the lock lines flowrt inspect prints too). For people; the JSON document is for programs.
 #pragma once
 
 #include <ostream>
@@ -11,5 +11,7 @@
 namespace flowrt::cli {
 
 void print_table(const Engine& engine, const std::vector<std::string>& errors, std::ostream& out);
+// The lines of each lock (Engine::locks() entries): holders, then waiters in queue order.
+void print_locks(const Value& locks, std::ostream& out);
 
 }  // namespace flowrt::cli

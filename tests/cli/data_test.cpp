@@ -1,0 +1,184 @@
+// flowrt run --data FILE and flowrt inspect --data FILE, run as a user runs them: state kept
+// across runs in a SQLite file, and what the file holds printed (docs/DURABILITY.md).
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "plans/value_json.h"
+
+namespace flowrt {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Output {
+  int code;
+  std::string out;
+};
+
+// Runs flowrt; stdout only (the engine's log goes to stderr, kept apart from the document),
+// or stdout and stderr together.
+Output run(const std::string& args, bool with_stderr = false) {
+  const std::string cmd = std::string(FLOWRT_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  return Output{WEXITSTATUS(status), out};
+}
+
+Value json(const std::string& text) {
+  Result<Value> v = parse_json(text);
+  EXPECT_TRUE(v.is_ok()) << text;
+  return v ? *v : Value();
+}
+
+const Value* context(const Value& doc, std::string_view id) {
+  for (const Value& c : doc["contexts"].items()) {
+    if (c["id"].as_string() == id) return &c;
+  }
+  return nullptr;
+}
+
+// A project whose flows wait: an approval (wait_for_condition, two days) and a job that
+// holds a lock while it waits for its record to be done.
+class DataTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) /
+           ("flowrt-data-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "flows");
+    write("flows/await.json", R"({"id": "await_approval", "trigger": {"type": "record", "table": "purchase", "when": "created"},
+      "actions": [{"id": "decision", "action": "wait_for_condition", "inputs": {"table": "purchase",
+        "sys_id": "{{trigger.sys_id}}", "condition": {"field": "approval", "op": "in", "value": ["approved", "rejected"]},
+        "timeout": "2d"}}]})");
+    write("flows/hold.json", R"({"id": "hold", "trigger": {"type": "record", "table": "job", "when": "created"},
+      "actions": [{"action": "lock", "inputs": {"key": "printer", "max_duration": "2d"}},
+        {"action": "wait_for_condition", "inputs": {"table": "job", "sys_id": "{{trigger.sys_id}}",
+          "condition": {"field": "done", "op": "eq", "value": true}}},
+        {"action": "unlock", "inputs": {"key": "printer"}}]})");
+    data_ = (dir_ / "state.db").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void write(const std::string& name, const std::string& text) { std::ofstream(dir_ / name) << text; }
+  std::string flows() const { return (dir_ / "flows").string(); }
+  std::string file(const std::string& name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+  std::string data_;
+};
+
+TEST_F(DataTest, RunWithData_KeepsRecordsContextsAndTheClock_TheNextRunGoesOnFromThem) {
+  write("first.jsonl", R"({"op": "insert", "table": "purchase", "values": {"sys_id": "p1", "item": "laptop", "approval": "requested"}}
+{"op": "insert", "table": "job", "values": {"sys_id": "j1"}}
+{"op": "advance", "duration": "3h"}
+)");
+  Output first = run("run --flows " + flows() + " --events " + file("first.jsonl") + " --data " + data_ + " --format json");
+  ASSERT_EQ(first.code, 0) << first.out;
+  Value doc = json(first.out);
+  ASSERT_NE(context(doc, "ctx-1"), nullptr) << first.out;
+  EXPECT_EQ((*context(doc, "ctx-1"))["status"], Value("waiting"));
+  EXPECT_EQ(doc["locks"].size(), 1u);
+
+  write("second.jsonl", R"({"op": "update", "table": "purchase", "sys_id": "p1", "values": {"approval": "approved"}}
+{"op": "insert", "table": "purchase", "values": {"sys_id": "p2", "item": "chair", "approval": "requested"}}
+)");
+  Output second =
+      run("run --flows " + flows() + " --events " + file("second.jsonl") + " --data " + data_ + " --format json");
+  ASSERT_EQ(second.code, 0) << second.out;
+  doc = json(second.out);
+  // The document covers everything in the store: the first run's contexts too.
+  ASSERT_EQ(doc["contexts"].size(), 3u) << second.out;
+  const Value& waited = *context(doc, "ctx-1");
+  EXPECT_EQ(waited["status"], Value("error"));
+  EXPECT_NE(waited["error"]["message"].as_string().find("does not resume a context after a restart yet"),
+            std::string::npos)
+      << waited.to_json();
+  const Value* next = context(doc, "ctx-3");
+  ASSERT_NE(next, nullptr) << "context seqs go on from the first run";
+  EXPECT_EQ((*next)["status"], Value("waiting"));
+  // Records of both runs; the clock went on from where the first run left it (3h).
+  ASSERT_EQ(doc["records"]["purchase"].size(), 2u);
+  EXPECT_EQ(doc["records"]["purchase"].at(0)["approval"], Value("approved"));
+  EXPECT_EQ(doc["records"]["purchase"].at(1)["sys_created_on"], Value("2026-01-01T03:00:00.000Z"));
+  EXPECT_EQ(doc["records"]["job"].size(), 1u);
+  EXPECT_EQ(doc["locks"].size(), 0u) << "the lock of ctx-2, ended at the start of this run, was released";
+}
+
+TEST_F(DataTest, Inspect_PrintsContextsQueuedEventsLocksAndTheLastRecovery) {
+  write("first.jsonl", R"({"op": "insert", "table": "job", "values": {"sys_id": "j1"}}
+{"op": "insert", "table": "purchase", "values": {"sys_id": "p1", "item": "laptop", "approval": "requested"}}
+)");
+  ASSERT_EQ(run("run --flows " + flows() + " --events " + file("first.jsonl") + " --data " + data_).code, 0);
+
+  Output table = run("inspect --data " + data_);
+  ASSERT_EQ(table.code, 0) << table.out;
+  EXPECT_NE(table.out.find("ctx-1    hold"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("waiting"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("QUEUED TRIGGER EVENTS (0)"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("LOCKS (1)\n  printer (limit 1, held 1)\n    held by ctx-1 weight 1 token 1"),
+            std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("table purchase: 1 records"), std::string::npos) << table.out;
+
+  Value doc = json(run("inspect --data " + data_ + " --format json").out);
+  ASSERT_EQ(doc["contexts"].size(), 2u) << doc.to_json();
+  EXPECT_EQ(doc["contexts"].at(0)["flow"], Value("hold"));
+  EXPECT_EQ(doc["locks"].at(0)["holders"].at(0)["context"], Value("ctx-1"));
+  EXPECT_EQ(doc["counters"]["contexts"], Value(2));
+  EXPECT_EQ(doc["recoveries"].size(), 0u);
+  // Filters: by flow, by status.
+  doc = json(run("inspect --data " + data_ + " --flow await_approval --format json").out);
+  ASSERT_EQ(doc["contexts"].size(), 1u);
+  EXPECT_EQ(doc["contexts"].at(0)["id"], Value("ctx-2"));
+  EXPECT_EQ(json(run("inspect --data " + data_ + " --status completed --format json").out)["contexts"].size(), 0u);
+
+  // The next run recovers: both contexts end, the lock goes; inspect shows the report.
+  write("empty.jsonl", "");
+  ASSERT_EQ(run("run --flows " + flows() + " --events " + file("empty.jsonl") + " --data " + data_).code, 0);
+  table = run("inspect --data " + data_ + " --status error");
+  EXPECT_NE(table.out.find("2 contexts shown"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("LOCKS (0)"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("LAST RECOVERY"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("0 queued contexts started, 2 ended in error, 1 locks released"), std::string::npos)
+      << table.out;
+}
+
+TEST_F(DataTest, BadDataFiles_AreClearErrorsNamingThem) {
+  Output missing = run("inspect --data " + file("missing.db"), true);
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.out.find(file("missing.db") + ": no such data file"), std::string::npos) << missing.out;
+
+  write("notes.txt", "not a database at all, just some text that is long enough\n");
+  write("none.jsonl", "");
+  Output not_db = run("run --flows " + flows() + " --events " + file("none.jsonl") + " --data " + file("notes.txt"), true);
+  EXPECT_EQ(not_db.code, 1);
+  EXPECT_NE(not_db.out.find(file("notes.txt") + ": not a flowrt data file"), std::string::npos) << not_db.out;
+
+  Output usage = run("inspect", true);
+  EXPECT_EQ(usage.code, 2);
+  EXPECT_NE(usage.out.find("inspect needs --data FILE"), std::string::npos) << usage.out;
+}
+
+TEST_F(DataTest, ConfigStore_KeepsStateInTheFileItNames_RelativeToTheConfig) {
+  write("config.json", R"({"store": {"type": "sqlite", "path": "kept.db"}, "properties": {"durability": "full"}})");
+  write("events.jsonl", R"({"op": "insert", "table": "purchase", "values": {"sys_id": "p1", "approval": "requested"}}
+)");
+  Output first = run("run " + dir_.string() + " --format json");
+  ASSERT_EQ(first.code, 0) << first.out;
+  ASSERT_TRUE(fs::exists(dir_ / "kept.db"));
+  Output second = run("run " + dir_.string() + " --format json");
+  ASSERT_EQ(second.code, 1) << "p1 is already there: the state was kept\n" << second.out;
+  EXPECT_EQ(json(second.out)["records"]["purchase"].size(), 1u);
+}
+
+}  // namespace
+}  // namespace flowrt
