@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "bench/workloads/workloads.h"
@@ -30,7 +31,8 @@ std::string fixed(double v, int digits) {
 }  // namespace
 
 int bench_command(const std::vector<std::string>& raw) {
-  ParsedArgs args = parse_args(raw, {"workload", "events", "workers", "rate", "retention"}, {"json"});
+  ParsedArgs args =
+      parse_args(raw, {"workload", "events", "workers", "rate", "retention", "store", "data", "durability"}, {"json"});
   if (!args.positional.empty()) throw UsageError{"bench takes options only"};
   bench::BenchOptions o;
   o.workload = args.get("workload", "triage");
@@ -42,6 +44,20 @@ int bench_command(const std::vector<std::string>& raw) {
   o.workers = static_cast<unsigned>(positive(args, "workers", 2));
   o.rate = static_cast<double>(positive(args, "rate", 0));
   o.retention = positive(args, "retention", 0);
+  o.store = args.get("store", args.has("data") ? "sqlite" : "memory");
+  if (o.store != "memory" && o.store != "sqlite") throw UsageError{"--store must be memory or sqlite"};
+  o.data_file = args.get("data");
+  o.durability = args.get("durability", "normal");
+  if (o.durability != "full" && o.durability != "normal" && o.durability != "off") {
+    throw UsageError{"--durability must be full, normal or off"};
+  }
+  if (o.store == "sqlite") {
+    if (o.data_file.empty()) throw UsageError{"--store sqlite needs --data FILE (a new file)"};
+    // A benchmark measures a store from empty; it never takes over (or changes) a file's state.
+    if (std::filesystem::exists(o.data_file)) throw UsageError{"--data " + o.data_file + " exists: give a new file"};
+  } else if (args.has("data")) {
+    throw UsageError{"--data goes with --store sqlite"};
+  }
   const std::string json = args.get("json", "false");
   if (isatty(STDERR_FILENO)) {
     o.progress = [](double done) { std::fprintf(stderr, "\r%5.1f%% committed", done * 100.0); };
@@ -54,6 +70,7 @@ int bench_command(const std::vector<std::string>& raw) {
     for (const auto& [name, v] : r.extra) extra.push_back(Member{Value(std::string_view(name)), Value(v)});
     std::vector<Member> m = {
         {Value("workload"), Value(std::string_view(r.workload))},
+        {Value("store"), Value(std::string_view(r.store))},
         {Value("events"), Value(static_cast<long long>(r.events))},
         {Value("contexts"), Value(static_cast<long long>(r.contexts))},
         {Value("workers"), Value(r.workers)},
@@ -75,6 +92,7 @@ int bench_command(const std::vector<std::string>& raw) {
     std::cout << label << value << "\n";
   };
   row("workload", r.workload);
+  row("store", r.store);
   row("events", std::to_string(r.events));
   row("contexts", std::to_string(r.contexts));
   row("workers", std::to_string(r.workers));

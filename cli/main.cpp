@@ -15,7 +15,7 @@ constexpr const char* kUsage = R"(usage:
   flowrt validate PATH...
   flowrt plan PATH... --flow ID
   flowrt bench [--workload triage|fanout|events|locks|compile] [--events N] [--workers K] [--rate R]
-               [--retention N] [--json]
+               [--retention N] [--store memory|sqlite --data NEWFILE [--durability full|normal|off]] [--json]
 exit codes: 0 ran, 1 bad definitions, events or config, 2 bad usage,
   130 / 143 run stopped by SIGINT / SIGTERM (contexts not ended are cancelled; what ran is printed)
 )";

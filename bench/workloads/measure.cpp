@@ -77,6 +77,11 @@ EngineOptions bench_engine_options(const BenchOptions& o) {
   eo.properties.worker_threads = o.workers;
   eo.measure_latency = true;
   eo.properties.context_retention = o.retention;
+  eo.store = o.store;
+  eo.data_file = o.data_file;
+  if (Status s = set_property(&eo.properties, "durability", Value(std::string_view(o.durability))); !s) {
+    throw std::runtime_error(s.message());
+  }
   return eo;
 }
 
@@ -121,6 +126,9 @@ BenchResult drive(Engine& engine, uint64_t count, const std::function<void(uint6
     if (o.progress && (i & 0xFFFF) == 0) o.progress(static_cast<double>(i) / static_cast<double>(count));
   }
   engine.settle();
+  Journal* journal = engine.core().journal.get();
+  // With a durable store, done means written: every record and context record in the store.
+  if (journal) (void)journal->wait_durable(journal->appended());
   BenchResult r;
   r.seconds = seconds_since(start);
   r.events = count;
@@ -141,6 +149,10 @@ BenchResult drive(Engine& engine, uint64_t count, const std::function<void(uint6
                          static_cast<double>(minor_faults() - warm_faults) / static_cast<double>(steady));
   }
   r.extra.emplace_back("contexts_kept", static_cast<double>(kept));
+  if (journal) {
+    r.extra.emplace_back("store_batches", static_cast<double>(journal->batches()));
+    r.extra.emplace_back("store_batches_per_s", static_cast<double>(journal->batches()) / r.seconds);
+  }
   return r;
 }
 

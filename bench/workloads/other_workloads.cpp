@@ -130,13 +130,23 @@ BenchResult run_compile(const BenchOptions& o) {
 
 }  // namespace
 
-BenchResult run_workload(const BenchOptions& o) {
+namespace {
+
+BenchResult run_named(const BenchOptions& o) {
   if (o.workload == "triage") return run_record_workload(o, false);
   if (o.workload == "fanout") return run_record_workload(o, true);
   if (o.workload == "events") return run_event_workload(o);
   if (o.workload == "locks") return run_locks(o);
   if (o.workload == "compile") return run_compile(o);
   throw std::invalid_argument("unknown workload '" + o.workload + "' (triage, fanout, events, locks, compile)");
+}
+
+}  // namespace
+
+BenchResult run_workload(const BenchOptions& o) {
+  BenchResult r = run_named(o);
+  r.store = o.store == "memory" ? o.store : o.store + " (" + o.durability + ")";
+  return r;
 }
 
 }  // namespace flowrt::bench

@@ -17,6 +17,9 @@ struct BenchOptions {
   unsigned workers = 2;
   double rate = 0;                  // operations per second to pace at; 0 = as fast as possible
   uint64_t retention = 0;           // context_retention (0: keep every context record)
+  std::string store = "memory";     // memory | sqlite (EngineOptions::store)
+  std::string data_file;            // sqlite: a new file
+  std::string durability = "normal";  // sqlite: full | normal | off
   // Called now and then with the share done (0..1), for progress output.
   std::function<void(double)> progress;
 };
@@ -32,6 +35,7 @@ struct BenchResult {
   double p50_us = 0, p99_us = 0, p999_us = 0;
   uint64_t peak_rss_bytes = 0;
   double bytes_per_context = 0;
+  std::string store;               // where the state went: "memory", "sqlite (normal)"
   std::vector<std::pair<std::string, double>> extra;  // workload-specific figures
 };
 
