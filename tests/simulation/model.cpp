@@ -467,6 +467,18 @@ void Model::outside_commit(const CommitRecord& c, const Snapshot& snap, const Co
       if (test && !op.table.empty()) {
         const Value* r = current(op.table, op.sys_id);
         trigger = r ? *r : Value();
+        // On real threads test_flow reads the record when called, and a context's write
+        // to it may commit before the test's start does: the version it read is right if
+        // it was current at some moment since the operation began.
+        if (threads_ && c.started.size() == 1 && !(c.started[0].trigger_record == trigger)) {
+          const Value& read = c.started[0].trigger_record;
+          if (const auto* h = history(op.table, op.sys_id)) {
+            for (size_t v = 0; v < h->size(); ++v) {
+              const bool current_since = (*h)[v].commit > p.before || v + 1 == h->size() || (*h)[v + 1].commit > p.before;
+              if (current_since && (*h)[v].record == read) trigger = read;
+            }
+          }
+        }
       }
       break;
     }
