@@ -155,12 +155,15 @@ class EngineCore {
   Mutex props_mu_;  // serialises set_property
   // Every snapshot ever published (few: one per set_property), so readers never see one freed.
   std::vector<std::unique_ptr<const EngineProperties>> props_versions_ GUARDED_BY(props_mu_);
-  std::atomic<const EngineProperties*> props_{nullptr};
-  std::atomic<int64_t> work_{0};
-  std::atomic<size_t> waiting_{0};
+  // Read by every operation; written rarely. The work counters below, written at every
+  // start and finish by every thread, are on a line of their own so that they do not
+  // invalidate these.
+  alignas(64) std::atomic<const EngineProperties*> props_{nullptr};
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> shutting_down_{false};
-  Mutex idle_mu_;
+  alignas(64) std::atomic<int64_t> work_{0};
+  std::atomic<size_t> waiting_{0};
+  alignas(64) Mutex idle_mu_;
   CondVar idle_cv_;
   Mutex drive_mu_;  // one advance/settle at a time
   // Simulation state: the contexts in flight on virtual workers, and the generator.

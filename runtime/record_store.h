@@ -84,8 +84,8 @@ class RecordStore {
   // Tables are never removed: a Table* stays valid for the store's life.
   struct Table {
     Table() : by_id([this](uint32_t row) NO_THREAD_SAFETY_ANALYSIS { return rows[row].members()[0].value.as_string(); }) {}
-    std::string name;
-    mutable SharedMutex mu;
+    std::string name;  // read by every find_table: not on the line of the lock's word
+    alignas(64) mutable SharedMutex mu;
     // Null where deleted; sys_id is every record's first member. A deque: growing never
     // moves the rows already there (no pause to copy a million of them).
     std::deque<Value> rows GUARDED_BY(mu);
@@ -106,9 +106,10 @@ class RecordStore {
 
   uint64_t seed_;
   const uint64_t instance_;  // tells stores apart in per-thread caches
-  std::atomic<uint64_t> ids_{0};
+  // Written by every insert: on a line of their own, apart from what every lookup reads.
+  alignas(64) std::atomic<uint64_t> ids_{0};
   std::atomic<size_t> total_{0};
-  mutable SharedMutex tables_mu_;
+  alignas(64) mutable SharedMutex tables_mu_;
   std::unordered_map<std::string, std::unique_ptr<Table>, Hash, std::equal_to<>> tables_ GUARDED_BY(tables_mu_);
   std::vector<Table*> order_ GUARDED_BY(tables_mu_);
 };
