@@ -447,6 +447,11 @@ Status EngineCore::advance_real_clock(TimeMs target) {
   }
 }
 
+void EngineCore::quiesce() {
+  MutexLock drive(drive_mu_);
+  wait_idle();
+}
+
 void EngineCore::settle(DurationMs until) {
   MutexLock drive(drive_mu_);
   const TimeMs limit = add_duration(clock.now(), until);

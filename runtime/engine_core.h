@@ -138,6 +138,9 @@ class EngineCore {
   // Deadlines saturate at kMaxTime.
   Status advance(DurationMs d);
   void settle(DurationMs until);
+  // Waits until no context can run at the current instant, without moving the clock or
+  // firing a timer (the events file's lines with worker_threads 1, see runtime/harness.h).
+  void quiesce();
 
   // ---- stopping ----
   // Asks the engine to stop: advance and settle return early, the Engine refuses new
