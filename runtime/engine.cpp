@@ -17,8 +17,11 @@ std::string too_many_definitions(size_t count, size_t max) {
          " (max_definitions)";
 }
 
-Diagnostics add_definitions(EngineCore& core, std::vector<Definition> defs) {
-  Diagnostics diags;
+// Adds `defs` when they and everything they use compile. `diags` holds what reading them
+// found already (syntax, shape): then they are still compiled, so that every error is
+// reported at once, but nothing is added.
+Diagnostics add_definitions(EngineCore& core, std::vector<Definition> defs, Diagnostics diags = {}) {
+  const bool read_failed = !diags.empty();
   // Check the whole set as it would be, in a scratch registry, so that a bad load changes
   // nothing.
   std::vector<Definition> all = core.flows.all_definitions();
@@ -40,7 +43,7 @@ Diagnostics add_definitions(EngineCore& core, std::vector<Definition> defs) {
   std::vector<std::pair<UnitType, std::string>> loaded;
   for (const Definition& d : defs) loaded.emplace_back(d.type, d.id);
   scratch.check(loaded, core.compile_options(), &diags);
-  if (!diags.empty()) return diags;
+  if (!diags.empty() || read_failed) return diags;
 
   std::vector<std::string> active;
   for (const Definition& d : defs) {
@@ -85,8 +88,7 @@ LoadOptions Engine::load_options() const {
 Diagnostics Engine::load(const std::vector<std::string>& paths) {
   Diagnostics diags;
   std::vector<Definition> defs = load_definitions(paths, &diags, load_options());
-  if (!diags.empty()) return diags;
-  return add_definitions(*core_, std::move(defs));
+  return add_definitions(*core_, std::move(defs), std::move(diags));
 }
 
 Diagnostics Engine::load_text(std::string_view text, const std::string& file) {
@@ -100,8 +102,7 @@ Diagnostics Engine::load_text(std::string_view text, const std::string& file) {
   std::vector<Definition> defs;
   parse_definitions(text, file, &defs, &diags, options);
   check_unique_ids(defs, &diags);
-  if (!diags.empty()) return diags;
-  return add_definitions(*core_, std::move(defs));
+  return add_definitions(*core_, std::move(defs), std::move(diags));
 }
 
 Status Engine::save(const Value& definition) {

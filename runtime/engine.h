@@ -32,7 +32,9 @@ class Engine {
 
   // ---- definitions and lifecycle (SPEC sections 2, 9.6, 11) ----
   // Loads definition files or directories. All or nothing: when anything is wrong, nothing
-  // is added and the diagnostics say what (file: /json/pointer: message).
+  // is added and the diagnostics say what (file: /json/pointer: message): every error at
+  // once, up to Diagnostics::kMaxListed (a file that does not parse, or a definition of the
+  // wrong shape, does not hide the compile errors of the others).
   Diagnostics load(const std::vector<std::string>& paths);
   // Loads definitions from JSON text (one object or an array), named `file` in errors.
   Diagnostics load_text(std::string_view text, const std::string& file = "<text>");
