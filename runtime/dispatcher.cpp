@@ -68,7 +68,7 @@ void Dispatcher::skip(FlowSlot& flow, const TriggerData& trigger, Origin origin,
   SkippedStart s;
   s.flow = flow.id_value;
   s.reason = Value(reason);
-  s.event = trigger_to_value(trigger);
+  s.event = trigger_to_value(trigger, core_.props().record_value_limit);
   if (origin.context) {
     s.cause = Value::object({{"context", origin.context->id}, {"flow", origin.context->flow->id_value}});
   }

@@ -1,5 +1,6 @@
 #include "runtime/engine.h"
 
+#include "compiler/input_checks.h"
 #include "compiler/loader.h"
 #include "runtime/flow_slot.h"
 
@@ -215,9 +216,14 @@ Result<std::string> Engine::test_flow(std::string_view flow, const Value& record
     }
   } else {
     t.type = spec.type == TriggerType::kRecord ? TriggerType::kApi : spec.type;
-    t.payload = inputs;
+    t.payload = t.type == TriggerType::kApi && inputs.is_null() ? Value::empty_object() : inputs;
   }
-  if (!inputs.is_null() && !inputs.is_object()) return Error{"inputs must be an object"};
+  if (!inputs.is_null() && !inputs.is_object()) return Error{"inputs must be an object, got " + shown_value(inputs)};
+  // Inputs are checked as call_flow checks them, against the version that runs (the draft
+  // when there is one). A run with a record gives the flow no inputs to check.
+  if (record.is_null()) {
+    FLOWRT_RETURN_IF_ERROR(check_api_inputs(p.plan->root(), inputs.is_null() ? Value::empty_object() : inputs));
+  }
   Result<StartedFlow> started = core_->dispatcher.start_flow(
       *slot, std::move(t), inputs.is_null() ? Value::empty_object() : inputs, Origin{}, std::move(p.plan));
   if (!started) return started.error();

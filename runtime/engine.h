@@ -59,10 +59,12 @@ class Engine {
   Result<Value> remove(std::string_view table, std::string_view sys_id);
   Result<size_t> remove_where(std::string_view table, const Value& where);
   Status fire_event(std::string_view name, const Value& payload = Value());
-  // Starts an active API flow; returns the new context's id.
+  // Starts an active API flow; returns the new context's id. Inputs that do not match the
+  // flow's declared inputs (unknown, required and missing, wrong type) refuse the start.
   Result<std::string> call_flow(std::string_view flow, const Value& inputs = Value::empty_object());
   // Runs a flow now, trigger condition bypassed, drafts included: with a record
-  // ({"table", "sys_id"}) for record-triggered flows, or with inputs.
+  // ({"table", "sys_id"}) for record-triggered flows, or with inputs, checked as call_flow
+  // checks them against the version that runs.
   Result<std::string> test_flow(std::string_view flow, const Value& record, const Value& inputs);
   Status cancel(std::string_view context_id);
 

@@ -78,6 +78,11 @@ struct EngineOptions {
   std::string log_level;
 };
 
+// The inputs a start of API flow `flow` gives, checked against those it declares (none
+// when it declares none): no unknown input, every required one there, each of its type.
+// The error names the input and the value.
+Status check_api_inputs(const PlanUnit& flow, const Value& inputs);
+
 class EngineCore {
  public:
   explicit EngineCore(EngineOptions options);
@@ -126,7 +131,8 @@ class EngineCore {
   // Ends a context: releases what it holds, finishes its record.
   void finish_context(Context& ctx, ContextStatus status, Value error);
   Status cancel(std::string_view context_id);
-  // Starts an active API flow on request (call_flow, start_flow); checks that it is one.
+  // Starts an active API flow on request (call_flow, start_flow); checks that it is one,
+  // and that the inputs are those it declares (check_api_inputs), or refuses the start.
   Result<StartedFlow> start_api_flow(std::string_view flow, const Value& inputs, Origin origin);
 
   // ---- clock ----
