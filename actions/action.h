@@ -12,10 +12,10 @@
 #include <string>
 #include <string_view>
 
-#include "plans/eval.h"
-#include "plans/plan.h"
-#include "plans/result.h"
-#include "plans/value.h"
+#include "flowrt/plans/eval.h"
+#include "flowrt/plans/plan.h"
+#include "flowrt/plans/result.h"
+#include "flowrt/plans/value.h"
 
 namespace flowrt {
 

@@ -1,6 +1,10 @@
+// Custom C++ action types: running one (CustomActionRunner) and their registry.
 #include "actions/custom_action.h"
 
 #include <exception>
+#include <mutex>
+
+#include "actions/action_registry.h"
 
 #include "compiler/definition.h"
 

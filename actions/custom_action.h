@@ -7,18 +7,15 @@
 // the exception's message, and the engine goes on.
 #pragma once
 
-#include <array>
-#include <atomic>
 #include <functional>
-#include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
-#include <unordered_map>
+#include <string_view>
 #include <vector>
 
-#include "actions/action.h"
-#include "compiler/signatures.h"
+#include "flowrt/actions/action.h"
+#include "flowrt/plans/plan.h"
+#include "flowrt/plans/result.h"
+#include "flowrt/plans/value.h"
 
 namespace flowrt {
 
@@ -53,30 +50,6 @@ struct CustomActionType {
   std::vector<Param> inputs;
   std::vector<Param> outputs;
   std::function<Result<Value>(CustomActionContext&)> run;
-};
-
-// The registry of custom action types. Registration takes a lock; looking a type up by
-// index (what a running step does) takes none. Types cannot be removed or replaced.
-class ActionRegistry final : public ActionTypeLookup {
- public:
-  static constexpr size_t kCapacity = 4096;
-
-  ActionRegistry();
-  ~ActionRegistry() override;
-
-  // Fails when the name is invalid, is a built-in action, or is already registered.
-  Status add(CustomActionType type);
-
-  const ActionSignature* find(std::string_view name, uint32_t* index) const override;
-  // The Action that runs type `index`, or nullptr.
-  const Action* action(uint32_t index) const;
-
- private:
-  struct Entry;
-  mutable std::shared_mutex mu_;
-  std::unordered_map<std::string, uint32_t> by_name_;  // guarded by mu_
-  std::array<std::atomic<const Entry*>, kCapacity> entries_{};  // published after construction
-  std::atomic<uint32_t> size_{0};
 };
 
 }  // namespace flowrt

@@ -6,6 +6,7 @@
 #include "compiler/plan_printer.h"
 #include "plans/value_json.h"
 #include "runtime/engine.h"
+#include "runtime/engine_core.h"
 #include "runtime/flow_slot.h"
 
 namespace flowrt::cli {

@@ -1,18 +1,17 @@
 // flowrt run: load definitions, apply the events file on a virtual clock, print contexts.
 #include <atomic>
 #include <csignal>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "cli/config.h"
 #include "cli/table_output.h"
 #include "plans/value_json.h"
 #include "runtime/engine.h"
 #include "runtime/engine_log.h"
 #include "runtime/harness.h"
+#include "runtime/project.h"
 
 namespace flowrt::cli {
 namespace {
@@ -70,39 +69,39 @@ int run_command(const std::vector<std::string>& raw) {
   const std::string format = args.get("format", "table");
   if (format != "table" && format != "json") throw UsageError{"--format must be table or json"};
 
-  const std::string dir = args.positional.empty() ? "" : args.positional[0];
-  if (!dir.empty() && !std::filesystem::is_directory(dir)) throw UsageError{"'" + dir + "' is not a directory"};
-  auto in_dir = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
-  const std::string flows = args.get("flows", dir.empty() ? "" : in_dir("flows"));
-  const std::string events = args.get("events", dir.empty() ? "" : in_dir("events.jsonl"));
-  const std::string config_path = args.get("config", dir.empty() ? "" : in_dir("config.json"));
+  // The project as the library opens it (runtime/project.h); --flows, --events and
+  // --config name its files explicitly.
+  ProjectFiles files;
+  if (!args.positional.empty()) {
+    Result<ProjectFiles> found = project_files(args.positional[0]);
+    if (!found) throw UsageError{found.message()};
+    files = std::move(*found);
+  }
+  files.flows = args.get("flows", files.flows);
+  files.events = args.get("events", files.events);
+  files.config = args.get("config", files.config);
 
   std::vector<std::string> errors;
-  auto fail = [&](int code) {
-    for (const std::string& e : errors) std::cerr << e << "\n";
-    return code;
+  auto fail = [&](const Diagnostics& diags) {
+    for (const Diagnostic& d : diags.list()) std::cerr << d.describe() << "\n";
+    if (diags.omitted() > 0) std::cerr << "... and " << diags.omitted() << " more errors\n";
+    return 1;
   };
 
-  Result<RunConfig> config = config_path.empty() ? Result<RunConfig>(RunConfig{}) : read_config(config_path, args.has("config"));
-  if (!config) {
-    errors.push_back(config.message());
-    return fail(1);
-  }
-  config->engine.log_level = args.get("log-level");
-  if (!config->engine.log_level.empty() && !set_engine_log_level(config->engine.log_level)) {
+  Result<Project, Diagnostics> project = read_project(std::move(files));
+  if (!project) return fail(project.error());
+  project->options.log_level = args.get("log-level");
+  if (!project->options.log_level.empty() && !set_engine_log_level(project->options.log_level)) {
     throw UsageError{"--log-level must be off, error, warn, info or debug"};
   }
-  Engine engine(config->engine);
+  Result<std::unique_ptr<Engine>, Diagnostics> opened = open_project(*project);
+  if (!opened) return fail(opened.error());
+  Engine& engine = **opened;
   signals.watch(&engine);
-  Diagnostics diags = engine.load({flows});
-  if (!diags.empty()) {
-    for (const Diagnostic& d : diags.list()) errors.push_back(d.describe());
-    if (diags.omitted() > 0) errors.push_back("... and " + std::to_string(diags.omitted()) + " more errors");
-    return fail(1);
-  }
 
   Harness harness(engine);
-  Status ran = std::filesystem::exists(events) || args.has("events") ? harness.run_file(events) : Status::ok();
+  const std::string& events = project->files.events;
+  Status ran = events.empty() ? Status::ok() : harness.run_file(events);
   if (!ran) errors.push_back(ran.message());
   const int stop_signal = g_stop_signal.load();
   if (stop_signal != 0) {

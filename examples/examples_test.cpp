@@ -1,8 +1,5 @@
-// Each example, run as `flowrt run examples/NAME` runs it (definitions, events file), and
-// what it is meant to show.
-#include <filesystem>
-
-#include "runtime/harness.h"
+// Each example, run as `flowrt run examples/NAME` runs it (the project opened by the same
+// call, then its events file), and what it is meant to show.
 #include "testing/flow_test.h"
 
 namespace flowrt {
@@ -13,11 +10,8 @@ using namespace flowrt::testing;
 class ExampleTest : public FlowTest {
  protected:
   void RunExample(const std::string& name) {
-    const std::string dir = std::string(FLOWRT_SOURCE_DIR) + "/examples/" + name;
-    Diagnostics d = engine().load({dir + "/flows"});
-    ASSERT_TRUE(d.empty()) << d.describe();
-    Status s = Harness(engine()).run_file(dir + "/events.jsonl");
-    ASSERT_TRUE(s.is_ok()) << s.message();
+    ASSERT_TRUE(LoadProject(std::string(FLOWRT_SOURCE_DIR) + "/examples/" + name));
+    ASSERT_TRUE(RunEvents(project().files.events));
   }
   Value RecordBy(std::string_view table, std::string_view field, const Value& v) {
     for (const Value& r : Records(table)) {

@@ -26,6 +26,7 @@
 #include "compiler/plan_printer.h"
 #include "plans/value_json.h"
 #include "runtime/engine.h"
+#include "runtime/engine_core.h"
 
 namespace {
 

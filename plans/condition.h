@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "plans/template.h"
+#include "flowrt/plans/template.h"
 
 namespace flowrt {
 

@@ -8,12 +8,12 @@
 #include <span>
 #include <string>
 
-#include "plans/condition.h"
-#include "plans/result.h"
-#include "plans/template.h"
-#include "plans/time.h"
-#include "plans/trigger_spec.h"
-#include "plans/value.h"
+#include "flowrt/plans/condition.h"
+#include "flowrt/plans/result.h"
+#include "flowrt/plans/template.h"
+#include "flowrt/plans/time.h"
+#include "flowrt/plans/trigger_spec.h"
+#include "flowrt/plans/value.h"
 
 namespace flowrt {
 

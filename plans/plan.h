@@ -12,11 +12,11 @@
 #include <variant>
 #include <vector>
 
-#include "plans/condition.h"
-#include "plans/template.h"
-#include "plans/time.h"
-#include "plans/trigger_spec.h"
-#include "plans/value.h"
+#include "flowrt/plans/condition.h"
+#include "flowrt/plans/template.h"
+#include "flowrt/plans/time.h"
+#include "flowrt/plans/trigger_spec.h"
+#include "flowrt/plans/value.h"
 
 namespace flowrt {
 

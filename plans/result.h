@@ -1,11 +1,13 @@
 // Error, Status and Result<T>: how flowrt reports recoverable errors, everywhere.
 //
 // Contract: functions that can fail on user input return Status or Result<T>; they do not
-// throw. Exceptions from libraries (nlohmann, the standard library) are caught where they
+// throw. Result<T, E> carries another error type when one message is not enough (e.g.
+// Diagnostics: every problem of a project at once). Exceptions from libraries (nlohmann, the standard library) are caught where they
 // enter flowrt and turned into an Error. Value types; not synchronized.
 #pragma once
 
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -31,11 +33,11 @@ class [[nodiscard]] Status {
   bool failed_ = false;
 };
 
-template <class T>
+template <class T, class E = Error>
 class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}  // NOLINT
-  Result(Error e) : v_(std::move(e)) {}      // NOLINT
+  Result(E e) : v_(std::move(e)) {}          // NOLINT
 
   bool is_ok() const { return v_.index() == 0; }
   explicit operator bool() const { return is_ok(); }
@@ -48,12 +50,20 @@ class [[nodiscard]] Result {
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   // REQUIRES: !is_ok().
-  const Error& error() const { return std::get<1>(v_); }
-  const std::string& message() const { return error().message; }
-  Status status() const { return is_ok() ? Status() : Status(error()); }
+  const E& error() const { return std::get<1>(v_); }
+  const std::string& message() const
+    requires std::is_same_v<E, Error>
+  {
+    return error().message;
+  }
+  Status status() const
+    requires std::is_same_v<E, Error>
+  {
+    return is_ok() ? Status() : Status(error());
+  }
 
  private:
-  std::variant<T, Error> v_;
+  std::variant<T, E> v_;
 };
 
 }  // namespace flowrt

@@ -5,8 +5,8 @@
 #include <string>
 #include <string_view>
 
-#include "plans/condition.h"
-#include "plans/time.h"
+#include "flowrt/plans/condition.h"
+#include "flowrt/plans/time.h"
 
 namespace flowrt {
 

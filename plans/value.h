@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <iosfwd>
 #include <span>
 #include <string>
 #include <string_view>
@@ -258,5 +259,9 @@ Value shape_for(std::span<const Value> keys, std::span<Value> cache);
 
 // A shared null to return by reference.
 const Value& null_value() noexcept;
+
+// How GoogleTest prints a Value (a failed EXPECT_EQ, a matcher's "Actual:"): as JSON,
+// compact when short, indented (two spaces) when longer; never as bytes.
+void PrintTo(const Value& v, std::ostream* os);
 
 }  // namespace flowrt

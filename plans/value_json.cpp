@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <vector>
 
 namespace flowrt {
@@ -306,6 +307,12 @@ std::string to_pretty_json(const Value& v) {
   std::string out;
   write_value(v, out, 2, 0);
   return out;
+}
+
+void PrintTo(const Value& v, std::ostream* os) {
+  constexpr size_t kCompactWidth = 72;  // what fits on one line of a test's failure message
+  std::string compact = v.to_json();
+  *os << (compact.size() <= kCompactWidth ? compact : to_pretty_json(v));
 }
 
 }  // namespace flowrt

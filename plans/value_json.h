@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "plans/result.h"
-#include "plans/value.h"
+#include "flowrt/plans/result.h"
+#include "flowrt/plans/value.h"
 
 namespace flowrt {
 

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "plans/value.h"
+#include "flowrt/plans/value.h"
 
 namespace flowrt {
 

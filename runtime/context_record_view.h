@@ -2,11 +2,12 @@
 // accessors over its JSON. An immutable value; cheap to copy.
 #pragma once
 
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "plans/value.h"
+#include "flowrt/plans/value.h"
 
 namespace flowrt {
 
@@ -43,5 +44,9 @@ class ContextRecord {
  private:
   Value v_;
 };
+
+// How GoogleTest prints a context record (a failed matcher's "Actual:"): its JSON,
+// indented, so a failure shows the status, steps, logs and error as they were.
+void PrintTo(const ContextRecord& record, std::ostream* os);
 
 }  // namespace flowrt

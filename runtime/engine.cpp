@@ -2,6 +2,7 @@
 
 #include "compiler/input_checks.h"
 #include "compiler/loader.h"
+#include "runtime/engine_core.h"
 #include "runtime/flow_slot.h"
 
 namespace flowrt {

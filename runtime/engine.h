@@ -13,15 +13,20 @@
 #include <string_view>
 #include <vector>
 
-#include "actions/custom_action.h"
-#include "compiler/diagnostics.h"
-#include "compiler/loader.h"
-#include "runtime/context_record_view.h"
-#include "runtime/engine_core.h"
-#include "runtime/engine_stats.h"
-#include "runtime/properties.h"
+#include "flowrt/actions/custom_action.h"
+#include "flowrt/compiler/diagnostics.h"
+#include "flowrt/plans/result.h"
+#include "flowrt/plans/time.h"
+#include "flowrt/plans/value.h"
+#include "flowrt/runtime/context_record_view.h"
+#include "flowrt/runtime/engine_options.h"
+#include "flowrt/runtime/engine_stats.h"
+#include "flowrt/runtime/properties.h"
 
 namespace flowrt {
+
+class EngineCore;        // runtime/engine_core.h: the internals (not installed)
+struct LoadOptions;      // compiler/loader.h (not installed)
 
 class Engine {
  public:
@@ -46,7 +51,7 @@ class Engine {
   Diagnostics validate() const;
   Status register_action(CustomActionType type);
   // The load budgets from the current properties (file size, JSON depth and strings,
-  // definition count).
+  // definition count). For this project's tools (compiler/loader.h is not installed).
   LoadOptions load_options() const;
   Status set_property(std::string_view name, const Value& value);
   EngineProperties properties() const;
@@ -113,7 +118,8 @@ class Engine {
   // "dropped_skipped"}: the `flowrt run` document.
   Value document(const std::vector<std::string>& errors = {}) const;
 
-  // Internals, for tools in this project (benchmarks, the CLI).
+  // Internals, for tools in this project (benchmarks, the CLI, tests): EngineCore is
+  // declared in runtime/engine_core.h, which is not installed.
   EngineCore& core() { return *core_; }
 
  private:

@@ -443,7 +443,10 @@ Status EngineCore::advance(DurationMs d) {
     std::optional<TimeMs> next = timers.next_deadline(false);
     if (!next || *next > target) break;
     clock.set(*next);
-    const TimerQueue::Due due = fire_due(clock.now(), fires_left);
+    // One deadline at a time, also when the clock is already past it (ticks that fell due
+    // during a settle): a tick re-armed as one fires (the flow's next occurrence) then
+    // comes before a later tick of another flow, so occurrences fire in time order.
+    const TimerQueue::Due due = fire_due(*next, fires_left);
     fires_left -= due.schedules;
     if (due.schedules_left) {
       // Nothing is dropped: the schedule timers not fired stay due, and the next advance
@@ -561,7 +564,9 @@ void EngineCore::arm_schedules() {
     slot->schedule_timer = TimerHandle{};
     ++slot->schedule_generation;
     if (!wanted) continue;
-    std::optional<TimeMs> next = next_occurrence(plan->trigger, slot->activated_at.load(std::memory_order_acquire), clock.now());
+    // Never an occurrence that already fired (an `at` re-armed at its own time).
+    const TimeMs from = std::max(clock.now(), slot->last_tick + 1);
+    std::optional<TimeMs> next = next_occurrence(plan->trigger, slot->activated_at.load(std::memory_order_acquire), from);
     if (!next) continue;
     const uint64_t generation = slot->schedule_generation;
     const TimeMs at = *next;
@@ -578,6 +583,7 @@ void EngineCore::schedule_tick(FlowSlot* slot, uint64_t generation, TimeMs at) {
     if (generation != slot->schedule_generation) return;
     slot->schedule_timer = TimerHandle{};
     if (!slot->active.load(std::memory_order_acquire)) return;
+    slot->last_tick = at;
     plan = slot->cached_plan();
   }
   if (!plan || plan->trigger.type != TriggerType::kSchedule) return;

@@ -18,11 +18,13 @@
 #include <string>
 #include <thread>
 
+#include "actions/action_registry.h"
 #include "actions/custom_action.h"
 #include "compiler/compiler.h"
 #include "runtime/clock.h"
 #include "runtime/context_store.h"
 #include "runtime/dispatcher.h"
+#include "runtime/engine_options.h"
 #include "runtime/event_queue.h"
 #include "runtime/flow_registry.h"
 #include "runtime/interpreter.h"
@@ -32,51 +34,6 @@
 #include "runtime/worker_pool.h"
 
 namespace flowrt {
-
-struct EngineOptions {
-  // Virtual clock (moves only on advance/settle) or the system clock.
-  bool virtual_clock = true;
-  // Where a virtual clock starts; brought into [kMinTime, kMaxTime] (config.json and the
-  // test fixture refuse a time outside it).
-  TimeMs start_time = kDefaultVirtualStart;
-  // Rules and budgets; worker_threads among them.
-  EngineProperties properties;
-  // Lock names declared with a limit (config "locks"); undeclared names have limit 1.
-  std::map<std::string, int64_t> lock_limits;
-  // Seed of generated sys_ids.
-  uint64_t seed = 0;
-  // Milliseconds of a monotonic clock that measures running time (runtime_ms and the
-  // max_run_time quota). Default: std::chrono::steady_clock. Tests inject a fake one that a
-  // "slow" action moves on, so a quota can be tested without burning real time.
-  std::function<double()> run_clock;
-  // How often, in real milliseconds, the watchdog looks for custom actions past their
-  // deadline while any runs. Tests of the quota at step boundaries, whose fake run clock
-  // jumps past the deadline inside an action, set it long so the watchdog stays out.
-  int watchdog_period_ms = 10;
-  // Stamp each context with the real (steady) time its event was committed and the time
-  // it ended, in nanoseconds, for latency measurements (flowrt bench).
-  bool measure_latency = false;
-  // Check the lock table's invariants after every lock operation and remember the first
-  // one broken (Dispatcher::lock_violation). For tests; costs time on every lock operation.
-  bool check_invariants = false;
-  // Simulation (tests): no worker threads. advance and settle run the contexts on the
-  // calling thread, one step at a time: up to `worker_threads` contexts (0: 4) are in
-  // flight, as if on that many workers, and a generator seeded by this picks which one
-  // takes the next step or whether a free worker takes the next queued context. The same
-  // seed and the same operations replay the same run. Needs the virtual clock; contexts
-  // run only inside advance and settle.
-  std::optional<uint64_t> simulation_seed;
-  // Simulation only: called on the driving thread after every step a context takes, with
-  // the id of that context and no engine lock held, so a test can check invariants
-  // between any two steps.
-  std::function<void(std::string_view context_id)> after_simulated_step;
-  // Called under the commit lock for every commit, in commit order (runtime/commit.h):
-  // tests and tools that follow the commit log. Must be quick; must not call the engine.
-  CommitObserver on_commit;
-  // Level of the engine's own log on stderr: off, error, warn, info, debug ("" keeps the
-  // current one, warn by default or FLOWRT_LOG_LEVEL).
-  std::string log_level;
-};
 
 // The inputs a start of API flow `flow` gives, checked against those it declares (none
 // when it declares none): no unknown input, every required one there, each of its type.

@@ -3,8 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 
-#include "plans/value.h"
+#include "flowrt/plans/value.h"
 
 namespace flowrt {
 
@@ -38,5 +39,8 @@ struct EngineStats {
                           {"lock_handoffs", n(lock_handoffs)}});
   }
 };
+
+// How GoogleTest prints engine counters: their JSON (to_value), indented.
+void PrintTo(const EngineStats& stats, std::ostream* os);
 
 }  // namespace flowrt

@@ -63,6 +63,7 @@ struct FlowSlot {
   TimerHandle schedule_timer;
   uint64_t schedule_generation = 0;  // a schedule timer of an older generation is stale
   std::string schedule_version;      // the plan version the timer was armed for
+  TimeMs last_tick = -1;             // the last occurrence fired: a re-arm looks past it
 
  private:
   mutable SpinLock cache_mu_;

@@ -6,6 +6,7 @@
 
 #include "compiler/loader.h"
 #include "plans/value_json.h"
+#include "runtime/engine_core.h"
 
 namespace flowrt {
 namespace {

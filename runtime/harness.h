@@ -25,7 +25,7 @@
 #include <string_view>
 #include <utility>
 
-#include "runtime/engine.h"
+#include "flowrt/runtime/engine.h"
 
 namespace flowrt {
 

@@ -1,6 +1,9 @@
 #include "runtime/lock_table.h"
 
 #include <algorithm>
+#include <deque>
+#include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace flowrt {
@@ -256,87 +259,132 @@ void LockTable::set_give_up_timer(uint64_t who, std::string_view name, TimerHand
 }
 
 std::string LockTable::find_deadlock(const LockRequest& r, const Entry& target) const {
+  last_deadlock_check_work_ = 0;
   // A requester that holds nothing cannot close a cycle: nobody waits for it (it is in no
   // queue yet, and only holders and those ahead in a queue are waited for), and no cycle
   // exists already (each would have been refused). The common case costs nothing.
   if (holding_.count(r.who) == 0) return "";
-  // Suppose the requester waits. Which contexts can still get what they wait for? One that
-  // waits for nothing will release what it holds. A waiter can be granted once everyone
-  // queued ahead of it can, and the holders that cannot proceed leave room for its
-  // weight. What cannot proceed at the end of that (a greatest fixpoint: it catches
-  // cycles across names and weights) is deadlocked; if the requester is among them, the
-  // request is refused.
+  // Suppose the requester waits, at the end of the target's queue. Which contexts can still
+  // get what they wait for? One that waits for nothing will release what it holds. A
+  // waiter can be granted once everyone queued ahead of it can, and the holders that
+  // cannot proceed leave room for its weight. What cannot proceed at the end of that is
+  // deadlocked; if the requester is among them, the request is refused.
+  //
+  // Computed by propagation: a context found to proceed frees what it holds, which may let
+  // the waiters of those locks proceed, in queue order. Each lock keeps how much of it is
+  // held by contexts not (yet) known to proceed, and how far into its queue everyone
+  // proceeds; each context is marked once and each lock's queue walked once, so the
+  // cost is linear in the waiters and what they hold (counted in last_deadlock_check_work).
   std::unordered_set<uint64_t> proceeds;
-  auto can_proceed = [&](uint64_t who) {
-    return proceeds.count(who) > 0 || (who != r.who && waiting_on_.count(who) == 0);
+  // Waits for something (so does the requester, supposedly): may be stuck.
+  auto waits = [&](uint64_t who) { return who == r.who || waiting_on_.count(who) > 0; };
+  auto stuck_now = [&](uint64_t who) { return waits(who) && !proceeds.count(who); };
+  struct Progress {
+    int64_t stuck_weight = 0;  // held by contexts not known to proceed
+    size_t next = 0;           // queue positions before it all proceed
   };
-  // Can a waiter (or the requester, `who` == UINT64_MAX at the queue's end) be granted?
-  auto grantable = [&](const Entry& e, uint64_t who, int64_t weight) {
-    for (const Waiter& w : e.queue) {
-      if (w.who() == who) break;
-      if (!can_proceed(w.who())) return false;
+  std::unordered_map<const Entry*, Progress> progress;
+  auto progress_of = [&](const Entry& e) -> Progress& {
+    auto [it, fresh] = progress.try_emplace(&e);
+    if (fresh) {
+      // Counted as stuck if it waits: one found to proceed is taken off when it is freed.
+      for (const Holder& h : e.holders) {
+        ++last_deadlock_check_work_;
+        if (waits(h.who)) it->second.stuck_weight += h.weight;
+      }
     }
-    int64_t stuck_weight = 0;
-    for (const Holder& h : e.holders) {
-      if (!can_proceed(h.who)) stuck_weight += h.weight;
-    }
-    return e.limit - stuck_weight >= weight;
+    return it->second;
   };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (const auto& [who, name] : waiting_on_) {
-      if (proceeds.count(who)) continue;
+  std::vector<uint64_t> freed;  // contexts found to proceed, whose holdings are still to free
+  auto evaluate = [&](const Entry& e) {
+    Progress& p = progress_of(e);
+    const size_t positions = e.queue.size() + (&e == &target ? 1 : 0);  // the requester last
+    while (p.next < positions) {
+      ++last_deadlock_check_work_;
+      const bool requester = p.next == e.queue.size();
+      const int64_t weight = requester ? r.weight : e.queue[p.next].weight();
+      if (e.limit - p.stuck_weight < weight) break;
+      const uint64_t who = requester ? r.who : e.queue[p.next].who();
+      if (proceeds.insert(who).second) freed.push_back(who);
+      ++p.next;
+    }
+  };
+  for (const auto& [who, name] : waiting_on_) evaluate(locks_.find(name)->second);
+  evaluate(target);
+  while (!freed.empty()) {
+    const uint64_t who = freed.back();
+    freed.pop_back();
+    auto h = holding_.find(who);
+    if (h == holding_.end()) continue;
+    for (const std::string& name : h->second) {
       const Entry& e = locks_.find(name)->second;
-      int64_t weight = 1;
-      for (const Waiter& w : e.queue) {
-        if (w.who() == who) weight = w.weight();
+      Progress& p = progress_of(e);
+      for (const Holder& holder : e.holders) {
+        ++last_deadlock_check_work_;
+        if (holder.who == who) p.stuck_weight -= holder.weight;
       }
-      if (grantable(e, who, weight)) {
-        proceeds.insert(who);
-        changed = true;
-      }
+      evaluate(e);
     }
   }
-  if (grantable(target, UINT64_MAX, r.weight)) return "";
+  if (proceeds.count(r.who)) return "";
+  return name_cycle(r, target, [&](uint64_t who) { return !stuck_now(who); });
+}
 
-  // Name the cycle: from the requester, follow to a context it waits for that cannot
-  // proceed (one queued ahead of it, or a holder), until a context repeats.
-  auto blocker = [&](const Entry& e, uint64_t who, uint64_t* out, bool* behind) {
+std::string LockTable::name_cycle(const LockRequest& r, const Entry& target,
+                                  const std::function<bool(uint64_t)>& can_proceed) const {
+  // The shortest cycle through the requester: a breadth-first search over "waits for"
+  // among the contexts that cannot proceed, from the requester back to it. A context waits
+  // for the holders of the lock it waits for, then for those queued ahead of it.
+  struct Edge {
+    uint64_t from;
+    std::string name;  // the lock `from` waits for
+    bool behind;       // queued behind the next one (else: the next one holds it)
+  };
+  auto blockers = [&](uint64_t who, const Entry& e, const std::string& name, auto&& visit) {
+    for (const Holder& h : e.holders) {
+      if (!can_proceed(h.who) && visit(h.who, Edge{who, name, false})) return true;
+    }
     for (const Waiter& w : e.queue) {
       if (w.who() == who) break;
-      if (!can_proceed(w.who())) {
-        *out = w.who();
-        *behind = true;
-        return true;
-      }
-    }
-    for (const Holder& h : e.holders) {
-      if (!can_proceed(h.who)) {
-        *out = h.who;
-        *behind = false;
-        return true;
-      }
+      if (!can_proceed(w.who()) && visit(w.who(), Edge{who, name, true})) return true;
     }
     return false;
   };
+  std::unordered_map<uint64_t, Edge> came_from;  // context -> the edge that reached it
+  std::deque<uint64_t> frontier{r.who};
+  std::optional<Edge> closing;
+  while (!frontier.empty() && !closing) {
+    const uint64_t who = frontier.front();
+    frontier.pop_front();
+    const bool is_requester = who == r.who;
+    auto w = waiting_on_.find(who);
+    if (!is_requester && w == waiting_on_.end()) continue;
+    const std::string& name = is_requester ? r.name : w->second;
+    const Entry& e = is_requester ? target : locks_.find(name)->second;
+    blockers(who, e, name, [&](uint64_t next, const Edge& edge) {
+      if (next == r.who) {
+        closing = edge;
+        return true;
+      }
+      if (came_from.try_emplace(next, edge).second) frontier.push_back(next);
+      return false;
+    });
+  }
+  if (!closing) return "deadlock: " + ctx_name(r.who) + " waits for lock '" + r.name + "'";
+  // Walk back from the closing edge to the requester, then tell it forwards.
+  std::vector<std::pair<Edge, uint64_t>> path{{*closing, r.who}};
+  for (uint64_t at = closing->from; at != r.who;) {
+    const Edge& e = came_from.at(at);
+    path.emplace_back(e, at);
+    at = e.from;
+  }
+  std::reverse(path.begin(), path.end());
   std::string text = "deadlock: " + ctx_name(r.who);
-  std::unordered_set<uint64_t> seen{r.who};
-  const Entry* e = &target;
-  std::string name = r.name;
-  uint64_t who = UINT64_MAX;
-  for (size_t guard = 0; guard <= waiting_on_.size() + 1; ++guard) {
-    uint64_t next = 0;
-    bool behind = false;
-    if (!blocker(*e, who, &next, &behind)) break;
-    text += (behind ? " waits in the queue of lock '" : " waits for lock '") + name + "' " +
-            (behind ? "behind " : "held by ") + ctx_name(next);
-    if (!seen.insert(next).second) break;
-    auto w = waiting_on_.find(next);
-    if (w == waiting_on_.end()) break;
-    text += ", which";
-    name = w->second;
-    e = &locks_.find(name)->second;
-    who = next;
+  for (size_t i = 0; i < path.size(); ++i) {
+    const auto& [edge, to] = path[i];
+    if (i > 0) text += ", which";
+    text += (edge.behind ? " waits in the queue of lock '" : " waits for lock '") + edge.name + "' " +
+            (edge.behind ? "behind " : "held by ") + ctx_name(to);
   }
   return text;
 }

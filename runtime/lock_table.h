@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -130,6 +131,9 @@ class LockTable {
   // no waiter that fits is left waiting, and queued requests were granted in join order.
   std::string check_invariants() const;
   bool empty() const { return locks_.empty(); }
+  // What the last deadlock check looked at (holders and queue positions): linear in the
+  // waiters and their holdings, which a test checks.
+  uint64_t last_deadlock_check_work() const { return last_deadlock_check_work_; }
 
  private:
   struct Holder {
@@ -164,6 +168,11 @@ class LockTable {
   void forget_if_idle(std::string_view name);
   // The cycle `request` would close, described; "" when there is none.
   std::string find_deadlock(const LockRequest& request, const Entry& e) const;
+  // Names the shortest cycle of waiting through the requester, among the contexts that
+  // cannot proceed.
+  std::string name_cycle(const LockRequest& request, const Entry& target,
+                         const std::function<bool(uint64_t)>& can_proceed) const;
+  mutable uint64_t last_deadlock_check_work_ = 0;
 
   std::map<std::string, Entry, std::less<>> locks_;
   int64_t next_token_ = 1;

@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "plans/result.h"
-#include "plans/time.h"
-#include "plans/value.h"
+#include "flowrt/plans/result.h"
+#include "flowrt/plans/time.h"
+#include "flowrt/plans/value.h"
 
 namespace flowrt {
 

@@ -6,44 +6,71 @@
 
 namespace flowrt {
 
-Result<EngineOptions> run_config_from_value(const Value& doc, const std::string& name) {
-  EngineOptions options;
+bool read_run_config(const Value& doc, const std::string& name, EngineOptions* out, Diagnostics* diags) {
+  const size_t before = diags->reported();
+  EngineOptions options = *out;
   options.virtual_clock = true;
-  if (!doc.is_object()) return Error{name + ": /: config must be an object"};
+  if (!doc.is_object()) {
+    diags->add(name, "", "config must be an object");
+    return false;
+  }
   for (const auto& m : doc.members()) {
     const std::string_view key = m.key.as_string();
     if (key != "properties" && key != "locks" && key != "start_time") {
-      return Error{name + ": /" + std::string(key) + ": unknown config key (expected properties, locks, start_time)"};
+      diags->add(name, pointer_append("", key), "unknown config key (expected properties, locks, start_time)");
     }
   }
   const Value& props = doc["properties"];
-  if (!props.is_null() && !props.is_object()) return Error{name + ": /properties: must be an object"};
+  if (!props.is_null() && !props.is_object()) diags->add(name, "/properties", "must be an object");
   for (const auto& m : props.members()) {
     Status s = set_property(&options.properties, m.key.as_string(), m.value);
-    if (!s) return Error{name + ": /properties/" + std::string(m.key.as_string()) + ": " + s.message()};
+    if (!s) diags->add(name, pointer_append("/properties", m.key.as_string()), s.message());
   }
   const Value& locks = doc["locks"];
-  if (!locks.is_null() && !locks.is_object()) return Error{name + ": /locks: must be an object"};
+  if (!locks.is_null() && !locks.is_object()) diags->add(name, "/locks", "must be an object");
   for (const auto& m : locks.members()) {
     const Value& limit = m.value["limit"];
     if (!m.value.is_object() || !limit.is_int() || limit.as_int() < 1) {
-      return Error{name + ": /locks/" + std::string(m.key.as_string()) + ": a lock needs {\"limit\": N} with N >= 1"};
+      diags->add(name, pointer_append("/locks", m.key.as_string()), "a lock needs {\"limit\": N} with N >= 1");
+      continue;
     }
     options.lock_limits[std::string(m.key.as_string())] = limit.as_int();
   }
   if (const Value* start = doc.find("start_time")) {
     Result<TimeMs> t = start->is_string() ? parse_time(start->as_string()) : Result<TimeMs>(Error{"must be a time string"});
-    if (!t) return Error{name + ": /start_time: " + t.message()};
-    options.start_time = *t;
+    if (t) {
+      options.start_time = *t;
+    } else {
+      diags->add(name, "/start_time", t.message());
+    }
   }
+  if (diags->reported() != before) return false;
+  *out = std::move(options);
+  return true;
+}
+
+bool read_run_config_text(std::string_view text, const std::string& name, EngineOptions* options, Diagnostics* diags) {
+  Value doc;
+  JsonParseError error;
+  if (!parse_json(text, &doc, &error)) {
+    diags->add(name, "", error.describe());
+    return false;
+  }
+  return read_run_config(doc, name, options, diags);
+}
+
+Result<EngineOptions> run_config_from_value(const Value& doc, const std::string& name) {
+  EngineOptions options;
+  Diagnostics diags;
+  if (!read_run_config(doc, name, &options, &diags)) return Error{diags.describe()};
   return options;
 }
 
 Result<EngineOptions> parse_run_config(std::string_view text, const std::string& name) {
-  Value doc;
-  JsonParseError error;
-  if (!parse_json(text, &doc, &error)) return Error{name + ": " + error.describe()};
-  return run_config_from_value(doc, name);
+  EngineOptions options;
+  Diagnostics diags;
+  if (!read_run_config_text(text, name, &options, &diags)) return Error{diags.describe()};
+  return options;
 }
 
 }  // namespace flowrt

@@ -70,7 +70,7 @@ launcher=()
 # ccache, when installed, makes rebuilds of unchanged files free (not needed, not installed by CI).
 if command -v ccache >/dev/null 2>&1; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DFLOWRT_FUZZ=ON -DFLOWRT_BUILD_TESTS=OFF -DFLOWRT_BUILD_BENCH=OFF -DFLOWRT_TCMALLOC=OFF "${launcher[@]}" >/dev/null
+  -DFLOWRT_BUILD_FUZZ=ON -DFLOWRT_BUILD_TESTS=OFF -DFLOWRT_BUILD_CLI=OFF -DFLOWRT_BUILD_BENCH=OFF -DFLOWRT_TCMALLOC=OFF "${launcher[@]}" >/dev/null
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]/%/_fuzz}" >&2
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}"

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test:
-#   release      the whole suite, optimised (benchmarks built, not run)
+#   release      the whole suite, optimised (benchmarks built, not run); then
+#                examples/embedding built against flowrt installed into a temporary
+#                prefix and through add_subdirectory, and its tests run
+#                (scripts/test-embedding.sh)
 #   asan         the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   tsan         the whole suite under ThreadSanitizer
 #   clang        a clang build with -Wthread-safety (the locking annotations), warnings
@@ -16,8 +19,9 @@ for flavour in release asan tsan clang; do
   scripts/build.sh "$flavour"
   echo "== $flavour: test" >&2
   (cd "build/$flavour" && ctest --output-on-failure -j "$(nproc)" --timeout 900)
+  if [ "$flavour" = release ]; then scripts/test-embedding.sh; fi
 done
 echo "== fuzz" >&2
 scripts/fuzz.sh --regress
 scripts/fuzz.sh
-echo "== all tests passed (release, asan+ubsan, tsan, clang thread-safety, fuzz)" >&2
+echo "== all tests passed (release, embedding, asan+ubsan, tsan, clang thread-safety, fuzz)" >&2

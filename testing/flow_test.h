@@ -1,14 +1,18 @@
 // flowrt::testing: a GoogleTest fixture and matchers for testing flows.
 //
 // FlowTest gives each test a fresh Engine on a virtual clock (starting 2026-01-01T00:00:00Z)
-// with two workers, and short helpers for what tests do most: load definitions, write
-// records, fire events, settle, and read contexts. Matchers read context records:
+// with two workers, and short helpers for what tests do most: load definitions (or a whole
+// project directory, as `flowrt run` opens it), write records, fire events, settle, and
+// read contexts. Matchers read context records; a failed one prints the record as JSON:
 //
-//   ASSERT_TRUE(Load(R"({"id": "greet", "trigger": {...}, "actions": [...]})"));
+//   ASSERT_TRUE(LoadProject(MY_PROJECT_DIR));   // or Load(R"({"id": "greet", ...})")
 //   Insert("customer", Value::object({{"tier", "gold"}}));
 //   Settle();
 //   EXPECT_THAT(Contexts("greet"), ElementsAre(HasStatus("completed")));
 //   EXPECT_THAT(OnlyContext("greet"), HasLog("greeted ada"));
+//
+// Installed as <flowrt/testing/flow_test.h>; link flowrt::testing (GoogleTest and GoogleMock
+// come with it).
 #pragma once
 
 #include <gmock/gmock.h>
@@ -16,13 +20,16 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "plans/value_json.h"
-#include "runtime/engine.h"
+#include "flowrt/engine.h"
+#include "flowrt/plans/value_json.h"
 
 namespace flowrt::testing {
 
+// One fresh engine per test, destroyed after it. Helpers that act fail the test on an
+// error (naming it) rather than returning one; engine() gives the whole API for the rest.
 class FlowTest : public ::testing::Test {
  protected:
   // Override to change the engine before it is built (clock, workers, properties).
@@ -48,6 +55,28 @@ class FlowTest : public ::testing::Test {
     Diagnostics d = engine_->load_text(json, "test.json");
     if (d.empty()) return ::testing::AssertionSuccess();
     return ::testing::AssertionFailure() << d.describe();
+  }
+  // Replaces the engine with project directory `dir` opened exactly as `flowrt run DIR`
+  // opens it (runtime/project.h): its config.json's properties, lock limits and
+  // start_time, and every definition under flows/. Options() does not apply. Nothing of
+  // its events file is applied (RunEvents does that). Fails with every problem found.
+  ::testing::AssertionResult LoadProject(const std::string& dir) {
+    Result<Project, Diagnostics> project = read_project(dir);
+    if (!project) return ::testing::AssertionFailure() << project.error().describe();
+    Result<std::unique_ptr<Engine>, Diagnostics> opened = open_project(*project);
+    if (!opened) return ::testing::AssertionFailure() << opened.error().describe();
+    engine_ = std::move(*opened);
+    project_ = std::move(*project);
+    return ::testing::AssertionSuccess();
+  }
+  // The project LoadProject opened (its files and options); empty before.
+  const Project& project() const { return project_; }
+  // Applies an events file (SPEC section 11) as `flowrt run` does, ending with its implicit
+  // settle. Fails with the bad line's "FILE:LINE: message"; nothing after it is applied.
+  ::testing::AssertionResult RunEvents(const std::string& path) {
+    Status s = Harness(*engine_).run_file(path);
+    if (s) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << s.message();
   }
   // Parses JSON text into a Value (test input written as JSON).
   static Value Json(std::string_view text) {
@@ -75,7 +104,17 @@ class FlowTest : public ::testing::Test {
     EXPECT_TRUE(id.is_ok()) << id.message();
     return id ? *id : std::string();
   }
+  // Waits until no context can run, moving the clock to each timer a context waits on, up
+  // to 24h from now: a timeout or lock give-up within a day fires (SPEC section 11).
   void Settle() { engine_->settle(); }
+  // The same up to `until` from now ("30m", "2d"): a timer later than that has not fired
+  // when it returns, so a test can look at contexts still waiting. A duration that does
+  // not parse fails the test.
+  void Settle(std::string_view until) {
+    Result<DurationMs> d = parse_duration(until);
+    ASSERT_TRUE(d.is_ok()) << "Settle(\"" << until << "\"): " << d.message();
+    engine_->settle(*d);
+  }
   // Advances the clock; an advance that fails (a duration too large, the schedule budget
   // passed) fails the test with its error. Call engine().advance to expect an error.
   void Advance(std::string_view duration) {
@@ -120,6 +159,7 @@ class FlowTest : public ::testing::Test {
 
  private:
   std::unique_ptr<Engine> engine_;
+  Project project_;
 };
 
 // A context whose status is `status` (in_progress, waiting, completed, cancelled, error).

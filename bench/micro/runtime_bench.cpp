@@ -14,6 +14,7 @@
 #include "plans/value_json.h"
 #include "runtime/context.h"
 #include "runtime/engine.h"
+#include "runtime/engine_core.h"
 #include "runtime/event_queue.h"
 #include "runtime/flow_registry.h"
 #include "runtime/flow_slot.h"

@@ -6,6 +6,7 @@
 
 #include "bench/workloads/measure.h"
 #include "runtime/engine.h"
+#include "runtime/engine_core.h"
 
 namespace flowrt::bench {
 namespace {

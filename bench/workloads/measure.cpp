@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "runtime/engine_core.h"
 #include "runtime/flow_slot.h"
 
 namespace flowrt::bench {

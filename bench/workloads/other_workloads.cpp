@@ -6,6 +6,7 @@
 
 #include "bench/workloads/measure.h"
 #include "bench/workloads/workloads.h"
+#include "runtime/engine_core.h"
 #include "runtime/flow_slot.h"
 
 namespace flowrt::bench {

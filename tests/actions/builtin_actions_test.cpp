@@ -5,6 +5,7 @@
 #include <map>
 
 #include "actions/action.h"
+#include "actions/action_registry.h"
 #include "actions/custom_action.h"
 #include "compiler/signatures.h"
 #include "plans/value_json.h"

@@ -12,6 +12,7 @@
 #include "fuzz/op_bounds.h"
 #include "plans/value_json.h"
 #include "runtime/engine.h"
+#include "runtime/engine_core.h"
 #include "runtime/harness.h"
 #include "runtime/liveness.h"
 

@@ -1,4 +1,5 @@
 // A parked context's state is plain data: written out as JSON and read back, it resumes.
+#include "runtime/engine_core.h"
 #include "runtime/exec_state.h"
 
 #include "plans/value_json.h"

@@ -1,6 +1,7 @@
 // runtime/liveness.h: each context that has not ended is reported with what it waits on,
 // read from the engine's timer queue, record waiters and lock queues; a wait whose thing
 // is gone, or that should have been woken, is reported (so a check built on it can fail).
+#include "runtime/engine_core.h"
 #include "runtime/liveness.h"
 
 #include "testing/flow_test.h"

@@ -1,5 +1,6 @@
 // The plan cache: plans compile once, just in time after a change to the flow or anything
 // it uses, and are reused otherwise; contexts keep the plan they started with.
+#include "runtime/engine_core.h"
 #include "runtime/flow_slot.h"
 #include "testing/flow_test.h"
 

@@ -4,6 +4,7 @@
 // engine keeps working.
 #include <gtest/gtest-spi.h>
 
+#include "runtime/engine_core.h"
 #include "runtime/harness.h"
 #include "testing/flow_test.h"
 

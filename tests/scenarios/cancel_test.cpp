@@ -1,4 +1,5 @@
 // Harness scenarios for cancelling contexts: waiting, queued, finished, unknown.
+#include "runtime/engine_core.h"
 #include "testing/flow_test.h"
 
 namespace flowrt {

@@ -10,6 +10,7 @@
 #include <new>
 #include <thread>
 
+#include "runtime/engine_core.h"
 #include "runtime/perturb.h"
 #include "testing/flow_test.h"
 

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "runtime/engine_core.h"
 #include "testing/flow_test.h"
 
 namespace flowrt {

@@ -1,6 +1,7 @@
 // Harness scenarios for lock and unlock (SPEC section 8), on the virtual clock.
 #include <stdexcept>
 
+#include "runtime/engine_core.h"
 #include "testing/flow_test.h"
 
 namespace flowrt {

@@ -1,5 +1,6 @@
 // Runtime rules (SPEC section 9) and run options (section 3): which starts are skipped,
 // with what reason; recursion limits across flows, events, start_flow and subflows.
+#include "runtime/engine_core.h"
 #include "testing/flow_test.h"
 
 namespace flowrt {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 
+#include "runtime/engine_core.h"
 #include "testing/flow_test.h"
 
 namespace flowrt {

@@ -7,6 +7,7 @@
 
 #include "plans/value_json.h"
 #include "runtime/engine.h"
+#include "runtime/engine_core.h"
 #include "tests/simulation/generator.h"
 #include "tests/simulation/invariants.h"
 #include "tests/simulation/model.h"

@@ -1,0 +1,1 @@
+../../../actions/custom_action.h

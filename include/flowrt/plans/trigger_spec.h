@@ -1,0 +1,1 @@
+../../../plans/trigger_spec.h

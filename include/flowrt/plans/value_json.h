@@ -1,0 +1,1 @@
+../../../plans/value_json.h

@@ -1,0 +1,1 @@
+../../../runtime/context_record_view.h

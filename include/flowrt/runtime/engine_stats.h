@@ -1,0 +1,1 @@
+../../../runtime/engine_stats.h

@@ -1,0 +1,1 @@
+../../../runtime/harness.h

@@ -1,0 +1,1 @@
+../../../testing/flow_test.h

@@ -1,0 +1,57 @@
+// Schedules at the edges of advance and of lifecycle changes: two defects the seeded
+// simulation found (tests/simulation), each reproduced deterministically here. Both are
+//  until fixed; the simulation's generator keeps clear of them meanwhile (see
+// tests/simulation/README.md, "Engine defects found").
+#include "testing/flow_test.h"
+
+namespace flowrt {
+namespace {
+
+using namespace flowrt::testing;
+
+class ScheduleEdgesTest : public FlowTest {
+ protected:
+  static TimeMs Ms(const Value& iso) { return *parse_time(iso.as_string()) - kDefaultVirtualStart; }
+};
+
+// An `at` schedule fires once (SPEC 3, BEHAVIOUR.md "Schedules and the clock"). After it
+// fired, any activate/deactivate/publish re-arms the schedules; with the clock standing
+// exactly at the `at` time, next_occurrence(at, now) was that time again, so the tick was
+// armed anew and the next advance fired it a second time. Each flow now remembers the last
+// occurrence it fired, and a re-arm looks only past it. Simulation seed 621 (simulated)
+// found it: ctx-10 and ctx-12 both ran f6 for 00:00:00.500.
+TEST_F(ScheduleEdgesTest, AnAtScheduleRefreshedAtItsOwnTime_StillFiresOnce) {
+  ASSERT_TRUE(Load(R"([
+    {"id": "once", "trigger": {"type": "schedule", "at": "2026-01-01T00:00:30Z"}, "actions": []},
+    {"id": "other", "trigger": {"type": "api"}, "actions": []}])"));
+  Advance("30s");  // the clock stops at 00:00:30, the tick fires
+  ASSERT_EQ(Contexts("once").size(), 1u);
+  ASSERT_TRUE(engine().deactivate("other").is_ok());  // re-arms every schedule
+  Advance("1m");
+  EXPECT_EQ(Contexts("once").size(), 1u) << "an `at` schedule fired a second time";
+}
+
+// advance fires the schedule occurrences it passes in time order (BEHAVIOUR.md). When
+// several ticks fell due during a settle, advance took every due timer at once; a tick
+// re-armed while that batch fired (the next occurrence of a flow, also overdue) waited for
+// the next batch, after later ticks of other flows, so b's 00:00:05 tick started before
+// a's 00:00:02.750 and 00:00:04.750 ones. advance now fires one deadline at a time.
+// Simulation seed 123 (simulated) found it.
+TEST_F(ScheduleEdgesTest, OverdueTicksOfSeveralFlows_FireInTimeOrder) {
+  ASSERT_TRUE(Load(R"([
+    {"id": "a", "trigger": {"type": "schedule", "every": "2s", "start": "2026-01-01T00:00:00.750Z"}, "actions": []},
+    {"id": "b", "trigger": {"type": "schedule", "every": "5s"}, "actions": []},
+    {"id": "w", "trigger": {"type": "api"}, "actions": [{"action": "wait", "inputs": {"duration": "6s"}}]}])"));
+  CallFlow("w");
+  Settle();  // the clock moves to 00:00:06 for the wait; settle fires no schedule
+  ASSERT_EQ(engine().now(), kDefaultVirtualStart + 6000);
+  Advance("0ms");
+  std::vector<TimeMs> times;
+  for (const ContextRecord& c : Contexts()) {
+    if (c.value()["trigger"]["type"].as_string() == "schedule") times.push_back(Ms(c.value()["trigger"]["time"]));
+  }
+  EXPECT_EQ(times, (std::vector<TimeMs>{750, 2750, 4750, 5000})) << "ticks in seq (start) order";
+}
+
+}  // namespace
+}  // namespace flowrt
