@@ -8,8 +8,11 @@
 #                                      flowrt::testing (the GoogleTest fixture and matchers)
 #   lib/pkgconfig/flowrt.pc            for pkg-config (static libraries: use --static)
 #   bin/flowrt                         the command, when built
+#   share/flowrt/schemas/              the JSON Schemas of what users write (definitions,
+#                                      events-file lines, config.json), for editors and
+#                                      validators (docs/SPEC.md, "JSON Schemas")
 #
-# Components: headers, libraries, cli (`cmake --install DIR --component headers`).
+# Components: headers, libraries, cli, schemas (`cmake --install DIR --component headers`).
 include(CMakePackageConfigHelpers)
 
 set(FLOWRT_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/flowrt")
@@ -40,8 +43,9 @@ if(TARGET flowrt_testing)
   install(EXPORT flowrtTestingTargets NAMESPACE flowrt:: DESTINATION "${FLOWRT_CMAKE_DIR}" COMPONENT libraries)
 endif()
 
+set(FLOWRT_SCHEMAS_DIR "${CMAKE_INSTALL_DATADIR}/flowrt/schemas")
 configure_package_config_file(cmake/flowrtConfig.cmake.in "${PROJECT_BINARY_DIR}/flowrtConfig.cmake"
-                              INSTALL_DESTINATION "${FLOWRT_CMAKE_DIR}")
+                              INSTALL_DESTINATION "${FLOWRT_CMAKE_DIR}" PATH_VARS FLOWRT_SCHEMAS_DIR)
 # 0.x: a minor version may change the API, so only the same minor version is compatible.
 write_basic_package_version_file("${PROJECT_BINARY_DIR}/flowrtConfigVersion.cmake"
                                  COMPATIBILITY SameMinorVersion)
@@ -58,3 +62,7 @@ install(FILES "${PROJECT_BINARY_DIR}/flowrt.pc" DESTINATION "${CMAKE_INSTALL_LIB
 if(TARGET flowrt)
   install(TARGETS flowrt RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT cli)
 endif()
+
+# ---- The JSON Schemas.
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/schemas/" DESTINATION "${CMAKE_INSTALL_DATADIR}/flowrt/schemas"
+        COMPONENT schemas FILES_MATCHING PATTERN "*.schema.json")

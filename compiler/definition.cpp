@@ -7,7 +7,9 @@
 namespace flowrt {
 namespace {
 
-void canonical(const Value& v, std::string& out) {
+// `skip_schema` leaves out the top-level "$schema" key of a definition: it names the JSON
+// Schema an editor checks the file with and is no part of the flow.
+void canonical(const Value& v, std::string& out, bool skip_schema = false) {
   if (!v.is_object()) {
     if (!v.is_array()) {
       write_json(v, out);
@@ -31,6 +33,7 @@ void canonical(const Value& v, std::string& out) {
   out.push_back('{');
   bool first = true;
   for (size_t i : sorted) {
+    if (skip_schema && members[i].key.as_string() == kSchemaKey) continue;
     if (!first) out.push_back(',');
     first = false;
     write_json_string(members[i].key.as_string(), out);
@@ -62,6 +65,12 @@ uint64_t fingerprint64(const Value& v) {
   std::string text;
   canonical(v, text);
   return hash_bytes(text);
+}
+
+std::string definition_fingerprint(const Value& definition) {
+  std::string text;
+  canonical(definition, text, true);
+  return hex64(hash_bytes(text));
 }
 
 std::string hex64(uint64_t v) {
@@ -126,6 +135,13 @@ bool read_definition(const Value& v, const std::string& file, const std::string&
   if (name.is_string()) d.name = std::string(name.as_string());
   else if (!name.is_null()) diags->add(file, pointer_append(pointer, "name"), "name must be a string");
 
+  const Value& schema = v[kSchemaKey];
+  if (!schema.is_null() && !schema.is_string()) {
+    diags->add(file, pointer_append(pointer, kSchemaKey),
+               "$schema must be a string (the URI or path of the JSON Schema that editors check this file with), "
+               "not " + schema.to_json());
+  }
+
   const Value& status = v["status"];
   if (status.is_null() || status == Value("published")) {
     d.status = DefinitionStatus::kPublished;
@@ -145,7 +161,7 @@ bool read_definition(const Value& v, const std::string& file, const std::string&
     diags->add(file, pointer_append(pointer, "active"), "active must be true or false, not " + active.to_json());
   }
 
-  d.fingerprint = fingerprint_of(v);
+  d.fingerprint = definition_fingerprint(v);
   if (ok) *out = std::move(d);
   return ok;
 }

@@ -37,6 +37,14 @@ struct Definition {
 bool read_definition(const Value& v, const std::string& file, const std::string& pointer, Definition* out,
                      Diagnostics* diags);
 
+// The top-level key that names a definition file's JSON Schema (schemas/definition.schema.json).
+// It is allowed in every definition and ignored: it is not compiled and not fingerprinted.
+inline constexpr std::string_view kSchemaKey = "$schema";
+
+// A definition's fingerprint: fingerprint_of without its top-level "$schema", so that
+// adding or changing "$schema" does not change the plan version.
+std::string definition_fingerprint(const Value& definition);
+
 // 64-bit fingerprint of a value's canonical JSON (object keys sorted), as 16 hex digits.
 std::string fingerprint_of(const Value& v);
 uint64_t fingerprint64(const Value& v);

@@ -76,12 +76,12 @@ void UnitCompiler::read_header(PlanUnit* unit) {
   const std::string& base = def_.pointer;
   if (def_.type == UnitType::kFlow) {
     check_keys(src, {"id", "type", "name", "description", "status", "active", "trigger", "inputs", "variables",
-                     "show_draft_actions", "actions"},
+                     "show_draft_actions", "actions", "$schema"},
                base);
   } else {
     // ("active" on a subflow or action is reported by read_definition, which says why.)
     check_keys(src, {"id", "type", "name", "description", "status", "active", "inputs", "outputs", "variables",
-                     "actions"},
+                     "actions", "$schema"},
                base);
   }
   const Value& show = src["show_draft_actions"];

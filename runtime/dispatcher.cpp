@@ -461,6 +461,7 @@ Status Dispatcher::fire_event(const Value& name, const Value& payload, Origin or
   }
   Batch batch(core_);
   batch.reserve(prepared.size());
+  perturb(PerturbPoint::kBeforeCommitLock);
   {
     SpinMutexLock lock(mu_);
     FLOWRT_RETURN_IF_ERROR(check_queue_room(prepared.size()));
@@ -479,6 +480,7 @@ Result<StartedFlow> Dispatcher::start_flow(FlowSlot& flow, TriggerData trigger, 
   Batch batch(core_);
   batch.reserve(1);
   Result<StartedFlow> started = Error{""};
+  perturb(PerturbPoint::kBeforeCommitLock);
   {
     SpinMutexLock lock(mu_);
     if (Status room = check_queue_room(1); !room) {

@@ -7,6 +7,14 @@
 #include <memory>
 
 namespace flowrt {
+namespace {
+
+bool known_level(std::string_view level) {
+  return level == "off" || level == "error" || level == "warn" || level == "info" || level == "debug" ||
+         level == "trace";
+}
+
+}  // namespace
 
 spdlog::logger& engine_log() {
   static std::shared_ptr<spdlog::logger> logger = [] {
@@ -14,7 +22,12 @@ spdlog::logger& engine_log() {
     l->set_pattern("flowrt %^%l%$: %v");
     l->set_level(spdlog::level::warn);
     if (const char* env = std::getenv("FLOWRT_LOG_LEVEL")) {
-      l->set_level(spdlog::level::from_str(env));
+      // spdlog reads a name it does not know as "off": a typo would silence the log.
+      if (known_level(env)) {
+        l->set_level(spdlog::level::from_str(env));
+      } else {
+        l->warn("FLOWRT_LOG_LEVEL={} is not off, error, warn, info or debug; the level stays warn", env);
+      }
     }
     return l;
   }();
@@ -22,10 +35,7 @@ spdlog::logger& engine_log() {
 }
 
 bool set_engine_log_level(std::string_view level) {
-  if (level != "off" && level != "error" && level != "warn" && level != "info" && level != "debug" &&
-      level != "trace") {
-    return false;
-  }
+  if (!known_level(level)) return false;
   engine_log().set_level(spdlog::level::from_str(std::string(level)));
   return true;
 }

@@ -16,9 +16,14 @@ bool read_run_config(const Value& doc, const std::string& name, EngineOptions* o
   }
   for (const auto& m : doc.members()) {
     const std::string_view key = m.key.as_string();
-    if (key != "properties" && key != "locks" && key != "start_time") {
-      diags->add(name, pointer_append("", key), "unknown config key (expected properties, locks, start_time)");
+    if (key != "properties" && key != "locks" && key != "start_time" && key != "$schema") {
+      diags->add(name, pointer_append("", key),
+                 "unknown config key (expected properties, locks, start_time, $schema)");
     }
+  }
+  // "$schema" names the JSON Schema editors check the file with (schemas/config.schema.json).
+  if (const Value* schema = doc.find("$schema"); schema && !schema->is_string()) {
+    diags->add(name, "/$schema", "must be a string (the URI or path of a JSON Schema), not " + schema->to_json());
   }
   const Value& props = doc["properties"];
   if (!props.is_null() && !props.is_object()) diags->add(name, "/properties", "must be an object");
@@ -29,9 +34,15 @@ bool read_run_config(const Value& doc, const std::string& name, EngineOptions* o
   const Value& locks = doc["locks"];
   if (!locks.is_null() && !locks.is_object()) diags->add(name, "/locks", "must be an object");
   for (const auto& m : locks.members()) {
+    const std::string lock = pointer_append("/locks", m.key.as_string());
+    for (const auto& field : m.value.members()) {
+      if (field.key.as_string() != "limit") {
+        diags->add(name, pointer_append(lock, field.key.as_string()), "unknown lock property (expected limit)");
+      }
+    }
     const Value& limit = m.value["limit"];
     if (!m.value.is_object() || !limit.is_int() || limit.as_int() < 1) {
-      diags->add(name, pointer_append("/locks", m.key.as_string()), "a lock needs {\"limit\": N} with N >= 1");
+      diags->add(name, lock, "a lock needs {\"limit\": N} with N >= 1");
       continue;
     }
     options.lock_limits[std::string(m.key.as_string())] = limit.as_int();

@@ -7,7 +7,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   libboost-dev nlohmann-json3-dev libconcurrentqueue-dev libspdlog-dev libhowardhinnant-date-dev
   libgtest-dev libgmock-dev libbenchmark-dev libgoogle-perftools-dev
-  python3
+  python3 python3-jsonschema
 )
 # The clang toolchain: -Wthread-safety checks and libFuzzer targets.
 if [ "${FLOWRT_WITH_CLANG:-1}" = 1 ]; then

@@ -5,7 +5,8 @@
 #                 into a temporary prefix; the example configured with
 #                 find_package(flowrt CONFIG REQUIRED) against that prefix alone, built, and
 #                 its tests run; run_expenses.cpp built from the prefix with pkg-config
-#                 (flowrt.pc) and run; a consumer linking a target flowrt does not export
+#                 (flowrt.pc) and run; the schemas found where pkg-config (schemadir) and
+#                 the package (flowrt_SCHEMAS_DIR) say; a consumer linking a target flowrt does not export
 #                 fails at configure time. The prefix is removed at the end.
 #   subdirectory  the example built with add_subdirectory of this tree
 #                 (-DEMBEDDING_FLOWRT_SOURCE_DIR), unoptimised to build fast, in
@@ -42,7 +43,7 @@ installed() {
   if [ ! -f build/release/build.ninja ]; then scripts/build.sh release --target flowrt_runtime; fi
   cmake --build build/release --target flowrt_runtime >/dev/null
   prefix="$(mktemp -d "${TMPDIR:-/tmp}/flowrt-prefix.XXXXXX")"
-  for component in headers libraries; do
+  for component in headers libraries schemas; do
     cmake --install build/release --prefix "$prefix" --component "$component" >/dev/null
   done
 
@@ -64,6 +65,16 @@ installed() {
     return 1
   fi
 
+  # The schemas, where pkg-config and the CMake package say they are.
+  local schemadir
+  schemadir="$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --variable=schemadir flowrt)"
+  for schema in definition events-line config; do
+    if [ ! -f "$schemadir/$schema.schema.json" ]; then
+      echo "test-embedding: pkg-config's schemadir $schemadir has no $schema.schema.json" >&2
+      return 1
+    fi
+  done
+
   # Linking a target that does not exist is a configure error, not a link error.
   mkdir -p "$prefix/typo"
   cat >"$prefix/typo/CMakeLists.txt" <<'CMAKE'
@@ -72,6 +83,9 @@ project(typo LANGUAGES CXX)
 find_package(flowrt CONFIG REQUIRED)
 if(NOT TARGET flowrt::flowrt OR NOT TARGET flowrt::testing)
   message(FATAL_ERROR "flowrt::flowrt and flowrt::testing should both exist")
+endif()
+if(NOT EXISTS "${flowrt_SCHEMAS_DIR}/definition.schema.json")
+  message(FATAL_ERROR "flowrt_SCHEMAS_DIR (${flowrt_SCHEMAS_DIR}) has no definition.schema.json")
 endif()
 file(WRITE "${CMAKE_BINARY_DIR}/main.cpp" "int main() { return 0; }\n")
 add_executable(main "${CMAKE_BINARY_DIR}/main.cpp")

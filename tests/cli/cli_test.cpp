@@ -33,6 +33,17 @@ Output run(const std::string& args) {
   return Output{WEXITSTATUS(status), out};
 }
 
+// Runs flowrt with `args`, with `env` (NAME=VALUE ...) added to its environment.
+Output run_with_env(const std::string& env, const std::string& args) {
+  const std::string cmd = "env " + env + " " + std::string(FLOWRT_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  return Output{WEXITSTATUS(status), out};
+}
+
 // Runs flowrt with `args`, sends `sig` once its stderr (its engine log) shows `cue`, and
 // returns its exit code and stdout.
 Output run_and_signal(const std::vector<std::string>& args, int sig, const std::string& cue) {
@@ -143,6 +154,47 @@ TEST_F(CliTest, Run_BadConfig_Exit1) {
   Output o = run("run " + dir());
   EXPECT_EQ(o.code, 1);
   EXPECT_NE(o.out.find("/properties/max_actions: property max_actions must be an integer"), std::string::npos) << o.out;
+}
+
+// "$schema" (the JSON Schema editors check config.json with) is allowed and ignored; it
+// must be a string.
+TEST_F(CliTest, Run_ConfigMayNameItsSchema) {
+  write("flows/f.json", R"({"$schema": "../schemas/definition.schema.json", "id": "f", "trigger": {"type": "api"},
+    "actions": []})");
+  write("events.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n");
+  write("config.json", R"({"$schema": "../schemas/config.schema.json", "properties": {"worker_threads": 1}})");
+  Output ok = run("run " + dir());
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("completed"), std::string::npos) << ok.out;
+  write("config.json", R"({"$schema": true})");
+  Output bad = run("run " + dir());
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("config.json: /$schema: must be a string"), std::string::npos) << bad.out;
+}
+
+// The engine log (stderr) is at warn unless FLOWRT_LOG_LEVEL or --log-level, which wins,
+// says otherwise; debug shows each events line applied. A level flowrt does not know is
+// bad usage as an option, and a warning (not silence) from the environment.
+TEST_F(CliTest, Run_LogLevel_FromTheOptionOrFlowrtLogLevel) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  write("events.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n");
+  const std::string applied = "flowrt debug: " + dir() + "/events.jsonl:1: applied";
+  Output quiet = run("run " + dir());
+  EXPECT_EQ(quiet.code, 0) << quiet.out;
+  EXPECT_EQ(quiet.out.find("applied"), std::string::npos) << quiet.out;
+  Output env = run_with_env("FLOWRT_LOG_LEVEL=debug", "run " + dir());
+  EXPECT_EQ(env.code, 0) << env.out;
+  EXPECT_NE(env.out.find(applied), std::string::npos) << env.out;
+  Output option = run("run " + dir() + " --log-level debug");
+  EXPECT_NE(option.out.find(applied), std::string::npos) << option.out;
+  Output both = run_with_env("FLOWRT_LOG_LEVEL=debug", "run " + dir() + " --log-level error");
+  EXPECT_EQ(both.code, 0) << both.out;
+  EXPECT_EQ(both.out.find("applied"), std::string::npos) << both.out;
+  Output typo = run_with_env("FLOWRT_LOG_LEVEL=loud", "run " + dir());
+  EXPECT_EQ(typo.code, 0) << typo.out;
+  EXPECT_NE(typo.out.find("FLOWRT_LOG_LEVEL=loud is not off, error, warn, info or debug"), std::string::npos)
+      << typo.out;
+  EXPECT_EQ(run("run " + dir() + " --log-level loud").code, 2);
 }
 
 // start_time must be a real instant inside the engine's range (1970 to 9999); a time

@@ -81,6 +81,30 @@ TEST(CompilerTest, Version_ChangesWithTheFlowOrADependency_NotWithKeyOrder) {
   EXPECT_NE(version(changed_sub), base);
 }
 
+// "$schema" names the JSON Schema an editor checks the file with: adding, changing or
+// removing it leaves the plan version as it was (docs/BEHAVIOUR.md).
+TEST(CompilerTest, Version_IgnoresTheSchemaKey) {
+  std::vector<Definition> defs = parse(kDefs);
+  auto version = [](const std::vector<Definition>& ds) {
+    MapLookup lookup(ds);
+    Diagnostics d;
+    std::shared_ptr<const Plan> p = Compiler(lookup, nullptr, {}).compile_flow(ds[1], &d);
+    return p ? p->version : d.describe();
+  };
+  const std::string base = version(defs);
+  std::vector<Definition> with_schema = parse(R"([
+    {"$schema": "../../schemas/definition.schema.json", "id": "sub", "type": "subflow",
+     "outputs": [{"name": "o", "type": "any"}], "actions": [
+      {"action": "assign_outputs", "inputs": {"values": {"o": 1}}}]},
+    {"$schema": "https://example.org/other.json", "id": "f", "trigger": {"type": "api"}, "variables": {"v": 0},
+     "actions": [
+      {"id": "a", "action": "call_subflow", "inputs": {"subflow": "sub"}},
+      {"id": "b", "action": "log", "inputs": {"message": "{{steps.a.o}} {{vars.v}}"}}]}])");
+  EXPECT_EQ(version(with_schema), base);
+  EXPECT_EQ(with_schema[0].fingerprint, defs[0].fingerprint);
+  EXPECT_EQ(with_schema[1].fingerprint, defs[1].fingerprint);
+}
+
 TEST(CompilerTest, RecursiveSubflows_CompileToOneUnitEach) {
   std::vector<Definition> defs = parse(R"([
     {"id": "even", "type": "subflow", "inputs": [{"name": "n", "type": "integer"}], "actions": [

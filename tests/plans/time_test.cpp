@@ -16,6 +16,11 @@ TEST(TimeTest, FormatAndParse_AreInverse) {
   EXPECT_FALSE(parse_time("2026-13-01T00:00:00Z").is_ok());
   EXPECT_FALSE(parse_time("2026-01-01T00:00:00").is_ok()) << "a time of day needs a zone";
   EXPECT_FALSE(parse_time("yesterday").is_ok());
+  // The spellings docs/SPEC.md section 3 lists: no seconds, a space for T, +HHMM offsets.
+  EXPECT_EQ(*parse_time("2026-01-01T09:00Z"), kDefaultVirtualStart + 9 * 3600000);
+  EXPECT_EQ(*parse_time("2026-01-01 10:00+0100"), kDefaultVirtualStart + 9 * 3600000);
+  EXPECT_EQ(*parse_time("2026-01-01t09:00:00.250z"), kDefaultVirtualStart + 9 * 3600000 + 250);
+  EXPECT_FALSE(parse_time("2026-01-01T09:00").is_ok()) << "a time of day needs a zone";
 }
 
 TEST(TimeTest, Durations) {
@@ -27,6 +32,9 @@ TEST(TimeTest, Durations) {
   EXPECT_EQ(*parse_duration("1h30m"), 5400000);
   EXPECT_EQ(*parse_duration("1500"), 1500);
   EXPECT_EQ(*parse_duration(Value(1500)), 1500);
+  EXPECT_EQ(*parse_duration("30m1h"), 5400000) << "parts add up, in any order";
+  EXPECT_EQ(*parse_duration("1d1d"), 172800000);
+  EXPECT_EQ(*parse_duration(Value(1.9)), 1) << "a fraction of a millisecond is cut";
   EXPECT_FALSE(parse_duration("").is_ok());
   EXPECT_FALSE(parse_duration("5 minutes").is_ok());
   EXPECT_FALSE(parse_duration(Value(-1)).is_ok());

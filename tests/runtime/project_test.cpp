@@ -98,6 +98,26 @@ TEST_F(ProjectTest, Read_BadConfig_EveryProblemAtOnce_WithItsPointer) {
   EXPECT_THAT(all, HasSubstr(config + ": /start_time: \"2026-02-30T00:00:00Z\" is not a real date"));
 }
 
+// "$schema" (the JSON Schema editors check config.json with) is allowed and ignored, but
+// must be a string; a lock key other than "limit" is an error beside the others.
+TEST_F(ProjectTest, Read_Config_SchemaAllowed_LockKeysChecked) {
+  Write("config.json", R"({"$schema": "../schemas/config.schema.json", "locks": {"db": {"limit": 2}}})");
+  Result<Project, Diagnostics> ok = read_project(Dir());
+  ASSERT_TRUE(ok.is_ok()) << ok.error().describe();
+  EXPECT_EQ(ok->options.lock_limits.at("db"), 2);
+
+  Write("config.json", R"({"$schema": 1, "locks": {"db": {"limit": 2, "limt": 3}, "io": {"limt": 3}}})");
+  Result<Project, Diagnostics> bad = read_project(Dir());
+  ASSERT_FALSE(bad.is_ok());
+  const std::string all = bad.error().describe();
+  const std::string config = Path("config.json");
+  EXPECT_EQ(bad.error().size(), 4u) << all;
+  EXPECT_THAT(all, HasSubstr(config + ": /$schema: must be a string"));
+  EXPECT_THAT(all, HasSubstr(config + ": /locks/db/limt: unknown lock property (expected limit)"));
+  EXPECT_THAT(all, HasSubstr(config + ": /locks/io/limt: unknown lock property (expected limit)"));
+  EXPECT_THAT(all, HasSubstr(config + ": /locks/io: a lock needs {\"limit\": N} with N >= 1"));
+}
+
 TEST_F(ProjectTest, Read_ConfigNotJson_NamesLineAndColumn) {
   Write("config.json", "{\n  \"properties\": {,}\n}");
   Result<Project, Diagnostics> p = read_project(Dir());

@@ -50,6 +50,27 @@ TEST_F(HarnessTest, EventsCallsClockAndProperties) {
   EXPECT_EQ(engine().now(), kDefaultVirtualStart + 1800000);
 }
 
+// `settle` with `until: "0ms"` waits without moving the clock, but the file ends with a
+// bare settle (24h): every timer within 24h of the last line fires there, so a
+// wait_for_condition timeout of 1h always fires; one of 2d, or none, does not.
+TEST_F(HarnessTest, TheImplicitFinalSettle_FiresEveryTimerWithin24h) {
+  ASSERT_TRUE(Load(R"({"id": "w", "trigger": {"type": "api"}, "actions": [
+    {"id": "x", "action": "wait_for_condition", "inputs": {"table": "t", "sys_id": "r1",
+        "condition": {"field": "done", "op": "eq", "value": true}, "timeout": "{{inputs.timeout}}"}}]})"));
+  Status s = Run(R"({"op": "insert", "table": "t", "values": {"sys_id": "r1", "done": false}}
+{"op": "call_flow", "flow": "w", "inputs": {"timeout": "1h"}}
+{"op": "call_flow", "flow": "w", "inputs": {"timeout": "2d"}}
+{"op": "settle", "until": "0ms"}
+)");
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  std::vector<ContextRecord> cs = Contexts("w");
+  ASSERT_EQ(cs.size(), 2u);
+  EXPECT_THAT(cs[0], HasStatus("completed"));
+  EXPECT_EQ(cs[0].step("x")["outputs"]["timed_out"], Value(true));
+  EXPECT_THAT(cs[1], HasStatus("waiting"));
+  EXPECT_EQ(engine().now(), kDefaultVirtualStart + 3600000);
+}
+
 struct BadLine {
   const char* line;
   const char* error;

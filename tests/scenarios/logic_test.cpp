@@ -41,6 +41,25 @@ TEST_F(LogicTest, If_FieldCondition_ReadsTriggerRecord) {
   EXPECT_TRUE(cs[1].logs().size() == 0);
 }
 
+// {"field": F} in flow logic is trigger.record.F: the record as the trigger saw it, not as
+// it is now; under an update trigger, changes ops compare it with trigger.previous.F.
+TEST_F(LogicTest, If_FieldCondition_IsTheTriggerRecord_ChangesComparesWithPrevious) {
+  ASSERT_TRUE(Load(R"({"id": "f", "trigger": {"type": "record", "table": "t", "when": "updated"}, "actions": [
+    {"action": "update_record", "inputs": {"table": "t", "sys_id": "{{trigger.sys_id}}", "values": {"state": "reopened"}}},
+    {"if": {"field": "state", "op": "changes_to", "value": "closed"},
+     "then": [{"action": "log", "inputs": {"message": "closed"}}],
+     "else": [{"action": "log", "inputs": {"message": "{{trigger.previous.state}} -> {{trigger.record.state}}"}}]}]})"));
+  Insert("t", Json(R"({"sys_id": "r", "state": "open"})"));
+  Update("t", "r", Json(R"({"state": "closed"})"));
+  Settle();
+  Update("t", "r", Json(R"({"note": "x"})"));
+  Settle();
+  std::vector<ContextRecord> cs = Contexts("f");
+  ASSERT_EQ(cs.size(), 2u);
+  EXPECT_THAT(cs[0], HasLog("closed")) << "the record says reopened by then; the condition reads the trigger's";
+  EXPECT_THAT(cs[1], HasLog("reopened -> reopened"));
+}
+
 TEST_F(LogicTest, ForEach_IteratesWithItemAndAs_PathsCarryIterations) {
   ASSERT_TRUE(Load(R"({"id": "loop", "trigger": {"type": "api"}, "variables": {"sum": 0}, "actions": [
     {"for_each": "{{inputs.rows}}", "as": "row", "do": [

@@ -70,6 +70,12 @@ TEST_F(RulesTest, Once_RunsTheFirstTimeOnly_ForEachRecord) {
   Settle();
   EXPECT_EQ(Contexts("watch").size(), 2u);
   EXPECT_EQ(SkipReasons("watch"), (std::vector<std::string>{"run_once", "run_once"}));
+  // A start skipped for an operation no context made has a null cause (docs/SPEC.md 10).
+  const Value skipped = Skipped().at(0);
+  EXPECT_EQ(skipped["event"]["operation"], Value("update"));
+  EXPECT_EQ(skipped["event"]["sys_id"], Value(std::string_view(a)));
+  EXPECT_TRUE(skipped.contains("cause"));
+  EXPECT_TRUE(skipped["cause"].is_null()) << skipped.to_json();
 }
 
 TEST_F(RulesTest, ForEachUniqueChange_RunsForEveryChangingUpdate_EvenWhileRunning) {

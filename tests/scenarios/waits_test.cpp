@@ -82,6 +82,26 @@ TEST_F(WaitsTest, WaitForCondition_TimesOutWithCurrentRecord) {
   EXPECT_EQ(Ms(c.value()["ended_at"]), 1800000);
 }
 
+// No timeout is no deadline: no settle or advance ends the wait; only the write that meets
+// the condition (or the record's deletion, or a cancel) does.
+TEST_F(WaitsTest, WaitForCondition_WithoutTimeout_WaitsPastEverySettleAndAdvance) {
+  ASSERT_TRUE(Load(R"({"id": "w", "trigger": {"type": "api"}, "actions": [
+    {"id": "x", "action": "wait_for_condition", "inputs": {"table": "t", "sys_id": "r1",
+        "condition": {"field": "done", "op": "eq", "value": true}}},
+    {"action": "log", "inputs": {"message": "timed_out={{steps.x.timed_out}}"}}]})"));
+  Insert("t", Json(R"({"sys_id": "r1", "done": false})"));
+  const std::string id = CallFlow("w");
+  Settle();
+  engine().settle(int64_t{365} * 24 * 3600 * 1000);
+  Advance("30d");
+  EXPECT_THAT(ContextById(id), HasStatus("waiting"));
+  EXPECT_EQ(engine().now(), kDefaultVirtualStart + int64_t{30} * 24 * 3600 * 1000) << "no timer moved the clock";
+  Update("t", "r1", Json(R"({"done": true})"));
+  Settle();
+  EXPECT_THAT(ContextById(id), HasStatus("completed"));
+  EXPECT_THAT(ContextById(id), HasLog("timed_out=false"));
+}
+
 TEST_F(WaitsTest, WaitForCondition_AlreadyTrue_DoesNotWait) {
   ASSERT_TRUE(Load(R"({"id": "w", "trigger": {"type": "api"}, "actions": [
     {"id": "x", "action": "wait_for_condition", "inputs": {"table": "t", "sys_id": "r1",

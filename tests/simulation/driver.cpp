@@ -1,6 +1,9 @@
 #include "tests/simulation/driver.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -8,28 +11,16 @@
 #include "plans/value_json.h"
 #include "runtime/engine.h"
 #include "runtime/engine_core.h"
+#include "tests/simulation/commit_log.h"
 #include "tests/simulation/generator.h"
 #include "tests/simulation/invariants.h"
 #include "tests/simulation/model.h"
+#include "tests/simulation/perturbation.h"
+#include "tests/simulation/sim_actions.h"
 #include "tests/simulation/traffic.h"
 
 namespace flowrt::sim {
 namespace {
-
-std::vector<Value> new_contexts(const Engine& engine, const Model& model) {
-  std::vector<Value> out;
-  for (uint64_t seq = model.max_seq() + 1;; ++seq) {
-    std::optional<ContextRecord> c = engine.context("ctx-" + std::to_string(seq));
-    if (!c) break;
-    out.push_back(c->value());
-  }
-  return out;
-}
-
-std::vector<Value> new_skipped(const Engine& engine, const Model& model) {
-  std::vector<Value> all = engine.skipped();
-  return std::vector<Value>(all.begin() + static_cast<long>(std::min(model.skipped_seen(), all.size())), all.end());
-}
 
 // The first context (or part) where two documents differ.
 std::string first_difference(const std::string& a, const std::string& b) {
@@ -50,6 +41,129 @@ std::string first_difference(const std::string& a, const std::string& b) {
   size_t i = 0;
   while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
   return "the documents differ from byte " + std::to_string(i);
+}
+
+// The `flowrt run` document, as Engine::document() builds it, but a context that had
+// ended at an earlier look is not built again (its record no longer changes).
+Value current_document(const Engine& engine, std::map<std::string, Value>* ended) {
+  std::vector<Value> contexts;
+  for (uint64_t seq = 1;; ++seq) {
+    const std::string id = "ctx-" + std::to_string(seq);
+    if (auto it = ended->find(id); it != ended->end()) {
+      contexts.push_back(it->second);
+      continue;
+    }
+    std::optional<ContextRecord> c = engine.context(id);
+    if (!c) break;
+    Value v = c->value();
+    const std::string_view st = v["status"].as_string();
+    if (st == "completed" || st == "error" || st == "cancelled") (*ended)[id] = v;
+    contexts.push_back(std::move(v));
+  }
+  std::vector<Member> tables;
+  for (const std::string& t : engine.tables()) tables.push_back(Member{Value(std::string_view(t)), Value::array(engine.records(t))});
+  return Value::object({{"contexts", Value::array(std::move(contexts))},
+                        {"skipped", Value::array(engine.skipped())},
+                        {"records", Value::object(std::move(tables))},
+                        {"locks", engine.locks()}});
+}
+
+// Applies one outside operation to the engine; what it answered.
+OpOutcome apply(Engine& engine, const Scenario& s, const Op& op) {
+  OpOutcome o;
+  auto fail = [&](const std::string& m) {
+    o.ok = false;
+    o.error = m;
+  };
+  switch (op.kind) {
+    case Op::Kind::kInsert: {
+      Result<Value> r = engine.insert(op.table, op.values);
+      if (r) o.value = *r; else fail(r.message());
+      break;
+    }
+    case Op::Kind::kUpdate:
+    case Op::Kind::kUpdateMissing: {
+      Result<Value> r = engine.update(op.table, op.sys_id, op.values);
+      if (r) o.value = *r; else fail(r.message());
+      break;
+    }
+    case Op::Kind::kUpdateWhere: {
+      Result<size_t> r = engine.update_where(op.table, op.where, op.values);
+      if (r) o.value = Value(static_cast<long long>(*r)); else fail(r.message());
+      break;
+    }
+    case Op::Kind::kDelete: {
+      Result<Value> r = engine.remove(op.table, op.sys_id);
+      if (r) o.value = *r; else fail(r.message());
+      break;
+    }
+    case Op::Kind::kDeleteWhere: {
+      Result<size_t> r = engine.remove_where(op.table, op.where);
+      if (r) o.value = Value(static_cast<long long>(*r)); else fail(r.message());
+      break;
+    }
+    case Op::Kind::kFireEvent: {
+      Status st = engine.fire_event(op.name, op.payload);
+      if (!st) fail(st.message());
+      break;
+    }
+    case Op::Kind::kCallFlow: {
+      Result<std::string> r = engine.call_flow(op.flow, op.values);
+      if (r) o.value = Value(*r); else fail(r.message());
+      break;
+    }
+    case Op::Kind::kTestFlow: {
+      const Value record = op.table.empty() ? Value() : Value::object({{"table", Value(op.table)}, {"sys_id", Value(op.sys_id)}});
+      Result<std::string> r = engine.test_flow(op.flow, record, op.table.empty() ? op.values : Value());
+      if (r) o.value = Value(*r); else fail(r.message());
+      break;
+    }
+    case Op::Kind::kCancel:
+    case Op::Kind::kCancelUnknown: {
+      Status st = engine.cancel(op.context);
+      if (!st) fail(st.message());
+      break;
+    }
+    case Op::Kind::kActivate:
+    case Op::Kind::kDeactivate:
+    case Op::Kind::kPublish: {
+      Status st = op.kind == Op::Kind::kActivate ? engine.activate(op.flow)
+                  : op.kind == Op::Kind::kPublish ? engine.publish(op.flow)
+                                                  : engine.deactivate(op.flow);
+      if (!st) fail(st.message());
+      break;
+    }
+    case Op::Kind::kSave: {
+      Status st = engine.save(s.versions.at(op.flow).at(op.version));
+      if (!st) fail(st.message());
+      break;
+    }
+    case Op::Kind::kSetProperty: {
+      Status st = engine.set_property(op.name, op.values);
+      if (!st) fail(st.message());
+      break;
+    }
+    case Op::Kind::kAdvance: {
+      Status st = engine.advance(op.duration);
+      if (!st) fail(st.message());
+      break;
+    }
+    case Op::Kind::kSettle: engine.settle(op.duration); break;
+  }
+  return o;
+}
+
+// The operations whose failure is part of the traffic (the others must succeed).
+bool may_fail(const Op& op) {
+  switch (op.kind) {
+    case Op::Kind::kUpdate:
+    case Op::Kind::kUpdateMissing:
+    case Op::Kind::kDelete:
+    case Op::Kind::kCallFlow:
+    case Op::Kind::kTestFlow:
+    case Op::Kind::kCancelUnknown: return true;
+    default: return false;
+  }
 }
 
 }  // namespace
@@ -80,16 +194,25 @@ void Coverage::count(const Snapshot& s) {
   for (const Value& k : s.skipped) skipped[std::string(k["reason"].as_string())]++;
 }
 
+void Coverage::add_model(const std::map<std::string, size_t>& counts) {
+  for (const auto& [k, n] : counts) model[k] += n;
+}
+
+size_t Coverage::of(const std::string& model_count) const {
+  auto it = model.find(model_count);
+  return it == model.end() ? 0 : it->second;
+}
+
 std::string Coverage::describe() const {
   std::ostringstream o;
   o << seeds << " seeds, " << operations << " operations, " << steps_checked << " steps checked, " << contexts
-    << " contexts (max " << max_contexts
-    << " in one seed): " << completed << " completed, " << errors << " error, " << cancelled << " cancelled; "
-    << "skipped:";
+    << " contexts (max " << max_contexts << " in one seed): " << completed << " completed, " << errors << " error, "
+    << cancelled << " cancelled; skipped:";
   for (const auto& [reason, n] : skipped) o << " " << reason << "=" << n;
   o << "; locks: " << lock_waits << " queued, " << lock_timeouts << " gave up, " << deadlocks << " deadlocks, "
     << lease_expiries << " lease expiries, " << lock_lost << " lock_lost writes; " << increments
-    << " counter increments; wait_for_condition: " << condition_met << " met, " << wait_timeouts << " timed out";
+    << " counter increments; wait_for_condition: " << condition_met << " met, " << wait_timeouts << " timed out; model:";
+  for (const auto& [k, n] : model) o << " " << k << "=" << n << ";";
   return o.str();
 }
 
@@ -101,216 +224,226 @@ std::string normalised_document(const Value& document) {
   return document.with("contexts", Value::array(std::move(contexts))).to_json();
 }
 
-SeedRun run_seed(uint64_t seed, Coverage* cov) {
+SeedRun run_seed(uint64_t seed, Variant variant, Coverage* cov, const Sabotage& sabotage) {
   SeedRun run;
-  const Scenario s = generate_scenario(seed);
+  const bool sim = variant == Variant::kSimulated;
+  const Scenario s = generate_scenario(seed, variant);
   run.definitions = s.definitions;
+  SimActions actions(!sim);
+  CommitLog commits(!sim);
+  const bool real_clock = variant == Variant::kRealClock;
   EngineOptions o;
-  o.simulation_seed = seed;
+  if (sim) o.simulation_seed = seed;
+  o.virtual_clock = !real_clock;
   o.seed = seed;
-  o.run_clock = [] { return 0.0; };  // running time is real time; the quota stays out of reach
+  o.run_clock = actions.run_clock();
   o.properties.worker_threads = s.workers;
   o.properties.indirect_recursion_limit = s.recursion_limit;
   o.lock_limits = s.lock_limits;
   o.check_invariants = true;
   o.log_level = "off";
-  // Between any two steps a context takes inside advance/settle, what must hold at every
-  // instant, on the context that stepped and on every lock: an ended context has closed
-  // its steps and holds or waits for no lock, held weights within limits, fencing tokens
-  // unique, and the lock table's own check. (The rest is checked after each operation.)
+  o.on_commit = commits.observer();
+  // Between any two steps a context takes inside advance/settle (simulation mode), what
+  // must hold at every instant, on the context that stepped and on every lock: an ended
+  // context has closed its steps and holds or waits for no lock, held weights within
+  // limits, fencing tokens unique, and the lock table's own check.
   Engine* running = nullptr;
-  o.after_simulated_step = [&run, &running, &s](std::string_view stepped) {
-    if (!running || !run.violations.empty()) return;
-    Snapshot snap;
-    snap.now = running->now();
-    snap.locks = running->locks();
-    auto add_context = [&](std::string_view id) {
-      if (snap.context(id)) return;
-      if (std::optional<ContextRecord> c = running->context(id)) {
+  // Records as of each context's last step (a record changes only when its context
+  // steps, but for log lines the checks here do not read): only the context that stepped
+  // is built again, and only when a check reads it.
+  std::map<std::string, Value> latest;
+  if (sim && !std::getenv("FLOWRT_SIM_NO_BETWEEN")) {
+    o.after_simulated_step = [&run, &running, &s, &latest](std::string_view stepped) {
+      if (!running || !run.violations.empty()) return;
+      latest.erase(std::string(stepped));
+      Snapshot snap;
+      snap.now = running->now();
+      snap.locks = running->locks();
+      auto add_context = [&](std::string_view id) {
+        if (snap.context(id)) return;
+        auto it = latest.find(std::string(id));
+        if (it == latest.end()) {
+          std::optional<ContextRecord> c = running->context(id);
+          if (!c) return;
+          it = latest.emplace(std::string(id), c->value()).first;
+        }
         snap.by_id[std::string(id)] = snap.contexts.size();
-        snap.contexts.push_back(c->value());
+        snap.contexts.push_back(it->second);
+      };
+      // The context that stepped, when it ended (then its steps must all be closed).
+      if (std::shared_ptr<Context> c = running->core().contexts.find(stepped); c && c->finished()) add_context(stepped);
+      for (const Value& l : snap.locks.items()) {
+        for (const Value& h : l["holders"].items()) add_context(h["context"].as_string());
+        for (const Value& w : l["waiters"].items()) add_context(w["context"].as_string());
       }
+      check_contexts(snap, Moment::kBetweenSteps, &run.violations);
+      check_locks(snap, s.lock_limits, Moment::kBetweenSteps, &run.violations);
+      const std::string lv = running->core().dispatcher.lock_violation();
+      if (!lv.empty()) run.violations.push_back(Violation{"(c) locks", "the lock table's own check: " + lv, ""});
+      ++run.steps_checked;
     };
-    add_context(stepped);
-    for (const Value& l : snap.locks.items()) {
-      for (const Value& h : l["holders"].items()) add_context(h["context"].as_string());
-      for (const Value& w : l["waiters"].items()) add_context(w["context"].as_string());
-    }
-    check_contexts(snap, Moment::kBetweenSteps, &run.violations);
-    check_locks(snap, s.lock_limits, Moment::kBetweenSteps, &run.violations);
-    const std::string lv = running->core().dispatcher.lock_violation();
-    if (!lv.empty()) run.violations.push_back(Violation{"(c) locks", "the lock table's own check: " + lv, ""});
-    ++run.steps_checked;
-  };
-  Engine engine(o);
-  running = &engine;
-  Violations& v = run.violations;
-  Diagnostics d = engine.load_text(s.definitions, "simulation.json");
-  if (!d.empty()) {
-    v.push_back(Violation{"generator", "the generated definitions do not load:\n" + d.describe(), s.definitions});
-    return run;
   }
+  std::optional<Perturbation> perturbation;
+  if (!sim) perturbation.emplace(seed);
   Model model(s);
-  for (const std::string& key : s.lock_names) {
-    Result<Value> r = engine.insert(kCounterTable, Value::object({{"name", Value(key)}, {"n", Value(0)}}));
-    if (!r) {
-      v.push_back(Violation{"setup", "insert of counter " + key + ": " + r.message(), ""});
-      return run;
+  Violations& v = run.violations;
+  {
+    Engine engine(o);
+    running = &engine;
+    commits.set_clock(&engine.core().clock);
+    for (CustomActionType& t : actions.types()) {
+      if (Status st = engine.register_action(std::move(t)); !st) v.push_back(Violation{"setup", st.message(), ""});
     }
-    model.external_write(kCounterTable, "insert", *r, Value(), new_contexts(engine, model), new_skipped(engine, model),
-                         engine.now(), &v);
-  }
+    Diagnostics d = engine.load_text(s.definitions, "simulation.json");
+    if (!d.empty()) v.push_back(Violation{"generator", "the generated definitions do not load:\n" + d.describe(), s.definitions});
+    model.loaded(engine.now());
 
-  std::set<std::string> cancelled;  // cancelled while not ended: must end cancelled at the next settle
-  // The stateless checks, at any moment; the model's look at the steps that ran, and the
-  // cancels, once the contexts have run (after advance and settle).
-  auto check = [&](Moment m) {
-    const Snapshot snap = Snapshot::from_document(engine.document(), engine.now());
-    if (m != Moment::kAfterOperation) model.after_run(snap, &v);
-    check_contexts(snap, m, &v);
-    check_locks(snap, s.lock_limits, m, &v);
-    check_fifo(snap, &v);
-    check_counters(snap, s.lock_names, &v);
-    const std::string lv = engine.core().dispatcher.lock_violation();
-    if (!lv.empty()) v.push_back(Violation{"(c) locks", "the lock table's own check: " + lv, ""});
-    if (m == Moment::kAfterOperation) return;
-    for (const std::string& id : cancelled) {
-      const Value* c = snap.context(id);
-      if (c && (*c)["status"].as_string() != "cancelled") {
-        v.push_back(Violation{"(b) contexts ended or waiting on something that exists",
-                              id + " was cancelled while it waited or was queued, but ended " +
-                                  std::string((*c)["status"].as_string()),
-                              to_pretty_json(*c)});
+    std::set<std::string> cancelled;  // cancelled while not ended: must end cancelled (simulation mode)
+    std::map<std::string, Value> ended;  // records of contexts that had ended at a look
+    const bool trace = std::getenv("FLOWRT_SIM_TRACE") != nullptr;  // each operation as it is applied
+    auto run_op = [&](const Op& op, size_t number) {
+      run.log.push_back(op.describe());
+      if (trace) std::fprintf(stderr, "[ simulation ] #%zu %s\n", number, op.describe().c_str());
+      const uint64_t before = engine.core().dispatcher.last_commit();
+      const TimeMs now = engine.now();
+      std::optional<ContextRecord> target;
+      if (sim && op.kind == Op::Kind::kCancel) target = engine.context(op.context);
+      model.begin_op(op, before, now);
+      const OpOutcome outcome = apply(engine, s, op);
+      model.end_op(outcome, engine.core().dispatcher.last_commit(), engine.now());
+      const std::string what = "operation #" + std::to_string(number) + " (" + op.describe() + ")";
+      if (!outcome.ok && !may_fail(op)) v.push_back(Violation{"(a) operations", what + " failed: " + outcome.error, ""});
+      if (op.kind == Op::Kind::kCancelUnknown && outcome.ok) v.push_back(Violation{"(a) operations", what + " succeeded", ""});
+      if (op.kind == Op::Kind::kAdvance && engine.now() != now + op.duration) {
+        v.push_back(Violation{"(a) operations", what + ": the clock is at " + format_time(engine.now()), ""});
       }
-    }
-    cancelled.clear();
-    if (m == Moment::kEnd && cov) cov->count(snap);
-  };
+      if (op.kind == Op::Kind::kSettle && !real_clock && engine.now() > now + op.duration) {
+        v.push_back(Violation{"(a) operations", what + ": settle moved the clock past its limit, to " + format_time(engine.now()), ""});
+      }
+      if (target && (target->status() == "in_progress" || target->status() == "waiting")) cancelled.insert(op.context);
+    };
+    // The checks: the model (its commits, steps, tables, locks) and the stateless ones.
+    // With real threads only when nothing runs (after advance and settle).
+    auto check = [&](Moment m) {
+      if (!v.empty()) return;
+      if (!sim && m == Moment::kAfterOperation) return;
+      // On the real clock a timer may fire while the document is read: only the end,
+      // when nothing is left to fire, is a moment to look.
+      if (real_clock && m != Moment::kEnd) return;
+      std::vector<CommitRecord> taken = commits.take();
+      if (m == Moment::kAfterOperation) {
+        // No context ran: the model reads the operation's commits, the contexts they
+        // started and the skipped list (the whole document waits for advance/settle).
+        std::vector<Value> started;
+        for (const CommitRecord& c : taken) {
+          for (const CommitRecord::Started& st : c.started) {
+            if (std::optional<ContextRecord> r = engine.context(st.id)) started.push_back(r->value());
+          }
+        }
+        Value light = Value::object({{"contexts", Value::array(std::move(started))}, {"skipped", Value::array(engine.skipped())},
+                                     {"records", Value::empty_object()}, {"locks", Value::empty_array()}});
+        if (sabotage && sabotage(&taken, &light)) run.sabotaged = true;
+        model.checkpoint(std::move(taken), Snapshot::from_document(light, engine.now()), commits, false, &v);
+        return;
+      }
+      Value document = current_document(engine, &ended);
+      if (sabotage && sabotage(&taken, &document)) run.sabotaged = true;
+      const Snapshot snap = Snapshot::from_document(document, engine.now());
+      model.checkpoint(std::move(taken), snap, commits, true, &v);
+      model.check_commit_seqs(
+          [&engine](const std::string& id) {
+            std::shared_ptr<Context> c = engine.core().contexts.find(id);
+            return c ? c->commit_seq : 0;
+          },
+          &v);
+      check_contexts(snap, m, &v);
+      check_locks(snap, s.lock_limits, m, &v);
+      check_fifo(snap, &v, !real_clock);
+      check_counters(snap, s.lock_names, &v);
+      const std::string lv = engine.core().dispatcher.lock_violation();
+      if (!lv.empty()) v.push_back(Violation{"(c) locks", "the lock table's own check: " + lv, ""});
+      if (const char* dump = std::getenv("FLOWRT_SIM_DUMP"); dump && *dump && !v.empty()) {
+        // The document the failing checks read, for a closer look.
+        if (FILE* f = std::fopen(dump, "w")) {
+          std::fputs(to_pretty_json(document).c_str(), f);
+          std::fclose(f);
+        }
+      }
+      if (m == Moment::kAfterOperation) return;
+      for (const std::string& id : cancelled) {
+        const Value* c = snap.context(id);
+        if (c && (*c)["status"].as_string() != "cancelled") {
+          v.push_back(Violation{"(b) contexts ended or waiting on something that exists",
+                                id + " was cancelled while it waited or was queued, but ended " + std::string((*c)["status"].as_string()),
+                                to_pretty_json(*c)});
+        }
+      }
+      cancelled.clear();
+      if (m == Moment::kEnd && cov) cov->count(snap);
+    };
 
-  Traffic traffic(s, seed);
-  for (int64_t i = 0; i < s.operations && v.empty(); ++i) {
-    TrafficView view{model.live_records(), model.max_seq(), model.active_map()};
-    const Op op = traffic.next(view);
-    run.log.push_back(op.describe());
-    const TimeMs now = engine.now();
-    const std::string what = "operation #" + std::to_string(i + 1) + " (" + op.describe() + ")";
-    auto fail = [&](const std::string& msg) { v.push_back(Violation{"(a) operations", what + ": " + msg, ""}); };
-    Moment moment = Moment::kAfterOperation;
-    switch (op.kind) {
-      case Op::Kind::kInsert: {
-        Result<Value> r = engine.insert(op.table, op.values);
-        if (!r) {
-          fail("insert failed: " + r.message());
-          break;
-        }
-        model.external_write(op.table, "insert", *r, Value(), new_contexts(engine, model), new_skipped(engine, model), now, &v);
-        break;
-      }
-      case Op::Kind::kUpdate: {
-        const Value previous = engine.record(op.table, op.sys_id);
-        Result<Value> r = engine.update(op.table, op.sys_id, op.values);
-        if (previous.is_null() || !r) {
-          fail("the record the model holds live is not there: " + (r ? std::string() : r.message()));
-          break;
-        }
-        model.external_write(op.table, "update", *r, previous, new_contexts(engine, model), new_skipped(engine, model), now, &v);
-        break;
-      }
-      case Op::Kind::kUpdateMissing: {
-        Result<Value> r = engine.update(op.table, op.sys_id, op.values);
-        if (r) fail("an update of a missing record succeeded");
-        model.external_nothing(what, new_contexts(engine, model), new_skipped(engine, model), &v);
-        break;
-      }
-      case Op::Kind::kDelete: {
-        Result<Value> r = engine.remove(op.table, op.sys_id);
-        if (!r) {
-          fail("delete failed: " + r.message());
-          break;
-        }
-        model.external_write(op.table, "delete", *r, Value(), new_contexts(engine, model), new_skipped(engine, model), now, &v);
-        break;
-      }
-      case Op::Kind::kFireEvent: {
-        Status st = engine.fire_event(op.name, op.payload);
-        if (!st) fail("fire_event failed: " + st.message());
-        model.external_event(op.name, new_contexts(engine, model), new_skipped(engine, model), now, &v);
-        break;
-      }
-      case Op::Kind::kCallFlow: {
-        Result<std::string> r = engine.call_flow(op.flow, op.values);
-        std::optional<std::string> started;
-        if (r) started = *r;
-        model.external_call(op.flow, started, new_contexts(engine, model), new_skipped(engine, model), now, &v);
-        break;
-      }
-      case Op::Kind::kCancel: {
-        std::optional<ContextRecord> c = engine.context(op.context);
-        Status st = engine.cancel(op.context);
-        if (!st) fail("cancel failed: " + st.message());
-        if (c && (c->status() == "in_progress" || c->status() == "waiting")) cancelled.insert(op.context);
-        model.external_nothing(what, new_contexts(engine, model), new_skipped(engine, model), &v);
-        break;
-      }
-      case Op::Kind::kCancelUnknown: {
-        Status st = engine.cancel(op.context);
-        if (st) fail("cancel of an unknown context succeeded");
-        model.external_nothing(what, new_contexts(engine, model), new_skipped(engine, model), &v);
-        break;
-      }
-      case Op::Kind::kActivate:
-      case Op::Kind::kDeactivate: {
-        const bool on = op.kind == Op::Kind::kActivate;
-        Status st = on ? engine.activate(op.flow) : engine.deactivate(op.flow);
-        if (!st) fail(st.message());
-        model.set_active(op.flow, on);
-        model.external_nothing(what, new_contexts(engine, model), new_skipped(engine, model), &v);
-        break;
-      }
-      case Op::Kind::kAdvance:
-        if (Status st = engine.advance(op.duration); !st) fail(st.message());
-        if (engine.now() != now + op.duration) fail("the clock is at " + format_time(engine.now()));
-        moment = Moment::kQuiescent;
-        break;
-      case Op::Kind::kSettle:
-        engine.settle(op.duration);
-        if (engine.now() > now + op.duration) fail("settle moved the clock past its limit, to " + format_time(engine.now()));
-        moment = Moment::kQuiescent;
-        break;
+    size_t number = 0;
+    for (const std::string& key : s.lock_names) {
+      Op op;
+      op.kind = Op::Kind::kInsert;
+      op.table = kCounterTable;
+      op.values = Value::object({{"name", Value(key)}, {"n", Value(0)}});
+      run_op(op, ++number);
     }
-    if (v.empty()) check(moment);
+    check(Moment::kAfterOperation);
+    Traffic traffic(s, seed);
+    for (int64_t i = 0; i < s.operations && v.empty(); ++i) {
+      const Op op = traffic.next(model.view());
+      run_op(op, ++number);
+      check(op.kind == Op::Kind::kAdvance || op.kind == Op::Kind::kSettle ? Moment::kQuiescent : Moment::kAfterOperation);
+    }
+    if (v.empty()) {
+      Op last;
+      last.kind = Op::Kind::kSettle;
+      last.duration = int64_t{30} * 24 * 3600 * 1000;
+      run_op(last, ++number);
+      run.log.back() += " (final)";
+      check(Moment::kEnd);
+    }
+    if (cov) {
+      cov->seeds++;
+      cov->operations += run.log.size();
+      cov->steps_checked += run.steps_checked;
+      cov->add_model(model.counts());
+    }
+    run.document = normalised_document(engine.document());
+    running = nullptr;
+    // A never-returning action was given up on (its context ended): let its thread end
+    // before the engine goes.
+    actions.release_hung();
   }
-  if (v.empty()) {
-    engine.settle(int64_t{30} * 24 * 3600 * 1000);
-    run.log.push_back("settle (final, 30 days)");
-    check(Moment::kEnd);
-  }
-  if (cov) {
-    cov->seeds++;
-    cov->operations += run.log.size();
-    cov->steps_checked += run.steps_checked;
-  }
-  run.document = normalised_document(engine.document());
   return run;
 }
 
-std::string check_seed(uint64_t seed, const std::string& binary, bool verbose, Coverage* cov) {
-  const SeedRun first = run_seed(seed, cov);
+std::string compare_runs(const SeedRun& first, const SeedRun& second) {
+  if (!second.violations.empty()) {
+    return "(f) replay: the second run of the seed broke an invariant the first kept:\n" + describe(second.violations);
+  }
+  if (second.document != first.document) {
+    return "invariant (f) replay broken: the same seed gave two different runs; " + first_difference(first.document, second.document) + "\n";
+  }
+  return "";
+}
+
+std::string check_seed(uint64_t seed, Variant variant, const std::string& binary, bool verbose, Coverage* cov) {
+  const SeedRun first = run_seed(seed, variant, cov);
   std::string problem;
   if (!first.violations.empty()) {
     problem = describe(first.violations);
-  } else {
-    const SeedRun second = run_seed(seed, nullptr);
-    if (!second.violations.empty()) {
-      problem = "(f) replay: the second run of the seed broke an invariant the first kept:\n" + describe(second.violations);
-    } else if (second.document != first.document) {
-      problem = "invariant (f) replay broken: the same seed gave two different runs; " +
-                first_difference(first.document, second.document) + "\n";
-    }
+  } else if (variant == Variant::kSimulated) {
+    problem = compare_runs(first, run_seed(seed, variant, nullptr));
   }
   if (!verbose && problem.empty()) return "";
   std::ostringstream o;
-  if (!problem.empty()) o << "seed " << seed << " FAILED; replay with\n  " << binary << " --seed " << seed << "\n" << problem;
+  if (!problem.empty()) {
+    o << "seed " << seed << " (" << variant_name(variant) << ") FAILED; replay with\n  " << binary << " --variant "
+      << variant_name(variant) << " --seed " << seed << "\n" << problem;
+  }
   o << "operations of seed " << seed << ":\n";
   for (size_t i = 0; i < first.log.size(); ++i) o << "  #" << i + 1 << " " << first.log[i] << "\n";
   if (verbose) o << "definitions: " << first.definitions << "\nfinal document: " << first.document << "\n";

@@ -1,296 +1,27 @@
 #include "tests/simulation/generator.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "plans/value_json.h"
+#include "tests/simulation/sim_real.h"
+#include "tests/simulation/steps.h"
 
 namespace flowrt::sim {
 namespace {
 
 using json = nlohmann::json;
 
-int64_t action_steps(const json& steps);
+json log_step(const std::string& message) { return json{{"action", "log"}, {"inputs", {{"message", message}}}}; }
 
-// Builds one flow's steps. Writes that can start other flows are rationed (a budget per
-// flow) so that chains of flows starting flows stay small; writes inside loops go to the
-// sink table, which no flow listens to.
-class FlowBuilder {
- public:
-  FlowBuilder(Rng& g, const Scenario& s, const FlowSpec& f, const std::vector<std::string>& api_flows)
-      : g_(g), s_(s), f_(f), api_flows_(api_flows) {
-    writes_left_ = g_.chance(0.35) ? 0 : g_.between(1, 2);
-  }
+// The first step of every version: the record then tells which version ran.
+json version_marker(const std::string& id, size_t version) { return log_step("version " + id + " " + std::to_string(version)); }
 
-  // The flow's steps; the last top-level ones are dropped while the flow holds more than
-  // max_actions (50) action steps (pills only read earlier steps, so this stays valid).
-  json body() {
-    json steps = json::array();
-    const int64_t n = g_.between(2, 6);
-    for (int64_t i = 0; i < n; ++i) add(steps, 0, false);
-    while (action_steps(steps) > 50) steps.erase(steps.size() - 1);
-    return steps;
-  }
-
- private:
-  std::string next_id() { return "s" + std::to_string(++ids_); }
-  std::string on_error() { return g_.chance(0.5) ? "continue" : "stop"; }
-  bool record_flow() const { return f_.kind == FlowSpec::Kind::kRecord; }
-  bool has_trigger_record() const { return record_flow() && f_.when != "deleted"; }
-  json literal_values() {
-    return json{{"a", g_.between(0, 4)}, {"b", g_.pick(kLetters)}, {"by", "{{flow.id}}"}};
-  }
-
-  json lock_step(const std::string& key, int64_t weight, bool counter) {
-    json in = {{"key", key}, {"max_attempts", g_.between(1, counter ? 12 : 6)},
-               {"delay", std::to_string(g_.between(1, 5) * 100) + "ms"}};
-    if (weight != 1 || g_.chance(0.3)) in["weight"] = weight;
-    if (g_.chance(0.25)) in["max_duration"] = g_.chance(0.5) ? "700ms" : "3s";
-    return json{{"id", next_id()}, {"action", "lock"}, {"on_error", on_error()}, {"inputs", in}};
-  }
-
-  // lock K; look up counter K; [wait]; update n = n + 1 while holding K; log "inc K"; unlock K.
-  // Only on a key no earlier step may still hold: re-locking a held name returns it at
-  // once with the weight first taken (BEHAVIOUR.md, Locks), which may be too light to
-  // keep two incrementers apart.
-  void counter_pattern(json& out) {
-    std::vector<std::string> free;
-    for (const std::string& k : s_.lock_names) {
-      if (!maybe_held_.count(k)) free.push_back(k);
-    }
-    if (free.empty()) {
-      out.push_back(json{{"action", "log"}, {"inputs", {{"message", "every key may be held: no increment"}}}});
-      return;
-    }
-    const std::string key = g_.pick(free);
-    const int64_t limit = s_.limit_of(key);
-    const int64_t weight = g_.between(limit / 2 + 1, limit);  // two holders never fit together
-    if (g_.chance(0.3)) {
-      out.push_back(json{{"id", next_id()},
-                         {"action", "call_subflow"},
-                         {"on_error", on_error()},
-                         {"inputs", {{"subflow", "sf_inc"}, {"inputs", {{"key", key}, {"w", weight}}}}}});
-      return;
-    }
-    out.push_back(lock_step(key, weight, true));
-    const std::string c = next_id();
-    out.push_back(json{{"id", c},
-                       {"action", "look_up_record"},
-                       {"inputs", {{"table", kCounterTable}, {"condition", {{"field", "name"}, {"op", "eq"}, {"value", key}}}}}});
-    if (g_.chance(0.4)) {
-      out.push_back(json{{"action", "wait"}, {"inputs", {{"duration", std::to_string(g_.between(0, 10) * 100) + "ms"}}}});
-    }
-    out.push_back(json{{"id", next_id()},
-                       {"action", "update_record"},
-                       {"inputs",
-                        {{"table", kCounterTable},
-                         {"sys_id", "{{steps." + c + ".record.sys_id}}"},
-                         {"while_holding", key},
-                         {"values", {{"n", "{{steps." + c + ".record.n | add: 1}}"}}}}}});
-    out.push_back(json{{"action", "log"}, {"inputs", {{"message", "inc " + key}}}});
-    out.push_back(json{{"action", "unlock"}, {"inputs", {{"key", key}}}});
-  }
-
-  void add(json& out, int depth, bool in_loop) {
-    const int64_t kind = g_.between(0, 20);
-    switch (kind) {
-      case 0:
-      case 1:
-        out.push_back(json{{"action", "log"}, {"inputs", {{"message", "at {{context.id}} " + next_id()}}}});
-        return;
-      case 2:
-      case 3: {  // create a record: another flow's trigger, or this one's own (direct recursion)
-        if (in_loop) {
-          out.push_back(json{{"action", "create_record"},
-                             {"inputs", {{"table", kSinkTable}, {"values", {{"i", "{{item}}"}, {"by", "{{context.id}}"}}}}}});
-          return;
-        }
-        if (writes_left_ == 0) return add(out, depth, in_loop);
-        --writes_left_;
-        out.push_back(json{{"id", next_id()},
-                           {"action", "create_record"},
-                           {"inputs", {{"table", g_.pick(s_.tables)}, {"values", literal_values()}}}});
-        return;
-      }
-      case 4: {  // update the trigger record (or fail on purpose when there is none)
-        if (in_loop || writes_left_ == 0 || !has_trigger_record()) return add(out, depth, in_loop);
-        --writes_left_;
-        json values = g_.chance(0.5) ? json{{"a", g_.between(0, 4)}} : json{{"b", g_.pick(kLetters)}};
-        out.push_back(json{{"id", next_id()},
-                           {"action", "update_record"},
-                           {"on_error", on_error()},
-                           {"inputs", {{"table", f_.table}, {"sys_id", "{{trigger.sys_id}}"}, {"values", values}}}});
-        return;
-      }
-      case 5:  // fails on purpose: no such record
-        out.push_back(json{{"id", next_id()},
-                           {"action", "update_record"},
-                           {"on_error", on_error()},
-                           {"inputs", {{"table", g_.pick(s_.tables)}, {"sys_id", "no-such-record"}, {"values", {{"a", 1}}}}}});
-        return;
-      case 6: {  // look up a record and delete it (fails when none is found: sys_id null)
-        if (in_loop || writes_left_ == 0 || !g_.chance(0.5)) return add(out, depth, in_loop);
-        --writes_left_;
-        const std::string table = g_.pick(s_.tables);
-        const std::string lk = next_id();
-        out.push_back(json{{"id", lk},
-                           {"action", "look_up_record"},
-                           {"inputs", {{"table", table}, {"condition", {{"field", "a"}, {"op", "eq"}, {"value", g_.between(0, 4)}}}}}});
-        out.push_back(json{{"id", next_id()},
-                           {"action", "delete_record"},
-                           {"on_error", "continue"},
-                           {"inputs", {{"table", table}, {"sys_id", "{{steps." + lk + ".record.sys_id}}"}}}});
-        return;
-      }
-      case 7: {  // look up, then if / else
-        if (depth >= 2) return add(out, depth, in_loop);
-        const std::string lk = next_id();
-        out.push_back(json{{"id", lk},
-                           {"action", "look_up_record"},
-                           {"inputs", {{"table", g_.pick(s_.tables)}, {"condition", {{"field", "b"}, {"op", "eq"}, {"value", g_.pick(kLetters)}}}}}});
-        json cond = {{"pill", "steps." + lk + ".found"}, {"op", "eq"}, {"value", true}};
-        if (record_flow() && g_.chance(0.4)) cond = {{"field", "a"}, {"op", "ge"}, {"value", g_.between(0, 4)}};
-        json then = json::array(), els = json::array();
-        for (int64_t i = g_.between(1, 2); i > 0; --i) add(then, depth + 1, in_loop);
-        for (int64_t i = g_.between(0, 2); i > 0; --i) add(els, depth + 1, in_loop);
-        if (g_.chance(0.1)) then.push_back(json{{"end", true}});
-        json node = {{"if", cond}, {"then", then}};
-        if (!els.empty()) node["else"] = els;
-        out.push_back(node);
-        return;
-      }
-      case 8: {  // for_each over a small array
-        if (depth >= 2 || in_loop) return add(out, depth, in_loop);
-        json items = json::array();
-        for (int64_t i = g_.between(0, 3); i > 0; --i) items.push_back(g_.between(0, 9));
-        json body = json::array();
-        for (int64_t i = g_.between(1, 2); i > 0; --i) add(body, depth + 1, true);
-        out.push_back(json{{"for_each", items}, {"as", "it"}, {"do", body}});
-        return;
-      }
-      case 9: {  // for_each over a non-array: the step fails; sometimes caught
-        json loop = {{"for_each", "{{context.id}}"}, {"do", json::array({json{{"action", "log"}, {"inputs", {{"message", "never"}}}}})}};
-        if (g_.chance(0.6)) {
-          out.push_back(json{{"try", json::array({loop})},
-                             {"catch", json::array({json{{"action", "log"}, {"inputs", {{"message", "caught {{error.message}}"}}}}})}});
-        } else {
-          out.push_back(loop);
-        }
-        return;
-      }
-      case 10: {  // try / catch around steps that may fail
-        if (depth >= 2) return add(out, depth, in_loop);
-        json body = json::array();
-        for (int64_t i = g_.between(1, 2); i > 0; --i) add(body, depth + 1, in_loop);
-        if (g_.chance(0.5)) body.push_back(json{{"action", "fail"}, {"inputs", {{"message", "thrown on purpose"}}}});
-        json handler = json::array({json{{"action", "log"}, {"inputs", {{"message", "caught {{error.message}}"}}}}});
-        out.push_back(json{{"try", body}, {"catch", handler}});
-        return;
-      }
-      case 11:
-      case 12:
-        out.push_back(json{{"action", "wait"}, {"inputs", {{"duration", std::to_string(g_.pick(std::vector<int64_t>{0, 100, 250, 500, 1000, 2500})) + "ms"}}}});
-        return;
-      case 13: {  // wait for a condition, with a timeout
-        const std::string timeout = std::to_string(g_.between(1, 30) * 100) + "ms";
-        if (has_trigger_record() && g_.chance(0.5)) {
-          out.push_back(json{{"id", next_id()},
-                             {"action", "wait_for_condition"},
-                             {"on_error", on_error()},
-                             {"inputs",
-                              {{"table", f_.table},
-                               {"sys_id", "{{trigger.sys_id}}"},
-                               {"condition", {{"field", "a"}, {"op", "ge"}, {"value", g_.between(1, 4)}}},
-                               {"timeout", timeout}}}});
-        } else {
-          const std::string key = g_.pick(s_.lock_names);
-          const std::string c = next_id();
-          out.push_back(json{{"id", c},
-                             {"action", "look_up_record"},
-                             {"inputs", {{"table", kCounterTable}, {"condition", {{"field", "name"}, {"op", "eq"}, {"value", key}}}}}});
-          out.push_back(json{{"id", next_id()},
-                             {"action", "wait_for_condition"},
-                             {"on_error", on_error()},
-                             {"inputs",
-                              {{"table", kCounterTable},
-                               {"sys_id", "{{steps." + c + ".record.sys_id}}"},
-                               {"condition", {{"field", "n"}, {"op", "ge"}, {"value", g_.between(1, 6)}}},
-                               {"timeout", timeout}}}});
-        }
-        return;
-      }
-      case 14: {  // a lock held for a while (sometimes to the end of the context)
-        const std::string key = g_.pick(s_.lock_names);
-        maybe_held_.insert(key);
-        out.push_back(lock_step(key, g_.between(1, s_.limit_of(key)), false));
-        if (g_.chance(0.5)) {
-          out.push_back(json{{"action", "wait"}, {"inputs", {{"duration", std::to_string(g_.between(1, 15) * 100) + "ms"}}}});
-        }
-        if (g_.chance(0.7)) out.push_back(json{{"action", "unlock"}, {"inputs", {{"key", key}}}});
-        return;
-      }
-      case 15:
-      case 16:
-        if (in_loop) return add(out, depth, in_loop);
-        counter_pattern(out);
-        return;
-      case 17: {  // a named event, or an API flow started from here
-        if (in_loop || writes_left_ == 0) return add(out, depth, in_loop);
-        --writes_left_;
-        if (g_.chance(0.5) || api_flows_.empty()) {
-          out.push_back(json{{"id", next_id()},
-                             {"action", "fire_event"},
-                             {"inputs", {{"name", g_.pick(s_.events)}, {"payload", {{"from", "{{context.id}}"}}}}}});
-        } else {
-          out.push_back(json{{"id", next_id()},
-                             {"action", "start_flow"},
-                             {"on_error", "continue"},
-                             {"inputs", {{"flow", g_.pick(api_flows_)}, {"inputs", {{"k", g_.between(0, 9)}}}}}});
-        }
-        return;
-      }
-      case 18:  // a subflow that calls itself (the inner call is skipped)
-        out.push_back(json{{"id", next_id()}, {"action", "call_subflow"}, {"inputs", {{"subflow", "sf_rec"}, {"inputs", json::object()}}}});
-        return;
-      case 19: {  // two locks, in either order: contexts that take them crosswise deadlock
-        if (s_.lock_names.size() < 2) return add(out, depth, in_loop);
-        const std::string first = g_.pick(s_.lock_names);
-        std::string second = g_.pick(s_.lock_names);
-        while (second == first) second = g_.pick(s_.lock_names);
-        maybe_held_.insert(first);
-        maybe_held_.insert(second);
-        out.push_back(lock_step(first, 1, false));
-        out.push_back(json{{"action", "wait"}, {"inputs", {{"duration", std::to_string(g_.between(0, 3) * 100) + "ms"}}}});
-        out.push_back(lock_step(second, 1, false));
-        out.push_back(json{{"action", "unlock"}, {"inputs", {{"key", second}}}});
-        out.push_back(json{{"action", "unlock"}, {"inputs", {{"key", first}}}});
-        return;
-      }
-      default:
-        out.push_back(json{{"action", "fail"}, {"on_error", on_error()}, {"inputs", {{"message", "failed on purpose"}}}});
-        return;
-    }
-  }
-
-  Rng& g_;
-  const Scenario& s_;
-  const FlowSpec& f_;
-  const std::vector<std::string>& api_flows_;
-  int ids_ = 0;
-  int64_t writes_left_ = 0;
-  std::set<std::string> maybe_held_;  // keys an earlier step (in document order) locks
-};
-
-// Action steps, counted through nested flow logic as SPEC 9.1 counts them.
-int64_t action_steps(const json& steps) {
-  int64_t n = 0;
-  for (const json& st : steps) {
-    if (st.contains("action")) ++n;
-    for (const char* branch : {"then", "else", "do", "try", "catch"}) {
-      if (st.contains(branch)) n += action_steps(st[branch]);
-    }
-  }
-  return n;
+json with_marker(const std::string& id, size_t version, const json& steps) {
+  json out = json::array({version_marker(id, version)});
+  for (const json& s : steps) out.push_back(s);
+  return out;
 }
 
 json trigger_json(const FlowSpec& f) {
@@ -298,53 +29,152 @@ json trigger_json(const FlowSpec& f) {
     case FlowSpec::Kind::kRecord: {
       json t = {{"type", "record"}, {"table", f.table}, {"when", f.when}};
       if (f.condition) {
-        t["condition"] = {{"field", f.condition->field}, {"op", f.condition->op},
-                          {"value", json::parse(f.condition->value.to_json())}};
+        t["condition"] = {{"field", f.condition->field}, {"op", f.condition->op}};
+        if (!f.condition->value.is_null()) t["condition"]["value"] = json::parse(f.condition->value.to_json());
       }
       if (!f.run.empty()) t["run"] = f.run;
       return t;
     }
     case FlowSpec::Kind::kEvent: return json{{"type", "event"}, {"name", f.event}};
     case FlowSpec::Kind::kApi: return json{{"type", "api"}};
+    case FlowSpec::Kind::kSchedule: {
+      json t = {{"type", "schedule"}};
+      if (f.at) {
+        t["at"] = format_time(*f.at);
+      } else {
+        t["every"] = format_duration(f.every);
+        if (f.start) t["start"] = format_time(*f.start);
+      }
+      return t;
+    }
   }
   return json();
 }
 
-json subflows(Rng& g) {
-  json out = json::array();
-  // The counter pattern as a subflow: its steps run in the calling context.
-  out.push_back(json{
+json param(const std::string& name, const std::string& type, bool required) {
+  return json{{"name", name}, {"type", type}, {"required", required}};
+}
+
+// The counter pattern as a subflow: its steps run in the calling context.
+json sf_inc(Rng& g) {
+  return json{
       {"id", "sf_inc"},
       {"type", "subflow"},
-      {"inputs", json::array({json{{"name", "key"}, {"type", "string"}, {"required", true}},
-                              json{{"name", "w"}, {"type", "integer"}, {"required", true}}})},
+      {"inputs", json::array({param("key", "string", true), param("w", "integer", true)})},
       {"actions",
-       json::array({
-           json{{"id", "l"}, {"action", "lock"},
-                {"inputs", {{"key", "{{inputs.key}}"}, {"weight", "{{inputs.w}}"}, {"max_attempts", g.between(2, 12)},
-                            {"delay", std::to_string(g.between(1, 5) * 100) + "ms"}}}},
-           json{{"id", "c"}, {"action", "look_up_record"},
-                {"inputs", {{"table", kCounterTable}, {"condition", {{"field", "name"}, {"op", "eq"}, {"value", "{{inputs.key}}"}}}}}},
-           json{{"action", "wait"}, {"inputs", {{"duration", std::to_string(g.between(0, 5) * 100) + "ms"}}}},
-           json{{"id", "u"}, {"action", "update_record"},
-                {"inputs", {{"table", kCounterTable}, {"sys_id", "{{steps.c.record.sys_id}}"}, {"while_holding", "{{inputs.key}}"},
-                            {"values", {{"n", "{{steps.c.record.n | add: 1}}"}}}}}},
-           json{{"action", "log"}, {"inputs", {{"message", "inc {{inputs.key}}"}}}},
-           json{{"action", "unlock"}, {"inputs", {{"key", "{{inputs.key}}"}}}},
-       })}});
-  // Calls itself: the inner call is skipped (direct recursion of a subflow).
-  out.push_back(json{{"id", "sf_rec"},
-                     {"type", "subflow"},
-                     {"actions", json::array({json{{"action", "log"}, {"inputs", {{"message", "in sf_rec"}}}},
-                                              json{{"id", "again"}, {"action", "call_subflow"},
-                                                   {"inputs", {{"subflow", "sf_rec"}, {"inputs", json::object()}}}}})}});
-  return out;
+       with_marker("sf_inc", 1,
+                   json::array({
+                       json{{"id", "l"}, {"action", "lock"},
+                            {"inputs", {{"key", "{{inputs.key}}"}, {"weight", "{{inputs.w}}"}, {"max_attempts", g.between(2, 12)},
+                                        {"delay", std::to_string(g.between(1, 5) * 100) + "ms"}}}},
+                       json{{"id", "c"}, {"action", "look_up_record"},
+                            {"inputs", {{"table", kCounterTable}, {"condition", {{"field", "name"}, {"op", "eq"}, {"value", "{{inputs.key}}"}}}}}},
+                       json{{"action", "wait"}, {"inputs", {{"duration", std::to_string(g.between(0, 5) * 100) + "ms"}}}},
+                       json{{"id", "u"}, {"action", "update_record"},
+                            {"inputs", {{"table", kCounterTable}, {"sys_id", "{{steps.c.record.sys_id}}"}, {"while_holding", "{{inputs.key}}"},
+                                        {"values", {{"n", "{{steps.c.record.n | add: 1}}"}}}}}},
+                       log_step("inc {{inputs.key}}"),
+                       json{{"action", "unlock"}, {"inputs", {{"key", "{{inputs.key}}"}}}},
+                   }))}};
+}
+
+// Calls itself: the inner call is skipped (direct recursion of a subflow).
+json sf_rec() {
+  return json{{"id", "sf_rec"},
+              {"type", "subflow"},
+              {"actions", with_marker("sf_rec", 1,
+                                      json::array({log_step("in sf_rec"),
+                                                   json{{"id", "again"}, {"action", "call_subflow"},
+                                                        {"inputs", {{"subflow", "sf_rec"}, {"inputs", json::object()}}}}}))}};
+}
+
+// sf_a(n) calls sf_b(n - 1) while n > 0, and sf_b(n) calls sf_a(n): a unit on the call
+// stack more than indirect_recursion_limit times fails its call step. Version 2 also
+// writes to the sink and returns n x 100 instead of n x 10.
+json sf_a(size_t version) {
+  json steps = json::array();
+  if (version == 2) {
+    steps.push_back(json{{"action", "create_record"},
+                         {"inputs", {{"table", kSinkTable}, {"values", {{"n", "{{inputs.n}}"}, {"by", "{{context.id}}"}}}}}});
+  }
+  steps.push_back(json{{"if", {{"pill", "inputs.n"}, {"op", "gt"}, {"value", 0}}},
+                       {"then", json::array({json{{"id", "b"}, {"action", "call_subflow"}, {"on_error", "continue"},
+                                                   {"inputs", {{"subflow", "sf_b"}, {"inputs", {{"n", "{{inputs.n | sub: 1}}"}}}}}}})}});
+  steps.push_back(json{{"action", "assign_outputs"},
+                       {"inputs", {{"values", {{"r", version == 2 ? "{{inputs.n | mul: 100}}" : "{{inputs.n | mul: 10}}"}}}}}});
+  return json{{"id", "sf_a"},
+              {"type", "subflow"},
+              {"inputs", json::array({param("n", "integer", true)})},
+              {"outputs", json::array({param("r", "integer", false)})},
+              {"actions", with_marker("sf_a", version, steps)}};
+}
+
+json sf_b() {
+  json steps = json::array(
+      {json{{"id", "a"}, {"action", "call_subflow"}, {"on_error", "continue"},
+            {"inputs", {{"subflow", "sf_a"}, {"inputs", {{"n", "{{inputs.n}}"}}}}}},
+       json{{"action", "assign_outputs"}, {"inputs", {{"values", {{"r", "{{steps.a.r | default: -1 | add: 1}}"}}}}}}});
+  return json{{"id", "sf_b"},
+              {"type", "subflow"},
+              {"inputs", json::array({param("n", "integer", true)})},
+              {"outputs", json::array({param("r", "integer", false)})},
+              {"actions", with_marker("sf_b", 1, steps)}};
+}
+
+// An action definition: writes its tag to the sink and returns it upper-cased.
+json act_tag() {
+  json steps = json::array(
+      {json{{"action", "create_record"},
+            {"inputs", {{"table", kSinkTable}, {"values", {{"tag", "{{inputs.tag | upper}}"}, {"by", "{{context.id}}"}}}}}},
+       json{{"action", "assign_outputs"}, {"inputs", {{"values", {{"tag", "{{inputs.tag | upper}}"}}}}}}});
+  return json{{"id", "act_tag"},
+              {"type", "action"},
+              {"inputs", json::array({param("tag", "string", true)})},
+              {"outputs", json::array({param("tag", "string", false)})},
+              {"actions", with_marker("act_tag", 1, steps)}};
+}
+
+FieldCondition random_condition(Rng& g, const FlowSpec& f) {
+  FieldCondition c;
+  const bool update = f.when == "updated" || f.when == "created_or_updated";
+  if (update && g.chance(0.3)) {
+    c.field = g.chance(0.6) ? "a" : "b";
+    c.op = g.pick(std::vector<std::string>{"changes", "changes_to", "changes_from"});
+    if (c.op != "changes") c.value = c.field == "a" ? Value(g.between(0, 4)) : Value(g.pick(kLetters));
+  } else if (g.chance(0.7)) {
+    c.field = "a";
+    c.op = g.pick(std::vector<std::string>{"eq", "ne", "lt", "le", "gt", "ge", "in"});
+    c.value = c.op == "in" ? Value::array({Value(g.between(0, 4)), Value(g.between(0, 4))}) : Value(g.between(0, 4));
+  } else {
+    c.field = "b";
+    c.op = g.chance(0.5) ? "eq" : "ne";
+    c.value = Value(g.pick(kLetters));
+  }
+  return c;
+}
+
+Value to_value(const json& j) {
+  Result<Value> v = parse_json(j.dump());
+  return v ? *v : Value();
 }
 
 }  // namespace
 
-bool model_condition_holds(const FieldCondition& c, const Value& record) {
+const char* variant_name(Variant v) {
+  switch (v) {
+    case Variant::kSimulated: return "simulated";
+    case Variant::kThreads: return "threads";
+    case Variant::kRealClock: return "real-clock";
+  }
+  return "?";
+}
+
+bool model_condition_holds(const FieldCondition& c, const Value& record, const Value* previous) {
   const Value& f = record[c.field];
+  const Value& before = previous ? (*previous)[c.field] : Value();
+  if (c.op == "changes") return !(before == f);
+  if (c.op == "changes_to") return !(before == f) && f == c.value;
+  if (c.op == "changes_from") return !(before == f) && before == c.value;
   auto eq = [](const Value& a, const Value& b) {
     if (a.is_number() && b.is_number()) return a.as_double() == b.as_double();
     if (a.type() != b.type()) return false;
@@ -367,63 +197,87 @@ bool model_condition_holds(const FieldCondition& c, const Value& record) {
   return false;
 }
 
-Scenario generate_scenario(uint64_t seed) {
+Scenario generate_scenario(uint64_t seed, Variant variant) {
+  if (variant == Variant::kRealClock) return real_clock_scenario(seed);
   Rng g(seed);
   Scenario s;
   s.seed = seed;
-  s.workers = static_cast<unsigned>(g.between(1, 4));
+  s.variant = variant;
+  s.workers = static_cast<unsigned>(variant == Variant::kSimulated ? g.between(1, 4) : g.between(2, 4));
   s.recursion_limit = g.between(1, 3);
   for (int64_t i = g.between(2, 3); i > 0; --i) s.tables.push_back("t" + std::to_string(s.tables.size()));
-  for (int64_t i = g.between(1, 3); i > 0; --i) {
+  for (int64_t i = g.between(2, 3); i > 0; --i) {
     const std::string name = "k" + std::to_string(s.lock_names.size());
     s.lock_names.push_back(name);
     if (g.chance(0.4)) s.lock_limits[name] = g.between(2, 3);
   }
-  s.events = {"e0", "e1"};
+  s.events = {"e0", "e1", "e2", "e3"};
   s.operations = g.between(20, 60);
+  if (g.chance(0.5)) s.custom = variant == Variant::kThreads && g.chance(0.5) ? "hang" : "normal";
 
   const int64_t n_flows = g.between(5, 12);
   std::vector<std::string> api_flows;
   for (int64_t i = 0; i < n_flows; ++i) {
     FlowSpec f;
     f.id = "f" + std::to_string(i);
-    const int64_t k = i == 0 ? 9 : i == 1 ? 7 : g.between(0, 9);  // at least one API and one event flow
+    // At least one API flow and two event flows, one on each event: each fires the other
+    // event (steps.cpp), a cycle that meets the indirect recursion limit.
+    const int64_t k = i == 0 ? 9 : i == 1 || i == 2 ? 7 : g.between(0, 10);
     if (k <= 5) {
       f.kind = FlowSpec::Kind::kRecord;
       f.table = g.pick(s.tables);
       f.when = g.pick(std::vector<std::string>{"created", "updated", "created_or_updated", "deleted"});
       if (f.when == "updated" || f.when == "created_or_updated") {
-        f.run = g.pick(std::vector<std::string>{"", "once", "always", "always", "for_each_unique_change", "for_every_update"});
+        f.run = g.pick(std::vector<std::string>{"", "once", "once", "always", "always", "for_each_unique_change", "for_every_update"});
       }
-      if (g.chance(0.6)) {
-        FieldCondition c;
-        if (g.chance(0.7)) {
-          c.field = "a";
-          c.op = g.pick(std::vector<std::string>{"eq", "ne", "lt", "le", "gt", "ge", "in"});
-          c.value = c.op == "in" ? Value::array({Value(g.between(0, 4)), Value(g.between(0, 4))}) : Value(g.between(0, 4));
-        } else {
-          c.field = "b";
-          c.op = g.chance(0.5) ? "eq" : "ne";
-          c.value = Value(g.pick(kLetters));
-        }
-        f.condition = c;
-      }
+      if (g.chance(0.6)) f.condition = random_condition(g, f);
     } else if (k <= 7) {
       f.kind = FlowSpec::Kind::kEvent;
-      f.event = g.pick(s.events);
-    } else {
+      // One flow on each of e0 and e1 (the ping-pong); the others on any event, so that
+      // chains of events may grow wide and many contexts wait for locks at once.
+      f.event = i == 1 ? "e0" : i == 2 ? "e1" : g.pick(std::vector<std::string>{"e0", "e1", "e2", "e3"});
+    } else if (k <= 9) {
       f.kind = FlowSpec::Kind::kApi;
       api_flows.push_back(f.id);
+    } else {
+      f.kind = FlowSpec::Kind::kSchedule;
+      const int64_t shape = g.between(0, 2);
+      if (shape == 0) {
+        // Half of them on the 50 ms grid the clock moves on, so that activations and
+        // publishes happen while the clock stands exactly at an `at` that just fired.
+        f.at = kDefaultVirtualStart + g.between(1, 20) * 500 + (g.chance(0.5) ? 0 : 7);
+      } else {
+        f.every = g.pick(std::vector<int64_t>{1000, 2000, 5000});
+        if (shape == 2) f.start = kDefaultVirtualStart + g.between(0, 10) * 250;
+      }
     }
     s.flows.push_back(f);
   }
 
-  json defs = subflows(g);
+  json defs = json::array({sf_inc(g), sf_rec(), sf_a(1), sf_b(), act_tag()});
+  s.versions["sf_a"] = {to_value(sf_a(1)), to_value(sf_a(2))};
+  for (const char* id : {"sf_inc", "sf_rec", "sf_b", "act_tag"}) {
+    for (const json& d : defs) {
+      if (d["id"] == id) s.versions[id] = {to_value(d)};
+    }
+  }
+  // In "hang" scenarios f0 (an API flow that only call_flow starts) calls sim_hang: a
+  // never-returning action costs a real thread until the seed ends, so they stay few.
+  std::vector<std::string> startable = api_flows;
+  if (s.custom == "hang") startable.erase(std::remove(startable.begin(), startable.end(), "f0"), startable.end());
   for (const FlowSpec& f : s.flows) {
-    FlowBuilder b(g, s, f, api_flows);
-    json d = {{"id", f.id}, {"trigger", trigger_json(f)}, {"actions", b.body()}};
-    if (f.kind == FlowSpec::Kind::kApi) d["inputs"] = json::array({json{{"name", "k"}, {"type", "integer"}}});
-    defs.push_back(d);
+    const bool has_vars = g.chance(0.5);
+    // Schedule flows have one version and call no unit: their schedule is re-armed when
+    // their plan changes, which the model follows only for their own activation.
+    const size_t n_versions = f.kind != FlowSpec::Kind::kSchedule && g.chance(0.3) ? 2 : 1;
+    for (size_t v = 1; v <= n_versions; ++v) {
+      FlowBuilder b(g, s, f, startable, has_vars, f.id == "f0");
+      json d = {{"id", f.id}, {"trigger", trigger_json(f)}, {"actions", with_marker(f.id, v, b.body())}};
+      if (has_vars) d["variables"] = {{"v", 0}, {"tag", "t"}};
+      if (f.kind == FlowSpec::Kind::kApi) d["inputs"] = json::array({json{{"name", "k"}, {"type", "integer"}}});
+      if (v == 1) defs.push_back(d);
+      s.versions[f.id].push_back(to_value(d));
+    }
   }
   s.definitions = defs.dump();
   return s;

@@ -1,9 +1,15 @@
-// The simulation's scenario generator. Contract: generate_scenario(seed) returns a random
-// but valid set of definitions (record flows with conditions and run options, event and
-// API flows, subflows, locks with limits and weights, waits, wait_for_condition, failures
-// on purpose with on_error and try/catch, writes that start other flows up to the
-// recursion limits, and the counter-under-lock pattern) plus what the model must know of
-// them. The same seed always gives the same scenario (std::mt19937_64).
+// The simulation's scenario generator. Contract: generate_scenario(seed, variant) returns a
+// random but valid set of definitions and what the model must know of them. The same seed
+// and variant always give the same scenario (std::mt19937_64).
+//
+// Virtual-clock variants (kSimulated, kThreads): record flows with conditions (also the
+// changes ops) and run options, event, API and schedule flows, subflows (one calling
+// itself, two calling each other, the counter pattern), an action definition, custom C++
+// actions (sim_actions.h), locks with limits and weights (also two keys taken crosswise),
+// waits, wait_for_condition, variables and transforms, if / else_if / else, for_each,
+// try/catch, failures on purpose, writes that start other flows up to the recursion limits,
+// and second versions of some flows and of a subflow that the traffic saves and publishes
+// mid-run. kRealClock: the lock paths on a real clock (sim_real.h builds its scenario).
 #pragma once
 
 #include <cstdint>
@@ -13,9 +19,15 @@
 #include <string>
 #include <vector>
 
+#include "plans/time.h"
 #include "plans/value.h"
 
 namespace flowrt::sim {
+
+// How the engine runs a seed: simulation mode on the driving thread (replays exactly),
+// 2-4 real workers on a virtual clock, or real workers on the real clock.
+enum class Variant { kSimulated, kThreads, kRealClock };
+const char* variant_name(Variant v);
 
 class Rng {
  public:
@@ -32,17 +44,18 @@ class Rng {
   std::mt19937_64 rng_;
 };
 
-// A trigger condition on one field of the record: {"field", "op", "value"}. The
-// simulation's own model evaluates it (model_condition_holds), independently of the engine.
+// A condition on one field of a record: {"field", "op", "value"}. The model evaluates it
+// (model_condition_holds), independently of the engine.
 struct FieldCondition {
   std::string field;
-  std::string op;  // eq ne lt le gt ge in
+  std::string op;  // eq ne lt le gt ge in changes changes_to changes_from
   Value value;
 };
 
-// What the model needs to know of a flow: its trigger.
+// What the model needs to know of a flow's trigger. Every version of a flow has the same
+// trigger; only the steps differ.
 struct FlowSpec {
-  enum class Kind { kRecord, kEvent, kApi };
+  enum class Kind { kRecord, kEvent, kApi, kSchedule };
   std::string id;
   Kind kind = Kind::kApi;
   std::string table;  // record
@@ -50,19 +63,31 @@ struct FlowSpec {
   std::string run;    // "" (default always) | once | always | for_each_unique_change | for_every_update
   std::optional<FieldCondition> condition;
   std::string event;  // event
+  // schedule: every `every` ms from `start` (or from activation when none), or once `at`.
+  DurationMs every = 0;
+  std::optional<TimeMs> start;
+  std::optional<TimeMs> at;
 };
 
 struct Scenario {
   uint64_t seed = 0;
+  Variant variant = Variant::kSimulated;
   unsigned workers = 2;
   int64_t recursion_limit = 3;
-  std::vector<std::string> tables;       // data tables with triggers (t0, t1, ...)
-  std::vector<std::string> lock_names;   // k0, k1, ...; each has a counter record
+  std::vector<std::string> tables;             // data tables with triggers (t0, t1, ...)
+  std::vector<std::string> lock_names;         // k0, k1, ...; each has a counter record
   std::map<std::string, int64_t> lock_limits;  // the declared ones (others: limit 1)
   std::vector<std::string> events;
   std::vector<FlowSpec> flows;
-  std::string definitions;  // a JSON array of every definition
+  // Every definition (flows, subflows, action definitions) by id: its versions, the first
+  // loaded at the start, the others saved and published by the traffic. Each version's
+  // first step logs "version ID N", so a record tells which version ran.
+  std::map<std::string, std::vector<Value>> versions;
+  std::string definitions;  // the first version of every definition, a JSON array
   int64_t operations = 40;  // how much traffic
+  // Custom C++ actions in use: "" none, "normal" (sim_echo, sim_stamp, sim_throw,
+  // sim_slow), "hang" (only sim_hang, which never returns; kThreads only).
+  std::string custom;
   int64_t limit_of(const std::string& lock) const {
     auto it = lock_limits.find(lock);
     return it == lock_limits.end() ? 1 : it->second;
@@ -82,10 +107,11 @@ inline constexpr const char* kSinkTable = "sink";
 // Values of the data tables' field b.
 inline const std::vector<std::string> kLetters = {"x", "y", "z"};
 
-Scenario generate_scenario(uint64_t seed);
+Scenario generate_scenario(uint64_t seed, Variant variant = Variant::kSimulated);
 
-// The model's reading of a trigger condition: comparing values of different types is
-// false; ne is the negation of eq; a missing field is null.
-bool model_condition_holds(const FieldCondition& c, const Value& record);
+// The model's reading of a condition on one field: comparing values of different types is
+// false; ne is the negation of eq; a missing field is null. The changes ops compare with
+// `previous` (null when there is none: then changes holds when the field is not null).
+bool model_condition_holds(const FieldCondition& c, const Value& record, const Value* previous = nullptr);
 
 }  // namespace flowrt::sim

@@ -35,8 +35,10 @@ void check_locks(const Snapshot& s, const std::map<std::string, int64_t>& declar
                  Violations* out);
 
 // (d) seq numbers are 1..N in id order, and contexts are taken from the queue in seq
-// order: started_at never decreases along seq (so events start FIFO); ended_at >= started_at.
-void check_fifo(const Snapshot& s, Violations* out);
+// order: on a virtual clock started_at never decreases along seq (so events start FIFO);
+// ended_at >= started_at. (On a real clock two workers stamp started_at in either order;
+// the model checks FIFO by commit sequence there.)
+void check_fifo(const Snapshot& s, Violations* out, bool virtual_clock = true);
 
 // (e) Counters (records of kCounterTable named by `keys`): n equals the number of "inc K"
 // log lines and the number of update_record steps that completed on it (each a lock-guarded

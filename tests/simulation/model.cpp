@@ -1,591 +1,882 @@
+// Model, the commit half: which operation or step made each commit, the record it must
+// produce, the starts and skips it implies, and the tables.
 #include "tests/simulation/model.h"
 
 #include <algorithm>
-#include <deque>
 
+#include "runtime/record_json.h"
 #include "tests/simulation/sim_json.h"
+#include "triggers/schedule.h"
 
 namespace flowrt::sim {
 namespace {
 
-// flow|type|... : what a start is, as a context's trigger or a skipped entry's event names it.
-std::string trigger_key(const Value& flow, const Value& t) {
-  std::string k = str(flow) + "|" + str(t["type"]);
-  if (t["type"].as_string() == "record") {
-    k += "|" + str(t["table"]) + "|" + str(t["operation"]) + "|" + str(t["sys_id"]);
-  } else if (t["type"].as_string() == "event") {
-    k += "|" + str(t["name"]);
-  } else if (t["type"].as_string() == "call") {
-    k += "|" + str(t["subflow"]);
-  }
-  return k;
+const std::string kInvA = "(a) every trigger match started a context or was skipped";
+const std::string kInvD = "(d) seq / FIFO order";
+const std::string kInvE = "(e) records = the writes";
+
+bool engine_field(std::string_view k) {
+  return k == "sys_id" || k == "sys_created_on" || k == "sys_updated_on" || k == "sys_mod_count";
 }
 
 std::string run_key(const std::string& flow, const std::string& table, const std::string& sys_id) {
   return flow + "|" + table + "|" + sys_id;
 }
 
-// A record update changed a value (engine fields aside; a missing field reads as null).
-bool changed(const Value& previous, const Value& record) {
-  for (const auto& m : record.members()) {
-    const std::string_view k = m.key.as_string();
-    if (k == "sys_updated_on" || k == "sys_mod_count") continue;
-    if (!(previous[k] == m.value)) return true;
+// The record an insert of `values` makes, as SPEC 2 says: the given fields, then the
+// engine's (sys_id is the engine's choice unless given).
+Value inserted(const Value& values, const Value& sys_id, TimeMs at) {
+  std::vector<Member> m;
+  m.push_back(Member{Value("sys_id"), sys_id});
+  for (const auto& f : values.members()) {
+    if (!engine_field(f.key.as_string())) m.push_back(Member{f.key, f.value});
   }
-  for (const auto& m : previous.members()) {
-    if (!record.contains(m.key.as_string()) && !m.value.is_null()) return true;
+  const Value stamp(std::string_view(format_time(at)));
+  m.push_back(Member{Value("sys_created_on"), stamp});
+  m.push_back(Member{Value("sys_updated_on"), stamp});
+  m.push_back(Member{Value("sys_mod_count"), Value(0)});
+  return Value::object(std::move(m));
+}
+
+// An update merges the given fields; new ones are appended before the engine fields.
+Value updated(const Value& previous, const Value& values, TimeMs at, bool* changed) {
+  std::vector<Member> m;
+  *changed = false;
+  for (const auto& f : previous.members()) {
+    const std::string_view k = f.key.as_string();
+    if (k == "sys_created_on" || k == "sys_updated_on" || k == "sys_mod_count") continue;
+    const Value* given = engine_field(k) ? nullptr : values.find(k);
+    if (given && !(*given == f.value)) *changed = true;
+    m.push_back(Member{f.key, given ? *given : f.value});
   }
-  return false;
+  for (const auto& f : values.members()) {
+    const std::string_view k = f.key.as_string();
+    if (engine_field(k) || previous.contains(k)) continue;
+    if (!f.value.is_null()) *changed = true;
+    m.push_back(Member{f.key, f.value});
+  }
+  m.push_back(Member{Value("sys_created_on"), previous["sys_created_on"]});
+  m.push_back(Member{Value("sys_updated_on"), Value(std::string_view(format_time(at)))});
+  m.push_back(Member{Value("sys_mod_count"), Value(previous["sys_mod_count"].as_int() + 1)});
+  return Value::object(std::move(m));
+}
+
+bool where_holds(const Value& where, const Value& record) {
+  return model_compare(where["op"].as_string(), record[where["field"].as_string()], where["value"], Value());
+}
+
+TriggerSpec schedule_spec(const FlowSpec& f) {
+  TriggerSpec t;
+  t.type = TriggerType::kSchedule;
+  if (f.at) {
+    t.repeating = false;
+    t.start = *f.at;
+  } else {
+    t.repeating = true;
+    t.every = f.every;
+    t.has_start = f.start.has_value();
+    t.start = f.start.value_or(0);
+  }
+  return t;
 }
 
 }  // namespace
 
-// ---- Model ----
-
-Model::Model(const Scenario& s) : s_(s) {
-  for (const FlowSpec& f : s.flows) active_[f.id] = true;
+Model::Model(const Scenario& s)
+    : s_(s), threads_(s.variant != Variant::kSimulated), real_clock_(s.variant == Variant::kRealClock) {
+  DriverState st;
+  for (const FlowSpec& f : s.flows) st.active[f.id] = true;
+  for (const auto& [id, versions] : s.versions) st.published[id] = 0;
+  st.recursion_limit = s.recursion_limit;
+  states_.push_back(st);
 }
 
-bool Model::active(const std::string& flow) const {
-  auto it = active_.find(flow);
-  return it != active_.end() && it->second;
+void Model::loaded(TimeMs now) {
+  for (const FlowSpec& f : s_.flows) {
+    if (f.kind != FlowSpec::Kind::kSchedule) continue;
+    activated_at_[f.id] = now;
+    next_tick_[f.id] = next_occurrence(schedule_spec(f), now, now);
+  }
 }
 
-std::map<std::string, std::vector<std::string>> Model::live_records() const {
-  std::map<std::string, std::vector<std::string>> out;
-  for (const std::string& t : s_.tables) {
-    std::vector<std::string>& ids = out[t];
-    auto it = history_.find(t);
-    if (it == history_.end()) continue;
-    for (const auto& [id, v] : it->second) {
-      if (!v.deleted) ids.push_back(id);
+void Model::check_commit_seqs(const std::function<uint64_t(const std::string&)>& commit_seq_of, Violations* out) {
+  for (; commit_seqs_checked_ < ctx_order_.size(); ++commit_seqs_checked_) {
+    const Ctx& x = ctxs_.at(ctx_order_[commit_seqs_checked_]);
+    const uint64_t got = commit_seq_of(x.id);
+    if (got != x.start_commit) {
+      add(out, kInvD, x.id + " carries commit_seq " + std::to_string(got) + ", but commit " + std::to_string(x.start_commit) + " queued it");
     }
   }
+}
+
+TrafficView Model::view() const {
+  TrafficView v;
+  for (const std::string& t : s_.tables) {
+    auto it = tables_.find(t);
+    v.sys_ids[t] = it == tables_.end() ? std::vector<std::string>() : it->second.order;
+  }
+  v.contexts = next_seq_ - 1;
+  v.active = states_.back().active;
+  v.published = states_.back().published;
+  return v;
+}
+
+// ---- outside operations ----
+
+void Model::begin_op(const Op& op, uint64_t commit_before, TimeMs now) {
+  PendingOp p;
+  p.op = op;
+  p.index = ops_.size();
+  p.before = commit_before;
+  p.at = now;
+  if (op.kind == Op::Kind::kAdvance) {
+    // The schedule ticks the advance must fire: every occurrence up to its end, in time
+    // order (one that fell due during a settle fires now, with its own time).
+    const TimeMs target = now + op.duration;
+    due_ticks_.clear();
+    for (auto& [flow, next] : next_tick_) {
+      const FlowSpec* f = s_.flow(flow);
+      while (next && *next <= target) {
+        due_ticks_.emplace_back(*next, flow);
+        next = next_occurrence(schedule_spec(*f), activated_at_[flow], *next + 1);
+      }
+    }
+    std::sort(due_ticks_.begin(), due_ticks_.end());
+  }
+  ops_.push_back(std::move(p));
+}
+
+void Model::end_op(const OpOutcome& outcome, uint64_t commit_after, TimeMs now) {
+  PendingOp& p = ops_.back();
+  p.after = commit_after;
+  p.outcome = outcome;
+  DriverState st = states_.back();
+  const Op& op = p.op;
+  auto arm = [&](const std::string& flow) {
+    const FlowSpec* f = s_.flow(flow);
+    if (f && f->kind == FlowSpec::Kind::kSchedule) next_tick_[flow] = next_occurrence(schedule_spec(*f), activated_at_[flow], now);
+  };
+  if (outcome.ok) {
+    switch (op.kind) {
+      case Op::Kind::kActivate: {
+        const bool was = st.active[op.flow];
+        if (auto d = st.drafts.find(op.flow); d != st.drafts.end()) {
+          st.published[op.flow] = d->second;
+          st.drafts.erase(d);
+        }
+        st.active[op.flow] = true;
+        if (!was) {
+          activated_at_[op.flow] = now;
+          arm(op.flow);
+        }
+        break;
+      }
+      case Op::Kind::kDeactivate:
+        st.active[op.flow] = false;
+        if (next_tick_.count(op.flow)) next_tick_[op.flow].reset();
+        break;
+      case Op::Kind::kSave: st.drafts[op.flow] = op.version; break;
+      case Op::Kind::kPublish:
+        if (auto d = st.drafts.find(op.flow); d != st.drafts.end()) {
+          st.published[op.flow] = d->second;
+          st.drafts.erase(d);
+        }
+        break;
+      case Op::Kind::kSetProperty:
+        if (op.name == "indirect_recursion_limit") st.recursion_limit = op.values.as_int();
+        if (op.name == "max_iterations") st.max_iterations = op.values.as_int();
+        break;
+      default: break;
+    }
+  }
+  states_.push_back(std::move(st));
+}
+
+// ---- where a commit stands among the operations ----
+
+size_t Model::op_at(uint64_t commit) const {
+  // The operation during which the commit happened, or the first one after it.
+  size_t lo = 0, hi = ops_.size();
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    if (ops_[mid].after < commit) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+std::vector<Model::DriverState> Model::states_at(uint64_t commit, uint64_t since) const {
+  // Operation i's effect comes between its `before` and `after`: a commit inside that
+  // range may have seen the state before or after it. A write looks at which flows are
+  // active before it takes its commit sequence number, at any moment after `since`.
+  const size_t i = op_at(commit);
+  const size_t first = since == 0 ? i : op_at(std::min(since, commit));
+  if (i >= ops_.size() && first >= ops_.size()) return {states_.back()};
+  std::vector<DriverState> out;
+  const size_t last = i >= ops_.size() ? states_.size() - 1 : (ops_[i].before < commit ? i + 1 : i);
+  for (size_t k = std::min(first, last); k <= last; ++k) out.push_back(states_[k]);
   return out;
 }
 
-const Value* Model::latest(const std::string& table, const std::string& sys_id) const {
-  auto t = history_.find(table);
-  if (t == history_.end()) return nullptr;
-  auto r = t->second.find(sys_id);
-  if (r == t->second.end() || r->second.by_mod_count.empty()) return nullptr;
-  return &r->second.by_mod_count.rbegin()->second;
+std::vector<const Model::DriverState*> Model::states_for(const Ctx& x) const {
+  if (!threads_) return {&states_.back()};
+  std::vector<const DriverState*> out;
+  for (size_t i = std::min(op_at(x.start_commit), states_.size() - 1); i < states_.size(); ++i) out.push_back(&states_[i]);
+  return out;
 }
 
-void Model::add_version(const std::string& table, const Value& record, const std::string& where, Violations* out) {
-  Versions& v = history_[table][str(record["sys_id"])];
-  const int64_t mod = record["sys_mod_count"].as_int();
-  auto [it, fresh] = v.by_mod_count.emplace(mod, record);
-  if (!fresh) {
-    add(out, "(e) records = the writes", "two writes made version " + std::to_string(mod) + " of " + table + "/" +
-                                             str(record["sys_id"]) + " (a lost update): " + it->second.to_json() +
-                                             " and, from " + where + ", " + record.to_json());
+const std::vector<Model::Version>* Model::history(const std::string& table, const std::string& sys_id) const {
+  auto t = tables_.find(table);
+  if (t == tables_.end()) return nullptr;
+  auto h = t->second.history.find(sys_id);
+  return h == t->second.history.end() ? nullptr : &h->second;
+}
+
+const Value* Model::current(const std::string& table, const std::string& sys_id) const {
+  auto t = tables_.find(table);
+  if (t == tables_.end()) return nullptr;
+  auto r = t->second.rows.find(sys_id);
+  return r == t->second.rows.end() ? nullptr : &r->second;
+}
+
+// ---- commits ----
+
+void Model::checkpoint(std::vector<CommitRecord> commits, const Snapshot& snap, const CommitLog& log, bool quiescent,
+                       Violations* out) {
+  for (const CommitRecord& c : commits) {
+    if (!out->empty()) return;
+    if (c.seq != last_commit_ + 1) {
+      add(out, kInvD, "commit sequence numbers are not consecutive: " + std::to_string(last_commit_) + " then " + std::to_string(c.seq));
+    }
+    last_commit_ = c.seq;
+    process(c, snap, log, out);
   }
-  if (v.deleted) add(out, "(e) records = the writes", where + " wrote " + table + "/" + str(record["sys_id"]) + " after it was deleted", record);
+  // Outside operations that ended without (all) their commits.
+  for (PendingOp& p : ops_) {
+    if (p.done || p.after == UINT64_MAX || p.after > last_commit_) continue;
+    p.done = true;
+    const Op& op = p.op;
+    const std::string what = "operation #" + std::to_string(p.index + 1) + " (" + op.describe() + ")";
+    size_t want = 0;
+    switch (op.kind) {
+      case Op::Kind::kInsert:
+      case Op::Kind::kFireEvent: want = 1; break;
+      case Op::Kind::kCallFlow: {
+        const FlowSpec* f = s_.flow(op.flow);
+        want = f && f->kind == FlowSpec::Kind::kApi && states_[p.index].active.at(op.flow) ? 1 : 0;
+        break;
+      }
+      case Op::Kind::kTestFlow: want = p.outcome.ok ? 1 : 0; break;
+      case Op::Kind::kUpdate:
+      case Op::Kind::kDelete: want = p.outcome.ok ? 1 : 0; break;
+      case Op::Kind::kUpdateWhere:
+      case Op::Kind::kDeleteWhere: want = p.commits; break;
+      case Op::Kind::kAdvance: want = p.commits; break;
+      default: break;
+    }
+    if (p.commits != want) add(out, kInvA, what + " made " + std::to_string(p.commits) + " commits, want " + std::to_string(want));
+    if (op.kind == Op::Kind::kAdvance && !due_ticks_.empty()) {
+      add(out, kInvA, what + " did not fire the tick of " + due_ticks_.front().second + " due at " + format_time(due_ticks_.front().first));
+    }
+    if ((op.kind == Op::Kind::kUpdateWhere || op.kind == Op::Kind::kDeleteWhere) && p.outcome.ok &&
+        p.outcome.value.as_int() != static_cast<int64_t>(p.commits)) {
+      add(out, kInvA, what + " reported " + p.outcome.value.to_json() + " records but committed " + std::to_string(p.commits));
+    }
+    if ((op.kind == Op::Kind::kUpdate || op.kind == Op::Kind::kDelete) && !p.outcome.ok) {
+      // Refused: the record must have been gone at some moment of the operation. The
+      // model's table after it is the last such moment it knows.
+      const auto t = tables_.find(op.table);
+      const bool gone = t == tables_.end() || !t->second.history.count(op.sys_id) ||
+                        t->second.history.at(op.sys_id).back().record.is_null();
+      if (!gone) add(out, kInvA, what + " failed (" + p.outcome.error + ") although the record exists");
+    }
+    if (op.kind == Op::Kind::kUpdateMissing && p.outcome.ok) add(out, kInvA, what + ": an update of a missing record succeeded");
+  }
+  if (!out->empty()) return;
+  if (quiescent) {
+    for (const std::string& id : ctx_order_) {
+      Ctx& x = ctxs_.at(id);
+      replay(x, snap, false, out);
+      if (!out->empty()) return;
+      if (!x.pending.empty()) {
+        const Value* r = snap.context(id);
+        add(out, kInvE, id + " completed step " + str((*r)["steps"].at(x.pending.front().index)["path"]) +
+                            " (a write, event or start) but nothing was committed for it (a lost write)", *r);
+      }
+    }
+    lock_checks(snap, quiescent, out);
+  }
+  if (!quiescent) return;  // a partial snapshot: the contexts just started, the skipped list
+  // Every context the engine has, the model has, and in seq order.
+  if (snap.contexts.size() != ctx_order_.size()) {
+    add(out, kInvA, "the engine has " + std::to_string(snap.contexts.size()) + " contexts, the model explains " +
+                        std::to_string(ctx_order_.size()));
+  }
+  // Every skipped start is explained by a commit or a step.
+  size_t commit_skips = 0, call_skips = 0;
+  for (const Value& k : snap.skipped) (k["event"]["type"].as_string() == "call" ? call_skips : commit_skips)++;
+  if (commit_skips != skipped_seen_) {
+    add(out, kInvA, "the engine lists " + std::to_string(commit_skips) + " skipped starts of commits, the model explains " +
+                        std::to_string(skipped_seen_));
+  }
+  if (call_skips != call_skips_seen_) {
+    add(out, kInvA, "the engine lists " + std::to_string(call_skips) + " skipped subflow calls, the model explains " +
+                        std::to_string(call_skips_seen_));
+  }
+  check_tables(snap, out);
 }
 
-// A deleted record: `once` forgets it (a record inserted later with its sys_id is new).
-void Model::forget_record(const std::string& table, const std::string& sys_id) {
-  history_[table][sys_id].deleted = true;
-  const std::string suffix = "|" + table + "|" + sys_id;
-  for (auto it = once_ran_.begin(); it != once_ran_.end();) {
-    it = it->ends_with(suffix) ? once_ran_.erase(it) : std::next(it);
+void Model::process(const CommitRecord& c, const Snapshot& snap, const CommitLog& log, Violations* out) {
+  if (c.origin.empty()) {
+    outside_commit(c, snap, log, out);
+  } else {
+    context_commit(c, snap, log, out);
   }
 }
 
-void Model::rule_outcome(const FlowSpec& f, const Value* parent, const std::string& table, const std::string& sys_id,
-                         Expected* e) {
-  e->kind = Expected::Kind::kStart;
-  if (parent) {
-    if ((*parent)["flow"].as_string() == f.id) {
-      e->kind = Expected::Kind::kSkip;
-      e->reason = "direct_recursion";
+Value Model::apply_write(const CommitRecord& c, const std::string& op, const std::string& sys_id, const Value& values,
+                         const std::string& what, Violations* out) {
+  Table& t = tables_[c.table];
+  const std::string kind = kind_name(c.kind);
+  if (kind != op) {
+    add(out, kInvE, what + " should make a commit of kind " + op + ", the engine's is " + kind, c.record);
+    return Value();
+  }
+  if (str(c.record["sys_id"]) != sys_id && op != "insert") {
+    add(out, kInvE, what + " wrote " + c.table + "/" + str(c.record["sys_id"]) + ", the model expects " + sys_id, c.record);
+    return Value();
+  }
+  Value record;
+  if (op == "insert") {
+    if (t.rows.count(sys_id)) add(out, kInvE, what + " inserted " + sys_id + ", which is already in " + c.table);
+    record = inserted(values, c.record["sys_id"], c.at);
+    t.order.push_back(sys_id);
+    t.rows[sys_id] = record;
+  } else {
+    auto row = t.rows.find(sys_id);
+    if (row == t.rows.end()) {
+      add(out, kInvE, what + " " + op + "d " + c.table + "/" + sys_id + ", which the model does not hold (deleted or never written)", c.record);
+      return Value();
+    }
+    if (op == "update") {
+      if (!(c.previous == row->second)) {
+        add(out, kInvE, what + ": the engine updated from a version that is not the current one: model " + row->second.to_json(), c.previous);
+      }
+      bool changed = false;
+      record = updated(row->second, values, c.at, &changed);
+      row->second = record;
+    } else {
+      record = row->second;
+      t.rows.erase(row);
+      t.order.erase(std::find(t.order.begin(), t.order.end(), sys_id));
+    }
+  }
+  if (real_clock_ && op != "delete" && !record.is_null()) {
+    // On the real clock the record's times are the clock when it was built, a moment
+    // before the commit: the model takes them from the engine.
+    record = record.with("sys_updated_on", c.record["sys_updated_on"]);
+    if (op == "insert") record = record.with("sys_created_on", c.record["sys_created_on"]);
+    t.rows[sys_id] = record;
+  }
+  if (!(record == c.record)) {
+    add(out, kInvE, what + ": the engine's record differs from the model's " + record.to_json(), c.record);
+  }
+  t.history[sys_id].push_back(Version{c.seq, c.at, op == "delete" ? Value() : record});
+  if (op == "delete") {
+    // `once` forgets a deleted record (one inserted later with its sys_id is new).
+    const std::string suffix = "|" + c.table + "|" + sys_id;
+    for (auto it = once_ran_.begin(); it != once_ran_.end();) it = it->ends_with(suffix) ? once_ran_.erase(it) : std::next(it);
+  }
+  return record;
+}
+
+void Model::outside_commit(const CommitRecord& c, const Snapshot& snap, const CommitLog& log, Violations* out) {
+  const size_t i = op_at(c.seq);
+  if (i >= ops_.size() || ops_[i].before >= c.seq) {
+    add(out, kInvA, "commit " + std::to_string(c.seq) + " (" + kind_name(c.kind) + ") has no origin and no operation made it", c.record);
+    return;
+  }
+  PendingOp& p = ops_[i];
+  const Op& op = p.op;
+  const std::string what = "operation #" + std::to_string(i + 1) + " (" + op.describe() + ")";
+  ++p.commits;
+  Value trigger, inputs = Value::empty_object();
+  bool has_previous = false;
+  std::vector<Expect> expected;
+  bool test = false;
+  switch (op.kind) {
+    case Op::Kind::kInsert: {
+      const Value r = apply_write(c, "insert", str(c.record["sys_id"]), op.values, what, out);
+      if (p.outcome.ok && !(p.outcome.value == r)) add(out, kInvE, what + " returned a record that is not the one committed", p.outcome.value);
+      record_starts(c, "insert", r, Value(), nullptr, log, &expected);
+      trigger = r;
+      break;
+    }
+    case Op::Kind::kUpdate:
+    case Op::Kind::kUpdateWhere:
+    case Op::Kind::kDelete:
+    case Op::Kind::kDeleteWhere: {
+      const bool del = op.kind == Op::Kind::kDelete || op.kind == Op::Kind::kDeleteWhere;
+      std::string sys_id = op.sys_id;
+      if (op.kind == Op::Kind::kUpdateWhere || op.kind == Op::Kind::kDeleteWhere) {
+        if (p.commits == 1) {  // the records it matches at its first commit, in insertion order
+          const Table& t = tables_[op.table];
+          for (const std::string& id : t.order) {
+            if (where_holds(op.where, t.rows.at(id))) p.targets.push_back(id);
+          }
+        }
+        if (p.commits > p.targets.size()) {
+          add(out, kInvA, what + " made more commits than the " + std::to_string(p.targets.size()) + " records it matches", c.record);
+          return;
+        }
+        sys_id = p.targets[p.commits - 1];
+      }
+      const Value* prev = current(op.table, sys_id);
+      const Value previous = prev ? *prev : Value();
+      const Value r = apply_write(c, del ? "delete" : "update", sys_id, op.values, what, out);
+      if (!out->empty()) return;
+      if (op.kind == Op::Kind::kUpdate || op.kind == Op::Kind::kDelete) {
+        if (p.outcome.ok && !(p.outcome.value == r)) add(out, kInvE, what + " returned a record that is not the one committed", p.outcome.value);
+      }
+      record_starts(c, del ? "delete" : "update", r, previous, nullptr, log, &expected);
+      trigger = r;
+      has_previous = !del;
+      if (has_previous) trigger = Value::object({{"record", r}, {"previous", previous}});
+      break;
+    }
+    case Op::Kind::kFireEvent:
+      if (c.kind != CommitEntry::Kind::kEvent || !(c.event == Value(op.name))) {
+        add(out, kInvA, what + " committed " + kind_name(c.kind) + " " + c.event.to_json());
+        return;
+      }
+      event_starts(c, op.name, nullptr, log, &expected);
+      trigger = op.payload;
+      break;
+    case Op::Kind::kCallFlow:
+    case Op::Kind::kTestFlow: {
+      if (c.kind != CommitEntry::Kind::kStart) {
+        add(out, kInvA, what + " committed a " + std::string(kind_name(c.kind)));
+        return;
+      }
+      expected.push_back(Expect{op.flow, true, {}, op.kind == Op::Kind::kCallFlow ? "call_flow" : "test_flow"});
+      inputs = op.kind == Op::Kind::kCallFlow || op.table.empty() ? op.values : Value::empty_object();
+      test = op.kind == Op::Kind::kTestFlow;
+      if (test && !op.table.empty()) {
+        const Value* r = current(op.table, op.sys_id);
+        trigger = r ? *r : Value();
+      }
+      break;
+    }
+    case Op::Kind::kAdvance: {
+      // A schedule tick: the next one due.
+      if (c.kind != CommitEntry::Kind::kStart || c.started.size() != 1) {
+        add(out, kInvA, what + " made a " + std::string(kind_name(c.kind)) + " commit that is not a schedule tick");
+        return;
+      }
+      const std::string flow = c.started[0].flow;
+      // Ticks come in time order, across flows too: the fired tick is one of the earliest
+      // still due (flows due at the same instant may fire in any order among themselves).
+      auto it = std::find_if(due_ticks_.begin(), due_ticks_.end(), [&](const auto& t) { return t.second == flow; });
+      if (it == due_ticks_.end()) {
+        add(out, kInvA, what + " fired a tick of " + flow + " that the model did not expect");
+        return;
+      }
+      if (it->first != due_ticks_.front().first) {
+        add(out, kInvA, what + " fired the tick of " + flow + " due at " + format_time(it->first) + " before the tick of " +
+                            due_ticks_.front().second + " due at " + format_time(due_ticks_.front().first));
+        return;
+      }
+      if (!(c.record.is_null()) || str(snap.context(c.started[0].id) ? (*snap.context(c.started[0].id))["trigger"]["time"] : Value()) !=
+                                       format_time(it->first)) {
+        add(out, kInvA, what + " fired a tick of " + flow + " for another time than its next one, " + format_time(it->first),
+            snap.context(c.started[0].id) ? *snap.context(c.started[0].id) : Value());
+        return;
+      }
+      trigger = Value(std::string_view(format_time(it->first)));
+      due_ticks_.erase(it);
+      expected.push_back(Expect{flow, true, {}, "schedule tick"});
+      count("schedule ticks");
+      break;
+    }
+    default:
+      add(out, kInvA, what + " should commit nothing, but made commit " + std::to_string(c.seq) + " (" + kind_name(c.kind) + ")");
+      return;
+  }
+  if (!out->empty()) return;
+  // Starts of this commit, then the contexts' trigger data as the model knows it.
+  match_starts(c, expected, nullptr, trigger, snap, what, out);
+  for (const CommitRecord::Started& st : c.started) {
+    Value t;
+    if (op.kind == Op::Kind::kAdvance) {
+      t = Value::object({{"type", "schedule"}, {"time", trigger}});
+    } else if (op.kind == Op::Kind::kFireEvent) {
+      t = Value::object({{"type", "event"}, {"name", Value(op.name)}, {"payload", op.payload}, {"time", Value(std::string_view(format_time(c.at)))}});
+    } else if (op.kind == Op::Kind::kCallFlow || (op.kind == Op::Kind::kTestFlow && op.table.empty())) {
+      const FlowSpec* f = s_.flow(op.flow);
+      std::string type = "api";
+      if (test && f && f->kind == FlowSpec::Kind::kEvent) type = "event";
+      if (test && f && f->kind == FlowSpec::Kind::kSchedule) type = "schedule";
+      t = Value::object({{"type", Value(type)}, {"payload", test ? op.values : Value()}, {"time", Value(std::string_view(format_time(c.at)))}});
+    } else {
+      const FlowSpec* f = s_.flow(st.flow);
+      std::string operation = kind_name(c.kind);
+      Value record = has_previous ? trigger["record"] : trigger;
+      Value previous = has_previous ? trigger["previous"] : Value();
+      if (test) {
+        operation = f->when == "created" ? "insert" : f->when == "deleted" ? "delete" : "update";
+        previous = operation == "update" ? record : Value();
+      }
+      t = Value::object({{"type", "record"}, {"table", Value(op.table)}, {"operation", Value(operation)},
+                         {"sys_id", record["sys_id"]}, {"record", record}, {"previous", previous},
+                         {"time", Value(std::string_view(format_time(c.at)))}});
+      start_context(st, c, nullptr, t, !previous.is_null() || operation == "update", inputs, test);
+      continue;
+    }
+    start_context(st, c, nullptr, t, false, inputs, test);
+  }
+}
+
+void Model::context_commit(const CommitRecord& c, const Snapshot& snap, const CommitLog& log, Violations* out) {
+  auto it = ctxs_.find(c.origin);
+  if (it == ctxs_.end()) {
+    add(out, kInvA, "commit " + std::to_string(c.seq) + " comes from " + c.origin + ", which the model never saw start");
+    return;
+  }
+  Ctx& x = it->second;
+  if (x.pending.empty()) replay(x, snap, true, out);
+  if (!out->empty()) return;
+  if (x.pending.empty()) {
+    add(out, kInvA, "commit " + std::to_string(c.seq) + " (" + kind_name(c.kind) + " " + c.table + ") comes from " + x.id +
+                        ", but no completed write, event or start step of it is left to explain it",
+        snap.context(x.id) ? *snap.context(x.id) : Value());
+    return;
+  }
+  const PendingWrite pw = x.pending.front();
+  x.pending.erase(x.pending.begin());
+  const Value* record = snap.context(x.id);
+  const Value& step = (*record)["steps"].at(pw.index);
+  const std::string what = x.id + " step " + str(step["path"]) + " (" + str(step["action"]) + ")";
+  Frame& f = x.frames.at(pw.frame);
+  const Value& w = pw.write;
+  const std::string kind = str(w["kind"]);
+  std::vector<Expect> expected;
+  Value trigger;
+  bool has_previous = false;
+  if (kind == "insert" || kind == "update" || kind == "delete") {
+    const std::string table = str(w["table"]);
+    if (c.table != table) {
+      add(out, kInvE, what + " should write table " + table + ", the engine's commit is on " + c.table, c.record);
       return;
     }
-    int64_t runs = (*parent)["flow"].as_string() == f.id;
-    for (const Value& x : (*parent)["chain"].items()) runs += x.as_string() == f.id;
-    if (runs >= std::max<int64_t>(1, s_.recursion_limit)) {
-      e->kind = Expected::Kind::kSkip;
-      e->reason = "indirect_recursion_limit";
+    std::string sys_id = kind == "insert" ? str(c.record["sys_id"]) : str(w["sys_id"]);
+    if (!w["check_current"].is_null()) {
+      // A record read under a lock (the counter pattern): nobody else wrote it since.
+      const Value* now = current(table, sys_id);
+      if (!now || !(*now == w["check_current"])) {
+        add(out, "(e) counters (mutual exclusion)",
+            what + " writes from a read of " + table + "/" + sys_id + " made under its lock, but the record changed in between: read " +
+                w["check_current"].to_json() + ", now " + (now ? now->to_json() : std::string("(gone)")),
+            *record);
+        return;
+      }
+    }
+    const Value* prev = current(table, sys_id);
+    const Value previous = prev ? *prev : Value();
+    const Value r = apply_write(c, kind, sys_id, w["values"], what, out);
+    if (!out->empty()) return;
+    if (kind != "delete" && step["action"].as_string() != "sim_stamp" && !step["outputs"]["record"].is_null() &&
+        !(step["outputs"]["record"] == r)) {
+      add(out, kInvE, what + "'s output record differs from the model's " + r.to_json(), step);
+    }
+    if (step["action"].as_string() == "create_record" || step["action"].as_string() == "sim_stamp") {
+      f.steps[str(w["id"])] = step["action"].as_string() == "create_record"
+                                        ? Value::object({{"record", r}, {"sys_id", r["sys_id"]}})
+                                        : Value::object({{"sys_id", r["sys_id"]}});
+    }
+    record_starts(c, kind, r, previous, &x, log, &expected);
+    trigger = r;
+    has_previous = kind == "update";
+    if (has_previous) trigger = Value::object({{"record", r}, {"previous", previous}});
+  } else if (kind == "event") {
+    if (c.kind != CommitEntry::Kind::kEvent || !(c.event == w["name"])) {
+      add(out, kInvA, what + " should commit event " + w["name"].to_json() + ", the engine committed " + kind_name(c.kind) + " " + c.event.to_json());
+      return;
+    }
+    event_starts(c, str(w["name"]), &x, log, &expected);
+    trigger = w["payload"];
+  } else if (kind == "start") {
+    if (c.kind != CommitEntry::Kind::kStart) {
+      add(out, kInvA, what + " should commit a start, the engine committed " + std::string(kind_name(c.kind)));
+      return;
+    }
+    Expect e{str(w["flow"]), true, {}, "start_flow " + str(w["flow"]) + " at " + str(step["path"])};
+    const FlowSpec* fs = s_.flow(e.flow);
+    if (fs) rules(c, *fs, &x, "", "", log, &e);
+    expected.push_back(e);
+    // The step's outputs say whether it started a context.
+    const Value& o = step["outputs"];
+    const bool skipped = o["skipped"].as_bool();
+    if (skipped != c.started.empty() || (!skipped && !(o["context_id"] == Value(c.started.empty() ? std::string() : c.started[0].id)))) {
+      add(out, kInvA, what + " outputs " + o.to_json() + " do not match its commit (started " + std::to_string(c.started.size()) + ")", step);
+    }
+  } else {
+    add(out, kInvA, what + " is not a step that commits", step);
+    return;
+  }
+  match_starts(c, expected, &x, trigger, snap, what, out);
+  x.last_commit = c.seq;
+  for (const CommitRecord::Started& st : c.started) {
+    Value t;
+    if (kind == "event") {
+      t = Value::object({{"type", "event"}, {"name", w["name"]}, {"payload", w["payload"]}, {"time", Value(std::string_view(format_time(c.at)))}});
+      start_context(st, c, &x, t, false, Value::empty_object(), false);
+    } else if (kind == "start") {
+      t = Value::object({{"type", "api"}, {"time", Value(std::string_view(format_time(c.at)))}});
+      start_context(st, c, &x, t, false, w["inputs"], false);
+    } else {
+      Value rec = has_previous ? trigger["record"] : trigger;
+      t = Value::object({{"type", "record"}, {"table", Value(c.table)}, {"operation", Value(kind)}, {"sys_id", rec["sys_id"]},
+                         {"record", rec}, {"previous", has_previous ? trigger["previous"] : Value()},
+                         {"time", Value(std::string_view(format_time(c.at)))}});
+      start_context(st, c, &x, t, has_previous, Value::empty_object(), false);
+    }
+  }
+}
+
+// ---- triggers and rules ----
+
+void Model::record_starts(const CommitRecord& c, const std::string& op, const Value& record, const Value& previous,
+                          const Ctx* parent, const CommitLog& log, std::vector<Expect>* out) {
+  // On one thread a step prepares and commits its write at once; on real threads the
+  // write may have looked at the active flows any time after its context's last commit.
+  const uint64_t since = parent && threads_ ? parent->last_commit : 0;
+  bool changed = true;
+  if (op == "update") {
+    bool ch = false;
+    (void)updated(previous, record.without("sys_updated_on").without("sys_mod_count").without("sys_created_on"), 0, &ch);
+    changed = ch;
+  }
+  const std::vector<DriverState> states = states_at(c.seq, since);
+  for (const FlowSpec& f : s_.flows) {
+    if (f.kind != FlowSpec::Kind::kRecord || f.table != c.table) continue;
+    const bool listens = (op == "insert" && (f.when == "created" || f.when == "created_or_updated")) ||
+                         (op == "update" && (f.when == "updated" || f.when == "created_or_updated")) ||
+                         (op == "delete" && f.when == "deleted");
+    if (!listens) continue;
+    if (!changed && f.run != "for_every_update") continue;
+    if (f.condition && !model_condition_holds(*f.condition, record, op == "update" ? &previous : nullptr)) continue;
+    size_t active = 0;
+    for (const DriverState& st : states) active += st.active.at(f.id);
+    if (active == 0) continue;
+    Expect e{f.id, true, {}, op + " of " + c.table + "/" + str(record["sys_id"]) + " matches " + f.id};
+    rules(c, f, parent, c.table, str(record["sys_id"]), log, &e);
+    if (active < states.size()) e.reasons.push_back("inactive");  // activated or deactivated meanwhile
+    out->push_back(std::move(e));
+  }
+}
+
+void Model::event_starts(const CommitRecord& c, const std::string& name, const Ctx* parent, const CommitLog& log,
+                         std::vector<Expect>* out) {
+  const std::vector<DriverState> states = states_at(c.seq, parent && threads_ ? parent->last_commit : 0);
+  for (const FlowSpec& f : s_.flows) {
+    if (f.kind != FlowSpec::Kind::kEvent || f.event != name) continue;
+    size_t active = 0;
+    for (const DriverState& st : states) active += st.active.at(f.id);
+    if (active == 0) continue;
+    Expect e{f.id, true, {}, "event " + name + " matches " + f.id};
+    rules(c, f, parent, "", "", log, &e);
+    if (active < states.size()) e.reasons.push_back("inactive");
+    out->push_back(std::move(e));
+  }
+}
+
+void Model::rules(const CommitRecord& c, const FlowSpec& f, const Ctx* parent, const std::string& table,
+                  const std::string& sys_id, const CommitLog& log, Expect* e) {
+  if (parent) {
+    if (parent->flow == f.id) {
+      e->start = false;
+      e->reasons = {"direct_recursion"};
+      return;
+    }
+    // The new context's chain is the parent's plus the parent's flow (not f, or it would
+    // be direct recursion): f's runs are those in the parent's chain.
+    const int64_t runs = std::count(parent->chain.begin(), parent->chain.end(), f.id);
+    std::set<bool> outcomes;
+    for (const DriverState& st : states_at(c.seq, 0)) outcomes.insert(runs >= std::max<int64_t>(1, st.recursion_limit));
+    if (outcomes.count(true)) {
+      if (outcomes.size() == 1) e->start = false;
+      e->reasons = {"indirect_recursion_limit"};
+      if (outcomes.size() == 1) return;
+      e->reasons.push_back("start");  // either: the limit changed during this commit's operation
       return;
     }
   }
   if (f.kind != FlowSpec::Kind::kRecord || (f.when != "updated" && f.when != "created_or_updated")) return;
   const std::string rk = run_key(f.id, table, sys_id);
   if (f.run == "once") {
-    if (parent) {
-      e->kind = Expected::Kind::kEither;
-      e->reason = "run_once";
-    } else if (once_ran_.count(rk)) {
-      e->kind = Expected::Kind::kSkip;
-      e->reason = "run_once";
+    if (once_ran_.count(rk)) {
+      e->start = false;
+      e->reasons = {"run_once"};
     }
   } else if (f.run.empty() || f.run == "always") {
-    if (parent) {
-      e->kind = Expected::Kind::kEither;
-      e->reason = "already_running";
-    } else {
-      for (const std::string& id : unfinished_) {
-        auto it = ctx_run_.find(id);
-        if (it != ctx_run_.end() && it->second == rk) {
-          e->kind = Expected::Kind::kSkip;
-          e->reason = "already_running";
-          e->why += " (" + id + " is still running for the record)";
-          return;
-        }
+    std::vector<std::string>& list = running_[rk];
+    bool ambiguous = false;
+    for (auto it = list.begin(); it != list.end();) {
+      const CommitLog::Ends ends = log.ends(*it);
+      if (ends.ended_by <= c.seq) {
+        it = list.erase(it);
+        continue;
       }
+      if (ends.alive_through >= c.seq) {
+        e->start = false;
+        e->reasons = {"already_running"};
+        e->why += " (" + *it + " still runs for the record)";
+        return;
+      }
+      ambiguous = true;
+      ++it;
+    }
+    if (ambiguous) {
+      e->reasons = {"already_running", "start"};
+      count("run options undecided (a context ending at the commit)");
     }
   }
 }
 
-void Model::record_starts(const std::string& table, const std::string& op, const Value& record, const Value& previous,
-                          const Value* parent, TimeMs at, std::vector<Expected>* out) {
-  const std::string sys_id = str(record["sys_id"]);
-  const bool is_change = op != "update" || changed(previous, record);
-  for (const FlowSpec& f : s_.flows) {
-    if (f.kind != FlowSpec::Kind::kRecord || f.table != table || !active(f.id)) continue;
-    const bool listens = (op == "insert" && (f.when == "created" || f.when == "created_or_updated")) ||
-                         (op == "update" && (f.when == "updated" || f.when == "created_or_updated")) ||
-                         (op == "delete" && f.when == "deleted");
-    if (!listens) continue;
-    if (!is_change && f.run != "for_every_update") continue;
-    if (f.condition && !model_condition_holds(*f.condition, record)) continue;
-    Expected e;
-    e.key = f.id + "|record|" + table + "|" + op + "|" + sys_id;
-    e.at = at;
-    e.why = op + " of " + table + "/" + sys_id + " matches " + f.id;
-    rule_outcome(f, parent, table, sys_id, &e);
-    out->push_back(std::move(e));
+void Model::start_context(const CommitRecord::Started& st, const CommitRecord& c, const Ctx* parent, const Value& trigger,
+                          bool has_previous, const Value& inputs, bool test) {
+  Ctx x;
+  x.id = st.id;
+  x.flow = st.flow;
+  x.seq = st.seq;
+  x.start_commit = c.seq;
+  x.last_commit = c.seq;
+  x.test = test;
+  if (parent) {
+    x.chain = parent->chain;
+    x.chain.push_back(parent->flow);
   }
+  x.trigger = trigger;
+  x.has_previous = has_previous;
+  x.inputs = inputs.is_object() ? inputs : Value::empty_object();
+  Frame root;
+  root.unit = st.flow;
+  root.inputs = x.inputs;
+  root.stack = {st.flow};
+  x.frames[""] = root;
+  const FlowSpec* f = s_.flow(st.flow);
+  if (!test && f && f->kind == FlowSpec::Kind::kRecord && (f->when == "updated" || f->when == "created_or_updated")) {
+    const std::string rk = run_key(f->id, str(trigger["table"]), str(trigger["sys_id"]));
+    if (f->run == "once") once_ran_.insert(rk);
+    if (f->run.empty() || f->run == "always") running_[rk].push_back(st.id);
+  }
+  ctx_order_.push_back(st.id);
+  ctxs_[st.id] = std::move(x);
 }
 
-void Model::event_starts(const std::string& name, const Value* parent, TimeMs at, std::vector<Expected>* out) {
-  for (const FlowSpec& f : s_.flows) {
-    if (f.kind != FlowSpec::Kind::kEvent || f.event != name || !active(f.id)) continue;
-    Expected e;
-    e.key = f.id + "|event|" + name;
-    e.at = at;
-    e.why = "event " + name + " matches " + f.id;
-    rule_outcome(f, parent, "", "", &e);
-    out->push_back(std::move(e));
+void Model::match_starts(const CommitRecord& c, const std::vector<Expect>& expected, const Ctx* parent,
+                         const Value& trigger, const Snapshot& snap, const std::string& what, Violations* out) {
+  (void)trigger;
+  // Seq numbers follow commit order, one after another; each context names this commit.
+  for (const CommitRecord::Started& st : c.started) {
+    if (st.seq != next_seq_ || st.commit_seq != c.seq || st.id != "ctx-" + std::to_string(st.seq)) {
+      add(out, kInvD, what + " started " + st.id + " (seq " + std::to_string(st.seq) + ", commit " + std::to_string(st.commit_seq) +
+                          ") but the next seq is " + std::to_string(next_seq_) + " and the commit is " + std::to_string(c.seq));
+    }
+    next_seq_ = st.seq + 1;
   }
-}
-
-void Model::match(const std::vector<Expected>& expected, const std::vector<Value>& contexts,
-                  const std::vector<Value>& skipped, const std::string& what, const Value* parent, Violations* out) {
-  const std::string inv = "(a) every trigger match started a context or was skipped";
-  std::map<std::string, std::deque<const Value*>> ctx_pool, skip_pool;
-  Value want_chain;
+  // Skipped entries of this commit: the next ones of the engine's list (subflow calls aside).
+  std::vector<const Value*> skips;
+  {
+    size_t seen = 0;
+    for (const Value& k : snap.skipped) {
+      if (k["event"]["type"].as_string() == "call") continue;
+      if (seen++ < skipped_seen_) continue;
+      skips.push_back(&k);
+    }
+  }
+  std::vector<bool> used_start(c.started.size(), false);
+  size_t skip_i = 0;
+  for (const Expect& e : expected) {
+    const bool may_start = e.start || std::count(e.reasons.begin(), e.reasons.end(), "start");
+    const bool may_vanish = std::count(e.reasons.begin(), e.reasons.end(), "inactive") > 0;
+    // Started?
+    bool found = false;
+    for (size_t i = 0; i < c.started.size() && !found; ++i) {
+      if (!used_start[i] && c.started[i].flow == e.flow) {
+        used_start[i] = found = true;
+        if (!may_start) add(out, kInvA, what + ": " + e.why + " should be skipped (" + e.reasons.front() + "), but " + c.started[i].id + " started");
+      }
+    }
+    if (found) continue;
+    // Skipped?
+    if (skip_i < skips.size() && (*skips[skip_i])["flow"].as_string() == e.flow) {
+      const Value& k = *skips[skip_i++];
+      const std::string reason = str(k["reason"]);
+      if (std::find(e.reasons.begin(), e.reasons.end(), reason) == e.reasons.end()) {
+        add(out, kInvA, what + ": " + e.why + " was skipped as " + reason + (e.reasons.empty() ? ", but should start" : ", want " + e.reasons.front()), k);
+      }
+      const Value& cause = k["cause"];
+      if (parent ? !(cause["context"] == Value(parent->id)) : !cause.is_null()) add(out, kInvA, what + ": a skipped entry names the wrong cause", k);
+      count("skipped " + reason);
+      continue;
+    }
+    if (!may_vanish) add(out, kInvA, what + ": " + e.why + ", but no context started for it and it was not skipped");
+  }
+  skipped_seen_ += skip_i;
+  for (size_t i = 0; i < c.started.size(); ++i) {
+    if (!used_start[i]) add(out, kInvA, what + " started " + c.started[i].id + " (" + c.started[i].flow + "), which no trigger explains");
+  }
+  // The started contexts' records: flow, cause and chain.
+  Value want_chain = Value::empty_array();
   if (parent) {
     std::vector<Value> chain;
-    for (const Value& x : (*parent)["chain"].items()) chain.push_back(x);
-    chain.push_back((*parent)["flow"]);
+    for (const std::string& v : parent->chain) chain.push_back(Value(v));
+    chain.push_back(Value(parent->flow));
     want_chain = Value::array(std::move(chain));
-  } else {
-    want_chain = Value::empty_array();
   }
-  for (const Value& c : contexts) {
-    ctx_pool[trigger_key(c["flow"], c["trigger"])].push_back(&c);
-    const Value& cause = c["cause"];
-    if (parent ? !(cause["context"] == (*parent)["id"] && cause["flow"] == (*parent)["flow"]) : !cause.is_null()) {
-      add(out, inv, str(c["id"]) + " (started by " + what + ") names the wrong cause", c);
-    }
-    if (!(c["chain"] == want_chain)) add(out, inv, str(c["id"]) + " has chain " + c["chain"].to_json() + ", want " + want_chain.to_json(), c);
-  }
-  for (const Value& k : skipped) skip_pool[trigger_key(k["flow"], k["event"])].push_back(&k);
-
-  std::set<std::string> ambiguous;
-  for (const Expected& e : expected) {
-    if (e.kind == Expected::Kind::kEither) ambiguous.insert(e.key);
-  }
-  int64_t last_seq = 0;
-  auto take_context = [&](const Expected& e) -> const Value* {
-    auto& pool = ctx_pool[e.key];
-    if (pool.empty()) return nullptr;
-    auto it = pool.begin();
-    if (!e.context.empty()) {
-      it = std::find_if(pool.begin(), pool.end(), [&](const Value* c) { return (*c)["id"].as_string() == e.context; });
-      if (it == pool.end()) return nullptr;
-    }
-    const Value* c = *it;
-    pool.erase(it);
-    const TimeMs started = ms((*c)["started_at"]);
-    if (started >= 0 && started < e.at) {
-      add(out, "(d) seq / FIFO order", str((*c)["id"]) + " started at " + str((*c)["started_at"]) +
-                                           ", before the operation that started it committed (" + format_time(e.at) + ")", *c);
-    }
-    return c;
-  };
-  for (const Expected& e : expected) {
-    if (e.kind == Expected::Kind::kStart) {
-      const Value* c = take_context(e);
-      if (!c) {
-        add(out, inv, what + ": " + e.why + ", but no context started for it" +
-                          (skip_pool[e.key].empty() ? "" : " (it was skipped: " + skip_pool[e.key].front()->to_json() + ")"),
-            parent ? *parent : Value());
-        continue;
-      }
-      if (!ambiguous.count(e.key)) {
-        const int64_t seq = (*c)["seq"].as_int();
-        if (seq <= last_seq) {
-          add(out, "(d) seq / FIFO order", str((*c)["id"]) + " (" + e.why + ") has a seq below that of a start caused before it by " + what, *c);
-        }
-        last_seq = std::max(last_seq, seq);
-      }
-    } else if (e.kind == Expected::Kind::kSkip) {
-      auto& pool = skip_pool[e.key];
-      if (pool.empty()) {
-        add(out, inv, what + ": " + e.why + " must be skipped (" + e.reason + "), but is not in the skipped list" +
-                          (ctx_pool[e.key].empty() ? "" : " (a context started: " + str((*ctx_pool[e.key].front())["id"]) + ")"),
-            ctx_pool[e.key].empty() ? (parent ? *parent : Value()) : *ctx_pool[e.key].front());
-        continue;
-      }
-      const Value* k = pool.front();
-      pool.pop_front();
-      if ((*k)["reason"].as_string() != e.reason) {
-        add(out, inv, what + ": " + e.why + " skipped with reason " + str((*k)["reason"]) + ", want " + e.reason, *k);
-      }
-    }
-  }
-  for (const Expected& e : expected) {
-    if (e.kind != Expected::Kind::kEither) continue;
-    if (take_context(e)) continue;
-    auto& pool = skip_pool[e.key];
-    if (pool.empty()) {
-      add(out, inv, what + ": " + e.why + ", but it neither started a context nor was skipped", parent ? *parent : Value());
+  for (const CommitRecord::Started& st : c.started) {
+    const Value* r = snap.context(st.id);
+    if (!r) {
+      add(out, kInvA, st.id + " was committed but is not in the engine's contexts");
       continue;
     }
-    const Value* k = pool.front();
-    pool.pop_front();
-    if ((*k)["reason"].as_string() != e.reason) {
-      add(out, inv, what + ": " + e.why + " skipped with reason " + str((*k)["reason"]) + ", want " + e.reason, *k);
+    const Value& cause = (*r)["cause"];
+    if (parent ? !(cause["context"] == Value(parent->id) && cause["flow"] == Value(parent->flow)) : !cause.is_null()) {
+      add(out, kInvA, st.id + " (started by " + what + ") names the wrong cause", *r);
     }
-  }
-  for (const auto& [key, pool] : ctx_pool) {
-    for (const Value* c : pool) add(out, inv, str((*c)["id"]) + " started, but " + what + " matches no trigger for it (" + key + ")", *c);
-  }
-  for (const auto& [key, pool] : skip_pool) {
-    for (const Value* k : pool) add(out, inv, "a skipped start that " + what + " does not explain (" + key + ")", *k);
+    if (!((*r)["chain"] == want_chain)) add(out, kInvA, st.id + " has chain " + (*r)["chain"].to_json() + ", want " + want_chain.to_json(), *r);
+    if ((*r)["flow"].as_string() != st.flow) add(out, kInvA, st.id + " runs flow " + str((*r)["flow"]) + ", committed as " + st.flow, *r);
   }
 }
 
-void Model::note_started(const Value& c) {
-  const std::string id = str(c["id"]);
-  max_seq_ = std::max<uint64_t>(max_seq_, static_cast<uint64_t>(c["seq"].as_int()));
-  if (!terminal(c)) unfinished_.insert(id);
-  const Value& t = c["trigger"];
-  if (t["type"].as_string() == "record") {
-    const std::string rk = run_key(str(c["flow"]), str(t["table"]), str(t["sys_id"]));
-    ctx_run_[id] = rk;
-    const FlowSpec* f = s_.flow(str(c["flow"]));
-    if (f && f->run == "once") once_ran_.insert(rk);
-  }
-}
-
-void Model::external_write(const std::string& table, const std::string& op, const Value& record, const Value& previous,
-                           const std::vector<Value>& new_contexts, const std::vector<Value>& new_skipped, TimeMs now,
-                           Violations* out) {
-  const std::string sys_id = str(record["sys_id"]);
-  const std::string what = "outside " + op + " of " + table + "/" + sys_id;
-  if (op == "delete") {
-    const Value* last = latest(table, sys_id);
-    if (!last || !(*last == record)) {
-      add(out, "(e) records = the writes", what + " removed a record that is not the last version written: " +
-                                               (last ? last->to_json() : std::string("(none)")), record);
+void Model::check_tables(const Snapshot& snap, Violations* out) {
+  for (const auto& [name, t] : tables_) {
+    auto it = snap.records.find(name);
+    const std::vector<Value> empty;
+    const std::vector<Value>& rows = it == snap.records.end() ? empty : it->second;
+    if (rows.size() != t.order.size()) {
+      add(out, kInvE, "table " + name + " has " + std::to_string(rows.size()) + " records, the model " + std::to_string(t.order.size()));
+      return;
     }
-    forget_record(table, sys_id);
-  } else {
-    add_version(table, record, what, out);
-  }
-  std::vector<Expected> expected;
-  record_starts(table, op, record, previous, nullptr, now, &expected);
-  match(expected, new_contexts, new_skipped, what, nullptr, out);
-  for (const Value& c : new_contexts) {
-    note_started(c);
-    committed_at_[str(c["id"])] = now;
-  }
-  skipped_seen_ += new_skipped.size();
-}
-
-void Model::external_event(const std::string& name, const std::vector<Value>& new_contexts,
-                           const std::vector<Value>& new_skipped, TimeMs now, Violations* out) {
-  std::vector<Expected> expected;
-  event_starts(name, nullptr, now, &expected);
-  match(expected, new_contexts, new_skipped, "outside fire_event " + name, nullptr, out);
-  for (const Value& c : new_contexts) note_started(c);
-  skipped_seen_ += new_skipped.size();
-}
-
-void Model::external_call(const std::string& flow, const std::optional<std::string>& started,
-                          const std::vector<Value>& new_contexts, const std::vector<Value>& new_skipped, TimeMs now,
-                          Violations* out) {
-  const FlowSpec* f = s_.flow(flow);
-  const bool startable = f && f->kind == FlowSpec::Kind::kApi && active(flow);
-  std::vector<Expected> expected;
-  if (startable != started.has_value()) {
-    add(out, "(a) every trigger match started a context or was skipped",
-        "call_flow " + flow + (startable ? " (an active API flow) failed" : " (not an active API flow) started " + *started));
-  }
-  if (started) {
-    Expected e;
-    e.key = flow + "|api";
-    e.context = *started;
-    e.at = now;
-    e.why = "call_flow " + flow;
-    expected.push_back(e);
-  }
-  match(expected, new_contexts, new_skipped, "outside call_flow " + flow, nullptr, out);
-  for (const Value& c : new_contexts) note_started(c);
-  skipped_seen_ += new_skipped.size();
-}
-
-void Model::external_nothing(const std::string& what, const std::vector<Value>& new_contexts,
-                             const std::vector<Value>& new_skipped, Violations* out) {
-  match({}, new_contexts, new_skipped, what, nullptr, out);
-  for (const Value& c : new_contexts) note_started(c);
-  skipped_seen_ += new_skipped.size();
-}
-
-void Model::after_run(const Snapshot& s, Violations* out) {
-  // Pass 1: every record version the new steps wrote (an update's previous version may
-  // come from a step of another context that ran in the same settle).
-  struct NewSteps {
-    const Value* ctx;
-    size_t from;
-  };
-  std::vector<NewSteps> fresh;
-  for (const Value& c : s.contexts) {
-    const size_t from = steps_seen_[str(c["id"])];
-    if (c["steps"].size() > from) fresh.push_back(NewSteps{&c, from});
-  }
-  for (const NewSteps& n : fresh) {
-    const std::string id = str((*n.ctx)["id"]);
-    for (size_t i = n.from; i < (*n.ctx)["steps"].size(); ++i) {
-      const Value& st = (*n.ctx)["steps"].at(i);
-      if (st["status"].as_string() != "completed") continue;
-      const std::string_view action = st["action"].as_string();
-      const std::string where = id + " step " + str(st["path"]) + " (" + std::string(action) + ")";
-      if (action == "create_record" || action == "update_record") {
-        add_version(str(st["inputs"]["table"]), st["outputs"]["record"], where, out);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const std::string& id = t.order[i];
+      if (str(rows[i]["sys_id"]) != id) {
+        add(out, kInvE, "table " + name + " record #" + std::to_string(i + 1) + " is " + str(rows[i]["sys_id"]) + ", the model's is " + id +
+                            " (insertion order)", rows[i]);
+        return;
+      }
+      if (!(rows[i] == t.rows.at(id))) {
+        add(out, kInvE, name + "/" + id + " differs from the model's " + t.rows.at(id).to_json(), rows[i]);
+        return;
       }
     }
   }
-  for (const NewSteps& n : fresh) {
-    for (size_t i = n.from; i < (*n.ctx)["steps"].size(); ++i) {
-      const Value& st = (*n.ctx)["steps"].at(i);
-      if (st["action"].as_string() == "delete_record" && st["status"].as_string() == "completed") {
-        const std::string table = str(st["inputs"]["table"]), sys_id = str(st["inputs"]["sys_id"]);
-        forget_record(table, sys_id);
-      }
-    }
-  }
-
-  // Pass 2: the starts each context's new steps imply, against the contexts and skipped
-  // entries that name it as their cause.
-  std::map<std::string, std::vector<Value>> children, skips;
-  for (const Value& c : s.contexts) {
-    if (static_cast<uint64_t>(c["seq"].as_int()) <= max_seq_) continue;
-    const Value& cause = c["cause"];
-    if (cause.is_null()) {
-      add(out, "(a) every trigger match started a context or was skipped",
-          str(c["id"]) + " started during settle/advance with no cause (nothing from outside runs then)", c);
-      continue;
-    }
-    children[str(cause["context"])].push_back(c);
-  }
-  for (size_t i = skipped_seen_; i < s.skipped.size(); ++i) {
-    const Value& k = s.skipped[i];
-    if (k["cause"].is_null()) {
-      add(out, "(a) every trigger match started a context or was skipped", "a skipped start with no cause during settle/advance", k);
-      continue;
-    }
-    skips[str(k["cause"]["context"])].push_back(k);
-  }
-  std::set<std::string> parents_done;
-  for (const NewSteps& n : fresh) {
-    const Value& p = *n.ctx;
-    const std::string id = str(p["id"]);
-    std::vector<Expected> expected;
-    for (size_t i = n.from; i < p["steps"].size(); ++i) {
-      const Value& st = p["steps"].at(i);
-      const std::string_view action = st["action"].as_string();
-      const std::string_view status = st["status"].as_string();
-      const Value& in = st["inputs"];
-      const TimeMs at = ms(st["started_at"]);
-      if (status == "completed" && (action == "create_record" || action == "update_record")) {
-        const Value& rec = st["outputs"]["record"];
-        const std::string table = str(in["table"]);
-        Value previous;
-        if (action == "update_record") {
-          auto t = history_.find(table);
-          const Versions* v = nullptr;
-          if (t != history_.end()) {
-            auto r = t->second.find(str(rec["sys_id"]));
-            if (r != t->second.end()) v = &r->second;
-          }
-          const int64_t mod = rec["sys_mod_count"].as_int();
-          if (!v || !v->by_mod_count.count(mod - 1)) {
-            add(out, "(e) records = the writes", id + " step " + str(st["path"]) + " wrote version " + std::to_string(mod) +
-                                                     " of " + table + "/" + str(rec["sys_id"]) + ", but no write made version " +
-                                                     std::to_string(mod - 1), p);
-            continue;
-          }
-          previous = v->by_mod_count.at(mod - 1);
-        }
-        record_starts(table, action == "create_record" ? "insert" : "update", rec, previous, &p, at, &expected);
-      } else if (status == "completed" && action == "delete_record") {
-        const std::string table = str(in["table"]), sys_id = str(in["sys_id"]);
-        const Value* last = latest(table, sys_id);
-        if (!last) {
-          add(out, "(e) records = the writes", id + " deleted " + table + "/" + sys_id + ", which no write created", p);
-          continue;
-        }
-        record_starts(table, "delete", *last, Value(), &p, at, &expected);
-      } else if (status == "completed" && action == "fire_event") {
-        event_starts(str(in["name"]), &p, at, &expected);
-      } else if (action == "start_flow") {
-        const std::string flow = str(in["flow"]);
-        const FlowSpec* f = s_.flow(flow);
-        const bool startable = f && f->kind == FlowSpec::Kind::kApi && active(flow);
-        if ((status == "completed") != startable) {
-          add(out, "(a) every trigger match started a context or was skipped",
-              id + " step " + str(st["path"]) + ": start_flow " + flow + " ended " + std::string(status) +
-                  (startable ? " although the flow is an active API flow" : " although the flow is not an active API flow"), p);
-        }
-        if (status == "completed" && f) {
-          Expected e;
-          e.key = flow + "|api";
-          e.at = at;
-          e.why = "start_flow " + flow + " at " + str(st["path"]);
-          rule_outcome(*f, &p, "", "", &e);
-          const Value& o = st["outputs"];
-          if (e.kind == Expected::Kind::kStart) {
-            e.context = str(o["context_id"]);
-            if (!o["context_id"].is_string() || o["skipped"].as_bool()) {
-              add(out, "(a) every trigger match started a context or was skipped", e.why + " should start a context; outputs " + o.to_json(), p);
-            }
-          } else if (o["skipped"].as_bool() != true || !o["context_id"].is_null()) {
-            add(out, "(a) every trigger match started a context or was skipped", e.why + " should be skipped (" + e.reason + "); outputs " + o.to_json(), p);
-          }
-          expected.push_back(e);
-        }
-      } else if (action == "call_subflow" && status == "skipped") {
-        Expected e;
-        e.key = str(in["subflow"]) + "|call|" + str(in["subflow"]);
-        e.kind = Expected::Kind::kSkip;
-        e.reason = "direct_recursion";
-        e.at = at;
-        e.why = "call_subflow " + str(in["subflow"]) + " inside itself at " + str(st["path"]);
-        expected.push_back(e);
-      }
-    }
-    parents_done.insert(id);
-    match(expected, children[id], skips[id], id + "'s steps", &p, out);
-  }
-  for (const auto& [parent, list] : children) {
-    if (parents_done.count(parent)) continue;
-    const Value* p = s.context(parent);
-    for (const Value& c : list) {
-      add(out, "(a) every trigger match started a context or was skipped",
-          str(c["id"]) + " names " + parent + " as its cause, but no new step of " + parent + " ran", p ? *p : c);
-    }
-  }
-  for (const auto& [parent, list] : skips) {
-    if (parents_done.count(parent)) continue;
-    for (const Value& k : list) add(out, "(a) every trigger match started a context or was skipped", "a skipped start caused by " + parent + ", which ran no new step", k);
-  }
-
-  // What has now been seen.
-  for (const NewSteps& n : fresh) steps_seen_[str((*n.ctx)["id"])] = (*n.ctx)["steps"].size();
-  for (const Value& c : s.contexts) {
-    if (static_cast<uint64_t>(c["seq"].as_int()) > max_seq_) note_started(c);
-  }
-  for (const Value& c : s.contexts) {
-    if (static_cast<uint64_t>(c["seq"].as_int()) > max_seq_) max_seq_ = static_cast<uint64_t>(c["seq"].as_int());
-  }
-  skipped_seen_ = s.skipped.size();
-  unfinished_.clear();
-  for (const Value& c : s.contexts) {
-    if (!terminal(c)) unfinished_.insert(str(c["id"]));
-    auto it = committed_at_.find(str(c["id"]));
-    if (it != committed_at_.end() && ms(c["started_at"]) >= 0 && ms(c["started_at"]) < it->second) {
-      add(out, "(d) seq / FIFO order", str(c["id"]) + " started before the outside operation that started it", c);
-    }
-  }
-  check_records(s, out);
-  check_run_options(s, out);
-}
-
-void Model::check_records(const Snapshot& s, Violations* out) {
-  const std::string inv = "(e) records = the writes";
-  for (const auto& [table, rows] : history_) {
-    for (const auto& [sys_id, v] : rows) {
-      const Value* r = s.record(table, sys_id);
-      if (v.deleted) {
-        if (r) add(out, inv, table + "/" + sys_id + " was deleted but is still in the table", *r);
-        continue;
-      }
-      if (!r) {
-        add(out, inv, table + "/" + sys_id + " was written and never deleted, but is not in the table",
-            v.by_mod_count.rbegin()->second);
-        continue;
-      }
-      const Value& last = v.by_mod_count.rbegin()->second;
-      if (!(last == *r)) add(out, inv, table + "/" + sys_id + " differs from the last version written: " + last.to_json(), *r);
-      const int64_t mod = (*r)["sys_mod_count"].as_int();
-      if (static_cast<int64_t>(v.by_mod_count.size()) != mod + 1) {
-        add(out, inv, table + "/" + sys_id + " is at sys_mod_count " + std::to_string(mod) + " but " +
-                          std::to_string(v.by_mod_count.size()) + " writes made it", *r);
-      }
-    }
-  }
-  for (const auto& [table, rows] : s.records) {
-    for (const Value& r : rows) {
-      auto t = history_.find(table);
-      if (t == history_.end() || !t->second.count(str(r["sys_id"]))) {
-        add(out, inv, table + "/" + str(r["sys_id"]) + " is in the table, but no write made it", r);
-      }
-    }
-  }
-}
-
-void Model::check_run_options(const Snapshot& s, Violations* out) {
-  const std::string inv = "(a) run options";
-  std::map<std::string, std::vector<const Value*>> by_run;
-  for (const Value& c : s.contexts) {
-    const Value& t = c["trigger"];
-    if (t["type"].as_string() != "record") continue;
-    by_run[run_key(str(c["flow"]), str(t["table"]), str(t["sys_id"]))].push_back(&c);
-  }
-  for (const FlowSpec& f : s_.flows) {
-    if (f.kind != FlowSpec::Kind::kRecord || (f.when != "updated" && f.when != "created_or_updated")) continue;
-    const bool once = f.run == "once", always = f.run.empty() || f.run == "always";
-    if (!once && !always) continue;
-    for (const auto& [rk, list] : by_run) {
-      if (rk.rfind(f.id + "|", 0) != 0) continue;
-      if (once && list.size() > 1) {
-        add(out, inv, f.id + " runs once per record, but " + str((*list[1])["id"]) + " ran after " + str((*list[0])["id"]) + " for " + rk, *list[1]);
-      }
-      if (!always) continue;
-      for (size_t i = 1; i < list.size(); ++i) {
-        const Value& a = *list[i - 1];
-        const Value& b = *list[i];
-        const TimeMs b_started = ms(b["started_at"]);
-        if (!terminal(a) || (b_started >= 0 && ms(a["ended_at"]) > b_started)) {
-          add(out, inv, f.id + " (run: always) started " + str(b["id"]) + " for " + rk + " while " + str(a["id"]) +
-                            " was still running for it", b);
-        }
-      }
-    }
-  }
-  for (size_t i = 0; i < s.skipped.size(); ++i) {
-    const Value& k = s.skipped[i];
-    const std::string_view reason = k["reason"].as_string();
-    if (reason != "run_once" && reason != "already_running") continue;
-    const Value& t = k["event"];
-    if (!by_run.count(run_key(str(k["flow"]), str(t["table"]), str(t["sys_id"])))) {
-      add(out, inv, "a start skipped as " + std::string(reason) + " although no context of the flow ever ran for the record", k);
-    }
+  for (const auto& [name, rows] : snap.records) {
+    if (!tables_.count(name) && !rows.empty()) add(out, kInvE, "table " + name + " has records no write made", rows[0]);
   }
 }
 

@@ -1,11 +1,14 @@
 // The simulation's traffic. Contract: Traffic::next picks the next outside operation
-// (insert, update, update of a missing record, delete, fire_event, call_flow, cancel,
-// activate/deactivate, advance, settle) from a generator seeded by the scenario's seed and
-// from what the run has shown so far (TrafficView), so a seed replays the same traffic.
+// (insert, update by id or `where`, update of a missing record, delete by id or `where`,
+// fire_event, call_flow, test_flow, cancel, activate/deactivate, saving another version of
+// a definition and then publishing it, set_property, advance, settle) from a generator
+// seeded by the scenario's seed and from what the run has shown so far (TrafficView), so a
+// seed replays the same traffic.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,12 +20,13 @@ namespace flowrt::sim {
 // One operation of the traffic.
 struct Op {
   enum class Kind {
-    kInsert, kUpdate, kUpdateMissing, kDelete, kFireEvent, kCallFlow, kCancel, kCancelUnknown,
-    kActivate, kDeactivate, kAdvance, kSettle,
+    kInsert, kUpdate, kUpdateMissing, kUpdateWhere, kDelete, kDeleteWhere, kFireEvent, kCallFlow, kTestFlow,
+    kCancel, kCancelUnknown, kActivate, kDeactivate, kSave, kPublish, kSetProperty, kAdvance, kSettle,
   };
   Kind kind = Kind::kSettle;
   std::string table, sys_id, name, flow, context;
-  Value values, payload;
+  Value values, payload, where;  // where: a condition (kUpdateWhere, kDeleteWhere)
+  size_t version = 0;            // kSave: which version (0-based) of `flow` is saved
   int64_t duration = 0;
   std::string describe() const;
 };
@@ -32,6 +36,7 @@ struct TrafficView {
   std::map<std::string, std::vector<std::string>> sys_ids;  // live records of the data tables
   uint64_t contexts = 0;                                    // the highest seq so far
   std::map<std::string, bool> active;                       // flow id -> active
+  std::map<std::string, size_t> published;                  // definition id -> published version
 };
 
 class Traffic {
@@ -41,8 +46,10 @@ class Traffic {
 
  private:
   Value record_values();
+  Value where();
   const Scenario& s_;
   Rng g_;
+  std::optional<Op> follow_;  // the publish or activate that follows a save
 };
 
 }  // namespace flowrt::sim
