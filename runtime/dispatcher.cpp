@@ -299,10 +299,12 @@ Result<Value> Dispatcher::update(std::string_view table, std::string_view sys_id
   // build again from the newer version).
   FLOWRT_RETURN_IF_ERROR(RecordStore::check_value_sizes(values, core_.props().max_record_value_bytes));
   while (true) {
-    Value current = store_.get(table, sys_id);  // the store's own read lock; no commit lock
+    uint32_t row = 0;
+    Value current = store_.get(table, sys_id, &row);  // the store's own read lock; no commit lock
     if (current.is_null()) return Error{"no record in " + std::string(table) + " with sys_id " + std::string(sys_id)};
     Result<RecordChange> change = RecordStore::build_update(current, sys_id, values, core_.clock.now());
     if (!change) return change.error();
+    change->row_hint = row;
     std::vector<Prepared> prepared;
     prepare_record(table, RecordOperation::kUpdate, change->record, &change->previous, change->changed, &prepared);
     Batch batch(core_);
@@ -509,8 +511,8 @@ Dispatcher::WaiterAdded Dispatcher::add_waiter(const Value& table, const Value& 
                                                uint64_t wait_id, std::shared_ptr<const Condition> condition,
                                                const Value& seen) {
   SpinMutexLock lock(mu_);
-  // Counted first, then the record read: an update that commits without the commit lock
-  // either is seen here or sees the count (and then wakes under the commit lock).
+  // Registered under the commit lock, which every write holds: a write either came
+  // before (and the record read here shows it) or comes after and sees this waiter.
   waiter_count_.fetch_add(1, std::memory_order_acq_rel);
   Value current = store_.get(table.as_string(), sys_id.as_string());
   if (current.is_null()) {

@@ -286,7 +286,10 @@ bool RecordStore::commit_update(std::string_view table_name, std::string_view sy
   Table* t = find_table(table_name);
   if (!t) return false;
   WriterLock lock(t->mu);
-  const uint32_t row = t->by_id.find(sys_id);
+  // The hint is right when its row still holds the very version read (`previous` keeps that
+  // storage alive, so no other record can have it): then no lookup by sys_id is needed.
+  uint32_t row = change.row_hint;
+  if (row >= t->rows.size() || !t->rows[row].same_storage(change.previous)) row = t->by_id.find(sys_id);
   if (row == IdIndex::kNone || !t->rows[row].same_storage(change.previous)) return false;
   t->rows[row] = change.record;
   index_row(*t, &change.previous, &change.record, row);
@@ -393,11 +396,12 @@ void RecordStore::compact(Table& t) {
   for (const std::string& f : fields) index(t, f);
 }
 
-Value RecordStore::get(std::string_view table_name, std::string_view sys_id) const {
+Value RecordStore::get(std::string_view table_name, std::string_view sys_id, uint32_t* row_out) const {
   const Table* t = find_table(table_name);
   if (!t) return Value();
   ReaderLock lock(t->mu);
   const uint32_t row = t->by_id.find(sys_id);
+  if (row_out) *row_out = row;
   return row == IdIndex::kNone ? Value() : t->rows[row];
 }
 

@@ -42,6 +42,9 @@ struct RecordChange {
   Value record;    // after
   Value previous;  // before
   bool changed;    // did any value change (engine fields aside)
+  // Where `previous` was read (RecordStore::get's `row`): commit_update looks there first.
+  // Only a hint: a row that no longer holds `previous` is found again by sys_id.
+  uint32_t row_hint = UINT32_MAX;
 };
 
 class RecordStore {
@@ -76,7 +79,8 @@ class RecordStore {
   // value its compact JSON). Stops measuring a value once it is past the limit.
   static Status check_value_sizes(const Value& values, size_t max_bytes);
 
-  Value get(std::string_view table, std::string_view sys_id) const;
+  // The record, or null; `row`, when given, receives where it was (RecordChange::row_hint).
+  Value get(std::string_view table, std::string_view sys_id, uint32_t* row = nullptr) const;
   // Records matching the query, as an array (see RecordQuery).
   Result<Value> find(const RecordQuery& query);
 

@@ -36,6 +36,38 @@ TEST(RecordStoreTest, InsertUpdateRemove_KeepEngineFields) {
   EXPECT_FALSE(store.remove("t", id).is_ok());
 }
 
+TEST(RecordStoreTest, CommitUpdate_RowHintIsOnlyAHint) {
+  RecordStore store;
+  const std::string a(store.insert("t", json(R"({"n": 1})"), 1000)->operator[]("sys_id").as_string());
+  const std::string b(store.insert("t", json(R"({"n": 2})"), 1000)->operator[]("sys_id").as_string());
+  uint32_t row_a = 0, row_b = 0;
+  const Value read_a = store.get("t", a, &row_a);
+  store.get("t", b, &row_b);
+  ASSERT_NE(row_a, row_b);
+
+  // A hint at another record's row, or past the end: the record is found by its sys_id.
+  RecordChange c = *RecordStore::build_update(read_a, a, json(R"({"n": 10})"), 2000);
+  c.row_hint = row_b;
+  ASSERT_TRUE(store.commit_update("t", a, c));
+  EXPECT_EQ(store.get("t", a)["n"], Value(10));
+  EXPECT_EQ(store.get("t", b)["n"], Value(2)) << "the hinted row is left alone";
+
+  // A right hint at a version that is no longer current: refused, as without a hint.
+  RecordChange stale = *RecordStore::build_update(read_a, a, json(R"({"n": 20})"), 3000);
+  stale.row_hint = row_a;
+  EXPECT_FALSE(store.commit_update("t", a, stale));
+  stale.row_hint = 1u << 30;
+  EXPECT_FALSE(store.commit_update("t", a, stale));
+  EXPECT_EQ(store.get("t", a)["n"], Value(10));
+
+  // The record removed: refused whatever the hint.
+  const Value read_b = store.get("t", b);
+  RecordChange gone = *RecordStore::build_update(read_b, b, json(R"({"n": 30})"), 4000);
+  gone.row_hint = row_b;
+  ASSERT_TRUE(store.remove("t", b).is_ok());
+  EXPECT_FALSE(store.commit_update("t", b, gone));
+}
+
 TEST(RecordStoreTest, SysIds_AreDeterministicForASeed) {
   RecordStore a(7), b(7), c(8);
   const Value x = (*a.insert("t", Value(), 0))["sys_id"];
