@@ -35,6 +35,11 @@
 
 namespace flowrt {
 
+// The inputs a start of API flow `flow` gives, checked against those it declares (none
+// when it declares none): no unknown input, every required one there, each of its type.
+// The error names the input and the value.
+Status check_api_inputs(const PlanUnit& flow, const Value& inputs);
+
 class EngineCore {
  public:
   explicit EngineCore(EngineOptions options);
@@ -83,7 +88,8 @@ class EngineCore {
   // Ends a context: releases what it holds, finishes its record.
   void finish_context(Context& ctx, ContextStatus status, Value error);
   Status cancel(std::string_view context_id);
-  // Starts an active API flow on request (call_flow, start_flow); checks that it is one.
+  // Starts an active API flow on request (call_flow, start_flow); checks that it is one,
+  // and that the inputs are those it declares (check_api_inputs), or refuses the start.
   Result<StartedFlow> start_api_flow(std::string_view flow, const Value& inputs, Origin origin);
 
   // ---- clock ----
@@ -95,6 +101,9 @@ class EngineCore {
   // Deadlines saturate at kMaxTime.
   Status advance(DurationMs d);
   void settle(DurationMs until);
+  // Waits until no context can run at the current instant, without moving the clock or
+  // firing a timer (the events file's lines with worker_threads 1, see runtime/harness.h).
+  void quiesce();
 
   // ---- stopping ----
   // Asks the engine to stop: advance and settle return early, the Engine refuses new

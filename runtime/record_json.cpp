@@ -79,7 +79,7 @@ Value limit_value(const Value& v, size_t limit) {
   return Value(std::string_view(text));
 }
 
-Value trigger_to_value(const TriggerData& t) {
+Value trigger_to_value(const TriggerData& t, size_t value_limit) {
   std::vector<Member> m;
   m.push_back(Member{Value("type"), Value(trigger_type_name(t.type))});
   switch (t.type) {
@@ -94,7 +94,13 @@ Value trigger_to_value(const TriggerData& t) {
     case TriggerType::kSchedule:
       m.push_back(Member{Value("time"), Value(std::string_view(format_time(t.time)))});
       break;
-    case TriggerType::kApi: break;
+    case TriggerType::kApi:
+      if (t.payload.is_object()) {
+        std::vector<Member> inputs;
+        for (const auto& in : t.payload.members()) inputs.push_back(Member{in.key, limit_value(in.value, value_limit)});
+        m.push_back(Member{Value("inputs"), Value::object(std::move(inputs))});
+      }
+      break;
   }
   return Value::object(std::move(m));
 }
@@ -107,7 +113,7 @@ Value record_to_value(const RecordFields& f) {
   m.push_back(Member{Value("flow"), f.flow});
   m.push_back(Member{Value("plan_version"), f.plan_version});
   m.push_back(Member{Value("status"), Value(status_name(f.status))});
-  m.push_back(Member{Value("trigger"), f.trigger ? trigger_to_value(*f.trigger) : Value()});
+  m.push_back(Member{Value("trigger"), f.trigger ? trigger_to_value(*f.trigger, f.value_limit) : Value()});
   Value cause;
   if (f.cause && !f.cause->context_id.is_null()) {
     cause = Value::object({{"context", f.cause->context_id}, {"flow", f.cause->flow_id}});

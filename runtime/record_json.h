@@ -33,7 +33,9 @@ struct RecordFields {
 
 Value record_to_value(const RecordFields& f);
 // {"type": "record", "table", "operation", "sys_id"} and the like.
-Value trigger_to_value(const TriggerData& t);
+// An API trigger shows the inputs the start was called with, each capped by `value_limit`
+// as step inputs are (0 = no cap).
+Value trigger_to_value(const TriggerData& t, size_t value_limit = 0);
 // `v` itself, or when its JSON is longer than `limit` bytes, a string holding the start of
 // that JSON and a marker "...[truncated: N bytes]".
 Value limit_value(const Value& v, size_t limit);
