@@ -212,8 +212,13 @@ std::vector<Model::DriverState> Model::states_at(uint64_t commit, uint64_t since
   // Operation i's effect comes between its `before` and `after`: a commit inside that
   // range may have seen the state before or after it. A write looks at which flows are
   // active before it takes its commit sequence number, at any moment after `since`.
+  // On real threads a commit is published (Dispatcher::last_commit) only as it ends, so the
+  // driver may read an operation's `after` while the next commit, already under the lock,
+  // has read the state from before that operation: commit N+1 may have seen any state
+  // since commit N.
   const size_t i = op_at(commit);
-  const size_t first = since == 0 ? i : op_at(std::min(since, commit));
+  size_t first = since == 0 ? i : op_at(std::min(since, commit));
+  if (threads_ && commit > 1) first = std::min(first, op_at(commit - 1));
   if (i >= ops_.size() && first >= ops_.size()) return {states_.back()};
   std::vector<DriverState> out;
   const size_t last = i >= ops_.size() ? states_.size() - 1 : (ops_[i].before < commit ? i + 1 : i);
