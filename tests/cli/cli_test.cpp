@@ -234,6 +234,53 @@ TEST_F(CliTest, Validate_ReportsEveryError_Exit1) {
   EXPECT_EQ(o.code, 0) << o.out;
 }
 
+// validate DIR reads the project as run DIR does: config.json's lock limits and
+// properties apply to the compile.
+TEST_F(CliTest, Validate_ProjectDir_AppliesConfigLockLimitsAndProperties) {
+  std::string many;
+  for (int i = 0; i < 60; ++i) many += std::string(i ? "," : "") + R"({"action": "log", "inputs": {"message": "x"}})";
+  write("flows/big.json", R"({"id": "big", "trigger": {"type": "api"}, "actions": [)" + many + "]}");
+  write("flows/lock.json", R"({"id": "lock", "trigger": {"type": "api"}, "actions": [
+    {"action": "lock", "inputs": {"key": "pool", "weight": 2}}, {"action": "unlock", "inputs": {"key": "pool"}}]})");
+  Output bare = run("validate " + dir());
+  EXPECT_EQ(bare.code, 1) << bare.out;
+  EXPECT_NE(bare.out.find("more than max_actions (50)"), std::string::npos) << bare.out;
+  EXPECT_EQ(bare.out.find("config.json"), std::string::npos) << "config.json is not read as a definition";
+  write("config.json", R"({"properties": {"max_actions": 70}, "locks": {"pool": {"limit": 2}}})");
+  Output ok = run("validate " + dir());
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("2 definitions, no errors"), std::string::npos) << ok.out;
+  write("config.json", R"({"properties": {"max_actions": 70}, "locks": {"pool": {"limit": 1}}})");
+  Output heavy = run("validate " + dir());
+  EXPECT_EQ(heavy.code, 1) << heavy.out;
+  EXPECT_NE(heavy.out.find("lock.json: /actions/0/inputs/weight"), std::string::npos) << heavy.out;
+  Output by_run = run("run " + dir());
+  EXPECT_EQ(by_run.code, 1) << by_run.out;
+  EXPECT_NE(by_run.out.find("lock.json: /actions/0/inputs/weight"), std::string::npos) << by_run.out;
+  write("config.json", R"({"properties": {"max_actions": "many"}})");
+  Output bad = run("validate " + dir());
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("config.json: /properties/max_actions"), std::string::npos) << bad.out;
+}
+
+// A syntax error in one file and a shape error in one definition hide nothing: the compile
+// errors of the others are reported in the same run, by validate and by run.
+TEST_F(CliTest, Validate_SyntaxAndShapeErrors_DoNotHideCompileErrorsOfOthers) {
+  write("flows/a_syntax.json", "{\n  \"id\": \"a\",\n  oops\n}");
+  write("flows/b_shape.json", R"({"id": "b", "trigger": {"type": "api"}, "actions": 7})");
+  write("flows/c_pill.json", R"({"id": "c", "trigger": {"type": "api"}, "actions": [{"action": "log", "inputs": {"message": "{{x.y}}"}}]})");
+  write("flows/d_action.json", R"({"id": "d", "trigger": {"type": "api"}, "actions": [{"action": "nope"}]})");
+  for (const std::string& cmd : {"validate " + dir(), "validate " + dir() + "/flows", "run " + dir()}) {
+    Output o = run(cmd);
+    EXPECT_EQ(o.code, 1) << cmd << o.out;
+    EXPECT_NE(o.out.find("a_syntax.json: /: line 3, column"), std::string::npos) << cmd << o.out;
+    EXPECT_NE(o.out.find("b_shape.json: /actions"), std::string::npos) << cmd << o.out;
+    EXPECT_NE(o.out.find("c_pill.json: /actions/0/inputs/message: {{x.y}}: unknown data pill root 'x'"), std::string::npos)
+        << cmd << o.out;
+    EXPECT_NE(o.out.find("d_action.json: /actions/0/action: unknown action 'nope'"), std::string::npos) << cmd << o.out;
+  }
+}
+
 TEST_F(CliTest, Run_DepthBombDefinition_Exit1_NamesFileLineAndBudget) {
   write("flows/bomb.json", std::string(100000, '['));
   write("events.jsonl", "");
