@@ -23,8 +23,9 @@ struct Output {
   std::string out;
 };
 
-Output run(const std::string& args) {
-  const std::string cmd = std::string(FLOWRT_BINARY) + " " + args + " 2>&1";
+// Runs flowrt with `args`; its stdout and stderr both, unless `redirect` says otherwise.
+Output run(const std::string& args, const std::string& redirect = " 2>&1") {
+  const std::string cmd = std::string(FLOWRT_BINARY) + " " + args + redirect;
   FILE* pipe = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf;
@@ -281,6 +282,88 @@ TEST_F(CliTest, Validate_SyntaxAndShapeErrors_DoNotHideCompileErrorsOfOthers) {
   }
 }
 
+// --format json prints one document whatever went wrong; its errors are objects
+// {file, line, pointer, message}, null where one does not apply.
+TEST_F(CliTest, Run_Json_AlwaysOneDocument_ErrorsAreObjects) {
+  write("flows/f.json", "{\n  \"id\": \"f\",\n  \"trigger\": {\"type\": \"api\"},\n  \"actions\": [\n    {\"action\": \"nope\"}\n  ]\n}\n");
+  write("events.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n");
+  auto doc_of = [](const Output& o) {
+    Result<Value> doc = parse_json(o.out.substr(0, o.out.find('\n')));
+    EXPECT_TRUE(doc.is_ok()) << o.out;
+    return doc ? *doc : Value();
+  };
+  Output defs = run("run " + dir() + " --format json", " 2>/dev/null");
+  EXPECT_EQ(defs.code, 1) << defs.out;
+  Value doc = doc_of(defs);
+  EXPECT_EQ(doc["contexts"].size(), 0u);
+  ASSERT_EQ(doc["errors"].size(), 1u) << defs.out;
+  EXPECT_EQ(doc["errors"].at(0)["file"], Value(dir() + "/flows/f.json"));
+  EXPECT_EQ(doc["errors"].at(0)["line"], Value(5));
+  EXPECT_EQ(doc["errors"].at(0)["pointer"], Value("/actions/0/action"));
+  EXPECT_NE(doc["errors"].at(0)["message"].as_string().find("unknown action 'nope'"), std::string::npos);
+
+  write("flows/f.json", "{\n  \"id\": \"f\",\n  oops\n}");
+  doc = doc_of(run("run " + dir() + " --format json", " 2>/dev/null"));
+  EXPECT_EQ(doc["errors"].at(0)["line"], Value(3)) << "a syntax error's own line";
+
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  write("config.json", R"({"properties": {"max_actions": "many"}})");
+  Output config = run("run " + dir() + " --format json", " 2>/dev/null");
+  EXPECT_EQ(config.code, 1);
+  doc = doc_of(config);
+  EXPECT_EQ(doc["errors"].at(0)["file"], Value(dir() + "/config.json"));
+  EXPECT_EQ(doc["errors"].at(0)["pointer"], Value("/properties/max_actions"));
+  EXPECT_EQ(doc["errors"].at(0)["line"], Value(1));
+  fs::remove(dir_ / "config.json");
+
+  write("events.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n{\"op\": \"explode\"}\n");
+  Output events = run("run " + dir() + " --format json", " 2>/dev/null");
+  EXPECT_EQ(events.code, 1);
+  doc = doc_of(events);
+  EXPECT_EQ(doc["contexts"].size(), 1u);
+  const Value& e = doc["errors"].at(0);
+  EXPECT_EQ(e["file"], Value(dir() + "/events.jsonl"));
+  EXPECT_EQ(e["line"], Value(2));
+  EXPECT_TRUE(e["pointer"].is_null());
+  EXPECT_EQ(e["message"].as_string().rfind("unknown op 'explode'", 0), 0u) << e.to_json();
+}
+
+// A failure to write the output is an error, never silence.
+TEST_F(CliTest, Run_OutputThatCannotBeWritten_Exit1_SaysSo) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  write("events.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n");
+  Output out = run("run " + dir() + " --format json --out /dev/full");
+  EXPECT_EQ(out.code, 1) << out.out;
+  EXPECT_NE(out.out.find("/dev/full: cannot write the context records"), std::string::npos) << out.out;
+  Output table = run("run " + dir() + " --out /dev/full");
+  EXPECT_EQ(table.code, 1) << table.out;
+  EXPECT_NE(table.out.find("error: /dev/full: cannot write the context records"), std::string::npos) << table.out;
+  Output stdout_full = run("run " + dir() + " --format json", " 2>&1 >/dev/full");
+  EXPECT_EQ(stdout_full.code, 1) << stdout_full.out;
+  EXPECT_NE(stdout_full.out.find("cannot write the output to stdout"), std::string::npos) << stdout_full.out;
+}
+
+// No events.jsonl: the run says so on stderr and points at a file that looks like one;
+// --events names the file explicitly.
+TEST_F(CliTest, Run_NoEventsFile_SaysSo_PointsAtALookAlike) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  Output none = run("run " + dir());
+  EXPECT_EQ(none.code, 0) << none.out;
+  EXPECT_NE(none.out.find("has no events.jsonl, so no events are applied"), std::string::npos) << none.out;
+  EXPECT_EQ(none.out.find("did you mean"), std::string::npos) << none.out;
+  write("events.json", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n");
+  Output near = run("run " + dir());
+  EXPECT_EQ(near.code, 0) << near.out;
+  EXPECT_NE(near.out.find("did you mean " + dir() + "/events.json? (name it with --events " + dir() + "/events.json)"),
+            std::string::npos)
+      << near.out;
+  EXPECT_NE(near.out.find("0 contexts"), std::string::npos) << near.out;
+  Output named = run("run " + dir() + " --events " + dir() + "/events.json");
+  EXPECT_EQ(named.code, 0) << named.out;
+  EXPECT_EQ(named.out.find("no events.jsonl"), std::string::npos) << named.out;
+  EXPECT_NE(named.out.find("ctx-1"), std::string::npos) << named.out;
+}
+
 TEST_F(CliTest, Run_DepthBombDefinition_Exit1_NamesFileLineAndBudget) {
   write("flows/bomb.json", std::string(100000, '['));
   write("events.jsonl", "");
@@ -393,7 +476,7 @@ TEST_F(CliTest, Run_StoppedBySignal_CancelsWhatHasNotEnded_ReleasesLocks_PrintsW
     for (const Value& c : (*doc)["contexts"].items()) {
       EXPECT_EQ(c["status"], Value("cancelled")) << c["id"].to_json();
     }
-    const std::string error = std::string((*doc)["errors"].at((*doc)["errors"].size() - 1).as_string());
+    const std::string error = std::string((*doc)["errors"].at((*doc)["errors"].size() - 1)["message"].as_string());
     EXPECT_EQ(error.rfind(sig == SIGINT ? "stopped by SIGINT: " : "stopped by SIGTERM: ", 0), 0u) << error;
   }
 }
