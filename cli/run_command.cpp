@@ -91,7 +91,7 @@ std::string events_look_alike(const std::string& dir) {
 
 int run_command(const std::vector<std::string>& raw) {
   StopSignals signals;
-  ParsedArgs args = parse_args(raw, {"flows", "events", "config", "format", "out", "log-level"});
+  ParsedArgs args = parse_args(raw, {"flows", "events", "config", "format", "out", "log-level", "flow", "status"});
   if (args.positional.size() > 1) throw UsageError{"run takes one directory"};
   if (args.positional.empty() && (!args.has("flows") || !args.has("events"))) {
     throw UsageError{"run needs DIR, or --flows and --events"};
@@ -184,7 +184,7 @@ int run_command(const std::vector<std::string>& raw) {
   } else {
     std::vector<std::string> lines;
     for (const RunError& e : errors) lines.push_back(e.describe());
-    print_table(engine, lines, std::cout);
+    print_table(engine, lines, std::cout, TableFilter{args.get("flow"), args.get("status")});
   }
   std::cout.flush();
   if (!std::cout) {

@@ -364,6 +364,25 @@ TEST_F(CliTest, Run_NoEventsFile_SaysSo_PointsAtALookAlike) {
   EXPECT_NE(named.out.find("ctx-1"), std::string::npos) << named.out;
 }
 
+// The table: --flow and --status choose the rows, and counts agree in number.
+TEST_F(CliTest, Run_Table_FlowAndStatusFilters_SingularCounts) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  write("flows/g.json", R"({"id": "gauge", "trigger": {"type": "api"}, "actions": [{"action": "wait", "inputs": {"duration": "30d"}}]})");
+  write("events.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n{\"op\": \"call_flow\", \"flow\": \"gauge\"}\n");
+  Output all = run("run " + dir());
+  EXPECT_EQ(all.code, 0) << all.out;
+  EXPECT_NE(all.out.find("2 contexts, 0 ended in error, 0 starts skipped"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("ctx-1    f      completed"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("ctx-2    gauge  waiting"), std::string::npos) << all.out;
+  Output one = run("run " + dir() + " --flow f");
+  EXPECT_NE(one.out.find("1 context of 2, 0 ended in error"), std::string::npos) << one.out;
+  EXPECT_EQ(one.out.find("ctx-2"), std::string::npos) << one.out;
+  Output waiting = run("run " + dir() + " --status waiting");
+  EXPECT_NE(waiting.out.find("ctx-2"), std::string::npos) << waiting.out;
+  EXPECT_EQ(waiting.out.find("ctx-1"), std::string::npos) << waiting.out;
+  EXPECT_NE(waiting.out.find("1 context of 2"), std::string::npos) << waiting.out;
+}
+
 TEST_F(CliTest, Run_DepthBombDefinition_Exit1_NamesFileLineAndBudget) {
   write("flows/bomb.json", std::string(100000, '['));
   write("events.jsonl", "");
