@@ -12,6 +12,9 @@ int validate_command(const std::vector<std::string>& args);
 int plan_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
 
+// A project directory, as `run DIR` and `validate DIR` read it: a directory holding flows/.
+bool is_project_dir(const std::string& path);
+
 // Thrown for bad usage; main prints it with the usage and exits 2.
 struct UsageError {
   std::string message;

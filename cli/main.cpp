@@ -10,8 +10,9 @@ namespace {
 
 constexpr const char* kUsage = R"(usage:
   flowrt run DIR [--format table|json] [--out FILE] [--log-level off|error|warn|info|debug]
+                 [--events FILE] [--flow ID] [--status STATUS]
   flowrt run --flows DIR --events FILE [--config FILE] [--format table|json] [--out FILE]
-  flowrt validate PATH...
+  flowrt validate DIR | PATH...
   flowrt plan PATH... --flow ID
   flowrt bench [--workload triage|fanout|events|locks|compile] [--events N] [--workers K] [--rate R]
                [--retention N] [--json]

@@ -6,8 +6,16 @@
 namespace flowrt::cli {
 namespace {
 
+// The columns a string takes in a terminal: one per code point (UTF-8 continuation bytes
+// take none).
+size_t display_width(std::string_view s) {
+  size_t w = 0;
+  for (unsigned char c : s) w += (c & 0xC0) != 0x80;
+  return w;
+}
+
 std::string pad(std::string s, size_t width) {
-  if (s.size() < width) s.append(width - s.size(), ' ');
+  if (const size_t w = display_width(s); w < width) s.append(width - w, ' ');
   return s;
 }
 
@@ -19,12 +27,19 @@ std::string run_time(const Value& ms) {
 
 }  // namespace
 
-void print_table(const Engine& engine, const std::vector<std::string>& errors, std::ostream& out) {
-  std::vector<ContextRecord> contexts = engine.contexts();
+void print_table(const Engine& engine, const std::vector<std::string>& errors, std::ostream& out,
+                 const TableFilter& filter) {
+  std::vector<ContextRecord> all = engine.contexts();
+  std::vector<ContextRecord> contexts;
+  for (ContextRecord& c : all) {
+    if (!filter.flow.empty() && c.flow() != filter.flow) continue;
+    if (!filter.status.empty() && c.status() != filter.status) continue;
+    contexts.push_back(std::move(c));
+  }
   size_t id_w = 7, flow_w = 4;
   for (const ContextRecord& c : contexts) {
-    id_w = std::max(id_w, c.id().size());
-    flow_w = std::max(flow_w, c.flow().size());
+    id_w = std::max(id_w, display_width(c.id()));
+    flow_w = std::max(flow_w, display_width(c.flow()));
   }
   out << pad("CONTEXT", id_w + 2) << pad("FLOW", flow_w + 2) << pad("STATUS", 13) << pad("RUN TIME", 13)
       << pad("STEPS", 7) << "STARTED -> ENDED\n";
@@ -68,8 +83,10 @@ void print_table(const Engine& engine, const std::vector<std::string>& errors, s
       }
     }
   }
-  out << "\n" << contexts.size() << " contexts, " << failed << " ended in error, " << skipped.size()
-      << " starts skipped\n";
+  out << "\n" << contexts.size() << (contexts.size() == 1 ? " context" : " contexts");
+  if (contexts.size() != all.size()) out << " of " << all.size();
+  out << ", " << failed << " ended in error, " << skipped.size() << (skipped.size() == 1 ? " start" : " starts")
+      << " skipped\n";
   if (const uint64_t dropped = engine.dropped_contexts(); dropped > 0) {
     out << dropped << " older finished context records dropped (context_retention "
         << engine.properties().context_retention << ")\n";

@@ -10,6 +10,13 @@
 
 namespace flowrt::cli {
 
-void print_table(const Engine& engine, const std::vector<std::string>& errors, std::ostream& out);
+// Which contexts the table lists: of flow `flow` and status `status` ("" for any).
+struct TableFilter {
+  std::string flow;
+  std::string status;
+};
+
+void print_table(const Engine& engine, const std::vector<std::string>& errors, std::ostream& out,
+                 const TableFilter& filter = {});
 
 }  // namespace flowrt::cli

@@ -7,7 +7,12 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "plans/value_json.h"
 #include "runtime/harness.h"
@@ -76,6 +81,80 @@ TEST_P(ProjectParityTest, LibraryAndCommandLine_GiveTheSameRun) {
   EXPECT_FALSE(cli["contexts"].items().empty());
   EXPECT_EQ(lib, cli);
 }
+
+// What `flowrt validate DIR` says and what `flowrt run DIR` says before it runs anything:
+// the exit code and the set of error lines (validate prints them on stdout, run on stderr).
+struct Verdict {
+  int code;
+  std::set<std::string> lines;
+};
+
+Verdict Command(const std::string& args, bool stderr_only) {
+  const std::string cmd = std::string(FLOWRT_BINARY) + " " + args + (stderr_only ? " 2>&1 >/dev/null" : " 2>/dev/null");
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  Verdict v{WEXITSTATUS(pclose(pipe)), {}};
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    // validate's closing count ("N errors", "N definitions, no errors") is its own.
+    if (line.find(": ") == std::string::npos || line.find(", no errors") != std::string::npos) continue;
+    v.lines.insert(line);
+  }
+  return v;
+}
+
+TEST_P(ProjectParityTest, ValidateAndRun_Agree) {
+  const std::string dir = std::string(FLOWRT_SOURCE_DIR) + "/examples/" + GetParam();
+  const Verdict validate = Command("validate " + dir, false);
+  EXPECT_EQ(validate.code, 0);
+  EXPECT_TRUE(validate.lines.empty());
+}
+
+std::vector<std::string> CompilerCases() {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(FLOWRT_SOURCE_DIR) + "/tests/compiler/cases")) {
+    out.push_back(e.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Every compiler case, written as a project (its definitions in flows/, its config as
+// config.json): validate and run report the same errors and exit the same way.
+class CompilerCaseParityTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CompilerCaseParityTest, ValidateAndRun_Agree) {
+  std::ifstream in(std::string(FLOWRT_SOURCE_DIR) + "/tests/compiler/cases/" + GetParam());
+  std::stringstream text;
+  text << in.rdbuf();
+  Result<Value> c = parse_json(text.str());
+  ASSERT_TRUE(c.is_ok()) << c.message();
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("flowrt-parity-" + std::to_string(getpid()) + "-" + GetParam());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "flows");
+  std::ofstream(dir / "flows" / "case.json")
+      << ((*c)["text"].is_string() ? std::string((*c)["text"].as_string()) : (*c)["definitions"].to_json());
+  if (const Value* config = c->find("config")) std::ofstream(dir / "config.json") << config->to_json();
+  std::ofstream(dir / "events.jsonl") << "";
+  const Verdict validate = Command("validate " + dir.string(), false);
+  const Verdict run = Command("run " + dir.string(), true);
+  EXPECT_EQ(validate.code, (*c)["errors"].size() == 0 ? 0 : 1);
+  EXPECT_EQ(validate.code, run.code);
+  EXPECT_EQ(validate.lines, run.lines);
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, CompilerCaseParityTest, ::testing::ValuesIn(CompilerCases()),
+                         [](const ::testing::TestParamInfo<std::string>& p) {
+                           std::string name = p.param.substr(0, p.param.size() - 5);
+                           for (char& ch : name) {
+                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return name;
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Examples, ProjectParityTest,
                          ::testing::Values("incident-triage", "subflows", "schedules", "wait-for-approval", "embedding"),
