@@ -82,6 +82,54 @@ TEST_P(ProjectParityTest, LibraryAndCommandLine_GiveTheSameRun) {
   EXPECT_EQ(lib, cli);
 }
 
+// `v` with every "runtime_ms" (a measured time) set to 0.
+Value WithoutRunTimes(const Value& v) {
+  if (v.is_array()) {
+    std::vector<Value> items;
+    for (const Value& i : v.items()) items.push_back(WithoutRunTimes(i));
+    return Value::array(std::move(items));
+  }
+  if (!v.is_object()) return v;
+  std::vector<Member> members;
+  for (const auto& m : v.members()) {
+    members.push_back(Member{m.key, m.key.as_string() == "runtime_ms" ? Value(0) : WithoutRunTimes(m.value)});
+  }
+  return Value::object(std::move(members));
+}
+
+// With worker_threads 1 a project is a golden file: twenty runs of every example, its
+// config set to one worker, print the same JSON byte for byte but for runtime_ms (sys_ids
+// included: they are numbered in commit order).
+TEST_P(ProjectParityTest, WithOneWorker_TwentyRunsPrintTheSameDocument) {
+  const std::filesystem::path source = std::filesystem::path(FLOWRT_SOURCE_DIR) / "examples" / GetParam();
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / (std::string("one-worker-") + GetParam());
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(source, dir, std::filesystem::copy_options::recursive);
+  Value config = Value::empty_object();
+  if (std::ifstream in(dir / "config.json"); in) {
+    std::stringstream text;
+    text << in.rdbuf();
+    Result<Value> parsed = parse_json(text.str());
+    ASSERT_TRUE(parsed.is_ok()) << parsed.message();
+    config = *parsed;
+  }
+  const Value props = config["properties"].is_object() ? config["properties"] : Value::empty_object();
+  config = config.with("properties", props.with("worker_threads", Value(1)));
+  std::ofstream(dir / "config.json") << config.to_json();
+
+  std::string first;
+  for (int run = 0; run < 20; ++run) {
+    const std::string doc = WithoutRunTimes(ByTheCommandLine(dir.string())).to_json();
+    if (run == 0) {
+      first = doc;
+      EXPECT_NE(doc.find("\"sys_id\""), std::string::npos) << "the example writes records";
+      continue;
+    }
+    ASSERT_EQ(doc, first) << "run " << run + 1 << " of " << GetParam() << " differs";
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // What `flowrt validate DIR` says and what `flowrt run DIR` says before it runs anything:
 // the exit code and the set of error lines (validate prints them on stdout, run on stderr).
 struct Verdict {
