@@ -829,8 +829,13 @@ void Model::match_starts(const CommitRecord& c, const std::vector<Expect>& expec
       }
     }
     if (found) continue;
-    // Skipped?
-    if (skip_i < skips.size() && (*skips[skip_i])["flow"].as_string() == e.flow) {
+    // Skipped? The list may already hold entries of later commits: a start that may have
+    // vanished (its flow inactive) must not take an entry another context's commit made.
+    const auto ours = [&](const Value& k) {
+      return parent ? k["cause"]["context"] == Value(parent->id) : k["cause"].is_null();
+    };
+    if (skip_i < skips.size() && (*skips[skip_i])["flow"].as_string() == e.flow &&
+        (!may_vanish || ours(*skips[skip_i]))) {
       const Value& k = *skips[skip_i++];
       const std::string reason = str(k["reason"]);
       if (std::find(e.reasons.begin(), e.reasons.end(), reason) == e.reasons.end()) {
