@@ -6,7 +6,6 @@
 #include <fstream>
 #include <iostream>
 
-#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/run_errors.h"
 #include "cli/table_output.h"
@@ -89,9 +88,8 @@ std::string events_look_alike(const std::string& dir) {
 
 }  // namespace
 
-int run_command(const std::vector<std::string>& raw) {
+int run_command(const CommandArgs& args) {
   StopSignals signals;
-  ParsedArgs args = parse_args(raw, {"flows", "events", "config", "format", "out", "log-level", "flow", "status"});
   if (args.positional.size() > 1) throw UsageError{"run takes one directory"};
   if (args.positional.empty() && (!args.has("flows") || !args.has("events"))) {
     throw UsageError{"run needs DIR, or --flows and --events"};

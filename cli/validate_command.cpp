@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <iostream>
 
-#include "cli/args.h"
 #include "cli/commands.h"
 #include "runtime/engine.h"
 #include "runtime/flow_registry.h"
@@ -20,8 +19,7 @@ bool is_project_dir(const std::string& path) {
   return std::filesystem::is_directory(path, ec) && std::filesystem::is_directory(std::filesystem::path(path) / "flows", ec);
 }
 
-int validate_command(const std::vector<std::string>& raw) {
-  ParsedArgs args = parse_args(raw, {});
+int validate_command(const CommandArgs& args) {
   if (args.positional.empty()) throw UsageError{"validate needs at least one PATH"};
   Diagnostics diags;
   size_t definitions = 0;

@@ -554,6 +554,130 @@ TEST_F(CliTest, BadUsage_Exit2) {
   EXPECT_EQ(run("run " + dir() + " --bogus 1").code, 2);
   EXPECT_EQ(run("plan " + dir()).code, 2);
   EXPECT_EQ(run("validate").code, 2);
+  // An unknown option is bad usage whatever its shape, and so is an option given twice or
+  // one without its value.
+  EXPECT_EQ(run("run " + dir() + " --bogus").code, 2);
+  EXPECT_EQ(run("run " + dir() + " --bogus=1").code, 2);
+  EXPECT_EQ(run("run " + dir() + " -x").code, 2);
+  EXPECT_EQ(run("validate " + dir() + " --format json").code, 2);
+  EXPECT_EQ(run("--bogus").code, 2);
+  EXPECT_EQ(run("run " + dir() + " --format json --format table").code, 2);
+  EXPECT_EQ(run("run " + dir() + " --out").code, 2);
+  Output unknown = run("run " + dir() + " --bogus 1");
+  EXPECT_NE(unknown.out.find("flowrt run: unknown option --bogus"), std::string::npos) << unknown.out;
+  EXPECT_NE(unknown.out.find("usage:"), std::string::npos) << unknown.out;
+}
+
+TEST_F(CliTest, Help_TopLevelAndPerCommand_Exit0) {
+  for (const char* args : {"--help", "-h", "help"}) {
+    Output o = run(args);
+    EXPECT_EQ(o.code, 0) << args << o.out;
+    EXPECT_NE(o.out.find("flowrt run DIR"), std::string::npos) << args << o.out;
+    EXPECT_NE(o.out.find("exit codes:"), std::string::npos) << args << o.out;
+  }
+  Output no_args = run("");
+  EXPECT_EQ(no_args.code, 2);
+  EXPECT_NE(no_args.out.find("usage:"), std::string::npos) << no_args.out;
+  // Each command lists its own options, and only those.
+  Output r = run("run --help");
+  EXPECT_EQ(r.code, 0) << r.out;
+  for (const char* option : {"--flows", "--events", "-c,--config", "-f,--format", "-o,--out", "--log-level", "--flow",
+                             "--status"}) {
+    EXPECT_NE(r.out.find(option), std::string::npos) << option << r.out;
+  }
+  EXPECT_EQ(r.out.find("--workload"), std::string::npos) << r.out;
+  Output b = run("bench -h");
+  EXPECT_EQ(b.code, 0) << b.out;
+  for (const char* option : {"--workload", "--events", "--workers", "--rate", "--retention", "--json"}) {
+    EXPECT_NE(b.out.find(option), std::string::npos) << option << b.out;
+  }
+  EXPECT_EQ(b.out.find("--format"), std::string::npos) << b.out;
+  Output v = run("validate --help");
+  EXPECT_EQ(v.code, 0) << v.out;
+  EXPECT_NE(v.out.find("flowrt validate"), std::string::npos) << v.out;
+  Output p = run("plan --help");
+  EXPECT_EQ(p.code, 0) << p.out;
+  EXPECT_NE(p.out.find("--flow"), std::string::npos) << p.out;
+  // --help wins over what else is wrong: nothing runs.
+  Output help_first = run("run /nonexistent --help");
+  EXPECT_EQ(help_first.code, 0) << help_first.out;
+}
+
+TEST_F(CliTest, Version_PrintsTheProjectVersion) {
+  Output o = run("--version", "");
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_EQ(o.out, std::string("flowrt ") + FLOWRT_VERSION + "\n");
+}
+
+TEST_F(CliTest, MistypedCommandOrOption_Exit2_SuggestsTheNearest) {
+  Output command = run("rnu " + dir());
+  EXPECT_EQ(command.code, 2) << command.out;
+  EXPECT_NE(command.out.find("unknown command 'rnu' (did you mean 'run'?)"), std::string::npos) << command.out;
+  Output validate = run("valdiate " + dir());
+  EXPECT_EQ(validate.code, 2) << validate.out;
+  EXPECT_NE(validate.out.find("(did you mean 'validate'?)"), std::string::npos) << validate.out;
+  Output option = run("run " + dir() + " --fromat json");
+  EXPECT_EQ(option.code, 2) << option.out;
+  EXPECT_NE(option.out.find("unknown option --fromat (did you mean '--format'?)"), std::string::npos) << option.out;
+  Output with_value = run("run " + dir() + " --stauts=waiting");
+  EXPECT_EQ(with_value.code, 2) << with_value.out;
+  EXPECT_NE(with_value.out.find("unknown option --stauts (did you mean '--status'?)"), std::string::npos)
+      << with_value.out;
+  Output bench = run("bench --worker 3");
+  EXPECT_EQ(bench.code, 2) << bench.out;
+  EXPECT_NE(bench.out.find("(did you mean '--workers'?)"), std::string::npos) << bench.out;
+  Output version = run("--verison");
+  EXPECT_EQ(version.code, 2) << version.out;
+  EXPECT_NE(version.out.find("(did you mean '--version'?)"), std::string::npos) << version.out;
+  // Nothing near: no suggestion, still exit 2.
+  Output far = run("frobnicate");
+  EXPECT_EQ(far.code, 2) << far.out;
+  EXPECT_NE(far.out.find("unknown command 'frobnicate'"), std::string::npos) << far.out;
+  EXPECT_EQ(far.out.find("did you mean"), std::string::npos) << far.out;
+  Output short_option = run("run " + dir() + " -x");
+  EXPECT_EQ(short_option.code, 2) << short_option.out;
+  EXPECT_EQ(short_option.out.find("did you mean"), std::string::npos) << short_option.out;
+}
+
+TEST_F(CliTest, DoubleDash_EndsTheOptions) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  write("events.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n");
+  Output r = run("run --format json -- " + dir());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(parse_json(r.out).is_ok()) << r.out;
+  Output v = run("validate -- " + dir());
+  EXPECT_EQ(v.code, 0) << v.out;
+  EXPECT_NE(v.out.find("1 definition, no errors"), std::string::npos) << v.out;
+  // After "--" a word that begins with '-' is a PATH, not an option (here one that does
+  // not exist, in the test's working directory).
+  Output dashed = run("validate " + dir() + "/flows/f.json -- -g.json");
+  EXPECT_EQ(dashed.code, 1) << dashed.out;
+  EXPECT_NE(dashed.out.find("-g.json: /: no such file or directory"), std::string::npos) << dashed.out;
+  EXPECT_EQ(dashed.out.find("unknown option"), std::string::npos) << dashed.out;
+  Output plan = run("plan --flow f -- " + dir() + "/flows");
+  EXPECT_EQ(plan.code, 0) << plan.out;
+}
+
+TEST_F(CliTest, ShortOptions_MeanTheirLongNames) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  write("events.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n");
+  Output r = run("run " + dir() + " -f json -o " + dir() + "/out.jsonl");
+  ASSERT_EQ(r.code, 0) << r.out;
+  Result<Value> doc = parse_json(r.out);
+  ASSERT_TRUE(doc.is_ok()) << r.out;
+  EXPECT_EQ((*doc)["contexts"].size(), 1u);
+  std::ifstream lines(dir() + "/out.jsonl");
+  std::string line;
+  ASSERT_TRUE(std::getline(lines, line));
+  EXPECT_EQ((*parse_json(line))["id"], Value("ctx-1"));
+  // -c is --config: a config that is not JSON is read, and is bad config (exit 1).
+  write("bad-config.json", "not json");
+  const std::string flows_and_events = "run --flows " + dir() + "/flows --events " + dir() + "/events.jsonl";
+  EXPECT_EQ(run(flows_and_events).code, 0);
+  EXPECT_EQ(run(flows_and_events + " -c " + dir() + "/bad-config.json").code, 1);
+  EXPECT_EQ(run(flows_and_events + " --config " + dir() + "/bad-config.json").code, 1);
+  EXPECT_EQ(run("run " + dir() + " -f xml").code, 2);
+  EXPECT_EQ(run("run " + dir() + " -f").code, 2);
 }
 
 }  // namespace
