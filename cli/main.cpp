@@ -202,6 +202,7 @@ int main(int argc, char** argv) {
     }
     chosen->args.positional.insert(chosen->args.positional.end(), after_dashes.begin(), after_dashes.end());
     collect(*chosen);
+    if (json_flag->count() > 1) throw flowrt::cli::UsageError{"option --json given twice"};
     if (chosen == &bench && json_flag->count() > 0) bench.args.options["json"] = json ? "true" : "false";
     if (chosen == &run) return flowrt::cli::run_command(run.args);
     if (chosen == &validate) return flowrt::cli::validate_command(validate.args);

@@ -544,6 +544,8 @@ TEST_F(CliTest, Bench_TableByDefault_BadOptionsExit2) {
   EXPECT_EQ(run("bench --events many").code, 2);
   EXPECT_EQ(run("bench --json=maybe").code, 2);
   EXPECT_EQ(run("bench extra").code, 2);
+  EXPECT_EQ(run("bench --json --json").code, 2);
+  EXPECT_EQ(run("bench --workers 2 --workers 3").code, 2);
 }
 
 TEST_F(CliTest, BadUsage_Exit2) {
