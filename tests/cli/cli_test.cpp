@@ -383,6 +383,36 @@ TEST_F(CliTest, Run_Table_FlowAndStatusFilters_SingularCounts) {
   EXPECT_NE(waiting.out.find("1 context of 2"), std::string::npos) << waiting.out;
 }
 
+TEST_F(CliTest, Run_Table_ShowsContinuedErrors_WhatWaitingContextsWaitFor_SkippedStartsAsSentences) {
+  write("flows/f.json", R"([
+    {"id": "f", "trigger": {"type": "event", "name": "go"}, "actions": [
+      {"action": "fail", "inputs": {"message": "soft"}, "on_error": "continue"},
+      {"action": "lock", "inputs": {"key": "k", "max_duration": "10d"}},
+      {"action": "wait", "inputs": {"duration": "5d"}}]},
+    {"id": "g", "trigger": {"type": "event", "name": "go"}, "actions": [
+      {"action": "lock", "inputs": {"key": "k", "max_attempts": 5, "delay": "2d"}}]},
+    {"id": "h", "trigger": {"type": "record", "table": "t", "when": "updated", "run": "once"}, "actions": [
+      {"action": "wait_for_condition", "inputs": {"table": "t", "sys_id": "{{trigger.sys_id}}",
+       "condition": {"field": "a", "op": "eq", "value": 9}, "timeout": "3d"}}]}])");
+  write("events.jsonl",
+        "{\"op\": \"insert\", \"table\": \"t\", \"values\": {\"sys_id\": \"r1\", \"a\": 1}}\n"
+        "{\"op\": \"update\", \"table\": \"t\", \"sys_id\": \"r1\", \"values\": {\"a\": 2}}\n"
+        "{\"op\": \"update\", \"table\": \"t\", \"sys_id\": \"r1\", \"values\": {\"a\": 3}}\n"
+        "{\"op\": \"fire_event\", \"name\": \"go\"}\n");
+  Output o = run("run " + dir());
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_NE(o.out.find("STEPS  ERRORS  STARTED"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("    step 1 (fail) failed, went on: soft\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("    waits for a timer until 2026-01-06T00:00:00.000Z (step 3)\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("    waits for a condition on t/r1: {\"field\":\"a\",\"op\":\"eq\",\"value\":9}, times out at "
+                       "2026-01-04T00:00:00.000Z (step 1)\n"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("    waits for lock 'k', held by ctx-2, #1 in its queue (step 1)\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("  h: run_once, on record t/r1 update\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("3 contexts, 0 ended in error, 1 start skipped"), std::string::npos) << o.out;
+}
+
 TEST_F(CliTest, Run_DepthBombDefinition_Exit1_NamesFileLineAndBudget) {
   write("flows/bomb.json", std::string(100000, '['));
   write("events.jsonl", "");
