@@ -6,14 +6,13 @@
 #include <iostream>
 
 #include "bench/workloads/workloads.h"
-#include "cli/args.h"
 #include "cli/commands.h"
 #include "plans/value.h"
 
 namespace flowrt::cli {
 namespace {
 
-uint64_t positive(const ParsedArgs& args, const std::string& name, uint64_t fallback) {
+uint64_t positive(const CommandArgs& args, const std::string& name, uint64_t fallback) {
   if (!args.has(name)) return fallback;
   const std::string text = args.get(name);
   char* end = nullptr;
@@ -30,9 +29,7 @@ std::string fixed(double v, int digits) {
 
 }  // namespace
 
-int bench_command(const std::vector<std::string>& raw) {
-  ParsedArgs args =
-      parse_args(raw, {"workload", "events", "workers", "rate", "retention", "store", "data", "durability"}, {"json"});
+int bench_command(const CommandArgs& args) {
   if (!args.positional.empty()) throw UsageError{"bench takes options only"};
   bench::BenchOptions o;
   o.workload = args.get("workload", "triage");

@@ -6,7 +6,6 @@
 #include <iostream>
 #include <string>
 
-#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/table_output.h"
 #include "plans/time.h"
@@ -96,8 +95,7 @@ void print(const Value& doc, std::ostream& out) {
 
 }  // namespace
 
-int inspect_command(const std::vector<std::string>& raw) {
-  ParsedArgs args = parse_args(raw, {"data", "flow", "status", "format"});
+int inspect_command(const CommandArgs& args) {
   if (!args.positional.empty()) throw UsageError{"inspect takes no positional arguments (--data FILE)"};
   if (!args.has("data") || args.get("data").empty()) throw UsageError{"inspect needs --data FILE"};
   const std::string format = args.get("format", "table");

@@ -1,7 +1,6 @@
 // flowrt plan: print the compiled plan of one flow.
 #include <iostream>
 
-#include "cli/args.h"
 #include "cli/commands.h"
 #include "compiler/plan_printer.h"
 #include "plans/value_json.h"
@@ -11,8 +10,7 @@
 
 namespace flowrt::cli {
 
-int plan_command(const std::vector<std::string>& raw) {
-  ParsedArgs args = parse_args(raw, {"flow"});
+int plan_command(const CommandArgs& args) {
   if (args.positional.empty()) throw UsageError{"plan needs at least one PATH"};
   if (!args.has("flow")) throw UsageError{"plan needs --flow ID"};
   Engine engine;

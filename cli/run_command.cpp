@@ -1,12 +1,14 @@
 // flowrt run: load definitions, apply the events file on a virtual clock, print contexts.
 // With --data FILE the state is kept in FILE, and a later run goes on from it.
 #include <atomic>
+#include <algorithm>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
-#include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/run_errors.h"
 #include "cli/table_output.h"
 #include "plans/value_json.h"
 #include "runtime/engine.h"
@@ -58,11 +60,37 @@ class StopSignals {
   struct sigaction old_term_ {};
 };
 
+Value errors_value(const std::vector<RunError>& errors) {
+  std::vector<Value> out;
+  for (const RunError& e : errors) out.push_back(e.to_value());
+  return Value::array(std::move(out));
+}
+
+// A file in `dir` that looks like a misnamed events file: events.json, events.ndjson,
+// events.jsonl.txt, or any other *.jsonl / *.ndjson; "" when none does.
+std::string events_look_alike(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> near, other;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (!e.is_regular_file(ec)) continue;
+    const std::string name = e.path().filename().string();
+    const std::string ext = e.path().extension().string();
+    if (name.rfind("events", 0) == 0 || name.rfind("Events", 0) == 0) {
+      near.push_back(e.path().string());
+    } else if (ext == ".jsonl" || ext == ".ndjson") {
+      other.push_back(e.path().string());
+    }
+  }
+  std::sort(near.begin(), near.end());
+  std::sort(other.begin(), other.end());
+  if (!near.empty()) return near.front();
+  return other.empty() ? "" : other.front();
+}
+
 }  // namespace
 
-int run_command(const std::vector<std::string>& raw) {
+int run_command(const CommandArgs& args) {
   StopSignals signals;
-  ParsedArgs args = parse_args(raw, {"flows", "events", "config", "format", "out", "log-level", "data"});
   if (args.positional.size() > 1) throw UsageError{"run takes one directory"};
   if (args.positional.empty() && (!args.has("flows") || !args.has("events"))) {
     throw UsageError{"run needs DIR, or --flows and --events"};
@@ -78,28 +106,51 @@ int run_command(const std::vector<std::string>& raw) {
     if (!found) throw UsageError{found.message()};
     files = std::move(*found);
   }
+  if (!args.positional.empty() && files.events.empty() && !args.has("events")) {
+    // No events file: the run only loads the definitions. Say so, and point at a file that
+    // looks like one.
+    std::cerr << "flowrt run: " << args.positional[0] << " has no events.jsonl, so no events are applied";
+    if (const std::string look_alike = events_look_alike(args.positional[0]); !look_alike.empty()) {
+      std::cerr << "; did you mean " << look_alike << "? (name it with --events " << look_alike << ")";
+    }
+    std::cerr << "\n";
+  }
   files.flows = args.get("flows", files.flows);
   files.events = args.get("events", files.events);
   files.config = args.get("config", files.config);
 
-  std::vector<std::string> errors;
+  // Errors are printed once on stderr; --format json lists them in its one document
+  // whatever went wrong, the table at its end.
+  std::vector<RunError> errors;
   auto fail = [&](const Diagnostics& diags) {
-    for (const Diagnostic& d : diags.list()) std::cerr << d.describe() << "\n";
-    if (diags.omitted() > 0) std::cerr << "... and " << diags.omitted() << " more errors\n";
+    errors = run_errors(diags);
+    for (const RunError& e : errors) std::cerr << e.describe() << "\n";
+    if (format == "json") {
+      std::cout << Value::object({{"contexts", Value::array({})},
+                                  {"skipped", Value::array({})},
+                                  {"records", Value::object({})},
+                                  {"locks", Value::array({})},
+                                  {"errors", errors_value(errors)},
+                                  {"dropped_contexts", Value(0)},
+                                  {"dropped_skipped", Value(0)}})
+                       .to_json()
+                << "\n";
+    }
     return 1;
   };
 
+  const std::string log_level = args.get("log-level");
+  if (!log_level.empty() && !set_engine_log_level(log_level)) {
+    throw UsageError{"--log-level must be off, error, warn, info or debug"};
+  }
   Result<Project, Diagnostics> project = read_project(std::move(files));
   if (!project) return fail(project.error());
-  project->options.log_level = args.get("log-level");
+  project->options.log_level = log_level;
   if (args.has("data")) {
     // State kept in a SQLite file that the next run goes on from (docs/DURABILITY.md).
     if (args.get("data").empty()) throw UsageError{"--data needs a file name"};
     project->options.store = "sqlite";
     project->options.data_file = args.get("data");
-  }
-  if (!project->options.log_level.empty() && !set_engine_log_level(project->options.log_level)) {
-    throw UsageError{"--log-level must be off, error, warn, info or debug"};
   }
   Result<std::unique_ptr<Engine>, Diagnostics> opened = open_project(*project);
   if (!opened) return fail(opened.error());
@@ -109,30 +160,48 @@ int run_command(const std::vector<std::string>& raw) {
   Harness harness(engine);
   const std::string& events = project->files.events;
   Status ran = events.empty() ? Status::ok() : harness.run_file(events);
-  if (!ran) errors.push_back(ran.message());
+  if (!ran) errors.push_back(run_error(ran.message(), events));
   const int stop_signal = g_stop_signal.load();
   if (stop_signal != 0) {
     // Stopped: every context that has not ended is cancelled, which releases its locks.
     const size_t cancelled = engine.shutdown();
-    errors.push_back(std::string("stopped by ") + (stop_signal == SIGINT ? "SIGINT" : "SIGTERM") + ": " +
-                     std::to_string(cancelled) + " contexts cancelled");
+    errors.push_back(run_error(std::string("stopped by ") + (stop_signal == SIGINT ? "SIGINT" : "SIGTERM") + ": " +
+                                   std::to_string(cancelled) + " contexts cancelled",
+                               ""));
   }
 
   if (args.has("out")) {
-    std::ofstream out(args.get("out"));
-    if (!out) {
-      errors.push_back(args.get("out") + ": cannot write");
-    } else {
+    const std::string path = args.get("out");
+    std::ofstream out(path);
+    if (out) {
       for (const ContextRecord& c : engine.contexts()) out << c.value().to_json() << "\n";
+      out.close();  // a full disk shows here, when the buffer is written
     }
+    if (!out) errors.push_back(RunError{path, 0, "", false, "cannot write the context records"});
   }
   if (format == "json") {
-    std::cout << engine.document(errors).to_json() << "\n";
+    const Value document = engine.document();
+    std::vector<Member> doc;
+    for (const auto& m : document.members()) {
+      doc.push_back(Member{m.key, m.key.as_string() == "errors" ? errors_value(errors) : m.value});
+    }
+    std::cout << Value::object(std::move(doc)).to_json() << "\n";
   } else {
-    print_table(engine, errors, std::cout);
+    std::vector<std::string> lines;
+    for (const RunError& e : errors) lines.push_back(e.describe());
+    print_table(engine, lines, std::cout, TableFilter{args.get("flow"), args.get("status")});
+  }
+  std::cout.flush();
+  if (!std::cout) {
+    std::cerr << "flowrt run: cannot write the output to stdout\n";
+    return 1;
   }
   if (!errors.empty()) {
-    for (const std::string& e : errors) std::cerr << e << "\n";
+    // The table ends with its error lines; the document's are for programs, so people get
+    // them on stderr too.
+    if (format == "json") {
+      for (const RunError& e : errors) std::cerr << e.describe() << "\n";
+    }
     return stop_signal != 0 ? 128 + stop_signal : 1;
   }
   return 0;

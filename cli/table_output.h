@@ -10,7 +10,14 @@
 
 namespace flowrt::cli {
 
-void print_table(const Engine& engine, const std::vector<std::string>& errors, std::ostream& out);
+// Which contexts the table lists: of flow `flow` and status `status` ("" for any).
+struct TableFilter {
+  std::string flow;
+  std::string status;
+};
+
+void print_table(const Engine& engine, const std::vector<std::string>& errors, std::ostream& out,
+                 const TableFilter& filter = {});
 // The lines of each lock (Engine::locks() entries): holders, then waiters in queue order.
 void print_locks(const Value& locks, std::ostream& out);
 

@@ -156,13 +156,15 @@ bool compile_trigger(const Value& trigger, const std::string& file, const std::s
     const Value* every = trigger.find("every");
     const Value* at = trigger.find("at");
     const Value* start = trigger.find("start");
-    if ((every == nullptr) == (at == nullptr)) {
+    if (every && at) {
+      error(pointer, "a schedule trigger takes either \"every\" (repeating) or \"at\" (once), not both");
+    } else if (!every && !at) {
       error(pointer, "a schedule trigger needs either \"every\" or \"at\"");
     }
     if (every) {
       Result<DurationMs> d = parse_duration(*every);
       if (!d) error(pointer_append(pointer, "every"), d.message());
-      else if (*d <= 0) error(pointer_append(pointer, "every"), "every must be longer than 0ms");
+      else if (*d <= 0) error(pointer_append(pointer, "every"), "every must be longer than 0ms, got " + every->to_json());
       else if (*d < options.min_schedule_interval) {
         error(pointer_append(pointer, "every"), "every " + every->to_json() +
                                                     " is shorter than the minimum schedule interval of " +
@@ -173,16 +175,17 @@ bool compile_trigger(const Value& trigger, const std::string& file, const std::s
       }
       out->repeating = true;
       if (start) {
-        Result<TimeMs> t = start->is_string() ? parse_time(start->as_string()) : Result<TimeMs>(Error{"start must be a time string"});
+        Result<TimeMs> t = start->is_string() ? parse_time(start->as_string()) : Result<TimeMs>(Error{"start must be a time string, got " + start->to_json()});
         if (!t) error(pointer_append(pointer, "start"), t.message());
         else {
           out->start = *t;
           out->has_start = true;
         }
       }
-    } else if (at) {
-      if (start) error(pointer_append(pointer, "start"), "start goes with every, not with at");
-      Result<TimeMs> t = at->is_string() ? parse_time(at->as_string()) : Result<TimeMs>(Error{"at must be a time string"});
+    }
+    if (at) {
+      if (start && !every) error(pointer_append(pointer, "start"), "start goes with every, not with at");
+      Result<TimeMs> t = at->is_string() ? parse_time(at->as_string()) : Result<TimeMs>(Error{"at must be a time string, got " + at->to_json()});
       if (!t) error(pointer_append(pointer, "at"), t.message());
       else {
         out->start = *t;

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/input_checks.h"
 #include "plans/plan.h"
 
 namespace flowrt {
@@ -24,6 +25,7 @@ enum class InputRole : uint8_t {
 struct InputParam {
   Param param;
   InputRole role = InputRole::kValue;
+  InputCheck check = InputCheck::kNone;  // checked on a literal and on the rendered value
 };
 
 struct ActionSignature {
@@ -35,6 +37,10 @@ struct ActionSignature {
 // The built-in action `name`, or nullptr.
 const ActionSignature* find_builtin(std::string_view name, ActionKind* kind);
 const ActionSignature& builtin_signature(ActionKind kind);
+// The declared input `name` of a built-in action, or nullptr.
+const InputParam* builtin_input(ActionKind kind, std::string_view name);
+// check_input_value for input `name` of a built-in action ("" for an undeclared name).
+std::string check_builtin_input(ActionKind kind, std::string_view name, const Value& v);
 std::string_view builtin_name(ActionKind kind);
 
 // C++ action types registered with the runtime. Implementations must be safe for

@@ -13,6 +13,12 @@ std::string param_list(const std::vector<Param>& params) {
   return out.empty() ? "none" : out;
 }
 
+std::string join_names(const std::vector<Value>& names) {
+  std::string out;
+  for (const Value& n : names) out += (out.empty() ? "" : ", ") + std::string(n.as_string());
+  return out.empty() ? "none" : out;
+}
+
 std::vector<Param> params_of(const ActionSignature& sig) {
   std::vector<Param> out;
   for (const InputParam& p : sig.inputs) out.push_back(p.param);
@@ -126,21 +132,14 @@ bool UnitCompiler::resolve_callee(UnitType type, const std::string& id, const st
   return true;
 }
 
-void UnitCompiler::check_literal(const Template& t, const Param& p, InputRole role, const std::string& pointer) {
+void UnitCompiler::check_literal(const Template& t, const InputParam& p, const std::string& pointer) {
   if (!t.is_constant() || t.absent()) return;
-  if (role == InputRole::kDuration) {
-    Result<DurationMs> d = parse_duration(t.constant);
-    if (!d) add_error(pointer, "input '" + p.name + "': " + d.message());
+  if (p.param.required && t.constant.is_null()) {
+    add_error(pointer, "input '" + p.param.name + "' is required and cannot be null");
     return;
   }
-  if (p.required && t.constant.is_null()) {
-    add_error(pointer, "input '" + p.name + "' is required and cannot be null");
-    return;
-  }
-  if (!value_fits(t.constant, p.type)) {
-    add_error(pointer, "input '" + p.name + "' must be " + std::string(param_type_name(p.type)) + ", not " +
-                           std::string(type_name(t.constant.type())));
-  }
+  std::string problem = check_input_value(p.param.name, p.param.type, p.check, t.constant);
+  if (!problem.empty()) add_error(pointer, std::move(problem));
 }
 
 void UnitCompiler::compile_builtin_inputs(const ActionSignature& sig, const Value& inputs, const std::string& pointer,
@@ -168,7 +167,7 @@ void UnitCompiler::compile_builtin_inputs(const ActionSignature& sig, const Valu
         break;
       default:
         out->inputs[index] = expr_.compile_template(m.value, p);
-        check_literal(out->inputs[index], it->param, it->role, p);
+        check_literal(out->inputs[index], *it, p);
         break;
     }
   }
@@ -177,7 +176,7 @@ void UnitCompiler::compile_builtin_inputs(const ActionSignature& sig, const Valu
       add_error(pointer, sig.name + " needs input '" + sig.inputs[i].param.name + "'");
     }
   }
-  if (out->kind == ActionKind::kLock) check_lock_weight(*out, pointer);
+  if (out->kind == ActionKind::kLock) check_lock_literals(*out, pointer);
   name_given_inputs(out);
 }
 
@@ -189,20 +188,42 @@ void UnitCompiler::name_given_inputs(ActionStep* out) {
   out->given_input_names = intern_shape(given);
 }
 
-void UnitCompiler::check_lock_weight(const ActionStep& step, const std::string& pointer) {
-  const Template* key = step.input("key");
-  const Template* weight = step.input("weight");
-  if (!key || !weight || !key->is_constant() || !weight->is_constant() || !weight->constant.is_int()) return;
-  const std::string name(key->constant.as_string());
-  const auto& limits = builder_->options().lock_limits;
-  auto it = limits.find(name);
-  const int64_t limit = it == limits.end() ? 1 : it->second;
-  if (weight->constant.as_int() > limit) {
-    add_error(pointer_append(pointer, "weight"),
-              "weight " + std::to_string(weight->constant.as_int()) + " is more than the limit " + std::to_string(limit) +
-                  " of lock '" + name + "'" + (it == limits.end() ? " (undeclared locks have limit 1)" : ""));
+void UnitCompiler::check_lock_literals(const ActionStep& step, const std::string& pointer) {
+  auto literal = [&](const char* name) -> const Value* {
+    const Template* t = step.input(name);
+    return t && t->is_constant() && !t->absent() ? &t->constant : nullptr;
+  };
+  const Value* key = literal("key");
+  const Value* weight = literal("weight");
+  if (key && key->is_string() && weight && weight->is_int() && weight->as_int() >= 1) {
+    const std::string name(key->as_string());
+    const auto& limits = builder_->options().lock_limits;
+    auto it = limits.find(name);
+    const int64_t limit = it == limits.end() ? 1 : it->second;
+    if (weight->as_int() > limit) {
+      add_error(pointer_append(pointer, "weight"),
+                "weight " + std::to_string(weight->as_int()) + " is more than the limit " + std::to_string(limit) +
+                    " of lock '" + name + "'" +
+                    (it == limits.end() ? " (undeclared locks have limit 1)" : ""));
+    }
   }
-  if (weight->constant.as_int() < 1) add_error(pointer_append(pointer, "weight"), "weight must be at least 1");
+  // The request gives up (max_attempts - 1) x delay after it is made (delay "1s" unless given).
+  const Value* attempts = literal("max_attempts");
+  const Value* delay_value = literal("delay");
+  if (!attempts || !attempts->is_int() || attempts->as_int() < 1) return;
+  if (step.input("delay") && !step.input("delay")->absent() && !delay_value) return;  // a pill: known at run time
+  DurationMs delay = 1000;
+  if (delay_value) {
+    Result<DurationMs> d = parse_duration(*delay_value);
+    if (!d) return;  // its own error
+    delay = *d;
+  }
+  if (delay > 0 && attempts->as_int() - 1 > kMaxDuration / delay) {
+    add_error(pointer_append(pointer, "max_attempts"),
+              "input 'max_attempts': " + std::to_string(attempts->as_int()) + " attempts " + format_duration(delay) +
+                  " apart would wait longer than the maximum duration of " + format_duration(kMaxDuration) +
+                  " ((max_attempts - 1) x delay), got " + std::to_string(attempts->as_int()));
+  }
 }
 
 void UnitCompiler::compile_call_inputs(const std::vector<Param>& params, const Value& inputs,
@@ -223,7 +244,7 @@ void UnitCompiler::compile_call_inputs(const std::vector<Param>& params, const V
     }
     const size_t index = static_cast<size_t>(it - params.begin());
     out->inputs[index] = expr_.compile_template(m.value, p);
-    check_literal(out->inputs[index], *it, InputRole::kValue, p);
+    check_literal(out->inputs[index], InputParam{*it, InputRole::kValue, InputCheck::kNone}, p);
   }
   for (size_t i = 0; i < params.size(); ++i) {
     if (params[i].required && out->inputs[i].absent()) {
@@ -254,7 +275,14 @@ void UnitCompiler::compile_assignments(const Value& values, const std::string& p
     } else {
       auto it = variables_.find(name);
       if (it == variables_.end()) {
-        add_error(p, "variable name '" + name + "' must be letters, digits, '_' or '-'");
+        if (!valid_id(name) || name.find('.') != std::string::npos) {
+          add_error(p, "variable name '" + name + "' must be letters, digits, '_' or '-'");
+        } else {
+          std::vector<Value> declared;
+          for (const auto& v : def_.source["variables"].members()) declared.push_back(v.key);
+          add_error(p, "set_variables sets '" + name + "', which \"variables\" does not declare (declared: " +
+                           join_names(declared) + "); declare it with an initial value");
+        }
         continue;
       }
       a.slot = it->second;

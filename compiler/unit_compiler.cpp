@@ -79,8 +79,9 @@ void UnitCompiler::read_header(PlanUnit* unit) {
                      "show_draft_actions", "actions", "$schema"},
                base);
   } else {
-    check_keys(src,
-               {"id", "type", "name", "description", "status", "inputs", "outputs", "variables", "actions", "$schema"},
+    // ("active" on a subflow or action is reported by read_definition, which says why.)
+    check_keys(src, {"id", "type", "name", "description", "status", "active", "inputs", "outputs", "variables",
+                     "actions", "$schema"},
                base);
   }
   const Value& show = src["show_draft_actions"];
@@ -177,7 +178,9 @@ void UnitCompiler::collect_step(const Value& step, const std::string& pointer, i
         unit_->step_ids.push_back(id);
       }
     }
-    if (step["action"] == Value("set_variables")) {
+    // Without a "variables" declaration, set_variables declares what it sets; with one,
+    // setting an undeclared name is an error (compile_assignments).
+    if (step["action"] == Value("set_variables") && !def_.source["variables"].is_object()) {
       for (const auto& m : step["inputs"]["values"].members()) {
         const std::string name(m.key.as_string());
         if (variables_.count(name) || !valid_id(name)) continue;

@@ -57,8 +57,11 @@ class UnitCompiler : public PillResolver {
   void compile_call_inputs(const std::vector<Param>& params, const Value& inputs, const std::string& pointer,
                            const std::string& callee_label, ActionStep* out);
   void compile_assignments(const Value& values, const std::string& pointer, bool outputs, ActionStep* out);
-  void check_literal(const Template& t, const Param& p, InputRole role, const std::string& pointer);
-  void check_lock_weight(const ActionStep& step, const std::string& pointer);
+  // A literal input checked as the action checks it at run time (compiler/input_checks.h).
+  void check_literal(const Template& t, const InputParam& p, const std::string& pointer);
+  // Lock inputs checked together: a literal weight against its literal key's limit, and a
+  // literal max_attempts x delay against the longest duration.
+  void check_lock_literals(const ActionStep& step, const std::string& pointer);
   // Fills given_input_names once the step's inputs are compiled.
   void name_given_inputs(ActionStep* out);
   bool resolve_callee(UnitType type, const std::string& id, const std::string& pointer, ActionStep* out);

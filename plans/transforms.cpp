@@ -1,10 +1,40 @@
+#include <utf8proc.h>
+
 #include <cmath>
+#include <string>
 
 #include "plans/eval.h"
 #include "plans/value_json.h"
 
 namespace flowrt {
 namespace {
+
+// `s` with each letter mapped to its upper (or lower) case by Unicode's simple case
+// mapping (one code point for one: ß becomes ẞ, not "SS"); bytes that are not UTF-8 are
+// kept as they are.
+std::string map_case(std::string_view s, bool upper) {
+  std::string out;
+  out.reserve(s.size());
+  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(s.data());
+  utf8proc_ssize_t left = static_cast<utf8proc_ssize_t>(s.size());
+  while (left > 0) {
+    utf8proc_int32_t cp = 0;
+    const utf8proc_ssize_t n = utf8proc_iterate(p, left, &cp);
+    if (n <= 0) {  // not UTF-8: the byte as it is
+      out.push_back(static_cast<char>(*p));
+      ++p;
+      --left;
+      continue;
+    }
+    const utf8proc_int32_t mapped = upper ? utf8proc_toupper(cp) : utf8proc_tolower(cp);
+    utf8proc_uint8_t buf[4];
+    const utf8proc_ssize_t m = utf8proc_encode_char(mapped, buf);
+    out.append(reinterpret_cast<const char*>(buf), static_cast<size_t>(m));
+    p += n;
+    left -= n;
+  }
+  return out;
+}
 
 Error type_error(const std::string& pill, std::string_view transform, std::string_view wanted, const Value& got) {
   return Error{"{{" + pill + "}}: " + std::string(transform) + " needs " + std::string(wanted) + ", got " +
@@ -75,12 +105,7 @@ Result<Value> apply_transform(const Transform& t, const Value& v, const std::str
     case TransformKind::kUpper:
     case TransformKind::kLower: {
       if (!v.is_string()) return type_error(pill, transform_name(t.kind), "a string", v);
-      std::string s(v.as_string());
-      for (char& c : s) {
-        if (t.kind == TransformKind::kUpper && c >= 'a' && c <= 'z') c = static_cast<char>(c - 32);
-        if (t.kind == TransformKind::kLower && c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-      }
-      return Value(std::string_view(s));
+      return Value(std::string_view(map_case(v.as_string(), t.kind == TransformKind::kUpper)));
     }
     case TransformKind::kTrim: {
       if (!v.is_string()) return type_error(pill, "trim", "a string", v);

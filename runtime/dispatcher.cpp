@@ -69,7 +69,7 @@ void Dispatcher::skip(FlowSlot& flow, const TriggerData& trigger, Origin origin,
   SkippedStart s;
   s.flow = flow.id_value;
   s.reason = Value(reason);
-  s.event = trigger_to_value(trigger);
+  s.event = trigger_to_value(trigger, core_.props().record_value_limit);
   if (origin.context) {
     s.cause = Value::object({{"context", origin.context->id}, {"flow", origin.context->flow->id_value}});
   }
@@ -341,27 +341,34 @@ Result<Value> Dispatcher::insert(std::string_view table, const Value& values, Or
                                  const Value& while_holding) {
   // Build the record and the contexts it starts before taking the commit lock; only the
   // install, the rules and the queue push run under it.
+  // A generated sys_id is numbered in commit order: if another insert committed an id
+  // first, the record and its starts are built again with the next number.
   FLOWRT_RETURN_IF_ERROR(RecordStore::check_value_sizes(values, core_.props().max_record_value_bytes));
-  Result<Value> record = store_.build_insert(values, core_.clock.now());
-  if (!record) return record;
-  std::vector<Prepared> prepared;
-  prepare_record(table, RecordOperation::kInsert, *record, nullptr, true, &prepared);
-  Batch batch(core_);
-  batch.reserve(prepared.size());
-  perturb(PerturbPoint::kBeforeCommitLock);
-  {
-    SpinMutexLock lock(mu_);
-    FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
-    FLOWRT_RETURN_IF_ERROR(check_queue_room(prepared.size()));
-    FLOWRT_RETURN_IF_ERROR(store_.commit_insert(table, *record));
-    CommitEntry entry = begin_commit(CommitEntry::Kind::kInsert, origin);
-    entry.table = table;
-    entry.record = &*record;
-    if (journal_) building_.changes.push_back(RecordPut{std::string(table), *record, entry.seq});
-    commit_prepared(prepared, origin, &entry, &batch);
-    end_commit(entry);
+  while (true) {
+    uint64_t id_number = 0;
+    Result<Value> record = store_.build_insert(values, core_.clock.now(), &id_number);
+    if (!record) return record;
+    std::vector<Prepared> prepared;
+    prepare_record(table, RecordOperation::kInsert, *record, nullptr, true, &prepared);
+    Batch batch(core_);
+    batch.reserve(prepared.size());
+    perturb(PerturbPoint::kBeforeCommitLock);
+    {
+      SpinMutexLock lock(mu_);
+      FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
+      FLOWRT_RETURN_IF_ERROR(check_queue_room(prepared.size()));
+      Result<bool> installed = store_.commit_insert(table, *record, id_number);
+      if (!installed) return installed.error();
+      if (!*installed) continue;  // its id was numbered before another commit: build again
+      CommitEntry entry = begin_commit(CommitEntry::Kind::kInsert, origin);
+      entry.table = table;
+      entry.record = &*record;
+      if (journal_) building_.changes.push_back(RecordPut{std::string(table), *record, entry.seq});
+      commit_prepared(prepared, origin, &entry, &batch);
+      end_commit(entry);
+    }
+    return record;
   }
-  return record;
 }
 
 Result<Value> Dispatcher::update(std::string_view table, std::string_view sys_id, const Value& values, Origin origin,

@@ -1,5 +1,6 @@
 #include "runtime/engine.h"
 
+#include "compiler/input_checks.h"
 #include "compiler/loader.h"
 #include "runtime/engine_core.h"
 #include "runtime/flow_slot.h"
@@ -56,8 +57,11 @@ Status journal_definitions(EngineCore& core, const std::vector<std::pair<UnitTyp
   return core.wait_durable();
 }
 
-Diagnostics add_definitions(EngineCore& core, std::vector<Definition> defs) {
-  Diagnostics diags;
+// Adds `defs` when they and everything they use compile. `diags` holds what reading them
+// found already (syntax, shape): then they are still compiled, so that every error is
+// reported at once, but nothing is added.
+Diagnostics add_definitions(EngineCore& core, std::vector<Definition> defs, Diagnostics diags = {}) {
+  const bool read_failed = !diags.empty();
   if (Status open = store_open(core); !open) {
     diags.add("", "", open.message());
     return diags;
@@ -83,7 +87,7 @@ Diagnostics add_definitions(EngineCore& core, std::vector<Definition> defs) {
   std::vector<std::pair<UnitType, std::string>> loaded;
   for (const Definition& d : defs) loaded.emplace_back(d.type, d.id);
   scratch.check(loaded, core.compile_options(), &diags);
-  if (!diags.empty()) return diags;
+  if (!diags.empty() || read_failed) return diags;
 
   std::vector<std::string> active;
   for (const Definition& d : defs) {
@@ -124,8 +128,7 @@ LoadOptions Engine::load_options() const {
 Diagnostics Engine::load(const std::vector<std::string>& paths) {
   Diagnostics diags;
   std::vector<Definition> defs = load_definitions(paths, &diags, load_options());
-  if (!diags.empty()) return diags;
-  return add_definitions(*core_, std::move(defs));
+  return add_definitions(*core_, std::move(defs), std::move(diags));
 }
 
 Diagnostics Engine::load_text(std::string_view text, const std::string& file) {
@@ -139,8 +142,7 @@ Diagnostics Engine::load_text(std::string_view text, const std::string& file) {
   std::vector<Definition> defs;
   parse_definitions(text, file, &defs, &diags, options);
   check_unique_ids(defs, &diags);
-  if (!diags.empty()) return diags;
-  return add_definitions(*core_, std::move(defs));
+  return add_definitions(*core_, std::move(defs), std::move(diags));
 }
 
 Status Engine::save(const Value& definition) {
@@ -274,9 +276,14 @@ Result<std::string> Engine::test_flow(std::string_view flow, const Value& record
     }
   } else {
     t.type = spec.type == TriggerType::kRecord ? TriggerType::kApi : spec.type;
-    t.payload = inputs;
+    t.payload = t.type == TriggerType::kApi && inputs.is_null() ? Value::empty_object() : inputs;
   }
-  if (!inputs.is_null() && !inputs.is_object()) return Error{"inputs must be an object"};
+  if (!inputs.is_null() && !inputs.is_object()) return Error{"inputs must be an object, got " + shown_value(inputs)};
+  // Inputs are checked as call_flow checks them, against the version that runs (the draft
+  // when there is one). A run with a record gives the flow no inputs to check.
+  if (record.is_null()) {
+    FLOWRT_RETURN_IF_ERROR(check_api_inputs(p.plan->root(), inputs.is_null() ? Value::empty_object() : inputs));
+  }
   Result<StartedFlow> started = core_->dispatcher.start_flow(
       *slot, std::move(t), inputs.is_null() ? Value::empty_object() : inputs, Origin{}, std::move(p.plan));
   if (!started) return started.error();

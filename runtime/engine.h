@@ -44,7 +44,9 @@ class Engine {
 
   // ---- definitions and lifecycle (SPEC sections 2, 9.6, 11) ----
   // Loads definition files or directories. All or nothing: when anything is wrong, nothing
-  // is added and the diagnostics say what (file: /json/pointer: message).
+  // is added and the diagnostics say what (file: /json/pointer: message): every error at
+  // once, up to Diagnostics::kMaxListed (a file that does not parse, or a definition of the
+  // wrong shape, does not hide the compile errors of the others).
   Diagnostics load(const std::vector<std::string>& paths);
   // Loads definitions from JSON text (one object or an array), named `file` in errors.
   Diagnostics load_text(std::string_view text, const std::string& file = "<text>");
@@ -69,10 +71,12 @@ class Engine {
   Result<Value> remove(std::string_view table, std::string_view sys_id);
   Result<size_t> remove_where(std::string_view table, const Value& where);
   Status fire_event(std::string_view name, const Value& payload = Value());
-  // Starts an active API flow; returns the new context's id.
+  // Starts an active API flow; returns the new context's id. Inputs that do not match the
+  // flow's declared inputs (unknown, required and missing, wrong type) refuse the start.
   Result<std::string> call_flow(std::string_view flow, const Value& inputs = Value::empty_object());
   // Runs a flow now, trigger condition bypassed, drafts included: with a record
-  // ({"table", "sys_id"}) for record-triggered flows, or with inputs.
+  // ({"table", "sys_id"}) for record-triggered flows, or with inputs, checked as call_flow
+  // checks them against the version that runs.
   Result<std::string> test_flow(std::string_view flow, const Value& record, const Value& inputs);
   Status cancel(std::string_view context_id);
 

@@ -1,5 +1,7 @@
 #include "runtime/engine_core.h"
 
+#include "compiler/input_checks.h"
+
 #include <chrono>
 #include <exception>
 #include <string>
@@ -401,11 +403,42 @@ Result<StartedFlow> EngineCore::start_api_flow(std::string_view flow, const Valu
     return Error{"flow '" + std::string(flow) + "' has a " + std::string(trigger_type_name(plan->trigger.type)) +
                  " trigger; only API flows start on request (test_flow runs any flow now)"};
   }
-  if (!inputs.is_null() && !inputs.is_object()) return Error{"inputs must be an object"};
+  if (!inputs.is_null() && !inputs.is_object()) return Error{"inputs must be an object, got " + shown_value(inputs)};
+  // The flow's declared inputs (when it declares them) are enforced before it starts. A
+  // flow that no longer compiles starts anyway and ends in error with the compile error.
+  FlowRegistry::PlanResult plan = flows.plan_for(*slot, compile_options());
+  if (plan.plan) FLOWRT_RETURN_IF_ERROR(check_api_inputs(plan.plan->root(), inputs));
   TriggerData t;
   t.type = TriggerType::kApi;
   t.time = clock.now();
-  return dispatcher.start_flow(*slot, std::move(t), inputs.is_null() ? Value::empty_object() : inputs, origin);
+  t.payload = inputs.is_null() ? Value::empty_object() : inputs;  // shown in the record's trigger
+  Value given = t.payload;
+  return dispatcher.start_flow(*slot, std::move(t), std::move(given), origin);
+}
+
+Status check_api_inputs(const PlanUnit& flow, const Value& inputs) {
+  if (!flow.declares_inputs) return Status::ok();
+  const std::string label = "flow '" + flow.id + "'";
+  std::string declared;
+  for (const Param& p : flow.inputs) declared += (declared.empty() ? "" : ", ") + p.name;
+  for (const auto& m : inputs.members()) {
+    const std::string_view name = m.key.as_string();
+    bool known = false;
+    for (const Param& p : flow.inputs) known = known || p.name == name;
+    if (!known) {
+      return Error{label + " has no input '" + std::string(name) + "' (inputs: " +
+                   (declared.empty() ? std::string("none") : declared) + "); the start is refused"};
+    }
+  }
+  for (const Param& p : flow.inputs) {
+    const Value& v = inputs[p.name];
+    if (p.required && v.is_null()) return Error{label + " needs input '" + p.name + "'; the start is refused"};
+    if (!value_fits(v, p.type)) {
+      return Error{"input '" + p.name + "' of " + label + " must be " + std::string(wanted_type(p.type)) + ", got " +
+                   shown_value(v) + "; the start is refused"};
+    }
+  }
+  return Status::ok();
 }
 
 TimerQueue::Due EngineCore::fire_due(TimeMs t, size_t max_schedules) {
@@ -476,6 +509,11 @@ Status EngineCore::advance_real_clock(TimeMs target) {
     if (!pending.firing && (!pending.next || *pending.next > target)) return Status::ok();
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+}
+
+void EngineCore::quiesce() {
+  MutexLock drive(drive_mu_);
+  wait_idle();
 }
 
 void EngineCore::settle(DurationMs until) {

@@ -40,6 +40,11 @@
 
 namespace flowrt {
 
+// The inputs a start of API flow `flow` gives, checked against those it declares (none
+// when it declares none): no unknown input, every required one there, each of its type.
+// The error names the input and the value.
+Status check_api_inputs(const PlanUnit& flow, const Value& inputs);
+
 class EngineCore {
  public:
   explicit EngineCore(EngineOptions options);
@@ -88,7 +93,8 @@ class EngineCore {
   // Ends a context: releases what it holds, finishes its record.
   void finish_context(Context& ctx, ContextStatus status, Value error);
   Status cancel(std::string_view context_id);
-  // Starts an active API flow on request (call_flow, start_flow); checks that it is one.
+  // Starts an active API flow on request (call_flow, start_flow); checks that it is one,
+  // and that the inputs are those it declares (check_api_inputs), or refuses the start.
   Result<StartedFlow> start_api_flow(std::string_view flow, const Value& inputs, Origin origin);
 
   // ---- clock ----
@@ -100,6 +106,9 @@ class EngineCore {
   // Deadlines saturate at kMaxTime.
   Status advance(DurationMs d);
   void settle(DurationMs until);
+  // Waits until no context can run at the current instant, without moving the clock or
+  // firing a timer (the events file's lines with worker_threads 1, see runtime/harness.h).
+  void quiesce();
 
   // ---- stopping ----
   // Asks the engine to stop: advance and settle return early, the Engine refuses new
@@ -190,12 +199,15 @@ class EngineCore {
   Mutex props_mu_;  // serialises set_property
   // Every snapshot ever published (few: one per set_property), so readers never see one freed.
   std::vector<std::unique_ptr<const EngineProperties>> props_versions_ GUARDED_BY(props_mu_);
-  std::atomic<const EngineProperties*> props_{nullptr};
-  std::atomic<int64_t> work_{0};
-  std::atomic<size_t> waiting_{0};
+  // Read by every operation; written rarely. The work counters below, written at every
+  // start and finish by every thread, are on a line of their own so that they do not
+  // invalidate these.
+  alignas(64) std::atomic<const EngineProperties*> props_{nullptr};
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> shutting_down_{false};
-  Mutex idle_mu_;
+  alignas(64) std::atomic<int64_t> work_{0};
+  std::atomic<size_t> waiting_{0};
+  alignas(64) Mutex idle_mu_;
   CondVar idle_cv_;
   Mutex drive_mu_;  // one advance/settle at a time
   // Simulation state: the contexts in flight on virtual workers, and the generator.

@@ -160,6 +160,7 @@ Status Harness::apply(const Value& op) {
 Status Harness::run_text(std::string_view text, const std::string& name) {
   size_t line_no = 0;
   size_t pos = 0;
+  bool applied_any = false;
   while (pos < text.size()) {
     size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
@@ -170,6 +171,8 @@ Status Harness::run_text(std::string_view text, const std::string& name) {
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
     if (engine_.stop_requested()) return Error{name + ":" + std::to_string(line_no) + ": not applied: the engine is stopping"};
     const EngineProperties& props = engine_.core().props();
+    // One worker: the line waits for what earlier lines started (see harness.h).
+    if (props.worker_threads == 1 && applied_any) engine_.core().quiesce();
     JsonLimits limits;
     limits.max_bytes = props.max_events_file_bytes;
     limits.max_depth = props.max_json_depth;
@@ -188,6 +191,7 @@ Status Harness::run_text(std::string_view text, const std::string& name) {
       Result<Value> filtered = filter_(op);
       s = filtered ? apply(*filtered) : filtered.status();
     }
+    applied_any = true;
     if (s) engine_log().debug("{}:{}: applied", name, line_no);
     if (!s) {
       engine_.settle();

@@ -8,6 +8,12 @@
 // max_json_depth and max_string_bytes for each line (read again at each line, so a
 // set_property op applies from the next line on).
 //
+// With worker_threads 1, a line is applied only once every context the lines before it
+// started has run as far as it can at the current instant (nothing is fired and the clock
+// does not move): the one worker and the lines never race, so the same files give the
+// same run, commit for commit. With more workers the lines race the flows they trigger,
+// as real traffic does.
+//
 // An op filter (none by default, and none in `flowrt run`) sees each parsed op before it
 // is applied and returns the op to apply, possibly changed, or an error that stops the run
 // as a bad line does. Tools that must bound what a file may ask for (the fuzz target) use

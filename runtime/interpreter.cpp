@@ -1,5 +1,7 @@
 #include "runtime/interpreter.h"
 
+#include "compiler/input_checks.h"
+
 #include <time.h>
 
 #include "runtime/engine_core.h"
@@ -433,8 +435,8 @@ Interpreter::Flow Interpreter::call_unit(Activation& a, const Node& node, const 
     if (p.required && inputs[i].is_null()) return step_failed(step, record, path, label + " needs input '" + p.name + "'");
     if (!value_fits(inputs[i], p.type)) {
       return step_failed(step, record, path,
-                         "input '" + p.name + "' of " + label + " must be " + std::string(param_type_name(p.type)) +
-                             ", got " + std::string(type_name(inputs[i].type())));
+                         "input '" + p.name + "' of " + label + " must be " + std::string(wanted_type(p.type)) +
+                             ", got " + shown_value(inputs[i]));
     }
   }
   // A subflow (or action) calling itself is ignored: direct recursion.

@@ -74,12 +74,28 @@ Value limit_value(const Value& v, size_t limit) {
   std::string text = v.to_json();
   if (text.size() <= limit) return v;
   const size_t total = text.size();
-  text.resize(limit);
+  text.resize(utf8_prefix(text, limit));
   text += "...[truncated: " + std::to_string(total) + " bytes]";
   return Value(std::string_view(text));
 }
 
-Value trigger_to_value(const TriggerData& t) {
+size_t utf8_prefix(std::string_view s, size_t limit) {
+  if (s.size() <= limit) return s.size();
+  size_t n = limit;
+  // Back off over continuation bytes (10xxxxxx) to the start of the character cut.
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return n;
+}
+
+Value limit_text(const Value& message, size_t limit) {
+  if (limit == 0 || !message.is_string() || message.as_string().size() <= limit) return message;
+  const std::string_view s = message.as_string();
+  std::string text(s.substr(0, utf8_prefix(s, limit)));
+  text += "...[truncated: " + std::to_string(s.size()) + " bytes]";
+  return Value(std::string_view(text));
+}
+
+Value trigger_to_value(const TriggerData& t, size_t value_limit) {
   std::vector<Member> m;
   m.push_back(Member{Value("type"), Value(trigger_type_name(t.type))});
   switch (t.type) {
@@ -94,7 +110,13 @@ Value trigger_to_value(const TriggerData& t) {
     case TriggerType::kSchedule:
       m.push_back(Member{Value("time"), Value(std::string_view(format_time(t.time)))});
       break;
-    case TriggerType::kApi: break;
+    case TriggerType::kApi:
+      if (t.payload.is_object()) {
+        std::vector<Member> inputs;
+        for (const auto& in : t.payload.members()) inputs.push_back(Member{in.key, limit_value(in.value, value_limit)});
+        m.push_back(Member{Value("inputs"), Value::object(std::move(inputs))});
+      }
+      break;
   }
   return Value::object(std::move(m));
 }
@@ -107,7 +129,7 @@ Value record_to_value(const RecordFields& f) {
   m.push_back(Member{Value("flow"), f.flow});
   m.push_back(Member{Value("plan_version"), f.plan_version});
   m.push_back(Member{Value("status"), Value(status_name(f.status))});
-  m.push_back(Member{Value("trigger"), f.trigger ? trigger_to_value(*f.trigger) : Value()});
+  m.push_back(Member{Value("trigger"), f.trigger ? trigger_to_value(*f.trigger, f.value_limit) : Value()});
   Value cause;
   if (f.cause && !f.cause->context_id.is_null()) {
     cause = Value::object({{"context", f.cause->context_id}, {"flow", f.cause->flow_id}});
@@ -132,7 +154,7 @@ Value record_to_value(const RecordFields& f) {
       logs.push_back(Value::object({{"time", Value(std::string_view(format_time(l.time)))},
                                     {"level", Value(level_name(l.level))},
                                     {"step", l.step},
-                                    {"message", l.message}}));
+                                    {"message", limit_text(l.message, f.value_limit)}}));
     }
   }
   m.push_back(Member{Value("logs"), Value::array(std::move(logs))});

@@ -33,10 +33,18 @@ struct RecordFields {
 
 Value record_to_value(const RecordFields& f);
 // {"type": "record", "table", "operation", "sys_id"} and the like.
-Value trigger_to_value(const TriggerData& t);
+// An API trigger shows the inputs the start was called with, each capped by `value_limit`
+// as step inputs are (0 = no cap).
+Value trigger_to_value(const TriggerData& t, size_t value_limit = 0);
 // `v` itself, or when its JSON is longer than `limit` bytes, a string holding the start of
 // that JSON and a marker "...[truncated: N bytes]".
 Value limit_value(const Value& v, size_t limit);
+// A log message cut to its first `limit` bytes (never inside a UTF-8 character) and the
+// marker "...[truncated: N bytes]" when it is longer (0 = no cap); not a string: as it is.
+Value limit_text(const Value& message, size_t limit);
+// The length of the longest prefix of `s` of at most `limit` bytes that ends on a UTF-8
+// character boundary.
+size_t utf8_prefix(std::string_view s, size_t limit);
 // The inputs a step was given, as its record shows them: name -> rendered value, for the
 // inputs present; call_subflow shows {"subflow", "inputs"}. `rendered` is in the step's
 // input order.

@@ -1,5 +1,6 @@
 #include "runtime/step_host.h"
 
+#include "compiler/input_checks.h"
 #include "runtime/engine_core.h"
 #include "runtime/flow_slot.h"
 #include "runtime/text.h"
@@ -9,7 +10,7 @@ namespace {
 
 Result<std::string_view> name_arg(std::string_view what, const Value& v) {
   if (!v.is_string() || v.as_string().empty()) {
-    return Error{"input '" + std::string(what) + "' must be a non-empty string, got " + std::string(type_name(v.type()))};
+    return Error{"input '" + std::string(what) + "' must be a non-empty string, got " + shown_value(v)};
   }
   return v.as_string();
 }

@@ -130,9 +130,8 @@ RecordStore::Table* RecordStore::find_table(std::string_view name) const {
   return found;
 }
 
-Value RecordStore::new_sys_id() {
+Value RecordStore::sys_id_number(uint64_t n) const {
   static constexpr char kHex[] = "0123456789abcdef";
-  const uint64_t n = ids_.fetch_add(1, std::memory_order_relaxed) + 1;
   const uint64_t hi = splitmix64(seed_ ^ (n * 2)), lo = splitmix64(seed_ ^ (n * 2 + 1));
   char buf[32];
   for (int i = 0; i < 16; ++i) {
@@ -183,7 +182,7 @@ void RecordStore::index_row(Table& t, const Value* before, const Value* after, u
   }
 }
 
-Result<Value> RecordStore::build_insert(const Value& values, TimeMs now) {
+Result<Value> RecordStore::build_insert(const Value& values, TimeMs now, uint64_t* id_number) {
   if (!values.is_null() && !values.is_object()) {
     return Error{"record values must be an object, not " + std::string(type_name(values.type()))};
   }
@@ -193,8 +192,12 @@ Result<Value> RecordStore::build_insert(const Value& values, TimeMs now) {
       return Error{"sys_id must be a non-empty string of at most 256 characters"};
     }
     sys_id = *given;
+    if (id_number) *id_number = 0;
   } else {
-    sys_id = new_sys_id();
+    // The next number, if no other insert commits one first (commit_insert checks).
+    const uint64_t n = ids_.load(std::memory_order_acquire) + 1;
+    sys_id = sys_id_number(n);
+    if (id_number) *id_number = n;
   }
   Fields fields;
   fields.add(kSysId, std::move(sys_id));  // first: the id index reads it there
@@ -208,29 +211,41 @@ Result<Value> RecordStore::build_insert(const Value& values, TimeMs now) {
   return fields.build();
 }
 
-Status RecordStore::commit_insert(std::string_view table_name, const Value& record) {
+Result<bool> RecordStore::commit_insert(std::string_view table_name, const Value& record, uint64_t id_number) {
   if (table_name.empty()) return Error{"a table name cannot be empty"};
+  // Writes are serialized: no other commit moves ids_ while this one runs.
+  const uint64_t committed = ids_.load(std::memory_order_relaxed);
+  if (id_number != 0 && id_number != committed + 1) return false;  // numbered before another commit
   Table& t = table(table_name);
   WriterLock lock(t.mu);
   const std::string_view sys_id = record.members()[0].value.as_string();
   if (t.by_id.find(sys_id) != IdIndex::kNone) {
+    if (id_number != 0) {
+      // A record given this id earlier holds it: skip the number and build again.
+      ids_.store(id_number, std::memory_order_release);
+      return false;
+    }
     return Error{"table " + t.name + " already has a record with sys_id " + std::string(sys_id)};
   }
+  if (id_number != 0) ids_.store(id_number, std::memory_order_release);
   const auto row = static_cast<uint32_t>(t.rows.size());
   t.rows.push_back(record);
   t.by_id.insert(sys_id, row);
   ++t.live;
   total_.fetch_add(1, std::memory_order_relaxed);
   index_row(t, nullptr, &record, row);
-  return Status::ok();
+  return true;
 }
 
 Result<Value> RecordStore::insert(std::string_view table_name, const Value& values, TimeMs now) {
-  Result<Value> record = build_insert(values, now);
-  if (!record) return record;
-  // A generated id never repeats; one the user gave may be taken.
-  FLOWRT_RETURN_IF_ERROR(commit_insert(table_name, *record));
-  return record;
+  while (true) {
+    uint64_t id_number = 0;
+    Result<Value> record = build_insert(values, now, &id_number);
+    if (!record) return record;
+    Result<bool> done = commit_insert(table_name, *record, id_number);
+    if (!done) return done.error();
+    if (*done) return record;
+  }
 }
 
 Result<RecordChange> RecordStore::build_update(const Value& previous, std::string_view sys_id, const Value& patch,

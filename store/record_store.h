@@ -11,6 +11,12 @@
 // the Dispatcher makes every one of them under its commit lock (the one commit path),
 // which it always takes before a table's; build_insert and build_update read no table
 // and run before it.
+//
+// Generated sys_ids follow commit order: the N-th generated id committed is a function of
+// the seed and N alone, so the same operations in the same commit order give the same ids.
+// build_insert numbers a generated id optimistically (the next number not yet committed);
+// commit_insert takes that number only if it is still the next one, and otherwise asks the
+// caller to build again, so no id is ever numbered out of commit order.
 #pragma once
 
 #include <atomic>
@@ -45,15 +51,21 @@ class RecordStore {
  public:
   explicit RecordStore(uint64_t seed = 0);
 
-  // Adds a record; `values` may carry sys_id. Engine fields are set here.
+  // Adds a record; `values` may carry sys_id. Engine fields are set here. REQUIRES: writes
+  // serialized (see the top).
   Result<Value> insert(std::string_view table, const Value& values, TimeMs now);
   // Merges `patch` into the record. An update that changes nothing still counts.
   Result<RecordChange> update(std::string_view table, std::string_view sys_id, const Value& patch, TimeMs now);
 
   // The two halves of insert and update, so that the expensive half can run without the
   // store's guard. build_* read no table and may run on any thread at any time.
-  Result<Value> build_insert(const Value& values, TimeMs now);
-  Status commit_insert(std::string_view table, const Value& record);
+  // build_insert sets *id_number to the number of the sys_id it generated (0: the values
+  // gave one); commit_insert needs it back.
+  Result<Value> build_insert(const Value& values, TimeMs now, uint64_t* id_number = nullptr);
+  // Installs a record built by build_insert. False (nothing installed) when its generated
+  // id is no longer the next one, or a record given that id took it meanwhile: build it
+  // again (the taken number is then skipped). An error when a given sys_id is taken.
+  Result<bool> commit_insert(std::string_view table, const Value& record, uint64_t id_number);
   static Result<RecordChange> build_update(const Value& current, std::string_view sys_id, const Value& patch,
                                            TimeMs now);
   // Installs change.record if the record is still change.previous; false when another
@@ -92,8 +104,8 @@ class RecordStore {
   // Tables are never removed: a Table* stays valid for the store's life.
   struct Table {
     Table() : by_id([this](uint32_t row) NO_THREAD_SAFETY_ANALYSIS { return rows[row].members()[0].value.as_string(); }) {}
-    std::string name;
-    mutable SharedMutex mu;
+    std::string name;  // read by every find_table: not on the line of the lock's word
+    alignas(64) mutable SharedMutex mu;
     // Null where deleted; sys_id is every record's first member. A deque: growing never
     // moves the rows already there (no pause to copy a million of them).
     std::deque<Value> rows GUARDED_BY(mu);
@@ -104,7 +116,8 @@ class RecordStore {
 
   Table& table(std::string_view name) EXCLUDES(tables_mu_);
   Table* find_table(std::string_view name) const EXCLUDES(tables_mu_);
-  Value new_sys_id();
+  // The sys_id numbered `n` (1, 2, ...): two splitmix64 draws from the seed and n.
+  Value sys_id_number(uint64_t n) const;
   static Value time_value(TimeMs t);
   FieldIndex& index(Table& t, std::string_view field) REQUIRES(t.mu);
   // Makes sure `field` of `t` is indexed; takes the table's lock exclusively if not yet.
@@ -114,9 +127,11 @@ class RecordStore {
 
   uint64_t seed_;
   const uint64_t instance_;  // tells stores apart in per-thread caches
-  std::atomic<uint64_t> ids_{0};
+  // Generated ids committed so far: written by commit_insert (writes are serialized), read
+  // by build_insert on any thread. On a line of their own, apart from what every lookup reads.
+  alignas(64) std::atomic<uint64_t> ids_{0};
   std::atomic<size_t> total_{0};
-  mutable SharedMutex tables_mu_;
+  alignas(64) mutable SharedMutex tables_mu_;
   std::unordered_map<std::string, std::unique_ptr<Table>, Hash, std::equal_to<>> tables_ GUARDED_BY(tables_mu_);
   std::vector<Table*> order_ GUARDED_BY(tables_mu_);
 };

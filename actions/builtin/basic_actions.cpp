@@ -8,8 +8,9 @@ namespace flowrt::builtin {
 StepOutcome LogAction::start(const StepCall& call) const {
   LogLevel level = LogLevel::kInfo;
   const Value& lv = call.input("level");
+  if (std::string e = checked(call, "level"); !e.empty()) return StepOutcome::failed(e);
   if (!lv.is_null() && (!lv.is_string() || !parse_level(lv.as_string(), &level))) {
-    return StepOutcome::failed("input 'level' must be info, warn or error, not " + lv.to_json());
+    return StepOutcome::failed(wrong_type("level", "info, warn or error", lv));
   }
   call.host.log(level, text_of(call.input("message")));
   return StepOutcome::done(Value::empty_object());

@@ -1,10 +1,15 @@
 #include "actions/builtin/common.h"
 
+#include "compiler/signatures.h"
+
 namespace flowrt::builtin {
 
 std::string wrong_type(std::string_view input, std::string_view wanted, const Value& got) {
-  return "input '" + std::string(input) + "' must be " + std::string(wanted) + ", got " +
-         std::string(type_name(got.type()));
+  return "input '" + std::string(input) + "' must be " + std::string(wanted) + ", got " + shown_value(got);
+}
+
+std::string checked(const StepCall& call, std::string_view name) {
+  return check_builtin_input(call.step.kind, name, call.input(name));
 }
 
 Result<std::string_view> string_input(const StepCall& call, std::string_view name) {

@@ -10,25 +10,14 @@ StepOutcome LockAction::start(const StepCall& call) const {
   WaitRequest wait;
   wait.kind = WaitRequest::Kind::kLock;
   wait.lock_name = call.input("key");
-  if (const Value& w = call.input("weight"); !w.is_null()) {
-    if (!w.is_int() || w.as_int() < 1) return StepOutcome::failed(wrong_type("weight", "an integer of at least 1", w));
-    wait.weight = w.as_int();
+  // The same checks as the compiler's on literals (compiler/input_checks.h).
+  for (std::string_view input : {"weight", "max_duration", "max_attempts", "delay"}) {
+    if (std::string e = checked(call, input); !e.empty()) return StepOutcome::failed(e);
   }
-  if (const Value& d = call.input("max_duration"); !d.is_null()) {
-    Result<DurationMs> ms = parse_duration(d);
-    if (!ms) return StepOutcome::failed("input 'max_duration': " + ms.message());
-    if (*ms <= 0) return StepOutcome::failed("input 'max_duration' must be longer than 0ms");
-    wait.max_duration = *ms;
-  }
-  if (const Value& a = call.input("max_attempts"); !a.is_null()) {
-    if (!a.is_int() || a.as_int() < 1) return StepOutcome::failed(wrong_type("max_attempts", "an integer of at least 1", a));
-    wait.max_attempts = a.as_int();
-  }
-  if (const Value& d = call.input("delay"); !d.is_null()) {
-    Result<DurationMs> ms = parse_duration(d);
-    if (!ms) return StepOutcome::failed("input 'delay': " + ms.message());
-    wait.delay = *ms;
-  }
+  if (const Value& w = call.input("weight"); !w.is_null()) wait.weight = w.as_int();
+  if (const Value& d = call.input("max_duration"); !d.is_null()) wait.max_duration = *parse_duration(d);
+  if (const Value& a = call.input("max_attempts"); !a.is_null()) wait.max_attempts = a.as_int();
+  if (const Value& d = call.input("delay"); !d.is_null()) wait.delay = *parse_duration(d);
   // The request gives up (max_attempts - 1) x delay after it is made: a duration like any
   // other, so at most kMaxDuration.
   if (wait.delay > 0 && wait.max_attempts - 1 > kMaxDuration / wait.delay) {

@@ -69,9 +69,7 @@ StepOutcome LookUpRecordsAction::start(const StepCall& call) const {
   const Value& order = call.input("order_by");
   if (!order.is_null() && !order.is_string()) return StepOutcome::failed(wrong_type("order_by", "a field name", order));
   const Value& limit = call.input("limit");
-  if (!limit.is_null() && (!limit.is_int() || limit.as_int() < 0)) {
-    return StepOutcome::failed(wrong_type("limit", "a non-negative integer", limit));
-  }
+  if (std::string e = checked(call, "limit"); !e.empty()) return StepOutcome::failed(e);
   RecordQuery q;
   q.table = *table;
   q.condition = call.step.input("condition") && !call.step.input("condition")->absent() ? &call.step.condition : nullptr;

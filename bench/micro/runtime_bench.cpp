@@ -149,8 +149,11 @@ void BM_RecordStore_BuildAndCommitInsert(benchmark::State& state) {
       in_store = 0;
       state.ResumeTiming();
     }
-    Result<Value> record = store->build_insert(values, kNow);
-    if (!record || !store->commit_insert("incident", *record)) return state.SkipWithError("insert failed");
+    uint64_t id_number = 0;
+    Result<Value> record = store->build_insert(values, kNow, &id_number);
+    if (!record) return state.SkipWithError("insert failed");
+    Result<bool> committed = store->commit_insert("incident", *record, id_number);
+    if (!committed || !*committed) return state.SkipWithError("insert failed");
     ++in_store;
   }
   state.SetItemsProcessed(state.iterations());

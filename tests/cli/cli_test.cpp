@@ -23,8 +23,9 @@ struct Output {
   std::string out;
 };
 
-Output run(const std::string& args) {
-  const std::string cmd = std::string(FLOWRT_BINARY) + " " + args + " 2>&1";
+// Runs flowrt with `args`; its stdout and stderr both, unless `redirect` says otherwise.
+Output run(const std::string& args, const std::string& redirect = " 2>&1") {
+  const std::string cmd = std::string(FLOWRT_BINARY) + " " + args + redirect;
   FILE* pipe = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf;
@@ -234,6 +235,184 @@ TEST_F(CliTest, Validate_ReportsEveryError_Exit1) {
   EXPECT_EQ(o.code, 0) << o.out;
 }
 
+// validate DIR reads the project as run DIR does: config.json's lock limits and
+// properties apply to the compile.
+TEST_F(CliTest, Validate_ProjectDir_AppliesConfigLockLimitsAndProperties) {
+  std::string many;
+  for (int i = 0; i < 60; ++i) many += std::string(i ? "," : "") + R"({"action": "log", "inputs": {"message": "x"}})";
+  write("flows/big.json", R"({"id": "big", "trigger": {"type": "api"}, "actions": [)" + many + "]}");
+  write("flows/lock.json", R"({"id": "lock", "trigger": {"type": "api"}, "actions": [
+    {"action": "lock", "inputs": {"key": "pool", "weight": 2}}, {"action": "unlock", "inputs": {"key": "pool"}}]})");
+  Output bare = run("validate " + dir());
+  EXPECT_EQ(bare.code, 1) << bare.out;
+  EXPECT_NE(bare.out.find("more than max_actions (50)"), std::string::npos) << bare.out;
+  EXPECT_EQ(bare.out.find("config.json"), std::string::npos) << "config.json is not read as a definition";
+  write("config.json", R"({"properties": {"max_actions": 70}, "locks": {"pool": {"limit": 2}}})");
+  Output ok = run("validate " + dir());
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("2 definitions, no errors"), std::string::npos) << ok.out;
+  write("config.json", R"({"properties": {"max_actions": 70}, "locks": {"pool": {"limit": 1}}})");
+  Output heavy = run("validate " + dir());
+  EXPECT_EQ(heavy.code, 1) << heavy.out;
+  EXPECT_NE(heavy.out.find("lock.json: /actions/0/inputs/weight"), std::string::npos) << heavy.out;
+  Output by_run = run("run " + dir());
+  EXPECT_EQ(by_run.code, 1) << by_run.out;
+  EXPECT_NE(by_run.out.find("lock.json: /actions/0/inputs/weight"), std::string::npos) << by_run.out;
+  write("config.json", R"({"properties": {"max_actions": "many"}})");
+  Output bad = run("validate " + dir());
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("config.json: /properties/max_actions"), std::string::npos) << bad.out;
+}
+
+// A syntax error in one file and a shape error in one definition hide nothing: the compile
+// errors of the others are reported in the same run, by validate and by run.
+TEST_F(CliTest, Validate_SyntaxAndShapeErrors_DoNotHideCompileErrorsOfOthers) {
+  write("flows/a_syntax.json", "{\n  \"id\": \"a\",\n  oops\n}");
+  write("flows/b_shape.json", R"({"id": "b", "trigger": {"type": "api"}, "actions": 7})");
+  write("flows/c_pill.json", R"({"id": "c", "trigger": {"type": "api"}, "actions": [{"action": "log", "inputs": {"message": "{{x.y}}"}}]})");
+  write("flows/d_action.json", R"({"id": "d", "trigger": {"type": "api"}, "actions": [{"action": "nope"}]})");
+  for (const std::string& cmd : {"validate " + dir(), "validate " + dir() + "/flows", "run " + dir()}) {
+    Output o = run(cmd);
+    EXPECT_EQ(o.code, 1) << cmd << o.out;
+    EXPECT_NE(o.out.find("a_syntax.json: /: line 3, column"), std::string::npos) << cmd << o.out;
+    EXPECT_NE(o.out.find("b_shape.json: /actions"), std::string::npos) << cmd << o.out;
+    EXPECT_NE(o.out.find("c_pill.json: /actions/0/inputs/message: {{x.y}}: unknown data pill root 'x'"), std::string::npos)
+        << cmd << o.out;
+    EXPECT_NE(o.out.find("d_action.json: /actions/0/action: unknown action 'nope'"), std::string::npos) << cmd << o.out;
+  }
+}
+
+// --format json prints one document whatever went wrong; its errors are objects
+// {file, line, pointer, message}, null where one does not apply.
+TEST_F(CliTest, Run_Json_AlwaysOneDocument_ErrorsAreObjects) {
+  write("flows/f.json", "{\n  \"id\": \"f\",\n  \"trigger\": {\"type\": \"api\"},\n  \"actions\": [\n    {\"action\": \"nope\"}\n  ]\n}\n");
+  write("events.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n");
+  auto doc_of = [](const Output& o) {
+    Result<Value> doc = parse_json(o.out.substr(0, o.out.find('\n')));
+    EXPECT_TRUE(doc.is_ok()) << o.out;
+    return doc ? *doc : Value();
+  };
+  Output defs = run("run " + dir() + " --format json", " 2>/dev/null");
+  EXPECT_EQ(defs.code, 1) << defs.out;
+  Value doc = doc_of(defs);
+  EXPECT_EQ(doc["contexts"].size(), 0u);
+  ASSERT_EQ(doc["errors"].size(), 1u) << defs.out;
+  EXPECT_EQ(doc["errors"].at(0)["file"], Value(dir() + "/flows/f.json"));
+  EXPECT_EQ(doc["errors"].at(0)["line"], Value(5));
+  EXPECT_EQ(doc["errors"].at(0)["pointer"], Value("/actions/0/action"));
+  EXPECT_NE(doc["errors"].at(0)["message"].as_string().find("unknown action 'nope'"), std::string::npos);
+
+  write("flows/f.json", "{\n  \"id\": \"f\",\n  oops\n}");
+  doc = doc_of(run("run " + dir() + " --format json", " 2>/dev/null"));
+  EXPECT_EQ(doc["errors"].at(0)["line"], Value(3)) << "a syntax error's own line";
+
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  write("config.json", R"({"properties": {"max_actions": "many"}})");
+  Output config = run("run " + dir() + " --format json", " 2>/dev/null");
+  EXPECT_EQ(config.code, 1);
+  doc = doc_of(config);
+  EXPECT_EQ(doc["errors"].at(0)["file"], Value(dir() + "/config.json"));
+  EXPECT_EQ(doc["errors"].at(0)["pointer"], Value("/properties/max_actions"));
+  EXPECT_EQ(doc["errors"].at(0)["line"], Value(1));
+  fs::remove(dir_ / "config.json");
+
+  write("events.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n{\"op\": \"explode\"}\n");
+  Output events = run("run " + dir() + " --format json", " 2>/dev/null");
+  EXPECT_EQ(events.code, 1);
+  doc = doc_of(events);
+  EXPECT_EQ(doc["contexts"].size(), 1u);
+  const Value& e = doc["errors"].at(0);
+  EXPECT_EQ(e["file"], Value(dir() + "/events.jsonl"));
+  EXPECT_EQ(e["line"], Value(2));
+  EXPECT_TRUE(e["pointer"].is_null());
+  EXPECT_EQ(e["message"].as_string().rfind("unknown op 'explode'", 0), 0u) << e.to_json();
+}
+
+// A failure to write the output is an error, never silence.
+TEST_F(CliTest, Run_OutputThatCannotBeWritten_Exit1_SaysSo) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  write("events.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n");
+  Output out = run("run " + dir() + " --format json --out /dev/full");
+  EXPECT_EQ(out.code, 1) << out.out;
+  EXPECT_NE(out.out.find("/dev/full: cannot write the context records"), std::string::npos) << out.out;
+  Output table = run("run " + dir() + " --out /dev/full");
+  EXPECT_EQ(table.code, 1) << table.out;
+  EXPECT_NE(table.out.find("error: /dev/full: cannot write the context records"), std::string::npos) << table.out;
+  Output stdout_full = run("run " + dir() + " --format json", " 2>&1 >/dev/full");
+  EXPECT_EQ(stdout_full.code, 1) << stdout_full.out;
+  EXPECT_NE(stdout_full.out.find("cannot write the output to stdout"), std::string::npos) << stdout_full.out;
+}
+
+// No events.jsonl: the run says so on stderr and points at a file that looks like one;
+// --events names the file explicitly.
+TEST_F(CliTest, Run_NoEventsFile_SaysSo_PointsAtALookAlike) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  Output none = run("run " + dir());
+  EXPECT_EQ(none.code, 0) << none.out;
+  EXPECT_NE(none.out.find("has no events.jsonl, so no events are applied"), std::string::npos) << none.out;
+  EXPECT_EQ(none.out.find("did you mean"), std::string::npos) << none.out;
+  write("events.json", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n");
+  Output near = run("run " + dir());
+  EXPECT_EQ(near.code, 0) << near.out;
+  EXPECT_NE(near.out.find("did you mean " + dir() + "/events.json? (name it with --events " + dir() + "/events.json)"),
+            std::string::npos)
+      << near.out;
+  EXPECT_NE(near.out.find("0 contexts"), std::string::npos) << near.out;
+  Output named = run("run " + dir() + " --events " + dir() + "/events.json");
+  EXPECT_EQ(named.code, 0) << named.out;
+  EXPECT_EQ(named.out.find("no events.jsonl"), std::string::npos) << named.out;
+  EXPECT_NE(named.out.find("ctx-1"), std::string::npos) << named.out;
+}
+
+// The table: --flow and --status choose the rows, and counts agree in number.
+TEST_F(CliTest, Run_Table_FlowAndStatusFilters_SingularCounts) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  write("flows/g.json", R"({"id": "gauge", "trigger": {"type": "api"}, "actions": [{"action": "wait", "inputs": {"duration": "30d"}}]})");
+  write("events.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n{\"op\": \"call_flow\", \"flow\": \"gauge\"}\n");
+  Output all = run("run " + dir());
+  EXPECT_EQ(all.code, 0) << all.out;
+  EXPECT_NE(all.out.find("2 contexts, 0 ended in error, 0 starts skipped"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("ctx-1    f      completed"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("ctx-2    gauge  waiting"), std::string::npos) << all.out;
+  Output one = run("run " + dir() + " --flow f");
+  EXPECT_NE(one.out.find("1 context of 2, 0 ended in error"), std::string::npos) << one.out;
+  EXPECT_EQ(one.out.find("ctx-2"), std::string::npos) << one.out;
+  Output waiting = run("run " + dir() + " --status waiting");
+  EXPECT_NE(waiting.out.find("ctx-2"), std::string::npos) << waiting.out;
+  EXPECT_EQ(waiting.out.find("ctx-1"), std::string::npos) << waiting.out;
+  EXPECT_NE(waiting.out.find("1 context of 2"), std::string::npos) << waiting.out;
+}
+
+TEST_F(CliTest, Run_Table_ShowsContinuedErrors_WhatWaitingContextsWaitFor_SkippedStartsAsSentences) {
+  write("flows/f.json", R"([
+    {"id": "f", "trigger": {"type": "event", "name": "go"}, "actions": [
+      {"action": "fail", "inputs": {"message": "soft"}, "on_error": "continue"},
+      {"action": "lock", "inputs": {"key": "k", "max_duration": "10d"}},
+      {"action": "wait", "inputs": {"duration": "5d"}}]},
+    {"id": "g", "trigger": {"type": "event", "name": "go"}, "actions": [
+      {"action": "lock", "inputs": {"key": "k", "max_attempts": 5, "delay": "2d"}}]},
+    {"id": "h", "trigger": {"type": "record", "table": "t", "when": "updated", "run": "once"}, "actions": [
+      {"action": "wait_for_condition", "inputs": {"table": "t", "sys_id": "{{trigger.sys_id}}",
+       "condition": {"field": "a", "op": "eq", "value": 9}, "timeout": "3d"}}]}])");
+  write("events.jsonl",
+        "{\"op\": \"insert\", \"table\": \"t\", \"values\": {\"sys_id\": \"r1\", \"a\": 1}}\n"
+        "{\"op\": \"update\", \"table\": \"t\", \"sys_id\": \"r1\", \"values\": {\"a\": 2}}\n"
+        "{\"op\": \"update\", \"table\": \"t\", \"sys_id\": \"r1\", \"values\": {\"a\": 3}}\n"
+        "{\"op\": \"fire_event\", \"name\": \"go\"}\n");
+  Output o = run("run " + dir());
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_NE(o.out.find("STEPS  ERRORS  STARTED"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("    step 1 (fail) failed, went on: soft\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("    waits for a timer until 2026-01-06T00:00:00.000Z (step 3)\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("    waits for a condition on t/r1: {\"field\":\"a\",\"op\":\"eq\",\"value\":9}, times out at "
+                       "2026-01-04T00:00:00.000Z (step 1)\n"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("    waits for lock 'k', held by ctx-2, #1 in its queue (step 1)\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("  h: run_once, on record t/r1 update\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("3 contexts, 0 ended in error, 1 start skipped"), std::string::npos) << o.out;
+}
+
 TEST_F(CliTest, Run_DepthBombDefinition_Exit1_NamesFileLineAndBudget) {
   write("flows/bomb.json", std::string(100000, '['));
   write("events.jsonl", "");
@@ -346,7 +525,7 @@ TEST_F(CliTest, Run_StoppedBySignal_CancelsWhatHasNotEnded_ReleasesLocks_PrintsW
     for (const Value& c : (*doc)["contexts"].items()) {
       EXPECT_EQ(c["status"], Value("cancelled")) << c["id"].to_json();
     }
-    const std::string error = std::string((*doc)["errors"].at((*doc)["errors"].size() - 1).as_string());
+    const std::string error = std::string((*doc)["errors"].at((*doc)["errors"].size() - 1)["message"].as_string());
     EXPECT_EQ(error.rfind(sig == SIGINT ? "stopped by SIGINT: " : "stopped by SIGTERM: ", 0), 0u) << error;
   }
 }
@@ -395,6 +574,8 @@ TEST_F(CliTest, Bench_TableByDefault_BadOptionsExit2) {
   EXPECT_EQ(run("bench --events many").code, 2);
   EXPECT_EQ(run("bench --json=maybe").code, 2);
   EXPECT_EQ(run("bench extra").code, 2);
+  EXPECT_EQ(run("bench --json --json").code, 2);
+  EXPECT_EQ(run("bench --workers 2 --workers 3").code, 2);
 }
 
 TEST_F(CliTest, BadUsage_Exit2) {
@@ -405,6 +586,130 @@ TEST_F(CliTest, BadUsage_Exit2) {
   EXPECT_EQ(run("run " + dir() + " --bogus 1").code, 2);
   EXPECT_EQ(run("plan " + dir()).code, 2);
   EXPECT_EQ(run("validate").code, 2);
+  // An unknown option is bad usage whatever its shape, and so is an option given twice or
+  // one without its value.
+  EXPECT_EQ(run("run " + dir() + " --bogus").code, 2);
+  EXPECT_EQ(run("run " + dir() + " --bogus=1").code, 2);
+  EXPECT_EQ(run("run " + dir() + " -x").code, 2);
+  EXPECT_EQ(run("validate " + dir() + " --format json").code, 2);
+  EXPECT_EQ(run("--bogus").code, 2);
+  EXPECT_EQ(run("run " + dir() + " --format json --format table").code, 2);
+  EXPECT_EQ(run("run " + dir() + " --out").code, 2);
+  Output unknown = run("run " + dir() + " --bogus 1");
+  EXPECT_NE(unknown.out.find("flowrt run: unknown option --bogus"), std::string::npos) << unknown.out;
+  EXPECT_NE(unknown.out.find("usage:"), std::string::npos) << unknown.out;
+}
+
+TEST_F(CliTest, Help_TopLevelAndPerCommand_Exit0) {
+  for (const char* args : {"--help", "-h", "help"}) {
+    Output o = run(args);
+    EXPECT_EQ(o.code, 0) << args << o.out;
+    EXPECT_NE(o.out.find("flowrt run DIR"), std::string::npos) << args << o.out;
+    EXPECT_NE(o.out.find("exit codes:"), std::string::npos) << args << o.out;
+  }
+  Output no_args = run("");
+  EXPECT_EQ(no_args.code, 2);
+  EXPECT_NE(no_args.out.find("usage:"), std::string::npos) << no_args.out;
+  // Each command lists its own options, and only those.
+  Output r = run("run --help");
+  EXPECT_EQ(r.code, 0) << r.out;
+  for (const char* option : {"--flows", "--events", "-c,--config", "-f,--format", "-o,--out", "--log-level", "--flow",
+                             "--status"}) {
+    EXPECT_NE(r.out.find(option), std::string::npos) << option << r.out;
+  }
+  EXPECT_EQ(r.out.find("--workload"), std::string::npos) << r.out;
+  Output b = run("bench -h");
+  EXPECT_EQ(b.code, 0) << b.out;
+  for (const char* option : {"--workload", "--events", "--workers", "--rate", "--retention", "--json"}) {
+    EXPECT_NE(b.out.find(option), std::string::npos) << option << b.out;
+  }
+  EXPECT_EQ(b.out.find("--format"), std::string::npos) << b.out;
+  Output v = run("validate --help");
+  EXPECT_EQ(v.code, 0) << v.out;
+  EXPECT_NE(v.out.find("flowrt validate"), std::string::npos) << v.out;
+  Output p = run("plan --help");
+  EXPECT_EQ(p.code, 0) << p.out;
+  EXPECT_NE(p.out.find("--flow"), std::string::npos) << p.out;
+  // --help wins over what else is wrong: nothing runs.
+  Output help_first = run("run /nonexistent --help");
+  EXPECT_EQ(help_first.code, 0) << help_first.out;
+}
+
+TEST_F(CliTest, Version_PrintsTheProjectVersion) {
+  Output o = run("--version", "");
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_EQ(o.out, std::string("flowrt ") + FLOWRT_VERSION + "\n");
+}
+
+TEST_F(CliTest, MistypedCommandOrOption_Exit2_SuggestsTheNearest) {
+  Output command = run("rnu " + dir());
+  EXPECT_EQ(command.code, 2) << command.out;
+  EXPECT_NE(command.out.find("unknown command 'rnu' (did you mean 'run'?)"), std::string::npos) << command.out;
+  Output validate = run("valdiate " + dir());
+  EXPECT_EQ(validate.code, 2) << validate.out;
+  EXPECT_NE(validate.out.find("(did you mean 'validate'?)"), std::string::npos) << validate.out;
+  Output option = run("run " + dir() + " --fromat json");
+  EXPECT_EQ(option.code, 2) << option.out;
+  EXPECT_NE(option.out.find("unknown option --fromat (did you mean '--format'?)"), std::string::npos) << option.out;
+  Output with_value = run("run " + dir() + " --stauts=waiting");
+  EXPECT_EQ(with_value.code, 2) << with_value.out;
+  EXPECT_NE(with_value.out.find("unknown option --stauts (did you mean '--status'?)"), std::string::npos)
+      << with_value.out;
+  Output bench = run("bench --worker 3");
+  EXPECT_EQ(bench.code, 2) << bench.out;
+  EXPECT_NE(bench.out.find("(did you mean '--workers'?)"), std::string::npos) << bench.out;
+  Output version = run("--verison");
+  EXPECT_EQ(version.code, 2) << version.out;
+  EXPECT_NE(version.out.find("(did you mean '--version'?)"), std::string::npos) << version.out;
+  // Nothing near: no suggestion, still exit 2.
+  Output far = run("frobnicate");
+  EXPECT_EQ(far.code, 2) << far.out;
+  EXPECT_NE(far.out.find("unknown command 'frobnicate'"), std::string::npos) << far.out;
+  EXPECT_EQ(far.out.find("did you mean"), std::string::npos) << far.out;
+  Output short_option = run("run " + dir() + " -x");
+  EXPECT_EQ(short_option.code, 2) << short_option.out;
+  EXPECT_EQ(short_option.out.find("did you mean"), std::string::npos) << short_option.out;
+}
+
+TEST_F(CliTest, DoubleDash_EndsTheOptions) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  write("events.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n");
+  Output r = run("run --format json -- " + dir());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(parse_json(r.out).is_ok()) << r.out;
+  Output v = run("validate -- " + dir());
+  EXPECT_EQ(v.code, 0) << v.out;
+  EXPECT_NE(v.out.find("1 definition, no errors"), std::string::npos) << v.out;
+  // After "--" a word that begins with '-' is a PATH, not an option (here one that does
+  // not exist, in the test's working directory).
+  Output dashed = run("validate " + dir() + "/flows/f.json -- -g.json");
+  EXPECT_EQ(dashed.code, 1) << dashed.out;
+  EXPECT_NE(dashed.out.find("-g.json: /: no such file or directory"), std::string::npos) << dashed.out;
+  EXPECT_EQ(dashed.out.find("unknown option"), std::string::npos) << dashed.out;
+  Output plan = run("plan --flow f -- " + dir() + "/flows");
+  EXPECT_EQ(plan.code, 0) << plan.out;
+}
+
+TEST_F(CliTest, ShortOptions_MeanTheirLongNames) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  write("events.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n");
+  Output r = run("run " + dir() + " -f json -o " + dir() + "/out.jsonl");
+  ASSERT_EQ(r.code, 0) << r.out;
+  Result<Value> doc = parse_json(r.out);
+  ASSERT_TRUE(doc.is_ok()) << r.out;
+  EXPECT_EQ((*doc)["contexts"].size(), 1u);
+  std::ifstream lines(dir() + "/out.jsonl");
+  std::string line;
+  ASSERT_TRUE(std::getline(lines, line));
+  EXPECT_EQ((*parse_json(line))["id"], Value("ctx-1"));
+  // -c is --config: a config that is not JSON is read, and is bad config (exit 1).
+  write("bad-config.json", "not json");
+  const std::string flows_and_events = "run --flows " + dir() + "/flows --events " + dir() + "/events.jsonl";
+  EXPECT_EQ(run(flows_and_events).code, 0);
+  EXPECT_EQ(run(flows_and_events + " -c " + dir() + "/bad-config.json").code, 1);
+  EXPECT_EQ(run(flows_and_events + " --config " + dir() + "/bad-config.json").code, 1);
+  EXPECT_EQ(run("run " + dir() + " -f xml").code, 2);
+  EXPECT_EQ(run("run " + dir() + " -f").code, 2);
 }
 
 }  // namespace

@@ -7,7 +7,12 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "plans/value_json.h"
 #include "runtime/harness.h"
@@ -76,6 +81,128 @@ TEST_P(ProjectParityTest, LibraryAndCommandLine_GiveTheSameRun) {
   EXPECT_FALSE(cli["contexts"].items().empty());
   EXPECT_EQ(lib, cli);
 }
+
+// `v` with every "runtime_ms" (a measured time) set to 0.
+Value WithoutRunTimes(const Value& v) {
+  if (v.is_array()) {
+    std::vector<Value> items;
+    for (const Value& i : v.items()) items.push_back(WithoutRunTimes(i));
+    return Value::array(std::move(items));
+  }
+  if (!v.is_object()) return v;
+  std::vector<Member> members;
+  for (const auto& m : v.members()) {
+    members.push_back(Member{m.key, m.key.as_string() == "runtime_ms" ? Value(0) : WithoutRunTimes(m.value)});
+  }
+  return Value::object(std::move(members));
+}
+
+// With worker_threads 1 a project is a golden file: twenty runs of every example, its
+// config set to one worker, print the same JSON byte for byte but for runtime_ms (sys_ids
+// included: they are numbered in commit order).
+TEST_P(ProjectParityTest, WithOneWorker_TwentyRunsPrintTheSameDocument) {
+  const std::filesystem::path source = std::filesystem::path(FLOWRT_SOURCE_DIR) / "examples" / GetParam();
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / (std::string("one-worker-") + GetParam());
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(source, dir, std::filesystem::copy_options::recursive);
+  Value config = Value::empty_object();
+  if (std::ifstream in(dir / "config.json"); in) {
+    std::stringstream text;
+    text << in.rdbuf();
+    Result<Value> parsed = parse_json(text.str());
+    ASSERT_TRUE(parsed.is_ok()) << parsed.message();
+    config = *parsed;
+  }
+  const Value props = config["properties"].is_object() ? config["properties"] : Value::empty_object();
+  config = config.with("properties", props.with("worker_threads", Value(1)));
+  std::ofstream(dir / "config.json") << config.to_json();
+
+  std::string first;
+  for (int run = 0; run < 20; ++run) {
+    const std::string doc = WithoutRunTimes(ByTheCommandLine(dir.string())).to_json();
+    if (run == 0) {
+      first = doc;
+      EXPECT_NE(doc.find("\"sys_id\""), std::string::npos) << "the example writes records";
+      continue;
+    }
+    ASSERT_EQ(doc, first) << "run " << run + 1 << " of " << GetParam() << " differs";
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// What `flowrt validate DIR` says and what `flowrt run DIR` says before it runs anything:
+// the exit code and the set of error lines (validate prints them on stdout, run on stderr).
+struct Verdict {
+  int code;
+  std::set<std::string> lines;
+};
+
+Verdict Command(const std::string& args, bool stderr_only) {
+  const std::string cmd = std::string(FLOWRT_BINARY) + " " + args + (stderr_only ? " 2>&1 >/dev/null" : " 2>/dev/null");
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  Verdict v{WEXITSTATUS(pclose(pipe)), {}};
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    // validate's closing count ("N errors", "N definitions, no errors") is its own.
+    if (line.find(": ") == std::string::npos || line.find(", no errors") != std::string::npos) continue;
+    v.lines.insert(line);
+  }
+  return v;
+}
+
+TEST_P(ProjectParityTest, ValidateAndRun_Agree) {
+  const std::string dir = std::string(FLOWRT_SOURCE_DIR) + "/examples/" + GetParam();
+  const Verdict validate = Command("validate " + dir, false);
+  EXPECT_EQ(validate.code, 0);
+  EXPECT_TRUE(validate.lines.empty());
+}
+
+std::vector<std::string> CompilerCases() {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(FLOWRT_SOURCE_DIR) + "/tests/compiler/cases")) {
+    out.push_back(e.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Every compiler case, written as a project (its definitions in flows/, its config as
+// config.json): validate and run report the same errors and exit the same way.
+class CompilerCaseParityTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CompilerCaseParityTest, ValidateAndRun_Agree) {
+  std::ifstream in(std::string(FLOWRT_SOURCE_DIR) + "/tests/compiler/cases/" + GetParam());
+  std::stringstream text;
+  text << in.rdbuf();
+  Result<Value> c = parse_json(text.str());
+  ASSERT_TRUE(c.is_ok()) << c.message();
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("flowrt-parity-" + std::to_string(getpid()) + "-" + GetParam());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "flows");
+  std::ofstream(dir / "flows" / "case.json")
+      << ((*c)["text"].is_string() ? std::string((*c)["text"].as_string()) : (*c)["definitions"].to_json());
+  if (const Value* config = c->find("config")) std::ofstream(dir / "config.json") << config->to_json();
+  std::ofstream(dir / "events.jsonl") << "";
+  const Verdict validate = Command("validate " + dir.string(), false);
+  const Verdict run = Command("run " + dir.string(), true);
+  EXPECT_EQ(validate.code, (*c)["errors"].size() == 0 ? 0 : 1);
+  EXPECT_EQ(validate.code, run.code);
+  EXPECT_EQ(validate.lines, run.lines);
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, CompilerCaseParityTest, ::testing::ValuesIn(CompilerCases()),
+                         [](const ::testing::TestParamInfo<std::string>& p) {
+                           std::string name = p.param.substr(0, p.param.size() - 5);
+                           for (char& ch : name) {
+                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return name;
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Examples, ProjectParityTest,
                          ::testing::Values("incident-triage", "subflows", "schedules", "wait-for-approval", "embedding"),

@@ -1,6 +1,7 @@
 // Data-driven compiler cases: every file in tests/compiler/cases holds definitions and what
 // compiling them must give, either success or the exact list of errors (JSON pointer and a
-// part of the message). One parameterised test reads them all.
+// part of the message), and optionally a "config" (as config.json: properties, lock
+// limits) to compile them with. One parameterised test reads them all.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include "plans/value_json.h"
 #include "runtime/engine.h"
+#include "runtime/run_config.h"
 
 namespace flowrt {
 namespace {
@@ -36,7 +38,13 @@ TEST_P(CompilerCaseTest, CompilesAsExpected) {
   // "text" is raw definition text (for syntax errors); "definitions" an array of them.
   const std::string text = (*c)["text"].is_string() ? std::string((*c)["text"].as_string())
                                                     : (*c)["definitions"].to_json();
-  Engine engine;
+  EngineOptions options;
+  if (const Value* config = c->find("config")) {
+    Result<EngineOptions> read = run_config_from_value(*config, "config");
+    ASSERT_TRUE(read.is_ok()) << read.message();
+    options = std::move(*read);
+  }
+  Engine engine(std::move(options));
   Diagnostics diags = engine.load_text(text, "case.json");
   const Value& expected = (*c)["errors"];
   std::string got;

@@ -159,7 +159,7 @@ TEST_F(LogicTest, End_CompletesTheContextAtOnce_ClosingOpenLoops) {
 }
 
 TEST_F(LogicTest, SetVariables_KeepTypes_AndAreVisibleWhileRunning) {
-  ASSERT_TRUE(Load(R"({"id": "t", "trigger": {"type": "api"}, "variables": {"n": 1, "tags": []}, "actions": [
+  ASSERT_TRUE(Load(R"({"id": "t", "trigger": {"type": "api"}, "variables": {"n": 1, "tags": [], "fresh": null}, "actions": [
     {"action": "set_variables", "inputs": {"values": {"n": "{{vars.n | mul: 10}}", "tags": ["a", "{{inputs.t}}"], "fresh": true}}},
     {"action": "wait", "inputs": {"duration": "1m"}}]})"));
   const std::string id = CallFlow("t", Json(R"({"t": "b"})"));

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <thread>
 
+#include "plans/value_json.h"
 #include "testing/flow_test.h"
 
 namespace flowrt {
@@ -52,6 +53,32 @@ TEST_F(RecordsTest, LargeValues_AreTruncatedInTheRecord_FlowSeesThemWhole) {
   EXPECT_EQ(recorded.as_string().substr(0, 10), "{\"text\":\"z");
   EXPECT_NE(recorded.as_string().find("...[truncated: 5011 bytes]"), std::string_view::npos);
   EXPECT_LT(recorded.as_string().size(), 140u);
+}
+
+TEST_F(RecordsTest, LongLogMessages_AreCutToTheLimit_NeverInsideACharacter) {
+  ASSERT_TRUE(engine().set_property("record_value_limit", Value(100)).is_ok());
+  ASSERT_TRUE(Load(R"({"id": "f", "trigger": {"type": "api"}, "actions": [
+    {"action": "log", "inputs": {"message": "{{inputs.text}}"}},
+    {"action": "log", "inputs": {"message": "short"}}]})"));
+  // 99 bytes of 'a', then two-byte characters: byte 100 is the first byte of an "é".
+  std::string text(99, 'a');
+  for (int i = 0; i < 100; ++i) text += "\xc3\xa9";
+  CallFlow("f", Value::object({{"text", Value(text)}}));
+  Settle();
+  const Value logs = OnlyContext("f").value()["logs"];
+  const std::string_view cut = logs.at(0)["message"].as_string();
+  EXPECT_EQ(cut, std::string(99, 'a') + "...[truncated: 299 bytes]") << "cut before the character, not inside it";
+  EXPECT_EQ(logs.at(1)["message"], Value("short"));
+  // The document stays valid JSON, and valid UTF-8, whatever the limit.
+  for (int limit : {100, 101, 102, 103}) {
+    ASSERT_TRUE(engine().set_property("record_value_limit", Value(limit)).is_ok());
+    const std::string doc = OnlyContext("f").value().to_json();
+    Result<Value> back = parse_json(doc);
+    ASSERT_TRUE(back.is_ok()) << "limit " << limit << ": " << back.message();
+    const std::string_view m = (*back)["logs"].at(0)["message"].as_string();
+    EXPECT_EQ(m.size() - m.find("..."), std::string_view("...[truncated: 299 bytes]").size());
+    EXPECT_LE(m.find("..."), static_cast<size_t>(limit));
+  }
 }
 
 TEST_F(RecordsTest, Snapshots_AreConsistentWhileContextsRun) {

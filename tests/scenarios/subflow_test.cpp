@@ -63,7 +63,7 @@ TEST_F(SubflowTest, RuntimeInputTypeMismatch_FailsTheCallStep) {
   Settle();
   std::vector<ContextRecord> cs = Contexts("caller");
   ASSERT_EQ(cs.size(), 2u);
-  EXPECT_THAT(cs[0], FailedWith("input 'group' of subflow 'pick_assignee' must be string, got integer"));
+  EXPECT_THAT(cs[0], FailedWith("input 'group' of subflow 'pick_assignee' must be a string, got 42"));
   EXPECT_THAT(cs[1], FailedWith("subflow 'pick_assignee' needs input 'group'"));
 }
 

@@ -24,6 +24,20 @@ TEST_F(TemplatesTest, ExactPillKeepsType_PillInTextRendersAsText) {
   EXPECT_EQ(r["ctx"], Value(id + "/t"));
 }
 
+TEST_F(TemplatesTest, UpperAndLower_MapUnicodeLetters) {
+  ASSERT_TRUE(Load(R"({"id": "t", "trigger": {"type": "api"}, "actions": [
+    {"id": "c", "action": "create_record", "inputs": {"table": "out", "values": {
+      "upper": "{{inputs.s | upper}}", "lower": "{{inputs.s | lower}}", "len": "{{inputs.s | upper | length}}"}}}]})"));
+  CallFlow("t", Json(R"({"s": "Ärger über Σίσυφος, straße, Île"})"));
+  Settle();
+  ASSERT_THAT(OnlyContext("t"), HasStatus("completed"));
+  Value r = Records("out").at(0);
+  // Simple (one letter for one) case mapping: ß becomes the capital ẞ, not "SS".
+  EXPECT_EQ(r["upper"], Value("ÄRGER ÜBER ΣΊΣΥΦΟΣ, STRAẞE, ÎLE"));
+  EXPECT_EQ(r["lower"], Value("ärger über σίσυφος, straße, île"));
+  EXPECT_EQ(r["len"], Value(31));
+}
+
 TEST_F(TemplatesTest, Transforms_ComputeAndChain) {
   ASSERT_TRUE(Load(R"({"id": "t", "trigger": {"type": "api"}, "actions": [
     {"id": "c", "action": "create_record", "inputs": {"table": "out", "values": {

@@ -46,7 +46,8 @@ void CommitLog::on_commit(const CommitEntry& e) {
     ++i;
   }
   for (const Context* c : e.started) {
-    r.started.push_back(CommitRecord::Started{std::string(c->id.as_string()), c->seq, c->commit_seq, c->flow->id});
+    r.started.push_back(
+        CommitRecord::Started{std::string(c->id.as_string()), c->seq, c->commit_seq, c->flow->id, c->trigger.record});
     if (c->trigger.type == TriggerType::kRecord) {
       tracked_.push_back(Tracked{c->shared_from_this(), std::string(c->id.as_string())});
       ends_[std::string(c->id.as_string())].alive_through = e.seq;

@@ -40,6 +40,7 @@ struct CommitRecord {
     uint64_t seq = 0;
     uint64_t commit_seq = 0;
     std::string flow;
+    Value trigger_record;  // the record its trigger holds (test_flow: as read when called)
   };
   std::vector<Started> started;
 };

@@ -212,8 +212,13 @@ std::vector<Model::DriverState> Model::states_at(uint64_t commit, uint64_t since
   // Operation i's effect comes between its `before` and `after`: a commit inside that
   // range may have seen the state before or after it. A write looks at which flows are
   // active before it takes its commit sequence number, at any moment after `since`.
+  // On real threads a commit is published (Dispatcher::last_commit) only as it ends, so the
+  // driver may read an operation's `after` while the next commit, already under the lock,
+  // has read the state from before that operation: commit N+1 may have seen any state
+  // since commit N.
   const size_t i = op_at(commit);
-  const size_t first = since == 0 ? i : op_at(std::min(since, commit));
+  size_t first = since == 0 ? i : op_at(std::min(since, commit));
+  if (threads_ && commit > 1) first = std::min(first, op_at(commit - 1));
   if (i >= ops_.size() && first >= ops_.size()) return {states_.back()};
   std::vector<DriverState> out;
   const size_t last = i >= ops_.size() ? states_.size() - 1 : (ops_[i].before < commit ? i + 1 : i);
@@ -467,6 +472,18 @@ void Model::outside_commit(const CommitRecord& c, const Snapshot& snap, const Co
       if (test && !op.table.empty()) {
         const Value* r = current(op.table, op.sys_id);
         trigger = r ? *r : Value();
+        // On real threads test_flow reads the record when called, and a context's write
+        // to it may commit before the test's start does: the version it read is right if
+        // it was current at some moment since the operation began.
+        if (threads_ && c.started.size() == 1 && !(c.started[0].trigger_record == trigger)) {
+          const Value& read = c.started[0].trigger_record;
+          if (const auto* h = history(op.table, op.sys_id)) {
+            for (size_t v = 0; v < h->size(); ++v) {
+              const bool current_since = (*h)[v].commit > p.before || v + 1 == h->size() || (*h)[v + 1].commit > p.before;
+              if (current_since && (*h)[v].record == read) trigger = read;
+            }
+          }
+        }
       }
       break;
     }
@@ -812,8 +829,13 @@ void Model::match_starts(const CommitRecord& c, const std::vector<Expect>& expec
       }
     }
     if (found) continue;
-    // Skipped?
-    if (skip_i < skips.size() && (*skips[skip_i])["flow"].as_string() == e.flow) {
+    // Skipped? The list may already hold entries of later commits: a start that may have
+    // vanished (its flow inactive) must not take an entry another context's commit made.
+    const auto ours = [&](const Value& k) {
+      return parent ? k["cause"]["context"] == Value(parent->id) : k["cause"].is_null();
+    };
+    if (skip_i < skips.size() && (*skips[skip_i])["flow"].as_string() == e.flow &&
+        (!may_vanish || ours(*skips[skip_i]))) {
       const Value& k = *skips[skip_i++];
       const std::string reason = str(k["reason"]);
       if (std::find(e.reasons.begin(), e.reasons.end(), reason) == e.reasons.end()) {
