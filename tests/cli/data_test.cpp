@@ -115,6 +115,29 @@ TEST_F(DataTest, RunWithData_KeepsRecordsContextsAndTheClock_TheNextRunGoesOnFro
   EXPECT_EQ(doc["locks"].at(0)["holders"].at(0)["context"], Value("ctx-2"));
 }
 
+TEST_F(DataTest, TheApprovalExample_AcrossTwoRuns_EndsAsInOneRun) {
+  const std::string example = std::string(FLOWRT_SOURCE_DIR) + "/examples/wait-for-approval";
+  Value one = json(run("run " + example + " --format json").out);
+  Output first = run("run " + example + " --data " + data_ + " --events " + example + "/requests.jsonl --format json");
+  ASSERT_EQ(first.code, 0) << first.out;
+  Value waiting = json(first.out);
+  ASSERT_EQ(waiting["contexts"].size(), 3u);
+  for (const Value& c : waiting["contexts"].items()) EXPECT_EQ(c["status"], Value("waiting")) << c.to_json();
+  Output second =
+      run("run " + example + " --data " + data_ + " --events " + example + "/decisions.jsonl --format json");
+  ASSERT_EQ(second.code, 0) << second.out;
+  Value two = json(second.out);
+  EXPECT_EQ(two["records"].to_json(), one["records"].to_json());
+  ASSERT_EQ(two["contexts"].size(), one["contexts"].size());
+  for (size_t i = 0; i < one["contexts"].size(); ++i) {
+    const Value& a = one["contexts"].at(i);
+    const Value& b = two["contexts"].at(i);
+    EXPECT_EQ(b["status"], a["status"]) << b.to_json();
+    EXPECT_EQ(b["ended_at"], a["ended_at"]) << b.to_json();
+    EXPECT_EQ(b["steps"].to_json(), a["steps"].to_json());
+  }
+}
+
 TEST_F(DataTest, Inspect_PrintsContextsQueuedEventsLocksAndTheLastRecovery) {
   write("first.jsonl", R"({"op": "insert", "table": "job", "values": {"sys_id": "j1"}}
 {"op": "insert", "table": "purchase", "values": {"sys_id": "p1", "item": "laptop", "approval": "requested"}}
