@@ -6,11 +6,12 @@
 
 namespace flowrt {
 
-ContextUpdate checkpoint_update(Context& ctx, size_t value_limit) {
+ContextUpdate checkpoint_update(Context& ctx, size_t value_limit, bool with_record) {
   const Value checkpoint =
       Value::object({{"exec", ctx.exec().to_value(*ctx.plan)}, {"record", ctx.record_state()}});
   const ContextStatus status = ctx.exec().parked ? ContextStatus::kWaiting : ContextStatus::kInProgress;
-  return ContextUpdate{ctx.seq, std::string(status_name(status)), -1, -1, ctx.to_value(value_limit), checkpoint};
+  return ContextUpdate{ctx.seq, std::string(status_name(status)), -1, -1,
+                       with_record ? ctx.to_value(value_limit) : Value(), checkpoint};
 }
 
 std::string checkpoint_plan_version(const Value& checkpoint) {

@@ -21,9 +21,11 @@ namespace flowrt {
 
 class Context;
 
-// The ContextUpdate for `ctx` as it stands: its status, its record (SPEC section 10,
-// values capped at `value_limit`) and its checkpoint. REQUIRES: it started and has not ended.
-ContextUpdate checkpoint_update(Context& ctx, size_t value_limit);
+// The ContextUpdate for `ctx` as it stands: its status, its checkpoint and, `with_record`,
+// its record (SPEC section 10, values capped at `value_limit`) for readers of the file
+// (flowrt inspect); without, the stored record stays as it was (a running context's
+// record is written when it parks and when it ends). REQUIRES: it started, not ended.
+ContextUpdate checkpoint_update(Context& ctx, size_t value_limit, bool with_record);
 
 // The plan version a checkpoint was written for; "" when it names none.
 std::string checkpoint_plan_version(const Value& checkpoint);

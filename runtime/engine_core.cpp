@@ -312,7 +312,7 @@ void EngineCore::park(Context* ctx, bool checkpoint) {
   if (journal && checkpoint) {
     // Written before the wait is registered: whatever wakes it comes later in the journal.
     JournalEntry e;
-    e.changes.push_back(checkpoint_update(*ctx, props().record_value_limit));
+    e.changes.push_back(checkpoint_update(*ctx, props().record_value_limit, true));
     journal->append(std::move(e));
   }
   const uint64_t id = ctx->begin_park();

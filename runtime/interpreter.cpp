@@ -41,7 +41,7 @@ class HeldCommits {
     ctx_.checkpoint_step = false;
     if (ctx_.held_commits.empty()) return;
     std::optional<StoreChange> checkpoint;
-    if (goes_on) checkpoint = checkpoint_update(ctx_, core_.props().record_value_limit);
+    if (goes_on) checkpoint = checkpoint_update(ctx_, core_.props().record_value_limit, false);
     core_.journal->release(ctx_.held_commits, std::move(checkpoint));
     ctx_.held_commits.clear();
   }

@@ -7,6 +7,7 @@
 #include "runtime/engine_log.h"
 #include "runtime/perturb.h"
 #include "runtime/stored_context.h"
+#include "store/coalesce.h"
 
 namespace flowrt {
 
@@ -195,6 +196,8 @@ StoreBatch Journal::batch_of(std::vector<JournalEntry>& entries, const StoreCoun
           ContextUpdate{ctx->seq, std::string(status_name(s.status)), s.started, s.ended, ctx->to_value(limit), Value()});
     }
   }
+  // A context that starts and ends within the batch is one row write.
+  coalesce_context_changes(batch);
   batch.counters = counters;
   batch.counters.clock = core_.clock.now();
   return batch;
