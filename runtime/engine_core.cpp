@@ -180,21 +180,25 @@ Interpreter::Outcome EngineCore::run_slice(Context& ctx, uint32_t max_steps) {
 }
 
 void EngineCore::run(Context* ctx) {
-  // Hold the context for the whole slice: once it finishes, the store may drop it.
-  const std::shared_ptr<Context> hold = ctx->shared_from_this();
-  if (ctx->begin_run()) {
-    journal_start(hold);
-    switch (run_slice(*ctx, 0)) {
-      case Interpreter::Outcome::kAbandoned: return;  // the engine may be gone: touch nothing
-      case Interpreter::Outcome::kYielded:
-        // The workers are stopping: it stays queued (and counted as work), as it is.
-        workers.push_ready(ctx);
-        return;
-      case Interpreter::Outcome::kParked: break;
-      case Interpreter::Outcome::kFinished:
-        // Let go of the run-time state; the record keeps the plan (its steps point into it).
-        ctx->state.reset();
-        break;
+  {
+    // Hold the context for the whole slice: once it finishes, the store may drop it. Let
+    // go before the work is counted done: whoever sees the engine idle (settle) must not
+    // find this thread still holding a context the store has dropped.
+    const std::shared_ptr<Context> hold = ctx->shared_from_this();
+    if (ctx->begin_run()) {
+      journal_start(hold);
+      switch (run_slice(*ctx, 0)) {
+        case Interpreter::Outcome::kAbandoned: return;  // the engine may be gone: touch nothing
+        case Interpreter::Outcome::kYielded:
+          // The workers are stopping: it stays queued (and counted as work), as it is.
+          workers.push_ready(ctx);
+          return;
+        case Interpreter::Outcome::kParked: break;
+        case Interpreter::Outcome::kFinished:
+          // Let go of the run-time state; the record keeps the plan (its steps point into it).
+          ctx->state.reset();
+          break;
+      }
     }
   }
   work_done();
