@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "plans/time.h"
+
 namespace flowrt::crash {
 namespace {
 
@@ -235,6 +237,21 @@ void CrashChecker::check_common(const StoredState& s, const Acks& acks, bool fin
       if (!is_final_context_status(c.status)) fail(c.id + " (" + context_key(c) + ") is still " + c.status + " at the end");
     }
     for (const StoredLock& lock : s.locks) fail("lock " + lock.name + " is still in the file at the end: " + lock.state.to_json());
+    // 8. The schedule (every 30m from its activation at the start) fired each occurrence
+    // up to the end once, on its rhythm: restarts neither skip nor shift one.
+    std::set<int64_t> ticks;
+    for (const Value& r : records_of(s, "tick")) {
+      Result<TimeMs> at = parse_time(r["at"].as_string());
+      ticks.insert(at.is_ok() ? *at : -1);
+    }
+    std::set<int64_t> want_ticks;
+    for (TimeMs t = kStart + kTickEvery; t <= kStart + final_target(ops_); t += kTickEvery) want_ticks.insert(t);
+    if (ticks != want_ticks) {
+      std::string got_list;
+      for (int64_t t : ticks) got_list += " " + std::to_string((t - kStart) / 60000) + "m";
+      fail("the schedule fired at" + got_list + " (minutes from the start), not every 30m up to " +
+           std::to_string(final_target(ops_) / 60000) + "m");
+    }
   }
 }
 

@@ -58,6 +58,7 @@ DurationMs final_target(const std::vector<Op>& ops);
 const char* definitions();
 inline constexpr const char* kSideEffectAction = "crash_side_effect";
 inline constexpr TimeMs kStart = kDefaultVirtualStart;
+inline constexpr DurationMs kTickEvery = 30 * 60 * 1000;  // the schedule flow `tick`
 // Tables the flows write, and each one's field that identifies what a row is for (a row
 // written twice for the same thing is a repeated write).
 struct FlowTable {
