@@ -125,8 +125,60 @@ Result<StoredState> load_read_only(const std::string& path) {
   return (*store)->load();
 }
 
+// What the kills and the workload reached, over a test's seeds: each must be reached, or
+// the test would pass without testing it.
+struct Coverage {
+  int silent_kills = 0;        // a run killed before it printed anything (opening, recovery, first op)
+  int kills_mid_context = 0;   // the file had a context queued, running or waiting at the kill
+  int kills_lock_queue = 0;    // the file had a lock with waiters at the kill
+  int wait_timed_out = 0;      // a record-condition wait timed out
+  int lease_lost = 0;          // a fenced write refused: the lease had run out (lock_lost)
+  int lock_gave_up = 0;        // a lock request gave up in the queue
+  int outcomes = 0;            // a fenced write made
+
+  void kill_state(const StoredState& s) {
+    for (const StoredContext& c : s.contexts) {
+      if (!is_final_context_status(c.status)) {
+        ++kills_mid_context;
+        break;
+      }
+    }
+    for (const StoredLock& l : s.locks) {
+      if (l.state["waiters"].size() > 0) {
+        ++kills_lock_queue;
+        break;
+      }
+    }
+  }
+  void end_state(const StoredState& s) {
+    for (const StoredContext& c : s.contexts) {
+      for (const Value& step : c.record["steps"].items()) {
+        if (step["id"] == Value("w") && step["outputs"]["timed_out"] == Value(true)) ++wait_timed_out;
+        if (step["id"] == Value("lk") && step["outputs"]["state"] == Value("timeout")) ++lock_gave_up;
+        if (step["id"] == Value("out") && step.to_json().find("lock_lost") != std::string::npos) ++lease_lost;
+      }
+    }
+    for (const StoredState::Table& t : s.tables) {
+      if (t.name == "outcome") outcomes += static_cast<int>(t.records.size());
+    }
+  }
+  std::string missing() const {
+    std::string m;
+    if (silent_kills == 0) m += " a kill while opening or recovering;";
+    if (kills_mid_context == 0) m += " a kill while a context was queued, running or waiting;";
+    if (kills_lock_queue == 0) m += " a kill while a lock had waiters;";
+    if (wait_timed_out == 0) m += " a wait that timed out;";
+    if (lease_lost == 0) m += " a lease that ran out before a fenced write;";
+    if (lock_gave_up == 0) m += " a lock request that gave up;";
+    if (outcomes == 0) m += " a fenced write;";
+    return m;
+  }
+};
+
 class CrashTest : public ::testing::Test {
  protected:
+  Coverage coverage_;
+
   struct Outcome {
     int kills = 0;
     std::vector<std::string> violations;  // empty: the seed passed
@@ -190,6 +242,7 @@ class CrashTest : public ::testing::Test {
       }
       if (!take(r, &done)) return o;
       if (r.killed && !done) ++o.kills;
+      if (r.killed && r.lines.empty()) ++coverage_.silent_kills;
       Result<StoredState> s = load_read_only(data);
       // Killed before the file held anything, and nothing was acknowledged: no file, an
       // empty one, or one whose creation was cut off (a hot rollback journal, which a
@@ -205,6 +258,7 @@ class CrashTest : public ::testing::Test {
                                " ops acknowledged) the file does not open: " + s.message());
         return o;
       }
+      coverage_.kill_state(*s);
       o.violations = checker.after_kill(*s, acks);
       if (!o.violations.empty()) {
         o.violations.insert(o.violations.begin(), "after kill " + std::to_string(o.kills) + " (" +
@@ -227,6 +281,7 @@ class CrashTest : public ::testing::Test {
       o.violations.push_back("at the end the file does not open: " + end.message());
       return o;
     }
+    coverage_.end_state(*end);
     o.violations = checker.at_end(*end, acks);
     if (!done) o.violations.push_back("crash_child never said done");
     if (check_resume) {
@@ -276,6 +331,7 @@ class CrashTest : public ::testing::Test {
     std::printf("%s: %d seeds, %d kills, %d failing\n", test.c_str(), seeds, total, failed);
     if (only == 0) {
       EXPECT_GE(total, budget) << "fewer kills than the budget: the workload finished too fast";
+      EXPECT_EQ(coverage_.missing(), "") << "the kills or the workload never reached these";
     }
   }
 };

@@ -207,6 +207,27 @@ void CrashChecker::check_common(const StoredState& s, const Acks& acks, bool fin
     }
   }
 
+  // 4b. The file's clock is not behind anything it holds (a restart goes on from it: behind
+  // would move time backwards).
+  TimeMs latest = -1;
+  std::string latest_what;
+  auto seen = [&](TimeMs t, const std::string& what) {
+    if (t > latest) {
+      latest = t;
+      latest_what = what;
+    }
+  };
+  for (const StoredContext& c : s.contexts) {
+    seen(c.started, c.id + " started");
+    seen(c.ended, c.id + " ended");
+    if (c.trigger["time"].is_int()) seen(c.trigger["time"].as_int(), c.id + "'s trigger");
+  }
+  for (const StoredDefinition& d : s.definitions) seen(d.last_tick, d.id + "'s last schedule occurrence");
+  if (s.counters.clock >= 0 && latest > s.counters.clock) {
+    fail("the file's clock (" + std::to_string((s.counters.clock - kStart) / 60000) + "m) is behind " + latest_what +
+         " (" + std::to_string((latest - kStart) / 60000) + "m)");
+  }
+
   // 5. No flow wrote a record twice (a built-in action's write and the step past it commit
   // together, so a crash never repeats one).
   for (const FlowTable& ft : flow_tables()) {

@@ -141,7 +141,7 @@ DurationMs final_target(const std::vector<Op>& ops) {
   for (const Op& op : ops) {
     if (op.kind == OpKind::kAdvance) at = op.at;
   }
-  // Past every wait: a request may queue for its lock up to 290m, then wait 1h.
+  // Past every wait: a request may queue for its lock up to 30m, then wait 50m.
   return at + 8 * 60 * kMinute;
 }
 
@@ -170,10 +170,10 @@ const char* definitions() {
      {"action": "create_record", "inputs": {"table": "audit", "values": {"item": "{{trigger.sys_id}}", "stamp": "{{steps.s.text}}"}}}]},
   {"id": "hold_request", "trigger": {"type": "record", "table": "request", "when": "created"},
    "actions": [
-     {"id": "lk", "action": "lock", "inputs": {"key": "res-{{trigger.record.res}}", "max_duration": "45m", "max_attempts": 30, "delay": "10m"}},
+     {"id": "lk", "action": "lock", "inputs": {"key": "res-{{trigger.record.res}}", "max_duration": "30m", "max_attempts": 4, "delay": "10m"}},
      {"action": "create_record", "inputs": {"table": "grant", "values": {"request": "{{trigger.sys_id}}", "token": "{{steps.lk.token}}"}}},
      {"id": "w", "action": "wait_for_condition", "inputs": {"table": "request", "sys_id": "{{trigger.sys_id}}",
-       "condition": {"field": "approval", "op": "in", "value": ["yes", "no"]}, "timeout": "1h"}},
+       "condition": {"field": "approval", "op": "in", "value": ["yes", "no"]}, "timeout": "50m"}},
      {"id": "side", "action": "crash_side_effect", "inputs": {"key": "{{trigger.sys_id}}"}},
      {"id": "out", "action": "create_record", "on_error": "continue", "inputs": {"table": "outcome", "while_holding": "res-{{trigger.record.res}}",
        "values": {"request": "{{trigger.sys_id}}", "timed_out": "{{steps.w.timed_out}}", "token": "{{steps.lk.token}}"}}},
