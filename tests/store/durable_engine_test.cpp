@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "plans/time.h"
 #include "plans/value_json.h"
@@ -348,6 +349,52 @@ TEST_F(DurableEngineTest, CommitsMadeWhileTheWriterWrites_GoToTheStoreInOneBatch
   EXPECT_EQ(journal.batches() - batches_before, 2u) << "the held batch, then one batch of the other " << kMore;
   Engine& again = reopen({});
   EXPECT_EQ(again.records("t").size(), static_cast<size_t>(kMore + 1));
+}
+
+// A schedule occurrence and the context it starts reach the file together: at every batch
+// boundary (where a kill -9 can cut), an occurrence the file counts as fired has its
+// context. Each commit is made to wait until everything before it is written (so every
+// entry is a batch of its own), and before each batch the file is read as a crash there
+// would leave it. Found by the crash test (crash_test): the occurrence was lost.
+Journal* g_journal = nullptr;
+std::string g_path;
+std::vector<std::string> g_violations;
+void one_entry_per_batch_and_check(PerturbPoint p) {
+  if (p == PerturbPoint::kBeforeCommitLock) {
+    while (g_journal->durable() < g_journal->appended()) std::this_thread::yield();
+    return;
+  }
+  if (p != PerturbPoint::kBeforeStoreWrite) return;
+  Result<std::unique_ptr<SqliteStore>> store = SqliteStore::open(g_path, SyncMode::kOff, true);
+  if (!store.is_ok()) return;  // not created yet
+  Result<StoredState> state = (*store)->load();
+  if (!state.is_ok()) return;
+  for (const StoredDefinition& d : state->definitions) {
+    if (d.id != "every" || d.last_tick < 0) continue;
+    bool found = false;
+    for (const StoredContext& c : state->contexts) found = found || (c.flow == "every" && c.trigger["time"] == Value(d.last_tick));
+    if (!found) g_violations.push_back(format_time(d.last_tick));
+  }
+}
+
+TEST_F(DurableEngineTest, AScheduleOccurrence_AndTheContextItStarts_AreInTheFileTogether_AtEveryBatchBoundary) {
+  constexpr const char* kEvery = R"({"id": "every", "trigger": {"type": "schedule", "every": "30m"},
+    "actions": [{"action": "log", "inputs": {"message": "tick"}}]})";
+  EngineOptions o = options();
+  o.properties.durability = Durability::kNormal;
+  Engine& engine = reopen({kEvery}, o);
+  engine.settle();
+  g_journal = engine.core().journal.get();
+  g_path = path_;
+  g_violations.clear();
+  set_perturb_hook(&one_entry_per_batch_and_check);
+  Status advanced = engine.advance(3 * 3600 * 1000);
+  engine.settle(0);
+  set_perturb_hook(nullptr);
+  ASSERT_TRUE(advanced.is_ok()) << advanced.message();
+  EXPECT_EQ(engine.contexts("every").size(), 6u);
+  EXPECT_TRUE(g_violations.empty()) << "a crash here would leave these occurrences fired without a context, so never run: "
+                                    << ::testing::PrintToString(g_violations);
 }
 
 }  // namespace
