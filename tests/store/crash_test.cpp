@@ -1,7 +1,9 @@
 // The kill -9 crash test of the sqlite store (docs/DURABILITY.md, "Crash tests"). For each
 // seed, crash_child (tests/store/crash/) runs the seeded workload on a fresh data file;
-// the test kills it with SIGKILL after a delay drawn from the seed (0-2 ms, in opening and
-// recovery, a quarter of the time; else 0-30 ms), starts it again, and so on; after each
+// the test kills it with SIGKILL after a delay drawn from the seed, scaled to how long a
+// whole run takes on this build and machine (a quarter of the time within a fiftieth of
+// it, while the file opens and recovery runs; else within a third: about 2 and 30 ms in
+// the release build), starts it again, and so on; after each
 // kill it opens the file read-only and checks the invariants (crash/crash_invariants.h)
 // against the op model and the acks; then it lets a last run finish and checks the end.
 //
@@ -177,6 +179,22 @@ struct Coverage {
 
 class CrashTest : public ::testing::Test {
  protected:
+  // How long a whole run of a seed takes here, in microseconds (sanitizer builds are many
+  // times slower): kill delays scale with it, so kills land in every phase on any build.
+  void SetUp() override {
+    const std::string dir = ::testing::TempDir() + "flowrt-crash-calibrate/";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const auto t0 = std::chrono::steady_clock::now();
+    ChildRun r = run_child({"--data", dir + "data.db", "--side", dir + "side.txt", "--seed", "1", "--ops",
+                            std::to_string(kOpsPerSeed), "--acked", "0"},
+                           -1, dir + "child.err");
+    run_us_ = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_EQ(r.exit_code, 0) << "crash_child does not run: " << r.stderr_text;
+    std::filesystem::remove_all(dir);
+  }
+
+  long run_us_ = 100000;
   Coverage coverage_;
 
   struct Outcome {
@@ -231,8 +249,8 @@ class CrashTest : public ::testing::Test {
     while (o.kills < kills && !done) {
       // A quarter of the kills land in the first 2 ms (opening the file and recovery).
       const long delay = std::uniform_int_distribution<int>(0, 3)(rng) == 0
-                             ? std::uniform_int_distribution<long>(0, 2000)(rng)
-                             : std::uniform_int_distribution<long>(0, 30000)(rng);
+                             ? std::uniform_int_distribution<long>(0, run_us_ / 50)(rng)
+                             : std::uniform_int_distribution<long>(0, run_us_ / 3)(rng);
       ChildRun r = run_child(args(data, side, acks.last), delay, err);
       ++runs;
       if (!r.killed && r.exit_code != 0) {
@@ -328,7 +346,8 @@ class CrashTest : public ::testing::Test {
       }
       if (only > 0) break;
     }
-    std::printf("%s: %d seeds, %d kills, %d failing\n", test.c_str(), seeds, total, failed);
+    std::printf("%s: %d seeds, %d kills (delays up to %ld us; a whole run takes %ld us), %d failing\n", test.c_str(),
+                seeds, total, run_us_ / 3, run_us_, failed);
     if (only == 0) {
       EXPECT_GE(total, budget) << "fewer kills than the budget: the workload finished too fast";
       EXPECT_EQ(coverage_.missing(), "") << "the kills or the workload never reached these";
