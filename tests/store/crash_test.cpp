@@ -182,7 +182,7 @@ class CrashTest : public ::testing::Test {
   // How long a whole run of a seed takes here, in microseconds (sanitizer builds are many
   // times slower): kill delays scale with it, so kills land in every phase on any build.
   void SetUp() override {
-    const std::string dir = ::testing::TempDir() + "flowrt-crash-calibrate/";
+    const std::string dir = ::testing::TempDir() + "flowrt-crash-calibrate-" + std::to_string(::getpid()) + "/";
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     const auto t0 = std::chrono::steady_clock::now();
@@ -207,7 +207,8 @@ class CrashTest : public ::testing::Test {
   // comparison with a run without kills.
   Outcome run_seed(uint64_t seed, int kills, bool check_resume) {
     Outcome o;
-    const std::string dir = ::testing::TempDir() + "flowrt-crash-" + std::to_string(seed) + "/";
+    const std::string dir =
+        ::testing::TempDir() + "flowrt-crash-" + (check_resume ? "resume-" : "") + std::to_string(seed) + "/";
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     const std::string data = dir + "data.db";
@@ -247,7 +248,7 @@ class CrashTest : public ::testing::Test {
     bool done = false;
     int runs = 0;
     while (o.kills < kills && !done) {
-      // A quarter of the kills land in the first 2 ms (opening the file and recovery).
+      // A quarter of the kills land early (opening the file and recovery).
       const long delay = std::uniform_int_distribution<int>(0, 3)(rng) == 0
                              ? std::uniform_int_distribution<long>(0, run_us_ / 50)(rng)
                              : std::uniform_int_distribution<long>(0, run_us_ / 3)(rng);
