@@ -2,7 +2,7 @@
 // seed, crash_child (tests/store/crash/) runs the seeded workload on a fresh data file;
 // the test kills it with SIGKILL after a delay drawn from the seed, scaled to how long a
 // whole run takes on this build and machine (a quarter of the time within a fiftieth of
-// it, while the file opens and recovery runs; else within a third: about 2 and 30 ms in
+// it, while the file opens and recovery runs; else within a half: about 2 and 50 ms in
 // the release build), starts it again, and so on; after each
 // kill it opens the file read-only and checks the invariants (crash/crash_invariants.h)
 // against the op model and the acks; then it lets a last run finish and checks the end.
@@ -164,6 +164,12 @@ struct Coverage {
       if (t.name == "outcome") outcomes += static_cast<int>(t.records.size());
     }
   }
+  std::string describe() const {
+    return std::to_string(silent_kills) + " while opening, " + std::to_string(kills_mid_context) + " mid-context, " +
+           std::to_string(kills_lock_queue) + " with lock waiters; " + std::to_string(wait_timed_out) +
+           " waits timed out, " + std::to_string(lease_lost) + " leases lost, " + std::to_string(lock_gave_up) +
+           " lock give-ups, " + std::to_string(outcomes) + " fenced writes";
+  }
   std::string missing() const {
     std::string m;
     if (silent_kills == 0) m += " a kill while opening or recovering;";
@@ -251,7 +257,7 @@ class CrashTest : public ::testing::Test {
       // A quarter of the kills land early (opening the file and recovery).
       const long delay = std::uniform_int_distribution<int>(0, 3)(rng) == 0
                              ? std::uniform_int_distribution<long>(0, run_us_ / 50)(rng)
-                             : std::uniform_int_distribution<long>(0, run_us_ / 3)(rng);
+                             : std::uniform_int_distribution<long>(0, run_us_ / 2)(rng);
       ChildRun r = run_child(args(data, side, acks.last), delay, err);
       ++runs;
       if (!r.killed && r.exit_code != 0) {
@@ -347,8 +353,8 @@ class CrashTest : public ::testing::Test {
       }
       if (only > 0) break;
     }
-    std::printf("%s: %d seeds, %d kills (delays up to %ld us; a whole run takes %ld us), %d failing\n", test.c_str(),
-                seeds, total, run_us_ / 3, run_us_, failed);
+    std::printf("%s: %d seeds, %d kills (delays up to %ld us; a whole run takes %ld us), %d failing\n  kills: %s\n",
+                test.c_str(), seeds, total, run_us_ / 2, run_us_, failed, coverage_.describe().c_str());
     if (only == 0) {
       EXPECT_GE(total, budget) << "fewer kills than the budget: the workload finished too fast";
       EXPECT_EQ(coverage_.missing(), "") << "the kills or the workload never reached these";
