@@ -47,7 +47,7 @@ CREATE TABLE definition_versions(type TEXT NOT NULL, id TEXT NOT NULL, fingerpri
   body TEXT NOT NULL, PRIMARY KEY (type, id, fingerprint)) WITHOUT ROWID;
 CREATE TABLE contexts(seq INTEGER PRIMARY KEY, id TEXT NOT NULL, flow TEXT NOT NULL, status TEXT NOT NULL,
   commit_seq INTEGER NOT NULL, trigger TEXT, inputs TEXT, cause TEXT, run_key TEXT,
-  started INTEGER NOT NULL, ended INTEGER NOT NULL, record TEXT);
+  started INTEGER NOT NULL, ended INTEGER NOT NULL, record TEXT, checkpoint TEXT);
 CREATE INDEX contexts_by_status ON contexts(status, seq);
 CREATE INDEX contexts_by_flow ON contexts(flow, seq);
 CREATE TABLE locks(name TEXT PRIMARY KEY, state TEXT NOT NULL) WITHOUT ROWID;
@@ -65,6 +65,8 @@ const char* const kMigrations[] = {
     // second opener gets.
     R"sql(CREATE TABLE holder(id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, host TEXT NOT NULL,
   since TEXT NOT NULL);)sql",
+    // 3: a live context's checkpoint, so that it resumes after a restart.
+    R"sql(ALTER TABLE contexts ADD COLUMN checkpoint TEXT;)sql",
 };
 static_assert(std::size(kMigrations) == SqliteStore::kSchemaVersion - 1, "one migration per version after 1");
 
@@ -167,10 +169,12 @@ class SqliteStore::Statements {
         {&schedule_tick, "UPDATE definitions SET last_tick = ?2 WHERE type = 'flow' AND id = ?1"},
         {&put_context,
          "INSERT OR REPLACE INTO contexts(seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, "
-         "ended, record) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"},
+         "ended, record, checkpoint) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"},
         {&update_context,
          "UPDATE contexts SET status = ?2, started = CASE WHEN ?3 >= 0 THEN ?3 ELSE started END, "
-         "ended = CASE WHEN ?4 >= 0 THEN ?4 ELSE ended END, record = COALESCE(?5, record) WHERE seq = ?1"},
+         "ended = CASE WHEN ?4 >= 0 THEN ?4 ELSE ended END, record = COALESCE(?5, record), "
+         "checkpoint = CASE WHEN ?2 IN ('completed', 'cancelled', 'error') THEN NULL ELSE COALESCE(?6, checkpoint) END "
+         "WHERE seq = ?1"},
         {&put_lock, "INSERT OR REPLACE INTO locks(name, state) VALUES(?1, ?2)"},
         {&remove_lock, "DELETE FROM locks WHERE name = ?1"},
         {&run_once_add, "INSERT OR IGNORE INTO run_once(tbl, sys_id, flow) VALUES(?1, ?2, ?3)"},
@@ -343,6 +347,7 @@ Status SqliteStore::prepare_schema() {
                  "): refused, the file was not changed"};
   }
   if (version < 1) return Error{path_ + ": not a flowrt data file (schema version " + std::to_string(version) + ")"};
+  schema_version_ = version;
   if (read_only_) return Status::ok();  // an older file reads as it is; only a writer migrates it
   FLOWRT_RETURN_IF_ERROR(exec("PRAGMA journal_mode=WAL"));
   if (version == kSchemaVersion) return Status::ok();
@@ -364,6 +369,7 @@ Status SqliteStore::prepare_schema() {
   }
   FLOWRT_RETURN_IF_ERROR(exec("COMMIT"));
   migrated_from_ = version;
+  schema_version_ = kSchemaVersion;
   return Status::ok();
 }
 
@@ -476,8 +482,10 @@ Result<StoredState> SqliteStore::load() {
         return Status::ok();
       }));
   CHECK_QUERY(query(
-      "SELECT seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record FROM contexts "
-      "ORDER BY seq",
+      schema_version_ >= 3 ? "SELECT seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, "
+                             "record, checkpoint FROM contexts ORDER BY seq"
+                           : "SELECT seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, "
+                             "record, NULL FROM contexts ORDER BY seq",
       [&](sqlite3_stmt* s) -> Status {
         StoredContext c;
         c.seq = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
@@ -493,6 +501,10 @@ Result<StoredState> SqliteStore::load() {
         c.started = sqlite3_column_int64(s, 9);
         c.ended = sqlite3_column_int64(s, 10);
         FLOWRT_RETURN_IF_ERROR(json(s, 11, what, &c.record));
+        // A damaged checkpoint costs its context only (it ends in error saying so), not the file.
+        if (Status cs = json(s, 12, what, &c.checkpoint); !cs) {
+          c.checkpoint = Value::object({{"unreadable", Value(std::string_view(cs.message()))}});
+        }
         state.contexts.push_back(std::move(c));
         return Status::ok();
       }));
@@ -589,6 +601,7 @@ Status SqliteStore::write(const StoreBatch& batch) {
             p.bind(10, x.started);
             p.bind(11, x.ended);
             p.bind_json(12, x.record);
+            p.bind_json(13, x.checkpoint);
             return ok(p.run());
           } else if constexpr (std::is_same_v<T, ContextUpdate>) {
             Stmt& u = st.update_context;
@@ -597,6 +610,7 @@ Status SqliteStore::write(const StoreBatch& batch) {
             u.bind(3, c.started);
             u.bind(4, c.ended);
             u.bind_json(5, c.record);
+            u.bind_json(6, c.checkpoint);
             return ok(u.run());
           } else if constexpr (std::is_same_v<T, LockPut>) {
             if (c.state.is_null()) {

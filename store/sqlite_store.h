@@ -34,7 +34,7 @@ class SqliteStore final : public Store {
  public:
   // The schema version this build writes (meta.schema_version). A writer opening an older
   // file migrates it (one transaction); a newer file is refused, unchanged.
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Opens (creating when missing, unless read only) the file at `path`.
   static Result<std::unique_ptr<SqliteStore>> open(const std::string& path, SyncMode sync, bool read_only = false);
@@ -69,6 +69,7 @@ class SqliteStore final : public Store {
   int lock_fd_;  // holds the flock; -1 when read only
   const bool read_only_;
   int migrated_from_ = 0;
+  int schema_version_ = kSchemaVersion;  // of the file as opened (a reader leaves an older one as it is)
   std::unique_ptr<Statements> statements_;
 };
 

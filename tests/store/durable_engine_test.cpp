@@ -205,46 +205,6 @@ TEST_F(DurableEngineTest, AQueuedTriggerEvent_StartsInTheNextEngine_ExactlyOnce)
   EXPECT_EQ(third.records("shipment").size(), 2u);
 }
 
-TEST_F(DurableEngineTest, AContextWaitingWhenTheEngineStopped_EndsInError_ItsLockIsReleased_TokensGoOn) {
-  Engine& first = reopen({kHoldAndWait, kTakeLock});
-  ASSERT_TRUE(first.insert("job", json(R"({"sys_id": "j1"})")).is_ok());
-  first.settle(0);
-  ASSERT_EQ(first.contexts().size(), 1u);
-  ASSERT_EQ(first.contexts()[0].status(), "waiting");
-  const int64_t token = first.contexts()[0].step("lk")["outputs"]["token"].as_int();
-  ASSERT_EQ(first.locks().size(), 1u);
-
-  Engine& second = reopen({kHoldAndWait, kTakeLock});
-  ASSERT_EQ(report_["failed"].size(), 1u) << report_.to_json();
-  EXPECT_EQ(report_["failed"].at(0)["context"], Value("ctx-1"));
-  EXPECT_EQ(report_["failed"].at(0)["was"], Value("waiting"));
-  ASSERT_EQ(report_["locks_released"].size(), 1u);
-  EXPECT_EQ(report_["locks_released"].at(0)["name"], Value("printer"));
-  std::optional<ContextRecord> ended = second.context("ctx-1");
-  ASSERT_TRUE(ended.has_value());
-  EXPECT_EQ(ended->status(), "error");
-  EXPECT_NE(ended->error_message().find("does not resume a context after a restart yet"), std::string::npos)
-      << ended->error_message();
-  EXPECT_EQ(ended->step("lk")["status"], Value("completed")) << "what it did before stays in its record";
-  EXPECT_EQ(second.locks().size(), 0u);
-  // The lock is free and its next token is larger than any issued before.
-  ASSERT_TRUE(second.call_flow("take").is_ok());
-  second.settle();
-  ASSERT_EQ(second.records("token").size(), 1u);
-  EXPECT_GT(second.records("token")[0]["token"].as_int(), token);
-
-  // The store shows the context ended and the report kept.
-  second.settle();
-  engine_.reset();
-  Result<std::unique_ptr<SqliteStore>> store = SqliteStore::open(path_, SyncMode::kOff, true);
-  ASSERT_TRUE(store.is_ok()) << store.message();
-  Result<StoredState> state = (*store)->load();
-  ASSERT_TRUE(state.is_ok());
-  ASSERT_EQ(state->recoveries.size(), 1u);
-  EXPECT_EQ(state->contexts[0].status, "error");
-  EXPECT_TRUE(state->locks.empty());
-}
-
 TEST_F(DurableEngineTest, RunOnce_IsRememberedAcrossEngines) {
   constexpr const char* kOnce = R"({"id": "once", "trigger": {"type": "record", "table": "t", "when": "updated",
     "run": "once"}, "actions": [{"action": "log", "inputs": {"message": "ran"}}]})";

@@ -209,8 +209,8 @@ TYPED_TEST(StoreConformanceTest, Contexts_QueuedThenUpdated_ComeBackBySeq) {
   first.seq = 1;
   first.id = "ctx-1";
   this->write({ContextPut{c}, ContextPut{first}});
-  this->write({ContextUpdate{1, "in_progress", 100, -1, Value()}});
-  this->write({ContextUpdate{1, "completed", -1, 200, json(R"({"id":"ctx-1","status":"completed"})")}});
+  this->write({ContextUpdate{1, "in_progress", 100, -1, Value(), Value()}});
+  this->write({ContextUpdate{1, "completed", -1, 200, json(R"({"id":"ctx-1","status":"completed"})"), Value()}});
   StoredState s = this->reload();
   ASSERT_EQ(s.contexts.size(), 2u);
   EXPECT_EQ(s.contexts[0].seq, 1u);
