@@ -41,8 +41,8 @@
 namespace flowrt::crash {
 namespace {
 
-// The resume variant's checks (CrashTest.KillNine_Resume_*): ON. They fail until running
-// and waiting contexts resume after a restart; switch off only to see the rest alone.
+// The resume variant's checks (CrashTest.KillNine_Resume_*): ON. They need running and
+// waiting contexts to resume after a restart; switch off only to see the rest alone.
 constexpr bool kCheckResume = true;
 constexpr int kDefaultKills = 250;  // per test; two tests: 500 kills per CI run
 constexpr int kKillsPerSeed = 20;
@@ -368,8 +368,8 @@ TEST_F(CrashTest, KillNine_AcknowledgedWorkStays_StartsOnce_LocksAndTokensStayCo
 }
 
 // The resume variant (ON): the same, and contexts that were waiting or running when the
-// process died finish as they would have without the crash. Fails until recovery resumes
-// contexts (docs/DURABILITY.md, "What is not durable yet").
+// process died finish as they would have without the crash (compared with a run of the
+// seed without kills).
 TEST_F(CrashTest, KillNine_Resume_WaitingContextsFinishAsWithoutTheCrash) {
   if (!kCheckResume) GTEST_SKIP() << "kCheckResume is off";
   run_seeds(1001, /*check_resume=*/true);

@@ -80,13 +80,31 @@ std::set<std::string> side_lines(const std::string& file) {
   return lines;
 }
 
-// A record without its sys_id (generated ones differ between runs), as JSON.
+// A record without its sys_id (generated ones differ between runs) and its fencing token
+// (a crash may use up a token, so later ones are larger; the grant order is compared
+// apart), as JSON.
 std::string without_sys_id(const Value& r) {
   std::vector<Member> m;
   for (const Member& f : members_of(r)) {
-    if (f.key.as_string() != "sys_id") m.push_back(f);
+    if (f.key.as_string() != "sys_id" && f.key.as_string() != "token") m.push_back(f);
   }
   return Value::object(std::move(m)).to_json();
+}
+
+// Per lock, the requests in the order their grants' tokens say.
+std::map<std::string, std::vector<std::string>> grant_order(const StoredState& s) {
+  std::map<std::string, Value> res_of;
+  for (const Value& r : records_of(s, "request")) res_of[std::string(r["sys_id"].as_string())] = r["res"];
+  std::map<std::string, std::map<int64_t, std::string>> by_token;
+  for (const Value& g : records_of(s, "grant")) {
+    const std::string request(g["request"].as_string());
+    by_token["res-" + res_of[request].to_json()][g["token"].as_int()] = request;
+  }
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& [lock, grants] : by_token) {
+    for (const auto& [token, request] : grants) out[lock].push_back(request);
+  }
+  return out;
 }
 
 }  // namespace
@@ -322,6 +340,19 @@ std::vector<std::string> CrashChecker::as_without_crash(const StoredState& s, co
     }
     for (const std::string& r : a) {
       if (!b.count(r)) out.push_back("[resume] table " + std::string(ft.name) + " has " + r + " (not written without the crash)");
+    }
+  }
+  // Each lock was granted to the same requests in the same order.
+  const auto got_order = grant_order(s);
+  const auto want_order = grant_order(reference);
+  for (const auto& [lock, want_list] : want_order) {
+    auto it = got_order.find(lock);
+    const std::vector<std::string> got_list = it == got_order.end() ? std::vector<std::string>{} : it->second;
+    if (got_list != want_list) {
+      std::string a, b;
+      for (const std::string& r : got_list) a += " " + r;
+      for (const std::string& r : want_list) b += " " + r;
+      out.push_back("[resume] lock " + lock + " was granted to" + a + ", without the crash to" + b);
     }
   }
   // The custom action ran for every call it had without the crash (keys; context ids may differ).

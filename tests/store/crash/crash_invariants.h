@@ -12,7 +12,8 @@
 //  - resume (check_resume): what issue 14 asks beyond that: contexts that were waiting or
 //    running when the process died resume and finish as they would have without the crash,
 //    checked against a reference run of the same seed without kills (same contexts with the
-//    same statuses, the same flow-written records).
+//    same statuses, the same flow-written records but for fencing tokens, which a crash
+//    may use up, each lock granted in the same order).
 // Not thread-safe; one checker per seed (it remembers every fencing token it saw).
 #pragma once
 

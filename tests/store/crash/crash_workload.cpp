@@ -141,7 +141,7 @@ DurationMs final_target(const std::vector<Op>& ops) {
   for (const Op& op : ops) {
     if (op.kind == OpKind::kAdvance) at = op.at;
   }
-  // Past every wait: a request may queue for its lock up to 30m, then wait 50m.
+  // Past every wait: a request may queue for its lock up to 27m21s, then wait 50m.
   return at + 8 * 60 * kMinute;
 }
 
@@ -170,7 +170,7 @@ const char* definitions() {
      {"action": "create_record", "inputs": {"table": "audit", "values": {"item": "{{trigger.sys_id}}", "stamp": "{{steps.s.text}}"}}}]},
   {"id": "hold_request", "trigger": {"type": "record", "table": "request", "when": "created"},
    "actions": [
-     {"id": "lk", "action": "lock", "inputs": {"key": "res-{{trigger.record.res}}", "max_duration": "30m", "max_attempts": 4, "delay": "10m"}},
+     {"id": "lk", "action": "lock", "inputs": {"key": "res-{{trigger.record.res}}", "max_duration": "30m", "max_attempts": 4, "delay": 547000}},
      {"action": "create_record", "inputs": {"table": "grant", "values": {"request": "{{trigger.sys_id}}", "token": "{{steps.lk.token}}"}}},
      {"id": "w", "action": "wait_for_condition", "inputs": {"table": "request", "sys_id": "{{trigger.sys_id}}",
        "condition": {"field": "approval", "op": "in", "value": ["yes", "no"]}, "timeout": "50m"}},
