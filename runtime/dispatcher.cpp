@@ -569,12 +569,17 @@ Result<StartedFlow> Dispatcher::start_flow(FlowSlot& flow, TriggerData trigger, 
   batch.reserve(1);
   Result<StartedFlow> started = Error{""};
   perturb(PerturbPoint::kBeforeCommitLock);
+  const bool tick = p.context->trigger.type == TriggerType::kSchedule;
   {
     SpinMutexLock lock(mu_);
+    // A schedule occurrence is written in the entry of the start it makes: a file never
+    // counts an occurrence fired without the context it started (or its skip).
+    if (tick && journal_) building_.changes.push_back(ScheduleTick{flow.id, p.context->trigger.time});
     if (Status room = check_queue_room(1); !room) {
       // A schedule tick has no caller to tell: it is listed as skipped, never lost unseen.
-      if (p.context->trigger.type != TriggerType::kSchedule) return room.error();
+      if (!tick) return room.error();
       skip(flow, p.context->trigger, origin, "max_queued_events");
+      journal_locked();
       return StartedFlow{Value(), true, Value("max_queued_events")};
     }
     CommitEntry entry = begin_commit(CommitEntry::Kind::kStart, origin);

@@ -628,15 +628,10 @@ void EngineCore::schedule_tick(FlowSlot* slot, uint64_t generation, TimeMs at) {
   }
   if (!plan || plan->trigger.type != TriggerType::kSchedule) return;
   engine_log().debug("schedule tick of flow {} at {}", slot->id, format_time(at));
-  if (journal) {
-    JournalEntry tick;
-    tick.changes.push_back(ScheduleTick{slot->id, at});
-    journal->append(std::move(tick));
-  }
   TriggerData t;
   t.type = TriggerType::kSchedule;
   t.time = at;
-  (void)dispatcher.start_flow(*slot, std::move(t), Value(), Origin{});
+  (void)dispatcher.start_flow(*slot, std::move(t), Value(), Origin{});  // journals the tick with the start
   std::optional<TimeMs> next = next_occurrence(plan->trigger, slot->activated_at.load(std::memory_order_acquire), at + 1);
   if (!next) return;
   MutexLock lock(schedule_mu_);
