@@ -41,6 +41,9 @@ void FlowRegistry::add(std::vector<Definition> defs) {
   std::unique_lock lock(mu_);
   for (Definition& d : defs) {
     if (d.type == UnitType::kFlow) slot_locked(d.id);
+    if (d.type == UnitType::kFlow && d.status == DefinitionStatus::kPublished && !d.active) {
+      slot_locked(d.id)->stored_activated_at = -1;
+    }
     Versions& v = defs_[{d.type, d.id}];
     if (d.status == DefinitionStatus::kDraft) v.draft = std::move(d);
     else v.published = std::move(d);
@@ -110,7 +113,10 @@ Status FlowRegistry::activate(std::string_view id, const CompileOptions& options
   }
   FlowSlot* s = slot_locked(std::string(id));
   s->set_cache(std::move(plan), "", epoch());
-  if (!s->active.load()) s->activated_at.store(now, std::memory_order_release);
+  if (!s->active.load()) {
+    s->activated_at.store(s->stored_activated_at >= 0 ? s->stored_activated_at : now, std::memory_order_release);
+  }
+  s->stored_activated_at = -1;
   s->active.store(true, std::memory_order_release);
   return Status::ok();
 }
@@ -120,6 +126,7 @@ Status FlowRegistry::deactivate(std::string_view id) {
   auto it = slots_by_id_.find(id);
   if (it == slots_by_id_.end()) return Error{"no flow '" + std::string(id) + "'"};
   it->second->active.store(false, std::memory_order_release);
+  it->second->stored_activated_at = -1;
   return Status::ok();
 }
 
@@ -320,6 +327,10 @@ std::vector<std::string> FlowRegistry::restore(const std::vector<StoredDefinitio
     }
   }
   add(std::move(defs));
+  std::unique_lock lock(mu_);
+  for (const StoredDefinition& s : stored) {
+    if (s.type == "flow" && s.active) slot_locked(s.id)->stored_activated_at = s.activated_at;
+  }
   return problems;
 }
 

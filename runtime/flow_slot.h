@@ -58,6 +58,10 @@ struct FlowSlot {
   // timers read activated_at on the timer thread) ----
   std::atomic<bool> active{false};
   std::atomic<TimeMs> activated_at{0};
+  // The activation time the store had for this flow while it was active (-1: none): the
+  // next activate (a load of the same flow at start, or recovery) keeps it instead of
+  // starting the flow's schedule afresh. A deactivate or a load of it as inactive forgets it.
+  TimeMs stored_activated_at = -1;
 
   // ---- schedule: guarded by EngineCore's schedule lock ----
   TimerHandle schedule_timer;

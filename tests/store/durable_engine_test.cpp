@@ -162,6 +162,22 @@ TEST_F(DurableEngineTest, TheVirtualClock_GoesOnFromWhereItStood_StartTimeApplie
   EXPECT_EQ(second.now(), 1767225600000 + 3 * 3600 * 1000);
 }
 
+// Loading the same definitions at every start (as `flowrt run` loads flows/) keeps an active
+// flow's activation time in the file, so an `every` schedule keeps its rhythm over any
+// number of restarts (found by the crash test: the second restart shifted it).
+TEST_F(DurableEngineTest, AnEverySchedule_KeepsItsRhythm_OverRestartsThatLoadTheSameDefinitions) {
+  constexpr const char* kEvery = R"({"id": "every", "trigger": {"type": "schedule", "every": "30m"},
+    "actions": [{"action": "create_record", "inputs": {"table": "tick", "values": {"at": "{{trigger.time}}"}}}]})";
+  const TimeMs start = reopen({kEvery}).now();
+  ASSERT_TRUE(engine_->advance(40 * 60 * 1000).is_ok());  // fires at 30m
+  ASSERT_TRUE(reopen({kEvery}).advance(5 * 60 * 1000).is_ok());  // 45m
+  ASSERT_TRUE(reopen({kEvery}).advance(50 * 60 * 1000).is_ok());  // 95m: fires at 60m and 90m
+  std::vector<std::string> at;
+  for (const Value& r : engine_->records("tick")) at.emplace_back(r["at"].as_string());
+  EXPECT_EQ(at, (std::vector<std::string>{format_time(start + 30 * 60 * 1000), format_time(start + 60 * 60 * 1000),
+                                          format_time(start + 90 * 60 * 1000)}));
+}
+
 TEST_F(DurableEngineTest, AQueuedTriggerEvent_StartsInTheNextEngine_ExactlyOnce) {
   Engine& first = reopen({kCopy});
   ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o1"})")).is_ok());
