@@ -664,14 +664,15 @@ Status EngineCore::open_store() {
     recovery_.problems = flows.restore(state.definitions);
     dispatcher.restore(state, flows);
     contexts.start_at(state.counters.context_seq + 1);
+    // Ended contexts stay in the store (read from it when asked); load() gives an ended
+    // one only when its record is missing.
     for (StoredContext& c : state.contexts) {
       if (is_final_context_status(c.status)) {
         if (c.record.is_null()) {
           JournalEntry unused;
           end_stored_context(c, "its record was not stored", clock.now(), &unused);
-          continue;
         }
-        archive.add(c.seq, c.flow, std::move(c.record));
+        continue;
       } else if (c.status == kQueuedStatus) {
         recovery_.queued.push_back(std::move(c));
       } else {
@@ -688,6 +689,8 @@ Status EngineCore::open_store() {
   }
   journal = std::make_unique<Journal>(*this, *store, counters);
   dispatcher.set_journal(journal.get());
+  // Finished contexts leave memory once durable (the journal releases them).
+  contexts.set_finished_elsewhere();
   return Status::ok();
 }
 
@@ -796,6 +799,7 @@ void EngineCore::end_stored_context(const StoredContext& c, const std::string& r
     record = ended_record(record_to_value(f), now, error);
   }
   entry->changes.push_back(ContextUpdate{c.seq, "error", -1, now, record});
+  entry->archived.push_back(c.seq);  // read from the store once this entry is durable
   archive.add(c.seq, c.flow, std::move(record));
 }
 
