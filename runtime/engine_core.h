@@ -32,6 +32,7 @@
 #include "runtime/flow_registry.h"
 #include "runtime/interpreter.h"
 #include "runtime/journal.h"
+#include "runtime/latency_sample.h"
 #include "runtime/properties.h"
 #include "base/thread_annotations.h"
 #include "runtime/watchdog.h"
@@ -168,6 +169,9 @@ class EngineCore {
   std::unique_ptr<Store> store;
   std::unique_ptr<Journal> journal;
   ContextArchive archive;
+  // With options.measure_latency and a durable store: the latencies of the contexts that
+  // left memory (flowrt bench reads them with those still in memory).
+  LatencySample released_latencies;
 
  private:
   // Runs a slice of `ctx` (parking it if it parks); a slice that throws ends the context

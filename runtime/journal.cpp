@@ -207,7 +207,13 @@ bool Journal::write(std::vector<JournalEntry>& entries, const StoreCounters& cou
 
 void Journal::release(const std::vector<JournalEntry>& entries) {
   for (const JournalEntry& e : entries) {
-    for (const std::shared_ptr<Context>& ctx : e.ended) core_.contexts.release(ctx->seq);
+    for (const std::shared_ptr<Context>& ctx : e.ended) {
+      if (core_.options.measure_latency) {
+        const int64_t end = ctx->ended_ns.load(std::memory_order_acquire);
+        if (end > 0 && ctx->committed_ns > 0) core_.released_latencies.add(end - ctx->committed_ns);
+      }
+      core_.contexts.release(ctx->seq);
+    }
     for (uint64_t seq : e.archived) core_.archive.remove(seq);
   }
 }
