@@ -672,7 +672,6 @@ Status EngineCore::open_store() {
           JournalEntry unused;
           end_stored_context(c, "its record was not stored", clock.now(), &unused);
         }
-        continue;
       } else if (c.status == kQueuedStatus) {
         recovery_.queued.push_back(std::move(c));
       } else {
