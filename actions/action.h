@@ -70,6 +70,9 @@ class StepHost {
   virtual bool given_up() const { return false; }
   virtual TimeMs now() const = 0;
   virtual const Value& context_id() const = 0;
+  // "<context id>/<step path>" (the path carries loop iterations: "3.do.1#2"): the same
+  // each time this step of this context runs, also after a restart. "" outside a step.
+  virtual std::string idempotency_key() const { return ""; }
   virtual void log(LogLevel level, std::string_view message) = 0;
   virtual bool cancel_requested() const = 0;
 

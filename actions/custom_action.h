@@ -33,6 +33,11 @@ class CustomActionContext {
   bool cancel_requested() const { return call_.host.cancel_requested(); }
   TimeMs now() const { return call_.host.now(); }
   const Value& context_id() const { return call_.host.context_id(); }
+  // Stable across a restart: "<context id>/<step path>", the path with its loop iterations
+  // ("ctx-7/3.do.1#2"). With a durable store a custom action runs at least once: when its
+  // context resumes after a crash from the checkpoint before this step, the step runs
+  // again. Key external effects on this to make them exactly once (docs/DURABILITY.md).
+  std::string idempotency_key() const { return call_.host.idempotency_key(); }
   // The engine, for actions that read or write records.
   StepHost& host() const { return call_.host; }
   // True once the engine gave up on this call (it ran past its context's max_run_time, or

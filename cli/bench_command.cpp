@@ -34,8 +34,8 @@ int bench_command(const CommandArgs& args) {
   bench::BenchOptions o;
   o.workload = args.get("workload", "triage");
   if (o.workload != "triage" && o.workload != "fanout" && o.workload != "events" && o.workload != "locks" &&
-      o.workload != "compile") {
-    throw UsageError{"--workload must be triage, fanout, events, locks or compile"};
+      o.workload != "compile" && o.workload != "recovery") {
+    throw UsageError{"--workload must be triage, fanout, events, locks, compile or recovery"};
   }
   o.events = positive(args, "events", o.workload == "compile" ? 100000 : 1000000);
   o.workers = static_cast<unsigned>(positive(args, "workers", 2));

@@ -86,6 +86,7 @@ void print(const Value& doc, std::ostream& out) {
   if (recoveries.size() > 0) {
     const Value& last = recoveries.at(recoveries.size() - 1);
     out << "\nLAST RECOVERY (" << last["at"].as_string() << ", of " << recoveries.size() << "): "
+        << last["resumed"].size() << " contexts resumed, " << last["restarted"].size() << " started again, "
         << last["started"].size() << " queued contexts started, " << last["failed"].size() << " ended in error, "
         << last["locks_released"].size() << " locks released\n";
     for (const Value& f : last["failed"].items()) out << "  " << f["context"].as_string() << ": " << f["reason"].as_string() << "\n";

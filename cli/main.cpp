@@ -26,7 +26,7 @@ constexpr const char* kUsage = R"(usage:
   flowrt inspect --data FILE [--flow ID] [--status STATUS] [--format|-f table|json]
   flowrt validate DIR | PATH...
   flowrt plan PATH... --flow ID
-  flowrt bench [--workload triage|fanout|events|locks|compile] [--events N] [--workers K] [--rate R]
+  flowrt bench [--workload triage|fanout|events|locks|compile|recovery] [--events N] [--workers K] [--rate R]
                [--retention N] [--store memory|sqlite --data NEWFILE [--durability full|normal|off]] [--json]
   flowrt COMMAND --help     what COMMAND takes
   flowrt --version
@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
 
   bench.app = top.add_subcommand("bench", "the throughput benchmark (docs/PERFORMANCE.md)");
   bench.app->allow_extras();  // it takes no positional words: bench_command says so
-  add_value(bench, "--workload", "workload", "NAME", "triage (the default), fanout, events, locks or compile");
+  add_value(bench, "--workload", "workload", "NAME", "triage (the default), fanout, events, locks, compile or recovery");
   add_value(bench, "--events", "events", "N", "events to apply (default 1000000; 100000 for compile)");
   add_value(bench, "--workers", "workers", "K", "worker threads (default 2)");
   add_value(bench, "--rate", "rate", "R", "events per second (default: as fast as possible)");

@@ -80,6 +80,7 @@ std::shared_ptr<const Plan> PlanBuilder::build(const Definition& root) {
   }
   plan_.version = root.id + "@" + hex64(hash_bytes(text)).substr(0, 8);
   plan_.version_value = Value(std::string_view(plan_.version));
+  number_nodes(plan_);
   return std::make_shared<const Plan>(std::move(plan_));
 }
 

@@ -100,6 +100,9 @@ struct Node {
   Value id;      // the step's id, null when it has none (shared into context records)
   Value action;  // "update_record", "my.action", or for flow logic "if", "for_each", "try", "end"
   bool in_loop = false;  // inside some for_each body: the run-time path carries "#N" marks
+  // Its place in a depth-first walk of the plan's units, in order (nodes_of(plan)): how a
+  // stored context record names the node each of its steps ran.
+  uint32_t ordinal = 0;
   std::variant<ActionStep, IfNode, ForEachNode, TryNode, EndNode> op;
 };
 
@@ -142,5 +145,10 @@ struct Plan {
 
   const PlanUnit& root() const { return units.front(); }
 };
+
+// Every node of `plan` by ordinal (Node::ordinal).
+std::vector<const Node*> nodes_of(const Plan& plan);
+// Gives every node of `plan` its ordinal; the compiler calls it once a plan is complete.
+void number_nodes(Plan& plan);
 
 }  // namespace flowrt

@@ -86,6 +86,11 @@ class Context : public std::enable_shared_from_this<Context> {
   // only its record.
   std::unique_ptr<ExecState> state;
   ExecState& exec() { return *state; }
+  // With a durable store: true while a built-in step runs (its commits are held until its
+  // checkpoint joins them), and the journal positions of the commits it made so far.
+  // Owned by the running thread (the Dispatcher writes them on that thread, in its commit).
+  bool checkpoint_step = false;
+  std::vector<uint64_t> held_commits;
 
   // ---- scheduling ----
   // Running -> parking. Returns the id that a wake-up for this wait must carry. The
@@ -139,6 +144,15 @@ class Context : public std::enable_shared_from_this<Context> {
     Value error;
   };
   Summary summary() const EXCLUDES(record_mu_);
+
+  // ---- checkpoints (runtime/checkpoint.h) ----
+  // The record as it stands, compact (steps name their nodes by ordinal): a live context's
+  // part of a checkpoint. REQUIRES: it started.
+  Value record_state() const EXCLUDES(record_mu_);
+  // Puts back a record written by record_state() for `plan`, with `status`; before the
+  // context runs again (its running thread, or before it is shared).
+  Status restore_record_state(const Value& v, const Plan& for_plan, const std::vector<const Node*>& nodes,
+                              ContextStatus status) EXCLUDES(record_mu_);
 
  private:
   std::atomic<bool> cancel_{false};

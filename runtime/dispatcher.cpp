@@ -204,10 +204,10 @@ CommitEntry Dispatcher::begin_commit(CommitEntry::Kind kind, Origin origin) {
   return entry;
 }
 
-void Dispatcher::end_commit(const CommitEntry& entry) {
+void Dispatcher::end_commit(const CommitEntry& entry, Origin origin) {
   commits_.store(entry.seq, std::memory_order_release);
   if (core_.options.on_commit) core_.options.on_commit(entry);
-  journal_locked();
+  journal_locked(origin.context);
 }
 
 void Dispatcher::set_journal(Journal* journal) {
@@ -224,7 +224,7 @@ void Dispatcher::wake_locked(const std::shared_ptr<Context>& ctx, uint64_t wait_
   building_.wakes.push_back(DeferredWake{ctx, wait_id, std::move(wake)});
 }
 
-void Dispatcher::journal_locked() {
+void Dispatcher::journal_locked(Context* committer) {
   if (!journal_) return;
   for (const std::string& name : locks_.take_changed()) {
     std::optional<LockState> state = locks_.state(name);
@@ -237,7 +237,12 @@ void Dispatcher::journal_locked() {
   building_.counters.fencing_token = locks_.last_token();
   building_.counters.sys_id_seed = store_.sys_id_seed();
   building_.counters.sys_id_count = store_.sys_ids_generated();
-  journal_->append(std::move(building_));
+  // The committer is running on this thread (its step made the commit): its fields are
+  // this thread's to write.
+  const bool hold = committer && committer->checkpoint_step;
+  building_.held = hold;
+  const uint64_t position = journal_->append(std::move(building_));
+  if (hold) committer->held_commits.push_back(position);
   building_ = JournalEntry{};
 }
 
@@ -365,7 +370,7 @@ Result<Value> Dispatcher::insert(std::string_view table, const Value& values, Or
       entry.record = &*record;
       if (journal_) building_.changes.push_back(RecordPut{std::string(table), *record, entry.seq});
       commit_prepared(prepared, origin, &entry, &batch);
-      end_commit(entry);
+      end_commit(entry, origin);
     }
     return record;
   }
@@ -409,7 +414,7 @@ void Dispatcher::commit_update_locked(std::string_view table, const RecordChange
   if (journal_) building_.changes.push_back(RecordPut{std::string(table), change.record, 0});
   commit_prepared(prepared, origin, &entry, batch);
   wake_waiters(table, change.record, &change.previous, false);
-  end_commit(entry);
+  end_commit(entry, origin);
 }
 
 Status Dispatcher::commit_remove_locked(std::string_view table, std::string_view sys_id,
@@ -424,7 +429,7 @@ Status Dispatcher::commit_remove_locked(std::string_view table, std::string_view
   commit_prepared(prepared, origin, &entry, batch);
   wake_waiters(table, *removed, nullptr, true);
   record_deleted(table, sys_id);
-  end_commit(entry);
+  end_commit(entry, origin);
   *removed_record = std::move(removed).value();
   return Status::ok();
 }
@@ -551,7 +556,7 @@ Status Dispatcher::fire_event(const Value& name, const Value& payload, Origin or
     CommitEntry entry = begin_commit(CommitEntry::Kind::kEvent, origin);
     entry.event = &name;
     commit_prepared(prepared, origin, &entry, &batch);
-    end_commit(entry);
+    end_commit(entry, origin);
   }
   return Status::ok();
 }
@@ -564,17 +569,22 @@ Result<StartedFlow> Dispatcher::start_flow(FlowSlot& flow, TriggerData trigger, 
   batch.reserve(1);
   Result<StartedFlow> started = Error{""};
   perturb(PerturbPoint::kBeforeCommitLock);
+  const bool tick = p.context->trigger.type == TriggerType::kSchedule;
   {
     SpinMutexLock lock(mu_);
+    // A schedule occurrence is written in the entry of the start it makes: a file never
+    // counts an occurrence fired without the context it started (or its skip).
+    if (tick && journal_) building_.changes.push_back(ScheduleTick{flow.id, p.context->trigger.time});
     if (Status room = check_queue_room(1); !room) {
       // A schedule tick has no caller to tell: it is listed as skipped, never lost unseen.
-      if (p.context->trigger.type != TriggerType::kSchedule) return room.error();
+      if (!tick) return room.error();
       skip(flow, p.context->trigger, origin, "max_queued_events");
+      journal_locked();
       return StartedFlow{Value(), true, Value("max_queued_events")};
     }
     CommitEntry entry = begin_commit(CommitEntry::Kind::kStart, origin);
     started = admit(p, origin, &entry, &batch);
-    end_commit(entry);
+    end_commit(entry, origin);
   }
   return started;
 }

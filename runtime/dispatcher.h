@@ -114,6 +114,11 @@ class Dispatcher {
   void restore_running(const Context& ctx) EXCLUDES(mu_);
   // Appends a stored lock's end (its holders and waiters did not come back) to the journal.
   void forget_stored_lock(std::string_view name) EXCLUDES(mu_);
+  // Recovery: `ctx` (resumed from a store) holds `name` again as it did, with its lease
+  // timer; an expired lease ends at the next timer firing, as if unlocked. False when the
+  // lock table refused it (it would not fit).
+  bool restore_holder(const std::shared_ptr<Context>& ctx, std::string_view name, int64_t weight, int64_t token,
+                      TimeMs acquired_at, TimeMs expires_at) EXCLUDES(mu_);
 
   // ---- locks (SPEC section 8) ----
   void set_lock_limit(std::string_view name, int64_t limit) EXCLUDES(mu_);
@@ -198,7 +203,9 @@ class Dispatcher {
   // Takes the next commit sequence number for a commit of `kind`.
   CommitEntry begin_commit(CommitEntry::Kind kind, Origin origin) REQUIRES(mu_);
   // The commit is complete: the observer (if any) sees it, in commit order.
-  void end_commit(const CommitEntry& entry) REQUIRES(mu_);
+  // `origin`: a context whose built-in step made the commit gets its journal entry held
+  // until the step's checkpoint joins it (JournalEntry::held, Context::held_commits).
+  void end_commit(const CommitEntry& entry, Origin origin) REQUIRES(mu_);
   void commit_prepared(std::vector<Prepared>& prepared, Origin origin, CommitEntry* entry, Batch* batch) REQUIRES(mu_);
   // Publishes the prepared context unless a runtime rule skips it.
   Result<StartedFlow> admit(Prepared& p, Origin origin, CommitEntry* entry, Batch* batch) REQUIRES(mu_);
@@ -247,7 +254,7 @@ class Dispatcher {
   // With a journal: appends what this critical section changed (with the locks whose state
   // changed and the counters). Called at the end of every critical section that changes
   // durable state: end_commit, locks_changed.
-  void journal_locked() REQUIRES(mu_);
+  void journal_locked(Context* committer = nullptr) REQUIRES(mu_);
 
   // Cache lines: the commit lock's word and the counters every commit writes each sit on
   // a line of their own, so that what every operation reads before the lock (the trigger

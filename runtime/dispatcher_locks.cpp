@@ -274,6 +274,19 @@ bool Dispatcher::release_lock(Context& ctx, std::string_view name) {
   return true;
 }
 
+bool Dispatcher::restore_holder(const std::shared_ptr<Context>& ctx, std::string_view name, int64_t weight,
+                                int64_t token, TimeMs acquired_at, TimeMs expires_at) {
+  ctx->used_locks.store(true, std::memory_order_release);
+  SpinMutexLock lock(mu_);
+  if (!locks_.restore_holder(ctx->seq, ctx.get(), name, weight, token, acquired_at, expires_at)) return false;
+  ctx->locks_in_use.fetch_add(1, std::memory_order_relaxed);
+  const TimerHandle lease =
+      lock_deadlines_.add(expires_at, LockDeadline{LockDeadline::Kind::kLease, ctx, std::string(name), token});
+  locks_.set_lease_timer(ctx->seq, name, lease);
+  locks_changed(nullptr);
+  return true;
+}
+
 bool Dispatcher::holds_lock(const Context& ctx, std::string_view name) {
   SpinMutexLock lock(mu_);
   return locks_.holds(ctx.seq, name);

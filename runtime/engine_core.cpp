@@ -7,6 +7,7 @@
 #include <string>
 
 #include "plans/time.h"
+#include "runtime/checkpoint.h"
 #include "runtime/engine_log.h"
 #include "runtime/interpreter.h"
 #include "runtime/flow_slot.h"
@@ -179,21 +180,25 @@ Interpreter::Outcome EngineCore::run_slice(Context& ctx, uint32_t max_steps) {
 }
 
 void EngineCore::run(Context* ctx) {
-  // Hold the context for the whole slice: once it finishes, the store may drop it.
-  const std::shared_ptr<Context> hold = ctx->shared_from_this();
-  if (ctx->begin_run()) {
-    journal_start(hold);
-    switch (run_slice(*ctx, 0)) {
-      case Interpreter::Outcome::kAbandoned: return;  // the engine may be gone: touch nothing
-      case Interpreter::Outcome::kYielded:
-        // The workers are stopping: it stays queued (and counted as work), as it is.
-        workers.push_ready(ctx);
-        return;
-      case Interpreter::Outcome::kParked: break;
-      case Interpreter::Outcome::kFinished:
-        // Let go of the run-time state; the record keeps the plan (its steps point into it).
-        ctx->state.reset();
-        break;
+  {
+    // Hold the context for the whole slice: once it finishes, the store may drop it. Let
+    // go before the work is counted done: whoever sees the engine idle (settle) must not
+    // find this thread still holding a context the store has dropped.
+    const std::shared_ptr<Context> hold = ctx->shared_from_this();
+    if (ctx->begin_run()) {
+      journal_start(hold);
+      switch (run_slice(*ctx, 0)) {
+        case Interpreter::Outcome::kAbandoned: return;  // the engine may be gone: touch nothing
+        case Interpreter::Outcome::kYielded:
+          // The workers are stopping: it stays queued (and counted as work), as it is.
+          workers.push_ready(ctx);
+          return;
+        case Interpreter::Outcome::kParked: break;
+        case Interpreter::Outcome::kFinished:
+          // Let go of the run-time state; the record keeps the plan (its steps point into it).
+          ctx->state.reset();
+          break;
+      }
     }
   }
   work_done();
@@ -306,8 +311,14 @@ void EngineCore::wake(const std::shared_ptr<Context>& ctx, uint64_t wait_id, Wak
   if (ctx->wake(wait_id, std::move(w))) make_ready(ctx.get());
 }
 
-void EngineCore::park(Context* ctx) {
+void EngineCore::park(Context* ctx, bool checkpoint) {
   std::shared_ptr<Context> self = ctx->shared_from_this();
+  if (journal && checkpoint) {
+    // Written before the wait is registered: whatever wakes it comes later in the journal.
+    JournalEntry e;
+    e.changes.push_back(checkpoint_update(*ctx, props().record_value_limit, true));
+    journal->append(std::move(e));
+  }
   const uint64_t id = ctx->begin_park();
   perturb(PerturbPoint::kBetweenParkAndWait);
   const WaitRequest& w = ctx->exec().wait;
@@ -617,15 +628,10 @@ void EngineCore::schedule_tick(FlowSlot* slot, uint64_t generation, TimeMs at) {
   }
   if (!plan || plan->trigger.type != TriggerType::kSchedule) return;
   engine_log().debug("schedule tick of flow {} at {}", slot->id, format_time(at));
-  if (journal) {
-    JournalEntry tick;
-    tick.changes.push_back(ScheduleTick{slot->id, at});
-    journal->append(std::move(tick));
-  }
   TriggerData t;
   t.type = TriggerType::kSchedule;
   t.time = at;
-  (void)dispatcher.start_flow(*slot, std::move(t), Value(), Origin{});
+  (void)dispatcher.start_flow(*slot, std::move(t), Value(), Origin{});  // journals the tick with the start
   std::optional<TimeMs> next = next_occurrence(plan->trigger, slot->activated_at.load(std::memory_order_acquire), at + 1);
   if (!next) return;
   MutexLock lock(schedule_mu_);
@@ -729,178 +735,6 @@ void EngineCore::restore_schedule(FlowSlot* slot, TimeMs activated_at, TimeMs la
   ++slot->schedule_generation;
 }
 
-namespace {
-
-// A stored record ended in error: its status, end, error, open steps and a log line.
-Value ended_record(const Value& record, TimeMs now, const Value& error) {
-  const Value when(std::string_view(format_time(now)));
-  std::vector<Member> out;
-  for (const auto& m : record.members()) {
-    const std::string_view key = m.key.as_string();
-    if (key == "status") {
-      out.push_back(Member{m.key, Value("error")});
-    } else if (key == "ended_at") {
-      out.push_back(Member{m.key, when});
-    } else if (key == "error") {
-      out.push_back(Member{m.key, error});
-    } else if (key == "steps") {
-      std::vector<Value> steps;
-      for (const Value& step : m.value.items()) {
-        const Value& st = step["status"];
-        if (st != Value("in_progress") && st != Value("waiting")) {
-          steps.push_back(step);
-          continue;
-        }
-        std::vector<Member> fields;
-        for (const auto& f : step.members()) {
-          const std::string_view k = f.key.as_string();
-          if (k == "status") fields.push_back(Member{f.key, Value("error")});
-          else if (k == "ended_at") fields.push_back(Member{f.key, when});
-          else fields.push_back(Member{f.key, f.value});
-        }
-        steps.push_back(Value::object(std::move(fields)));
-      }
-      out.push_back(Member{m.key, Value::array(std::move(steps))});
-    } else if (key == "logs") {
-      std::vector<Value> logs(m.value.items().begin(), m.value.items().end());
-      logs.push_back(Value::object(
-          {{"time", when}, {"level", Value("error")}, {"step", Value()}, {"message", error["message"]}}));
-      out.push_back(Member{m.key, Value::array(std::move(logs))});
-    } else {
-      out.push_back(Member{m.key, m.value});
-    }
-  }
-  return Value::object(std::move(out));
-}
-
-}  // namespace
-
-void EngineCore::end_stored_context(const StoredContext& c, const std::string& reason, TimeMs now,
-                                    JournalEntry* entry) {
-  const Value error = Value::object({{"message", Value(std::string_view(reason))}, {"step", Value()}});
-  Value record;
-  if (c.record.is_object()) {
-    record = ended_record(c.record, now, error);
-  } else {
-    // Never started, or no snapshot was written: a record from what the row says.
-    Result<TriggerData> trigger = trigger_from_stored(c.trigger);
-    std::unique_ptr<const Cause> cause = cause_from_stored(c.cause);
-    RecordFields f;
-    f.seq = c.seq;
-    f.id = Value(std::string_view(c.id));
-    f.flow = Value(std::string_view(c.flow));
-    f.status = ContextStatus::kError;
-    f.trigger = trigger ? &*trigger : nullptr;
-    f.cause = cause.get();
-    f.started = c.started;
-    f.ended = now;
-    f.error = error;
-    record = ended_record(record_to_value(f), now, error);
-  }
-  entry->changes.push_back(ContextUpdate{c.seq, "error", -1, now, record});
-  entry->archived.push_back(c.seq);  // read from the store once this entry is durable
-  archive.add(c.seq, c.flow, std::move(record));
-}
-
-Value EngineCore::recover() {
-  MutexLock lock(recovery_mu_);
-  if (recovery_.done || !journal) return Value();
-  recovery_.done = true;
-  if (recovery_.queued.empty() && recovery_.unfinished.empty() && recovery_.locks.empty() &&
-      recovery_.active.empty() && recovery_.problems.empty()) {
-    return Value();
-  }
-  const TimeMs now = clock.now();
-  std::vector<Value> activated, started, failed, released, problems;
-  for (const std::string& p : recovery_.problems) problems.push_back(Value(std::string_view(p)));
-
-  // Flows active in the store are active again (unless a load decided since).
-  for (const StoredDefinition& d : recovery_.active) {
-    const bool reloaded =
-        std::find(recovery_.loaded.begin(), recovery_.loaded.end(), d.id) != recovery_.loaded.end();
-    FlowSlot* slot = flows.slot(d.id);
-    if (!reloaded) {
-      if (Status s = flows.activate(d.id, compile_options(), now); !s) {
-        problems.push_back(Value(std::string_view("flow '" + d.id + "' was active and cannot be activated again: " +
-                                                  s.message())));
-        continue;
-      }
-      activated.push_back(Value(std::string_view(d.id)));
-      slot = flows.slot(d.id);
-    }
-    if (slot && slot->active.load(std::memory_order_acquire)) restore_schedule(slot, d.activated_at, d.last_tick);
-  }
-
-  JournalEntry entry;
-  // Contexts that were running or waiting: not resumed yet (docs/DURABILITY.md).
-  for (const StoredContext& c : recovery_.unfinished) {
-    const std::string reason = "the engine stopped while this context was " +
-                               std::string(c.status == "waiting" ? "waiting" : "running") +
-                               "; flowrt does not resume a context after a restart yet, so it ended when the engine "
-                               "opened " + store->describe();
-    end_stored_context(c, reason, now, &entry);
-    failed.push_back(Value::object({{"context", Value(std::string_view(c.id))},
-                                    {"flow", Value(std::string_view(c.flow))},
-                                    {"was", Value(std::string_view(c.status))},
-                                    {"reason", Value(std::string_view(reason))}}));
-  }
-  // Their locks went with them.
-  for (const StoredLock& l : recovery_.locks) {
-    dispatcher.forget_stored_lock(l.name);
-    released.push_back(l.state);
-  }
-  // Trigger events that were queued start now, in their order.
-  for (const StoredContext& c : recovery_.queued) {
-    FlowSlot* slot = flows.slot(c.flow);
-    Result<TriggerData> trigger = trigger_from_stored(c.trigger);
-    std::string reason;
-    if (!slot) reason = "its flow '" + c.flow + "' is no longer defined";
-    else if (!trigger) reason = trigger.message();
-    if (!reason.empty()) {
-      reason = "queued before the engine stopped, and cannot start now: " + reason;
-      end_stored_context(c, reason, now, &entry);
-      failed.push_back(Value::object({{"context", Value(std::string_view(c.id))},
-                                      {"flow", Value(std::string_view(c.flow))},
-                                      {"was", Value(kQueuedStatus)},
-                                      {"reason", Value(std::string_view(reason))}}));
-      continue;
-    }
-    auto ctx = std::make_shared<Context>(slot, std::move(trigger).value(), c.inputs);
-    ctx->publish(c.seq, c.commit_seq, cause_from_stored(c.cause));
-    ctx->run_key = c.run_key;
-    if (shutting_down()) ctx->set_cancel_flag();
-    dispatcher.restore_running(*ctx);
-    work_added();
-    entry.pushes.push_back(ctx.get());
-    contexts.restore(std::move(ctx));
-    started.push_back(Value(std::string_view(c.id)));
-  }
-  if (started.empty() && failed.empty() && released.empty() && activated.empty() && problems.empty()) {
-    refresh_triggers();
-    return Value();  // nothing was left to recover
-  }
-  Value report = Value::object({{"at", Value(std::string_view(format_time(now)))},
-                                {"store", Value(std::string_view(store->describe()))},
-                                {"started", Value::array(std::move(started))},
-                                {"failed", Value::array(std::move(failed))},
-                                {"locks_released", Value::array(std::move(released))},
-                                {"activated", Value::array(std::move(activated))},
-                                {"problems", Value::array(std::move(problems))}});
-  entry.changes.push_back(RecoveryNote{now, report});
-  journal->append(std::move(entry));
-  engine_log().info("{}: recovered: {} queued contexts started, {} contexts ended in error, {} locks released",
-                    store->describe(), report["started"].size(), report["failed"].size(),
-                    report["locks_released"].size());
-  for (const Value& f : report["failed"].items()) {
-    engine_log().warn("{}: {}", f["context"].as_string(), f["reason"].as_string());
-  }
-  for (const Value& p : report["problems"].items()) engine_log().warn("{}", p.as_string());
-  recovery_.queued.clear();
-  recovery_.unfinished.clear();
-  recovery_.locks.clear();
-  refresh_triggers();
-  return report;
-}
 
 void EngineCore::journal_unfinished() {
   JournalEntry entry;
@@ -909,7 +743,7 @@ void EngineCore::journal_unfinished() {
     if (ctx->finished()) return;
     const Context::Summary s = ctx->summary();
     if (s.started < 0) return;  // still queued: its row says so
-    entry.changes.push_back(ContextUpdate{ctx->seq, std::string(status_name(s.status)), -1, -1, ctx->to_value(limit)});
+    entry.changes.push_back(ContextUpdate{ctx->seq, std::string(status_name(s.status)), -1, -1, ctx->to_value(limit), Value()});
   });
   journal->append(std::move(entry));
 }

@@ -178,7 +178,9 @@ class EngineCore {
   // Runs a slice of `ctx` (parking it if it parks); a slice that throws ends the context
   // in error (kFinished), never the process.
   Interpreter::Outcome run_slice(Context& ctx, uint32_t max_steps);
-  void park(Context* ctx);
+  // `checkpoint`: with a journal, the context's checkpoint is written first (not when
+  // recovery parks a context again from the checkpoint it was read from).
+  void park(Context* ctx, bool checkpoint = true);
   // With a journal: `ctx` takes its first step (called before it runs).
   void journal_start(const std::shared_ptr<Context>& ctx);
   // A context's slice threw (outside any step): ends it in error, closing its open steps.
@@ -222,6 +224,13 @@ class EngineCore {
   void restore_schedule(FlowSlot* slot, TimeMs activated_at, TimeMs last_tick);
   // Ends a stored context that cannot be resumed: its record, in error with `reason`.
   void end_stored_context(const StoredContext& c, const std::string& reason, TimeMs now, JournalEntry* entry);
+  // A context of the store, published with its seq, cause and run key; null (and why in
+  // *reason) when it cannot be made (its flow or trigger is gone).
+  std::shared_ptr<Context> context_from_store(const StoredContext& c, std::string* reason);
+  // Puts a stored checkpoint back into `ctx`, on the plan version it names: an error says
+  // why it cannot resume (the version is gone, a custom action type is not registered, the
+  // row does not read).
+  Status resume_from_checkpoint(Context& ctx, const Value& checkpoint);
   // With a journal: a snapshot of every context not ended (status and record), so that the
   // store shows where each stood when the engine stopped.
   void journal_unfinished();

@@ -69,10 +69,18 @@ Value ExecState::to_value(const Plan& plan) const {
                                  {"wait", Value::object({{"kind", Value(wait_kind(wait.kind))},
                                                          {"deadline", Value(static_cast<long long>(wait.deadline))},
                                                          {"table", wait.table},
-                                                         {"sys_id", wait.sys_id}})}});
+                                                         {"sys_id", wait.sys_id},
+                                                         {"seen", wait.seen},
+                                                         {"lock", wait.lock_name},
+                                                         {"weight", Value(static_cast<long long>(wait.weight))},
+                                                         {"max_duration", Value(static_cast<long long>(wait.max_duration))},
+                                                         {"max_attempts", Value(static_cast<long long>(wait.max_attempts))},
+                                                         {"delay", Value(static_cast<long long>(wait.delay))},
+                                                         {"requested_at", Value(static_cast<long long>(wait.requested_at))}})}});
   }
   return Value::object({{"plan_version", Value(std::string_view(plan.version))},
                         {"started", Value(started)},
+                        {"run_ms", Value(run_ms)},
                         {"stack", Value::array(std::move(stack_json))},
                         {"parked", parked_json}});
 }
@@ -83,6 +91,7 @@ Result<ExecState> ExecState::from_value(const Value& v, const Plan& plan) {
   }
   ExecState s;
   s.started = v["started"].as_bool();
+  if (v["run_ms"].is_number()) s.run_ms = v["run_ms"].as_double();
   for (const Value& aj : v["stack"].items()) {
     Activation a;
     a.unit = static_cast<uint32_t>(aj["unit"].as_int());
@@ -164,7 +173,16 @@ Result<ExecState> ExecState::from_value(const Value& v, const Plan& plan) {
                                      : WaitRequest::Kind::kNone;
     s.wait.deadline = pj["wait"]["deadline"].as_int();
     s.wait.table = pj["wait"]["table"];
-    s.wait.sys_id = pj["wait"]["sys_id"];
+    const Value& w = pj["wait"];
+    s.wait.sys_id = w["sys_id"];
+    s.wait.seen = w["seen"];
+    s.wait.lock_name = w["lock"];
+    if (w["weight"].is_number()) s.wait.weight = w["weight"].as_int();
+    if (w["max_duration"].is_number()) s.wait.max_duration = w["max_duration"].as_int();
+    if (w["max_attempts"].is_number()) s.wait.max_attempts = w["max_attempts"].as_int();
+    if (w["delay"].is_number()) s.wait.delay = w["delay"].as_int();
+    if (w["requested_at"].is_number()) s.wait.requested_at = w["requested_at"].as_int();
+    if (s.wait.kind == WaitRequest::Kind::kLock && !s.wait.lock_name.is_string()) return bad("a lock wait without a name");
   }
   return s;
 }

@@ -2,10 +2,10 @@
 // (the flow, and any subflow or action it called), each with its block frames, step
 // outputs, variables, inputs and loop items. Plain data that refers into the context's
 // immutable plan. to_value/from_value write the position and the data out as JSON
-// (positions as indices) and read them back against the same plan version. That is not
-// yet all a context needs to outlive its process: its execution record, the registration
-// of its wait (a timer handle, a record waiter, a lock request live only in this
-// process), its running time and its causal chain are kept elsewhere, in memory.
+// (positions as indices, the wait with all its fields) and read them back against the
+// same plan version: with the context's record, a checkpoint (runtime/checkpoint.h) from
+// which the context resumes after a restart. A record wait's bound condition is not
+// written: it is bound again from the restored data (Interpreter::rebind_wait).
 // Owned by the thread running the context; not synchronized.
 #pragma once
 

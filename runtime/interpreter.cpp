@@ -4,7 +4,9 @@
 
 #include <time.h>
 
+#include "runtime/checkpoint.h"
 #include "runtime/engine_core.h"
+#include "runtime/journal.h"
 #include "runtime/flow_slot.h"
 #include "runtime/record_json.h"
 #include "runtime/context_store.h"
@@ -21,6 +23,33 @@ ExecState& ensure_state(Context& ctx) {
 Value error_value(const std::string& message, const Value& step) {
   return Value::object({{"message", Value(std::string_view(message))}, {"step", step}});
 }
+
+// The commits one built-in step makes with a durable store (Context::held_commits): held
+// in the journal while the step runs, released when it is over, with the checkpoint past
+// the step when the context goes on (so the write and the progress past it are durable
+// together). Any other way out (an exception) releases them without one: nothing may stay
+// held, or the journal would write nothing more.
+class HeldCommits {
+ public:
+  HeldCommits(EngineCore& core, Context& ctx) : core_(core), ctx_(ctx) { ctx_.checkpoint_step = core_.journal != nullptr; }
+  ~HeldCommits() { release(false); }
+  HeldCommits(const HeldCommits&) = delete;
+  HeldCommits& operator=(const HeldCommits&) = delete;
+
+  // The step is over; `goes_on`: the context runs on from here (not parked, not ended).
+  void release(bool goes_on) {
+    ctx_.checkpoint_step = false;
+    if (ctx_.held_commits.empty()) return;
+    std::optional<StoreChange> checkpoint;
+    if (goes_on) checkpoint = checkpoint_update(ctx_, core_.props().record_value_limit, false);
+    core_.journal->release(ctx_.held_commits, std::move(checkpoint));
+    ctx_.held_commits.clear();
+  }
+
+ private:
+  EngineCore& core_;
+  Context& ctx_;
+};
 
 std::string join_path(const Value& prefix, std::string_view segment) {
   std::string s(prefix.as_string());
@@ -76,6 +105,16 @@ Interpreter::Outcome Interpreter::run(uint32_t max_steps) {
     return flow == Flow::kParked ? Outcome::kParked : Outcome::kYielded;
   }
   return Outcome::kFinished;
+}
+
+Status Interpreter::rebind_wait() {
+  if (!exec_.parked || exec_.wait.kind != WaitRequest::Kind::kRecord) return Status::ok();
+  const auto* step = std::get_if<ActionStep>(&exec_.parked_node->op);
+  if (!step) return Error{"its wait is not a step's"};
+  Result<Condition> bound = bind_condition(step->condition, scope_for(exec_.stack.back()));
+  if (!bound) return bound.error();
+  exec_.wait.condition = std::make_shared<const Condition>(std::move(bound).value());
+  return Status::ok();
 }
 
 bool Interpreter::start() {
@@ -344,7 +383,14 @@ Interpreter::Flow Interpreter::run_action(Activation& a, const Node& node, const
   ContextHost host(core_, ctx_, [this] { return over_quota(); });
   host.set_step(path);
   StepCall call{step, as_span(inputs), scope, host};
-  if (step.kind != ActionKind::kCustom) return handle(a, node, step, path, rec, action->start(call), &inputs);
+  if (step.kind != ActionKind::kCustom) {
+    HeldCommits held(core_, ctx_);
+    StepOutcome outcome = action->start(call);
+    ctx_.checkpoint_step = false;
+    const Flow flow = handle(a, node, step, path, rec, std::move(outcome), &inputs);
+    held.release(flow == Flow::kContinue || flow == Flow::kYielded);
+    return flow;
+  }
   // User code: the watchdog gives up on it if it does not return in time, and then its
   // thread is abandoned. Past max_abandoned_threads of those, no more user code runs.
   if (const uint64_t stuck = core_.workers.abandoned_threads(); stuck >= props_.max_abandoned_threads) {

@@ -29,6 +29,10 @@ class Interpreter {
   // Runs until the context ends or parks, or, with `max_steps` > 0, yields once it has
   // taken that many steps (the simulation's interleaving; run again to go on).
   Outcome run(uint32_t max_steps = 0);
+  // A context resumed parked from a checkpoint: binds its record wait's condition again, as
+  // its step did when it parked (a checkpoint keeps the wait's data, not the bound
+  // condition). Nothing to do for other waits.
+  Status rebind_wait();
 
  private:
   enum class Flow { kContinue, kParked, kFinished, kYielded, kAbandoned };

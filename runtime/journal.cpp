@@ -7,6 +7,7 @@
 #include "runtime/engine_log.h"
 #include "runtime/perturb.h"
 #include "runtime/stored_context.h"
+#include "store/coalesce.h"
 
 namespace flowrt {
 
@@ -76,6 +77,23 @@ uint64_t Journal::append(JournalEntry entry) {
   return position;
 }
 
+void Journal::release(const std::vector<uint64_t>& positions, std::optional<StoreChange> checkpoint) {
+  if (positions.empty()) return;
+  MutexLock lock(mu_);
+  // A held entry stays in pending_ until released (run() takes entries up to the first
+  // held one), so it is found there by its position.
+  const uint64_t first = appended_.load(std::memory_order_acquire) - pending_.size() + 1;
+  for (size_t i = 0; i < positions.size(); ++i) {
+    if (positions[i] < first) continue;  // written already (the journal was stopping)
+    JournalEntry& e = pending_[positions[i] - first];
+    const bool last = i + 1 == positions.size();
+    if (last && checkpoint) e.changes.push_back(std::move(*checkpoint));
+    e.held = false;
+    e.continues = !last;
+  }
+  work_cv_.notify_one();
+}
+
 Status Journal::wait_durable(uint64_t position) {
   if (durable() >= position) return Status::ok();
   MutexLock lock(mu_);
@@ -113,11 +131,29 @@ void Journal::run() {
     uint64_t last = 0;
     {
       MutexLock lock(mu_);
-      while (pending_.empty() && !stopping_) work_cv_.wait(mu_);
+      // Entries up to the first one still held (its step's checkpoint has not joined it);
+      // once stopping, holds no longer count: no step will release them.
+      auto ready = [&] {
+        if (stopping_) return pending_.end();
+        auto cut = std::find_if(pending_.begin(), pending_.end(), [](const JournalEntry& e) { return e.held; });
+        // Not between the commits of one step.
+        while (cut != pending_.begin() && std::prev(cut)->continues) --cut;
+        return cut;
+      };
+      while ((pending_.empty() || ready() == pending_.begin()) && !stopping_) work_cv_.wait(mu_);
       if (pending_.empty()) return;  // stopping, and everything is written
-      entries.swap(pending_);
+      const auto cut = ready();
+      const uint64_t first = appended_.load(std::memory_order_acquire) - pending_.size() + 1;
+      if (cut == pending_.end()) {
+        entries.swap(pending_);
+      } else {
+        entries.assign(std::make_move_iterator(pending_.begin()), std::make_move_iterator(cut));
+        pending_.erase(pending_.begin(), cut);
+      }
+      last = first + entries.size() - 1;
+      // The counters of entries appended after the cut are ahead of this batch: harmless,
+      // they only grow, and a restart going on after them skips nothing it needs.
       counters = counters_;
-      last = appended_.load(std::memory_order_acquire);
     }
     if (!write(entries, counters)) {
       engine_log().error("{}: {} journal entries were not written before the engine stopped; the changes they hold "
@@ -153,14 +189,16 @@ StoreBatch Journal::batch_of(std::vector<JournalEntry>& entries, const StoreCoun
     e.changes.clear();
     for (const std::shared_ptr<Context>& ctx : e.queued) batch.changes.push_back(ContextPut{stored_row(*ctx)});
     for (const std::shared_ptr<Context>& ctx : e.started) {
-      batch.changes.push_back(ContextUpdate{ctx->seq, "in_progress", ctx->summary().started, -1, Value()});
+      batch.changes.push_back(ContextUpdate{ctx->seq, "in_progress", ctx->summary().started, -1, Value(), Value()});
     }
     for (const std::shared_ptr<Context>& ctx : e.ended) {
       const Context::Summary s = ctx->summary();
       batch.changes.push_back(
-          ContextUpdate{ctx->seq, std::string(status_name(s.status)), s.started, s.ended, ctx->to_value(limit)});
+          ContextUpdate{ctx->seq, std::string(status_name(s.status)), s.started, s.ended, ctx->to_value(limit), Value()});
     }
   }
+  // A context that starts and ends within the batch is one row write.
+  coalesce_context_changes(batch);
   batch.counters = counters;
   batch.counters.clock = core_.clock.now();
   const EngineProperties& p = core_.props();

@@ -35,6 +35,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -70,6 +71,13 @@ struct JournalEntry {
   std::vector<DeferredWake> wakes;
   bool has_counters = false;                     // appended under the commit lock
   StoreCounters counters;
+  // A commit that a context's built-in step made: written only together with the
+  // checkpoint of that context past the step (Journal::release), so that after a crash the
+  // write and the context's progress past it are both there or both not.
+  bool held = false;
+  // Released with later entries of the same step: a batch never ends after it, so that the
+  // step's commits and its checkpoint are written in one transaction.
+  bool continues = false;
 
   bool empty() const {
     return changes.empty() && queued.empty() && started.empty() && ended.empty() && archived.empty() && pushes.empty() &&
@@ -97,6 +105,11 @@ class Journal {
   uint64_t appended() const { return appended_.load(std::memory_order_acquire); }
   // The position of the last entry written and delivered.
   uint64_t durable() const { return durable_.load(std::memory_order_acquire); }
+  // Lets the held entries of one step (`positions`, ascending) be written, in one batch,
+  // with `checkpoint` (a ContextUpdate carrying the context's checkpoint past the step, or
+  // nothing) appended to the last. Called by the thread running the context that made the
+  // commits, right after its step.
+  void release(const std::vector<uint64_t>& positions, std::optional<StoreChange> checkpoint) EXCLUDES(mu_);
   // Blocks until the entry at `position` is durable. An error when the journal stopped
   // before it could be written.
   Status wait_durable(uint64_t position) EXCLUDES(mu_);

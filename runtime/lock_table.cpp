@@ -78,6 +78,21 @@ std::optional<LockState> LockTable::state(std::string_view name) const {
 
 void LockTable::restore_last_token(int64_t token) { next_token_ = std::max(next_token_, token + 1); }
 
+bool LockTable::restore_holder(uint64_t who, void* owner, std::string_view name, int64_t weight, int64_t token,
+                               TimeMs acquired_at, TimeMs expires_at) {
+  Entry& e = entry(name);
+  if (weight < 1 || e.held + weight > e.limit || holds(who, name)) {
+    forget_if_idle(name);
+    return false;
+  }
+  e.holders.push_back(Holder{who, owner, weight, token, acquired_at, expires_at, TimerHandle{}});
+  e.held += weight;
+  holding_[who].push_back(std::string(name));
+  next_token_ = std::max(next_token_, token + 1);
+  note_changed(name);
+  return true;
+}
+
 void LockTable::forget_if_idle(std::string_view name) {
   note_changed(name);
   auto it = locks_.find(name);

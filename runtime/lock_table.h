@@ -140,6 +140,11 @@ class LockTable {
   int64_t last_token() const { return next_token_ - 1; }
   // Tokens go on after `token` (a stored last token): never one issued before.
   void restore_last_token(int64_t token);
+  // Puts back a holder a store kept (a context resumed after a restart), as it was: its
+  // weight, token, grant time and lease expiry. False (and nothing changed) when it would
+  // not fit the limit or it holds the name already.
+  bool restore_holder(uint64_t who, void* owner, std::string_view name, int64_t weight, int64_t token,
+                      TimeMs acquired_at, TimeMs expires_at);
   // With tracking on, the names of the locks whose state changed since the last
   // take_changed() (each once, in the order first changed).
   void track_changes(bool on) { track_changes_ = on; }

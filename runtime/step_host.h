@@ -36,6 +36,9 @@ class ContextHost final : public StepHost {
   bool given_up() const override { return call_ && call_->is_closed(); }
   TimeMs now() const override;
   const Value& context_id() const override { return ctx_.id; }
+  std::string idempotency_key() const override {
+    return std::string(ctx_.id.as_string()) + "/" + std::string(step_.is_string() ? step_.as_string() : "");
+  }
   void log(LogLevel level, std::string_view message) override;
   bool cancel_requested() const override;
   Result<Value> create_record(const Value& table, const Value& values, const Value& while_holding) override;

@@ -124,6 +124,11 @@ void MemoryStore::apply(const StoreChange& change) {
           if (c.started >= 0) s.started = c.started;
           if (c.ended >= 0) s.ended = c.ended;
           if (!c.record.is_null()) s.record = c.record;
+          if (is_final_context_status(c.status)) {
+            s.checkpoint = Value();
+          } else if (!c.checkpoint.is_null()) {
+            s.checkpoint = c.checkpoint;
+          }
         } else if constexpr (std::is_same_v<T, LockPut>) {
           if (c.state.is_null()) {
             locks_.erase(c.name);

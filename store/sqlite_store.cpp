@@ -48,7 +48,7 @@ CREATE TABLE definition_versions(type TEXT NOT NULL, id TEXT NOT NULL, fingerpri
   body TEXT NOT NULL, PRIMARY KEY (type, id, fingerprint)) WITHOUT ROWID;
 CREATE TABLE contexts(seq INTEGER PRIMARY KEY, id TEXT NOT NULL, flow TEXT NOT NULL, status TEXT NOT NULL,
   commit_seq INTEGER NOT NULL, trigger TEXT, inputs TEXT, cause TEXT, run_key TEXT,
-  started INTEGER NOT NULL, ended INTEGER NOT NULL, record TEXT);
+  started INTEGER NOT NULL, ended INTEGER NOT NULL, record TEXT, checkpoint TEXT);
 CREATE INDEX contexts_by_status ON contexts(status, seq);
 CREATE INDEX contexts_by_flow ON contexts(flow, seq);
 CREATE TABLE locks(name TEXT PRIMARY KEY, state TEXT NOT NULL) WITHOUT ROWID;
@@ -80,6 +80,8 @@ const char* const kMigrations[] = {
     // second opener gets.
     R"sql(CREATE TABLE holder(id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, host TEXT NOT NULL,
   since TEXT NOT NULL);)sql",
+    // 3: a live context's checkpoint, so that it resumes after a restart.
+    R"sql(ALTER TABLE contexts ADD COLUMN checkpoint TEXT;)sql",
 };
 static_assert(std::size(kMigrations) == SqliteStore::kSchemaVersion - 1, "one migration per version after 1");
 
@@ -187,7 +189,7 @@ class SqliteStore::Statements {
   Stmt put_table, put_record, remove_record;
   Stmt put_definition, put_definition_version, schedule_tick;
   Stmt put_context, update_context, end_context;
-  Stmt prune_age, prune_oldest, count_ended, vacuum;
+  Stmt prune_age, prune_oldest, count_ended, vacuum, status_of;
   Stmt put_lock, remove_lock;
   Stmt run_once_add, run_once_remove, run_once_clear;
   Stmt add_recovery;
@@ -214,21 +216,24 @@ class SqliteStore::Statements {
         {&schedule_tick, "UPDATE definitions SET last_tick = ?2 WHERE type = 'flow' AND id = ?1"},
         {&put_context,
          "INSERT OR REPLACE INTO contexts(seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, "
-         "ended, record) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"},
+         "ended, record, checkpoint) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"},
         {&update_context,
          "UPDATE contexts SET status = ?2, started = CASE WHEN ?3 >= 0 THEN ?3 ELSE started END, "
-         "ended = CASE WHEN ?4 >= 0 THEN ?4 ELSE ended END, record = COALESCE(?5, record) WHERE seq = ?1"},
+         "ended = CASE WHEN ?4 >= 0 THEN ?4 ELSE ended END, record = COALESCE(?5, record), "
+         "checkpoint = CASE WHEN ?2 IN ('completed', 'cancelled', 'error') THEN NULL ELSE COALESCE(?6, checkpoint) END "
+         "WHERE seq = ?1"},
         // A context ending: changes a row only when it had not ended (sqlite3_changes says
-        // whether the ended count grows).
+        // whether the ended count grows); an ended context keeps no checkpoint.
         {&end_context,
          "UPDATE contexts SET status = ?2, started = CASE WHEN ?3 >= 0 THEN ?3 ELSE started END, "
-         "ended = CASE WHEN ?4 >= 0 THEN ?4 ELSE ended END, record = COALESCE(?5, record) "
+         "ended = CASE WHEN ?4 >= 0 THEN ?4 ELSE ended END, record = COALESCE(?5, record), checkpoint = NULL "
          "WHERE seq = ?1 AND NOT " FLOWRT_ENDED},
         {&prune_age, "DELETE FROM contexts WHERE " FLOWRT_ENDED " AND ended < ?1"},
         {&prune_oldest,
          "DELETE FROM contexts WHERE seq IN (SELECT seq FROM contexts WHERE " FLOWRT_ENDED " ORDER BY seq LIMIT ?1)"},
         {&count_ended, "SELECT count(*) FROM contexts WHERE " FLOWRT_ENDED},
         {&vacuum, "PRAGMA incremental_vacuum"},
+        {&status_of, "SELECT status FROM contexts WHERE seq = ?1"},
         {&put_lock, "INSERT OR REPLACE INTO locks(name, state) VALUES(?1, ?2)"},
         {&remove_lock, "DELETE FROM locks WHERE name = ?1"},
         {&run_once_add, "INSERT OR IGNORE INTO run_once(tbl, sys_id, flow) VALUES(?1, ?2, ?3)"},
@@ -413,6 +418,7 @@ Status SqliteStore::prepare_schema() {
                  "): refused, the file was not changed"};
   }
   if (version < 1) return Error{path_ + ": not a flowrt data file (schema version " + std::to_string(version) + ")"};
+  schema_version_ = version;
   if (read_only_) return Status::ok();  // an older file reads as it is; only a writer migrates it
   FLOWRT_RETURN_IF_ERROR(exec("PRAGMA journal_mode=WAL"));
   if (version == kSchemaVersion) return Status::ok();
@@ -434,6 +440,7 @@ Status SqliteStore::prepare_schema() {
   }
   FLOWRT_RETURN_IF_ERROR(exec("COMMIT"));
   migrated_from_ = version;
+  schema_version_ = kSchemaVersion;
   return Status::ok();
 }
 
@@ -559,13 +566,21 @@ Result<StoredState> SqliteStore::load() {
   // The contexts that have not ended (and any ended one without a record); history stays
   // in the file (load_context, list_contexts).
   CHECK_QUERY(query(
-      "SELECT seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record FROM contexts "
-      "WHERE seq IN (SELECT seq FROM contexts WHERE status IN ('queued', 'in_progress', 'waiting') "
-      "UNION SELECT seq FROM contexts WHERE record IS NULL) ORDER BY seq",
+      schema_version_ >= 3
+          ? "SELECT seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record, "
+            "checkpoint FROM contexts WHERE seq IN (SELECT seq FROM contexts WHERE status IN ('queued', "
+            "'in_progress', 'waiting') UNION SELECT seq FROM contexts WHERE record IS NULL) ORDER BY seq"
+          : "SELECT seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record, "
+            "NULL FROM contexts WHERE seq IN (SELECT seq FROM contexts WHERE status IN ('queued', "
+            "'in_progress', 'waiting') UNION SELECT seq FROM contexts WHERE record IS NULL) ORDER BY seq",
       [&](sqlite3_stmt* s) -> Status {
         StoredContext c;
         FLOWRT_RETURN_IF_ERROR(context_of_row(s, path_, &c));
         if (is_final_context_status(c.status) && !c.record.is_null()) return Status::ok();
+        // A damaged checkpoint costs its context only (it ends in error saying so), not the file.
+        if (Status cs = json(s, 12, "context " + c.id, &c.checkpoint); !cs) {
+          c.checkpoint = Value::object({{"unreadable", Value(std::string_view(cs.message()))}});
+        }
         state.contexts.push_back(std::move(c));
         return Status::ok();
       }));
@@ -595,10 +610,19 @@ Result<StoredState> SqliteStore::load() {
 
 #undef CHECK_QUERY
 
+const char* SqliteStore::checkpoint_column() const { return schema_version_ >= 3 ? ", checkpoint" : ", NULL"; }
+
+void SqliteStore::read_checkpoint(sqlite3_stmt* s, StoredContext* c) const {
+  // A damaged checkpoint costs its context only (as in load()), not the read.
+  if (Status cs = column_json(s, 12, path_, "context " + c->id, &c->checkpoint); !cs) {
+    c->checkpoint = Value::object({{"unreadable", Value(std::string_view(cs.message()))}});
+  }
+}
+
 Result<std::optional<StoredContext>> SqliteStore::load_context(uint64_t seq) {
   MutexLock lock(read_mu_);
   sqlite3* db = reader();
-  const std::string sql = std::string("SELECT ") + kContextColumns + " FROM contexts WHERE seq = ?1";
+  const std::string sql = std::string("SELECT ") + kContextColumns + checkpoint_column() + " FROM contexts WHERE seq = ?1";
   sqlite3_stmt* s = nullptr;
   if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) return error("cannot read a context", db);
   sqlite3_bind_int64(s, 1, static_cast<int64_t>(seq));
@@ -608,6 +632,7 @@ Result<std::optional<StoredContext>> SqliteStore::load_context(uint64_t seq) {
   if (rc == SQLITE_ROW) {
     out.emplace();
     status = context_of_row(s, path_, &*out);
+    if (status) read_checkpoint(s, &*out);
   }
   sqlite3_finalize(s);
   if (!status) return status.error();
@@ -618,7 +643,7 @@ Result<std::optional<StoredContext>> SqliteStore::load_context(uint64_t seq) {
 Result<std::vector<StoredContext>> SqliteStore::list_contexts(const ContextQuery& q) {
   MutexLock lock(read_mu_);
   sqlite3* db = reader();
-  std::string sql = std::string("SELECT ") + kContextColumns + " FROM contexts WHERE seq > ?1";
+  std::string sql = std::string("SELECT ") + kContextColumns + checkpoint_column() + " FROM contexts WHERE seq > ?1";
   if (!q.flow.empty()) sql += " AND flow = ?2";
   if (!q.status.empty()) sql += " AND status = ?3";
   if (q.ended_only) sql += " AND " FLOWRT_ENDED;
@@ -637,6 +662,7 @@ Result<std::vector<StoredContext>> SqliteStore::list_contexts(const ContextQuery
     StoredContext c;
     status = context_of_row(s, path_, &c);
     if (!status) break;
+    read_checkpoint(s, &c);
     out.push_back(std::move(c));
   }
   sqlite3_finalize(s);
@@ -730,7 +756,18 @@ Status SqliteStore::write(const StoreBatch& batch) {
             p.bind(10, x.started);
             p.bind(11, x.ended);
             p.bind_json(12, x.record);
-            if (is_final_context_status(x.status)) ended = -1;  // counted again when needed
+            p.bind_json(13, x.checkpoint);
+            if (ended >= 0) {
+              // A counted writer: the row it replaces (if any) decides how the count moves (a
+              // context that started and ended within the batch comes as one put).
+              Stmt& q = st.status_of;
+              q.bind(1, static_cast<int64_t>(x.seq));
+              const int r = sqlite3_step(q.get());
+              const bool was_ended = r == SQLITE_ROW && is_final_context_status(column_text(q.get(), 0));
+              sqlite3_reset(q.get());
+              if (r != SQLITE_ROW && r != SQLITE_DONE) return ok(r);
+              ended += (is_final_context_status(x.status) ? 1 : 0) - (was_ended ? 1 : 0);
+            }
             return ok(p.run());
           } else if constexpr (std::is_same_v<T, ContextUpdate>) {
             auto bind = [&](Stmt& u) {
@@ -750,6 +787,7 @@ Status SqliteStore::write(const StoreBatch& batch) {
               }
             }
             bind(st.update_context);
+            st.update_context.bind_json(6, c.checkpoint);
             return ok(st.update_context.run());
           } else if constexpr (std::is_same_v<T, LockPut>) {
             if (c.state.is_null()) {

@@ -44,6 +44,7 @@
 #include "store/store.h"
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace flowrt {
 
@@ -51,7 +52,7 @@ class SqliteStore final : public Store {
  public:
   // The schema version this build writes (meta.schema_version). A writer opening an older
   // file migrates it (one transaction); a newer file is refused, unchanged.
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Opens (creating when missing, unless read only) the file at `path`.
   static Result<std::unique_ptr<SqliteStore>> open(const std::string& path, SyncMode sync, bool read_only = false);
@@ -87,6 +88,10 @@ class SqliteStore final : public Store {
   // The history step (a writer, after the schema is ready): the indexes history reads and
   // HistoryPrune use, and whether the file vacuums incrementally.
   Status prepare_history();
+  // ", checkpoint", or ", NULL" for a file older than the column (read as it is).
+  const char* checkpoint_column() const;
+  // Column 12 of a history row: its checkpoint.
+  void read_checkpoint(sqlite3_stmt* s, StoredContext* c) const;
   // The connection history is read through (REQUIRES read_mu_).
   sqlite3* reader() const { return reader_ ? reader_ : db_; }
   // An error naming the file: "<path>: <what>: <sqlite's message>" (of `db`, or db_).
@@ -98,6 +103,7 @@ class SqliteStore final : public Store {
   int lock_fd_;  // holds the flock; -1 when read only
   const bool read_only_;
   int migrated_from_ = 0;
+  int schema_version_ = kSchemaVersion;  // of the file as opened (a reader leaves an older one as it is)
   std::unique_ptr<Statements> statements_;
   bool incremental_vacuum_ = false;
   int64_t ended_count_ = -1;  // ended contexts in the file (-1: not counted yet); the writer's

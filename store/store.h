@@ -91,6 +91,10 @@ struct StoredContext {
   TimeMs started = -1;
   TimeMs ended = -1;
   Value record;                // the context record (SPEC section 10) as last written, or null
+  // A live context's checkpoint (runtime/checkpoint.h: where it is, its data, what it waits
+  // for), as of its last durable step; null once it ended or before its first checkpoint.
+  // One that cannot be read back loads as {"unreadable": "why"}.
+  Value checkpoint;
 };
 
 // A lock as the engine shows it (Engine::locks): {"name", "limit", "held", "last_token",
@@ -126,6 +130,7 @@ struct ContextUpdate {         // a context moved on: its status, times and (whe
   TimeMs started = -1;         // -1: unchanged
   TimeMs ended = -1;           // -1: unchanged
   Value record;                // null: unchanged
+  Value checkpoint;            // null: unchanged; a final status forgets the stored one
 };
 struct LockPut {               // a lock's state now; null state: the lock is free and forgotten
   std::string name;

@@ -13,6 +13,7 @@ namespace flowrt::bench {
 
 BenchResult run_record_workload(const BenchOptions& o, bool fanout);
 BenchResult run_event_workload(const BenchOptions& o);
+BenchResult run_recovery_workload(const BenchOptions& o);
 
 namespace {
 
@@ -138,7 +139,8 @@ BenchResult run_named(const BenchOptions& o) {
   if (o.workload == "events") return run_event_workload(o);
   if (o.workload == "locks") return run_locks(o);
   if (o.workload == "compile") return run_compile(o);
-  throw std::invalid_argument("unknown workload '" + o.workload + "' (triage, fanout, events, locks, compile)");
+  if (o.workload == "recovery") return run_recovery_workload(o);
+  throw std::invalid_argument("unknown workload '" + o.workload + "' (triage, fanout, events, locks, compile, recovery)");
 }
 
 }  // namespace

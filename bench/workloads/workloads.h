@@ -12,7 +12,7 @@
 namespace flowrt::bench {
 
 struct BenchOptions {
-  std::string workload = "triage";  // triage | fanout | events | locks | compile
+  std::string workload = "triage";  // triage | fanout | events | locks | compile | recovery
   uint64_t events = 1000000;        // operations the harness commits
   unsigned workers = 2;
   double rate = 0;                  // operations per second to pace at; 0 = as fast as possible

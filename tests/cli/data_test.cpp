@@ -97,11 +97,12 @@ TEST_F(DataTest, RunWithData_KeepsRecordsContextsAndTheClock_TheNextRunGoesOnFro
   doc = json(second.out);
   // The document covers everything in the store: the first run's contexts too.
   ASSERT_EQ(doc["contexts"].size(), 3u) << second.out;
+  // The approval waited in the first run; this run's events approve it.
   const Value& waited = *context(doc, "ctx-1");
-  EXPECT_EQ(waited["status"], Value("error"));
-  EXPECT_NE(waited["error"]["message"].as_string().find("does not resume a context after a restart yet"),
-            std::string::npos)
-      << waited.to_json();
+  EXPECT_EQ(waited["status"], Value("completed")) << waited.to_json();
+  EXPECT_EQ(waited["steps"].at(0)["outputs"]["record"]["approval"], Value("approved")) << waited.to_json();
+  EXPECT_EQ(waited["ended_at"], Value("2026-01-01T03:00:00.000Z"));
+  EXPECT_EQ((*context(doc, "ctx-2"))["status"], Value("waiting")) << "its job is not done yet";
   const Value* next = context(doc, "ctx-3");
   ASSERT_NE(next, nullptr) << "context seqs go on from the first run";
   EXPECT_EQ((*next)["status"], Value("waiting"));
@@ -110,7 +111,31 @@ TEST_F(DataTest, RunWithData_KeepsRecordsContextsAndTheClock_TheNextRunGoesOnFro
   EXPECT_EQ(doc["records"]["purchase"].at(0)["approval"], Value("approved"));
   EXPECT_EQ(doc["records"]["purchase"].at(1)["sys_created_on"], Value("2026-01-01T03:00:00.000Z"));
   EXPECT_EQ(doc["records"]["job"].size(), 1u);
-  EXPECT_EQ(doc["locks"].size(), 0u) << "the lock of ctx-2, ended at the start of this run, was released";
+  ASSERT_EQ(doc["locks"].size(), 1u) << "ctx-2 waits on, holding its lock";
+  EXPECT_EQ(doc["locks"].at(0)["holders"].at(0)["context"], Value("ctx-2"));
+}
+
+TEST_F(DataTest, TheApprovalExample_AcrossTwoRuns_EndsAsInOneRun) {
+  const std::string example = std::string(FLOWRT_SOURCE_DIR) + "/examples/wait-for-approval";
+  Value one = json(run("run " + example + " --format json").out);
+  Output first = run("run " + example + " --data " + data_ + " --events " + example + "/requests.jsonl --format json");
+  ASSERT_EQ(first.code, 0) << first.out;
+  Value waiting = json(first.out);
+  ASSERT_EQ(waiting["contexts"].size(), 3u);
+  for (const Value& c : waiting["contexts"].items()) EXPECT_EQ(c["status"], Value("waiting")) << c.to_json();
+  Output second =
+      run("run " + example + " --data " + data_ + " --events " + example + "/decisions.jsonl --format json");
+  ASSERT_EQ(second.code, 0) << second.out;
+  Value two = json(second.out);
+  EXPECT_EQ(two["records"].to_json(), one["records"].to_json());
+  ASSERT_EQ(two["contexts"].size(), one["contexts"].size());
+  for (size_t i = 0; i < one["contexts"].size(); ++i) {
+    const Value& a = one["contexts"].at(i);
+    const Value& b = two["contexts"].at(i);
+    EXPECT_EQ(b["status"], a["status"]) << b.to_json();
+    EXPECT_EQ(b["ended_at"], a["ended_at"]) << b.to_json();
+    EXPECT_EQ(b["steps"].to_json(), a["steps"].to_json());
+  }
 }
 
 TEST_F(DataTest, Inspect_PrintsContextsQueuedEventsLocksAndTheLastRecovery) {
@@ -141,14 +166,35 @@ TEST_F(DataTest, Inspect_PrintsContextsQueuedEventsLocksAndTheLastRecovery) {
   EXPECT_EQ(doc["contexts"].at(0)["id"], Value("ctx-2"));
   EXPECT_EQ(json(run("inspect --data " + data_ + " --status completed --format json").out)["contexts"].size(), 0u);
 
-  // The next run recovers: both contexts end, the lock goes; inspect shows the report.
+  // The next run recovers: both contexts resume and wait on, the lock stays held; inspect
+  // shows the report.
   write("empty.jsonl", "");
   ASSERT_EQ(run("run --flows " + flows() + " --events " + file("empty.jsonl") + " --data " + data_).code, 0);
-  table = run("inspect --data " + data_ + " --status error");
+  table = run("inspect --data " + data_ + " --status waiting");
   EXPECT_NE(table.out.find("2 contexts shown"), std::string::npos) << table.out;
-  EXPECT_NE(table.out.find("LOCKS (0)"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("LOCKS (1)"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("LAST RECOVERY"), std::string::npos) << table.out;
-  EXPECT_NE(table.out.find("0 queued contexts started, 2 ended in error, 1 locks released"), std::string::npos)
+  EXPECT_NE(table.out.find("2 contexts resumed, 0 started again, 0 queued contexts started, 0 ended in error, 0 locks "
+                           "released"),
+            std::string::npos)
+      << table.out;
+
+  // A run with flows that changed: the waiting contexts cannot resume on their old plans;
+  // they end in error saying so, and the lock is released.
+  write("flows/hold.json", R"({"id": "hold", "trigger": {"type": "record", "table": "job", "when": "created"},
+      "actions": [{"action": "lock", "inputs": {"key": "printer", "max_duration": "3d"}},
+        {"action": "unlock", "inputs": {"key": "printer"}}]})");
+  ASSERT_EQ(run("run --flows " + flows() + " --events " + file("empty.jsonl") + " --data " + data_).code, 0);
+  table = run("inspect --data " + data_ + " --status error");
+  EXPECT_NE(table.out.find("1 contexts shown"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("LOCKS (0)"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("1 contexts resumed, 0 started again, 0 queued contexts started, 1 ended in error, 1 locks "
+                           "released"),
+            std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("ctx-1: the engine stopped while this context was waiting, and it cannot resume: its plan "
+                           "version hold@"),
+            std::string::npos)
       << table.out;
 }
 

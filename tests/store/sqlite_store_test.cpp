@@ -204,25 +204,39 @@ TEST_F(SqliteStoreTest, AFileWithADamagedPage_IsAClearErrorNamingIt) {
 }
 
 TEST_F(SqliteStoreTest, AnOlderFile_IsMigratedOnOpen_AndItsStateLoads) {
-  make_from("schema_v1.sql");
-  ASSERT_EQ(schema_version(), 1);
-  {
-    std::unique_ptr<SqliteStore> s = open();
-    ASSERT_NE(s, nullptr);
-    EXPECT_EQ(s->migrated_from(), 1);
-    EXPECT_EQ(s->open_note(), "migrated from data schema version 1 to " + std::to_string(SqliteStore::kSchemaVersion));
-    Result<StoredState> state = s->load();
-    ASSERT_TRUE(state.is_ok()) << state.message();
-    ASSERT_EQ(state->tables.size(), 1u);
-    EXPECT_EQ(state->tables[0].records.size(), 3u);
-    ASSERT_EQ(state->contexts.size(), 3u);
-    EXPECT_EQ(state->contexts[0].status, "waiting");
-    EXPECT_EQ(state->definitions.size(), 1u);
+  // Each checked-in file of an older version (tests/store/data/schema_vN.sql).
+  for (int version : {1, 2}) {
+    SCOPED_TRACE("schema version " + std::to_string(version));
+    remove_files();
+    make_from("schema_v" + std::to_string(version) + ".sql");
+    ASSERT_EQ(schema_version(), version);
+    {
+      std::unique_ptr<SqliteStore> s = open();
+      ASSERT_NE(s, nullptr);
+      EXPECT_EQ(s->migrated_from(), version);
+      EXPECT_EQ(s->open_note(), "migrated from data schema version " + std::to_string(version) + " to " +
+                                    std::to_string(SqliteStore::kSchemaVersion));
+      Result<StoredState> state = s->load();
+      ASSERT_TRUE(state.is_ok()) << state.message();
+      ASSERT_EQ(state->tables.size(), 1u);
+      EXPECT_EQ(state->tables[0].records.size(), 3u);
+      ASSERT_EQ(state->contexts.size(), 3u);
+      EXPECT_EQ(state->contexts[0].status, "waiting");
+      EXPECT_TRUE(state->contexts[0].checkpoint.is_null()) << "written before checkpoints existed";
+      EXPECT_EQ(state->definitions.size(), 1u);
+      // The migrated file takes checkpoints.
+      StoreBatch b;
+      b.changes.push_back(ContextUpdate{state->contexts[0].seq, "waiting", -1, -1, Value(), Value("cp")});
+      ASSERT_TRUE(s->write(b).is_ok());
+      Result<StoredState> after = s->load();
+      ASSERT_TRUE(after.is_ok());
+      EXPECT_EQ(after->contexts[0].checkpoint, Value("cp"));
+    }
+    EXPECT_EQ(schema_version(), SqliteStore::kSchemaVersion);
+    std::unique_ptr<SqliteStore> again = open();
+    ASSERT_NE(again, nullptr);
+    EXPECT_EQ(again->migrated_from(), 0) << "migrated once";
   }
-  EXPECT_EQ(schema_version(), SqliteStore::kSchemaVersion);
-  std::unique_ptr<SqliteStore> again = open();
-  ASSERT_NE(again, nullptr);
-  EXPECT_EQ(again->migrated_from(), 0) << "migrated once";
 }
 
 TEST_F(SqliteStoreTest, AnOlderFile_OpenedReadOnly_IsReadAsItIs) {

@@ -211,8 +211,8 @@ TYPED_TEST(StoreConformanceTest, Contexts_QueuedThenUpdated_ComeBackBySeq) {
   first.seq = 1;
   first.id = "ctx-1";
   this->write({ContextPut{c}, ContextPut{first}});
-  this->write({ContextUpdate{1, "in_progress", 100, -1, Value()}});
-  this->write({ContextUpdate{1, "completed", -1, 200, json(R"({"id":"ctx-1","status":"completed"})")}});
+  this->write({ContextUpdate{1, "in_progress", 100, -1, Value(), Value()}});
+  this->write({ContextUpdate{1, "completed", -1, 200, json(R"({"id":"ctx-1","status":"completed"})"), Value()}});
   StoredState s = this->reload();
   // load() gives what has not ended; the ended one is history, read when asked.
   ASSERT_EQ(s.contexts.size(), 1u);
@@ -257,13 +257,13 @@ std::vector<StoreChange> history_rows(uint64_t n) {
     c.commit_seq = seq;
     c.trigger = json(R"({"type":"event","time":0,"name":"go"})");
     out.push_back(ContextPut{c});
-    out.push_back(ContextUpdate{seq, "in_progress", 10, -1, Value()});
+    out.push_back(ContextUpdate{seq, "in_progress", 10, -1, Value(), Value()});
     if (seq % 3 == 0) {
-      out.push_back(ContextUpdate{seq, "waiting", -1, -1, json(R"({"id":")" + c.id + R"(","status":"waiting"})")});
+      out.push_back(ContextUpdate{seq, "waiting", -1, -1, json(R"({"id":")" + c.id + R"(","status":"waiting"})"), Value()});
     } else {
       const std::string status = seq % 5 == 0 ? "error" : "completed";
       out.push_back(ContextUpdate{seq, status, -1, static_cast<TimeMs>(1000 * seq),
-                                  json(R"({"id":")" + c.id + R"(","status":")" + status + R"("})")});
+                                  json(R"({"id":")" + c.id + R"(","status":")" + status + R"("})"), Value()});
     }
   }
   return out;
@@ -340,15 +340,25 @@ TYPED_TEST(StoreConformanceTest, HistoryPrune_ByCount_KeepsTheNewestEnded_AlsoAs
   EXPECT_EQ(listed_seqs(*this->store_, ContextQuery{}), (std::vector<uint64_t>{3, 6, 8, 9, 10, 11, 12}));
   // Two waiting ones end, and the count goes on from there (in one batch with the prune):
   // ended now 3 8 10 11 12, of which the three with the highest seqs stay.
-  this->write({ContextUpdate{3, "completed", -1, 50, json(R"({"id":"ctx-3"})")},
-               ContextUpdate{12, "cancelled", -1, 60, json(R"({"id":"ctx-12"})")}, HistoryPrune{-1, 3}});
+  this->write({ContextUpdate{3, "completed", -1, 50, json(R"({"id":"ctx-3"})"), Value()},
+               ContextUpdate{12, "cancelled", -1, 60, json(R"({"id":"ctx-12"})"), Value()}, HistoryPrune{-1, 3}});
   EXPECT_EQ(listed_seqs(*this->store_, ContextQuery{}), (std::vector<uint64_t>{6, 9, 10, 11, 12}));
   // After a reopen (a new writer counts afresh), and with a record rewritten after it ended.
   StoredState s = this->reload();
-  this->write({ContextUpdate{11, "completed", -1, -1, json(R"({"id":"ctx-11","again":true})")}, HistoryPrune{-1, 1}});
+  this->write({ContextUpdate{11, "completed", -1, -1, json(R"({"id":"ctx-11","again":true})"), Value()}, HistoryPrune{-1, 1}});
   EXPECT_EQ(listed_seqs(*this->store_, ContextQuery{}), (std::vector<uint64_t>{6, 9, 12}));
   this->write({HistoryPrune{-1, 1}});
   EXPECT_EQ(listed_seqs(*this->store_, ContextQuery{}), (std::vector<uint64_t>{6, 9, 12}));
+  // A context that started and ended within one batch comes as one put with a final status.
+  StoredContext quick;
+  quick.seq = 13;
+  quick.id = "ctx-13";
+  quick.flow = "a";
+  quick.status = "completed";
+  quick.ended = 70;
+  quick.record = json(R"({"id":"ctx-13"})");
+  this->write({ContextPut{quick}, HistoryPrune{-1, 1}});
+  EXPECT_EQ(listed_seqs(*this->store_, ContextQuery{}), (std::vector<uint64_t>{6, 9, 13}));
 }
 
 TYPED_TEST(StoreConformanceTest, Locks_PutReplacesAndANullStateForgets) {

@@ -1,0 +1,36 @@
+#include "runtime/checkpoint.h"
+
+#include <string>
+
+#include "runtime/context.h"
+
+namespace flowrt {
+
+ContextUpdate checkpoint_update(Context& ctx, size_t value_limit, bool with_record) {
+  const Value checkpoint =
+      Value::object({{"exec", ctx.exec().to_value(*ctx.plan)}, {"record", ctx.record_state()}});
+  const ContextStatus status = ctx.exec().parked ? ContextStatus::kWaiting : ContextStatus::kInProgress;
+  return ContextUpdate{ctx.seq, std::string(status_name(status)), -1, -1,
+                       with_record ? ctx.to_value(value_limit) : Value(), checkpoint};
+}
+
+std::string checkpoint_plan_version(const Value& checkpoint) {
+  const Value& v = checkpoint["exec"]["plan_version"];
+  return v.is_string() ? std::string(v.as_string()) : std::string();
+}
+
+Status restore_checkpoint(Context& ctx, const Value& checkpoint, std::shared_ptr<const Plan> plan) {
+  if (!checkpoint.is_object() || !checkpoint["exec"].is_object() || !checkpoint["record"].is_object()) {
+    return Error{"its stored state is not a checkpoint"};
+  }
+  Result<ExecState> exec = ExecState::from_value(checkpoint["exec"], *plan);
+  if (!exec) return exec.error();
+  if (!exec->started || exec->stack.empty()) return Error{"its stored state has no position"};
+  const ContextStatus status = exec->parked ? ContextStatus::kWaiting : ContextStatus::kInProgress;
+  FLOWRT_RETURN_IF_ERROR(ctx.restore_record_state(checkpoint["record"], *plan, nodes_of(*plan), status));
+  ctx.state = std::make_unique<ExecState>(std::move(exec).value());
+  ctx.plan = std::move(plan);
+  return Status::ok();
+}
+
+}  // namespace flowrt

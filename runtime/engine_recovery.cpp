@@ -1,0 +1,311 @@
+// EngineCore, the recovery half: what an engine does with the state it found in its store
+// (docs/DURABILITY.md, "Recovery"): flows active again, contexts that were running or
+// waiting resumed from their checkpoints (or ended in error, saying why, when they cannot
+// be), their locks held and asked for again in their order, queued trigger events started.
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "plans/time.h"
+#include "runtime/checkpoint.h"
+#include "runtime/engine_core.h"
+#include "runtime/engine_log.h"
+#include "runtime/flow_slot.h"
+#include "runtime/interpreter.h"
+#include "runtime/record_json.h"
+#include "runtime/stored_context.h"
+
+namespace flowrt {
+
+namespace {
+
+// A stored record ended in error: its status, end, error, open steps and a log line.
+Value ended_record(const Value& record, TimeMs now, const Value& error) {
+  const Value when(std::string_view(format_time(now)));
+  std::vector<Member> out;
+  for (const auto& m : record.members()) {
+    const std::string_view key = m.key.as_string();
+    if (key == "status") {
+      out.push_back(Member{m.key, Value("error")});
+    } else if (key == "ended_at") {
+      out.push_back(Member{m.key, when});
+    } else if (key == "error") {
+      out.push_back(Member{m.key, error});
+    } else if (key == "steps") {
+      std::vector<Value> steps;
+      for (const Value& step : m.value.items()) {
+        const Value& st = step["status"];
+        if (st != Value("in_progress") && st != Value("waiting")) {
+          steps.push_back(step);
+          continue;
+        }
+        std::vector<Member> fields;
+        for (const auto& f : step.members()) {
+          const std::string_view k = f.key.as_string();
+          if (k == "status") fields.push_back(Member{f.key, Value("error")});
+          else if (k == "ended_at") fields.push_back(Member{f.key, when});
+          else fields.push_back(Member{f.key, f.value});
+        }
+        steps.push_back(Value::object(std::move(fields)));
+      }
+      out.push_back(Member{m.key, Value::array(std::move(steps))});
+    } else if (key == "logs") {
+      std::vector<Value> logs(m.value.items().begin(), m.value.items().end());
+      logs.push_back(Value::object(
+          {{"time", when}, {"level", Value("error")}, {"step", Value()}, {"message", error["message"]}}));
+      out.push_back(Member{m.key, Value::array(std::move(logs))});
+    } else {
+      out.push_back(Member{m.key, m.value});
+    }
+  }
+  return Value::object(std::move(out));
+}
+
+}  // namespace
+
+void EngineCore::end_stored_context(const StoredContext& c, const std::string& reason, TimeMs now,
+                                    JournalEntry* entry) {
+  const Value error = Value::object({{"message", Value(std::string_view(reason))}, {"step", Value()}});
+  Value record;
+  if (c.record.is_object()) {
+    record = ended_record(c.record, now, error);
+  } else {
+    // Never started, or no snapshot was written: a record from what the row says.
+    Result<TriggerData> trigger = trigger_from_stored(c.trigger);
+    std::unique_ptr<const Cause> cause = cause_from_stored(c.cause);
+    RecordFields f;
+    f.seq = c.seq;
+    f.id = Value(std::string_view(c.id));
+    f.flow = Value(std::string_view(c.flow));
+    f.status = ContextStatus::kError;
+    f.trigger = trigger ? &*trigger : nullptr;
+    f.cause = cause.get();
+    f.started = c.started;
+    f.ended = now;
+    f.error = error;
+    record = ended_record(record_to_value(f), now, error);
+  }
+  entry->changes.push_back(ContextUpdate{c.seq, "error", -1, now, record, Value()});
+  entry->archived.push_back(c.seq);  // read from the store once this entry is durable
+  archive.add(c.seq, c.flow, std::move(record));
+}
+
+namespace {
+
+Value text(const std::string& s) { return Value(std::string_view(s)); }
+
+Value failure(const StoredContext& c, const std::string& reason) {
+  return Value::object({{"context", text(c.id)}, {"flow", text(c.flow)}, {"was", text(c.status)}, {"reason", text(reason)}});
+}
+
+// The seq of "ctx-N"; 0 when it is not one.
+uint64_t seq_of(const Value& id) {
+  const std::string_view s = id.is_string() ? id.as_string() : std::string_view();
+  if (s.size() <= 4 || s.substr(0, 4) != "ctx-") return 0;
+  uint64_t n = 0;
+  for (char ch : s.substr(4)) {
+    if (ch < '0' || ch > '9') return 0;
+    n = n * 10 + static_cast<uint64_t>(ch - '0');
+  }
+  return n;
+}
+
+TimeMs time_of(const Value& v) {
+  if (v.is_int()) return v.as_int();
+  Result<TimeMs> t = parse_time(v.is_string() ? v.as_string() : std::string_view());
+  return t ? *t : 0;
+}
+
+}  // namespace
+
+std::shared_ptr<Context> EngineCore::context_from_store(const StoredContext& c, std::string* reason) {
+  FlowSlot* slot = flows.slot(c.flow);
+  if (!slot) {
+    *reason = "its flow '" + c.flow + "' is no longer defined";
+    return nullptr;
+  }
+  Result<TriggerData> trigger = trigger_from_stored(c.trigger);
+  if (!trigger) {
+    *reason = "its trigger event cannot be read: " + trigger.message();
+    return nullptr;
+  }
+  auto ctx = std::make_shared<Context>(slot, std::move(trigger).value(), c.inputs);
+  ctx->publish(c.seq, c.commit_seq, cause_from_stored(c.cause));
+  ctx->run_key = c.run_key;
+  if (shutting_down()) ctx->set_cancel_flag();
+  return ctx;
+}
+
+Status EngineCore::resume_from_checkpoint(Context& ctx, const Value& checkpoint) {
+  const std::string version = checkpoint_plan_version(checkpoint);
+  if (checkpoint["unreadable"].is_string()) {
+    return Error{"its stored state cannot be read: " + std::string(checkpoint["unreadable"].as_string())};
+  }
+  if (version.empty()) return Error{"its stored state is not a checkpoint"};
+  FlowRegistry::PlanResult p = flows.plan_for(*ctx.flow, compile_options());
+  if (!p.plan) return Error{"its flow '" + ctx.flow->id + "' does not compile now: " + p.error};
+  if (p.plan->version != version) {
+    return Error{"its plan version " + version + " is gone (flow '" + ctx.flow->id + "' is now at " +
+                 p.plan->version + ")"};
+  }
+  for (const Node* n : nodes_of(*p.plan)) {
+    const auto* step = std::get_if<ActionStep>(&n->op);
+    if (step && step->kind == ActionKind::kCustom && !actions.action(step->callee)) {
+      return Error{"its custom action type '" + step->action + "' is no longer registered"};
+    }
+  }
+  return restore_checkpoint(ctx, checkpoint, std::move(p.plan));
+}
+
+Value EngineCore::recover() {
+  MutexLock lock(recovery_mu_);
+  if (recovery_.done || !journal) return Value();
+  recovery_.done = true;
+  if (recovery_.queued.empty() && recovery_.unfinished.empty() && recovery_.locks.empty() &&
+      recovery_.active.empty() && recovery_.problems.empty()) {
+    return Value();
+  }
+  const TimeMs now = clock.now();
+  std::vector<Value> activated, started, resumed, restarted, failed, released, problems;
+  for (const std::string& p : recovery_.problems) problems.push_back(text(p));
+
+  // Flows active in the store are active again (unless a load decided since).
+  for (const StoredDefinition& d : recovery_.active) {
+    const bool reloaded =
+        std::find(recovery_.loaded.begin(), recovery_.loaded.end(), d.id) != recovery_.loaded.end();
+    FlowSlot* slot = flows.slot(d.id);
+    if (!reloaded) {
+      if (Status s = flows.activate(d.id, compile_options(), now); !s) {
+        problems.push_back(text("flow '" + d.id + "' was active and cannot be activated again: " + s.message()));
+        continue;
+      }
+      activated.push_back(text(d.id));
+      slot = flows.slot(d.id);
+    }
+    if (slot && slot->active.load(std::memory_order_acquire)) restore_schedule(slot, d.activated_at, d.last_tick);
+  }
+
+  JournalEntry entry;
+  // Starts `ctx` (not started, or resumed between steps) once the recovery is durable.
+  auto queue = [&](const std::shared_ptr<Context>& ctx) {
+    dispatcher.restore_running(*ctx);
+    work_added();
+    entry.pushes.push_back(ctx.get());
+    contexts.restore(ctx);
+  };
+  auto fail = [&](const StoredContext& c, const std::string& reason) {
+    end_stored_context(c, reason, now, &entry);
+    failed.push_back(failure(c, reason));
+  };
+
+  // Contexts that were running or waiting resume from their checkpoints.
+  std::map<uint64_t, std::shared_ptr<Context>> live;  // by seq
+  std::vector<std::shared_ptr<Context>> parked;
+  for (const StoredContext& c : recovery_.unfinished) {
+    std::string reason;
+    std::shared_ptr<Context> ctx = context_from_store(c, &reason);
+    if (ctx && c.checkpoint.is_null() && c.status == "waiting") reason = "no checkpoint of its wait was stored";
+    if (ctx && !c.checkpoint.is_null()) {
+      if (Status s = resume_from_checkpoint(*ctx, c.checkpoint); !s) reason = s.message();
+    }
+    if (!reason.empty()) {
+      fail(c, "the engine stopped while this context was " + std::string(c.status == "waiting" ? "waiting" : "running") +
+                  ", and it cannot resume: " + reason);
+      continue;
+    }
+    live.emplace(ctx->seq, ctx);
+    if (!ctx->state) {
+      // It never got past a step that writes: nothing it did is durable but what a custom
+      // action did (at least once). It starts again from its trigger.
+      restarted.push_back(text(c.id));
+      queue(ctx);
+    } else if (ctx->exec().parked) {
+      resumed.push_back(text(c.id));
+      dispatcher.restore_running(*ctx);
+      contexts.restore(ctx);
+      parked.push_back(ctx);
+    } else {
+      resumed.push_back(text(c.id));
+      queue(ctx);
+    }
+  }
+  // Locks: the holders that came back hold again, with their tokens and leases (an expired
+  // lease ends at once, as if unlocked); what the others held is released.
+  for (const StoredLock& l : recovery_.locks) {
+    bool all_back = true, any_back = false;
+    for (const Value& h : l.state["holders"].items()) {
+      auto it = live.find(seq_of(h["context"]));
+      if (it != live.end() && dispatcher.restore_holder(it->second, l.name, h["weight"].as_int(), h["token"].as_int(),
+                                                        time_of(h["acquired_at"]), time_of(h["expires_at"]))) {
+        any_back = true;
+      } else {
+        all_back = false;
+      }
+    }
+    if (!all_back) released.push_back(l.state);
+    if (!any_back) dispatcher.forget_stored_lock(l.name);
+  }
+  // Waiting contexts wait again: for the rest of their timer, for their record, or in the
+  // lock queue, asking in the order they asked before (a grant made before the restart is
+  // found held: granted again at once with its token).
+  std::stable_sort(parked.begin(), parked.end(), [](const auto& a, const auto& b) {
+    return a->exec().wait.requested_at != b->exec().wait.requested_at
+               ? a->exec().wait.requested_at < b->exec().wait.requested_at
+               : a->seq < b->seq;
+  });
+  for (const std::shared_ptr<Context>& ctx : parked) {
+    waiting_.fetch_add(1, std::memory_order_acq_rel);
+    ctx->begin_run();
+    if (Status s = Interpreter(*this, *ctx).rebind_wait(); !s) {
+      waiting_.fetch_sub(1, std::memory_order_acq_rel);
+      const Value reason = text("the engine stopped while this context was waiting, and it cannot resume: " + s.message());
+      ctx->end_open_steps(now, reason);
+      finish_context(*ctx, ContextStatus::kError, Value::object({{"message", reason}, {"step", Value()}}));
+      ctx->state.reset();
+      continue;
+    }
+    park(ctx.get(), false);
+  }
+  // Trigger events that were queued start now, in their order.
+  for (const StoredContext& c : recovery_.queued) {
+    std::string reason;
+    std::shared_ptr<Context> ctx = context_from_store(c, &reason);
+    if (!ctx) {
+      fail(c, "queued before the engine stopped, and cannot start now: " + reason);
+      continue;
+    }
+    queue(ctx);
+    started.push_back(text(c.id));
+  }
+  if (started.empty() && resumed.empty() && restarted.empty() && failed.empty() && released.empty() &&
+      activated.empty() && problems.empty()) {
+    refresh_triggers();
+    return Value();  // nothing was left to recover
+  }
+  Value report = Value::object({{"at", text(format_time(now))},
+                                {"store", text(store->describe())},
+                                {"resumed", Value::array(std::move(resumed))},
+                                {"restarted", Value::array(std::move(restarted))},
+                                {"started", Value::array(std::move(started))},
+                                {"failed", Value::array(std::move(failed))},
+                                {"locks_released", Value::array(std::move(released))},
+                                {"activated", Value::array(std::move(activated))},
+                                {"problems", Value::array(std::move(problems))}});
+  entry.changes.push_back(RecoveryNote{now, report});
+  journal->append(std::move(entry));
+  engine_log().info("{}: recovered: {} contexts resumed, {} started again, {} queued contexts started, {} contexts "
+                    "ended in error, {} locks released",
+                    store->describe(), report["resumed"].size(), report["restarted"].size(), report["started"].size(),
+                    report["failed"].size(), report["locks_released"].size());
+  for (const Value& f : report["failed"].items()) {
+    engine_log().warn("{}: {}", f["context"].as_string(), f["reason"].as_string());
+  }
+  for (const Value& p : report["problems"].items()) engine_log().warn("{}", p.as_string());
+  recovery_.queued.clear();
+  recovery_.unfinished.clear();
+  recovery_.locks.clear();
+  refresh_triggers();
+  return report;
+}
+
+}  // namespace flowrt

@@ -1,0 +1,398 @@
+// Contexts that were waiting or running when their engine stopped resume in the next engine
+// on the same file (docs/DURABILITY.md, "Contexts resume"): on their plan version, with the
+// time left on their waits, holding their locks, and past every step whose write is
+// durable: after a crash at any step, every write happens exactly once. Deterministic:
+// engines run in simulation (contexts run only inside settle and advance, on this thread).
+#include <gtest/gtest.h>
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plans/value_json.h"
+#include "runtime/engine.h"
+#include "runtime/engine_core.h"
+#include "actions/custom_action.h"
+#include "runtime/journal.h"
+
+namespace flowrt {
+namespace {
+
+Value json(std::string_view text) {
+  Result<Value> v = parse_json(text);
+  EXPECT_TRUE(v.is_ok()) << text;
+  return v ? *v : Value();
+}
+
+constexpr DurationMs kMinute = 60 * 1000;
+constexpr DurationMs kHour = 60 * kMinute;
+
+// An order: a shipment is made, the order marked, an hour waited, an invoice made.
+constexpr const char* kFulfil = R"({"id": "fulfil", "trigger": {"type": "record", "table": "order", "when": "created"},
+  "variables": {"n": 0},
+  "actions": [
+    {"id": "ship", "action": "create_record", "inputs": {"table": "shipment", "values": {"order": "{{trigger.sys_id}}"}}},
+    {"action": "set_variables", "inputs": {"values": {"n": 1}}},
+    {"action": "update_record", "inputs": {"table": "order", "sys_id": "{{trigger.sys_id}}", "values": {"state": "shipped"}}},
+    {"id": "pause", "action": "wait", "inputs": {"duration": "1h"}},
+    {"id": "bill", "action": "create_record", "inputs": {"table": "invoice",
+      "values": {"order": "{{trigger.sys_id}}", "shipment": "{{steps.ship.record.sys_id}}", "n": "{{vars.n}}"}}},
+    {"action": "log", "inputs": {"message": "billed {{steps.bill.record.sys_id}}"}}]})";
+
+// Approval: holds a lock while it waits for the request to be decided.
+constexpr const char* kApprove = R"({"id": "approve", "trigger": {"type": "record", "table": "request", "when": "created"},
+  "actions": [
+    {"id": "lk", "action": "lock", "inputs": {"key": "desk", "max_duration": "2d", "max_attempts": 100, "delay": "1h"}},
+    {"id": "decision", "action": "wait_for_condition", "inputs": {"table": "request", "sys_id": "{{trigger.sys_id}}",
+      "condition": {"field": "approved", "op": "eq", "value": true}, "timeout": "1d"}},
+    {"action": "create_record", "inputs": {"table": "done", "values": {"request": "{{trigger.sys_id}}",
+      "token": "{{steps.lk.token}}", "timed_out": "{{steps.decision.timed_out}}"}}},
+    {"action": "unlock", "inputs": {"key": "desk"}}]})";
+
+class ResumeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    dir_ = ::testing::TempDir() + "flowrt-resume-" + name;
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    path_ = dir_ + "/state.db";
+  }
+  void TearDown() override {
+    engine_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  EngineOptions options(const std::string& path) const {
+    EngineOptions o;
+    o.store = "sqlite";
+    o.data_file = path;
+    o.simulation_seed = 11;
+    o.start_time = 1767225600000;  // 2026-01-01
+    o.properties.durability = Durability::kOff;  // a crash of the process, not of the machine
+    return o;
+  }
+  // Closes the engine (if open) and opens one on `path` with `defs`, recovered.
+  Engine& reopen(const std::vector<const char*>& defs, EngineOptions o) {
+    engine_.reset();
+    Result<std::unique_ptr<Engine>> opened = Engine::open(std::move(o));
+    EXPECT_TRUE(opened.is_ok()) << (opened ? "" : opened.message());
+    engine_ = std::move(opened).value();
+    for (const char* d : defs) {
+      Diagnostics diags = engine_->load_text(d);
+      EXPECT_TRUE(diags.empty()) << diags.describe();
+    }
+    report_ = engine_->recover();
+    return *engine_;
+  }
+  Engine& reopen(const std::vector<const char*>& defs) { return reopen(defs, options(path_)); }
+
+  std::string dir_;
+  std::string path_;
+  std::unique_ptr<Engine> engine_;
+  Value report_;
+};
+
+// The file as a crash would leave it now: what is durable (the last transaction written),
+// copied through SQLite's backup API from a reader, as a second process would see it.
+void copy_durable_state(const std::string& from, const std::string& to) {
+  sqlite3* src = nullptr;
+  sqlite3* dst = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(from.c_str(), &src, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_open(to.c_str(), &dst), SQLITE_OK);
+  sqlite3_backup* b = sqlite3_backup_init(dst, "main", src, "main");
+  ASSERT_NE(b, nullptr) << sqlite3_errmsg(dst);
+  EXPECT_EQ(sqlite3_backup_step(b, -1), SQLITE_DONE);
+  sqlite3_backup_finish(b);
+  sqlite3_close(dst);
+  sqlite3_close(src);
+}
+
+TEST_F(ResumeTest, AWaitingTimer_ResumesWithTheTimeLeft_AndTheContextFinishesAsWithoutTheRestart) {
+  Engine& first = reopen({kFulfil});
+  ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o1"})")).is_ok());
+  first.settle(0);
+  ASSERT_TRUE(first.advance(20 * kMinute).is_ok());
+  ASSERT_EQ(first.contexts()[0].status(), "waiting");
+
+  Engine& second = reopen({kFulfil});
+  ASSERT_EQ(report_["resumed"].to_json(), R"(["ctx-1"])") << report_.to_json();
+  EXPECT_EQ(report_["failed"].size(), 0u);
+  ASSERT_EQ(second.context("ctx-1")->status(), "waiting");
+  ASSERT_TRUE(second.advance(39 * kMinute).is_ok());
+  EXPECT_EQ(second.context("ctx-1")->status(), "waiting") << "20 of its 60 minutes had passed; 59 now";
+  EXPECT_TRUE(second.records("invoice").empty());
+  ASSERT_TRUE(second.advance(1 * kMinute).is_ok());
+  std::optional<ContextRecord> done = second.context("ctx-1");
+  ASSERT_EQ(done->status(), "completed") << done->value().to_json();
+  ASSERT_EQ(second.records("shipment").size(), 1u);
+  ASSERT_EQ(second.records("invoice").size(), 1u);
+  const Value invoice = second.records("invoice")[0];
+  EXPECT_EQ(invoice["shipment"], second.records("shipment")[0]["sys_id"]) << "step outputs came back";
+  EXPECT_EQ(invoice["n"], Value(1)) << "variables came back";
+  // The record covers the whole run: six steps, the wait one hour long.
+  EXPECT_EQ(done->value()["steps"].size(), 6u) << done->value().to_json();
+  EXPECT_EQ(done->step("pause")["status"], Value("completed"));
+}
+
+TEST_F(ResumeTest, ATimerThatRanOutWhileTheEngineWasDown_FiresAtOnce) {
+  EngineOptions o = options(path_);
+  Engine& first = reopen({kFulfil}, o);
+  ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o1"})")).is_ok());
+  first.settle(0);
+  engine_.reset();
+  // The file's clock stood still while no engine ran (a virtual clock goes on from where
+  // it stood); moving it past the deadline is what a real clock does while the process is
+  // down: the next engine fires the wait at once.
+  Engine& second = reopen({kFulfil}, o);
+  ASSERT_TRUE(second.advance(2 * kHour).is_ok());
+  EXPECT_EQ(second.context("ctx-1")->status(), "completed");
+  EXPECT_EQ(second.records("invoice").size(), 1u);
+}
+
+TEST_F(ResumeTest, AWaitForARecord_Resumes_AndAWriteInTheNextEngineMeetsIt) {
+  Engine& first = reopen({kApprove});
+  ASSERT_TRUE(first.insert("request", json(R"({"sys_id": "r1", "approved": false})")).is_ok());
+  first.settle(0);
+  ASSERT_EQ(first.contexts()[0].status(), "waiting");
+  const int64_t token = first.contexts()[0].step("lk")["outputs"]["token"].as_int();
+
+  Engine& second = reopen({kApprove});
+  ASSERT_EQ(report_["resumed"].to_json(), R"(["ctx-1"])") << report_.to_json();
+  EXPECT_EQ(report_["locks_released"].size(), 0u) << "its holder came back";
+  ASSERT_EQ(second.locks().size(), 1u);
+  EXPECT_EQ(second.locks().at(0)["holders"].at(0)["context"], Value("ctx-1"));
+  EXPECT_EQ(second.locks().at(0)["holders"].at(0)["token"], Value(token));
+  ASSERT_TRUE(second.update("request", "r1", json(R"({"approved": true})")).is_ok());
+  second.settle();
+  ASSERT_EQ(second.context("ctx-1")->status(), "completed") << second.context("ctx-1")->value().to_json();
+  ASSERT_EQ(second.records("done").size(), 1u);
+  EXPECT_EQ(second.records("done")[0]["token"], Value(token)) << "it resumed holding its lock";
+  EXPECT_EQ(second.records("done")[0]["timed_out"], Value(false));
+  EXPECT_EQ(second.locks().size(), 0u);
+}
+
+TEST_F(ResumeTest, ALockQueue_ComesBackInItsOrder_AndTheLockGoesToTheNextWaiter) {
+  Engine& first = reopen({kApprove});
+  for (const char* id : {"r1", "r2", "r3"}) {
+    ASSERT_TRUE(first.insert("request", json(std::string(R"({"approved": false, "sys_id": ")") + id + "\"}")).is_ok());
+    ASSERT_TRUE(first.advance(kMinute).is_ok());
+  }
+  ASSERT_EQ(first.locks().size(), 1u);
+  ASSERT_EQ(first.locks().at(0)["waiters"].size(), 2u);
+  const int64_t first_token = first.context("ctx-1")->step("lk")["outputs"]["token"].as_int();
+
+  Engine& second = reopen({kApprove});
+  ASSERT_EQ(report_["resumed"].size(), 3u) << report_.to_json();
+  ASSERT_EQ(second.locks().size(), 1u) << "the holder and both waiters came back";
+  second.settle(0);
+  const Value lock = second.locks().at(0);
+  EXPECT_EQ(lock["holders"].at(0)["context"], Value("ctx-1"));
+  ASSERT_EQ(lock["waiters"].size(), 2u) << lock.to_json();
+  EXPECT_EQ(lock["waiters"].at(0)["context"], Value("ctx-2"));
+  EXPECT_EQ(lock["waiters"].at(1)["context"], Value("ctx-3"));
+  for (const char* id : {"r1", "r2", "r3"}) {
+    ASSERT_TRUE(second.update("request", id, json(R"({"approved": true})")).is_ok());
+  }
+  second.settle();
+  // ctx-1 finishes, then the queue goes on in order, each with a larger token.
+  ASSERT_EQ(second.records("done").size(), 3u);
+  int64_t last = first_token - 1;
+  for (size_t i = 0; i < 3; ++i) {
+    const Value d = second.records("done")[i];
+    EXPECT_EQ(d["request"], Value(std::string("r") + std::to_string(i + 1)));
+    EXPECT_GT(d["token"].as_int(), last) << "fencing tokens only grow";
+    last = d["token"].as_int();
+  }
+  EXPECT_EQ(second.locks().size(), 0u);
+}
+
+TEST_F(ResumeTest, AfterACrashAtAnyStep_EveryWriteHappensExactlyOnce_AndTheContextFinishes) {
+  // The run without a crash, step by step: after each step, the file as a crash would
+  // leave it is copied. An engine on each copy recovers and finishes the work.
+  std::vector<std::string> copies;
+  EngineOptions o = options(path_);
+  o.after_simulated_step = [&](std::string_view) {
+    Journal& journal = *engine_->core().journal;
+    ASSERT_TRUE(journal.wait_durable(journal.appended()).is_ok());
+    copies.push_back(dir_ + "/crash-" + std::to_string(copies.size()) + ".db");
+    copy_durable_state(path_, copies.back());
+  };
+  Engine& first = reopen({kFulfil}, o);
+  ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o1"})")).is_ok());
+  ASSERT_TRUE(first.advance(2 * kHour).is_ok());
+  ASSERT_EQ(first.context("ctx-1")->status(), "completed");
+  const size_t steps = first.context("ctx-1")->value()["steps"].size();
+  ASSERT_GE(copies.size(), steps) << "a copy after every step";
+
+  for (size_t i = 0; i < copies.size(); ++i) {
+    SCOPED_TRACE("crash after simulated step " + std::to_string(i));
+    Engine& next = reopen({kFulfil}, options(copies[i]));
+    ASSERT_TRUE(next.advance(2 * kHour).is_ok());
+    next.settle();
+    ASSERT_EQ(next.records("shipment").size(), 1u) << "report: " << report_.to_json();
+    ASSERT_EQ(next.records("invoice").size(), 1u) << "report: " << report_.to_json();
+    EXPECT_EQ(next.records("invoice")[0]["shipment"], next.records("shipment")[0]["sys_id"]);
+    EXPECT_EQ(next.record("order", "o1")["state"], Value("shipped"));
+    EXPECT_EQ(next.record("order", "o1")["sys_mod_count"], Value(1)) << "the update was not repeated";
+    std::optional<ContextRecord> c = next.context("ctx-1");
+    ASSERT_TRUE(c.has_value());
+    EXPECT_EQ(c->status(), "completed") << c->value().to_json();
+    EXPECT_EQ(c->value()["steps"].size(), steps) << c->value().to_json();
+    EXPECT_EQ(next.contexts().size(), 1u);
+  }
+}
+
+// ---- contexts that cannot resume ----
+
+constexpr const char* kHold = R"({"id": "hold", "trigger": {"type": "record", "table": "job", "when": "created"},
+  "actions": [
+    {"id": "lk", "action": "lock", "inputs": {"key": "printer", "max_duration": "1d"}},
+    {"action": "wait_for_condition", "inputs": {"table": "job", "sys_id": "{{trigger.sys_id}}",
+      "condition": {"field": "done", "op": "eq", "value": true}}},
+    {"action": "notify", "inputs": {"text": "printed"}},
+    {"action": "unlock", "inputs": {"key": "printer"}}]})";
+// The same flow changed: its plan version differs.
+constexpr const char* kHoldChanged = R"({"id": "hold", "trigger": {"type": "record", "table": "job", "when": "created"},
+  "actions": [
+    {"id": "lk", "action": "lock", "inputs": {"key": "printer", "max_duration": "2d"}},
+    {"action": "wait_for_condition", "inputs": {"table": "job", "sys_id": "{{trigger.sys_id}}",
+      "condition": {"field": "done", "op": "eq", "value": true}}},
+    {"action": "notify", "inputs": {"text": "printed"}},
+    {"action": "unlock", "inputs": {"key": "printer"}}]})";
+constexpr const char* kTake = R"({"id": "take", "trigger": {"type": "api"}, "actions": [
+    {"id": "lk", "action": "lock", "inputs": {"key": "printer", "max_attempts": 1000, "delay": "1h"}},
+    {"action": "create_record", "inputs": {"table": "token", "values": {"token": "{{steps.lk.token}}"}}},
+    {"action": "unlock", "inputs": {"key": "printer"}}]})";
+
+CustomActionType Notify(std::vector<std::string>* keys) {
+  CustomActionType t;
+  t.name = "notify";
+  t.inputs = {Param{"text", ParamType::kString, true}};
+  t.run = [keys](CustomActionContext& ctx) -> Result<Value> {
+    if (keys) keys->push_back(ctx.idempotency_key());
+    return Value::empty_object();
+  };
+  return t;
+}
+
+class ResumeFailureTest : public ResumeTest {
+ protected:
+  // An engine where ctx-1 (hold) holds the printer and waits for its job, and ctx-2
+  // (take) waits in the printer's queue; then closed.
+  void hold_and_queue() {
+    engine_.reset();
+    Result<std::unique_ptr<Engine>> opened = Engine::open(options(path_));
+    ASSERT_TRUE(opened.is_ok()) << opened.message();
+    engine_ = std::move(opened).value();
+    ASSERT_TRUE(engine_->register_action(Notify(nullptr)).is_ok());
+    for (const char* d : {kHold, kTake}) {
+      Diagnostics diags = engine_->load_text(d);
+      ASSERT_TRUE(diags.empty()) << diags.describe();
+    }
+    ASSERT_TRUE(engine_->insert("job", json(R"({"sys_id": "j1", "done": false})")).is_ok());
+    engine_->settle(0);
+    ASSERT_TRUE(engine_->call_flow("take").is_ok());
+    engine_->settle(0);
+    ASSERT_EQ(engine_->context("ctx-2")->status(), "waiting");
+    token_ = engine_->context("ctx-1")->step("lk")["outputs"]["token"].as_int();
+    engine_.reset();
+  }
+  // Opens the next engine (with `register_notify`, `defs`), recovers, and checks that ctx-1
+  // ended in error with `why` in its message, and that the printer went to ctx-2.
+  void expect_failed_and_handed_on(const std::vector<const char*>& defs, bool register_notify, const std::string& why) {
+    Result<std::unique_ptr<Engine>> opened = Engine::open(options(path_));
+    ASSERT_TRUE(opened.is_ok()) << opened.message();
+    engine_ = std::move(opened).value();
+    if (register_notify) {
+      ASSERT_TRUE(engine_->register_action(Notify(nullptr)).is_ok());
+    }
+    for (const char* d : defs) (void)engine_->load_text(d);
+    report_ = engine_->recover();
+    ASSERT_EQ(report_["failed"].size(), 1u) << report_.to_json();
+    EXPECT_EQ(report_["failed"].at(0)["context"], Value("ctx-1"));
+    EXPECT_EQ(report_["failed"].at(0)["was"], Value("waiting"));
+    EXPECT_NE(report_["failed"].at(0)["reason"].as_string().find(why), std::string_view::npos) << report_.to_json();
+    EXPECT_EQ(report_["resumed"].to_json(), R"(["ctx-2"])");
+    std::optional<ContextRecord> ended = engine_->context("ctx-1");
+    ASSERT_TRUE(ended.has_value());
+    EXPECT_EQ(ended->status(), "error");
+    EXPECT_NE(ended->error_message().find(why), std::string::npos) << ended->error_message();
+    engine_->settle();
+    EXPECT_EQ(engine_->context("ctx-2")->status(), "completed") << engine_->context("ctx-2")->value().to_json();
+    ASSERT_EQ(engine_->records("token").size(), 1u);
+    EXPECT_GT(engine_->records("token")[0]["token"].as_int(), token_) << "the lock went on, with a new token";
+    EXPECT_EQ(engine_->locks().size(), 0u);
+  }
+  int64_t token_ = 0;
+};
+
+TEST_F(ResumeFailureTest, ItsPlanVersionIsGone_ItEndsInError_AndItsLockGoesToTheNextWaiter) {
+  hold_and_queue();
+  expect_failed_and_handed_on({kHoldChanged, kTake}, true, "is gone (flow 'hold' is now at hold@");
+}
+
+TEST_F(ResumeFailureTest, ItsCustomActionTypeIsNoLongerRegistered_ItEndsInError_AndItsLockGoesToTheNextWaiter) {
+  hold_and_queue();
+  expect_failed_and_handed_on({kHold, kTake}, false, "notify");
+}
+
+TEST_F(ResumeFailureTest, ItsRowIsCorrupt_ItEndsInError_AndItsLockGoesToTheNextWaiter) {
+  hold_and_queue();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE contexts SET checkpoint = '{\"exec\": {\"plan' WHERE seq = 1", nullptr, nullptr,
+                         nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  expect_failed_and_handed_on({kHold, kTake}, true, "its stored state cannot be read");
+}
+
+TEST_F(ResumeTest, ACustomAction_GetsAKeyThatIsTheSameWhenItRunsAgainAfterACrash) {
+  std::vector<std::string> keys;
+  std::vector<std::string> copies;
+  constexpr const char* kTwice = R"({"id": "twice", "trigger": {"type": "api"}, "actions": [
+    {"for_each": "{{inputs.items}}", "do": [{"action": "notify", "inputs": {"text": "{{item}}"}}]},
+    {"action": "wait", "inputs": {"duration": "1m"}}]})";
+  EngineOptions o = options(path_);
+  o.after_simulated_step = [&](std::string_view) {
+    Journal& journal = *engine_->core().journal;
+    ASSERT_TRUE(journal.wait_durable(journal.appended()).is_ok());
+    copies.push_back(dir_ + "/crash-" + std::to_string(copies.size()) + ".db");
+    copy_durable_state(path_, copies.back());
+  };
+  engine_.reset();
+  Result<std::unique_ptr<Engine>> opened = Engine::open(o);
+  ASSERT_TRUE(opened.is_ok());
+  engine_ = std::move(opened).value();
+  ASSERT_TRUE(engine_->register_action(Notify(&keys)).is_ok());
+  ASSERT_TRUE(engine_->load_text(kTwice).empty());
+  ASSERT_TRUE(engine_->call_flow("twice", json(R"({"items": ["a", "b"]})")).is_ok());
+  ASSERT_TRUE(engine_->advance(kMinute).is_ok());
+  ASSERT_EQ(keys.size(), 2u);
+  EXPECT_NE(keys[0], keys[1]) << "one key per iteration";
+  EXPECT_EQ(keys[0].rfind("ctx-1/", 0), 0u) << keys[0];
+  const std::vector<std::string> run_once = keys;
+  // After a crash at any step, the actions that run again run with the same keys.
+  for (const std::string& copy : copies) {
+    keys.clear();
+    engine_.reset();
+    Result<std::unique_ptr<Engine>> next = Engine::open(options(copy));
+    ASSERT_TRUE(next.is_ok());
+    engine_ = std::move(next).value();
+    ASSERT_TRUE(engine_->register_action(Notify(&keys)).is_ok());
+    ASSERT_TRUE(engine_->load_text(kTwice).empty());
+    (void)engine_->recover();
+    ASSERT_TRUE(engine_->advance(kMinute).is_ok());
+    EXPECT_EQ(engine_->context("ctx-1")->status(), "completed");
+    for (const std::string& k : keys) {
+      EXPECT_NE(std::find(run_once.begin(), run_once.end(), k), run_once.end()) << k;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace flowrt
