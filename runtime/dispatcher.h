@@ -119,6 +119,11 @@ class Dispatcher {
   // lock table refused it (it would not fit).
   bool restore_holder(const std::shared_ptr<Context>& ctx, std::string_view name, int64_t weight, int64_t token,
                       TimeMs acquired_at, TimeMs expires_at) EXCLUDES(mu_);
+  // Recovery: `ctx` resumes parked on its lock step for `name`, which it was granted before
+  // the stop (restore_holder put it back): the wake-up that grant made, with the outputs
+  // and log line it made (its token, how long it waited), as if it had been delivered.
+  // Null outputs when `ctx` does not hold `name`.
+  WakeUp restored_grant(Context& ctx, std::string_view name) EXCLUDES(mu_);
 
   // ---- locks (SPEC section 8) ----
   void set_lock_limit(std::string_view name, int64_t limit) EXCLUDES(mu_);

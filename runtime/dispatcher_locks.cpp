@@ -2,6 +2,7 @@
 // the real clock, grants, give-ups and lease expiries, all under the commit lock
 // (Dispatcher::mu_) like every other change of the engine's shared state.
 #include <algorithm>
+#include <optional>
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -285,6 +286,29 @@ bool Dispatcher::restore_holder(const std::shared_ptr<Context>& ctx, std::string
   locks_.set_lease_timer(ctx->seq, name, lease);
   locks_changed(nullptr);
   return true;
+}
+
+WakeUp Dispatcher::restored_grant(Context& ctx, std::string_view name) {
+  WakeUp w;
+  w.kind = WakeUp::Kind::kLock;
+  w.at = core_.clock.now();
+  SpinMutexLock lock(mu_);
+  std::optional<LockState> state = locks_.state(name);
+  if (!state) return w;
+  for (const LockHolderState& h : state->holders) {
+    if (h.who != ctx.seq) continue;
+    const WaitRequest& r = ctx.exec().wait;
+    const DurationMs waited = std::max<DurationMs>(0, h.acquired_at - r.requested_at);
+    const std::string token_text = std::to_string(h.token);
+    ctx.add_log(LogLevel::kInfo, ctx.exec().parked_path, h.acquired_at,
+                waited > 0 ? lock_line(name, {"granted, token ", token_text, ", after waiting ", std::to_string(waited), "ms"})
+                           : lock_line(name, {"granted, token ", token_text}));
+    w.at = h.acquired_at;
+    w.outputs = lock_outputs("success", "finished", Value(static_cast<long long>(h.token)),
+                             attempts_for(waited, r.delay, r.max_attempts), waited);
+    return w;
+  }
+  return w;
 }
 
 bool Dispatcher::holds_lock(const Context& ctx, std::string_view name) {

@@ -264,6 +264,18 @@ Value EngineCore::recover() {
       ctx->state.reset();
       continue;
     }
+    const WaitRequest& w = ctx->exec().wait;
+    if (w.kind == WaitRequest::Kind::kLock && w.lock_name.is_string()) {
+      // Granted before the stop (it came back holding the lock): the grant's wake-up,
+      // delivered now, with the outputs it made then.
+      WakeUp granted = dispatcher.restored_grant(*ctx, w.lock_name.as_string());
+      if (!granted.outputs.is_null()) {
+        const uint64_t id = ctx->begin_park();
+        ctx->wake(id, std::move(granted));  // kept for end_park
+        if (ctx->end_park()) make_ready(ctx.get());
+        continue;
+      }
+    }
     park(ctx.get(), false);
   }
   // Trigger events that were queued start now, in their order.
