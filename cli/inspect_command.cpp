@@ -127,8 +127,20 @@ int inspect_command(const CommandArgs& args) {
                                       {"commit", Value(static_cast<long long>(c.commit_seq))},
                                       {"trigger", trigger_summary(c.trigger)}}));
     }
-    if (!status.empty() && c.status != status) continue;
-    contexts.push_back(context_row(c));
+  }
+  // Every context, ended ones (history, not loaded) included, a page at a time.
+  ContextQuery query;
+  query.flow = flow;
+  query.status = status;
+  while (true) {
+    Result<std::vector<StoredContext>> page = (*store)->list_contexts(query);
+    if (!page) {
+      std::cerr << page.message() << "\n";
+      return 1;
+    }
+    if (page->empty()) break;
+    query.after_seq = page->back().seq;
+    for (const StoredContext& c : *page) contexts.push_back(context_row(c));
   }
   std::vector<Value> locks;
   for (const StoredLock& l : state->locks) locks.push_back(l.state);

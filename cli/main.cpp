@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
   add_value(bench, "--events", "events", "N", "events to apply (default 1000000; 100000 for compile)");
   add_value(bench, "--workers", "workers", "K", "worker threads (default 2)");
   add_value(bench, "--rate", "rate", "R", "events per second (default: as fast as possible)");
-  add_value(bench, "--retention", "retention", "N", "context_retention (default 0: keep every record)");
+  add_value(bench, "--retention", "retention", "N", "context_retention, and with --store sqlite history_retention's count (default 0: keep every record)");
   add_value(bench, "--store", "store", "KIND", "memory (the default) or sqlite");
   add_value(bench, "--data", "data", "NEWFILE", "the sqlite store's file (must not exist)");
   add_value(bench, "--durability", "durability", "MODE", "full, normal (the default) or off");

@@ -9,6 +9,11 @@ void ContextArchive::add(uint64_t seq, std::string flow, Value record) {
   by_seq_[seq] = Entry{std::move(flow), std::move(record)};
 }
 
+void ContextArchive::remove(uint64_t seq) {
+  MutexLock lock(mu_);
+  by_seq_.erase(seq);
+}
+
 std::optional<Value> ContextArchive::find(std::string_view id) const {
   if (!id.starts_with("ctx-")) return std::nullopt;
   uint64_t seq = 0;

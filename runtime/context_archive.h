@@ -1,7 +1,8 @@
-// ContextArchive: the records of contexts that ended before this engine opened its store
-// (loaded from it), and of those the engine ended while recovering. Immutable Values, by
-// seq; they are read like the records of this engine's own contexts (Engine::context,
-// Engine::contexts, the `flowrt run` document).
+// ContextArchive: the records of contexts that the engine ended while opening or recovering
+// its store (they never ran in this engine), until the store has them: each leaves once
+// the batch holding its record is durable (the journal calls remove), and is read from the
+// store after that. Immutable Values, by seq; they are read like the records of this
+// engine's own contexts (Engine::context, Engine::contexts, the `flowrt run` document).
 // Thread-safety: every method takes mu_; the Values handed out are immutable.
 #pragma once
 
@@ -21,6 +22,7 @@ namespace flowrt {
 class ContextArchive {
  public:
   void add(uint64_t seq, std::string flow, Value record) EXCLUDES(mu_);
+  void remove(uint64_t seq) EXCLUDES(mu_);
   // The record of context `id` ("ctx-<seq>"), if archived.
   std::optional<Value> find(std::string_view id) const EXCLUDES(mu_);
   // (seq, record) of every archived context of `flow` ("": all), by seq.

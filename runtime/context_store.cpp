@@ -90,7 +90,7 @@ size_t ContextStore::size() const {
 void ContextStore::add_skipped(SkippedStart s) {
   SpinMutexLock lock(mu_);
   skipped_.push_back(std::move(s));
-  const size_t retention = retention_.load(std::memory_order_relaxed);
+  const size_t retention = finished_elsewhere_ ? skipped_retention_ : retention_.load(std::memory_order_relaxed);
   while (retention > 0 && skipped_.size() > retention) {
     skipped_.pop_front();
     ++dropped_skipped_;
@@ -106,15 +106,23 @@ void ContextStore::set_retention(size_t n) {
   SpinMutexLock lock(mu_);
   // Finished contexts are tracked only while a limit is set: collect them afresh.
   finished_ = {};
-  retention_.store(n, std::memory_order_release);
+  if (finished_elsewhere_) {
+    // Finished contexts leave through release(): the limit is for skipped starts only.
+    retention_.store(0, std::memory_order_release);
+    skipped_retention_ = n;
+  } else {
+    retention_.store(n, std::memory_order_release);
+  }
   if (n == 0) return;
-  for (const auto& [seq, c] : stragglers_) {
-    if (c->finished()) finished_.push(seq);
+  if (!finished_elsewhere_) {
+    for (const auto& [seq, c] : stragglers_) {
+      if (c->finished()) finished_.push(seq);
+    }
+    for (const auto& c : window_) {
+      if (c && c->finished()) finished_.push(c->seq);
+    }
+    trim();
   }
-  for (const auto& c : window_) {
-    if (c && c->finished()) finished_.push(c->seq);
-  }
-  trim();
   while (skipped_.size() > n) {
     skipped_.pop_front();
     ++dropped_skipped_;
@@ -128,6 +136,28 @@ void ContextStore::on_finished(const Context& ctx) {
   if (retention_.load(std::memory_order_relaxed) == 0) return;
   finished_.push(ctx.seq);
   trim();
+}
+
+void ContextStore::set_finished_elsewhere() {
+  SpinMutexLock lock(mu_);
+  if (finished_elsewhere_) return;
+  finished_elsewhere_ = true;
+  skipped_retention_ = retention_.load(std::memory_order_relaxed);
+  retention_.store(0, std::memory_order_release);
+  finished_ = {};
+}
+
+void ContextStore::release(uint64_t seq) {
+  SpinMutexLock lock(mu_);
+  std::shared_ptr<Context>* c = slot(seq);
+  if (!c || !*c) return;
+  if (seq < first_seq_) {
+    stragglers_.erase(seq);
+  } else {
+    c->reset();
+    ++holes_;
+  }
+  compact();
 }
 
 uint64_t ContextStore::dropped() const {

@@ -12,6 +12,10 @@
 //  - holes at the window's front are popped; when an unfinished context keeps the front
 //    (a context parked for days), the front entries move, a few per finish, into a map of
 //    stragglers, so holes never pile up behind it.
+// With a durable store (set_finished_elsewhere), a finished context leaves once its final
+// record is durable (release, called by the journal), the store keeps it, and retention
+// limits only the skipped starts: memory is bounded by the unfinished contexts and those
+// whose final record is being written.
 // Readers never hold the lock for long: listing copies at most kBatch references per
 // acquisition, so a reader of a million contexts never holds up the commit path.
 // Thread-safety: every method takes mu_ (a SpinMutex: short sections that the commit path
@@ -66,6 +70,11 @@ class ContextStore {
 
   // Keep at most `n` finished contexts and `n` skipped starts (0 = all).
   void set_retention(size_t n) EXCLUDES(mu_);
+  // A durable store keeps finished contexts: from now on they leave through release(), and
+  // set_retention limits the skipped starts only. Before any context finishes.
+  void set_finished_elsewhere() EXCLUDES(mu_);
+  // Finished context `seq` is durable in the store: it leaves (not counted as dropped).
+  void release(uint64_t seq) EXCLUDES(mu_);
   // `ctx` has just finished (called once per context).
   void on_finished(const Context& ctx) EXCLUDES(mu_);
   uint64_t dropped() const EXCLUDES(mu_);
@@ -97,6 +106,8 @@ class ContextStore {
   std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> finished_ GUARDED_BY(mu_);
   std::deque<SkippedStart> skipped_ GUARDED_BY(mu_);
   std::atomic<size_t> retention_{0};  // written under mu_; read without it on the hot path
+  bool finished_elsewhere_ GUARDED_BY(mu_) = false;
+  size_t skipped_retention_ GUARDED_BY(mu_) = 0;  // the skipped starts' limit, when finished_elsewhere_
   uint64_t dropped_ GUARDED_BY(mu_) = 0;
   uint64_t dropped_skipped_ GUARDED_BY(mu_) = 0;
 };

@@ -2,6 +2,7 @@
 
 #include "compiler/input_checks.h"
 #include "compiler/loader.h"
+#include "runtime/context_reads.h"
 #include "runtime/engine_core.h"
 #include "runtime/flow_slot.h"
 
@@ -302,27 +303,16 @@ void Engine::settle(DurationMs until) { core_->settle(until); }
 TimeMs Engine::now() const { return core_->clock.now(); }
 
 std::optional<ContextRecord> Engine::context(std::string_view id) const {
-  std::shared_ptr<Context> c = core_->contexts.find(id);
-  if (!c) {
-    if (std::optional<Value> archived = core_->archive.find(id)) return ContextRecord(std::move(*archived));
-    return std::nullopt;
-  }
-  return ContextRecord(c->to_value(core_->properties().record_value_limit));
+  std::optional<Value> record = read_context_record(*core_, id);
+  if (!record) return std::nullopt;
+  return ContextRecord(std::move(*record));
 }
 
 std::vector<ContextRecord> Engine::contexts(std::string_view flow) const {
-  const size_t limit = core_->properties().record_value_limit;
+  // With a durable store, the contexts that ended (before this engine, or in it and left
+  // memory once durable) come from the store, in seq order with those in memory.
   std::vector<ContextRecord> out;
-  // The contexts that ended before this engine opened its store come in seq order with
-  // this engine's own.
-  const std::vector<std::pair<uint64_t, Value>> archived = core_->archive.list(flow);
-  auto next = archived.begin();
-  for (const auto& c : core_->contexts.all()) {
-    if (!flow.empty() && c->flow->id != flow) continue;
-    for (; next != archived.end() && next->first < c->seq; ++next) out.emplace_back(next->second);
-    out.emplace_back(c->to_value(limit));
-  }
-  for (; next != archived.end(); ++next) out.emplace_back(next->second);
+  for (Value& v : read_context_records(*core_, flow)) out.emplace_back(std::move(v));
   return out;
 }
 

@@ -114,6 +114,9 @@ class Engine {
   TimeMs now() const;
 
   // ---- reading ----
+  // A context's record, and every context's record (of `flow`, or all) in seq order. With a
+  // durable store, a finished context is read from the store once it left memory (and is
+  // gone once history_retention deleted it): docs/DURABILITY.md, "Memory and history".
   std::optional<ContextRecord> context(std::string_view id) const;
   std::vector<ContextRecord> contexts(std::string_view flow = {}) const;
   std::vector<Value> skipped() const;  // {"flow", "reason", "event", "cause"}

@@ -670,14 +670,14 @@ Status EngineCore::open_store() {
     recovery_.problems = flows.restore(state.definitions);
     dispatcher.restore(state, flows);
     contexts.start_at(state.counters.context_seq + 1);
+    // Ended contexts stay in the store (read from it when asked); load() gives an ended
+    // one only when its record is missing.
     for (StoredContext& c : state.contexts) {
       if (is_final_context_status(c.status)) {
         if (c.record.is_null()) {
           JournalEntry unused;
           end_stored_context(c, "its record was not stored", clock.now(), &unused);
-          continue;
         }
-        archive.add(c.seq, c.flow, std::move(c.record));
       } else if (c.status == kQueuedStatus) {
         recovery_.queued.push_back(std::move(c));
       } else {
@@ -694,6 +694,8 @@ Status EngineCore::open_store() {
   }
   journal = std::make_unique<Journal>(*this, *store, counters);
   dispatcher.set_journal(journal.get());
+  // Finished contexts leave memory once durable (the journal releases them).
+  contexts.set_finished_elsewhere();
   return Status::ok();
 }
 

@@ -32,6 +32,7 @@
 #include "runtime/flow_registry.h"
 #include "runtime/interpreter.h"
 #include "runtime/journal.h"
+#include "runtime/latency_sample.h"
 #include "runtime/properties.h"
 #include "base/thread_annotations.h"
 #include "runtime/watchdog.h"
@@ -128,7 +129,8 @@ class EngineCore {
 
   // ---- the store (docs/DURABILITY.md) ----
   // Opens options.store and takes in what it holds: counters, records, definitions (none
-  // activated yet), run-once marks, the archive of ended contexts; a virtual clock goes on
+  // activated yet), run-once marks (ended contexts stay in the store, read when asked:
+  // runtime/context_reads.h); a virtual clock goes on
   // from the stored time. Keeps the queued and unfinished contexts and the stored locks for
   // recover(). Before start(); the engine refuses every operation when it failed.
   Status open_store();
@@ -164,10 +166,13 @@ class EngineCore {
   // Gives up on custom actions that do not return in time (not in simulation).
   Watchdog watchdog;
   // Set by open_store, constant afterwards: where the state outlives the engine, and (for a
-  // durable store) its one writer. Records of contexts that ended before this engine.
+  // durable store) its one writer. Records of contexts that recovery ended, until durable.
   std::unique_ptr<Store> store;
   std::unique_ptr<Journal> journal;
   ContextArchive archive;
+  // With options.measure_latency and a durable store: the latencies of the contexts that
+  // left memory (flowrt bench reads them with those still in memory).
+  LatencySample released_latencies;
 
  private:
   // Runs a slice of `ctx` (parking it if it parks); a slice that throws ends the context

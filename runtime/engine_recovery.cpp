@@ -86,6 +86,7 @@ void EngineCore::end_stored_context(const StoredContext& c, const std::string& r
     record = ended_record(record_to_value(f), now, error);
   }
   entry->changes.push_back(ContextUpdate{c.seq, "error", -1, now, record, Value()});
+  entry->archived.push_back(c.seq);  // read from the store once this entry is durable
   archive.add(c.seq, c.flow, std::move(record));
 }
 

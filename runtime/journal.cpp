@@ -172,6 +172,7 @@ void Journal::run() {
       durable_.store(last, std::memory_order_release);
       durable_cv_.notify_all();
     }
+    release(entries);
     deliver(entries);
     entries.clear();
     MutexLock lock(mu_);
@@ -200,6 +201,13 @@ StoreBatch Journal::batch_of(std::vector<JournalEntry>& entries, const StoreCoun
   coalesce_context_changes(batch);
   batch.counters = counters;
   batch.counters.clock = core_.clock.now();
+  const EngineProperties& p = core_.props();
+  if (p.history_max_age > 0 || p.history_max_count > 0) {
+    HistoryPrune prune;
+    if (p.history_max_age > 0) prune.ended_before = batch.counters.clock - p.history_max_age;
+    prune.keep = p.history_max_count;
+    batch.changes.push_back(prune);
+  }
   return batch;
 }
 
@@ -232,6 +240,19 @@ bool Journal::write(std::vector<JournalEntry>& entries, const StoreCounters& cou
     if (stopping_ && ++tries_when_stopping >= kTriesWhenStopping) return false;
     work_cv_.wait_until(mu_, std::chrono::steady_clock::now() + std::chrono::milliseconds(delay_ms));
     delay_ms = std::min(delay_ms * 2, kMaxRetryMs);
+  }
+}
+
+void Journal::release(const std::vector<JournalEntry>& entries) {
+  for (const JournalEntry& e : entries) {
+    for (const std::shared_ptr<Context>& ctx : e.ended) {
+      if (core_.options.measure_latency) {
+        const int64_t end = ctx->ended_ns.load(std::memory_order_acquire);
+        if (end > 0 && ctx->committed_ns > 0) core_.released_latencies.add(end - ctx->committed_ns);
+      }
+      core_.contexts.release(ctx->seq);
+    }
+    for (uint64_t seq : e.archived) core_.archive.remove(seq);
   }
 }
 

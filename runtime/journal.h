@@ -17,6 +17,12 @@
 // the moment in between for idleness. Operations from outside wait for their entry to be
 // durable (wait_durable) before they return, except with the durability `off`.
 //
+// Memory bounded by live work: once the batch holding a context's final record is durable,
+// the writer lets the context go (ContextStore::release; the archive likewise), and reads
+// find it in the store. With history_retention the writer also puts a HistoryPrune at the
+// end of every batch: the store deletes the ended contexts past the age or the count in
+// the batch's own transaction.
+//
 // A failed write (a full disk, an I/O error) is retried with backoff, and nothing after
 // it is delivered meanwhile; while it fails, failure() says why and the engine refuses new
 // operations from outside. stop() writes what is left and ends the thread.
@@ -59,6 +65,7 @@ struct JournalEntry {
   std::vector<std::shared_ptr<Context>> queued;  // contexts queued: a row each (ContextPut)
   std::vector<std::shared_ptr<Context>> started; // contexts that took their first step
   std::vector<std::shared_ptr<Context>> ended;   // contexts that ended: their final record
+  std::vector<uint64_t> archived;                // seqs in the archive that leave once durable
   // Delivered once durable, in this order: contexts pushed to the event queue, then wake-ups.
   std::vector<Context*> pushes;
   std::vector<DeferredWake> wakes;
@@ -73,7 +80,7 @@ struct JournalEntry {
   bool continues = false;
 
   bool empty() const {
-    return changes.empty() && queued.empty() && started.empty() && ended.empty() && pushes.empty() &&
+    return changes.empty() && queued.empty() && started.empty() && ended.empty() && archived.empty() && pushes.empty() &&
            wakes.empty() && !has_counters;
   }
 };
@@ -124,6 +131,8 @@ class Journal {
   bool write(std::vector<JournalEntry>& entries, const StoreCounters& counters);
   StoreBatch batch_of(std::vector<JournalEntry>& entries, const StoreCounters& counters);
   void deliver(std::vector<JournalEntry>& entries);
+  // The batch holding `entries` is durable: the contexts that ended in it leave memory.
+  void release(const std::vector<JournalEntry>& entries);
   void set_failure(Status s) EXCLUDES(fail_mu_);
 
   EngineCore& core_;

@@ -30,7 +30,7 @@ std::string_view durability_name(Durability d) {
 
 std::string_view property_names() {
   return "max_actions, max_action_steps, max_iterations, indirect_recursion_limit, max_run_time, "
-         "record_value_limit, worker_threads, context_retention, durability, max_abandoned_threads, max_definition_file_bytes, max_events_file_bytes, "
+         "record_value_limit, worker_threads, context_retention, history_retention, durability, max_abandoned_threads, max_definition_file_bytes, max_events_file_bytes, "
          "max_json_depth, max_string_bytes, max_definitions, max_template_bytes, max_record_value_bytes, "
          "max_waiting_contexts, max_queued_events, min_schedule_interval, max_schedule_fires_per_advance";
 }
@@ -71,6 +71,39 @@ Status set_property(EngineProperties* p, std::string_view name, const Value& v) 
     }
     return Error{"property durability must be \"full\", \"normal\" or \"off\", not " + v.to_json()};
   }
+  if (name == "history_retention") {
+    // {"age": DURATION, "count": N}, either or both; null or {} keeps every ended context.
+    if (v.is_null()) {
+      p->history_max_age = 0;
+      p->history_max_count = 0;
+      return Status::ok();
+    }
+    if (!v.is_object()) {
+      return Error{"property history_retention must be an object {\"age\": DURATION, \"count\": N}, not " +
+                   std::string(type_name(v.type()))};
+    }
+    DurationMs age = 0;
+    int64_t count = 0;
+    for (const auto& m : v.members()) {
+      const std::string_view key = m.key.as_string();
+      if (key == "age") {
+        if (m.value.is_null()) continue;
+        Result<DurationMs> d = parse_duration(m.value);
+        if (!d) return Error{"property history_retention: age: " + d.message()};
+        if (*d <= 0) return Error{"property history_retention: age must be longer than 0ms"};
+        age = *d;
+      } else if (key == "count") {
+        Result<int64_t> n = integer("history_retention.count", m.value, 0, int64_t{1} << 40);
+        if (!n) return n.error();
+        count = *n;
+      } else {
+        return Error{"property history_retention: unknown key '" + std::string(key) + "' (keys: age, count)"};
+      }
+    }
+    p->history_max_age = age;
+    p->history_max_count = static_cast<size_t>(count);
+    return Status::ok();
+  }
   if (name == "min_schedule_interval") {
     Result<DurationMs> d = parse_duration(v);
     if (!d) return Error{"property min_schedule_interval: " + d.message()};
@@ -98,6 +131,9 @@ Value properties_to_value(const EngineProperties& p) {
       {"record_value_limit", Value(static_cast<long long>(p.record_value_limit))},
       {"worker_threads", Value(p.worker_threads)},
       {"context_retention", Value(static_cast<long long>(p.context_retention))},
+      {"history_retention",
+       Value::object({{"age", p.history_max_age > 0 ? Value(format_duration(p.history_max_age)) : Value()},
+                      {"count", Value(static_cast<long long>(p.history_max_count))}})},
       {"durability", Value(durability_name(p.durability))},
       {"max_abandoned_threads", Value(p.max_abandoned_threads)},
       {"max_definition_file_bytes", Value(static_cast<long long>(p.max_definition_file_bytes))},

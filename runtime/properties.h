@@ -39,6 +39,12 @@ struct EngineProperties {
   uint32_t worker_threads = 0;
   // Finished context records kept; the oldest are dropped first. 0 = keep all.
   size_t context_retention = 0;
+  // history_retention, with a durable store: ended contexts older than this (by their end,
+  // on the engine clock) are deleted from the store; 0 = no age limit.
+  DurationMs history_max_age = 0;
+  // history_retention: at most this many ended contexts are kept in the store, the lowest
+  // seqs deleted first; 0 = no count limit. Contexts not ended are never deleted.
+  size_t history_max_count = 0;
   // With a durable store (EngineOptions::store): full, normal or off (see Durability).
   Durability durability = Durability::kNormal;
   // Worker threads abandoned in custom actions that never returned (see runtime/watchdog.h)

@@ -1,5 +1,6 @@
 #include "store/memory_store.h"
 
+#include <iterator>
 #include <type_traits>
 
 namespace flowrt {
@@ -17,13 +18,53 @@ Result<StoredState> MemoryStore::load() {
     s.tables.push_back(std::move(out));
   }
   for (const auto& [key, d] : definitions_) s.definitions.push_back(d);
-  for (const auto& [seq, c] : contexts_) s.contexts.push_back(c);
+  for (const auto& [seq, c] : contexts_) {
+    if (!is_final_context_status(c.status) || c.record.is_null()) s.contexts.push_back(c);
+  }
   for (const auto& [name, state] : locks_) s.locks.push_back(StoredLock{name, state});
   for (const auto& [key, ran] : run_once_) {
     if (ran) s.run_once.push_back(RunOncePut{std::get<0>(key), std::get<1>(key), std::get<2>(key), true});
   }
   s.recoveries = recoveries_;
   return s;
+}
+
+Result<std::optional<StoredContext>> MemoryStore::load_context(uint64_t seq) {
+  MutexLock lock(mu_);
+  auto it = contexts_.find(seq);
+  if (it == contexts_.end()) return std::optional<StoredContext>();
+  return std::optional<StoredContext>(it->second);
+}
+
+Result<std::vector<StoredContext>> MemoryStore::list_contexts(const ContextQuery& q) {
+  MutexLock lock(mu_);
+  std::vector<StoredContext> out;
+  for (auto it = contexts_.upper_bound(q.after_seq); it != contexts_.end() && out.size() < q.limit; ++it) {
+    const StoredContext& c = it->second;
+    if (!q.flow.empty() && c.flow != q.flow) continue;
+    if (!q.status.empty() && c.status != q.status) continue;
+    if (q.ended_only && !is_final_context_status(c.status)) continue;
+    out.push_back(c);
+  }
+  return out;
+}
+
+void MemoryStore::prune(const HistoryPrune& p) {
+  if (p.ended_before >= 0) {
+    for (auto it = contexts_.begin(); it != contexts_.end();) {
+      const bool old = is_final_context_status(it->second.status) && it->second.ended < p.ended_before;
+      it = old ? contexts_.erase(it) : std::next(it);
+    }
+  }
+  if (p.keep == 0) return;
+  uint64_t kept = 0;
+  for (auto it = contexts_.rbegin(); it != contexts_.rend();) {
+    if (!is_final_context_status(it->second.status) || ++kept <= p.keep) {
+      ++it;
+      continue;
+    }
+    it = std::make_reverse_iterator(contexts_.erase(std::next(it).base()));
+  }
 }
 
 Status MemoryStore::write(const StoreBatch& batch) {
@@ -110,6 +151,8 @@ void MemoryStore::apply(const StoreChange& change) {
           }
         } else if constexpr (std::is_same_v<T, RecoveryNote>) {
           recoveries_.push_back(c);
+        } else if constexpr (std::is_same_v<T, HistoryPrune>) {
+          prune(c);
         }
       },
       change);

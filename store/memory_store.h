@@ -24,6 +24,8 @@ class MemoryStore final : public Store {
   bool durable() const override { return false; }
 
   Result<StoredState> load() override EXCLUDES(mu_);
+  Result<std::optional<StoredContext>> load_context(uint64_t seq) override EXCLUDES(mu_);
+  Result<std::vector<StoredContext>> list_contexts(const ContextQuery& query) override EXCLUDES(mu_);
   Status write(const StoreBatch& batch) override EXCLUDES(mu_);
   Status set_sync_mode(SyncMode mode) override EXCLUDES(mu_);
 
@@ -33,6 +35,7 @@ class MemoryStore final : public Store {
     std::map<std::string, std::pair<uint64_t, Value>, std::less<>> rows;  // sys_id -> (position, record)
   };
   void apply(const StoreChange& change) REQUIRES(mu_);
+  void prune(const HistoryPrune& p) REQUIRES(mu_);
 
   Mutex mu_;
   bool written_ GUARDED_BY(mu_) = false;

@@ -8,8 +8,9 @@
 
 #include <cerrno>
 #include <chrono>
-#include <iterator>
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <set>
 #include <type_traits>
 
@@ -58,6 +59,20 @@ CREATE TABLE holder(id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL,
   since TEXT NOT NULL);
 )sql";
 
+// ---- The history step (issue 14, part 6), apart from the numbered migrations ----
+// Run by every writer after the schema is ready (a new file, or one just migrated): the
+// indexes that reading history and HistoryPrune use. CREATE ... IF NOT EXISTS, so it needs
+// no schema version: a file without them is read correctly by any version (only slower),
+// and an older flowrt writing such a file keeps the indexes up to date.
+#define FLOWRT_ENDED "status IN ('completed', 'cancelled', 'error')"
+const char* const kHistoryIndexes = R"sql(
+CREATE INDEX IF NOT EXISTS contexts_ended ON contexts(seq) WHERE )sql" FLOWRT_ENDED R"sql(;
+CREATE INDEX IF NOT EXISTS contexts_ended_at ON contexts(ended) WHERE )sql" FLOWRT_ENDED R"sql(;
+CREATE INDEX IF NOT EXISTS contexts_unrecorded ON contexts(seq) WHERE record IS NULL;
+)sql";
+const char* const kContextColumns =
+    "seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record";
+
 // What takes a file of version N - 1 to version N (kMigrations[N - 2]); each runs in the
 // transaction that also sets the new version.
 const char* const kMigrations[] = {
@@ -98,6 +113,37 @@ std::string host_name() {
   char name[256] = {};
   if (::gethostname(name, sizeof name - 1) != 0) return "an unknown host";
   return name;
+}
+
+// Column `i` as JSON (SQL NULL: a null value); a row that does not parse is damaged.
+Status column_json(sqlite3_stmt* s, int i, const std::string& path, std::string_view what, Value* out) {
+  if (sqlite3_column_type(s, i) == SQLITE_NULL) {
+    *out = Value();
+    return Status::ok();
+  }
+  const std::string text = column_text(s, i);
+  JsonParseError e;
+  if (!parse_json(text, out, &e, kStoredJson)) {
+    return Error{path + ": a damaged row (" + std::string(what) + "): " + e.describe()};
+  }
+  return Status::ok();
+}
+
+// A context from a row of kContextColumns.
+Status context_of_row(sqlite3_stmt* s, const std::string& path, StoredContext* c) {
+  c->seq = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
+  c->id = column_text(s, 1);
+  c->flow = column_text(s, 2);
+  c->status = column_text(s, 3);
+  c->commit_seq = static_cast<uint64_t>(sqlite3_column_int64(s, 4));
+  const std::string what = "context " + c->id;
+  FLOWRT_RETURN_IF_ERROR(column_json(s, 5, path, what, &c->trigger));
+  FLOWRT_RETURN_IF_ERROR(column_json(s, 6, path, what, &c->inputs));
+  FLOWRT_RETURN_IF_ERROR(column_json(s, 7, path, what, &c->cause));
+  FLOWRT_RETURN_IF_ERROR(column_json(s, 8, path, what, &c->run_key));
+  c->started = sqlite3_column_int64(s, 9);
+  c->ended = sqlite3_column_int64(s, 10);
+  return column_json(s, 11, path, what, &c->record);
 }
 
 // One prepared statement.
@@ -142,7 +188,8 @@ class SqliteStore::Statements {
   Stmt begin, commit, rollback;
   Stmt put_table, put_record, remove_record;
   Stmt put_definition, put_definition_version, schedule_tick;
-  Stmt put_context, update_context;
+  Stmt put_context, update_context, end_context;
+  Stmt prune_age, prune_oldest, count_ended, vacuum, status_of;
   Stmt put_lock, remove_lock;
   Stmt run_once_add, run_once_remove, run_once_clear;
   Stmt add_recovery;
@@ -175,6 +222,18 @@ class SqliteStore::Statements {
          "ended = CASE WHEN ?4 >= 0 THEN ?4 ELSE ended END, record = COALESCE(?5, record), "
          "checkpoint = CASE WHEN ?2 IN ('completed', 'cancelled', 'error') THEN NULL ELSE COALESCE(?6, checkpoint) END "
          "WHERE seq = ?1"},
+        // A context ending: changes a row only when it had not ended (sqlite3_changes says
+        // whether the ended count grows); an ended context keeps no checkpoint.
+        {&end_context,
+         "UPDATE contexts SET status = ?2, started = CASE WHEN ?3 >= 0 THEN ?3 ELSE started END, "
+         "ended = CASE WHEN ?4 >= 0 THEN ?4 ELSE ended END, record = COALESCE(?5, record), checkpoint = NULL "
+         "WHERE seq = ?1 AND NOT " FLOWRT_ENDED},
+        {&prune_age, "DELETE FROM contexts WHERE " FLOWRT_ENDED " AND ended < ?1"},
+        {&prune_oldest,
+         "DELETE FROM contexts WHERE seq IN (SELECT seq FROM contexts WHERE " FLOWRT_ENDED " ORDER BY seq LIMIT ?1)"},
+        {&count_ended, "SELECT count(*) FROM contexts WHERE " FLOWRT_ENDED},
+        {&vacuum, "PRAGMA incremental_vacuum"},
+        {&status_of, "SELECT status FROM contexts WHERE seq = ?1"},
         {&put_lock, "INSERT OR REPLACE INTO locks(name, state) VALUES(?1, ?2)"},
         {&remove_lock, "DELETE FROM locks WHERE name = ?1"},
         {&run_once_add, "INSERT OR IGNORE INTO run_once(tbl, sys_id, flow) VALUES(?1, ?2, ?3)"},
@@ -242,6 +301,14 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
   sqlite3_busy_timeout(db, 5000);
   FLOWRT_RETURN_IF_ERROR(store->prepare_schema());
   if (!read_only) {
+    FLOWRT_RETURN_IF_ERROR(store->prepare_history());
+    // History is read through a connection of its own (class comment).
+    if (sqlite3_open_v2(path.c_str(), &store->reader_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
+        SQLITE_OK) {
+      return store->error("cannot open a connection to read it", store->reader_);
+    }
+    sqlite3_extended_result_codes(store->reader_, 1);
+    sqlite3_busy_timeout(store->reader_, 5000);
     FLOWRT_RETURN_IF_ERROR(store->set_sync_mode(sync));
     store->statements_ = std::make_unique<Statements>();
     if (store->statements_->prepare(db) != SQLITE_OK) return store->error("cannot prepare its statements");
@@ -263,6 +330,7 @@ SqliteStore::SqliteStore(std::string path, sqlite3* db, int lock_fd, bool read_o
 
 SqliteStore::~SqliteStore() {
   statements_.reset();  // finalized before the connection closes
+  sqlite3_close(reader_);
   if (!read_only_) sqlite3_exec(db_, "DELETE FROM holder", nullptr, nullptr, nullptr);  // no one holds it now
   sqlite3_close(db_);
   if (lock_fd_ >= 0) ::close(lock_fd_);  // lets go of the flock
@@ -273,10 +341,11 @@ std::string SqliteStore::open_note() const {
   return "migrated from data schema version " + std::to_string(migrated_from_) + " to " + std::to_string(kSchemaVersion);
 }
 
-Error SqliteStore::error(std::string_view what) const {
-  const int code = sqlite3_extended_errcode(db_);
+Error SqliteStore::error(std::string_view what, sqlite3* db) const {
+  if (!db) db = db_;
+  const int code = sqlite3_extended_errcode(db);
   const int primary = code & 0xff;
-  std::string message = path_ + ": " + std::string(what) + ": " + sqlite3_errmsg(db_);
+  std::string message = path_ + ": " + std::string(what) + ": " + sqlite3_errmsg(db);
   if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB) {
     message += " (the data file is damaged: truncated or overwritten; restore it from a copy)";
   } else if (primary == SQLITE_FULL) {
@@ -315,7 +384,9 @@ Status SqliteStore::prepare_schema() {
   if (app_id != kApplicationId) {
     if (tables > 0 || app_id != 0) return Error{path_ + ": not a flowrt data file (a SQLite database of something else)"};
     if (read_only_) return Error{path_ + ": an empty file, not yet a flowrt data file"};
-    // A new file: the schema, in WAL mode.
+    // A new file: the schema, in WAL mode. auto_vacuum can only be chosen before the first
+    // table: pages freed by history_retention go back to the file system (the history step).
+    FLOWRT_RETURN_IF_ERROR(exec("PRAGMA auto_vacuum=INCREMENTAL"));
     FLOWRT_RETURN_IF_ERROR(exec("PRAGMA journal_mode=WAL"));
     FLOWRT_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
     if (sqlite3_exec(db_, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK) {
@@ -370,6 +441,17 @@ Status SqliteStore::prepare_schema() {
   FLOWRT_RETURN_IF_ERROR(exec("COMMIT"));
   migrated_from_ = version;
   schema_version_ = kSchemaVersion;
+  return Status::ok();
+}
+
+Status SqliteStore::prepare_history() {
+  if (sqlite3_exec(db_, kHistoryIndexes, nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return error("cannot create the indexes of its history");
+  }
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db_, "PRAGMA auto_vacuum", -1, &s, nullptr) != SQLITE_OK) return error("cannot read it");
+  if (sqlite3_step(s) == SQLITE_ROW) incremental_vacuum_ = sqlite3_column_int(s, 0) == 2;
+  sqlite3_finalize(s);
   return Status::ok();
 }
 
@@ -481,28 +563,22 @@ Result<StoredState> SqliteStore::load() {
         state.definitions.push_back(std::move(d));
         return Status::ok();
       }));
+  // The contexts that have not ended (and any ended one without a record); history stays
+  // in the file (load_context, list_contexts).
   CHECK_QUERY(query(
-      schema_version_ >= 3 ? "SELECT seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, "
-                             "record, checkpoint FROM contexts ORDER BY seq"
-                           : "SELECT seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, "
-                             "record, NULL FROM contexts ORDER BY seq",
+      schema_version_ >= 3
+          ? "SELECT seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record, "
+            "checkpoint FROM contexts WHERE seq IN (SELECT seq FROM contexts WHERE status IN ('queued', "
+            "'in_progress', 'waiting') UNION SELECT seq FROM contexts WHERE record IS NULL) ORDER BY seq"
+          : "SELECT seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record, "
+            "NULL FROM contexts WHERE seq IN (SELECT seq FROM contexts WHERE status IN ('queued', "
+            "'in_progress', 'waiting') UNION SELECT seq FROM contexts WHERE record IS NULL) ORDER BY seq",
       [&](sqlite3_stmt* s) -> Status {
         StoredContext c;
-        c.seq = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
-        c.id = column_text(s, 1);
-        c.flow = column_text(s, 2);
-        c.status = column_text(s, 3);
-        c.commit_seq = static_cast<uint64_t>(sqlite3_column_int64(s, 4));
-        const std::string what = "context " + c.id;
-        FLOWRT_RETURN_IF_ERROR(json(s, 5, what, &c.trigger));
-        FLOWRT_RETURN_IF_ERROR(json(s, 6, what, &c.inputs));
-        FLOWRT_RETURN_IF_ERROR(json(s, 7, what, &c.cause));
-        FLOWRT_RETURN_IF_ERROR(json(s, 8, what, &c.run_key));
-        c.started = sqlite3_column_int64(s, 9);
-        c.ended = sqlite3_column_int64(s, 10);
-        FLOWRT_RETURN_IF_ERROR(json(s, 11, what, &c.record));
+        FLOWRT_RETURN_IF_ERROR(context_of_row(s, path_, &c));
+        if (is_final_context_status(c.status) && !c.record.is_null()) return Status::ok();
         // A damaged checkpoint costs its context only (it ends in error saying so), not the file.
-        if (Status cs = json(s, 12, what, &c.checkpoint); !cs) {
+        if (Status cs = json(s, 12, "context " + c.id, &c.checkpoint); !cs) {
           c.checkpoint = Value::object({{"unreadable", Value(std::string_view(cs.message()))}});
         }
         state.contexts.push_back(std::move(c));
@@ -534,11 +610,90 @@ Result<StoredState> SqliteStore::load() {
 
 #undef CHECK_QUERY
 
+const char* SqliteStore::checkpoint_column() const { return schema_version_ >= 3 ? ", checkpoint" : ", NULL"; }
+
+void SqliteStore::read_checkpoint(sqlite3_stmt* s, StoredContext* c) const {
+  // A damaged checkpoint costs its context only (as in load()), not the read.
+  if (Status cs = column_json(s, 12, path_, "context " + c->id, &c->checkpoint); !cs) {
+    c->checkpoint = Value::object({{"unreadable", Value(std::string_view(cs.message()))}});
+  }
+}
+
+Result<std::optional<StoredContext>> SqliteStore::load_context(uint64_t seq) {
+  MutexLock lock(read_mu_);
+  sqlite3* db = reader();
+  const std::string sql = std::string("SELECT ") + kContextColumns + checkpoint_column() + " FROM contexts WHERE seq = ?1";
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) return error("cannot read a context", db);
+  sqlite3_bind_int64(s, 1, static_cast<int64_t>(seq));
+  std::optional<StoredContext> out;
+  Status status;
+  const int rc = sqlite3_step(s);
+  if (rc == SQLITE_ROW) {
+    out.emplace();
+    status = context_of_row(s, path_, &*out);
+    if (status) read_checkpoint(s, &*out);
+  }
+  sqlite3_finalize(s);
+  if (!status) return status.error();
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return error("cannot read a context", db);
+  return out;
+}
+
+Result<std::vector<StoredContext>> SqliteStore::list_contexts(const ContextQuery& q) {
+  MutexLock lock(read_mu_);
+  sqlite3* db = reader();
+  std::string sql = std::string("SELECT ") + kContextColumns + checkpoint_column() + " FROM contexts WHERE seq > ?1";
+  if (!q.flow.empty()) sql += " AND flow = ?2";
+  if (!q.status.empty()) sql += " AND status = ?3";
+  if (q.ended_only) sql += " AND " FLOWRT_ENDED;
+  sql += " ORDER BY seq LIMIT ?4";
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) return error("cannot read its contexts", db);
+  sqlite3_bind_int64(s, 1, static_cast<int64_t>(std::min<uint64_t>(q.after_seq, INT64_MAX)));
+  if (!q.flow.empty()) sqlite3_bind_text(s, 2, q.flow.data(), static_cast<int>(q.flow.size()), SQLITE_TRANSIENT);
+  if (!q.status.empty()) sqlite3_bind_text(s, 3, q.status.data(), static_cast<int>(q.status.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_int64(s, 4, static_cast<int64_t>(std::min<size_t>(q.limit, INT64_MAX)));
+  std::vector<StoredContext> out;
+  Status status;
+  int rc;
+  // One statement: SQLite reads it in one read transaction, a consistent page.
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    StoredContext c;
+    status = context_of_row(s, path_, &c);
+    if (!status) break;
+    read_checkpoint(s, &c);
+    out.push_back(std::move(c));
+  }
+  sqlite3_finalize(s);
+  if (!status) return status.error();
+  if (rc != SQLITE_DONE) return error("cannot read its contexts", db);
+  return out;
+}
+
+Result<std::pair<int64_t, int64_t>> SqliteStore::page_counts() {
+  MutexLock lock(read_mu_);
+  sqlite3* db = reader();
+  int64_t counts[2] = {0, 0};
+  const char* const sql[2] = {"PRAGMA page_count", "PRAGMA freelist_count"};
+  for (int i = 0; i < 2; ++i) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db, sql[i], -1, &s, nullptr) != SQLITE_OK) return error("cannot read its size", db);
+    const int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) counts[i] = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_ROW) return error("cannot read its size", db);
+  }
+  return std::make_pair(counts[0], counts[1]);
+}
+
 Status SqliteStore::write(const StoreBatch& batch) {
   if (read_only_) return Error{path_ + ": opened read only"};
   Statements& st = *statements_;
   if (st.begin.run() != SQLITE_DONE) return error("cannot begin a transaction");
   std::vector<std::string> new_tables;
+  int64_t ended = ended_count_;  // ended contexts in the file, as this batch goes (-1: not counted)
+  int64_t pruned = 0;            // contexts this batch deleted
   int rc = SQLITE_DONE;
   auto ok = [&](int r) {
     rc = r;
@@ -602,16 +757,38 @@ Status SqliteStore::write(const StoreBatch& batch) {
             p.bind(11, x.ended);
             p.bind_json(12, x.record);
             p.bind_json(13, x.checkpoint);
+            if (ended >= 0) {
+              // A counted writer: the row it replaces (if any) decides how the count moves (a
+              // context that started and ended within the batch comes as one put).
+              Stmt& q = st.status_of;
+              q.bind(1, static_cast<int64_t>(x.seq));
+              const int r = sqlite3_step(q.get());
+              const bool was_ended = r == SQLITE_ROW && is_final_context_status(column_text(q.get(), 0));
+              sqlite3_reset(q.get());
+              if (r != SQLITE_ROW && r != SQLITE_DONE) return ok(r);
+              ended += (is_final_context_status(x.status) ? 1 : 0) - (was_ended ? 1 : 0);
+            }
             return ok(p.run());
           } else if constexpr (std::is_same_v<T, ContextUpdate>) {
-            Stmt& u = st.update_context;
-            u.bind(1, static_cast<int64_t>(c.seq));
-            u.bind(2, std::string_view(c.status));
-            u.bind(3, c.started);
-            u.bind(4, c.ended);
-            u.bind_json(5, c.record);
-            u.bind_json(6, c.checkpoint);
-            return ok(u.run());
+            auto bind = [&](Stmt& u) {
+              u.bind(1, static_cast<int64_t>(c.seq));
+              u.bind(2, std::string_view(c.status));
+              u.bind(3, c.started);
+              u.bind(4, c.ended);
+              u.bind_json(5, c.record);
+            };
+            if (is_final_context_status(c.status)) {
+              // It ends now (counted), or had ended (the update below changes its record).
+              bind(st.end_context);
+              if (!ok(st.end_context.run())) return false;
+              if (sqlite3_changes(db_) > 0) {
+                if (ended >= 0) ++ended;
+                return true;
+              }
+            }
+            bind(st.update_context);
+            st.update_context.bind_json(6, c.checkpoint);
+            return ok(st.update_context.run());
           } else if constexpr (std::is_same_v<T, LockPut>) {
             if (c.state.is_null()) {
               st.remove_lock.bind(1, std::string_view(c.name));
@@ -630,6 +807,29 @@ Status SqliteStore::write(const StoreBatch& batch) {
             st.add_recovery.bind(1, c.at);
             st.add_recovery.bind_json(2, c.report);
             return ok(st.add_recovery.run());
+          } else if constexpr (std::is_same_v<T, HistoryPrune>) {
+            if (c.ended_before >= 0) {
+              st.prune_age.bind(1, c.ended_before);
+              if (!ok(st.prune_age.run())) return false;
+              const int64_t n = sqlite3_changes64(db_);
+              pruned += n;
+              if (ended >= 0) ended -= n;
+            }
+            if (c.keep == 0) return true;
+            if (ended < 0) {
+              // Counted once per writer (an index-only scan), then kept up to date.
+              const int r = sqlite3_step(st.count_ended.get());
+              if (r == SQLITE_ROW) ended = sqlite3_column_int64(st.count_ended.get(), 0);
+              sqlite3_reset(st.count_ended.get());
+              if (r != SQLITE_ROW) return ok(r);
+            }
+            if (ended <= static_cast<int64_t>(std::min<uint64_t>(c.keep, INT64_MAX))) return true;
+            st.prune_oldest.bind(1, ended - static_cast<int64_t>(c.keep));
+            if (!ok(st.prune_oldest.run())) return false;
+            const int64_t n = sqlite3_changes64(db_);
+            pruned += n;
+            ended -= n;
+            return true;
           }
           return true;
         },
@@ -646,8 +846,18 @@ Status SqliteStore::write(const StoreBatch& batch) {
     st.put_counters.bind(6, k.clock);
     rc = st.put_counters.run();
   }
+  if (rc == SQLITE_DONE && pruned > 0 && incremental_vacuum_) {
+    // The pages the deleted rows held go back to the file system, in this transaction.
+    while ((rc = sqlite3_step(st.vacuum.get())) == SQLITE_ROW) {
+    }
+    sqlite3_reset(st.vacuum.get());
+  }
   if (rc == SQLITE_DONE) rc = st.commit.run();
-  if (rc == SQLITE_DONE) return Status::ok();
+  if (rc == SQLITE_DONE) {
+    ended_count_ = ended;
+    return Status::ok();
+  }
+  ended_count_ = -1;
   Error e = error("cannot write a batch of " + std::to_string(batch.changes.size()) + " changes");
   st.rollback.run();
   for (const std::string& t : new_tables) st.tables.erase(t);  // not in the file after all
@@ -655,3 +865,4 @@ Status SqliteStore::write(const StoreBatch& batch) {
 }
 
 }  // namespace flowrt
+#undef FLOWRT_ENDED

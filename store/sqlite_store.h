@@ -17,16 +17,34 @@
 // A file that is not a SQLite database, or is truncated or corrupt, is refused with an
 // error naming the file.
 //
-// Thread-safety: not for concurrent use; the engine's journal thread is its one writer
-// after load(). Owns its connection and the lock, both let go by the destructor.
+// History (ended contexts) is not loaded: load_context and list_contexts read it through a
+// second, read-only connection of their own (WAL: a reader sees the last batch committed
+// and never waits for the writer), one reader at a time under read_mu_. A HistoryPrune
+// deletes ended contexts in the batch's transaction and, when the file has
+// auto_vacuum=INCREMENTAL (every file this build creates), gives the freed pages back to
+// the file system in the same transaction (PRAGMA incremental_vacuum). An existing file
+// made without it keeps its size (freed pages are reused, the file does not shrink); see
+// docs/DURABILITY.md.
+//
+// Thread-safety: load() and write() are not for concurrent use (the engine's journal
+// thread is the one writer after load()); load_context and list_contexts may be called
+// from any thread, also while write() runs (a writer's store); on a read-only store they
+// must not run while load() does. Owns its connections and the lock, all let go by the
+// destructor.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "base/thread_annotations.h"
 
 #include "store/store.h"
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace flowrt {
 
@@ -48,20 +66,36 @@ class SqliteStore final : public Store {
   std::string open_note() const override;
 
   Result<StoredState> load() override;
+  Result<std::optional<StoredContext>> load_context(uint64_t seq) override EXCLUDES(read_mu_);
+  Result<std::vector<StoredContext>> list_contexts(const ContextQuery& query) override EXCLUDES(read_mu_);
   Status write(const StoreBatch& batch) override;
   Status set_sync_mode(SyncMode mode) override;
 
   const std::string& path() const { return path_; }
   // The schema version the file had when this store migrated it on open; 0 when it did not.
   int migrated_from() const { return migrated_from_; }
+  // The file's size in pages and its pages on the free list (PRAGMA page_count,
+  // freelist_count), as of the last batch written; for tests and figures.
+  Result<std::pair<int64_t, int64_t>> page_counts() EXCLUDES(read_mu_);
+  // Whether the file gives freed pages back (auto_vacuum=INCREMENTAL).
+  bool incremental_vacuum() const { return incremental_vacuum_; }
 
  private:
   class Statements;  // the prepared statements of write()
   SqliteStore(std::string path, sqlite3* db, int lock_fd, bool read_only);
   // Creates the schema in a new file, or checks the version of an existing one.
   Status prepare_schema();
-  // An error naming the file: "<path>: <what>: <sqlite's message>".
-  Error error(std::string_view what) const;
+  // The history step (a writer, after the schema is ready): the indexes history reads and
+  // HistoryPrune use, and whether the file vacuums incrementally.
+  Status prepare_history();
+  // ", checkpoint", or ", NULL" for a file older than the column (read as it is).
+  const char* checkpoint_column() const;
+  // Column 12 of a history row: its checkpoint.
+  void read_checkpoint(sqlite3_stmt* s, StoredContext* c) const;
+  // The connection history is read through (REQUIRES read_mu_).
+  sqlite3* reader() const { return reader_ ? reader_ : db_; }
+  // An error naming the file: "<path>: <what>: <sqlite's message>" (of `db`, or db_).
+  Error error(std::string_view what, sqlite3* db = nullptr) const;
   Status exec(const char* sql);
 
   const std::string path_;
@@ -71,6 +105,10 @@ class SqliteStore final : public Store {
   int migrated_from_ = 0;
   int schema_version_ = kSchemaVersion;  // of the file as opened (a reader leaves an older one as it is)
   std::unique_ptr<Statements> statements_;
+  bool incremental_vacuum_ = false;
+  int64_t ended_count_ = -1;  // ended contexts in the file (-1: not counted yet); the writer's
+  Mutex read_mu_;             // one history reader at a time
+  sqlite3* reader_ = nullptr; // a writer's read-only connection for history; null: db_ reads
 };
 
 }  // namespace flowrt

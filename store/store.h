@@ -15,14 +15,21 @@
 //    SyncMode says (SqliteStore: kFull survives a power cut, kNormal a crash of the
 //    process, kOff a crash of the process once the OS has the pages);
 //  - load() returns the state as of the last batch written: counters, tables in the order
-//    first written and their records in insertion order, definitions, contexts by seq,
-//    locks, run-once marks, recovery reports.
+//    first written and their records in insertion order, definitions, the contexts that
+//    have not ended (and any ended one whose record is missing) by seq, locks, run-once
+//    marks, recovery reports. Ended contexts (history) are not loaded: load_context and
+//    list_contexts read them when asked, so an engine's memory does not grow with them;
+//  - a HistoryPrune in a batch deletes ended contexts past an age or a count, never one
+//    that has not ended.
 // Thread-safety: one writer at a time (the engine's journal thread), loads before writes;
-// implementations say what more they allow. Ownership: the engine owns its store.
+// load_context and list_contexts may be called from any thread at any time, also while a
+// batch is written, and see the state as of a batch written whole (never half of one).
+// Ownership: the engine owns its store.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -139,8 +146,12 @@ struct RecoveryNote {          // what an engine did when it opened the store
   TimeMs at = 0;
   Value report;
 };
+struct HistoryPrune {          // history_retention: deletes ended contexts (completed, cancelled,
+  TimeMs ended_before = -1;    // error) that ended before this (-1: none by age), and
+  uint64_t keep = 0;           // all but the `keep` newest by seq (0: none by count)
+};
 using StoreChange = std::variant<RecordPut, RecordRemove, DefinitionPut, ScheduleTick, ContextPut, ContextUpdate,
-                                 LockPut, RunOncePut, RecoveryNote>;
+                                 LockPut, RunOncePut, RecoveryNote, HistoryPrune>;
 
 // What write() applies in one transaction.
 struct StoreBatch {
@@ -158,10 +169,19 @@ struct StoredState {
   };
   std::vector<Table> tables;         // in the order first written
   std::vector<StoredDefinition> definitions;  // by (type, id)
-  std::vector<StoredContext> contexts;        // by seq
+  std::vector<StoredContext> contexts;        // not ended (and ended without a record), by seq
   std::vector<StoredLock> locks;              // by name
   std::vector<RunOncePut> run_once;           // every (record, flow) that ran (ran = true)
   std::vector<RecoveryNote> recoveries;       // oldest first
+};
+
+// Which contexts list_contexts returns: those matching every field given, in seq order.
+struct ContextQuery {
+  std::string flow;            // "": every flow
+  std::string status;          // "": any status
+  bool ended_only = false;     // only ended ones (completed, cancelled, error)
+  uint64_t after_seq = 0;      // only seqs above this (the last seq of the previous page)
+  size_t limit = 1000;         // at most this many (a page)
 };
 
 class Store {
@@ -180,6 +200,11 @@ class Store {
 
   // Everything stored.
   virtual Result<StoredState> load() = 0;
+  // The context with `seq`, or nullopt when the store has none (never had, or pruned).
+  virtual Result<std::optional<StoredContext>> load_context(uint64_t seq) = 0;
+  // One page of the contexts `query` matches, in seq order; the next page starts after the
+  // last seq of this one. An empty page: no more.
+  virtual Result<std::vector<StoredContext>> list_contexts(const ContextQuery& query) = 0;
   // Applies `batch` atomically; see the contract above.
   virtual Status write(const StoreBatch& batch) = 0;
   // How later batches are made durable.

@@ -77,6 +77,8 @@ EngineOptions bench_engine_options(const BenchOptions& o) {
   eo.properties.worker_threads = o.workers;
   eo.measure_latency = true;
   eo.properties.context_retention = o.retention;
+  // With a durable store finished contexts leave memory anyway; the store keeps `retention`.
+  if (o.store != "memory") eo.properties.history_max_count = o.retention;
   eo.store = o.store;
   eo.data_file = o.data_file;
   if (Status s = set_property(&eo.properties, "durability", Value(std::string_view(o.durability))); !s) {
@@ -86,7 +88,8 @@ EngineOptions bench_engine_options(const BenchOptions& o) {
 }
 
 void fill_latency(EngineCore& core, BenchResult* r) {
-  std::vector<int64_t> ns;
+  // Those that left memory (a durable store), then those still in it.
+  std::vector<int64_t> ns = core.released_latencies.values();
   for (const auto& c : core.contexts.all()) {
     const int64_t end = c->ended_ns.load(std::memory_order_acquire);
     if (end > 0 && c->committed_ns > 0) ns.push_back(end - c->committed_ns);
@@ -128,7 +131,10 @@ BenchResult drive(Engine& engine, uint64_t count, const std::function<void(uint6
   engine.settle();
   Journal* journal = engine.core().journal.get();
   // With a durable store, done means written: every record and context record in the store.
-  if (journal) (void)journal->wait_durable(journal->appended());
+  if (journal) {
+    (void)journal->wait_durable(journal->appended());
+    journal->wait_delivered(journal->appended());  // and the finished contexts let go of
+  }
   BenchResult r;
   r.seconds = seconds_since(start);
   r.events = count;

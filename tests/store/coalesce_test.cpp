@@ -57,7 +57,17 @@ std::string state_of(Store& s) {
   Result<StoredState> st = s.load();
   EXPECT_TRUE(st.is_ok());
   std::string out;
+  // Every context: those not ended as load() gives them (with their checkpoints), the
+  // ended ones from the store's history.
   for (const StoredContext& c : st->contexts) {
+    out += c.id + " " + c.status + " " + std::to_string(c.started) + " " + std::to_string(c.ended) + " " +
+           c.record.to_json() + " " + c.checkpoint.to_json() + "\n";
+  }
+  ContextQuery ended;
+  ended.ended_only = true;
+  Result<std::vector<StoredContext>> history = s.list_contexts(ended);
+  EXPECT_TRUE(history.is_ok());
+  for (const StoredContext& c : *history) {
     out += c.id + " " + c.status + " " + std::to_string(c.started) + " " + std::to_string(c.ended) + " " +
            c.record.to_json() + " " + c.checkpoint.to_json() + "\n";
   }

@@ -332,7 +332,12 @@ void one_entry_per_batch_and_check(PerturbPoint p) {
   for (const StoredDefinition& d : state->definitions) {
     if (d.id != "every" || d.last_tick < 0) continue;
     bool found = false;
-    for (const StoredContext& c : state->contexts) found = found || (c.flow == "every" && c.trigger["time"] == Value(d.last_tick));
+    // Every context in the file, ended ones (history, not loaded) included.
+    ContextQuery every;
+    every.limit = SIZE_MAX;
+    Result<std::vector<StoredContext>> all = (*store)->list_contexts(every);
+    if (!all.is_ok()) return;
+    for (const StoredContext& c : *all) found = found || (c.flow == "every" && c.trigger["time"] == Value(d.last_tick));
     if (!found) g_violations.push_back(format_time(d.last_tick));
   }
 }

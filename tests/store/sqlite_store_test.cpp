@@ -11,6 +11,9 @@
 #include <sstream>
 #include <memory>
 #include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "plans/value_json.h"
 #include "store/sqlite_store.h"
@@ -247,6 +250,80 @@ TEST_F(SqliteStoreTest, AnOlderFile_OpenedReadOnly_IsReadAsItIs) {
   reader.reset();
   EXPECT_EQ(schema_version(), 1);
   EXPECT_EQ(file_bytes(), before);
+}
+
+// Writes `n` ended contexts (seq from `first`), each with a record of about 2 KiB.
+void write_ended(SqliteStore& s, uint64_t first, uint64_t n) {
+  StoreBatch batch;
+  const std::string filler(2000, 'x');
+  for (uint64_t seq = first; seq < first + n; ++seq) {
+    StoredContext c;
+    c.seq = seq;
+    c.id = "ctx-" + std::to_string(seq);
+    c.flow = "f";
+    c.status = "completed";
+    c.started = 1;
+    c.ended = static_cast<TimeMs>(seq);
+    c.record = *parse_json(R"({"id":")" + c.id + R"(","filler":")" + filler + R"("})");
+    batch.changes.push_back(ContextPut{c});
+  }
+  ASSERT_TRUE(s.write(batch).is_ok());
+}
+
+TEST_F(SqliteStoreTest, ANewFile_GivesThePagesOfPrunedHistoryBack) {
+  std::unique_ptr<SqliteStore> s = open();
+  ASSERT_NE(s, nullptr);
+  EXPECT_TRUE(s->incremental_vacuum());
+  write_ended(*s, 1, 2000);
+  Result<std::pair<int64_t, int64_t>> before = s->page_counts();
+  ASSERT_TRUE(before.is_ok()) << before.message();
+  StoreBatch prune;
+  prune.changes.push_back(HistoryPrune{-1, 100});
+  ASSERT_TRUE(s->write(prune).is_ok());
+  Result<std::pair<int64_t, int64_t>> after = s->page_counts();
+  ASSERT_TRUE(after.is_ok()) << after.message();
+  // 1,900 of 2,000 rows of ~2 KiB gone: the file is a small part of what it was, and no
+  // page is left on the free list.
+  EXPECT_LT(after->first * 5, before->first) << before->first << " pages before, " << after->first << " after";
+  EXPECT_EQ(after->second, 0);
+  Result<std::vector<StoredContext>> left = s->list_contexts(ContextQuery{});
+  ASSERT_TRUE(left.is_ok());
+  ASSERT_EQ(left->size(), 100u);
+  EXPECT_EQ(left->front().seq, 1901u);
+  s.reset();
+  // And on disk once the WAL is checkpointed (the last connection closing does it).
+  EXPECT_LT(std::filesystem::file_size(path_) / 4096, static_cast<uintmax_t>(before->first) / 5);
+}
+
+TEST_F(SqliteStoreTest, AnOlderFile_WithoutIncrementalVacuum_PrunesAllTheSame_AndKeepsItsSize) {
+  make_from("schema_v1.sql");  // made without auto_vacuum, as files were before it
+  std::unique_ptr<SqliteStore> s = open();
+  ASSERT_NE(s, nullptr);
+  EXPECT_FALSE(s->incremental_vacuum());
+  write_ended(*s, 10, 500);
+  Result<std::pair<int64_t, int64_t>> before = s->page_counts();
+  ASSERT_TRUE(before.is_ok()) << before.message();
+  StoreBatch prune;
+  prune.changes.push_back(HistoryPrune{-1, 10});
+  ASSERT_TRUE(s->write(prune).is_ok());
+  Result<std::pair<int64_t, int64_t>> after = s->page_counts();
+  ASSERT_TRUE(after.is_ok());
+  EXPECT_EQ(after->first, before->first) << "the file does not shrink";
+  EXPECT_GT(after->second, before->second) << "the freed pages are on the free list, for the next rows";
+  Result<std::vector<StoredContext>> left = s->list_contexts(ContextQuery{});
+  ASSERT_TRUE(left.is_ok());
+  EXPECT_EQ(left->size(), 13u) << "the three waiting contexts of the file and the ten newest ended ones";
+}
+
+TEST_F(SqliteStoreTest, History_IsReadFromAnotherThread_WhileTheWriterHasTheFile) {
+  std::unique_ptr<SqliteStore> s = open();
+  ASSERT_NE(s, nullptr);
+  write_ended(*s, 1, 10);
+  Result<std::vector<StoredContext>> listed = Error{"not read"};
+  std::thread reader([&] { listed = s->list_contexts(ContextQuery{}); });
+  reader.join();
+  ASSERT_TRUE(listed.is_ok()) << listed.message();
+  EXPECT_EQ(listed->size(), 10u);
 }
 
 TEST_F(SqliteStoreTest, ANewerFile_IsRefusedUnchanged) {

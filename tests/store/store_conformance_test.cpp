@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "plans/value_json.h"
 #include "store/memory_store.h"
@@ -212,13 +214,25 @@ TYPED_TEST(StoreConformanceTest, Contexts_QueuedThenUpdated_ComeBackBySeq) {
   this->write({ContextUpdate{1, "in_progress", 100, -1, Value(), Value()}});
   this->write({ContextUpdate{1, "completed", -1, 200, json(R"({"id":"ctx-1","status":"completed"})"), Value()}});
   StoredState s = this->reload();
-  ASSERT_EQ(s.contexts.size(), 2u);
-  EXPECT_EQ(s.contexts[0].seq, 1u);
-  EXPECT_EQ(s.contexts[0].status, "completed");
-  EXPECT_EQ(s.contexts[0].started, 100);
-  EXPECT_EQ(s.contexts[0].ended, 200);
-  EXPECT_EQ(s.contexts[0].record.to_json(), R"({"id":"ctx-1","status":"completed"})");
-  const StoredContext& q = s.contexts[1];
+  // load() gives what has not ended; the ended one is history, read when asked.
+  ASSERT_EQ(s.contexts.size(), 1u);
+  Result<std::vector<StoredContext>> listed = this->store_->list_contexts(ContextQuery{});
+  ASSERT_TRUE(listed.is_ok()) << listed.message();
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[0].seq, 1u);
+  EXPECT_EQ((*listed)[1].seq, 2u);
+  Result<std::optional<StoredContext>> one = this->store_->load_context(1);
+  ASSERT_TRUE(one.is_ok()) << one.message();
+  ASSERT_TRUE(one->has_value());
+  const StoredContext& e = **one;
+  EXPECT_EQ(e.seq, 1u);
+  EXPECT_EQ(e.id, "ctx-1");
+  EXPECT_EQ(e.status, "completed");
+  EXPECT_EQ(e.started, 100);
+  EXPECT_EQ(e.ended, 200);
+  EXPECT_EQ(e.record.to_json(), R"({"id":"ctx-1","status":"completed"})");
+  EXPECT_EQ(e.trigger.to_json(), c.trigger.to_json());
+  const StoredContext& q = s.contexts[0];
   EXPECT_EQ(q.id, "ctx-2");
   EXPECT_EQ(q.status, kQueuedStatus);
   EXPECT_EQ(q.commit_seq, 5u);
@@ -228,6 +242,123 @@ TYPED_TEST(StoreConformanceTest, Contexts_QueuedThenUpdated_ComeBackBySeq) {
   EXPECT_TRUE(q.inputs.is_null());
   EXPECT_TRUE(q.record.is_null());
   EXPECT_EQ(q.started, -1);
+}
+
+// Contexts for the history tests: seq 1..n, flow "a" for odd seqs and "b" for even ones;
+// every third (seq % 3 == 0) still waiting, the others ended at 1000 * seq.
+std::vector<StoreChange> history_rows(uint64_t n) {
+  std::vector<StoreChange> out;
+  for (uint64_t seq = 1; seq <= n; ++seq) {
+    StoredContext c;
+    c.seq = seq;
+    c.id = "ctx-" + std::to_string(seq);
+    c.flow = seq % 2 ? "a" : "b";
+    c.status = std::string(kQueuedStatus);
+    c.commit_seq = seq;
+    c.trigger = json(R"({"type":"event","time":0,"name":"go"})");
+    out.push_back(ContextPut{c});
+    out.push_back(ContextUpdate{seq, "in_progress", 10, -1, Value(), Value()});
+    if (seq % 3 == 0) {
+      out.push_back(ContextUpdate{seq, "waiting", -1, -1, json(R"({"id":")" + c.id + R"(","status":"waiting"})"), Value()});
+    } else {
+      const std::string status = seq % 5 == 0 ? "error" : "completed";
+      out.push_back(ContextUpdate{seq, status, -1, static_cast<TimeMs>(1000 * seq),
+                                  json(R"({"id":")" + c.id + R"(","status":")" + status + R"("})"), Value()});
+    }
+  }
+  return out;
+}
+
+template <class StoreT>
+std::vector<uint64_t> listed_seqs(StoreT& store, ContextQuery q) {
+  std::vector<uint64_t> out;
+  while (true) {
+    Result<std::vector<StoredContext>> page = store.list_contexts(q);
+    EXPECT_TRUE(page.is_ok()) << (page ? "" : page.message());
+    if (!page || page->empty()) return out;
+    EXPECT_LE(page->size(), q.limit);
+    for (const StoredContext& c : *page) out.push_back(c.seq);
+    q.after_seq = page->back().seq;
+  }
+}
+
+TYPED_TEST(StoreConformanceTest, History_IsNotLoaded_ButListedByFlowAndStatus_InPagesInSeqOrder) {
+  this->write(history_rows(12));
+  StoredState s = this->reload();
+  std::vector<uint64_t> loaded;
+  for (const StoredContext& c : s.contexts) loaded.push_back(c.seq);
+  EXPECT_EQ(loaded, (std::vector<uint64_t>{3, 6, 9, 12})) << "only the contexts that have not ended";
+
+  ContextQuery all;
+  all.limit = 5;
+  EXPECT_EQ(listed_seqs(*this->store_, all), (std::vector<uint64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
+  ContextQuery ended;
+  ended.ended_only = true;
+  ended.limit = 2;
+  EXPECT_EQ(listed_seqs(*this->store_, ended), (std::vector<uint64_t>{1, 2, 4, 5, 7, 8, 10, 11}));
+  ContextQuery of_a = ended;
+  of_a.flow = "a";
+  EXPECT_EQ(listed_seqs(*this->store_, of_a), (std::vector<uint64_t>{1, 5, 7, 11}));
+  ContextQuery errors;
+  errors.status = "error";
+  EXPECT_EQ(listed_seqs(*this->store_, errors), (std::vector<uint64_t>{5, 10}));
+  ContextQuery waiting_b;
+  waiting_b.flow = "b";
+  waiting_b.status = "waiting";
+  EXPECT_EQ(listed_seqs(*this->store_, waiting_b), (std::vector<uint64_t>{6, 12}));
+
+  Result<std::optional<StoredContext>> one = this->store_->load_context(10);
+  ASSERT_TRUE(one.is_ok()) << one.message();
+  ASSERT_TRUE(one->has_value());
+  EXPECT_EQ((*one)->status, "error");
+  EXPECT_EQ((*one)->flow, "b");
+  EXPECT_EQ((*one)->ended, 10000);
+  EXPECT_EQ((*one)->record["status"], Value("error"));
+  Result<std::optional<StoredContext>> none = this->store_->load_context(13);
+  ASSERT_TRUE(none.is_ok()) << none.message();
+  EXPECT_FALSE(none->has_value());
+}
+
+TYPED_TEST(StoreConformanceTest, HistoryPrune_ByAge_DeletesWhatEndedBefore_NeverWhatHasNotEnded) {
+  this->write(history_rows(12));
+  // Ended at 1000 * seq: before 7500 are seqs 1, 2, 4, 5, 7.
+  this->write({HistoryPrune{7500, 0}});
+  EXPECT_EQ(listed_seqs(*this->store_, ContextQuery{}), (std::vector<uint64_t>{3, 6, 8, 9, 10, 11, 12}));
+  Result<std::optional<StoredContext>> gone = this->store_->load_context(7);
+  ASSERT_TRUE(gone.is_ok());
+  EXPECT_FALSE(gone->has_value());
+  // Far in the future: every ended one goes, every waiting one stays.
+  this->write({HistoryPrune{1000000, 0}});
+  StoredState s = this->reload();
+  EXPECT_EQ(listed_seqs(*this->store_, ContextQuery{}), (std::vector<uint64_t>{3, 6, 9, 12}));
+  EXPECT_EQ(s.contexts.size(), 4u);
+}
+
+TYPED_TEST(StoreConformanceTest, HistoryPrune_ByCount_KeepsTheNewestEnded_AlsoAsMoreEnd) {
+  this->write(history_rows(12));  // ended: 1 2 4 5 7 8 10 11
+  this->write({HistoryPrune{-1, 3}});
+  EXPECT_EQ(listed_seqs(*this->store_, ContextQuery{}), (std::vector<uint64_t>{3, 6, 8, 9, 10, 11, 12}));
+  // Two waiting ones end, and the count goes on from there (in one batch with the prune):
+  // ended now 3 8 10 11 12, of which the three with the highest seqs stay.
+  this->write({ContextUpdate{3, "completed", -1, 50, json(R"({"id":"ctx-3"})"), Value()},
+               ContextUpdate{12, "cancelled", -1, 60, json(R"({"id":"ctx-12"})"), Value()}, HistoryPrune{-1, 3}});
+  EXPECT_EQ(listed_seqs(*this->store_, ContextQuery{}), (std::vector<uint64_t>{6, 9, 10, 11, 12}));
+  // After a reopen (a new writer counts afresh), and with a record rewritten after it ended.
+  StoredState s = this->reload();
+  this->write({ContextUpdate{11, "completed", -1, -1, json(R"({"id":"ctx-11","again":true})"), Value()}, HistoryPrune{-1, 1}});
+  EXPECT_EQ(listed_seqs(*this->store_, ContextQuery{}), (std::vector<uint64_t>{6, 9, 12}));
+  this->write({HistoryPrune{-1, 1}});
+  EXPECT_EQ(listed_seqs(*this->store_, ContextQuery{}), (std::vector<uint64_t>{6, 9, 12}));
+  // A context that started and ended within one batch comes as one put with a final status.
+  StoredContext quick;
+  quick.seq = 13;
+  quick.id = "ctx-13";
+  quick.flow = "a";
+  quick.status = "completed";
+  quick.ended = 70;
+  quick.record = json(R"({"id":"ctx-13"})");
+  this->write({ContextPut{quick}, HistoryPrune{-1, 1}});
+  EXPECT_EQ(listed_seqs(*this->store_, ContextQuery{}), (std::vector<uint64_t>{6, 9, 13}));
 }
 
 TYPED_TEST(StoreConformanceTest, Locks_PutReplacesAndANullStateForgets) {

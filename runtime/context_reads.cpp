@@ -1,0 +1,91 @@
+#include "runtime/context_reads.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <utility>
+
+#include "runtime/engine_core.h"
+#include "runtime/engine_log.h"
+
+namespace flowrt {
+namespace {
+
+// A page of history read at a time.
+constexpr size_t kPage = 1000;
+
+std::optional<uint64_t> seq_of(std::string_view id) {
+  if (!id.starts_with("ctx-")) return std::nullopt;
+  uint64_t seq = 0;
+  auto r = std::from_chars(id.data() + 4, id.data() + id.size(), seq);
+  if (r.ec != std::errc() || r.ptr != id.data() + id.size()) return std::nullopt;
+  return seq;
+}
+
+// The store's history is read only with a journal (a durable store); a memory store's
+// contexts all live in the engine.
+Store* history(const EngineCore& core) { return core.journal ? core.store.get() : nullptr; }
+
+}  // namespace
+
+std::optional<Value> read_context_record(const EngineCore& core, std::string_view id) {
+  if (std::shared_ptr<Context> c = core.contexts.find(id)) return c->to_value(core.props().record_value_limit);
+  if (std::optional<Value> archived = core.archive.find(id)) return archived;
+  Store* store = history(core);
+  const std::optional<uint64_t> seq = seq_of(id);
+  if (!store || !seq) return std::nullopt;
+  Result<std::optional<StoredContext>> stored = store->load_context(*seq);
+  if (!stored) {
+    engine_log().error("{}: reading context {}: {}", store->describe(), id, stored.message());
+    return std::nullopt;
+  }
+  // Only an ended one: one that has not ended is in memory (or not started yet).
+  if (!*stored || !is_final_context_status((*stored)->status) || !(*stored)->record.is_object()) return std::nullopt;
+  return std::move((*stored)->record);
+}
+
+std::vector<Value> read_context_records(const EngineCore& core, std::string_view flow) {
+  const size_t limit = core.props().record_value_limit;
+  // (seq, source, record): memory 0, archive 1, store 2; the lowest source wins a seq.
+  struct Entry {
+    uint64_t seq;
+    int source;
+    Value record;
+  };
+  std::vector<Entry> all;
+  // Memory first, the store last: see the header.
+  core.contexts.for_each([&](const std::shared_ptr<Context>& c) {
+    if (flow.empty() || c->flow->id == flow) all.push_back(Entry{c->seq, 0, c->to_value(limit)});
+  });
+  for (auto& [seq, record] : core.archive.list(flow)) all.push_back(Entry{seq, 1, std::move(record)});
+  if (Store* store = history(core)) {
+    ContextQuery q;
+    q.flow = std::string(flow);
+    q.ended_only = true;
+    q.limit = kPage;
+    while (true) {
+      Result<std::vector<StoredContext>> page = store->list_contexts(q);
+      if (!page) {
+        engine_log().error("{}: reading contexts: {}", store->describe(), page.message());
+        break;
+      }
+      if (page->empty()) break;
+      q.after_seq = page->back().seq;
+      for (StoredContext& c : *page) {
+        if (c.record.is_object()) all.push_back(Entry{c.seq, 2, std::move(c.record)});
+      }
+    }
+  }
+  std::stable_sort(all.begin(), all.end(), [](const Entry& a, const Entry& b) {
+    return a.seq != b.seq ? a.seq < b.seq : a.source < b.source;
+  });
+  std::vector<Value> out;
+  out.reserve(all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (i > 0 && all[i].seq == all[i - 1].seq) continue;
+    out.push_back(std::move(all[i].record));
+  }
+  return out;
+}
+
+}  // namespace flowrt
