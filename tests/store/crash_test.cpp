@@ -124,7 +124,7 @@ Result<StoredState> load_read_only(const std::string& path) {
   o.read_only = true;
   Result<std::unique_ptr<Store>> store = open_store(o);
   if (!store.is_ok()) return store.error();
-  return (*store)->load();
+  return crash::load_with_history(**store);
 }
 
 // What the kills and the workload reached, over a test's seeds: each must be reached, or

@@ -24,6 +24,7 @@
 #include "actions/custom_action.h"
 #include "runtime/engine.h"
 #include "store/store.h"
+#include "tests/store/crash/crash_invariants.h"
 #include "tests/store/crash/crash_workload.h"
 
 namespace flowrt::crash {
@@ -167,7 +168,7 @@ int main_(int argc, char** argv) {
     so.path = a.data;
     so.read_only = true;
     if (Result<std::unique_ptr<Store>> store = open_store(so); store.is_ok()) {
-      Result<StoredState> state = (*store)->load();
+      Result<StoredState> state = load_with_history(**store);
       if (!state.is_ok()) fail("load: " + state.message());
       stored = std::move(state).value();
     }

@@ -109,6 +109,27 @@ std::map<std::string, std::vector<std::string>> grant_order(const StoredState& s
 
 }  // namespace
 
+Result<StoredState> load_with_history(Store& store) {
+  Result<StoredState> state = store.load();
+  if (!state.is_ok()) return state;
+  ContextQuery q;
+  q.ended_only = true;
+  while (true) {
+    Result<std::vector<StoredContext>> page = store.list_contexts(q);
+    if (!page.is_ok()) return page.error();
+    if (page->empty()) break;
+    q.after_seq = page->back().seq;
+    for (StoredContext& c : *page) {
+      const bool known = std::any_of(state->contexts.begin(), state->contexts.end(),
+                                     [&](const StoredContext& k) { return k.seq == c.seq; });
+      if (!known) state->contexts.push_back(std::move(c));
+    }
+  }
+  std::sort(state->contexts.begin(), state->contexts.end(),
+            [](const StoredContext& a, const StoredContext& b) { return a.seq < b.seq; });
+  return state;
+}
+
 std::string context_key(const StoredContext& c) {
   const Value& t = c.trigger;
   const std::string_view type = t["type"].as_string();

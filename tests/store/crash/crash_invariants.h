@@ -59,4 +59,8 @@ class CrashChecker {
 // event's or call's op, a schedule's time).
 std::string context_key(const StoredContext& c);
 
+// Everything `store` holds, ended contexts too: load() leaves those in the store (they are
+// history, read when asked), so they are listed page by page and merged in, by seq.
+Result<StoredState> load_with_history(Store& store);
+
 }  // namespace flowrt::crash
