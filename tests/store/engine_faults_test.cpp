@@ -170,6 +170,8 @@ TEST_F(EngineFaultsTest, ADiskThatFills_RefusesOperations_LosesNothing_AndTheEng
   Journal& journal = *engine.core().journal;
   ASSERT_TRUE(engine.insert("order", Value::object({{"sys_id", Value("o1")}})).is_ok());
   engine.settle();
+  // Everything the context wrote is written too, so the next batch is the insert's own.
+  while (journal.durable() < journal.appended()) std::this_thread::yield();
 
   vfs.set_space(0);
   std::atomic<bool> returned{false};
