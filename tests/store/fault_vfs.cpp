@@ -307,8 +307,21 @@ int v_open(sqlite3_vfs* vfs, const char* name, sqlite3_file* file, int flags, in
   if (tracked) {
     f->path = name;
     auto [it, added] = v.files.try_emplace(f->path);
-    if (added) it->second.synced = read_file(f->path);  // what is on disk when first seen counts as synced
-    it->second.handles.push_back(f);
+    FileState& state = it->second;
+    if (added) {
+      state.synced = read_file(f->path);  // what is on disk when first seen counts as synced
+    } else if (state.handles.empty()) {
+      // Opened again: unless the file is what the VFS left (it may have been deleted or
+      // written by others meanwhile), what is on disk now counts as synced.
+      std::string expected = state.synced;
+      for (const Op& op : state.pending) apply(expected, op, UINT64_MAX);
+      std::string disk = read_file(f->path);
+      if (disk != expected) {
+        state.synced = std::move(disk);
+        state.pending.clear();
+      }
+    }
+    state.handles.push_back(f);
   }
   f->base.pMethods = &v.methods;
   return SQLITE_OK;

@@ -13,7 +13,9 @@
 //    syncs may leave them). Then every file handle open at the cut is dead: its writes,
 //    truncations and syncs fail (SQLITE_IOERR_*) and change nothing, as if the process had
 //    lost power with the machine, so a connection open across the cut can be closed and
-//    the file opened again. A file is taken to be synced when first opened through the VFS.
+//    the file opened again. A file is taken to be synced when first opened through the VFS,
+//    and when opened again (no handle open) with contents other than the VFS left (it was
+//    deleted, replaced or written by others meanwhile).
 //  - cut_at_operation(n): the cut happens by itself at the n-th write, truncation or sync
 //    from now (that operation is lost, or torn with `tear`), in whichever thread makes it.
 //  - set_space(bytes): a disk that fills: writes succeed until `bytes` more bytes are
