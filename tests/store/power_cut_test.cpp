@@ -133,12 +133,10 @@ class PowerCutTest : public ::testing::Test {
     int cuts = 0;
     int cuts_in_writes = 0;
     int lost_acknowledged = 0;  // batches acknowledged and then lost by a cut
-    int syncs_in_writes = 0;    // writes during which the WAL or the file was synced
     int disk_full = 0;
   };
-  // tear: half the cuts keep, drop or tear each unsynced write (seeded) rather than drop
-  // them all.
-  void run(SyncMode sync, uint64_t seed, int steps, bool tear, Seen& seen) {
+  // Half the cuts keep, drop or tear each unsynced write (seeded) rather than drop them all.
+  void run(SyncMode sync, uint64_t seed, int steps, Seen& seen) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     remove_files();
     std::mt19937_64 rng(seed);
@@ -177,17 +175,16 @@ class PowerCutTest : public ::testing::Test {
         } else if (vfs_.syncs() != syncs) {
           // Synced during this write: at least everything written before it (the sync may
           // have come before this batch's frames, when SQLite starts the WAL over).
-          ++seen.syncs_in_writes;
           must_keep = std::max(must_keep, b - 1);
         }
       } else if (choice < 15) {  // the power fails between two writes
-        vfs_.power_cut({tear && rng() % 2 == 0, rng()});
+        vfs_.power_cut({rng() % 2 == 0, rng()});
         reopen_after_cut(0);
       } else if (choice < 17) {  // the power fails at a file operation of the next write
         const uint64_t b = acked + 1;
         StoreBatch batch = model.make(b, rng);
         const uint64_t cuts = vfs_.cuts();
-        vfs_.cut_at_operation(1 + rng() % 12, {tear && rng() % 2 == 0, rng()});
+        vfs_.cut_at_operation(1 + rng() % 12, {rng() % 2 == 0, rng()});
         Status s = store->write(batch);
         vfs_.cut_at_operation(0);
         if (s) {  // the cut did not come, or came after the commit (in a checkpoint)
@@ -233,7 +230,7 @@ class PowerCutTest : public ::testing::Test {
 
 TEST_F(PowerCutTest, Full_EveryAcknowledgedBatchSurvives_TheFileOpensCleanly) {
   Seen seen;
-  for (uint64_t seed = 1; seed <= 12 && !HasFatalFailure(); ++seed) run(SyncMode::kFull, seed, 50, /*tear=*/true, seen);
+  for (uint64_t seed = 1; seed <= 12 && !HasFatalFailure(); ++seed) run(SyncMode::kFull, seed, 50, seen);
   // The run did what it is meant to: cuts between writes and inside them, a full disk.
   EXPECT_GE(seen.cuts, 40);
   EXPECT_GE(seen.cuts_in_writes, 10);
@@ -243,7 +240,7 @@ TEST_F(PowerCutTest, Full_EveryAcknowledgedBatchSurvives_TheFileOpensCleanly) {
 
 TEST_F(PowerCutTest, Normal_WhatIsLostIsTheLastBatchesSinceTheWalWasSynced_EachWhole) {
   Seen seen;
-  for (uint64_t seed = 101; seed <= 112 && !HasFatalFailure(); ++seed) run(SyncMode::kNormal, seed, 60, /*tear=*/true, seen);
+  for (uint64_t seed = 101; seed <= 112 && !HasFatalFailure(); ++seed) run(SyncMode::kNormal, seed, 60, seen);
   EXPECT_GE(seen.cuts, 40);
   EXPECT_GE(seen.cuts_in_writes, 10);
   EXPECT_GE(seen.disk_full, 3);
