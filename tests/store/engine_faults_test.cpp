@@ -212,5 +212,39 @@ TEST_F(EngineFaultsTest, ADiskThatFills_RefusesOperations_LosesNothing_AndTheEng
   engine_.reset();  // its file is closed before the VFS goes
 }
 
+// The journal stopping while its write still fails (as the engine's stop does first): the
+// operation waiting for that write returns an error saying its change was not written and
+// why, rather than waiting for ever.
+TEST_F(EngineFaultsTest, TheJournalStoppingWhileTheDiskIsFull_TheWaitingOperationReturnsAnError) {
+  FaultVfs vfs("flowrt-fault-engine", /*make_default=*/true);
+  EngineOptions o = options(Durability::kFull);
+  o.simulation_seed.reset();
+  o.properties.worker_threads = 2;
+  Engine& engine = reopen(o);
+  Journal& journal = *engine.core().journal;
+  ASSERT_TRUE(engine.insert("order", Value::object({{"sys_id", Value("o1")}})).is_ok());
+  engine.settle();
+  while (journal.durable() < journal.appended()) std::this_thread::yield();
+
+  vfs.set_space(0);
+  Result<Value> waited = Error{"not run"};
+  std::thread blocked([&] { waited = engine.insert("order", Value::object({{"sys_id", Value("o2")}})); });
+  while (journal.failure().is_ok()) std::this_thread::yield();
+  journal.stop();  // tries the write a few more times, then gives up
+  blocked.join();
+  ASSERT_FALSE(waited.is_ok());
+  EXPECT_NE(waited.message().find("not written to the sqlite file " + path_ + " before the engine stopped"),
+            std::string::npos)
+      << waited.message();
+  EXPECT_NE(waited.message().find("(the disk is full)"), std::string::npos) << waited.message();
+  engine_.reset();
+  vfs.set_space(std::nullopt);
+
+  Engine& again = reopen(options(Durability::kFull));
+  again.settle();
+  EXPECT_EQ(ids(again.records("order"), "sys_id"), (std::vector<std::string>{"o1"})) << "o2 was not acknowledged";
+  engine_.reset();
+}
+
 }  // namespace
 }  // namespace flowrt
