@@ -23,14 +23,14 @@
 //    limit writes what fits and fails with SQLITE_FULL, as do later ones, until set_space
 //    gives more (std::nullopt: unlimited).
 // xSync only moves the model's synced contents (no fsync: test files need not reach the
-// disk). SQLITE_FCNTL_SIZE_HINT is answered without growing the file (it is only a hint), so that
-// every byte reaches the file through xWrite. Files without a name (temporary ones) and the
-// -shm file (a wal-index SQLite rebuilds from the WAL when it opens a file no one has open)
-// are passed through untouched. xDelete is passed through.
+// disk). SQLITE_FCNTL_SIZE_HINT is answered without growing the file (it is only a hint),
+// so that every byte reaches the file through xWrite. Files without a name (temporary
+// ones) and the -shm file (a wal-index SQLite rebuilds from the WAL when it opens a file no
+// one has open) are passed through untouched. xDelete is passed through.
 //
 // make_default also makes it SQLite's default VFS while it lives, for code that opens files
-// without naming a VFS (an Engine). Thread-safety: every method and every file operation
-// takes one mutex, so a cut falls between two file operations. Ownership: unregisters itself
+// without naming a VFS (an Engine). Thread-safety: every method, and every open, close,
+// write, truncation and sync of a file, takes one mutex, so a cut falls between two of them. Ownership: unregisters itself
 // (and gives the default back) when destroyed; destroy it only once every connection through
 // it is closed. One FaultVfs per name at a time.
 #pragma once
