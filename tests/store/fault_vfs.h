@@ -30,9 +30,9 @@
 //
 // make_default also makes it SQLite's default VFS while it lives, for code that opens files
 // without naming a VFS (an Engine). Thread-safety: every method, and every open, close,
-// write, truncation and sync of a file, takes one mutex, so a cut falls between two of them. Ownership: unregisters itself
-// (and gives the default back) when destroyed; destroy it only once every connection through
-// it is closed. One FaultVfs per name at a time.
+// write, truncation and sync of a file, takes one mutex, so a cut falls between two of
+// them. Ownership: unregisters itself (and gives the default back) when destroyed; destroy
+// it only once every connection through it is closed. One FaultVfs per name at a time.
 #pragma once
 
 #include <cstdint>
