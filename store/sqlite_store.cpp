@@ -251,7 +251,8 @@ class SqliteStore::Statements {
   }
 };
 
-Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, SyncMode sync, bool read_only) {
+Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, SyncMode sync, bool read_only,
+                                                       const std::string& vfs) {
   if (path.empty()) return Error{"the sqlite store needs a file name"};
   struct stat st {};
   const bool exists = ::stat(path.c_str(), &st) == 0;
@@ -289,7 +290,11 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
   sqlite3* db = nullptr;
   const int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
                     SQLITE_OPEN_NOMUTEX;
-  if (const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr); rc != SQLITE_OK) {
+  if (!vfs.empty() && sqlite3_vfs_find(vfs.c_str()) == nullptr) {
+    if (lock_fd >= 0) ::close(lock_fd);
+    return Error{path + ": cannot open: no SQLite VFS named '" + vfs + "'"};
+  }
+  if (const int rc = sqlite3_open_v2(path.c_str(), &db, flags, vfs.empty() ? nullptr : vfs.c_str()); rc != SQLITE_OK) {
     std::string message = path + ": cannot open: " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
     sqlite3_close(db);
     if (lock_fd >= 0) ::close(lock_fd);

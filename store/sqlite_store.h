@@ -54,8 +54,10 @@ class SqliteStore final : public Store {
   // file migrates it (one transaction); a newer file is refused, unchanged.
   static constexpr int kSchemaVersion = 3;
 
-  // Opens (creating when missing, unless read only) the file at `path`.
-  static Result<std::unique_ptr<SqliteStore>> open(const std::string& path, SyncMode sync, bool read_only = false);
+  // Opens (creating when missing, unless read only) the file at `path`, through the SQLite
+  // VFS named `vfs` ("": the default; tests pass a fault-injecting one).
+  static Result<std::unique_ptr<SqliteStore>> open(const std::string& path, SyncMode sync, bool read_only = false,
+                                                   const std::string& vfs = "");
   ~SqliteStore() override;
   SqliteStore(const SqliteStore&) = delete;
   SqliteStore& operator=(const SqliteStore&) = delete;

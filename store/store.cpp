@@ -29,7 +29,7 @@ bool is_final_context_status(std::string_view status) {
 Result<std::unique_ptr<Store>> open_store(const StoreOptions& options) {
   if (options.kind == "memory") return std::unique_ptr<Store>(std::make_unique<MemoryStore>());
   if (options.kind == "sqlite") {
-    Result<std::unique_ptr<SqliteStore>> s = SqliteStore::open(options.path, options.sync, options.read_only);
+    Result<std::unique_ptr<SqliteStore>> s = SqliteStore::open(options.path, options.sync, options.read_only, options.vfs);
     if (!s) return s.error();
     return std::unique_ptr<Store>(std::move(s).value());
   }

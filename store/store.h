@@ -217,6 +217,8 @@ struct StoreOptions {
   std::string path;                  // sqlite: the file (created when missing)
   SyncMode sync = SyncMode::kNormal;
   bool read_only = false;            // sqlite: read only (flowrt inspect); no lock is taken
+  std::string vfs;                   // sqlite: the name of a registered SQLite VFS to open the file
+                                     // with ("": SQLite's default); tests use a fault-injecting one
 };
 
 // Opens the store `options` names. Errors name the file and say what is wrong.

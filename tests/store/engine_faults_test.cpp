@@ -1,0 +1,250 @@
+// An Engine on the SQLite store when the power fails and when the disk fills, through the
+// fault-injecting VFS (tests/store/fault_vfs.h), made SQLite's default VFS for the test so
+// that the engine's store opens its file through it (docs/DURABILITY.md names these tests).
+// Deterministic: power cuts fall between operations, in simulations (contexts run only in
+// settle, on this thread); the disk-full test waits on the journal's observable failure and
+// on the blocked operation's thread, never on time.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "plans/value_json.h"
+#include "runtime/engine.h"
+#include "runtime/engine_core.h"
+#include "tests/store/fault_vfs.h"
+
+namespace flowrt {
+namespace {
+
+using testing::CutOptions;
+using testing::FaultVfs;
+
+// Every order gets a shipment, made by a context of its own.
+constexpr const char* kShip = R"({"id": "ship", "trigger": {"type": "record", "table": "order", "when": "created"},
+  "actions": [{"action": "create_record", "inputs": {"table": "shipment", "values": {"order": "{{trigger.sys_id}}"}}}]})";
+
+class EngineFaultsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    path_ = ::testing::TempDir() + "flowrt-engine-faults-" + name + ".db";
+    remove_files();
+  }
+  void TearDown() override {
+    engine_.reset();
+    remove_files();
+  }
+  void remove_files() {
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_ + suffix);
+  }
+  EngineOptions options(Durability durability) const {
+    EngineOptions o;
+    o.store = "sqlite";
+    o.data_file = path_;
+    o.simulation_seed = 7;
+    o.properties.durability = durability;
+    o.log_level = "off";  // an engine whose power was cut logs the writes it could not make
+    return o;
+  }
+  // Closes the engine (if open) and opens one on the file, recovered.
+  Engine& reopen(EngineOptions o) {
+    engine_.reset();
+    Result<std::unique_ptr<Engine>> opened = Engine::open(std::move(o));
+    EXPECT_TRUE(opened.is_ok()) << (opened ? "" : opened.message());
+    if (!opened) throw std::runtime_error("cannot open the engine");
+    engine_ = std::move(opened).value();
+    Diagnostics diags = engine_->load_text(kShip);
+    EXPECT_TRUE(diags.empty()) << diags.describe();
+    (void)engine_->recover();
+    return *engine_;
+  }
+  static std::vector<std::string> ids(const std::vector<Value>& records, const char* field) {
+    std::vector<std::string> out;
+    for (const Value& r : records) out.emplace_back(r[field].as_string());
+    return out;
+  }
+
+  // Seeded runs of inserts, settles, power cuts (with or without torn writes) and clean
+  // restarts. After each restart: the orders in the file are the first ones acknowledged, in
+  // order (with `full` all of them; with `normal` at least those acknowledged before an
+  // operation during which the file was synced); once the engine has recovered and settled,
+  // every order has exactly one shipment and no shipment is without its order.
+  void run_power_cuts(FaultVfs& vfs, Durability durability, uint64_t seed, int* lost) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    std::vector<std::string> acked;  // orders whose insert returned OK, in order
+    size_t must_keep = 0;
+    int next = 0;
+    Engine* engine = &reopen(options(durability));
+    auto check = [&](Engine& e) {
+      const std::vector<std::string> orders = ids(e.records("order"), "sys_id");
+      ASSERT_LE(orders.size(), acked.size());
+      EXPECT_TRUE(std::equal(orders.begin(), orders.end(), acked.begin())) << "the orders left are not the first ones";
+      EXPECT_GE(orders.size(), must_keep) << "a power cut lost an order the store had made durable";
+      *lost += static_cast<int>(acked.size() - orders.size());
+      acked = orders;
+      must_keep = acked.size();
+      e.settle();
+      std::vector<std::string> shipped = ids(e.records("shipment"), "order");
+      std::vector<std::string> expected = orders;
+      std::sort(shipped.begin(), shipped.end());
+      std::sort(expected.begin(), expected.end());
+      EXPECT_EQ(shipped, expected) << "each order has one shipment, each shipment its order";
+    };
+    for (int step = 0; step < 25 && !::testing::Test::HasFatalFailure(); ++step) {
+      const uint64_t choice = rng() % 10;
+      const uint64_t syncs = vfs.syncs();
+      const size_t acked_before = acked.size();
+      if (choice < 5) {
+        const std::string id = "o" + std::to_string(++next);
+        Result<Value> r = engine->insert("order", Value::object({{"sys_id", Value(id)}}));
+        ASSERT_TRUE(r.is_ok()) << r.message();
+        acked.push_back(id);
+        if (durability == Durability::kFull) must_keep = acked.size();
+      } else if (choice < 7) {
+        engine->settle();
+      } else if (choice < 9) {
+        vfs.power_cut(CutOptions{rng() % 2 == 0, rng()});
+        engine = &reopen(options(durability));
+        check(*engine);
+        continue;
+      } else {
+        engine = &reopen(options(durability));
+        EXPECT_EQ(engine->records("order").size(), acked.size()) << "a clean stop loses nothing";
+        check(*engine);
+        continue;
+      }
+      // Synced during this operation: whatever was acknowledged before it is durable.
+      if (vfs.syncs() != syncs) must_keep = std::max(must_keep, acked_before);
+    }
+    vfs.power_cut();
+    engine = &reopen(options(durability));
+    check(*engine);
+  }
+
+  std::string path_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(EngineFaultsTest, PowerCuts_Full_EveryAcknowledgedInsertSurvives_EachOrderShipsOnce) {
+  FaultVfs vfs("flowrt-fault-engine", /*make_default=*/true);
+  int lost = 0;
+  for (uint64_t seed = 1; seed <= 8 && !HasFatalFailure(); ++seed) {
+    remove_files();
+    run_power_cuts(vfs, Durability::kFull, seed, &lost);
+    engine_.reset();
+  }
+  EXPECT_EQ(lost, 0);
+  EXPECT_GE(vfs.cuts(), 8u);
+}
+
+TEST_F(EngineFaultsTest, PowerCuts_Normal_LoseOnlyTheLastInserts_EachOrderShipsOnce) {
+  FaultVfs vfs("flowrt-fault-engine", /*make_default=*/true);
+  int lost = 0;
+  for (uint64_t seed = 11; seed <= 18 && !HasFatalFailure(); ++seed) {
+    remove_files();
+    run_power_cuts(vfs, Durability::kNormal, seed, &lost);
+    engine_.reset();
+  }
+  EXPECT_GT(lost, 0) << "with durability normal a power cut loses the inserts since the last sync";
+}
+
+// A disk that fills under a running engine: the operation whose batch cannot be written
+// waits, new operations are refused with an error saying the disk is full and that nothing
+// was written, and once there is room again the waiting operation returns and the engine
+// goes on. Nothing acknowledged is lost, and nothing refused is in the file.
+TEST_F(EngineFaultsTest, ADiskThatFills_RefusesOperations_LosesNothing_AndTheEngineGoesOnOnceThereIsRoom) {
+  FaultVfs vfs("flowrt-fault-engine", /*make_default=*/true);
+  EngineOptions o = options(Durability::kFull);
+  o.simulation_seed.reset();  // real workers: the journal's retries run while this thread waits
+  o.properties.worker_threads = 2;
+  Engine& engine = reopen(o);
+  Journal& journal = *engine.core().journal;
+  ASSERT_TRUE(engine.insert("order", Value::object({{"sys_id", Value("o1")}})).is_ok());
+  engine.settle();
+  // Everything the context wrote is written too, so the next batch is the insert's own.
+  while (journal.durable() < journal.appended()) std::this_thread::yield();
+
+  vfs.set_space(0);
+  std::atomic<bool> returned{false};
+  Result<Value> waited = Error{"not run"};
+  std::thread blocked([&] {
+    waited = engine.insert("order", Value::object({{"sys_id", Value("o2")}}));
+    returned = true;
+  });
+  while (journal.failure().is_ok()) std::this_thread::yield();
+  const std::string why = journal.failure().message();
+  EXPECT_NE(why.find(path_), std::string::npos) << why;
+  EXPECT_NE(why.find("(the disk is full)"), std::string::npos) << why;
+  EXPECT_GT(vfs.full_failures(), 0u);
+  EXPECT_FALSE(returned.load()) << "an insert returned before its change was written";
+
+  Result<Value> refused = engine.insert("order", Value::object({{"sys_id", Value("o3")}}));
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.message().find("refused, nothing was written"), std::string::npos) << refused.message();
+  EXPECT_NE(refused.message().find("(the disk is full)"), std::string::npos) << refused.message();
+  Result<Value> update = engine.update("order", "o1", Value::object({{"note", Value("x")}}));
+  ASSERT_FALSE(update.is_ok()) << "every operation from outside is refused meanwhile";
+  EXPECT_NE(update.message().find("refused, nothing was written"), std::string::npos) << update.message();
+
+  vfs.set_space(std::nullopt);  // room again: the journal's next try writes the batch
+  blocked.join();
+  ASSERT_TRUE(waited.is_ok()) << waited.message();
+  EXPECT_TRUE(journal.failure().is_ok()) << journal.failure().message();
+  ASSERT_TRUE(engine.insert("order", Value::object({{"sys_id", Value("o4")}})).is_ok()) << "the engine goes on";
+  engine.settle();
+  EXPECT_EQ(ids(engine.records("order"), "sys_id"), (std::vector<std::string>{"o1", "o2", "o4"}));
+
+  Engine& again = reopen(options(Durability::kFull));
+  again.settle();
+  EXPECT_EQ(ids(again.records("order"), "sys_id"), (std::vector<std::string>{"o1", "o2", "o4"}));
+  std::vector<std::string> shipped = ids(again.records("shipment"), "order");
+  std::sort(shipped.begin(), shipped.end());
+  EXPECT_EQ(shipped, (std::vector<std::string>{"o1", "o2", "o4"}));
+  engine_.reset();  // its file is closed before the VFS goes
+}
+
+// The journal stopping while its write still fails (as the engine's stop does first): the
+// operation waiting for that write returns an error saying its change was not written and
+// why, rather than waiting for ever.
+TEST_F(EngineFaultsTest, TheJournalStoppingWhileTheDiskIsFull_TheWaitingOperationReturnsAnError) {
+  FaultVfs vfs("flowrt-fault-engine", /*make_default=*/true);
+  EngineOptions o = options(Durability::kFull);
+  o.simulation_seed.reset();
+  o.properties.worker_threads = 2;
+  Engine& engine = reopen(o);
+  Journal& journal = *engine.core().journal;
+  ASSERT_TRUE(engine.insert("order", Value::object({{"sys_id", Value("o1")}})).is_ok());
+  engine.settle();
+  while (journal.durable() < journal.appended()) std::this_thread::yield();
+
+  vfs.set_space(0);
+  Result<Value> waited = Error{"not run"};
+  std::thread blocked([&] { waited = engine.insert("order", Value::object({{"sys_id", Value("o2")}})); });
+  while (journal.failure().is_ok()) std::this_thread::yield();
+  journal.stop();  // tries the write a few more times, then gives up
+  blocked.join();
+  ASSERT_FALSE(waited.is_ok());
+  EXPECT_NE(waited.message().find("not written to the sqlite file " + path_ + " before the engine stopped"),
+            std::string::npos)
+      << waited.message();
+  EXPECT_NE(waited.message().find("(the disk is full)"), std::string::npos) << waited.message();
+  engine_.reset();
+  vfs.set_space(std::nullopt);
+
+  Engine& again = reopen(options(Durability::kFull));
+  again.settle();
+  EXPECT_EQ(ids(again.records("order"), "sys_id"), (std::vector<std::string>{"o1"})) << "o2 was not acknowledged";
+  engine_.reset();
+}
+
+}  // namespace
+}  // namespace flowrt
