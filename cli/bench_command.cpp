@@ -40,6 +40,9 @@ int bench_command(const CommandArgs& args) {
   o.events = positive(args, "events", o.workload == "compile" ? 100000 : 1000000);
   o.workers = static_cast<unsigned>(positive(args, "workers", 2));
   o.rate = static_cast<double>(positive(args, "rate", 0));
+  o.clients = static_cast<unsigned>(positive(args, "clients", 1));
+  if (o.clients < 1 || o.clients > 1024) throw UsageError{"--clients must be 1 to 1024"};
+  if (o.clients > 1 && o.rate > 0) throw UsageError{"--rate paces one client: leave out --clients"};
   o.retention = positive(args, "retention", 0);
   o.store = args.get("store", args.has("data") ? "sqlite" : "memory");
   if (o.store != "memory" && o.store != "sqlite") throw UsageError{"--store must be memory or sqlite"};

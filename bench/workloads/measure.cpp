@@ -118,15 +118,29 @@ BenchResult drive(Engine& engine, uint64_t count, const std::function<void(uint6
   long warm_faults = 0;
   Pacer pacer(o.rate);
   const auto start = std::chrono::steady_clock::now();
-  for (uint64_t i = 0; i < count; ++i) {
-    pacer.wait_for(i);
-    if (i == count / 5) {  // past the warm-up: the steady state starts here
-      warm_rss = rss_bytes();
-      warm_faults = minor_faults();
-      warm_seq = engine.core().dispatcher.last_seq();
+  // Client c commits operations c, c + clients, ...; client 0 also takes the warm-up mark
+  // and reports progress. With one client this is the plain loop.
+  const unsigned clients = std::max(1u, o.clients);
+  auto client = [&](unsigned c) {
+    for (uint64_t i = c; i < count; i += clients) {
+      if (clients == 1) pacer.wait_for(i);
+      if (c == 0 && i / clients == count / 5 / clients) {  // past the warm-up: the steady state starts here
+        warm_rss = rss_bytes();
+        warm_faults = minor_faults();
+        warm_seq = engine.core().dispatcher.last_seq();
+      }
+      op(i);
+      if (c == 0 && o.progress && ((i / clients) & 0xFFFF) == 0) {
+        o.progress(static_cast<double>(i) / static_cast<double>(count));
+      }
     }
-    op(i);
-    if (o.progress && (i & 0xFFFF) == 0) o.progress(static_cast<double>(i) / static_cast<double>(count));
+  };
+  if (clients == 1) {
+    client(0);
+  } else {
+    std::vector<std::thread> threads;
+    for (unsigned c = 0; c < clients; ++c) threads.emplace_back(client, c);
+    for (std::thread& t : threads) t.join();
   }
   engine.settle();
   Journal* journal = engine.core().journal.get();

@@ -16,6 +16,7 @@ struct BenchOptions {
   uint64_t events = 1000000;        // operations the harness commits
   unsigned workers = 2;
   double rate = 0;                  // operations per second to pace at; 0 = as fast as possible
+  unsigned clients = 1;             // threads committing the operations at once (rate: one client only)
   uint64_t retention = 0;           // context_retention; with a durable store history_retention count (0: keep all)
   std::string store = "memory";     // memory | sqlite (EngineOptions::store)
   std::string data_file;            // sqlite: a new file
