@@ -7,8 +7,16 @@
 namespace flowrt {
 
 ContextUpdate checkpoint_update(Context& ctx, size_t value_limit, bool with_record) {
-  const Value checkpoint =
-      Value::object({{"exec", ctx.exec().to_value(*ctx.plan)}, {"record", ctx.record_state()}});
+  // What the plan was compiled from (type, id, fingerprint): a context resumes on this
+  // version even when its flow has changed since (the store keeps every published version).
+  std::vector<Value> uses;
+  for (const PlanDependency& d : ctx.plan->dependencies) {
+    uses.push_back(Value::array({Value(unit_type_name(d.type)), Value(std::string_view(d.id)),
+                                 Value(std::string_view(d.fingerprint))}));
+  }
+  const Value checkpoint = Value::object({{"exec", ctx.exec().to_value(*ctx.plan)},
+                                          {"record", ctx.record_state()},
+                                          {"uses", Value::array(std::move(uses))}});
   const ContextStatus status = ctx.exec().parked ? ContextStatus::kWaiting : ContextStatus::kInProgress;
   return ContextUpdate{ctx.seq, std::string(status_name(status)), -1, -1,
                        with_record ? ctx.to_value(value_limit) : Value(), checkpoint};

@@ -1,7 +1,8 @@
 // Checkpoint: what a durable store keeps of a live context so that it resumes after a
 // restart (docs/DURABILITY.md, "Contexts resume"): {"exec": ExecState::to_value (plan
 // version, position, variables, step outputs, the wait with all its fields), "record":
-// Context::record_state() (the execution record so far, compact)}.
+// Context::record_state() (the execution record so far, compact), "uses": [[type, id,
+// fingerprint], ...] (every definition the plan was compiled from, to compile it again)}.
 //
 // The thread running a context writes one when the context parks, and one with the commits
 // of every built-in step (they are held in the journal until it joins them, so a write and

@@ -230,7 +230,12 @@ class EngineCore {
   // Puts a stored checkpoint back into `ctx`, on the plan version it names: an error says
   // why it cannot resume (the version is gone, a custom action type is not registered, the
   // row does not read).
-  Status resume_from_checkpoint(Context& ctx, const Value& checkpoint);
+  Status resume_from_checkpoint(Context& ctx, const Value& checkpoint,
+                                std::map<std::string, std::shared_ptr<const Plan>>* old_plans);
+  // Compiles plan `version` of flow `flow_id` from the definition versions the store keeps
+  // (`uses`: [[type, id, fingerprint], ...] from a checkpoint).
+  Result<std::shared_ptr<const Plan>> compile_stored_version(const std::string& flow_id, const Value& uses,
+                                                             const std::string& version);
   // With a journal: a snapshot of every context not ended (status and record), so that the
   // store shows where each stood when the engine stopped.
   void journal_unfinished();

@@ -136,17 +136,72 @@ std::shared_ptr<Context> EngineCore::context_from_store(const StoredContext& c, 
   return ctx;
 }
 
-Status EngineCore::resume_from_checkpoint(Context& ctx, const Value& checkpoint) {
+namespace {
+
+// The definitions of one stored plan version, for the compiler.
+class StoredVersions final : public DefinitionLookup {
+ public:
+  const Definition* find(UnitType type, std::string_view id) const override {
+    auto it = defs_.find({type, std::string(id)});
+    return it == defs_.end() ? nullptr : &it->second;
+  }
+  void add(Definition d) { defs_[{d.type, d.id}] = std::move(d); }
+
+ private:
+  std::map<std::pair<UnitType, std::string>, Definition> defs_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<const Plan>> EngineCore::compile_stored_version(const std::string& flow_id, const Value& uses,
+                                                                       const std::string& version) {
+  StoredVersions lookup;
+  const Definition* root = nullptr;
+  for (const Value& u : uses.items()) {
+    const std::string type(u.at(0).as_string()), id(u.at(1).as_string()), fingerprint(u.at(2).as_string());
+    Result<Value> body = store->load_definition_version(type, id, fingerprint);
+    if (!body) return body.error();
+    if (body->is_null()) return Error{type + " '" + id + "' version " + fingerprint + " is not in the file"};
+    Definition d;
+    Diagnostics diags;
+    if (!read_definition(*body, "", "", &d, &diags)) {
+      return Error{type + " '" + id + "' version " + fingerprint + " cannot be read back: " + diags.describe()};
+    }
+    d.status = DefinitionStatus::kPublished;
+    lookup.add(std::move(d));
+  }
+  root = lookup.find(UnitType::kFlow, flow_id);
+  if (!root) return Error{"its checkpoint does not name the flow's own version"};
+  Diagnostics diags;
+  std::shared_ptr<const Plan> plan = Compiler(lookup, &actions, compile_options()).compile_flow(*root, &diags);
+  if (!plan) return Error{"it does not compile now: " + diags.describe()};
+  if (plan->version != version) return Error{"its definitions compile to " + plan->version};
+  return plan;
+}
+
+Status EngineCore::resume_from_checkpoint(Context& ctx, const Value& checkpoint,
+                                          std::map<std::string, std::shared_ptr<const Plan>>* old_plans) {
   const std::string version = checkpoint_plan_version(checkpoint);
   if (checkpoint["unreadable"].is_string()) {
     return Error{"its stored state cannot be read: " + std::string(checkpoint["unreadable"].as_string())};
   }
   if (version.empty()) return Error{"its stored state is not a checkpoint"};
   FlowRegistry::PlanResult p = flows.plan_for(*ctx.flow, compile_options());
-  if (!p.plan) return Error{"its flow '" + ctx.flow->id + "' does not compile now: " + p.error};
-  if (p.plan->version != version) {
-    return Error{"its plan version " + version + " is gone (flow '" + ctx.flow->id + "' is now at " +
-                 p.plan->version + ")"};
+  if (!p.plan || p.plan->version != version) {
+    // The flow (or something it uses) changed since: the context resumes on its own
+    // version, compiled from the versions the file keeps.
+    auto cached = old_plans->find(version);
+    if (cached != old_plans->end()) {
+      p.plan = cached->second;
+    } else {
+      Result<std::shared_ptr<const Plan>> old = compile_stored_version(ctx.flow->id, checkpoint["uses"], version);
+      if (!old) {
+        return Error{"its plan version " + version + " is gone (" + old.message() + "; flow '" + ctx.flow->id + "' " +
+                     (p.plan ? "is now at " + p.plan->version : "does not compile now: " + p.error) + ")"};
+      }
+      p.plan = *old;
+      old_plans->emplace(version, p.plan);
+    }
   }
   for (const Node* n : nodes_of(*p.plan)) {
     const auto* step = std::get_if<ActionStep>(&n->op);
@@ -200,13 +255,14 @@ Value EngineCore::recover() {
 
   // Contexts that were running or waiting resume from their checkpoints.
   std::map<uint64_t, std::shared_ptr<Context>> live;  // by seq
+  std::map<std::string, std::shared_ptr<const Plan>> old_plans;  // versions compiled from the file
   std::vector<std::shared_ptr<Context>> parked;
   for (const StoredContext& c : recovery_.unfinished) {
     std::string reason;
     std::shared_ptr<Context> ctx = context_from_store(c, &reason);
     if (ctx && c.checkpoint.is_null() && c.status == "waiting") reason = "no checkpoint of its wait was stored";
     if (ctx && !c.checkpoint.is_null()) {
-      if (Status s = resume_from_checkpoint(*ctx, c.checkpoint); !s) reason = s.message();
+      if (Status s = resume_from_checkpoint(*ctx, c.checkpoint, &old_plans); !s) reason = s.message();
     }
     if (!reason.empty()) {
       fail(c, "the engine stopped while this context was " + std::string(c.status == "waiting" ? "waiting" : "running") +

@@ -36,6 +36,13 @@ Result<std::optional<StoredContext>> MemoryStore::load_context(uint64_t seq) {
   return std::optional<StoredContext>(it->second);
 }
 
+Result<Value> MemoryStore::load_definition_version(std::string_view type, std::string_view id,
+                                                   std::string_view fingerprint) {
+  MutexLock lock(mu_);
+  auto it = versions_.find(std::make_tuple(std::string(type), std::string(id), std::string(fingerprint)));
+  return it == versions_.end() ? Value() : it->second;
+}
+
 Result<std::vector<StoredContext>> MemoryStore::list_contexts(const ContextQuery& q) {
   MutexLock lock(mu_);
   std::vector<StoredContext> out;
@@ -105,6 +112,10 @@ void MemoryStore::apply(const StoreChange& change) {
           it->second.order.erase(row->second.first);
           it->second.rows.erase(row);
         } else if constexpr (std::is_same_v<T, DefinitionPut>) {
+          if (!c.definition.published.is_null()) {
+            versions_.try_emplace({c.definition.type, c.definition.id, c.definition.published_fingerprint},
+                                  c.definition.published);
+          }
           auto [it, added] = definitions_.try_emplace({c.definition.type, c.definition.id}, c.definition);
           if (!added) {
             const TimeMs last_tick = it->second.last_tick;  // a put does not change it (store.h)

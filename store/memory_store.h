@@ -26,6 +26,8 @@ class MemoryStore final : public Store {
   Result<StoredState> load() override EXCLUDES(mu_);
   Result<std::optional<StoredContext>> load_context(uint64_t seq) override EXCLUDES(mu_);
   Result<std::vector<StoredContext>> list_contexts(const ContextQuery& query) override EXCLUDES(mu_);
+  Result<Value> load_definition_version(std::string_view type, std::string_view id,
+                                        std::string_view fingerprint) override EXCLUDES(mu_);
   Status write(const StoreBatch& batch) override EXCLUDES(mu_);
   Status set_sync_mode(SyncMode mode) override EXCLUDES(mu_);
 
@@ -43,6 +45,8 @@ class MemoryStore final : public Store {
   std::vector<std::string> table_order_ GUARDED_BY(mu_);
   std::map<std::string, Table, std::less<>> tables_ GUARDED_BY(mu_);
   std::map<std::pair<std::string, std::string>, StoredDefinition> definitions_ GUARDED_BY(mu_);
+  // Every published version: (type, id, fingerprint) -> its definition as written.
+  std::map<std::tuple<std::string, std::string, std::string>, Value, std::less<>> versions_ GUARDED_BY(mu_);
   std::map<uint64_t, StoredContext> contexts_ GUARDED_BY(mu_);
   std::map<std::string, Value, std::less<>> locks_ GUARDED_BY(mu_);
   std::map<std::tuple<std::string, std::string, std::string>, bool> run_once_ GUARDED_BY(mu_);

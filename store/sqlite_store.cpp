@@ -645,6 +645,34 @@ Result<std::optional<StoredContext>> SqliteStore::load_context(uint64_t seq) {
   return out;
 }
 
+Result<Value> SqliteStore::load_definition_version(std::string_view type, std::string_view id,
+                                                   std::string_view fingerprint) {
+  MutexLock lock(read_mu_);
+  sqlite3* db = reader();
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db, "SELECT body FROM definition_versions WHERE type = ?1 AND id = ?2 AND fingerprint = ?3",
+                         -1, &s, nullptr) != SQLITE_OK) {
+    return error("cannot read a definition version", db);
+  }
+  sqlite3_bind_text(s, 1, type.data(), static_cast<int>(type.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_text(s, 2, id.data(), static_cast<int>(id.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_text(s, 3, fingerprint.data(), static_cast<int>(fingerprint.size()), SQLITE_TRANSIENT);
+  Value out;
+  Status status;
+  const int rc = sqlite3_step(s);
+  if (rc == SQLITE_ROW) {
+    JsonParseError e;
+    if (!parse_json(column_text(s, 0), &out, &e, kStoredJson)) {
+      status = Error{path_ + ": a damaged row (definition " + std::string(id) + " version " + std::string(fingerprint) +
+                     "): " + e.describe()};
+    }
+  }
+  sqlite3_finalize(s);
+  if (!status) return status.error();
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return error("cannot read a definition version", db);
+  return out;
+}
+
 Result<std::vector<StoredContext>> SqliteStore::list_contexts(const ContextQuery& q) {
   MutexLock lock(read_mu_);
   sqlite3* db = reader();

@@ -70,6 +70,8 @@ class SqliteStore final : public Store {
   Result<StoredState> load() override;
   Result<std::optional<StoredContext>> load_context(uint64_t seq) override EXCLUDES(read_mu_);
   Result<std::vector<StoredContext>> list_contexts(const ContextQuery& query) override EXCLUDES(read_mu_);
+  Result<Value> load_definition_version(std::string_view type, std::string_view id,
+                                        std::string_view fingerprint) override EXCLUDES(read_mu_);
   Status write(const StoreBatch& batch) override;
   Status set_sync_mode(SyncMode mode) override;
 

@@ -205,6 +205,11 @@ class Store {
   // One page of the contexts `query` matches, in seq order; the next page starts after the
   // last seq of this one. An empty page: no more.
   virtual Result<std::vector<StoredContext>> list_contexts(const ContextQuery& query) = 0;
+  // A published version of definition (type, id) by its fingerprint, as written: every
+  // version ever published is kept (a context waiting on an old plan resumes on it). Null
+  // when there is no such version. From any thread, like load_context.
+  virtual Result<Value> load_definition_version(std::string_view type, std::string_view id,
+                                                std::string_view fingerprint) = 0;
   // Applies `batch` atomically; see the contract above.
   virtual Status write(const StoreBatch& batch) = 0;
   // How later batches are made durable.

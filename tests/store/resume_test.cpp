@@ -332,7 +332,39 @@ class ResumeFailureTest : public ResumeTest {
 
 TEST_F(ResumeFailureTest, ItsPlanVersionIsGone_ItEndsInError_AndItsLockGoesToTheNextWaiter) {
   hold_and_queue();
-  expect_failed_and_handed_on({kHoldChanged, kTake}, true, "is gone (flow 'hold' is now at hold@");
+  // The file no longer holds the versions it ran (a file edited by hand, or another
+  // project's): its plan cannot be compiled again.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "DELETE FROM definition_versions WHERE id = 'hold'", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  expect_failed_and_handed_on({kHoldChanged, kTake}, true, "is gone (flow 'hold' version");
+}
+
+TEST_F(ResumeFailureTest, AFlowChangedWhileItsContextWaited_TheContextResumesOnItsOwnVersion_NewOnesRunTheNew) {
+  hold_and_queue();
+  const std::string old_version = "hold@8a4c94d9";
+  Result<std::unique_ptr<Engine>> opened = Engine::open(options(path_));
+  ASSERT_TRUE(opened.is_ok()) << opened.message();
+  engine_ = std::move(opened).value();
+  ASSERT_TRUE(engine_->register_action(Notify(nullptr)).is_ok());
+  for (const char* d : {kHoldChanged, kTake}) ASSERT_TRUE(engine_->load_text(d).empty());
+  report_ = engine_->recover();
+  ASSERT_EQ(report_["resumed"].to_json(), R"(["ctx-1","ctx-2"])") << report_.to_json();
+  EXPECT_EQ(engine_->context("ctx-1")->plan_version(), old_version);
+  ASSERT_TRUE(engine_->update("job", "j1", json(R"({"done": true})")).is_ok());
+  ASSERT_TRUE(engine_->insert("job", json(R"({"sys_id": "j2", "done": false})")).is_ok());
+  engine_->settle(0);
+  std::optional<ContextRecord> old_run = engine_->context("ctx-1");
+  EXPECT_EQ(old_run->status(), "completed") << old_run->value().to_json();
+  EXPECT_EQ(old_run->plan_version(), old_version) << "it ran to its end on the version it started with";
+  EXPECT_EQ(old_run->value()["steps"].size(), 4u);
+  std::optional<ContextRecord> new_run = engine_->context("ctx-3");
+  ASSERT_TRUE(new_run.has_value());
+  EXPECT_NE(new_run->plan_version(), old_version) << "a new context runs the flow as it is now";
+  EXPECT_EQ(old_run->step("lk")["inputs"]["max_duration"], Value("1d"));
+  EXPECT_EQ(new_run->step("lk")["inputs"]["max_duration"], Value("2d"));
+  EXPECT_EQ(engine_->context("ctx-2")->status(), "completed") << "the printer went to the next in line";
 }
 
 TEST_F(ResumeFailureTest, ItsCustomActionTypeIsNoLongerRegistered_ItEndsInError_AndItsLockGoesToTheNextWaiter) {
