@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iostream>
 #include <string>
+#include <string_view>
 
 #include "cli/commands.h"
 #include "cli/table_output.h"
@@ -14,6 +15,12 @@
 
 namespace flowrt::cli {
 namespace {
+
+// "1 record", "2 records": a count with its noun.
+std::string count_of(size_t n, std::string_view one, std::string_view many) {
+  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
+}
+
 
 Value time_or_null(TimeMs t) { return t < 0 ? Value() : Value(std::string_view(format_time(t))); }
 
@@ -55,7 +62,7 @@ void print(const Value& doc, std::ostream& out) {
   out << "data file " << doc["file"].as_string() << ": clock " << text(counters["clock"]) << ", "
       << counters["contexts"].as_int() << " contexts started, " << counters["commits"].as_int() << " commits, "
       << "last fencing token " << counters["fencing_token"].as_int() << "\n";
-  for (const auto& t : doc["records"].members()) out << "  table " << t.key.as_string() << ": " << t.value.as_int() << " records\n";
+  for (const auto& t : doc["records"].members()) out << "  table " << t.key.as_string() << ": " << count_of(static_cast<size_t>(t.value.as_int()), "record", "records") << "\n";
 
   const Value& contexts = doc["contexts"];
   size_t id_w = 7, flow_w = 4;
@@ -72,7 +79,7 @@ void print(const Value& doc, std::ostream& out) {
         << pad(std::string(c["status"].as_string()), 13) << pad(std::to_string(c["steps"].as_int()), 7) << times << "\n";
     if (c["error"].is_object()) out << "    error: " << c["error"]["message"].as_string() << "\n";
   }
-  out << contexts.size() << " contexts shown\n";
+  out << count_of(contexts.size(), "context", "contexts") << " shown\n";
 
   const Value& queued = doc["queued"];
   out << "\nQUEUED TRIGGER EVENTS (" << queued.size() << ")\n";
@@ -86,9 +93,10 @@ void print(const Value& doc, std::ostream& out) {
   if (recoveries.size() > 0) {
     const Value& last = recoveries.at(recoveries.size() - 1);
     out << "\nLAST RECOVERY (" << last["at"].as_string() << ", of " << recoveries.size() << "): "
-        << last["resumed"].size() << " contexts resumed, " << last["restarted"].size() << " started again, "
-        << last["started"].size() << " queued contexts started, " << last["failed"].size() << " ended in error, "
-        << last["locks_released"].size() << " locks released\n";
+        << count_of(last["resumed"].size(), "context", "contexts") << " resumed, " << last["restarted"].size()
+        << " started again, " << count_of(last["started"].size(), "queued context", "queued contexts") << " started, "
+        << last["failed"].size() << " ended in error, " << count_of(last["locks_released"].size(), "lock", "locks")
+        << " released\n";
     for (const Value& f : last["failed"].items()) out << "  " << f["context"].as_string() << ": " << f["reason"].as_string() << "\n";
     for (const Value& p : last["problems"].items()) out << "  " << p.as_string() << "\n";
   }

@@ -152,7 +152,8 @@ TEST_F(DataTest, Inspect_PrintsContextsQueuedEventsLocksAndTheLastRecovery) {
   EXPECT_NE(table.out.find("LOCKS (1)\n  printer (limit 1, held 1)\n    held by ctx-1 weight 1 token 1"),
             std::string::npos)
       << table.out;
-  EXPECT_NE(table.out.find("table purchase: 1 records"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("table purchase: 1 record"), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find("1 records"), std::string::npos) << table.out;
 
   Value doc = json(run("inspect --data " + data_ + " --format json").out);
   ASSERT_EQ(doc["contexts"].size(), 2u) << doc.to_json();
