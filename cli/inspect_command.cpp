@@ -94,7 +94,8 @@ void print(const Value& doc, std::ostream& out) {
     const Value& last = recoveries.at(recoveries.size() - 1);
     out << "\nLAST RECOVERY (" << last["at"].as_string() << ", of " << recoveries.size() << "): "
         << count_of(last["resumed"].size(), "context", "contexts") << " resumed, " << last["restarted"].size()
-        << " started again, " << count_of(last["started"].size(), "queued context", "queued contexts") << " started, "
+        << " started again, " << last["expired"].size() << " waits or leases ran out while stopped, "
+        << count_of(last["started"].size(), "queued context", "queued contexts") << " started, "
         << last["failed"].size() << " ended in error, " << count_of(last["locks_released"].size(), "lock", "locks")
         << " released\n";
     for (const Value& f : last["failed"].items()) out << "  " << f["context"].as_string() << ": " << f["reason"].as_string() << "\n";

@@ -221,7 +221,7 @@ Value EngineCore::recover() {
     return Value();
   }
   const TimeMs now = clock.now();
-  std::vector<Value> activated, started, resumed, restarted, failed, released, problems;
+  std::vector<Value> activated, started, resumed, restarted, expired, failed, released, problems;
   for (const std::string& p : recovery_.problems) problems.push_back(text(p));
 
   // Flows active in the store are active again (unless a load decided since).
@@ -294,6 +294,10 @@ Value EngineCore::recover() {
       if (it != live.end() && dispatcher.restore_holder(it->second, l.name, h["weight"].as_int(), h["token"].as_int(),
                                                         time_of(h["acquired_at"]), time_of(h["expires_at"]))) {
         any_back = true;
+        if (time_of(h["expires_at"]) <= now) {
+          // Its lease ran out while no engine ran: it ends at once, as if unlocked.
+          expired.push_back(Value::object({{"context", h["context"]}, {"lock", text(l.name)}, {"what", Value("lease")}}));
+        }
       } else {
         all_back = false;
       }
@@ -310,6 +314,10 @@ Value EngineCore::recover() {
                : a->seq < b->seq;
   });
   for (const std::shared_ptr<Context>& ctx : parked) {
+    if (const TimeMs d = ctx->exec().wait.deadline; d >= 0 && d <= now) {
+      // Its timer or timeout ran out while no engine ran: it fires at once.
+      expired.push_back(Value::object({{"context", ctx->id}, {"what", Value("wait")}}));
+    }
     waiting_.fetch_add(1, std::memory_order_acq_rel);
     ctx->begin_run();
     if (Status s = Interpreter(*this, *ctx).rebind_wait(); !s) {
@@ -345,7 +353,7 @@ Value EngineCore::recover() {
     queue(ctx);
     started.push_back(text(c.id));
   }
-  if (started.empty() && resumed.empty() && restarted.empty() && failed.empty() && released.empty() &&
+  if (started.empty() && resumed.empty() && restarted.empty() && expired.empty() && failed.empty() && released.empty() &&
       activated.empty() && problems.empty()) {
     refresh_triggers();
     return Value();  // nothing was left to recover
@@ -354,6 +362,7 @@ Value EngineCore::recover() {
                                 {"store", text(store->describe())},
                                 {"resumed", Value::array(std::move(resumed))},
                                 {"restarted", Value::array(std::move(restarted))},
+                                {"expired", Value::array(std::move(expired))},
                                 {"started", Value::array(std::move(started))},
                                 {"failed", Value::array(std::move(failed))},
                                 {"locks_released", Value::array(std::move(released))},

@@ -175,7 +175,7 @@ TEST_F(DataTest, Inspect_PrintsContextsQueuedEventsLocksAndTheLastRecovery) {
   EXPECT_NE(table.out.find("2 contexts shown"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("LOCKS (1)"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("LAST RECOVERY"), std::string::npos) << table.out;
-  EXPECT_NE(table.out.find("2 contexts resumed, 0 started again, 0 queued contexts started, 0 ended in error, 0 locks "
+  EXPECT_NE(table.out.find("2 contexts resumed, 0 started again, 0 waits or leases ran out while stopped, 0 queued contexts started, 0 ended in error, 0 locks "
                            "released"),
             std::string::npos)
       << table.out;
@@ -202,7 +202,7 @@ TEST_F(DataTest, Inspect_PrintsContextsQueuedEventsLocksAndTheLastRecovery) {
   EXPECT_EQ((*held)["plan_version"], old_version) << "it ran to its end on the version it started with";
   EXPECT_EQ((*held)["steps"].size(), 3u) << held->to_json();
   table = run("inspect --data " + data_);
-  EXPECT_NE(table.out.find("2 contexts resumed, 0 started again, 0 queued contexts started, 0 ended in error, 0 locks "
+  EXPECT_NE(table.out.find("2 contexts resumed, 0 started again, 0 waits or leases ran out while stopped, 0 queued contexts started, 0 ended in error, 0 locks "
                            "released"),
             std::string::npos)
       << table.out;

@@ -143,13 +143,17 @@ TEST_F(ResumeTest, ATimerThatRanOutWhileTheEngineWasDown_FiresAtOnce) {
   Engine& first = reopen({kFulfil}, o);
   ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o1"})")).is_ok());
   first.settle(0);
-  engine_.reset();
-  // The file's clock stood still while no engine ran (a virtual clock goes on from where
-  // it stood); moving it past the deadline is what a real clock does while the process is
-  // down: the next engine fires the wait at once.
-  Engine& second = reopen({kFulfil}, o);
-  ASSERT_TRUE(second.advance(2 * kHour).is_ok());
-  EXPECT_EQ(second.context("ctx-1")->status(), "completed");
+  // The next engine runs on the real clock: months have passed since the first one's
+  // 2026-01-01 + 1h deadline, as when a process stays down past a wait's end. The wait
+  // fires at once, and the report says it ran out while no engine ran.
+  EngineOptions real = o;
+  real.virtual_clock = false;
+  real.simulation_seed.reset();
+  Engine& second = reopen({kFulfil}, real);
+  ASSERT_EQ(report_["expired"].size(), 1u) << report_.to_json();
+  EXPECT_EQ(report_["expired"].at(0)["context"], Value("ctx-1"));
+  second.settle(0);
+  EXPECT_EQ(second.context("ctx-1")->status(), "completed") << second.context("ctx-1")->value().to_json();
   EXPECT_EQ(second.records("invoice").size(), 1u);
 }
 
