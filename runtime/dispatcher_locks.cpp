@@ -95,7 +95,9 @@ void Dispatcher::lock_failed(const std::shared_ptr<Context>& ctx, const LockRequ
 }
 
 void Dispatcher::decide_lock(const std::shared_ptr<Context>& ctx, const LockRequest& r) {
-  AcquireOutcome o = locks_.acquire(r);
+  // Decided now: a request resumed after a restart keeps its request time (its place in
+  // the queue, its wait) but is granted, and its lease counted, from now.
+  AcquireOutcome o = locks_.acquire(r, std::max(r.now, core_.clock.now()));
   switch (o.kind) {
     case AcquireOutcome::Kind::kGranted:
     case AcquireOutcome::Kind::kReentered: {

@@ -124,6 +124,14 @@ void Journal::set_failure(Status s) {
   failure_ = std::move(s);
 }
 
+std::vector<JournalEntry>::iterator Journal::ready_end() {
+  if (stopping_) return pending_.end();
+  auto cut = std::find_if(pending_.begin(), pending_.end(), [](const JournalEntry& e) { return e.held; });
+  // Not between the commits of one step.
+  while (cut != pending_.begin() && std::prev(cut)->continues) --cut;
+  return cut;
+}
+
 void Journal::run() {
   std::vector<JournalEntry> entries;
   while (true) {
@@ -131,18 +139,9 @@ void Journal::run() {
     uint64_t last = 0;
     {
       MutexLock lock(mu_);
-      // Entries up to the first one still held (its step's checkpoint has not joined it);
-      // once stopping, holds no longer count: no step will release them.
-      auto ready = [&] {
-        if (stopping_) return pending_.end();
-        auto cut = std::find_if(pending_.begin(), pending_.end(), [](const JournalEntry& e) { return e.held; });
-        // Not between the commits of one step.
-        while (cut != pending_.begin() && std::prev(cut)->continues) --cut;
-        return cut;
-      };
-      while ((pending_.empty() || ready() == pending_.begin()) && !stopping_) work_cv_.wait(mu_);
+      while ((pending_.empty() || ready_end() == pending_.begin()) && !stopping_) work_cv_.wait(mu_);
       if (pending_.empty()) return;  // stopping, and everything is written
-      const auto cut = ready();
+      const auto cut = ready_end();
       const uint64_t first = appended_.load(std::memory_order_acquire) - pending_.size() + 1;
       if (cut == pending_.end()) {
         entries.swap(pending_);

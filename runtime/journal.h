@@ -126,6 +126,10 @@ class Journal {
 
  private:
   void run();
+  // The end of the entries the writer may take: up to the first one still held (its
+  // step's checkpoint has not joined it), never between the commits of one step; once
+  // stopping, holds no longer count (no step will release them).
+  std::vector<JournalEntry>::iterator ready_end() REQUIRES(mu_);
   // Writes `entries` as one batch, retrying while it fails (and giving up only when
   // stopping). False when it gave up.
   bool write(std::vector<JournalEntry>& entries, const StoreCounters& counters);

@@ -154,7 +154,9 @@ bool LockTable::try_acquire(const LockRequest& r, AcquireOutcome* out) {
   return out->kind == AcquireOutcome::Kind::kGranted || out->kind == AcquireOutcome::Kind::kReentered;
 }
 
-AcquireOutcome LockTable::acquire(const LockRequest& r) {
+AcquireOutcome LockTable::acquire(const LockRequest& r) { return acquire(r, r.now); }
+
+AcquireOutcome LockTable::acquire(const LockRequest& r, TimeMs now) {
   AcquireOutcome out;
   Entry& e = entry(r.name);
   for (const Holder& h : e.holders) {
@@ -166,7 +168,7 @@ AcquireOutcome LockTable::acquire(const LockRequest& r) {
       out.grant.weight = h.weight;
       out.grant.token = h.token;
       out.grant.requested_at = r.now;
-      out.grant.granted_at = r.now;
+      out.grant.granted_at = now;
       out.grant.expires_at = h.expires_at;
       return out;
     }
@@ -180,7 +182,7 @@ AcquireOutcome LockTable::acquire(const LockRequest& r) {
   }
   if (e.queue.empty() && e.held + r.weight <= e.limit) {
     out.kind = AcquireOutcome::Kind::kGranted;
-    out.grant = grant(e, r, r.now, false);
+    out.grant = grant(e, r, now, false);
     note_changed(r.name);
     return out;
   }
@@ -190,7 +192,7 @@ AcquireOutcome LockTable::acquire(const LockRequest& r) {
     out.message = std::move(cycle);
     return out;
   }
-  if (r.give_up_at <= r.now) {
+  if (r.give_up_at <= now) {
     out.kind = AcquireOutcome::Kind::kTimedOut;
     return out;
   }

@@ -107,6 +107,10 @@ class LockTable {
   int64_t limit(std::string_view name) const;
 
   AcquireOutcome acquire(const LockRequest& request);
+  // Decided at `now`, which may be later than the request (request.now): a request a
+  // context made before a restart and makes again after it. A grant's lease counts from
+  // `now`; its wait from request.now.
+  AcquireOutcome acquire(const LockRequest& request, TimeMs now);
   // Grants only what needs no waiting (a free lock with no queue, or one already held);
   // otherwise changes nothing and returns false.
   bool try_acquire(const LockRequest& request, AcquireOutcome* out);

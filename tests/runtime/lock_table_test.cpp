@@ -28,6 +28,20 @@ class LockTableTest : public ::testing::Test {
   std::vector<LockGrant> grants;
 };
 
+// A request made before a restart and made again after it (EngineCore::recover): decided
+// later than it was made, it keeps its request time (its wait) and is granted, its lease
+// counted, from the decision. Found by the crash test: the lease used to count from the
+// request, so it ended early by the time waited.
+TEST_F(LockTableTest, ARequestDecidedLaterThanItWasMade_GetsItsLeaseFromTheDecision) {
+  AcquireOutcome a = table.acquire(req(1, "p", 1, /*now=*/1000), /*now=*/61000);
+  ASSERT_EQ(a.kind, Kind::kGranted);
+  EXPECT_EQ(a.grant.requested_at, 1000);
+  EXPECT_EQ(a.grant.granted_at, 61000);
+  EXPECT_EQ(a.grant.expires_at, 61000 + 3600000);
+  // Its attempts ran out between the request and the decision: timed out, not queued.
+  EXPECT_EQ(table.acquire(req(2, "p", 1, 1000, /*give_up_at=*/50000), 61000).kind, Kind::kTimedOut);
+}
+
 TEST_F(LockTableTest, FreeLock_IsGrantedAtOnce_WithAGrowingToken) {
   AcquireOutcome a = table.acquire(req(1, "p"));
   ASSERT_EQ(a.kind, Kind::kGranted);
