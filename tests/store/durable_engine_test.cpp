@@ -32,18 +32,6 @@ Value json(std::string_view text) {
 constexpr const char* kCopy = R"({"id": "copy", "trigger": {"type": "record", "table": "order", "when": "created"},
   "actions": [{"action": "create_record", "inputs": {"table": "shipment", "values": {"order": "{{trigger.sys_id}}"}}}]})";
 
-constexpr const char* kHoldAndWait = R"({"id": "hold", "trigger": {"type": "record", "table": "job", "when": "created"},
-  "actions": [
-    {"id": "lk", "action": "lock", "inputs": {"key": "printer", "max_duration": "1d"}},
-    {"action": "wait_for_condition", "inputs": {"table": "job", "sys_id": "{{trigger.sys_id}}",
-      "condition": {"field": "done", "op": "eq", "value": true}}},
-    {"action": "unlock", "inputs": {"key": "printer"}}]})";
-
-constexpr const char* kTakeLock = R"({"id": "take", "trigger": {"type": "api"}, "actions": [
-    {"id": "lk", "action": "lock", "inputs": {"key": "printer"}},
-    {"action": "create_record", "inputs": {"table": "token", "values": {"token": "{{steps.lk.token}}"}}},
-    {"action": "unlock", "inputs": {"key": "printer"}}]})";
-
 class DurableEngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
