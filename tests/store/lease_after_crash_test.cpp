@@ -21,6 +21,7 @@
 #include "runtime/engine.h"
 #include "runtime/engine_core.h"
 #include "runtime/journal.h"
+#include "tests/store/crash_copy.h"
 
 namespace flowrt {
 namespace {
@@ -44,19 +45,6 @@ constexpr const char* kMarker = R"({"id": "marker", "trigger": {"type": "event",
     {"action": "wait", "inputs": {"duration": "30m"}},
     {"action": "create_record", "inputs": {"table": "marker", "values": {"at": "30m"}}}]})";
 
-void copy_file_as_a_crash_leaves_it(const std::string& from, const std::string& to) {
-  sqlite3* src = nullptr;
-  sqlite3* dst = nullptr;
-  ASSERT_EQ(sqlite3_open_v2(from.c_str(), &src, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  ASSERT_EQ(sqlite3_open(to.c_str(), &dst), SQLITE_OK);
-  sqlite3_backup* b = sqlite3_backup_init(dst, "main", src, "main");
-  ASSERT_NE(b, nullptr) << sqlite3_errmsg(dst);
-  EXPECT_EQ(sqlite3_backup_step(b, -1), SQLITE_DONE);
-  sqlite3_backup_finish(b);
-  sqlite3_close(dst);
-  sqlite3_close(src);
-}
-
 TEST(LeaseAfterCrashTest, ALockGrantedToAWaiterAtACrash_KeepsItsLeaseFromTheGrant_AndItsOutputsSayItWaited) {
   const std::string dir = ::testing::TempDir() + "flowrt-lease-after-crash";
   std::filesystem::remove_all(dir);
@@ -78,7 +66,7 @@ TEST(LeaseAfterCrashTest, ALockGrantedToAWaiterAtACrash_KeepsItsLeaseFromTheGran
     Journal& journal = *engine->core().journal;
     ASSERT_TRUE(journal.wait_durable(journal.appended()).is_ok());
     copies.push_back(dir + "/crash-" + std::to_string(copies.size()) + ".db");
-    copy_file_as_a_crash_leaves_it(dir + "/state.db", copies.back());
+    testing::copy_durable_state(dir + "/state.db", copies.back());
   };
   engine = std::move(Engine::open(o)).value();
   ASSERT_TRUE(engine->load_text(kDesk).empty());

@@ -18,6 +18,7 @@
 #include "runtime/engine_core.h"
 #include "actions/custom_action.h"
 #include "runtime/journal.h"
+#include "tests/store/crash_copy.h"
 
 namespace flowrt {
 namespace {
@@ -95,21 +96,6 @@ class ResumeTest : public ::testing::Test {
   std::unique_ptr<Engine> engine_;
   Value report_;
 };
-
-// The file as a crash would leave it now: what is durable (the last transaction written),
-// copied through SQLite's backup API from a reader, as a second process would see it.
-void copy_durable_state(const std::string& from, const std::string& to) {
-  sqlite3* src = nullptr;
-  sqlite3* dst = nullptr;
-  ASSERT_EQ(sqlite3_open_v2(from.c_str(), &src, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  ASSERT_EQ(sqlite3_open(to.c_str(), &dst), SQLITE_OK);
-  sqlite3_backup* b = sqlite3_backup_init(dst, "main", src, "main");
-  ASSERT_NE(b, nullptr) << sqlite3_errmsg(dst);
-  EXPECT_EQ(sqlite3_backup_step(b, -1), SQLITE_DONE);
-  sqlite3_backup_finish(b);
-  sqlite3_close(dst);
-  sqlite3_close(src);
-}
 
 TEST_F(ResumeTest, AWaitingTimer_ResumesWithTheTimeLeft_AndTheContextFinishesAsWithoutTheRestart) {
   Engine& first = reopen({kFulfil});
@@ -223,7 +209,7 @@ TEST_F(ResumeTest, AfterACrashAtAnyStep_EveryWriteHappensExactlyOnce_AndTheConte
     Journal& journal = *engine_->core().journal;
     ASSERT_TRUE(journal.wait_durable(journal.appended()).is_ok());
     copies.push_back(dir_ + "/crash-" + std::to_string(copies.size()) + ".db");
-    copy_durable_state(path_, copies.back());
+    testing::copy_durable_state(path_, copies.back());
   };
   Engine& first = reopen({kFulfil}, o);
   ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o1"})")).is_ok());
@@ -398,7 +384,7 @@ TEST_F(ResumeTest, ACustomAction_GetsAKeyThatIsTheSameWhenItRunsAgainAfterACrash
     Journal& journal = *engine_->core().journal;
     ASSERT_TRUE(journal.wait_durable(journal.appended()).is_ok());
     copies.push_back(dir_ + "/crash-" + std::to_string(copies.size()) + ".db");
-    copy_durable_state(path_, copies.back());
+    testing::copy_durable_state(path_, copies.back());
   };
   engine_.reset();
   Result<std::unique_ptr<Engine>> opened = Engine::open(o);
