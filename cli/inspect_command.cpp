@@ -50,11 +50,6 @@ Value context_row(const StoredContext& c) {
                         {"error", r.is_object() ? r["error"] : Value()}});
 }
 
-std::string pad(std::string s, size_t width) {
-  if (s.size() < width) s.append(width - s.size(), ' ');
-  return s;
-}
-
 std::string text(const Value& v) { return v.is_string() ? std::string(v.as_string()) : std::string("-"); }
 
 void print(const Value& doc, std::ostream& out) {
@@ -70,13 +65,13 @@ void print(const Value& doc, std::ostream& out) {
     id_w = std::max(id_w, c["id"].as_string().size());
     flow_w = std::max(flow_w, c["flow"].as_string().size());
   }
-  out << "\n" << pad("CONTEXT", id_w + 2) << pad("FLOW", flow_w + 2) << pad("STATUS", 13) << pad("STEPS", 7)
+  out << "\n" << pad_to_width("CONTEXT", id_w + 2) << pad_to_width("FLOW", flow_w + 2) << pad_to_width("STATUS", 13) << pad_to_width("STEPS", 7)
       << "STARTED -> ENDED\n";
   for (const Value& c : contexts.items()) {
     std::string times = text(c["started_at"]);
     if (c["ended_at"].is_string()) times += " -> " + std::string(c["ended_at"].as_string());
-    out << pad(std::string(c["id"].as_string()), id_w + 2) << pad(std::string(c["flow"].as_string()), flow_w + 2)
-        << pad(std::string(c["status"].as_string()), 13) << pad(std::to_string(c["steps"].as_int()), 7) << times << "\n";
+    out << pad_to_width(std::string(c["id"].as_string()), id_w + 2) << pad_to_width(std::string(c["flow"].as_string()), flow_w + 2)
+        << pad_to_width(std::string(c["status"].as_string()), 13) << pad_to_width(std::to_string(c["steps"].as_int()), 7) << times << "\n";
     if (c["error"].is_object()) out << "    error: " << c["error"]["message"].as_string() << "\n";
   }
   out << count_of(contexts.size(), "context", "contexts") << " shown\n";

@@ -16,11 +16,6 @@ size_t display_width(std::string_view s) {
   return w;
 }
 
-std::string pad(std::string s, size_t width) {
-  if (const size_t w = display_width(s); w < width) s.append(width - w, ' ');
-  return s;
-}
-
 std::string run_time(const Value& ms) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f ms", ms.as_double());
@@ -125,8 +120,8 @@ void print_table(const Engine& engine, const std::vector<std::string>& errors, s
     flow_w = std::max(flow_w, display_width(c.flow()));
   }
   const Value locks = engine.locks();
-  out << pad("CONTEXT", id_w + 2) << pad("FLOW", flow_w + 2) << pad("STATUS", 13) << pad("RUN TIME", 13)
-      << pad("STEPS", 7) << pad("ERRORS", 8) << "STARTED -> ENDED\n";
+  out << pad_to_width("CONTEXT", id_w + 2) << pad_to_width("FLOW", flow_w + 2) << pad_to_width("STATUS", 13) << pad_to_width("RUN TIME", 13)
+      << pad_to_width("STEPS", 7) << pad_to_width("ERRORS", 8) << "STARTED -> ENDED\n";
   size_t failed = 0;
   for (const ContextRecord& c : contexts) {
     const Value& v = c.value();
@@ -137,9 +132,9 @@ void print_table(const Engine& engine, const std::vector<std::string>& errors, s
     for (const Value& st : c.steps().items()) {
       if (st["status"].as_string() == "error") failed_steps.push_back(&st);
     }
-    out << pad(c.id(), id_w + 2) << pad(c.flow(), flow_w + 2) << pad(c.status(), 13)
-        << pad(run_time(v["runtime_ms"]), 13) << pad(std::to_string(c.steps().size()), 7)
-        << pad(std::to_string(failed_steps.size()), 8) << times << "\n";
+    out << pad_to_width(c.id(), id_w + 2) << pad_to_width(c.flow(), flow_w + 2) << pad_to_width(c.status(), 13)
+        << pad_to_width(run_time(v["runtime_ms"]), 13) << pad_to_width(std::to_string(c.steps().size()), 7)
+        << pad_to_width(std::to_string(failed_steps.size()), 8) << times << "\n";
     const std::string error_step = c.error()["step"].is_string() ? std::string(c.error()["step"].as_string()) : "";
     for (const Value* st : failed_steps) {
       if (!c.error().is_null() && (*st)["path"].as_string() == error_step) continue;  // the context's own error, below
@@ -176,6 +171,11 @@ void print_table(const Engine& engine, const std::vector<std::string>& errors, s
         << engine.properties().context_retention << ")\n";
   }
   for (const std::string& e : errors) out << "error: " << e << "\n";
+}
+
+std::string pad_to_width(std::string s, size_t width) {
+  if (const size_t w = display_width(s); w < width) s.append(width - w, ' ');
+  return s;
 }
 
 }  // namespace flowrt::cli

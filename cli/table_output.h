@@ -18,6 +18,8 @@ struct TableFilter {
 
 void print_table(const Engine& engine, const std::vector<std::string>& errors, std::ostream& out,
                  const TableFilter& filter = {});
+// `s` followed by spaces up to `width` terminal columns (one per code point).
+std::string pad_to_width(std::string s, size_t width);
 // The lines of each lock (Engine::locks() entries): holders, then waiters in queue order.
 void print_locks(const Value& locks, std::ostream& out);
 

@@ -114,9 +114,9 @@ StoreBatch batch_of(int n) {
     c.inputs = json(R"({"a": 1})");
     b.changes.push_back(ContextPut{c});
   }
-  b.changes.push_back(ContextUpdate{static_cast<uint64_t>(n) * 10 + 2, "in_progress", 3, -1, Value()});
+  b.changes.push_back(ContextUpdate{static_cast<uint64_t>(n) * 10 + 2, "in_progress", 3, -1, Value(), Value()});
   b.changes.push_back(ContextUpdate{static_cast<uint64_t>(n) * 10 + 3, "completed", 3, 4,
-                                    json(R"({"id": "ctx", "status": "completed", "steps": []})")});
+                                    json(R"({"id": "ctx", "status": "completed", "steps": []})"), Value()});
   b.changes.push_back(LockPut{"printer" + k, json(R"({"name": "printer", "limit": 1, "held": 1, "last_token": 4,
     "holders": [{"context": "ctx-2", "weight": 1, "token": 4}], "waiters": []})")});
   b.changes.push_back(RunOncePut{"order", "o" + k + "-1", "ship" + k, true});

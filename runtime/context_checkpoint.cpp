@@ -10,7 +10,7 @@ namespace {
 constexpr StepStatus kStepStatuses[] = {StepStatus::kInProgress, StepStatus::kWaiting, StepStatus::kCompleted,
                                         StepStatus::kError, StepStatus::kSkipped};
 
-Error bad(const std::string& what) { return Error{"context record does not fit the plan: " + what}; }
+Error record_mismatch(const std::string& what) { return Error{"context record does not fit the plan: " + what}; }
 
 }  // namespace
 
@@ -39,11 +39,11 @@ Status Context::restore_record_state(const Value& v, const Plan& for_plan, const
                                      ContextStatus status) {
   std::vector<StepEntry> steps;
   for (const Value& s : v["steps"].items()) {
-    if (!s.is_array() || s.size() != 7) return bad("a step entry is not [node, path, started, ended, inputs, outputs, status]");
+    if (!s.is_array() || s.size() != 7) return record_mismatch("a step entry is not [node, path, started, ended, inputs, outputs, status]");
     const int64_t ordinal = s.at(0).as_int();
     const int64_t st = s.at(6).as_int();
-    if (ordinal < 0 || static_cast<size_t>(ordinal) >= nodes.size()) return bad("node " + std::to_string(ordinal));
-    if (st < 0 || st >= static_cast<int64_t>(std::size(kStepStatuses))) return bad("step status " + std::to_string(st));
+    if (ordinal < 0 || static_cast<size_t>(ordinal) >= nodes.size()) return record_mismatch("node " + std::to_string(ordinal));
+    if (st < 0 || st >= static_cast<int64_t>(std::size(kStepStatuses))) return record_mismatch("step status " + std::to_string(st));
     StepEntry e;
     e.node = nodes[static_cast<size_t>(ordinal)];
     e.path = s.at(1);
@@ -56,7 +56,7 @@ Status Context::restore_record_state(const Value& v, const Plan& for_plan, const
   }
   boost::container::small_vector<LogEntry, 1> logs;
   for (const Value& l : v["logs"].items()) {
-    if (!l.is_array() || l.size() != 4 || l.at(1).as_int() < 0 || l.at(1).as_int() > 2) return bad("a log line");
+    if (!l.is_array() || l.size() != 4 || l.at(1).as_int() < 0 || l.at(1).as_int() > 2) return record_mismatch("a log line");
     logs.push_back(LogEntry{l.at(0).as_int(), static_cast<LogLevel>(l.at(1).as_int()), l.at(2), l.at(3)});
   }
   {

@@ -29,7 +29,7 @@ const Node* node_before(const BlockFrame& f) {
   return f.pc == 0 || f.pc > f.block->size() ? nullptr : &(*f.block)[f.pc - 1];
 }
 
-Error bad(const std::string& what) { return Error{"context state does not fit the plan: " + what}; }
+Error state_mismatch(const std::string& what) { return Error{"context state does not fit the plan: " + what}; }
 
 }  // namespace
 
@@ -87,7 +87,7 @@ Value ExecState::to_value(const Plan& plan) const {
 
 Result<ExecState> ExecState::from_value(const Value& v, const Plan& plan) {
   if (v["plan_version"].as_string() != plan.version) {
-    return bad("written for plan " + std::string(v["plan_version"].as_string()) + ", not " + plan.version);
+    return state_mismatch("written for plan " + std::string(v["plan_version"].as_string()) + ", not " + plan.version);
   }
   ExecState s;
   s.started = v["started"].as_bool();
@@ -95,7 +95,7 @@ Result<ExecState> ExecState::from_value(const Value& v, const Plan& plan) {
   for (const Value& aj : v["stack"].items()) {
     Activation a;
     a.unit = static_cast<uint32_t>(aj["unit"].as_int());
-    if (a.unit >= plan.units.size()) return bad("unit " + std::to_string(a.unit));
+    if (a.unit >= plan.units.size()) return state_mismatch("unit " + std::to_string(a.unit));
     const PlanUnit& unit = plan.units[a.unit];
     a.steps = list_of(aj["steps"]);
     a.vars = list_of(aj["vars"]);
@@ -108,7 +108,7 @@ Result<ExecState> ExecState::from_value(const Value& v, const Plan& plan) {
     a.prefix = aj["prefix"];
     if (a.steps.size() != unit.step_ids.size() || a.vars.size() != unit.variable_names.size() ||
         a.items.size() != unit.max_loop_depth || a.outputs.size() != unit.outputs.size()) {
-      return bad("slot counts of unit " + unit.id);
+      return state_mismatch("slot counts of unit " + unit.id);
     }
     for (const Value& fj : aj["blocks"].items()) {
       BlockFrame f;
@@ -116,7 +116,7 @@ Result<ExecState> ExecState::from_value(const Value& v, const Plan& plan) {
       for (int k = 0; k < 5; ++k) {
         if (fj["kind"].as_string() == kKinds[k]) kind = k;
       }
-      if (kind < 0) return bad("block kind " + fj["kind"].to_json());
+      if (kind < 0) return state_mismatch("block kind " + fj["kind"].to_json());
       f.kind = static_cast<BlockFrame::Kind>(kind);
       f.pc = static_cast<uint32_t>(fj["pc"].as_int());
       f.branch = static_cast<uint32_t>(fj["branch"].as_int());
@@ -128,12 +128,12 @@ Result<ExecState> ExecState::from_value(const Value& v, const Plan& plan) {
       f.owner_path = fj["owner_path"];
       f.error = fj["error"];
       if (a.blocks.empty()) {
-        if (f.kind != BlockFrame::Kind::kBody) return bad("the first block is not a body");
+        if (f.kind != BlockFrame::Kind::kBody) return state_mismatch("the first block is not a body");
         f.block = &unit.body;
       } else {
         // The block was opened by the node its parent ran last.
         const Node* owner = node_before(a.blocks.back());
-        if (!owner) return bad("no node opened a block");
+        if (!owner) return state_mismatch("no node opened a block");
         f.owner = owner;
         if (const auto* n = std::get_if<IfNode>(&owner->op); n && f.kind == BlockFrame::Kind::kBranch) {
           if (f.branch == BlockFrame::kElse) f.block = &n->else_block;
@@ -144,25 +144,25 @@ Result<ExecState> ExecState::from_value(const Value& v, const Plan& plan) {
           if (f.kind == BlockFrame::Kind::kTry) f.block = &t->body;
           if (f.kind == BlockFrame::Kind::kCatch) f.block = &t->handler;
         }
-        if (!f.block) return bad("block at " + std::string(f.owner_path.as_string()));
+        if (!f.block) return state_mismatch("block at " + std::string(f.owner_path.as_string()));
       }
-      if (f.pc > f.block->size()) return bad("position past the end of a block");
+      if (f.pc > f.block->size()) return state_mismatch("position past the end of a block");
       a.blocks.push_back(std::move(f));
     }
-    if (a.blocks.empty()) return bad("a unit without blocks");
+    if (a.blocks.empty()) return state_mismatch("a unit without blocks");
     if (!s.stack.empty()) {
       const Node* call = node_before(s.stack.back().blocks.back());
-      if (!call || !std::holds_alternative<ActionStep>(call->op)) return bad("no call step for unit " + unit.id);
+      if (!call || !std::holds_alternative<ActionStep>(call->op)) return state_mismatch("no call step for unit " + unit.id);
       a.call_node = call;
     }
     s.stack.push_back(std::move(a));
   }
   const Value& pj = v["parked"];
   if (!pj.is_null()) {
-    if (s.stack.empty()) return bad("parked without a position");
+    if (s.stack.empty()) return state_mismatch("parked without a position");
     s.parked = true;
     s.parked_node = node_before(s.stack.back().blocks.back());
-    if (!s.parked_node || !std::holds_alternative<ActionStep>(s.parked_node->op)) return bad("parked step");
+    if (!s.parked_node || !std::holds_alternative<ActionStep>(s.parked_node->op)) return state_mismatch("parked step");
     s.parked_record = pj["record"].as_int();
     s.parked_path = pj["path"];
     s.parked_inputs.assign(pj["inputs"].items().begin(), pj["inputs"].items().end());
@@ -182,7 +182,7 @@ Result<ExecState> ExecState::from_value(const Value& v, const Plan& plan) {
     if (w["max_attempts"].is_number()) s.wait.max_attempts = w["max_attempts"].as_int();
     if (w["delay"].is_number()) s.wait.delay = w["delay"].as_int();
     if (w["requested_at"].is_number()) s.wait.requested_at = w["requested_at"].as_int();
-    if (s.wait.kind == WaitRequest::Kind::kLock && !s.wait.lock_name.is_string()) return bad("a lock wait without a name");
+    if (s.wait.kind == WaitRequest::Kind::kLock && !s.wait.lock_name.is_string()) return state_mismatch("a lock wait without a name");
   }
   return s;
 }

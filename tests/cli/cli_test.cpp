@@ -12,37 +12,23 @@
 #include <fstream>
 
 #include "plans/value_json.h"
+#include "tests/support/run_command.h"
 
 namespace flowrt {
 namespace {
 
-namespace fs = std::filesystem;
+using namespace flowrt::test_support;
 
-struct Output {
-  int code;
-  std::string out;
-};
+namespace fs = std::filesystem;
 
 // Runs flowrt with `args`; its stdout and stderr both, unless `redirect` says otherwise.
 Output run(const std::string& args, const std::string& redirect = " 2>&1") {
-  const std::string cmd = std::string(FLOWRT_BINARY) + " " + args + redirect;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return Output{WEXITSTATUS(status), out};
+  return run_command(std::string(FLOWRT_BINARY) + " " + args + redirect);
 }
 
 // Runs flowrt with `args`, with `env` (NAME=VALUE ...) added to its environment.
 Output run_with_env(const std::string& env, const std::string& args) {
-  const std::string cmd = "env " + env + " " + std::string(FLOWRT_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return Output{WEXITSTATUS(status), out};
+  return run_command("env " + env + " " + std::string(FLOWRT_BINARY) + " " + args + " 2>&1");
 }
 
 // Runs flowrt with `args`, sends `sig` once its stderr (its engine log) shows `cue`, and

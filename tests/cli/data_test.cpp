@@ -11,33 +11,20 @@
 #include <string>
 
 #include "plans/value_json.h"
+#include "tests/support/run_command.h"
+#include "tests/support/test_support.h"
 
 namespace flowrt {
 namespace {
 
-namespace fs = std::filesystem;
+using namespace flowrt::test_support;
 
-struct Output {
-  int code;
-  std::string out;
-};
+namespace fs = std::filesystem;
 
 // Runs flowrt; stdout only (the engine's log goes to stderr, kept apart from the document),
 // or stdout and stderr together.
-Output run(const std::string& args, bool with_stderr = false) {
-  const std::string cmd = std::string(FLOWRT_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return Output{WEXITSTATUS(status), out};
-}
-
-Value json(const std::string& text) {
-  Result<Value> v = parse_json(text);
-  EXPECT_TRUE(v.is_ok()) << text;
-  return v ? *v : Value();
+Output run_flowrt(const std::string& args, bool with_stderr = false) {
+  return run_command(std::string(FLOWRT_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 const Value* context(const Value& doc, std::string_view id) {
@@ -81,7 +68,7 @@ TEST_F(DataTest, RunWithData_KeepsRecordsContextsAndTheClock_TheNextRunGoesOnFro
 {"op": "insert", "table": "job", "values": {"sys_id": "j1"}}
 {"op": "advance", "duration": "3h"}
 )");
-  Output first = run("run --flows " + flows() + " --events " + file("first.jsonl") + " --data " + data_ + " --format json");
+  Output first = run_flowrt("run --flows " + flows() + " --events " + file("first.jsonl") + " --data " + data_ + " --format json");
   ASSERT_EQ(first.code, 0) << first.out;
   Value doc = json(first.out);
   ASSERT_NE(context(doc, "ctx-1"), nullptr) << first.out;
@@ -92,7 +79,7 @@ TEST_F(DataTest, RunWithData_KeepsRecordsContextsAndTheClock_TheNextRunGoesOnFro
 {"op": "insert", "table": "purchase", "values": {"sys_id": "p2", "item": "chair", "approval": "requested"}}
 )");
   Output second =
-      run("run --flows " + flows() + " --events " + file("second.jsonl") + " --data " + data_ + " --format json");
+      run_flowrt("run --flows " + flows() + " --events " + file("second.jsonl") + " --data " + data_ + " --format json");
   ASSERT_EQ(second.code, 0) << second.out;
   doc = json(second.out);
   // The document covers everything in the store: the first run's contexts too.
@@ -117,14 +104,14 @@ TEST_F(DataTest, RunWithData_KeepsRecordsContextsAndTheClock_TheNextRunGoesOnFro
 
 TEST_F(DataTest, TheApprovalExample_AcrossTwoRuns_EndsAsInOneRun) {
   const std::string example = std::string(FLOWRT_SOURCE_DIR) + "/examples/wait-for-approval";
-  Value one = json(run("run " + example + " --format json").out);
-  Output first = run("run " + example + " --data " + data_ + " --events " + example + "/requests.jsonl --format json");
+  Value one = json(run_flowrt("run " + example + " --format json").out);
+  Output first = run_flowrt("run " + example + " --data " + data_ + " --events " + example + "/requests.jsonl --format json");
   ASSERT_EQ(first.code, 0) << first.out;
   Value waiting = json(first.out);
   ASSERT_EQ(waiting["contexts"].size(), 3u);
   for (const Value& c : waiting["contexts"].items()) EXPECT_EQ(c["status"], Value("waiting")) << c.to_json();
   Output second =
-      run("run " + example + " --data " + data_ + " --events " + example + "/decisions.jsonl --format json");
+      run_flowrt("run " + example + " --data " + data_ + " --events " + example + "/decisions.jsonl --format json");
   ASSERT_EQ(second.code, 0) << second.out;
   Value two = json(second.out);
   EXPECT_EQ(two["records"].to_json(), one["records"].to_json());
@@ -142,9 +129,9 @@ TEST_F(DataTest, Inspect_PrintsContextsQueuedEventsLocksAndTheLastRecovery) {
   write("first.jsonl", R"({"op": "insert", "table": "job", "values": {"sys_id": "j1"}}
 {"op": "insert", "table": "purchase", "values": {"sys_id": "p1", "item": "laptop", "approval": "requested"}}
 )");
-  ASSERT_EQ(run("run --flows " + flows() + " --events " + file("first.jsonl") + " --data " + data_).code, 0);
+  ASSERT_EQ(run_flowrt("run --flows " + flows() + " --events " + file("first.jsonl") + " --data " + data_).code, 0);
 
-  Output table = run("inspect --data " + data_);
+  Output table = run_flowrt("inspect --data " + data_);
   ASSERT_EQ(table.code, 0) << table.out;
   EXPECT_NE(table.out.find("ctx-1    hold"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("waiting"), std::string::npos) << table.out;
@@ -155,23 +142,23 @@ TEST_F(DataTest, Inspect_PrintsContextsQueuedEventsLocksAndTheLastRecovery) {
   EXPECT_NE(table.out.find("table purchase: 1 record"), std::string::npos) << table.out;
   EXPECT_EQ(table.out.find("1 records"), std::string::npos) << table.out;
 
-  Value doc = json(run("inspect --data " + data_ + " --format json").out);
+  Value doc = json(run_flowrt("inspect --data " + data_ + " --format json").out);
   ASSERT_EQ(doc["contexts"].size(), 2u) << doc.to_json();
   EXPECT_EQ(doc["contexts"].at(0)["flow"], Value("hold"));
   EXPECT_EQ(doc["locks"].at(0)["holders"].at(0)["context"], Value("ctx-1"));
   EXPECT_EQ(doc["counters"]["contexts"], Value(2));
   EXPECT_EQ(doc["recoveries"].size(), 0u);
   // Filters: by flow, by status.
-  doc = json(run("inspect --data " + data_ + " --flow await_approval --format json").out);
+  doc = json(run_flowrt("inspect --data " + data_ + " --flow await_approval --format json").out);
   ASSERT_EQ(doc["contexts"].size(), 1u);
   EXPECT_EQ(doc["contexts"].at(0)["id"], Value("ctx-2"));
-  EXPECT_EQ(json(run("inspect --data " + data_ + " --status completed --format json").out)["contexts"].size(), 0u);
+  EXPECT_EQ(json(run_flowrt("inspect --data " + data_ + " --status completed --format json").out)["contexts"].size(), 0u);
 
   // The next run recovers: both contexts resume and wait on, the lock stays held; inspect
   // shows the report.
   write("empty.jsonl", "");
-  ASSERT_EQ(run("run --flows " + flows() + " --events " + file("empty.jsonl") + " --data " + data_).code, 0);
-  table = run("inspect --data " + data_ + " --status waiting");
+  ASSERT_EQ(run_flowrt("run --flows " + flows() + " --events " + file("empty.jsonl") + " --data " + data_).code, 0);
+  table = run_flowrt("inspect --data " + data_ + " --status waiting");
   EXPECT_NE(table.out.find("2 contexts shown"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("LOCKS (1)"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("LAST RECOVERY"), std::string::npos) << table.out;
@@ -183,7 +170,7 @@ TEST_F(DataTest, Inspect_PrintsContextsQueuedEventsLocksAndTheLastRecovery) {
   // A run with flows that changed: the waiting contexts resume on the versions they
   // started with (the file keeps every published version); their job done, ctx-1 ends as
   // its old version says.
-  const Value before = json(run("run --flows " + flows() + " --events " + file("empty.jsonl") + " --data " + data_ +
+  const Value before = json(run_flowrt("run --flows " + flows() + " --events " + file("empty.jsonl") + " --data " + data_ +
                                  " --format json").out);
   ASSERT_NE(context(before, "ctx-1"), nullptr);
   const Value old_version = (*context(before, "ctx-1"))["plan_version"];
@@ -193,7 +180,7 @@ TEST_F(DataTest, Inspect_PrintsContextsQueuedEventsLocksAndTheLastRecovery) {
         {"action": "unlock", "inputs": {"key": "printer"}}]})");
   write("done.jsonl", R"({"op": "update", "table": "job", "sys_id": "j1", "values": {"done": true}}
 )");
-  Output third = run("run --flows " + flows() + " --events " + file("done.jsonl") + " --data " + data_ + " --format json");
+  Output third = run_flowrt("run --flows " + flows() + " --events " + file("done.jsonl") + " --data " + data_ + " --format json");
   ASSERT_EQ(third.code, 0) << third.out;
   const Value third_doc = json(third.out);
   const Value* held = context(third_doc, "ctx-1");
@@ -201,7 +188,7 @@ TEST_F(DataTest, Inspect_PrintsContextsQueuedEventsLocksAndTheLastRecovery) {
   EXPECT_EQ((*held)["status"], Value("completed")) << held->to_json();
   EXPECT_EQ((*held)["plan_version"], old_version) << "it ran to its end on the version it started with";
   EXPECT_EQ((*held)["steps"].size(), 3u) << held->to_json();
-  table = run("inspect --data " + data_);
+  table = run_flowrt("inspect --data " + data_);
   EXPECT_NE(table.out.find("2 contexts resumed, 0 started again, 0 waits or leases ran out while stopped, 0 queued contexts started, 0 ended in error, 0 locks "
                            "released"),
             std::string::npos)
@@ -210,17 +197,17 @@ TEST_F(DataTest, Inspect_PrintsContextsQueuedEventsLocksAndTheLastRecovery) {
 }
 
 TEST_F(DataTest, BadDataFiles_AreClearErrorsNamingThem) {
-  Output missing = run("inspect --data " + file("missing.db"), true);
+  Output missing = run_flowrt("inspect --data " + file("missing.db"), true);
   EXPECT_EQ(missing.code, 1);
   EXPECT_NE(missing.out.find(file("missing.db") + ": no such data file"), std::string::npos) << missing.out;
 
   write("notes.txt", "not a database at all, just some text that is long enough\n");
   write("none.jsonl", "");
-  Output not_db = run("run --flows " + flows() + " --events " + file("none.jsonl") + " --data " + file("notes.txt"), true);
+  Output not_db = run_flowrt("run --flows " + flows() + " --events " + file("none.jsonl") + " --data " + file("notes.txt"), true);
   EXPECT_EQ(not_db.code, 1);
   EXPECT_NE(not_db.out.find(file("notes.txt") + ": not a flowrt data file"), std::string::npos) << not_db.out;
 
-  Output usage = run("inspect", true);
+  Output usage = run_flowrt("inspect", true);
   EXPECT_EQ(usage.code, 2);
   EXPECT_NE(usage.out.find("inspect needs --data FILE"), std::string::npos) << usage.out;
 }
@@ -229,10 +216,10 @@ TEST_F(DataTest, ConfigStore_KeepsStateInTheFileItNames_RelativeToTheConfig) {
   write("config.json", R"({"store": {"type": "sqlite", "path": "kept.db"}, "properties": {"durability": "full"}})");
   write("events.jsonl", R"({"op": "insert", "table": "purchase", "values": {"sys_id": "p1", "approval": "requested"}}
 )");
-  Output first = run("run " + dir_.string() + " --format json");
+  Output first = run_flowrt("run " + dir_.string() + " --format json");
   ASSERT_EQ(first.code, 0) << first.out;
   ASSERT_TRUE(fs::exists(dir_ / "kept.db"));
-  Output second = run("run " + dir_.string() + " --format json");
+  Output second = run_flowrt("run " + dir_.string() + " --format json");
   ASSERT_EQ(second.code, 1) << "p1 is already there: the state was kept\n" << second.out;
   EXPECT_EQ(json(second.out)["records"]["purchase"].size(), 1u);
 }

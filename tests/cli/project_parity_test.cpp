@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "plans/value_json.h"
+#include "tests/support/run_command.h"
 #include "runtime/harness.h"
 #include "runtime/project.h"
 
@@ -50,11 +51,8 @@ Value Summary(const Value& doc) {
 
 Value ByTheCommandLine(const std::string& dir) {
   const std::string cmd = std::string(FLOWRT_BINARY) + " run " + dir + " --format json";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  EXPECT_EQ(WEXITSTATUS(pclose(pipe)), 0) << cmd;
+  const auto [code, out] = test_support::run_command(cmd);
+  EXPECT_EQ(code, 0) << cmd;
   Result<Value> doc = parse_json(out);
   EXPECT_TRUE(doc.is_ok()) << doc.message() << "\n" << out;
   return doc ? *doc : Value();
@@ -138,12 +136,9 @@ struct Verdict {
 };
 
 Verdict Command(const std::string& args, bool stderr_only) {
-  const std::string cmd = std::string(FLOWRT_BINARY) + " " + args + (stderr_only ? " 2>&1 >/dev/null" : " 2>/dev/null");
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  Verdict v{WEXITSTATUS(pclose(pipe)), {}};
+  const auto [code, out] = test_support::run_command(std::string(FLOWRT_BINARY) + " " + args +
+                                                      (stderr_only ? " 2>&1 >/dev/null" : " 2>/dev/null"));
+  Verdict v{code, {}};
   std::istringstream lines(out);
   for (std::string line; std::getline(lines, line);) {
     // validate's closing count ("N errors", "N definitions, no errors") is its own.

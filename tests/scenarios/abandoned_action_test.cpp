@@ -13,23 +13,15 @@
 #include <thread>
 
 #include "testing/flow_test.h"
+#include "tests/support/test_support.h"
 
 namespace flowrt {
 namespace {
 
+using namespace flowrt::test_support;
+
 using namespace flowrt::testing;
 using Clock = std::chrono::steady_clock;
-
-// Waits until `done()` holds, at most `limit` of real time; false if it never did.
-template <class F>
-bool WaitFor(F done, std::chrono::milliseconds limit = std::chrono::milliseconds(20000)) {
-  const auto until = Clock::now() + limit;
-  while (!done()) {
-    if (Clock::now() > until) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
 
 // What the stubborn action saw, shared with the test; it outlives the engine.
 struct Probe {

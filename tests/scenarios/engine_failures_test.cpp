@@ -13,22 +13,15 @@
 #include "runtime/engine_core.h"
 #include "runtime/perturb.h"
 #include "testing/flow_test.h"
+#include "tests/support/test_support.h"
 
 namespace flowrt {
 namespace {
 
+using namespace flowrt::test_support;
+
 using namespace flowrt::testing;
 using Clock = std::chrono::steady_clock;
-
-template <class F>
-bool WaitFor(F done, std::chrono::milliseconds limit = std::chrono::milliseconds(20000)) {
-  const auto until = Clock::now() + limit;
-  while (!done()) {
-    if (Clock::now() > until) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
 
 // Removes the perturbation hook when a test ends, whatever happened.
 struct HookGuard {

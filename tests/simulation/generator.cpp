@@ -9,11 +9,10 @@
 #include "tests/simulation/steps.h"
 
 namespace flowrt::sim {
-namespace {
 
 using json = nlohmann::json;
 
-json log_step(const std::string& message) { return json{{"action", "log"}, {"inputs", {{"message", message}}}}; }
+namespace {
 
 // The first step of every version: the record then tells which version ran.
 json version_marker(const std::string& id, size_t version) { return log_step("version " + id + " " + std::to_string(version)); }

@@ -3,13 +3,13 @@
 #include <nlohmann/json.hpp>
 
 #include "plans/value_json.h"
+#include "tests/simulation/steps.h"
 
 namespace flowrt::sim {
-namespace {
 
 using json = nlohmann::json;
 
-json log_step(const std::string& message) { return json{{"action", "log"}, {"inputs", {{"message", message}}}}; }
+namespace {
 
 json lock(const std::string& id, int64_t max_attempts, int64_t delay_ms, int64_t max_duration_ms, const std::string& on_error) {
   return json{{"id", id},

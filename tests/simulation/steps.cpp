@@ -6,11 +6,11 @@ using json = nlohmann::json;
 
 namespace {
 
-json log_step(const std::string& message) { return json{{"action", "log"}, {"inputs", {{"message", message}}}}; }
-
 json wait_step(int64_t ms) { return json{{"action", "wait"}, {"inputs", {{"duration", std::to_string(ms) + "ms"}}}}; }
 
 }  // namespace
+
+json log_step(const std::string& message) { return json{{"action", "log"}, {"inputs", {{"message", message}}}}; }
 
 int64_t action_steps(const json& steps) {
   int64_t n = 0;

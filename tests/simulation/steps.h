@@ -59,4 +59,7 @@ class FlowBuilder {
 // Action steps, counted through nested flow logic as SPEC 9.1 counts them.
 int64_t action_steps(const nlohmann::json& steps);
 
+// A `log` step with `message` (the flows' markers and the counters' "inc KEY" lines).
+nlohmann::json log_step(const std::string& message);
+
 }  // namespace flowrt::sim

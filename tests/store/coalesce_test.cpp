@@ -10,15 +10,13 @@
 #include "store/coalesce.h"
 #include "store/memory_store.h"
 #include "store/sqlite_store.h"
+#include "tests/support/test_support.h"
 
 namespace flowrt {
 namespace {
 
-Value json(std::string_view text) {
-  Result<Value> v = parse_json(text);
-  EXPECT_TRUE(v.is_ok()) << text;
-  return v ? *v : Value();
-}
+using namespace flowrt::test_support;
+
 
 StoredContext queued(uint64_t seq) {
   StoredContext c;

@@ -19,15 +19,13 @@
 #include "runtime/engine_core.h"
 #include "runtime/properties.h"
 #include "store/sqlite_store.h"
+#include "tests/support/test_support.h"
 
 namespace flowrt {
 namespace {
 
-Value json(std::string_view text) {
-  Result<Value> v = parse_json(text);
-  EXPECT_TRUE(v.is_ok()) << text;
-  return v ? *v : Value();
-}
+using namespace flowrt::test_support;
+
 
 constexpr const char* kTick = R"({"id": "tick", "trigger": {"type": "event", "name": "tick"},
   "actions": [{"action": "log", "inputs": {"message": "tick {{trigger.payload.n}}"}}]})";

@@ -22,11 +22,13 @@
 #include "runtime/engine_core.h"
 #include "runtime/journal.h"
 #include "tests/store/crash_copy.h"
+#include "tests/support/test_support.h"
 
 namespace flowrt {
 namespace {
 
-constexpr DurationMs kMinute = 60 * 1000;
+using namespace flowrt::test_support;
+
 
 // Holds "desk" (30m lease) while it waits for its job to be done, then writes fenced.
 constexpr const char* kDesk = R"({"id": "desk", "trigger": {"type": "record", "table": "job", "when": "created"},

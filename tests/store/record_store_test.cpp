@@ -4,11 +4,13 @@
 
 #include "compiler/compiler.h"
 #include "plans/value_json.h"
+#include "tests/support/test_support.h"
 
 namespace flowrt {
 namespace {
 
-Value json(std::string_view t) { return *parse_json(t); }
+using namespace flowrt::test_support;
+
 
 Condition where(std::string_view t) {
   Condition c;

@@ -19,18 +19,14 @@
 #include "actions/custom_action.h"
 #include "runtime/journal.h"
 #include "tests/store/crash_copy.h"
+#include "tests/support/test_support.h"
 
 namespace flowrt {
 namespace {
 
-Value json(std::string_view text) {
-  Result<Value> v = parse_json(text);
-  EXPECT_TRUE(v.is_ok()) << text;
-  return v ? *v : Value();
-}
+using namespace flowrt::test_support;
 
-constexpr DurationMs kMinute = 60 * 1000;
-constexpr DurationMs kHour = 60 * kMinute;
+
 
 // An order: a shipment is made, the order marked, an hour waited, an invoice made.
 constexpr const char* kFulfil = R"({"id": "fulfil", "trigger": {"type": "record", "table": "order", "when": "created"},

@@ -14,15 +14,13 @@
 #include "plans/value_json.h"
 #include "store/memory_store.h"
 #include "store/sqlite_store.h"
+#include "tests/support/test_support.h"
 
 namespace flowrt {
 namespace {
 
-Value json(std::string_view text) {
-  Result<Value> v = parse_json(text);
-  EXPECT_TRUE(v.is_ok()) << text;
-  return v ? *v : Value();
-}
+using namespace flowrt::test_support;
+
 
 // How each implementation is made and opened again.
 struct MemoryKind {

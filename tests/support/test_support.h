@@ -1,0 +1,38 @@
+// Small helpers the test files share. Header-only; nothing here touches an engine.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string_view>
+#include <thread>
+
+#include "plans/time.h"
+#include "plans/value.h"
+#include "plans/value_json.h"
+
+namespace flowrt::test_support {
+
+// JSON text written in a test as a Value; fails the test (and gives null) when it does not parse.
+inline Value json(std::string_view text) {
+  Result<Value> v = parse_json(text);
+  EXPECT_TRUE(v.is_ok()) << text;
+  return v ? *v : Value();
+}
+
+inline constexpr DurationMs kMinute = 60 * 1000;
+inline constexpr DurationMs kHour = 60 * kMinute;
+
+// Waits until `done()` holds, at most `limit` of real time; false if it never did. For what
+// another thread does; the limit only turns a broken engine into a failure instead of a hang.
+template <class F>
+bool WaitFor(F done, std::chrono::milliseconds limit = std::chrono::milliseconds(20000)) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+}  // namespace flowrt::test_support
