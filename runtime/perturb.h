@@ -2,12 +2,14 @@
 //
 // The engine calls perturb(point) at a few places where the order of two threads matters
 // (before taking the commit lock, between parking and registering a wait, ...). In
-// production no hook is installed and each call is one relaxed atomic load. A test (the
+// production no hook is installed and each call is one atomic load. A test (the
 // seeded simulation with real threads, or a test reproducing a race) installs one
 // process-wide function with set_perturb_hook that may yield, spin or wait for another
 // thread at a given point, so that a rare interleaving becomes a deterministic one.
-// Thread-safety: install and remove the hook while no engine runs; the hook itself is
-// called from any engine thread.
+// Thread-safety: the hook may be installed while engines run; what the installing thread
+// wrote before installing it is visible to the hook on every engine thread (release /
+// acquire; an acquire load is a plain load on x86). The hook itself is called from any
+// engine thread.
 #pragma once
 
 #include <atomic>
@@ -36,7 +38,7 @@ inline std::atomic<PerturbHook>& perturb_hook() {
 inline void set_perturb_hook(PerturbHook hook) { perturb_hook().store(hook, std::memory_order_release); }
 
 inline void perturb(PerturbPoint point) {
-  if (PerturbHook hook = perturb_hook().load(std::memory_order_relaxed)) hook(point);
+  if (PerturbHook hook = perturb_hook().load(std::memory_order_acquire)) hook(point);
 }
 
 }  // namespace flowrt
