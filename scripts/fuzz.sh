@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets of fuzz/ with clang (ASan + UBSan + coverage) into build/fuzz
-# and runs them.
+# Builds the libFuzzer targets of fuzz/ (part of scripts/build.sh asan: clang, ASan + UBSan +
+# coverage, in build/asan) and runs them.
 #   scripts/fuzz.sh [TARGET...]            fuzz each target for FLOWRT_FUZZ_SECONDS (default
 #                                          60) seconds, starting from a copy of
 #                                          fuzz/corpus/TARGET and fuzz/regressions/TARGET
@@ -10,10 +10,9 @@
 #                                          fuzz/corpus/TARGET and fuzz/regressions/TARGET
 # TARGET: definitions, events, templates, store (default: all four). The checked-in corpus is
 # never written to: new inputs go to a temporary directory, removed at the end. Inputs that
-# crash, leak, time out or run out of memory are kept in build/fuzz/artifacts/TARGET/;
+# crash, leak, time out or run out of memory are kept in build/asan/artifacts/TARGET/;
 # when fixed, move them to fuzz/regressions/TARGET/. Exits 1 if any target failed.
-# Environment: FLOWRT_FUZZ_SECONDS, FLOWRT_FUZZ_BUILD_DIR (default build/fuzz),
-# FLOWRT_FUZZ_KEEP=1 keeps the grown corpora (their directory is printed).
+# Environment: FLOWRT_FUZZ_SECONDS, FLOWRT_FUZZ_KEEP=1 keeps the grown corpora (their directory is printed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -40,8 +39,8 @@ if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
   echo "fuzz.sh: FLOWRT_FUZZ_SECONDS must be a whole number of seconds, at least 1" >&2
   exit 2
 fi
-build="${FLOWRT_FUZZ_BUILD_DIR:-build/fuzz}"
-case "$build" in /*) build_abs="$build" ;; *) build_abs="$root/$build" ;; esac
+build=build/asan
+build_abs="$root/$build"
 
 # Largest input libFuzzer makes, per target: about ten times the largest seed.
 max_len() {
@@ -55,7 +54,7 @@ max_len() {
 
 # ---- build -------------------------------------------------------------------
 FLOWRT_WITH_CLANG=1 scripts/setup-deps.sh
-cxx="${CXX_FUZZ:-clang++}"
+cxx=clang++
 probe_dir="$(mktemp -d)"
 trap 'rm -rf "$probe_dir"' EXIT
 printf '%s\n' '#include <cstddef>' '#include <cstdint>' \
@@ -67,12 +66,8 @@ if ! "$cxx" -fsanitize=fuzzer,address,undefined "$probe_dir/probe.cpp" -o "$prob
 fi
 
 echo "== fuzz: build ($build)" >&2
-launcher=()
-# ccache, when installed, makes rebuilds of unchanged files free (not needed, not installed by CI).
-if command -v ccache >/dev/null 2>&1; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
-cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DFLOWRT_BUILD_FUZZ=ON -DFLOWRT_BUILD_TESTS=OFF -DFLOWRT_BUILD_CLI=OFF -DFLOWRT_BUILD_BENCH=OFF -DFLOWRT_TCMALLOC=OFF "${launcher[@]}" >/dev/null
-cmake --build "$build" -j "$(nproc)" --target "${targets[@]/%/_fuzz}" >&2
+# The fuzz targets are part of the asan flavour (clang, ASan + UBSan + coverage).
+scripts/build.sh asan --target "${targets[@]/%/_fuzz}" >&2
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
