@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 #include <iterator>
+#include <mutex>
 #include <set>
 #include <type_traits>
 
@@ -254,6 +255,11 @@ class SqliteStore::Statements {
 Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, SyncMode sync, bool read_only,
                                                        const std::string& vfs) {
   if (path.empty()) return Error{"the sqlite store needs a file name"};
+  // SQLite counts every allocation it makes under one process-wide mutex unless told not
+  // to; nothing reads those counts. Only possible before SQLite is first used in the
+  // process (otherwise SQLITE_MISUSE, and the counts stay on: slower, not wrong).
+  static std::once_flag no_memory_counts;
+  std::call_once(no_memory_counts, [] { (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); });
   struct stat st {};
   const bool exists = ::stat(path.c_str(), &st) == 0;
   if (read_only && !exists) return Error{path + ": no such data file"};
@@ -315,6 +321,9 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
     sqlite3_extended_result_codes(store->reader_, 1);
     sqlite3_busy_timeout(store->reader_, 5000);
     FLOWRT_RETURN_IF_ERROR(store->set_sync_mode(sync));
+    // A batch of thousands of contexts touches more pages than SQLite's default 2 MiB
+    // cache holds: they would be read back from the WAL with a system call each.
+    FLOWRT_RETURN_IF_ERROR(store->exec(("PRAGMA cache_size=-" + std::to_string(kWriterCacheKiB)).c_str()));
     store->statements_ = std::make_unique<Statements>();
     if (store->statements_->prepare(db) != SQLITE_OK) return store->error("cannot prepare its statements");
     // Who holds it, for a second opener's message.

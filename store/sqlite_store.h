@@ -53,6 +53,8 @@ class SqliteStore final : public Store {
   // The schema version this build writes (meta.schema_version). A writer opening an older
   // file migrates it (one transaction); a newer file is refused, unchanged.
   static constexpr int kSchemaVersion = 3;
+  // The writing connection's page cache (PRAGMA cache_size), KiB.
+  static constexpr int kWriterCacheKiB = 16 * 1024;
 
   // Opens (creating when missing, unless read only) the file at `path`, through the SQLite
   // VFS named `vfs` ("": the default; tests pass a fault-injecting one).
