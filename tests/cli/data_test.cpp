@@ -39,8 +39,8 @@ const Value* context(const Value& doc, std::string_view id) {
 class DataTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("flowrt-data-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    dir_ = fs::path(test_support::temp_path(
+        "flowrt-data-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name())));
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "flows");
     write("flows/await.json", R"({"id": "await_approval", "trigger": {"type": "record", "table": "purchase", "when": "created"},

@@ -18,6 +18,7 @@
 #include "tests/support/run_command.h"
 #include "runtime/harness.h"
 #include "runtime/project.h"
+#include "tests/support/test_support.h"
 
 namespace flowrt {
 namespace {
@@ -100,7 +101,7 @@ Value WithoutRunTimes(const Value& v) {
 // included: they are numbered in commit order).
 TEST_P(ProjectParityTest, WithOneWorker_TwentyRunsPrintTheSameDocument) {
   const std::filesystem::path source = std::filesystem::path(FLOWRT_SOURCE_DIR) / "examples" / GetParam();
-  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / (std::string("one-worker-") + GetParam());
+  const std::filesystem::path dir = std::filesystem::path(test_support::temp_path(std::string("one-worker-") + GetParam()));
   std::filesystem::remove_all(dir);
   std::filesystem::copy(source, dir, std::filesystem::copy_options::recursive);
   Value config = Value::empty_object();

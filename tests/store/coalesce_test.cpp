@@ -80,7 +80,7 @@ TEST(StoreCoalesceTest, ACoalescedBatch_LeavesTheStoreAsTheOriginal) {
   for (const StoreBatch& b : batches()) ASSERT_TRUE(original.write(b).is_ok());
 
   MemoryStore folded_memory;
-  const std::string path = ::testing::TempDir() + "flowrt-coalesce.db";
+  const std::string path = test_support::temp_path("flowrt-coalesce") + ".db";
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
   Result<std::unique_ptr<SqliteStore>> sqlite = SqliteStore::open(path, SyncMode::kOff);
   ASSERT_TRUE(sqlite.is_ok());

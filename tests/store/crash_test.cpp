@@ -37,6 +37,7 @@
 #include "store/store.h"
 #include "tests/store/crash/crash_invariants.h"
 #include "tests/store/crash/crash_workload.h"
+#include "tests/support/test_support.h"
 
 namespace flowrt::crash {
 namespace {
@@ -213,8 +214,10 @@ class CrashTest : public ::testing::Test {
   // comparison with a run without kills.
   Outcome run_seed(uint64_t seed, int kills, bool check_resume) {
     Outcome o;
-    const std::string dir =
-        ::testing::TempDir() + "flowrt-crash-" + (check_resume ? "resume-" : "") + std::to_string(seed) + "/";
+    // The process id too: two suites running this test at once (two builds, two
+    // checkouts) must not share, and delete, each other's files.
+    const std::string dir = ::testing::TempDir() + "flowrt-crash-" + (check_resume ? "resume-" : "") +
+                            std::to_string(::getpid()) + "-" + std::to_string(seed) + "/";
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     const std::string data = dir + "data.db";

@@ -34,7 +34,7 @@ class DurableEngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    path_ = ::testing::TempDir() + "flowrt-durable-" + name + ".db";
+    path_ = test_support::temp_path("flowrt-durable-" + name) + ".db";
     remove_files();
   }
   void TearDown() override {

@@ -20,6 +20,7 @@
 #include "runtime/engine.h"
 #include "runtime/engine_core.h"
 #include "tests/store/fault_vfs.h"
+#include "tests/support/test_support.h"
 
 namespace flowrt {
 namespace {
@@ -35,7 +36,7 @@ class EngineFaultsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    path_ = ::testing::TempDir() + "flowrt-engine-faults-" + name + ".db";
+    path_ = test_support::temp_path("flowrt-engine-faults-" + name) + ".db";
     remove_files();
   }
   void TearDown() override {

@@ -36,7 +36,7 @@ class HistoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    path_ = ::testing::TempDir() + "flowrt-history-" + name + ".db";
+    path_ = test_support::temp_path("flowrt-history-" + name) + ".db";
     remove_files();
   }
   void TearDown() override {

@@ -48,7 +48,7 @@ constexpr const char* kMarker = R"({"id": "marker", "trigger": {"type": "event",
     {"action": "create_record", "inputs": {"table": "marker", "values": {"at": "30m"}}}]})";
 
 TEST(LeaseAfterCrashTest, ALockGrantedToAWaiterAtACrash_KeepsItsLeaseFromTheGrant_AndItsOutputsSayItWaited) {
-  const std::string dir = ::testing::TempDir() + "flowrt-lease-after-crash";
+  const std::string dir = test_support::temp_path("flowrt-lease-after-crash");
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   auto options = [](const std::string& path) {

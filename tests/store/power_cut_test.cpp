@@ -17,6 +17,7 @@
 
 #include "store/sqlite_store.h"
 #include "tests/store/fault_vfs.h"
+#include "tests/support/test_support.h"
 
 namespace flowrt {
 namespace {
@@ -77,7 +78,7 @@ class PowerCutTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    path_ = ::testing::TempDir() + "flowrt-powercut-" + name + ".db";
+    path_ = test_support::temp_path("flowrt-powercut-" + name) + ".db";
     remove_files();
   }
   void TearDown() override { remove_files(); }

@@ -54,7 +54,7 @@ class ResumeTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    dir_ = ::testing::TempDir() + "flowrt-resume-" + name;
+    dir_ = test_support::temp_path("flowrt-resume-" + name);
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     path_ = dir_ + "/state.db";

@@ -17,6 +17,7 @@
 
 #include "plans/value_json.h"
 #include "store/sqlite_store.h"
+#include "tests/support/test_support.h"
 
 namespace flowrt {
 namespace {
@@ -25,7 +26,7 @@ class SqliteStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    path_ = ::testing::TempDir() + "flowrt-sqlite-" + name + ".db";
+    path_ = test_support::temp_path("flowrt-sqlite-" + name) + ".db";
     remove_files();
   }
   void TearDown() override { remove_files(); }

@@ -48,7 +48,7 @@ class StoreConformanceTest : public ::testing::Test {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     std::string name = std::string(info->test_suite_name()) + "-" + info->name();
     std::replace(name.begin(), name.end(), '/', '_');
-    path_ = ::testing::TempDir() + "flowrt-store-" + name + ".db";
+    path_ = test_support::temp_path("flowrt-store-" + name) + ".db";
     remove_files();
     store_ = Kind::make(path_);
     ASSERT_NE(store_, nullptr);

@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <string>
 #include <string_view>
 #include <thread>
 
@@ -18,6 +21,12 @@ inline Value json(std::string_view text) {
   Result<Value> v = parse_json(text);
   EXPECT_TRUE(v.is_ok()) << text;
   return v ? *v : Value();
+}
+
+// A path in the test temporary directory that names this process too: suites of two
+// builds or two checkouts running at once never share (and delete) each other's files.
+inline std::string temp_path(const std::string& stem) {
+  return ::testing::TempDir() + stem + "-" + std::to_string(::getpid());
 }
 
 inline constexpr DurationMs kMinute = 60 * 1000;
