@@ -391,7 +391,12 @@ void EngineCore::finish_context(Context& ctx, ContextStatus status, Value error)
   ctx.finish(status, clock.now(), std::move(error), ctx.state ? ctx.state->run_ms : 0);
   if (options.measure_latency) ctx.ended_ns.store(steady_ns(), std::memory_order_release);
   if (journal) {
+    // The final record is built here, on the thread that ran the context, not on the
+    // journal's one writer thread, which is the durable store's limit.
     JournalEntry ended;
+    const Context::Summary s = ctx.summary();
+    ended.changes.push_back(ContextUpdate{ctx.seq, std::string(status_name(s.status)), s.started, s.ended,
+                                          ctx.to_value(props().record_value_limit), Value()});
     ended.ended.push_back(ctx.shared_from_this());
     journal->append(std::move(ended));
   }

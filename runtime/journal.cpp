@@ -182,18 +182,12 @@ void Journal::run() {
 
 StoreBatch Journal::batch_of(std::vector<JournalEntry>& entries, const StoreCounters& counters) {
   StoreBatch batch;
-  const size_t limit = core_.props().record_value_limit;
   for (JournalEntry& e : entries) {
     for (StoreChange& c : e.changes) batch.changes.push_back(std::move(c));
     e.changes.clear();
     for (const std::shared_ptr<Context>& ctx : e.queued) batch.changes.push_back(ContextPut{stored_row(*ctx)});
     for (const std::shared_ptr<Context>& ctx : e.started) {
       batch.changes.push_back(ContextUpdate{ctx->seq, "in_progress", ctx->summary().started, -1, Value(), Value()});
-    }
-    for (const std::shared_ptr<Context>& ctx : e.ended) {
-      const Context::Summary s = ctx->summary();
-      batch.changes.push_back(
-          ContextUpdate{ctx->seq, std::string(status_name(s.status)), s.started, s.ended, ctx->to_value(limit), Value()});
     }
   }
   // A context that starts and ends within the batch is one row write.

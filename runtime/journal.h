@@ -64,7 +64,9 @@ struct JournalEntry {
   std::vector<StoreChange> changes;              // in order
   std::vector<std::shared_ptr<Context>> queued;  // contexts queued: a row each (ContextPut)
   std::vector<std::shared_ptr<Context>> started; // contexts that took their first step
-  std::vector<std::shared_ptr<Context>> ended;   // contexts that ended: their final record
+  // Contexts that ended: their final record is a ContextUpdate in `changes`, built by the
+  // thread that ended them; listed here so that they leave memory once it is durable.
+  std::vector<std::shared_ptr<Context>> ended;
   std::vector<uint64_t> archived;                // seqs in the archive that leave once durable
   // Delivered once durable, in this order: contexts pushed to the event queue, then wake-ups.
   std::vector<Context*> pushes;
