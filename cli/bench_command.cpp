@@ -44,6 +44,7 @@ int bench_command(const CommandArgs& args) {
   if (o.clients < 1 || o.clients > 1024) throw UsageError{"--clients must be 1 to 1024"};
   if (o.clients > 1 && o.rate > 0) throw UsageError{"--rate paces one client: leave out --clients"};
   o.retention = positive(args, "retention", 0);
+  o.max_queued = positive(args, "max-queued", 0);
   o.store = args.get("store", args.has("data") ? "sqlite" : "memory");
   if (o.store != "memory" && o.store != "sqlite") throw UsageError{"--store must be memory or sqlite"};
   o.data_file = args.get("data");

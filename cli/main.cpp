@@ -26,7 +26,7 @@ constexpr const char* kUsage = R"(usage:
   flowrt inspect --data FILE [--flow ID] [--status STATUS] [--format|-f table|json]
   flowrt validate DIR | PATH...
   flowrt plan PATH... --flow ID
-  flowrt bench [--workload triage|fanout|events|locks|compile|recovery] [--events N] [--workers K] [--rate R] [--clients N]
+  flowrt bench [--workload triage|fanout|events|locks|compile|recovery] [--events N] [--workers K] [--rate R] [--clients N] [--max-queued N]
                [--retention N] [--store memory|sqlite --data NEWFILE [--durability full|normal|off]] [--json]
   flowrt COMMAND --help     what COMMAND takes
   flowrt --version
@@ -163,6 +163,8 @@ int main(int argc, char** argv) {
   add_value(bench, "--workers", "workers", "K", "worker threads (default 2)");
   add_value(bench, "--rate", "rate", "R", "events per second (default: as fast as possible)");
   add_value(bench, "--clients", "clients", "N", "threads committing the events at once (default 1)");
+  add_value(bench, "--max-queued", "max-queued", "N",
+            "a closed loop: the clients wait while N contexts wait to start (default 0: as fast as they can commit)");
   add_value(bench, "--retention", "retention", "N", "context_retention, and with --store sqlite history_retention's count (default 0: keep every record)");
   add_value(bench, "--store", "store", "KIND", "memory (the default) or sqlite");
   add_value(bench, "--data", "data", "NEWFILE", "the sqlite store's file (must not exist)");

@@ -3,6 +3,8 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -58,7 +60,9 @@ void load_or_throw(Engine& engine, std::string_view text, const std::string& fil
 }
 
 void insert_or_throw(Engine& engine, std::string_view table, const Value& row) {
-  if (!engine.insert(table, row).is_ok()) throw std::runtime_error("cannot insert into " + std::string(table));
+  if (Result<Value> r = engine.insert(table, row); !r) {
+    throw std::runtime_error("cannot insert into " + std::string(table) + ": " + r.message());
+  }
 }
 
 void Pacer::wait_for(uint64_t done) {
@@ -121,9 +125,27 @@ BenchResult drive(Engine& engine, uint64_t count, const std::function<void(uint6
   // Client c commits operations c, c + clients, ...; client 0 also takes the warm-up mark
   // and reports progress. With one client this is the plain loop.
   const unsigned clients = std::max(1u, o.clients);
+  // Contexts waiting to start: in the event queue, or in the journal until their commit is
+  // written. Sampled by the closed loop (every 16 operations per client), with its peak.
+  Journal* const backlog_journal = engine.core().journal.get();
+  auto queued_now = [&] {
+    return static_cast<uint64_t>(engine.core().events.size_approx()) +
+           (backlog_journal ? static_cast<uint64_t>(backlog_journal->undelivered()) : 0);
+  };
+  std::atomic<uint64_t> peak_queued{0};
   auto client = [&](unsigned c) {
     for (uint64_t i = c; i < count; i += clients) {
       if (clients == 1) pacer.wait_for(i);
+      if (o.max_queued > 0 && ((i / clients) & 15) == 0) {
+        uint64_t q = queued_now();
+        uint64_t seen = peak_queued.load(std::memory_order_relaxed);
+        while (q > seen && !peak_queued.compare_exchange_weak(seen, q, std::memory_order_relaxed)) {
+        }
+        while (q >= o.max_queued) {
+          std::this_thread::sleep_for(std::chrono::microseconds(20));
+          q = queued_now();
+        }
+      }
       if (c == 0 && i / clients == count / 5 / clients) {  // past the warm-up: the steady state starts here
         warm_rss = rss_bytes();
         warm_faults = minor_faults();
@@ -169,6 +191,10 @@ BenchResult drive(Engine& engine, uint64_t count, const std::function<void(uint6
                          static_cast<double>(minor_faults() - warm_faults) / static_cast<double>(steady));
   }
   r.extra.emplace_back("contexts_kept", static_cast<double>(kept));
+  if (o.max_queued > 0) {
+    r.extra.emplace_back("max_queued", static_cast<double>(o.max_queued));
+    r.extra.emplace_back("peak_queued_sampled", static_cast<double>(peak_queued.load()));
+  }
   if (journal) {
     r.extra.emplace_back("store_batches", static_cast<double>(journal->batches()));
     r.extra.emplace_back("store_batches_per_s", static_cast<double>(journal->batches()) / r.seconds);

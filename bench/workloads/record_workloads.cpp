@@ -59,7 +59,9 @@ BenchResult run_event_workload(const BenchOptions& o) {
   BenchResult r = drive(
       engine, o.events,
       [&](uint64_t i) {
-        if (!engine.fire_event("incident", payloads[i % payloads.size()])) throw std::runtime_error("fire_event failed");
+        if (Status s = engine.fire_event("incident", payloads[i % payloads.size()]); !s) {
+          throw std::runtime_error("fire_event: " + s.message());
+        }
       },
       o);
   r.workload = "events";

@@ -542,6 +542,15 @@ TEST_F(CliTest, Bench_JsonReportsEveryFigure) {
   ASSERT_TRUE(kept_doc.is_ok()) << kept.out;
   EXPECT_EQ((*kept_doc)["contexts"], Value(3000));
   EXPECT_EQ((*kept_doc)["contexts_kept"], Value(100.0));
+  // A closed loop: the producer waits while max_queued contexts wait to start, so the
+  // backlog it samples (every 16 operations) never passes the limit by more than those 16.
+  Output closed = run("bench --workload events --events 3000 --max-queued 50 --json");
+  ASSERT_EQ(closed.code, 0) << closed.out;
+  Result<Value> closed_doc = parse_json(closed.out);
+  ASSERT_TRUE(closed_doc.is_ok()) << closed.out;
+  EXPECT_EQ((*closed_doc)["contexts"], Value(3000));
+  EXPECT_EQ((*closed_doc)["max_queued"], Value(50.0));
+  EXPECT_LE((*closed_doc)["peak_queued_sampled"].as_double(), 50.0 + 16.0);
   Output compile = run("bench --workload compile --events 100 --json=true");
   ASSERT_EQ(compile.code, 0) << compile.out;
   Result<Value> doc = parse_json(compile.out);
@@ -558,6 +567,7 @@ TEST_F(CliTest, Bench_TableByDefault_BadOptionsExit2) {
   EXPECT_EQ(run("bench --workload nonesuch").code, 2);
   EXPECT_EQ(run("bench --events 0").code, 2);
   EXPECT_EQ(run("bench --events many").code, 2);
+  EXPECT_EQ(run("bench --max-queued 0").code, 2);
   EXPECT_EQ(run("bench --json=maybe").code, 2);
   EXPECT_EQ(run("bench extra").code, 2);
   EXPECT_EQ(run("bench --json --json").code, 2);
