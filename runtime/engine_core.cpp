@@ -394,9 +394,7 @@ void EngineCore::finish_context(Context& ctx, ContextStatus status, Value error)
     // The final record is built here, on the thread that ran the context, not on the
     // journal's one writer thread, which is the durable store's limit.
     JournalEntry ended;
-    const Context::Summary s = ctx.summary();
-    ended.changes.push_back(ContextUpdate{ctx.seq, std::string(status_name(s.status)), s.started, s.ended,
-                                          ctx.to_value(props().record_value_limit), Value()});
+    ended.changes.push_back(record_update(ctx, props().record_value_limit));
     ended.ended.push_back(ctx.shared_from_this());
     journal->append(std::move(ended));
   }
@@ -746,9 +744,8 @@ void EngineCore::journal_unfinished() {
   const size_t limit = props().record_value_limit;
   contexts.for_each([&](const std::shared_ptr<Context>& ctx) {
     if (ctx->finished()) return;
-    const Context::Summary s = ctx->summary();
-    if (s.started < 0) return;  // still queued: its row says so
-    entry.changes.push_back(ContextUpdate{ctx->seq, std::string(status_name(s.status)), -1, -1, ctx->to_value(limit), Value()});
+    if (ctx->summary().started < 0) return;  // still queued: its row says so
+    entry.changes.push_back(record_update(*ctx, limit));
   });
   journal->append(std::move(entry));
 }

@@ -110,4 +110,10 @@ StoredContext stored_row(const Context& ctx) {
   return row;
 }
 
+ContextUpdate record_update(const Context& ctx, size_t value_limit) {
+  const Context::Summary s = ctx.summary();
+  return ContextUpdate{ctx.seq, std::string(status_name(s.status)), s.started, s.ended, ctx.to_value(value_limit),
+                       Value()};
+}
+
 }  // namespace flowrt

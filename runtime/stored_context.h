@@ -24,5 +24,9 @@ Value cause_to_stored(const Cause* cause);
 std::unique_ptr<const Cause> cause_from_stored(const Value& v);
 // The row of a context just queued (status "queued"). REQUIRES: it is published.
 StoredContext stored_row(const Context& ctx);
+// The change that brings a started context's row up to date: its status, times and
+// record as they stand (steps' inputs and outputs capped at `value_limit`; 0 = no cap).
+// Built on the thread that runs or ended the context, not on the journal's writer.
+ContextUpdate record_update(const Context& ctx, size_t value_limit);
 
 }  // namespace flowrt
