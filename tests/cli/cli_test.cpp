@@ -516,47 +516,47 @@ TEST_F(CliTest, Run_StoppedBySignal_CancelsWhatHasNotEnded_ReleasesLocks_PrintsW
   }
 }
 
+// `flowrt bench ARGS` with its JSON document parsed; null (and a failure) when it exited
+// with an error or printed no JSON.
+Value BenchJson(const std::string& args) {
+  Output out = run("bench " + args);
+  EXPECT_EQ(out.code, 0) << args << "\n" << out.out;
+  Result<Value> doc = parse_json(out.out);
+  EXPECT_TRUE(doc.is_ok()) << args << "\n" << doc.message() << "\n" << out.out;
+  return out.code == 0 && doc ? *doc : Value();
+}
+
 TEST_F(CliTest, Bench_JsonReportsEveryFigure) {
   for (const char* workload : {"triage", "fanout", "events", "locks"}) {
-    Output out = run(std::string("bench --workload ") + workload + " --events 2000 --json");
-    ASSERT_EQ(out.code, 0) << out.out;
-    Result<Value> doc = parse_json(out.out);
-    ASSERT_TRUE(doc.is_ok()) << doc.message() << out.out;
-    EXPECT_EQ((*doc)["workload"], Value(workload));
-    EXPECT_EQ((*doc)["events"], Value(2000));
-    EXPECT_EQ((*doc)["contexts"], Value(2000)) << "every event starts one context, and each is kept";
+    const Value doc = BenchJson(std::string("--workload ") + workload + " --events 2000 --json");
+    ASSERT_TRUE(doc.is_object()) << workload;
+    EXPECT_EQ(doc["workload"], Value(workload));
+    EXPECT_EQ(doc["events"], Value(2000));
+    EXPECT_EQ(doc["contexts"], Value(2000)) << "every event starts one context, and each is kept";
     for (const char* key : {"seconds", "contexts_per_s", "peak_rss_bytes", "bytes_per_context", "cpu_us_per_context",
                             "steady_rss_growth_bytes_per_context", "steady_minor_faults_per_context"}) {
-      EXPECT_TRUE((*doc)[key].is_number()) << workload << " " << key;
+      EXPECT_TRUE(doc[key].is_number()) << workload << " " << key;
     }
-    for (const char* p : {"p50", "p99", "p999"}) EXPECT_GT((*doc)["latency_us"][p].as_double(), 0) << p;
+    for (const char* p : {"p50", "p99", "p999"}) EXPECT_GT(doc["latency_us"][p].as_double(), 0) << p;
     if (std::string_view(workload) == "locks") {
-      EXPECT_EQ((*doc)["contended_handoffs"], Value(2000.0)) << "every job of the gated phase waited its turn";
-      EXPECT_GT((*doc)["contended_handoffs_per_s"].as_double(), 0);
+      EXPECT_EQ(doc["contended_handoffs"], Value(2000.0)) << "every job of the gated phase waited its turn";
+      EXPECT_GT(doc["contended_handoffs_per_s"].as_double(), 0);
     }
   }
   // With a retention limit every context still counts, but only that many are kept.
-  Output kept = run("bench --workload events --events 3000 --retention 100 --json");
-  ASSERT_EQ(kept.code, 0) << kept.out;
-  Result<Value> kept_doc = parse_json(kept.out);
-  ASSERT_TRUE(kept_doc.is_ok()) << kept.out;
-  EXPECT_EQ((*kept_doc)["contexts"], Value(3000));
-  EXPECT_EQ((*kept_doc)["contexts_kept"], Value(100.0));
+  const Value kept = BenchJson("--workload events --events 3000 --retention 100 --json");
+  EXPECT_EQ(kept["contexts"], Value(3000));
+  EXPECT_EQ(kept["contexts_kept"], Value(100.0));
   // A closed loop: the producer waits while max_queued contexts wait to start, so the
   // backlog it samples (every 16 operations) never passes the limit by more than those 16.
-  Output closed = run("bench --workload events --events 3000 --max-queued 50 --json");
-  ASSERT_EQ(closed.code, 0) << closed.out;
-  Result<Value> closed_doc = parse_json(closed.out);
-  ASSERT_TRUE(closed_doc.is_ok()) << closed.out;
-  EXPECT_EQ((*closed_doc)["contexts"], Value(3000));
-  EXPECT_EQ((*closed_doc)["max_queued"], Value(50.0));
-  EXPECT_LE((*closed_doc)["peak_queued_sampled"].as_double(), 50.0 + 16.0);
-  Output compile = run("bench --workload compile --events 100 --json=true");
-  ASSERT_EQ(compile.code, 0) << compile.out;
-  Result<Value> doc = parse_json(compile.out);
-  ASSERT_TRUE(doc.is_ok()) << compile.out;
-  EXPECT_GT((*doc)["compiles"].as_double(), 0);
-  EXPECT_GT((*doc)["cache_hit_ns"].as_double(), 0);
+  const Value closed = BenchJson("--workload events --events 3000 --max-queued 50 --json");
+  EXPECT_EQ(closed["contexts"], Value(3000));
+  EXPECT_EQ(closed["max_queued"], Value(50.0));
+  ASSERT_TRUE(closed["peak_queued_sampled"].is_number());
+  EXPECT_LE(closed["peak_queued_sampled"].as_double(), 50.0 + 16.0);
+  const Value compile = BenchJson("--workload compile --events 100 --json=true");
+  EXPECT_GT(compile["compiles"].as_double(), 0);
+  EXPECT_GT(compile["cache_hit_ns"].as_double(), 0);
 }
 
 TEST_F(CliTest, Bench_TableByDefault_BadOptionsExit2) {
