@@ -126,7 +126,10 @@ void MemoryStore::apply(const StoreChange& change) {
           auto it = definitions_.find({"flow", c.flow});
           if (it != definitions_.end()) it->second.last_tick = c.at;
         } else if constexpr (std::is_same_v<T, ContextPut>) {
-          contexts_[c.context.seq] = c.context;
+          StoredContext& stored = contexts_[c.context.seq] = c.context;
+          if (is_final_context_status(stored.status) && !stored.record.is_null()) {
+            stored.trigger = ended_trigger(stored.trigger);
+          }
         } else if constexpr (std::is_same_v<T, ContextUpdate>) {
           auto it = contexts_.find(c.seq);
           if (it == contexts_.end()) return;
@@ -135,6 +138,7 @@ void MemoryStore::apply(const StoreChange& change) {
           if (c.started >= 0) s.started = c.started;
           if (c.ended >= 0) s.ended = c.ended;
           if (!c.record.is_null()) s.record = c.record;
+          if (is_final_context_status(c.status) && !s.record.is_null()) s.trigger = ended_trigger(s.trigger);
           if (is_final_context_status(c.status)) {
             s.checkpoint = Value();
           } else if (!c.checkpoint.is_null()) {

@@ -11,27 +11,23 @@
 #include <algorithm>
 #include <cstring>
 #include <iterator>
+#include <map>
 #include <mutex>
 #include <set>
 #include <type_traits>
 
 #include "plans/time.h"
 #include "plans/value_json.h"
+#include "store/sqlite_rows.h"
 
 namespace flowrt {
 namespace {
 
+using namespace sqlite_rows;  // NOLINT: the rows of this store's own tables
+
 // PRAGMA application_id of a flowrt data file: "flrt".
 constexpr int32_t kApplicationId = 0x666c7274;
 
-// Stored JSON was written by the engine within its budgets; reading it back allows more
-// than any budget so that nothing stored is refused.
-const JsonLimits kStoredJson{SIZE_MAX, 100000, SIZE_MAX};
-
-std::string column_text(sqlite3_stmt* s, int i) {
-  const unsigned char* t = sqlite3_column_text(s, i);
-  return t ? std::string(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(s, i))) : std::string();
-}
 
 const char* const kSchema = R"sql(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
@@ -39,9 +35,8 @@ CREATE TABLE counters(id INTEGER PRIMARY KEY CHECK (id = 1), commit_seq INTEGER 
   context_seq INTEGER NOT NULL, fencing_token INTEGER NOT NULL, sys_id_seed INTEGER NOT NULL,
   sys_id_count INTEGER NOT NULL, clock INTEGER NOT NULL);
 CREATE TABLE record_tables(name TEXT PRIMARY KEY, position INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE records(tbl TEXT NOT NULL, sys_id TEXT NOT NULL, position INTEGER NOT NULL, body TEXT NOT NULL,
-  PRIMARY KEY (tbl, sys_id)) WITHOUT ROWID;
-CREATE INDEX records_by_position ON records(tbl, position);
+CREATE TABLE records(id INTEGER PRIMARY KEY, tbl TEXT NOT NULL, sys_id TEXT NOT NULL, body TEXT NOT NULL);
+CREATE UNIQUE INDEX records_by_sys_id ON records(tbl, sys_id);
 CREATE TABLE definitions(type TEXT NOT NULL, id TEXT NOT NULL, draft TEXT, published TEXT, fingerprint TEXT,
   active INTEGER NOT NULL, activated_at INTEGER NOT NULL, last_tick INTEGER NOT NULL,
   PRIMARY KEY (type, id)) WITHOUT ROWID;
@@ -50,8 +45,9 @@ CREATE TABLE definition_versions(type TEXT NOT NULL, id TEXT NOT NULL, fingerpri
 CREATE TABLE contexts(seq INTEGER PRIMARY KEY, id TEXT NOT NULL, flow TEXT NOT NULL, status TEXT NOT NULL,
   commit_seq INTEGER NOT NULL, trigger TEXT, inputs TEXT, cause TEXT, run_key TEXT,
   started INTEGER NOT NULL, ended INTEGER NOT NULL, record TEXT, checkpoint TEXT);
-CREATE INDEX contexts_by_status ON contexts(status, seq);
-CREATE INDEX contexts_by_flow ON contexts(flow, seq);
+CREATE TABLE history(seq INTEGER PRIMARY KEY, id TEXT NOT NULL, flow TEXT NOT NULL, status TEXT NOT NULL,
+  commit_seq INTEGER NOT NULL, trigger TEXT, inputs TEXT, cause TEXT, run_key TEXT,
+  started INTEGER NOT NULL, ended INTEGER NOT NULL, record TEXT NOT NULL);
 CREATE TABLE locks(name TEXT PRIMARY KEY, state TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE run_once(tbl TEXT NOT NULL, sys_id TEXT NOT NULL, flow TEXT NOT NULL,
   PRIMARY KEY (tbl, sys_id, flow)) WITHOUT ROWID;
@@ -63,16 +59,16 @@ CREATE TABLE holder(id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL,
 // ---- The history step (issue 14, part 6), apart from the numbered migrations ----
 // Run by every writer after the schema is ready (a new file, or one just migrated): the
 // indexes that reading history and HistoryPrune use. CREATE ... IF NOT EXISTS, so it needs
-// no schema version: a file without them is read correctly by any version (only slower),
-// and an older flowrt writing such a file keeps the indexes up to date.
+// no schema version: a file without them is read correctly (only slower).
 #define FLOWRT_ENDED "status IN ('completed', 'cancelled', 'error')"
 const char* const kHistoryIndexes = R"sql(
-CREATE INDEX IF NOT EXISTS contexts_ended ON contexts(seq) WHERE )sql" FLOWRT_ENDED R"sql(;
-CREATE INDEX IF NOT EXISTS contexts_ended_at ON contexts(ended) WHERE )sql" FLOWRT_ENDED R"sql(;
-CREATE INDEX IF NOT EXISTS contexts_unrecorded ON contexts(seq) WHERE record IS NULL;
+CREATE INDEX IF NOT EXISTS history_by_flow ON history(flow, seq);
+CREATE INDEX IF NOT EXISTS history_by_status ON history(status, seq);
+CREATE INDEX IF NOT EXISTS history_by_ended ON history(ended);
 )sql";
-const char* const kContextColumns =
-    "seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record";
+
+// ended_trigger (store/store.h) in SQL, for a row that moves to history.
+#define FLOWRT_TRIGGER_SUMMARY "json_remove(trigger, '$.record', '$.previous')"
 
 // What takes a file of version N - 1 to version N (kMigrations[N - 2]); each runs in the
 // transaction that also sets the new version.
@@ -83,6 +79,29 @@ const char* const kMigrations[] = {
   since TEXT NOT NULL);)sql",
     // 3: a live context's checkpoint, so that it resumes after a restart.
     R"sql(ALTER TABLE contexts ADD COLUMN checkpoint TEXT;)sql",
+    // 4: ended contexts with their record move to a table of their own, `history`, written
+    // once per context and only ever appended to; `contexts` keeps the live ones (and an
+    // ended one still without its record), so that a context's row no longer grows in place
+    // and the live rows' indexes go. Version 3's history indexes go with them. Records are
+    // kept by position (their rowid) with an index by sys_id, instead of by sys_id:
+    // an insert appends and an update finds a recent record near the end, where a random
+    // sys_id put every write on a page of its own.
+    R"sql(CREATE TABLE history(seq INTEGER PRIMARY KEY, id TEXT NOT NULL, flow TEXT NOT NULL, status TEXT NOT NULL,
+  commit_seq INTEGER NOT NULL, trigger TEXT, inputs TEXT, cause TEXT, run_key TEXT,
+  started INTEGER NOT NULL, ended INTEGER NOT NULL, record TEXT NOT NULL);
+INSERT INTO history SELECT seq, id, flow, status, commit_seq, )sql" FLOWRT_TRIGGER_SUMMARY R"sql(, inputs, cause, run_key, started, ended, record
+  FROM contexts WHERE )sql" FLOWRT_ENDED R"sql( AND record IS NOT NULL;
+DELETE FROM contexts WHERE )sql" FLOWRT_ENDED R"sql( AND record IS NOT NULL;
+DROP INDEX IF EXISTS contexts_by_status;
+DROP INDEX IF EXISTS contexts_by_flow;
+DROP INDEX IF EXISTS contexts_ended;
+DROP INDEX IF EXISTS contexts_ended_at;
+DROP INDEX IF EXISTS contexts_unrecorded;
+CREATE TABLE records_v4(id INTEGER PRIMARY KEY, tbl TEXT NOT NULL, sys_id TEXT NOT NULL, body TEXT NOT NULL);
+INSERT INTO records_v4(tbl, sys_id, body) SELECT tbl, sys_id, body FROM records ORDER BY position;
+DROP TABLE records;
+ALTER TABLE records_v4 RENAME TO records;
+CREATE UNIQUE INDEX records_by_sys_id ON records(tbl, sys_id);)sql",
 };
 static_assert(std::size(kMigrations) == SqliteStore::kSchemaVersion - 1, "one migration per version after 1");
 
@@ -116,72 +135,6 @@ std::string host_name() {
   return name;
 }
 
-// Column `i` as JSON (SQL NULL: a null value); a row that does not parse is damaged.
-Status column_json(sqlite3_stmt* s, int i, const std::string& path, std::string_view what, Value* out) {
-  if (sqlite3_column_type(s, i) == SQLITE_NULL) {
-    *out = Value();
-    return Status::ok();
-  }
-  const std::string text = column_text(s, i);
-  JsonParseError e;
-  if (!parse_json(text, out, &e, kStoredJson)) {
-    return Error{path + ": a damaged row (" + std::string(what) + "): " + e.describe()};
-  }
-  return Status::ok();
-}
-
-// A context from a row of kContextColumns.
-Status context_of_row(sqlite3_stmt* s, const std::string& path, StoredContext* c) {
-  c->seq = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
-  c->id = column_text(s, 1);
-  c->flow = column_text(s, 2);
-  c->status = column_text(s, 3);
-  c->commit_seq = static_cast<uint64_t>(sqlite3_column_int64(s, 4));
-  const std::string what = "context " + c->id;
-  FLOWRT_RETURN_IF_ERROR(column_json(s, 5, path, what, &c->trigger));
-  FLOWRT_RETURN_IF_ERROR(column_json(s, 6, path, what, &c->inputs));
-  FLOWRT_RETURN_IF_ERROR(column_json(s, 7, path, what, &c->cause));
-  FLOWRT_RETURN_IF_ERROR(column_json(s, 8, path, what, &c->run_key));
-  c->started = sqlite3_column_int64(s, 9);
-  c->ended = sqlite3_column_int64(s, 10);
-  return column_json(s, 11, path, what, &c->record);
-}
-
-// One prepared statement.
-class Stmt {
- public:
-  Stmt() = default;
-  ~Stmt() { sqlite3_finalize(s_); }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-
-  int prepare(sqlite3* db, const char* sql) { return sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s_, nullptr); }
-  sqlite3_stmt* get() const { return s_; }
-  void bind(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
-  void bind(int i, std::string_view v) { sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT); }
-  void bind_null(int i) { sqlite3_bind_null(s_, i); }
-  // The value's JSON, or SQL NULL for a null value.
-  void bind_json(int i, const Value& v) {
-    if (v.is_null()) {
-      bind_null(i);
-      return;
-    }
-    std::string text;
-    write_json(v, text);
-    bind(i, std::string_view(text));
-  }
-  // Runs it to the end (a write). SQLITE_DONE on success.
-  int run() {
-    const int rc = sqlite3_step(s_);
-    sqlite3_reset(s_);
-    sqlite3_clear_bindings(s_);
-    return rc;
-  }
-
- private:
-  sqlite3_stmt* s_ = nullptr;
-};
-
 }  // namespace
 
 class SqliteStore::Statements {
@@ -189,8 +142,9 @@ class SqliteStore::Statements {
   Stmt begin, commit, rollback;
   Stmt put_table, put_record, remove_record;
   Stmt put_definition, put_definition_version, schedule_tick;
-  Stmt put_context, update_context, end_context;
-  Stmt prune_age, prune_oldest, count_ended, vacuum, status_of;
+  Stmt put_context, update_context, remove_context;
+  Stmt put_history, move_to_history, update_history, in_history;
+  Stmt prune_age, prune_oldest, count_ended, vacuum;
   Stmt put_lock, remove_lock;
   Stmt run_once_add, run_once_remove, run_once_clear;
   Stmt add_recovery;
@@ -204,7 +158,10 @@ class SqliteStore::Statements {
         {&rollback, "ROLLBACK"},
         {&put_table, "INSERT OR IGNORE INTO record_tables(name, position) VALUES(?1, ?2)"},
         {&put_record,
-         "INSERT INTO records(tbl, sys_id, position, body) VALUES(?1, ?2, ?3, ?4) "
+         // The rowid is the insert's position (the commit seq: it grows, so an insert appends),
+         // or the next free one when that is taken.
+         "INSERT INTO records(id, tbl, sys_id, body) VALUES((SELECT CASE WHEN NOT EXISTS "
+         "(SELECT 1 FROM records WHERE id = ?3) THEN ?3 END), ?1, ?2, ?4) "
          "ON CONFLICT(tbl, sys_id) DO UPDATE SET body = excluded.body"},
         {&remove_record, "DELETE FROM records WHERE tbl = ?1 AND sys_id = ?2"},
         {&put_definition,
@@ -223,18 +180,25 @@ class SqliteStore::Statements {
          "ended = CASE WHEN ?4 >= 0 THEN ?4 ELSE ended END, record = COALESCE(?5, record), "
          "checkpoint = CASE WHEN ?2 IN ('completed', 'cancelled', 'error') THEN NULL ELSE COALESCE(?6, checkpoint) END "
          "WHERE seq = ?1"},
-        // A context ending: changes a row only when it had not ended (sqlite3_changes says
-        // whether the ended count grows); an ended context keeps no checkpoint.
-        {&end_context,
-         "UPDATE contexts SET status = ?2, started = CASE WHEN ?3 >= 0 THEN ?3 ELSE started END, "
-         "ended = CASE WHEN ?4 >= 0 THEN ?4 ELSE ended END, record = COALESCE(?5, record), checkpoint = NULL "
-         "WHERE seq = ?1 AND NOT " FLOWRT_ENDED},
-        {&prune_age, "DELETE FROM contexts WHERE " FLOWRT_ENDED " AND ended < ?1"},
-        {&prune_oldest,
-         "DELETE FROM contexts WHERE seq IN (SELECT seq FROM contexts WHERE " FLOWRT_ENDED " ORDER BY seq LIMIT ?1)"},
-        {&count_ended, "SELECT count(*) FROM contexts WHERE " FLOWRT_ENDED},
+        {&remove_context, "DELETE FROM contexts WHERE seq = ?1"},
+        {&put_history,
+         "INSERT OR REPLACE INTO history(seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, "
+         "ended, record) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"},
+        // A live context ending with its record: its row moves to history (then
+        // remove_context); no row when it is not live (sqlite3_changes says which).
+        {&move_to_history,
+         "INSERT INTO history(seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, "
+         "record) SELECT seq, id, flow, ?2, commit_seq, " FLOWRT_TRIGGER_SUMMARY ", inputs, cause, run_key, "
+         "CASE WHEN ?3 >= 0 THEN ?3 ELSE started END, CASE WHEN ?4 >= 0 THEN ?4 ELSE ended END, "
+         "COALESCE(?5, record) FROM contexts WHERE seq = ?1 AND COALESCE(?5, record) IS NOT NULL"},
+        {&update_history,
+         "UPDATE history SET status = ?2, started = CASE WHEN ?3 >= 0 THEN ?3 ELSE started END, "
+         "ended = CASE WHEN ?4 >= 0 THEN ?4 ELSE ended END, record = COALESCE(?5, record) WHERE seq = ?1"},
+        {&in_history, "SELECT 1 FROM history WHERE seq = ?1"},
+        {&prune_age, "DELETE FROM history WHERE ended < ?1"},
+        {&prune_oldest, "DELETE FROM history WHERE seq IN (SELECT seq FROM history ORDER BY seq LIMIT ?1)"},
+        {&count_ended, "SELECT count(*) FROM history"},
         {&vacuum, "PRAGMA incremental_vacuum"},
-        {&status_of, "SELECT status FROM contexts WHERE seq = ?1"},
         {&put_lock, "INSERT OR REPLACE INTO locks(name, state) VALUES(?1, ?2)"},
         {&remove_lock, "DELETE FROM locks WHERE name = ?1"},
         {&run_once_add, "INSERT OR IGNORE INTO run_once(tbl, sys_id, flow) VALUES(?1, ?2, ?3)"},
@@ -539,28 +503,26 @@ Result<StoredState> SqliteStore::load() {
     state.tables.push_back(StoredState::Table{column_text(s, 0), {}});
     return Status::ok();
   }));
-  for (StoredState::Table& t : state.tables) {
-    sqlite3_stmt* s = nullptr;
-    if (sqlite3_prepare_v2(db_, "SELECT sys_id, body FROM records WHERE tbl = ?1 ORDER BY position", -1, &s, nullptr) !=
-        SQLITE_OK) {
-      return error("cannot read its records");
-    }
-    sqlite3_bind_text(s, 1, t.name.data(), static_cast<int>(t.name.size()), SQLITE_TRANSIENT);
-    int rc;
-    Status status;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-      Value record;
-      status = json(s, 1, "record " + column_text(s, 0) + " of table " + t.name, &record);
-      if (!status) break;
-      if (!record.is_object() || record.size() == 0 || !record.members()[0].value.is_string()) {
-        status = Error{path_ + ": a damaged row (record " + column_text(s, 0) + " of table " + t.name + ")"};
-        break;
-      }
-      t.records.push_back(std::move(record));
-    }
-    sqlite3_finalize(s);
-    if (!status) return status.error();
-    if (rc != SQLITE_DONE) return error("cannot read its records");
+  {
+    // Every record in one pass in insertion order (position: since version 4 the rowid),
+    // each to its table.
+    std::map<std::string, StoredState::Table*, std::less<>> by_name;
+    for (StoredState::Table& t : state.tables) by_name.emplace(t.name, &t);
+    CHECK_QUERY(query(schema_version_ >= 4 ? "SELECT tbl, sys_id, body FROM records ORDER BY id"
+                                           : "SELECT tbl, sys_id, body FROM records ORDER BY tbl, position",
+                      [&](sqlite3_stmt* s) -> Status {
+                        const std::string name = column_text(s, 0);
+                        auto t = by_name.find(name);
+                        const std::string what = "record " + column_text(s, 1) + " of table " + name;
+                        if (t == by_name.end()) return Error{path_ + ": a damaged row (" + what + ": no such table)"};
+                        Value record;
+                        FLOWRT_RETURN_IF_ERROR(json(s, 2, what, &record));
+                        if (!record.is_object() || record.size() == 0 || !record.members()[0].value.is_string()) {
+                          return Error{path_ + ": a damaged row (" + what + ")"};
+                        }
+                        t->second->records.push_back(std::move(record));
+                        return Status::ok();
+                      }));
   }
   CHECK_QUERY(query(
       "SELECT type, id, draft, published, fingerprint, active, activated_at, last_tick FROM definitions ORDER BY type, id",
@@ -577,10 +539,14 @@ Result<StoredState> SqliteStore::load() {
         state.definitions.push_back(std::move(d));
         return Status::ok();
       }));
-  // The contexts that have not ended (and any ended one without a record); history stays
-  // in the file (load_context, list_contexts).
+  // The contexts that have not ended (and any ended one without a record): since version 4
+  // every row of `contexts`; history stays in the file (load_context, list_contexts). An
+  // older file opened read only is read as it is.
   CHECK_QUERY(query(
-      schema_version_ >= 3
+      schema_version_ >= 4
+          ? "SELECT seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record, "
+            "checkpoint FROM contexts ORDER BY seq"
+      : schema_version_ == 3
           ? "SELECT seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record, "
             "checkpoint FROM contexts WHERE seq IN (SELECT seq FROM contexts WHERE status IN ('queued', "
             "'in_progress', 'waiting') UNION SELECT seq FROM contexts WHERE record IS NULL) ORDER BY seq"
@@ -624,111 +590,6 @@ Result<StoredState> SqliteStore::load() {
 
 #undef CHECK_QUERY
 
-const char* SqliteStore::checkpoint_column() const { return schema_version_ >= 3 ? ", checkpoint" : ", NULL"; }
-
-void SqliteStore::read_checkpoint(sqlite3_stmt* s, StoredContext* c) const {
-  // A damaged checkpoint costs its context only (as in load()), not the read.
-  if (Status cs = column_json(s, 12, path_, "context " + c->id, &c->checkpoint); !cs) {
-    c->checkpoint = Value::object({{"unreadable", Value(std::string_view(cs.message()))}});
-  }
-}
-
-Result<std::optional<StoredContext>> SqliteStore::load_context(uint64_t seq) {
-  MutexLock lock(read_mu_);
-  sqlite3* db = reader();
-  const std::string sql = std::string("SELECT ") + kContextColumns + checkpoint_column() + " FROM contexts WHERE seq = ?1";
-  sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) return error("cannot read a context", db);
-  sqlite3_bind_int64(s, 1, static_cast<int64_t>(seq));
-  std::optional<StoredContext> out;
-  Status status;
-  const int rc = sqlite3_step(s);
-  if (rc == SQLITE_ROW) {
-    out.emplace();
-    status = context_of_row(s, path_, &*out);
-    if (status) read_checkpoint(s, &*out);
-  }
-  sqlite3_finalize(s);
-  if (!status) return status.error();
-  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return error("cannot read a context", db);
-  return out;
-}
-
-Result<Value> SqliteStore::load_definition_version(std::string_view type, std::string_view id,
-                                                   std::string_view fingerprint) {
-  MutexLock lock(read_mu_);
-  sqlite3* db = reader();
-  sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(db, "SELECT body FROM definition_versions WHERE type = ?1 AND id = ?2 AND fingerprint = ?3",
-                         -1, &s, nullptr) != SQLITE_OK) {
-    return error("cannot read a definition version", db);
-  }
-  sqlite3_bind_text(s, 1, type.data(), static_cast<int>(type.size()), SQLITE_TRANSIENT);
-  sqlite3_bind_text(s, 2, id.data(), static_cast<int>(id.size()), SQLITE_TRANSIENT);
-  sqlite3_bind_text(s, 3, fingerprint.data(), static_cast<int>(fingerprint.size()), SQLITE_TRANSIENT);
-  Value out;
-  Status status;
-  const int rc = sqlite3_step(s);
-  if (rc == SQLITE_ROW) {
-    JsonParseError e;
-    if (!parse_json(column_text(s, 0), &out, &e, kStoredJson)) {
-      status = Error{path_ + ": a damaged row (definition " + std::string(id) + " version " + std::string(fingerprint) +
-                     "): " + e.describe()};
-    }
-  }
-  sqlite3_finalize(s);
-  if (!status) return status.error();
-  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return error("cannot read a definition version", db);
-  return out;
-}
-
-Result<std::vector<StoredContext>> SqliteStore::list_contexts(const ContextQuery& q) {
-  MutexLock lock(read_mu_);
-  sqlite3* db = reader();
-  std::string sql = std::string("SELECT ") + kContextColumns + checkpoint_column() + " FROM contexts WHERE seq > ?1";
-  if (!q.flow.empty()) sql += " AND flow = ?2";
-  if (!q.status.empty()) sql += " AND status = ?3";
-  if (q.ended_only) sql += " AND " FLOWRT_ENDED;
-  sql += " ORDER BY seq LIMIT ?4";
-  sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) return error("cannot read its contexts", db);
-  sqlite3_bind_int64(s, 1, static_cast<int64_t>(std::min<uint64_t>(q.after_seq, INT64_MAX)));
-  if (!q.flow.empty()) sqlite3_bind_text(s, 2, q.flow.data(), static_cast<int>(q.flow.size()), SQLITE_TRANSIENT);
-  if (!q.status.empty()) sqlite3_bind_text(s, 3, q.status.data(), static_cast<int>(q.status.size()), SQLITE_TRANSIENT);
-  sqlite3_bind_int64(s, 4, static_cast<int64_t>(std::min<size_t>(q.limit, INT64_MAX)));
-  std::vector<StoredContext> out;
-  Status status;
-  int rc;
-  // One statement: SQLite reads it in one read transaction, a consistent page.
-  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-    StoredContext c;
-    status = context_of_row(s, path_, &c);
-    if (!status) break;
-    read_checkpoint(s, &c);
-    out.push_back(std::move(c));
-  }
-  sqlite3_finalize(s);
-  if (!status) return status.error();
-  if (rc != SQLITE_DONE) return error("cannot read its contexts", db);
-  return out;
-}
-
-Result<std::pair<int64_t, int64_t>> SqliteStore::page_counts() {
-  MutexLock lock(read_mu_);
-  sqlite3* db = reader();
-  int64_t counts[2] = {0, 0};
-  const char* const sql[2] = {"PRAGMA page_count", "PRAGMA freelist_count"};
-  for (int i = 0; i < 2; ++i) {
-    sqlite3_stmt* s = nullptr;
-    if (sqlite3_prepare_v2(db, sql[i], -1, &s, nullptr) != SQLITE_OK) return error("cannot read its size", db);
-    const int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) counts[i] = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    if (rc != SQLITE_ROW) return error("cannot read its size", db);
-  }
-  return std::make_pair(counts[0], counts[1]);
-}
-
 Status SqliteStore::write(const StoreBatch& batch) {
   if (read_only_) return Error{path_ + ": opened read only"};
   Statements& st = *statements_;
@@ -755,7 +616,7 @@ Status SqliteStore::write(const StoreBatch& batch) {
             }
             st.put_record.bind(1, std::string_view(c.table));
             st.put_record.bind(2, c.record.members()[0].value.as_string());
-            st.put_record.bind(3, static_cast<int64_t>(c.position));
+            st.put_record.bind(3, static_cast<int64_t>(std::min<uint64_t>(c.position, INT64_MAX)));
             st.put_record.bind_json(4, c.record);
             return ok(st.put_record.run());
           } else if constexpr (std::is_same_v<T, RecordRemove>) {
@@ -785,32 +646,51 @@ Status SqliteStore::write(const StoreBatch& batch) {
             return ok(st.schedule_tick.run());
           } else if constexpr (std::is_same_v<T, ContextPut>) {
             const StoredContext& x = c.context;
-            Stmt& p = st.put_context;
-            p.bind(1, static_cast<int64_t>(x.seq));
-            p.bind(2, std::string_view(x.id));
-            p.bind(3, std::string_view(x.flow));
-            p.bind(4, std::string_view(x.status));
-            p.bind(5, static_cast<int64_t>(x.commit_seq));
-            p.bind_json(6, x.trigger);
-            p.bind_json(7, x.inputs);
-            p.bind_json(8, x.cause);
-            p.bind_json(9, x.run_key);
-            p.bind(10, x.started);
-            p.bind(11, x.ended);
-            p.bind_json(12, x.record);
-            p.bind_json(13, x.checkpoint);
+            // A context is in history once it has ended with its record, and live (in
+            // `contexts`) until then; never in both.
+            const bool to_history = is_final_context_status(x.status) && !x.record.is_null();
+            st.remove_context.bind(1, static_cast<int64_t>(x.seq));
+            if (to_history && !ok(st.remove_context.run())) return false;
+            if (!to_history) {
+              Stmt& p = st.put_context;
+              p.bind(1, static_cast<int64_t>(x.seq));
+              p.bind(2, std::string_view(x.id));
+              p.bind(3, std::string_view(x.flow));
+              p.bind(4, std::string_view(x.status));
+              p.bind(5, static_cast<int64_t>(x.commit_seq));
+              p.bind_json(6, x.trigger);
+              p.bind_json(7, x.inputs);
+              p.bind_json(8, x.cause);
+              p.bind_json(9, x.run_key);
+              p.bind(10, x.started);
+              p.bind(11, x.ended);
+              p.bind_json(12, x.record);
+              p.bind_json(13, x.checkpoint);
+              return ok(p.run());
+            }
             if (ended >= 0) {
-              // A counted writer: the row it replaces (if any) decides how the count moves (a
-              // context that started and ended within the batch comes as one put).
-              Stmt& q = st.status_of;
+              // A counted writer: the count grows unless the row replaces one in history.
+              Stmt& q = st.in_history;
               q.bind(1, static_cast<int64_t>(x.seq));
               const int r = sqlite3_step(q.get());
-              const bool was_ended = r == SQLITE_ROW && is_final_context_status(column_text(q.get(), 0));
               sqlite3_reset(q.get());
               if (r != SQLITE_ROW && r != SQLITE_DONE) return ok(r);
-              ended += (is_final_context_status(x.status) ? 1 : 0) - (was_ended ? 1 : 0);
+              if (r == SQLITE_DONE) ++ended;
             }
-            return ok(p.run());
+            Stmt& h = st.put_history;
+            h.bind(1, static_cast<int64_t>(x.seq));
+            h.bind(2, std::string_view(x.id));
+            h.bind(3, std::string_view(x.flow));
+            h.bind(4, std::string_view(x.status));
+            h.bind(5, static_cast<int64_t>(x.commit_seq));
+            h.bind_json(6, ended_trigger(x.trigger));
+            h.bind_json(7, x.inputs);
+            h.bind_json(8, x.cause);
+            h.bind_json(9, x.run_key);
+            h.bind(10, x.started);
+            h.bind(11, x.ended);
+            h.bind_json(12, x.record);
+            return ok(h.run());
           } else if constexpr (std::is_same_v<T, ContextUpdate>) {
             auto bind = [&](Stmt& u) {
               u.bind(1, static_cast<int64_t>(c.seq));
@@ -820,17 +700,23 @@ Status SqliteStore::write(const StoreBatch& batch) {
               u.bind_json(5, c.record);
             };
             if (is_final_context_status(c.status)) {
-              // It ends now (counted), or had ended (the update below changes its record).
-              bind(st.end_context);
-              if (!ok(st.end_context.run())) return false;
+              // A live context ending with its record leaves `contexts` for history.
+              bind(st.move_to_history);
+              if (!ok(st.move_to_history.run())) return false;
               if (sqlite3_changes(db_) > 0) {
                 if (ended >= 0) ++ended;
-                return true;
+                st.remove_context.bind(1, static_cast<int64_t>(c.seq));
+                return ok(st.remove_context.run());
               }
             }
+            // Live (an ended one without its record stays here, status and all), or else
+            // in history already (an ended context whose record changes).
             bind(st.update_context);
             st.update_context.bind_json(6, c.checkpoint);
-            return ok(st.update_context.run());
+            if (!ok(st.update_context.run())) return false;
+            if (sqlite3_changes(db_) > 0) return true;
+            bind(st.update_history);
+            return ok(st.update_history.run());
           } else if constexpr (std::is_same_v<T, LockPut>) {
             if (c.state.is_null()) {
               st.remove_lock.bind(1, std::string_view(c.name));
@@ -908,3 +794,4 @@ Status SqliteStore::write(const StoreBatch& batch) {
 
 }  // namespace flowrt
 #undef FLOWRT_ENDED
+#undef FLOWRT_TRIGGER_SUMMARY

@@ -3,10 +3,14 @@
 // Each batch is one transaction (BEGIN IMMEDIATE ... COMMIT), so a crash leaves the file as
 // of the last batch that committed. The SyncMode is SQLite's `synchronous` pragma: kFull
 // syncs the WAL at every commit, kNormal at checkpoints only, kOff never. Tables: meta
-// (schema version), counters, record_tables and records (a table's records in insertion
-// order), definitions and definition_versions (every published version ever stored),
-// contexts (one row per context: identity, status, record), locks, run_once, recoveries,
-// holder. meta.schema_version says which layout the file has (kSchemaVersion).
+// (schema version), counters, record_tables and records (every record, its rowid its
+// position, so in insertion order; found by (table, sys_id) through an index),
+// definitions and definition_versions (every published version ever stored), contexts
+// (the live ones: queued, running, waiting, or ended without a record yet, with their
+// checkpoints), history (the ended ones with their record: a row written once, when the
+// record is, and appended in seq order), locks, run_once, recoveries, holder. A context is
+// in exactly one of contexts and history. meta.schema_version says which layout the file
+// has (kSchemaVersion).
 //
 // Only one engine opens a file for writing at a time: open() takes an exclusive advisory
 // lock (flock) on the file for the store's life and refuses when another holds it, naming
@@ -17,8 +21,8 @@
 // A file that is not a SQLite database, or is truncated or corrupt, is refused with an
 // error naming the file.
 //
-// History (ended contexts) is not loaded: load_context and list_contexts read it through a
-// second, read-only connection of their own (WAL: a reader sees the last batch committed
+// History (ended contexts) is not loaded: load_context and list_contexts read it (merged
+// with the live rows by seq, in one read transaction) through a second, read-only connection of their own (WAL: a reader sees the last batch committed
 // and never waits for the writer), one reader at a time under read_mu_. A HistoryPrune
 // deletes ended contexts in the batch's transaction and, when the file has
 // auto_vacuum=INCREMENTAL (every file this build creates), gives the freed pages back to
@@ -33,6 +37,7 @@
 // destructor.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,7 +57,7 @@ class SqliteStore final : public Store {
  public:
   // The schema version this build writes (meta.schema_version). A writer opening an older
   // file migrates it (one transaction); a newer file is refused, unchanged.
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
   // The writing connection's page cache (PRAGMA cache_size), KiB.
   static constexpr int kWriterCacheKiB = 16 * 1024;
 
@@ -96,8 +101,13 @@ class SqliteStore final : public Store {
   Status prepare_history();
   // ", checkpoint", or ", NULL" for a file older than the column (read as it is).
   const char* checkpoint_column() const;
-  // Column 12 of a history row: its checkpoint.
+  // Column 12 of a context row: its checkpoint.
   void read_checkpoint(sqlite3_stmt* s, StoredContext* c) const;
+  // The contexts `sql` selects (kContextColumns and a checkpoint), its parameters bound by
+  // `bind`; `what` names the read in an error. REQUIRES read_mu_ when `db` is the reader.
+  Result<std::vector<StoredContext>> read_contexts(sqlite3* db, const std::string& sql,
+                                                   const std::function<void(sqlite3_stmt*)>& bind,
+                                                   std::string_view what) const;
   // The connection history is read through (REQUIRES read_mu_).
   sqlite3* reader() const { return reader_ ? reader_ : db_; }
   // An error naming the file: "<path>: <what>: <sqlite's message>" (of `db`, or db_).

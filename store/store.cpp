@@ -26,6 +26,16 @@ bool is_final_context_status(std::string_view status) {
   return status == "completed" || status == "cancelled" || status == "error";
 }
 
+Value ended_trigger(const Value& trigger) {
+  if (!trigger.is_object()) return trigger;
+  std::vector<Member> kept;
+  for (const auto& m : trigger.members()) {
+    const std::string_view k = m.key.as_string();
+    if (k != "record" && k != "previous") kept.push_back(Member{m.key, m.value});
+  }
+  return Value::object(std::move(kept));
+}
+
 Result<std::unique_ptr<Store>> open_store(const StoreOptions& options) {
   if (options.kind == "memory") return std::unique_ptr<Store>(std::make_unique<MemoryStore>());
   if (options.kind == "sqlite") {

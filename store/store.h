@@ -76,6 +76,11 @@ struct StoredDefinition {
 // the record's statuses: "in_progress", "waiting", "completed", "cancelled", "error".
 inline constexpr std::string_view kQueuedStatus = "queued";
 bool is_final_context_status(std::string_view status);
+// What a context that ended with its record keeps of its trigger event: all but the copies
+// of the triggering record ("record", "previous": the record as it was then, and before);
+// the sys_id names it, and the context's record shows what the flow read and did. Keeps the
+// history of a typical flow within half a database page per context.
+Value ended_trigger(const Value& trigger);
 
 // One context: its identity from the start, its record as last written.
 struct StoredContext {
@@ -84,7 +89,9 @@ struct StoredContext {
   std::string flow;
   std::string status;          // kQueuedStatus or a record status
   uint64_t commit_seq = 0;     // the commit that queued it
-  Value trigger;               // the trigger event, as in a record's "trigger"
+  // The trigger event, as in a record's "trigger"; once the context ended with its record,
+  // without the copies of the triggering record (ended_trigger).
+  Value trigger;
   Value inputs;                // API inputs (object) or null
   Value cause;                 // {"context", "flow", "chain": [...]} or null
   Value run_key;               // the run-options key it counts under, or null

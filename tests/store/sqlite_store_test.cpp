@@ -240,17 +240,75 @@ TEST_F(SqliteStoreTest, AnOlderFile_IsMigratedOnOpen_AndItsStateLoads) {
   }
 }
 
+TEST_F(SqliteStoreTest, AVersion3File_MovesItsEndedContextsToHistory_AndKeepsEveryRow) {
+  // One context completed with its record, two waiting with checkpoints, all in `contexts`.
+  make_from("schema_v3.sql");
+  ASSERT_EQ(schema_version(), 3);
+  {
+    std::unique_ptr<SqliteStore> s = open();
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->migrated_from(), 3);
+    Result<StoredState> state = s->load();
+    ASSERT_TRUE(state.is_ok()) << state.message();
+    ASSERT_EQ(state->tables.size(), 1u);
+    std::vector<std::string> ids;
+    for (const Value& r : state->tables[0].records) ids.emplace_back(r["sys_id"].as_string());
+    EXPECT_EQ(ids, (std::vector<std::string>{"p1", "p2", "p3"}));
+    ASSERT_EQ(state->contexts.size(), 2u) << "the waiting ones";
+    EXPECT_EQ(state->contexts[0].id, "ctx-2");
+    EXPECT_EQ(state->contexts[0].status, "waiting");
+    EXPECT_TRUE(state->contexts[0].checkpoint.is_object()) << "kept through the migration";
+    Result<std::optional<StoredContext>> ended = s->load_context(1);
+    ASSERT_TRUE(ended.is_ok()) << ended.message();
+    ASSERT_TRUE(ended->has_value());
+    EXPECT_EQ((*ended)->status, "completed");
+    EXPECT_EQ((*ended)->record["id"], Value("ctx-1"));
+    EXPECT_FALSE((*ended)->trigger.contains("record")) << "history keeps the trigger without its values";
+    EXPECT_EQ((*ended)->trigger["sys_id"], Value("p1"));
+    ContextQuery all;
+    Result<std::vector<StoredContext>> listed = s->list_contexts(all);
+    ASSERT_TRUE(listed.is_ok()) << listed.message();
+    ASSERT_EQ(listed->size(), 3u);
+    EXPECT_EQ((*listed)[0].seq, 1u);
+    EXPECT_EQ((*listed)[2].seq, 3u);
+    // The migrated file goes on: the waiting context ends, a record is inserted after p3.
+    StoreBatch b;
+    b.changes.push_back(ContextUpdate{2, "completed", -1, 50, Value::object({{"id", Value("ctx-2")}}), Value()});
+    b.changes.push_back(RecordPut{"purchase", Value::object({{"sys_id", Value("p0")}}), 10});
+    ASSERT_TRUE(s->write(b).is_ok());
+    Result<StoredState> after = s->load();
+    ASSERT_TRUE(after.is_ok()) << after.message();
+    ASSERT_EQ(after->contexts.size(), 1u);
+    EXPECT_EQ(after->contexts[0].id, "ctx-3");
+    ASSERT_EQ(after->tables[0].records.size(), 4u);
+    EXPECT_EQ(after->tables[0].records[3]["sys_id"], Value("p0")) << "in insertion order, not by sys_id";
+  }
+  EXPECT_EQ(schema_version(), SqliteStore::kSchemaVersion);
+}
+
 TEST_F(SqliteStoreTest, AnOlderFile_OpenedReadOnly_IsReadAsItIs) {
-  make_from("schema_v1.sql");
-  const std::string before = file_bytes();
-  std::unique_ptr<SqliteStore> reader = open(/*read_only=*/true);
-  ASSERT_NE(reader, nullptr);
-  Result<StoredState> state = reader->load();
-  ASSERT_TRUE(state.is_ok()) << state.message();
-  EXPECT_EQ(state->contexts.size(), 3u);
-  reader.reset();
-  EXPECT_EQ(schema_version(), 1);
-  EXPECT_EQ(file_bytes(), before);
+  // Version 1 (three waiting) and version 3 (one ended among the live ones, no history table).
+  for (int version : {1, 3}) {
+    SCOPED_TRACE("schema version " + std::to_string(version));
+    remove_files();
+    make_from("schema_v" + std::to_string(version) + ".sql");
+    const std::string before = file_bytes();
+    std::unique_ptr<SqliteStore> reader = open(/*read_only=*/true);
+    ASSERT_NE(reader, nullptr);
+    Result<StoredState> state = reader->load();
+    ASSERT_TRUE(state.is_ok()) << state.message();
+    EXPECT_EQ(state->contexts.size(), version == 1 ? 3u : 2u);
+    Result<std::vector<StoredContext>> listed = reader->list_contexts(ContextQuery{});
+    ASSERT_TRUE(listed.is_ok()) << listed.message();
+    EXPECT_EQ(listed->size(), 3u);
+    Result<std::optional<StoredContext>> first = reader->load_context(1);
+    ASSERT_TRUE(first.is_ok()) << first.message();
+    ASSERT_TRUE(first->has_value());
+    EXPECT_EQ((*first)->status, version == 1 ? "waiting" : "completed");
+    reader.reset();
+    EXPECT_EQ(schema_version(), version);
+    EXPECT_EQ(file_bytes(), before);
+  }
 }
 
 // Writes `n` ended contexts (seq from `first`), each with a record of about 2 KiB.

@@ -229,7 +229,7 @@ TYPED_TEST(StoreConformanceTest, Contexts_QueuedThenUpdated_ComeBackBySeq) {
   EXPECT_EQ(e.started, 100);
   EXPECT_EQ(e.ended, 200);
   EXPECT_EQ(e.record.to_json(), R"({"id":"ctx-1","status":"completed"})");
-  EXPECT_EQ(e.trigger.to_json(), c.trigger.to_json());
+  EXPECT_EQ(e.trigger.to_json(), c.trigger.to_json()) << "an event's trigger keeps its payload";
   const StoredContext& q = s.contexts[0];
   EXPECT_EQ(q.id, "ctx-2");
   EXPECT_EQ(q.status, kQueuedStatus);
@@ -240,6 +240,52 @@ TYPED_TEST(StoreConformanceTest, Contexts_QueuedThenUpdated_ComeBackBySeq) {
   EXPECT_TRUE(q.inputs.is_null());
   EXPECT_TRUE(q.record.is_null());
   EXPECT_EQ(q.started, -1);
+}
+
+TYPED_TEST(StoreConformanceTest, Contexts_PutAsEnded_KeepTheirTriggerWithoutTheRecordsCopies) {
+  StoredContext c;
+  c.seq = 7;
+  c.id = "ctx-7";
+  c.flow = "f";
+  c.status = "completed";
+  c.commit_seq = 3;
+  c.trigger = json(R"({"type":"record","time":5,"table":"t","operation":"update","sys_id":"r1",)"
+                   R"("record":{"sys_id":"r1","n":2},"previous":{"sys_id":"r1","n":1}})");
+  c.started = 10;
+  c.ended = 20;
+  c.record = json(R"({"id":"ctx-7","status":"completed"})");
+  // An ended context still without its record stays loaded, its trigger whole.
+  StoredContext unrecorded = c;
+  unrecorded.seq = 8;
+  unrecorded.id = "ctx-8";
+  unrecorded.status = "error";
+  unrecorded.record = Value();
+  this->write({ContextPut{c}, ContextPut{unrecorded}});
+  StoredState s = this->reload();
+  ASSERT_EQ(s.contexts.size(), 1u);
+  EXPECT_EQ(s.contexts[0].seq, 8u);
+  EXPECT_EQ(s.contexts[0].trigger.to_json(), unrecorded.trigger.to_json());
+  Result<std::optional<StoredContext>> one = this->store_->load_context(7);
+  ASSERT_TRUE(one.is_ok()) << one.message();
+  ASSERT_TRUE(one->has_value());
+  EXPECT_EQ((*one)->trigger.to_json(), R"({"type":"record","time":5,"table":"t","operation":"update","sys_id":"r1"})");
+  EXPECT_EQ((*one)->record.to_json(), c.record.to_json());
+  EXPECT_EQ((*one)->started, 10);
+  EXPECT_EQ((*one)->ended, 20);
+  // Its record arrives: it joins the history, the trigger without its values.
+  this->write({ContextUpdate{8, "error", -1, -1, json(R"({"id":"ctx-8","status":"error"})"), Value()}});
+  StoredState after = this->reload();
+  EXPECT_TRUE(after.contexts.empty());
+  Result<std::optional<StoredContext>> eight = this->store_->load_context(8);
+  ASSERT_TRUE(eight.is_ok() && eight->has_value());
+  EXPECT_EQ((*eight)->status, "error");
+  EXPECT_EQ((*eight)->trigger.to_json(), R"({"type":"record","time":5,"table":"t","operation":"update","sys_id":"r1"})");
+  // A record written again for an ended context replaces the one it had.
+  this->write({ContextUpdate{7, "completed", -1, -1, json(R"({"id":"ctx-7","status":"completed","again":true})"), Value()}});
+  Result<std::optional<StoredContext>> seven = this->store_->load_context(7);
+  ASSERT_TRUE(seven.is_ok() && seven->has_value());
+  EXPECT_EQ((*seven)->record.to_json(), R"({"id":"ctx-7","status":"completed","again":true})");
+  EXPECT_EQ((*seven)->started, 10);
 }
 
 // Contexts for the history tests: seq 1..n, flow "a" for odd seqs and "b" for even ones;

@@ -1,0 +1,161 @@
+// SqliteStore's reads after load(): history (ended contexts, and live ones by seq),
+// definition versions and the file's size. They go through the writer's read-only
+// connection (sqlite_store.h), one reader at a time under read_mu_.
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "plans/value_json.h"
+#include "store/sqlite_rows.h"
+#include "store/sqlite_store.h"
+
+namespace flowrt {
+
+using namespace sqlite_rows;  // NOLINT: the rows of this store's own tables
+
+namespace {
+
+// Ends a read transaction however the read ends.
+struct ReadTransaction {
+  sqlite3* db;
+  bool open;
+  explicit ReadTransaction(sqlite3* d) : db(d), open(sqlite3_exec(d, "BEGIN", nullptr, nullptr, nullptr) == SQLITE_OK) {}
+  ~ReadTransaction() {
+    if (open) sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+  }
+  ReadTransaction(const ReadTransaction&) = delete;
+  ReadTransaction& operator=(const ReadTransaction&) = delete;
+};
+
+}  // namespace
+
+const char* SqliteStore::checkpoint_column() const { return schema_version_ >= 3 ? ", checkpoint" : ", NULL"; }
+
+void SqliteStore::read_checkpoint(sqlite3_stmt* s, StoredContext* c) const {
+  // A damaged checkpoint costs its context only (as in load()), not the read.
+  if (Status cs = column_json(s, 12, path_, "context " + c->id, &c->checkpoint); !cs) {
+    c->checkpoint = Value::object({{"unreadable", Value(std::string_view(cs.message()))}});
+  }
+}
+
+Result<std::vector<StoredContext>> SqliteStore::read_contexts(sqlite3* db, const std::string& sql,
+                                                              const std::function<void(sqlite3_stmt*)>& bind,
+                                                              std::string_view what) const {
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) return error(what, db);
+  bind(s);
+  std::vector<StoredContext> out;
+  Status status;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    StoredContext c;
+    status = context_of_row(s, path_, &c);
+    if (!status) break;
+    read_checkpoint(s, &c);
+    out.push_back(std::move(c));
+  }
+  sqlite3_finalize(s);
+  if (!status) return status.error();
+  if (rc != SQLITE_DONE) return error(what, db);
+  return out;
+}
+
+Result<std::optional<StoredContext>> SqliteStore::load_context(uint64_t seq) {
+  MutexLock lock(read_mu_);
+  sqlite3* db = reader();
+  std::string sql = std::string("SELECT ") + kContextColumns + checkpoint_column() + " FROM contexts WHERE seq = ?1";
+  if (schema_version_ >= 4) sql += std::string(" UNION ALL SELECT ") + kContextColumns + ", NULL FROM history WHERE seq = ?1";
+  Result<std::vector<StoredContext>> rows = read_contexts(
+      db, sql, [&](sqlite3_stmt* s) { sqlite3_bind_int64(s, 1, static_cast<int64_t>(seq)); }, "cannot read a context");
+  if (!rows) return rows.error();
+  if (rows->empty()) return std::optional<StoredContext>();
+  return std::optional<StoredContext>(std::move(rows->front()));
+}
+
+Result<std::vector<StoredContext>> SqliteStore::list_contexts(const ContextQuery& q) {
+  MutexLock lock(read_mu_);
+  sqlite3* db = reader();
+  // The page from each table (live rows, then history since version 4), merged by seq: two
+  // ordered, limited reads in one read transaction (a consistent view: a context that moves
+  // to history meanwhile is seen once).
+  auto where = [&](bool live) {
+    std::string w = " WHERE seq > ?1";
+    if (!q.flow.empty()) w += " AND flow = ?2";
+    if (!q.status.empty()) w += " AND status = ?3";
+    if (q.ended_only && live) w += " AND status IN ('completed', 'cancelled', 'error')";
+    return w + " ORDER BY seq LIMIT ?4";
+  };
+  auto bind = [&](sqlite3_stmt* s) {
+    sqlite3_bind_int64(s, 1, static_cast<int64_t>(std::min<uint64_t>(q.after_seq, INT64_MAX)));
+    if (!q.flow.empty()) sqlite3_bind_text(s, 2, q.flow.data(), static_cast<int>(q.flow.size()), SQLITE_TRANSIENT);
+    if (!q.status.empty()) sqlite3_bind_text(s, 3, q.status.data(), static_cast<int>(q.status.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 4, static_cast<int64_t>(std::min<size_t>(q.limit, INT64_MAX)));
+  };
+  ReadTransaction read(db);
+  if (!read.open) return error("cannot read its contexts", db);
+  Result<std::vector<StoredContext>> live = read_contexts(
+      db, std::string("SELECT ") + kContextColumns + checkpoint_column() + " FROM contexts" + where(true), bind,
+      "cannot read its contexts");
+  if (!live) return live.error();
+  if (schema_version_ < 4) return live;
+  Result<std::vector<StoredContext>> ended = read_contexts(
+      db, std::string("SELECT ") + kContextColumns + ", NULL FROM history" + where(false), bind,
+      "cannot read its contexts");
+  if (!ended) return ended.error();
+  std::vector<StoredContext> out;
+  out.reserve(std::min(q.limit, live->size() + ended->size()));
+  std::merge(std::make_move_iterator(live->begin()), std::make_move_iterator(live->end()),
+             std::make_move_iterator(ended->begin()), std::make_move_iterator(ended->end()), std::back_inserter(out),
+             [](const StoredContext& a, const StoredContext& b) { return a.seq < b.seq; });
+  if (out.size() > q.limit) out.resize(q.limit);
+  return out;
+}
+
+Result<Value> SqliteStore::load_definition_version(std::string_view type, std::string_view id,
+                                                   std::string_view fingerprint) {
+
+  MutexLock lock(read_mu_);
+  sqlite3* db = reader();
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db, "SELECT body FROM definition_versions WHERE type = ?1 AND id = ?2 AND fingerprint = ?3",
+                         -1, &s, nullptr) != SQLITE_OK) {
+    return error("cannot read a definition version", db);
+  }
+  sqlite3_bind_text(s, 1, type.data(), static_cast<int>(type.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_text(s, 2, id.data(), static_cast<int>(id.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_text(s, 3, fingerprint.data(), static_cast<int>(fingerprint.size()), SQLITE_TRANSIENT);
+  Value out;
+  Status status;
+  const int rc = sqlite3_step(s);
+  if (rc == SQLITE_ROW) {
+    JsonParseError e;
+    if (!parse_json(column_text(s, 0), &out, &e, kStoredJson)) {
+      status = Error{path_ + ": a damaged row (definition " + std::string(id) + " version " + std::string(fingerprint) +
+                     "): " + e.describe()};
+    }
+  }
+  sqlite3_finalize(s);
+  if (!status) return status.error();
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return error("cannot read a definition version", db);
+  return out;
+}
+
+Result<std::pair<int64_t, int64_t>> SqliteStore::page_counts() {
+  MutexLock lock(read_mu_);
+  sqlite3* db = reader();
+  int64_t counts[2] = {0, 0};
+  const char* const sql[2] = {"PRAGMA page_count", "PRAGMA freelist_count"};
+  for (int i = 0; i < 2; ++i) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db, sql[i], -1, &s, nullptr) != SQLITE_OK) return error("cannot read its size", db);
+    const int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) counts[i] = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_ROW) return error("cannot read its size", db);
+  }
+  return std::make_pair(counts[0], counts[1]);
+}
+
+}  // namespace flowrt

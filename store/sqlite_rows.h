@@ -1,0 +1,99 @@
+// The rows of SqliteStore's tables as C++ sees them: a prepared statement, columns read as
+// text and JSON, a context from its row. Internal to store/ (sqlite_store.cpp and
+// sqlite_history.cpp); not part of the Store interface. Free functions and a class with no
+// shared state: each Stmt belongs to one connection and is used by one thread at a time.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "plans/value_json.h"
+#include "store/store.h"
+
+namespace flowrt::sqlite_rows {
+
+// Stored JSON was written by the engine within its budgets; reading it back allows more
+// than any budget so that nothing stored is refused.
+inline const JsonLimits kStoredJson{SIZE_MAX, 100000, SIZE_MAX};
+
+// The columns context_of_row reads, in its order: the same in `contexts` (live) and
+// `history` (ended) rows.
+inline constexpr const char* kContextColumns =
+    "seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record";
+
+inline std::string column_text(sqlite3_stmt* s, int i) {
+  const unsigned char* t = sqlite3_column_text(s, i);
+  return t ? std::string(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(s, i))) : std::string();
+}
+
+
+// Column `i` as JSON (SQL NULL: a null value); a row that does not parse is damaged.
+inline Status column_json(sqlite3_stmt* s, int i, const std::string& path, std::string_view what, Value* out) {
+  if (sqlite3_column_type(s, i) == SQLITE_NULL) {
+    *out = Value();
+    return Status::ok();
+  }
+  const std::string text = column_text(s, i);
+  JsonParseError e;
+  if (!parse_json(text, out, &e, kStoredJson)) {
+    return Error{path + ": a damaged row (" + std::string(what) + "): " + e.describe()};
+  }
+  return Status::ok();
+}
+
+// A context from a row of kContextColumns.
+inline Status context_of_row(sqlite3_stmt* s, const std::string& path, StoredContext* c) {
+  c->seq = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
+  c->id = column_text(s, 1);
+  c->flow = column_text(s, 2);
+  c->status = column_text(s, 3);
+  c->commit_seq = static_cast<uint64_t>(sqlite3_column_int64(s, 4));
+  const std::string what = "context " + c->id;
+  FLOWRT_RETURN_IF_ERROR(column_json(s, 5, path, what, &c->trigger));
+  FLOWRT_RETURN_IF_ERROR(column_json(s, 6, path, what, &c->inputs));
+  FLOWRT_RETURN_IF_ERROR(column_json(s, 7, path, what, &c->cause));
+  FLOWRT_RETURN_IF_ERROR(column_json(s, 8, path, what, &c->run_key));
+  c->started = sqlite3_column_int64(s, 9);
+  c->ended = sqlite3_column_int64(s, 10);
+  return column_json(s, 11, path, what, &c->record);
+}
+
+// One prepared statement.
+class Stmt {
+ public:
+  Stmt() = default;
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  int prepare(sqlite3* db, const char* sql) { return sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s_, nullptr); }
+  sqlite3_stmt* get() const { return s_; }
+  void bind(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
+  void bind(int i, std::string_view v) { sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT); }
+  void bind_null(int i) { sqlite3_bind_null(s_, i); }
+  // The value's JSON, or SQL NULL for a null value.
+  void bind_json(int i, const Value& v) {
+    if (v.is_null()) {
+      bind_null(i);
+      return;
+    }
+    std::string text;
+    write_json(v, text);
+    bind(i, std::string_view(text));
+  }
+  // Runs it to the end (a write). SQLITE_DONE on success.
+  int run() {
+    const int rc = sqlite3_step(s_);
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+    return rc;
+  }
+
+ private:
+  sqlite3_stmt* s_ = nullptr;
+};
+
+}  // namespace flowrt::sqlite_rows
