@@ -93,7 +93,7 @@ StoreBatch batch_of(int n) {
                                                           {"n", Value(i)}}),
                                   static_cast<uint64_t>(n * 10 + i)});
   }
-  b.changes.push_back(RecordRemove{"order", "o" + k + "-2"});
+  b.changes.push_back(RecordRemove{"order", "o" + k + "-2", static_cast<uint64_t>(n * 10 + 2)});
   StoredDefinition d;
   d.type = "flow";
   d.id = "ship" + k;

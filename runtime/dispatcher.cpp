@@ -253,9 +253,9 @@ void Dispatcher::restore(const StoredState& state, const FlowRegistry& flows) {
   seqs_.store(state.counters.context_seq, std::memory_order_release);
   commits_.store(state.counters.commit_seq, std::memory_order_release);
   locks_.restore_last_token(state.counters.fencing_token);
-  std::vector<std::pair<std::string, std::vector<Value>>> tables;
+  std::vector<RecordStore::RestoredTable> tables;
   tables.reserve(state.tables.size());
-  for (const StoredState::Table& t : state.tables) tables.emplace_back(t.name, t.records);
+  for (const StoredState::Table& t : state.tables) tables.push_back({t.name, t.records, t.positions});
   store_.restore(state.counters.sys_id_seed, state.counters.sys_id_count, std::move(tables));
   for (const RunOncePut& r : state.run_once) {
     FlowSlot* flow = flows.slot(r.flow);
@@ -362,7 +362,8 @@ Result<Value> Dispatcher::insert(std::string_view table, const Value& values, Or
       SpinMutexLock lock(mu_);
       FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
       FLOWRT_RETURN_IF_ERROR(check_queue_room(prepared.size()));
-      Result<bool> installed = store_.commit_insert(table, *record, id_number);
+      // Its position is the commit seq begin_commit gives it next (the commit lock is held).
+      Result<bool> installed = store_.commit_insert(table, *record, id_number, last_commit_ + 1);
       if (!installed) return installed.error();
       if (!*installed) continue;  // its id was numbered before another commit: build again
       CommitEntry entry = begin_commit(CommitEntry::Kind::kInsert, origin);
@@ -398,20 +399,21 @@ Result<Value> Dispatcher::update(std::string_view table, std::string_view sys_id
       SpinMutexLock lock(mu_);
       FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
       FLOWRT_RETURN_IF_ERROR(check_queue_room(prepared.size()));
-      if (!store_.commit_update(table, sys_id, *change)) continue;  // another write came first
-      commit_update_locked(table, *change, prepared, origin, &batch);
+      uint64_t position = 0;
+      if (!store_.commit_update(table, sys_id, *change, &position)) continue;  // another write came first
+      commit_update_locked(table, *change, position, prepared, origin, &batch);
     }
     return change->record;
   }
 }
 
-void Dispatcher::commit_update_locked(std::string_view table, const RecordChange& change,
+void Dispatcher::commit_update_locked(std::string_view table, const RecordChange& change, uint64_t position,
                                       std::vector<Prepared>& prepared, Origin origin, Batch* batch) {
   CommitEntry entry = begin_commit(CommitEntry::Kind::kUpdate, origin);
   entry.table = table;
   entry.record = &change.record;
   entry.previous = &change.previous;
-  if (journal_) building_.changes.push_back(RecordPut{std::string(table), change.record, 0});
+  if (journal_) building_.changes.push_back(RecordPut{std::string(table), change.record, position});
   commit_prepared(prepared, origin, &entry, batch);
   wake_waiters(table, change.record, &change.previous, false);
   end_commit(entry, origin);
@@ -420,12 +422,13 @@ void Dispatcher::commit_update_locked(std::string_view table, const RecordChange
 Status Dispatcher::commit_remove_locked(std::string_view table, std::string_view sys_id,
                                         std::vector<Prepared>& prepared, Origin origin, Batch* batch,
                                         Value* removed_record) {
-  Result<Value> removed = store_.remove(table, sys_id);
+  uint64_t position = 0;
+  Result<Value> removed = store_.remove(table, sys_id, &position);
   if (!removed) return removed.error();
   CommitEntry entry = begin_commit(CommitEntry::Kind::kDelete, origin);
   entry.table = table;
   entry.record = &*removed;
-  if (journal_) building_.changes.push_back(RecordRemove{std::string(table), std::string(sys_id)});
+  if (journal_) building_.changes.push_back(RecordRemove{std::string(table), std::string(sys_id), position});
   commit_prepared(prepared, origin, &entry, batch);
   wake_waiters(table, *removed, nullptr, true);
   record_deleted(table, sys_id);
@@ -485,14 +488,15 @@ Result<size_t> Dispatcher::update_where(std::string_view table, const Condition&
     FLOWRT_RETURN_IF_ERROR(check_queue_room(starts));
     batch.reserve(starts);
     for (Planned& p : planned) {
-      if (!store_.commit_update(table, p.change.record["sys_id"].as_string(), p.change)) {
+      uint64_t position = 0;
+      if (!store_.commit_update(table, p.change.record["sys_id"].as_string(), p.change, &position)) {
         // Cannot happen while every write holds the commit lock; if it ever did, say so
         // rather than report a write that was not stored.
         return Error{"internal error: record " + std::string(p.change.record["sys_id"].as_string()) + " of " +
                      std::string(table) + " changed during update_where; " + std::to_string(n) +
                      " records were updated"};
       }
-      commit_update_locked(table, p.change, p.prepared, origin, &batch);
+      commit_update_locked(table, p.change, position, p.prepared, origin, &batch);
       ++n;
     }
   }

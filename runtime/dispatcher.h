@@ -229,9 +229,10 @@ class Dispatcher {
   void skip(FlowSlot& flow, const TriggerData& trigger, Origin origin, std::string_view reason) REQUIRES(mu_);
   void wake_waiters(std::string_view table, const Value& record, const Value* previous, bool deleted)
       REQUIRES(mu_);
-  // The commit of an update already installed in the store: its starts, waiters, entry.
-  void commit_update_locked(std::string_view table, const RecordChange& change, std::vector<Prepared>& prepared,
-                            Origin origin, Batch* batch) REQUIRES(mu_);
+  // The commit of an update already installed in the store (at `position`: the record's
+  // RecordPut::position): its starts, waiters, entry.
+  void commit_update_locked(std::string_view table, const RecordChange& change, uint64_t position,
+                            std::vector<Prepared>& prepared, Origin origin, Batch* batch) REQUIRES(mu_);
   // Removes a record and commits it: its starts, waiters, run states, entry.
   Status commit_remove_locked(std::string_view table, std::string_view sys_id, std::vector<Prepared>& prepared,
                               Origin origin, Batch* batch, Value* removed) REQUIRES(mu_);

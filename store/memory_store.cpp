@@ -12,9 +12,12 @@ Result<StoredState> MemoryStore::load() {
   s.counters = counters_;
   for (const std::string& name : table_order_) {
     const Table& t = tables_.find(name)->second;
-    StoredState::Table out{name, {}};
+    StoredState::Table out{name, {}, {}};
     out.records.reserve(t.order.size());
-    for (const auto& [position, sys_id] : t.order) out.records.push_back(t.rows.find(sys_id)->second.second);
+    for (const auto& [position, sys_id] : t.order) {
+      out.records.push_back(t.rows.find(sys_id)->second.second);
+      out.positions.push_back(position);
+    }
     s.tables.push_back(std::move(out));
   }
   for (const auto& [key, d] : definitions_) s.definitions.push_back(d);

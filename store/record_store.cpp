@@ -211,7 +211,8 @@ Result<Value> RecordStore::build_insert(const Value& values, TimeMs now, uint64_
   return fields.build();
 }
 
-Result<bool> RecordStore::commit_insert(std::string_view table_name, const Value& record, uint64_t id_number) {
+Result<bool> RecordStore::commit_insert(std::string_view table_name, const Value& record, uint64_t id_number,
+                                        uint64_t position) {
   if (table_name.empty()) return Error{"a table name cannot be empty"};
   // Writes are serialized: no other commit moves ids_ while this one runs.
   const uint64_t committed = ids_.load(std::memory_order_relaxed);
@@ -230,6 +231,7 @@ Result<bool> RecordStore::commit_insert(std::string_view table_name, const Value
   if (id_number != 0) ids_.store(id_number, std::memory_order_release);
   const auto row = static_cast<uint32_t>(t.rows.size());
   t.rows.push_back(record);
+  t.positions.push_back(position);
   t.by_id.insert(sys_id, row);
   ++t.live;
   total_.fetch_add(1, std::memory_order_relaxed);
@@ -282,7 +284,8 @@ Result<RecordChange> RecordStore::build_update(const Value& previous, std::strin
   return RecordChange{fields.build(), previous, changed};
 }
 
-bool RecordStore::commit_update(std::string_view table_name, std::string_view sys_id, const RecordChange& change) {
+bool RecordStore::commit_update(std::string_view table_name, std::string_view sys_id, const RecordChange& change,
+                                uint64_t* position) {
   Table* t = find_table(table_name);
   if (!t) return false;
   WriterLock lock(t->mu);
@@ -292,6 +295,7 @@ bool RecordStore::commit_update(std::string_view table_name, std::string_view sy
   if (row >= t->rows.size() || !t->rows[row].same_storage(change.previous)) row = t->by_id.find(sys_id);
   if (row == IdIndex::kNone || !t->rows[row].same_storage(change.previous)) return false;
   t->rows[row] = change.record;
+  if (position) *position = t->positions[row];
   index_row(*t, &change.previous, &change.record, row);
   return true;
 }
@@ -363,7 +367,7 @@ Status RecordStore::check_value_sizes(const Value& values, size_t max_bytes) {
   return Status::ok();
 }
 
-Result<Value> RecordStore::remove(std::string_view table_name, std::string_view sys_id) {
+Result<Value> RecordStore::remove(std::string_view table_name, std::string_view sys_id, uint64_t* position) {
   Table* t = find_table(table_name);
   if (!t) return Error{"no record in " + std::string(table_name) + " with sys_id " + std::string(sys_id)};
   WriterLock lock(t->mu);
@@ -372,6 +376,7 @@ Result<Value> RecordStore::remove(std::string_view table_name, std::string_view 
     return Error{"no record in " + std::string(table_name) + " with sys_id " + std::string(sys_id)};
   }
   t->by_id.erase(sys_id);
+  if (position) *position = t->positions[row];
   Value previous = std::move(t->rows[row]);
   t->rows[row] = Value();
   --t->live;
@@ -383,12 +388,15 @@ Result<Value> RecordStore::remove(std::string_view table_name, std::string_view 
 
 void RecordStore::compact(Table& t) {
   std::deque<Value> rows;
+  std::deque<uint64_t> positions;
   t.by_id.clear();
-  for (Value& r : t.rows) {
-    if (r.is_null()) continue;
-    rows.push_back(std::move(r));
+  for (size_t i = 0; i < t.rows.size(); ++i) {
+    if (t.rows[i].is_null()) continue;
+    rows.push_back(std::move(t.rows[i]));
+    positions.push_back(t.positions[i]);
   }
   t.rows = std::move(rows);
+  t.positions = std::move(positions);
   for (uint32_t row = 0; row < t.rows.size(); ++row) t.by_id.insert(t.rows[row]["sys_id"].as_string(), row);
   std::vector<std::string> fields;
   for (auto& [field, idx] : t.indexes) fields.push_back(field);
@@ -496,17 +504,18 @@ std::vector<std::string> RecordStore::table_names() const {
   return names;
 }
 
-void RecordStore::restore(uint64_t seed, uint64_t generated,
-                          std::vector<std::pair<std::string, std::vector<Value>>> tables) {
+void RecordStore::restore(uint64_t seed, uint64_t generated, std::vector<RestoredTable> tables) {
   seed_ = seed;
   ids_.store(generated, std::memory_order_relaxed);
-  for (auto& [name, records] : tables) {
-    Table& t = table(name);
+  for (RestoredTable& restored : tables) {
+    Table& t = table(restored.name);
     WriterLock lock(t.mu);
-    for (Value& record : records) {
+    for (size_t i = 0; i < restored.records.size(); ++i) {
+      Value& record = restored.records[i];
       const std::string_view sys_id = record.members()[0].value.as_string();
       if (t.by_id.find(sys_id) != IdIndex::kNone) continue;  // a store holds one record per sys_id
       const auto row = static_cast<uint32_t>(t.rows.size());
+      t.positions.push_back(i < restored.positions.size() ? restored.positions[i] : i + 1);
       t.rows.push_back(std::move(record));
       t.by_id.insert(t.rows.back().members()[0].value.as_string(), row);
       ++t.live;

@@ -62,17 +62,20 @@ class RecordStore {
   // build_insert sets *id_number to the number of the sys_id it generated (0: the values
   // gave one); commit_insert needs it back.
   Result<Value> build_insert(const Value& values, TimeMs now, uint64_t* id_number = nullptr);
-  // Installs a record built by build_insert. False (nothing installed) when its generated
+  // Installs a record built by build_insert at `position` (its place in the store: the
+  // insert's commit seq). False (nothing installed) when its generated
   // id is no longer the next one, or a record given that id took it meanwhile: build it
   // again (the taken number is then skipped). An error when a given sys_id is taken.
-  Result<bool> commit_insert(std::string_view table, const Value& record, uint64_t id_number);
+  Result<bool> commit_insert(std::string_view table, const Value& record, uint64_t id_number, uint64_t position = 0);
   static Result<RecordChange> build_update(const Value& current, std::string_view sys_id, const Value& patch,
                                            TimeMs now);
   // Installs change.record if the record is still change.previous; false when another
-  // update came first (build again from the new version).
-  bool commit_update(std::string_view table, std::string_view sys_id, const RecordChange& change);
-  // Removes the record and returns it as it was.
-  Result<Value> remove(std::string_view table, std::string_view sys_id);
+  // update came first (build again from the new version). *position (when given) receives
+  // the record's position.
+  bool commit_update(std::string_view table, std::string_view sys_id, const RecordChange& change,
+                     uint64_t* position = nullptr);
+  // Removes the record and returns it as it was; *position (when given) receives where it was.
+  Result<Value> remove(std::string_view table, std::string_view sys_id, uint64_t* position = nullptr);
 
   // The max_record_value_bytes budget: an error naming the first field of `values` (an
   // object) whose value is larger than `max_bytes` (a string counts its bytes, any other
@@ -92,9 +95,16 @@ class RecordStore {
   // The sys_id generator: its seed and how many sys_ids it made.
   uint64_t sys_id_seed() const { return seed_; }
   uint64_t sys_ids_generated() const { return ids_.load(std::memory_order_relaxed); }
+  // A table as a Store gives it back: its records in insertion order, each with its
+  // position (parallel to records; empty: 1, 2, ...).
+  struct RestoredTable {
+    std::string name;
+    std::vector<Value> records;
+    std::vector<uint64_t> positions;
+  };
   // Before any other use: the generator goes on from a stored state, and the tables are
   // filled again in the order given, each with its records in insertion order.
-  void restore(uint64_t seed, uint64_t generated, std::vector<std::pair<std::string, std::vector<Value>>> tables);
+  void restore(uint64_t seed, uint64_t generated, std::vector<RestoredTable> tables);
 
  private:
   struct Hash {
@@ -109,6 +119,9 @@ class RecordStore {
     // Null where deleted; sys_id is every record's first member. A deque: growing never
     // moves the rows already there (no pause to copy a million of them).
     std::deque<Value> rows GUARDED_BY(mu);
+    // Each row's position in the store (parallel to rows): what a durable store finds the
+    // record by when it is updated or removed.
+    std::deque<uint64_t> positions GUARDED_BY(mu);
     IdIndex by_id GUARDED_BY(mu);
     std::unordered_map<std::string, FieldIndex, Hash, std::equal_to<>> indexes GUARDED_BY(mu);
     size_t live GUARDED_BY(mu) = 0;

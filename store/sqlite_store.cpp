@@ -35,8 +35,7 @@ CREATE TABLE counters(id INTEGER PRIMARY KEY CHECK (id = 1), commit_seq INTEGER 
   context_seq INTEGER NOT NULL, fencing_token INTEGER NOT NULL, sys_id_seed INTEGER NOT NULL,
   sys_id_count INTEGER NOT NULL, clock INTEGER NOT NULL);
 CREATE TABLE record_tables(name TEXT PRIMARY KEY, position INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE records(id INTEGER PRIMARY KEY, tbl TEXT NOT NULL, sys_id TEXT NOT NULL, body TEXT NOT NULL);
-CREATE UNIQUE INDEX records_by_sys_id ON records(tbl, sys_id);
+CREATE TABLE records(position INTEGER PRIMARY KEY, tbl TEXT NOT NULL, sys_id TEXT NOT NULL, body TEXT NOT NULL);
 CREATE TABLE definitions(type TEXT NOT NULL, id TEXT NOT NULL, draft TEXT, published TEXT, fingerprint TEXT,
   active INTEGER NOT NULL, activated_at INTEGER NOT NULL, last_tick INTEGER NOT NULL,
   PRIMARY KEY (type, id)) WITHOUT ROWID;
@@ -83,9 +82,11 @@ const char* const kMigrations[] = {
     // once per context and only ever appended to; `contexts` keeps the live ones (and an
     // ended one still without its record), so that a context's row no longer grows in place
     // and the live rows' indexes go. Version 3's history indexes go with them. Records are
-    // kept by position (their rowid) with an index by sys_id, instead of by sys_id:
-    // an insert appends and an update finds a recent record near the end, where a random
-    // sys_id put every write on a page of its own.
+    // kept by position (the rowid), found by it (the engine knows each record's), with no
+    // index by sys_id: an insert appends, an update of a recent record writes a recent page,
+    // where a random sys_id put every write on a page of its own. The migrated records are
+    // numbered 1, 2, ... in their order; new positions (commit seqs) are past them, as a
+    // file has no more records than commits.
     R"sql(CREATE TABLE history(seq INTEGER PRIMARY KEY, id TEXT NOT NULL, flow TEXT NOT NULL, status TEXT NOT NULL,
   commit_seq INTEGER NOT NULL, trigger TEXT, inputs TEXT, cause TEXT, run_key TEXT,
   started INTEGER NOT NULL, ended INTEGER NOT NULL, record TEXT NOT NULL);
@@ -97,11 +98,10 @@ DROP INDEX IF EXISTS contexts_by_flow;
 DROP INDEX IF EXISTS contexts_ended;
 DROP INDEX IF EXISTS contexts_ended_at;
 DROP INDEX IF EXISTS contexts_unrecorded;
-CREATE TABLE records_v4(id INTEGER PRIMARY KEY, tbl TEXT NOT NULL, sys_id TEXT NOT NULL, body TEXT NOT NULL);
-INSERT INTO records_v4(tbl, sys_id, body) SELECT tbl, sys_id, body FROM records ORDER BY position;
+CREATE TABLE records_v4(position INTEGER PRIMARY KEY, tbl TEXT NOT NULL, sys_id TEXT NOT NULL, body TEXT NOT NULL);
+INSERT INTO records_v4(tbl, sys_id, body) SELECT tbl, sys_id, body FROM records ORDER BY position, tbl, sys_id;
 DROP TABLE records;
-ALTER TABLE records_v4 RENAME TO records;
-CREATE UNIQUE INDEX records_by_sys_id ON records(tbl, sys_id);)sql",
+ALTER TABLE records_v4 RENAME TO records;)sql",
 };
 static_assert(std::size(kMigrations) == SqliteStore::kSchemaVersion - 1, "one migration per version after 1");
 
@@ -157,13 +157,12 @@ class SqliteStore::Statements {
         {&commit, "COMMIT"},
         {&rollback, "ROLLBACK"},
         {&put_table, "INSERT OR IGNORE INTO record_tables(name, position) VALUES(?1, ?2)"},
+        // Inserted at its position, or the record there updated; a different record at that
+        // position is left as it is (no change: write() refuses the batch).
         {&put_record,
-         // The rowid is the insert's position (the commit seq: it grows, so an insert appends),
-         // or the next free one when that is taken.
-         "INSERT INTO records(id, tbl, sys_id, body) VALUES((SELECT CASE WHEN NOT EXISTS "
-         "(SELECT 1 FROM records WHERE id = ?3) THEN ?3 END), ?1, ?2, ?4) "
-         "ON CONFLICT(tbl, sys_id) DO UPDATE SET body = excluded.body"},
-        {&remove_record, "DELETE FROM records WHERE tbl = ?1 AND sys_id = ?2"},
+         "INSERT INTO records(position, tbl, sys_id, body) VALUES(?3, ?1, ?2, ?4) ON CONFLICT(position) DO UPDATE "
+         "SET body = excluded.body WHERE tbl = excluded.tbl AND sys_id = excluded.sys_id"},
+        {&remove_record, "DELETE FROM records WHERE position = ?3 AND tbl = ?1 AND sys_id = ?2"},
         {&put_definition,
          "INSERT INTO definitions(type, id, draft, published, fingerprint, active, activated_at, last_tick) "
          "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(type, id) DO UPDATE SET draft = excluded.draft, "
@@ -288,6 +287,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
     // A batch of thousands of contexts touches more pages than SQLite's default 2 MiB
     // cache holds: they would be read back from the WAL with a system call each.
     FLOWRT_RETURN_IF_ERROR(store->exec(("PRAGMA cache_size=-" + std::to_string(kWriterCacheKiB)).c_str()));
+    if (const char* e = getenv("FLOWRT_X_PRAGMAS")) FLOWRT_RETURN_IF_ERROR(store->exec(e));
     store->statements_ = std::make_unique<Statements>();
     if (store->statements_->prepare(db) != SQLITE_OK) return store->error("cannot prepare its statements");
     // Who holds it, for a second opener's message.
@@ -500,7 +500,7 @@ Result<StoredState> SqliteStore::load() {
         return Status::ok();
       }));
   CHECK_QUERY(query("SELECT name FROM record_tables ORDER BY position, name", [&](sqlite3_stmt* s) -> Status {
-    state.tables.push_back(StoredState::Table{column_text(s, 0), {}});
+    state.tables.push_back(StoredState::Table{column_text(s, 0), {}, {}});
     return Status::ok();
   }));
   {
@@ -508,8 +508,8 @@ Result<StoredState> SqliteStore::load() {
     // each to its table.
     std::map<std::string, StoredState::Table*, std::less<>> by_name;
     for (StoredState::Table& t : state.tables) by_name.emplace(t.name, &t);
-    CHECK_QUERY(query(schema_version_ >= 4 ? "SELECT tbl, sys_id, body FROM records ORDER BY id"
-                                           : "SELECT tbl, sys_id, body FROM records ORDER BY tbl, position",
+    CHECK_QUERY(query(schema_version_ >= 4 ? "SELECT tbl, sys_id, body, position FROM records ORDER BY position"
+                                           : "SELECT tbl, sys_id, body, position FROM records ORDER BY tbl, position",
                       [&](sqlite3_stmt* s) -> Status {
                         const std::string name = column_text(s, 0);
                         auto t = by_name.find(name);
@@ -520,6 +520,7 @@ Result<StoredState> SqliteStore::load() {
                         if (!record.is_object() || record.size() == 0 || !record.members()[0].value.is_string()) {
                           return Error{path_ + ": a damaged row (" + what + ")"};
                         }
+                        t->second->positions.push_back(static_cast<uint64_t>(sqlite3_column_int64(s, 3)));
                         t->second->records.push_back(std::move(record));
                         return Status::ok();
                       }));
@@ -597,6 +598,7 @@ Status SqliteStore::write(const StoreBatch& batch) {
   std::vector<std::string> new_tables;
   int64_t ended = ended_count_;  // ended contexts in the file, as this batch goes (-1: not counted)
   int64_t pruned = 0;            // contexts this batch deleted
+  std::string misplaced;         // a record put where another is: the engine and the file disagree
   int rc = SQLITE_DONE;
   auto ok = [&](int r) {
     rc = r;
@@ -614,14 +616,21 @@ Status SqliteStore::write(const StoreBatch& batch) {
               st.tables.insert(c.table);
               new_tables.push_back(c.table);
             }
+            const std::string_view sys_id = c.record.members()[0].value.as_string();
             st.put_record.bind(1, std::string_view(c.table));
-            st.put_record.bind(2, c.record.members()[0].value.as_string());
+            st.put_record.bind(2, sys_id);
             st.put_record.bind(3, static_cast<int64_t>(std::min<uint64_t>(c.position, INT64_MAX)));
             st.put_record.bind_json(4, c.record);
-            return ok(st.put_record.run());
+            if (!ok(st.put_record.run())) return false;
+            if (sqlite3_changes(db_) == 1) return true;
+            misplaced = "record " + std::string(sys_id) + " of table " + c.table + " at position " +
+                        std::to_string(c.position) + ": another record is there";
+            rc = SQLITE_CONSTRAINT;
+            return false;
           } else if constexpr (std::is_same_v<T, RecordRemove>) {
             st.remove_record.bind(1, std::string_view(c.table));
             st.remove_record.bind(2, std::string_view(c.sys_id));
+            st.remove_record.bind(3, static_cast<int64_t>(std::min<uint64_t>(c.position, INT64_MAX)));
             return ok(st.remove_record.run());
           } else if constexpr (std::is_same_v<T, DefinitionPut>) {
             const StoredDefinition& d = c.definition;
@@ -786,7 +795,9 @@ Status SqliteStore::write(const StoreBatch& batch) {
     return Status::ok();
   }
   ended_count_ = -1;
-  Error e = error("cannot write a batch of " + std::to_string(batch.changes.size()) + " changes");
+  Error e = misplaced.empty() ? error("cannot write a batch of " + std::to_string(batch.changes.size()) + " changes")
+                              : Error{path_ + ": cannot write a batch of " + std::to_string(batch.changes.size()) +
+                                      " changes: " + misplaced};
   st.rollback.run();
   for (const std::string& t : new_tables) st.tables.erase(t);  // not in the file after all
   return e;

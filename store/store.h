@@ -115,11 +115,14 @@ struct StoredLock {
 struct RecordPut {             // an insert or update: the record as it now is
   std::string table;
   Value record;                // sys_id is its first member
-  uint64_t position = 0;       // an insert's place in its table (the commit seq); an update keeps the old one
+  // The record's place among all records: its insert's commit seq (so insertion order, and
+  // no two records share one); an update carries the position of the record it changes.
+  uint64_t position = 0;
 };
 struct RecordRemove {
   std::string table;
   std::string sys_id;
+  uint64_t position = 0;       // the removed record's (RecordPut::position)
 };
 struct DefinitionPut {         // the definition id's state, replacing what was stored (but for
   StoredDefinition definition;  // last_tick: a stored one is kept; ScheduleTick moves it)
@@ -173,6 +176,7 @@ struct StoredState {
   struct Table {
     std::string name;
     std::vector<Value> records;      // in insertion order
+    std::vector<uint64_t> positions; // each record's (RecordPut::position), parallel to records
   };
   std::vector<Table> tables;         // in the order first written
   std::vector<StoredDefinition> definitions;  // by (type, id)

@@ -49,13 +49,18 @@ class BatchModel {
     batch.changes.push_back(RecordPut{"t", Value::object({{"sys_id", Value("head")}, {"n", Value(static_cast<int64_t>(b))}}), 0});
     if (rng() % 4 == 0 && !alive.empty()) {
       const std::string gone = alive[rng() % alive.size()];
-      batch.changes.push_back(RecordRemove{"t", gone});
+      batch.changes.push_back(RecordRemove{"t", gone, position_of(gone)});
       now.erase(std::find(now.begin(), now.end(), gone));
     }
     batch.counters.commit_seq = b;
     batch.counters.clock = static_cast<TimeMs>(b);
     alive_[b] = std::move(now);
     return batch;
+  }
+  // Where record `id` ("b<batch>r<i>") was inserted: batch * 1000 + i.
+  static uint64_t position_of(const std::string& id) {
+    const size_t r = id.find('r');
+    return std::stoull(id.substr(1, r - 1)) * 1000 + std::stoull(id.substr(r + 1));
   }
   // The sys_ids in the file after batch k, in insertion order ("head" first: its position
   // is 0).

@@ -286,6 +286,32 @@ TEST_F(SqliteStoreTest, AVersion3File_MovesItsEndedContextsToHistory_AndKeepsEve
   EXPECT_EQ(schema_version(), SqliteStore::kSchemaVersion);
 }
 
+TEST_F(SqliteStoreTest, ARecordPutWhereAnotherRecordIs_IsRefusedNamingIt_AndTheBatchChangesNothing) {
+  std::unique_ptr<SqliteStore> s = open();
+  ASSERT_NE(s, nullptr);
+  StoreBatch first;
+  first.changes.push_back(RecordPut{"t", Value::object({{"sys_id", Value("a")}, {"n", Value(1)}}), 5});
+  ASSERT_TRUE(s->write(first).is_ok());
+  // The engine and the file disagree on where "b" is: refused, not written over "a".
+  StoreBatch wrong;
+  wrong.changes.push_back(RecordPut{"t", Value::object({{"sys_id", Value("c")}, {"n", Value(3)}}), 6});
+  wrong.changes.push_back(RecordPut{"t", Value::object({{"sys_id", Value("b")}, {"n", Value(2)}}), 5});
+  const Status status = s->write(wrong);
+  ASSERT_FALSE(status.is_ok());
+  EXPECT_NE(status.message().find(path_), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("record b of table t at position 5: another record is there"), std::string::npos)
+      << status.message();
+  Result<StoredState> state = s->load();
+  ASSERT_TRUE(state.is_ok()) << state.message();
+  ASSERT_EQ(state->tables[0].records.size(), 1u) << "nothing of the refused batch, c included";
+  EXPECT_EQ(state->tables[0].records[0].to_json(), R"({"sys_id":"a","n":1})");
+  // A remove names the position too: one that does not match removes nothing.
+  StoreBatch remove;
+  remove.changes.push_back(RecordRemove{"t", "a", 7});
+  ASSERT_TRUE(s->write(remove).is_ok());
+  EXPECT_EQ(s->load()->tables[0].records.size(), 1u);
+}
+
 TEST_F(SqliteStoreTest, AnOlderFile_OpenedReadOnly_IsReadAsItIs) {
   // Version 1 (three waiting) and version 3 (one ended among the live ones, no history table).
   for (int version : {1, 3}) {

@@ -124,8 +124,8 @@ TYPED_TEST(StoreConformanceTest, Records_KeepInsertionOrderThroughUpdates_Tables
   this->write({RecordPut{"zeta", json(R"({"sys_id":"a","n":1})"), 1},
                RecordPut{"alpha", json(R"({"sys_id":"x","n":1})"), 2},
                RecordPut{"zeta", json(R"({"sys_id":"b","n":2})"), 3}});
-  // An update keeps the record's place; a remove and a new insert goes to the end.
-  this->write({RecordPut{"zeta", json(R"({"sys_id":"a","n":10})"), 0}, RecordRemove{"alpha", "x"},
+  // An update keeps the record's place (it carries it); a remove and a new insert goes to the end.
+  this->write({RecordPut{"zeta", json(R"({"sys_id":"a","n":10})"), 1}, RecordRemove{"alpha", "x", 2},
                RecordPut{"zeta", json(R"({"sys_id":"c","n":3})"), 6}});
   StoredState s = this->reload();
   ASSERT_EQ(s.tables.size(), 2u);
@@ -136,12 +136,13 @@ TYPED_TEST(StoreConformanceTest, Records_KeepInsertionOrderThroughUpdates_Tables
   EXPECT_EQ(s.tables[0].records[0].to_json(), R"({"sys_id":"a","n":10})");
   EXPECT_EQ(s.tables[0].records[1].to_json(), R"({"sys_id":"b","n":2})");
   EXPECT_EQ(s.tables[0].records[2].to_json(), R"({"sys_id":"c","n":3})");
+  EXPECT_EQ(s.tables[0].positions, (std::vector<uint64_t>{1, 3, 6})) << "each record's position comes back";
 }
 
 TYPED_TEST(StoreConformanceTest, ChangesInOneBatch_ApplyInTheirOrder) {
   // Put, remove, put again in one batch: the last one stands, at its new place.
   this->write({RecordPut{"t", json(R"({"sys_id":"a","v":1})"), 1}, RecordPut{"t", json(R"({"sys_id":"b","v":1})"), 2},
-               RecordRemove{"t", "a"}, RecordPut{"t", json(R"({"sys_id":"a","v":2})"), 4}});
+               RecordRemove{"t", "a", 1}, RecordPut{"t", json(R"({"sys_id":"a","v":2})"), 4}});
   StoredState s = this->reload();
   ASSERT_EQ(s.tables.size(), 1u);
   ASSERT_EQ(s.tables[0].records.size(), 2u);
