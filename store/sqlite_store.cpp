@@ -287,7 +287,6 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
     // A batch of thousands of contexts touches more pages than SQLite's default 2 MiB
     // cache holds: they would be read back from the WAL with a system call each.
     FLOWRT_RETURN_IF_ERROR(store->exec(("PRAGMA cache_size=-" + std::to_string(kWriterCacheKiB)).c_str()));
-    if (const char* e = getenv("FLOWRT_X_PRAGMAS")) FLOWRT_RETURN_IF_ERROR(store->exec(e));
     store->statements_ = std::make_unique<Statements>();
     if (store->statements_->prepare(db) != SQLITE_OK) return store->error("cannot prepare its statements");
     // Who holds it, for a second opener's message.
