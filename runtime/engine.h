@@ -83,11 +83,13 @@ class Engine {
   // ---- the store (docs/DURABILITY.md) ----
   // After opening a store that holds state, once definitions are loaded and custom actions
   // registered: flows that were active are active again, contexts that were running or
-  // waiting when the last engine stopped end in error (resuming them is not supported
-  // yet) and their locks are released, and trigger events that were queued start, in
-  // their order. Returns the report of what it did ({"at", "store", "started", "failed",
-  // "locks_released", "activated", "problems"}), which the store keeps and `flowrt
-  // inspect` shows; null when there was nothing to recover. open_project calls it.
+  // waiting when the last engine stopped resume from their checkpoints (or end in error,
+  // saying why, when they cannot, and what they held is released), and trigger events that
+  // were queued start, in their order. The contexts are read from the store a page at a
+  // time. Returns the report of what it did ({"at", "store", "resumed", "restarted",
+  // "expired", "started", "failed", "locks_released", "activated", "problems"}), which the
+  // store keeps and `flowrt inspect` shows; null when there was nothing to recover.
+  // open_project calls it.
   Value recover();
 
   // ---- stopping ----

@@ -658,7 +658,9 @@ Status EngineCore::open_store() {
   store = std::move(opened).value();
   if (!store->durable()) return Status::ok();
   if (const std::string note = store->open_note(); !note.empty()) engine_log().warn("{}: {}", store->describe(), note);
-  Result<StoredState> loaded = store->load();
+  // Contexts are not loaded here: recover() pages through them, so that at no time are all
+  // of them in memory twice (as rows and as contexts).
+  Result<StoredState> loaded = store->load(/*with_contexts=*/false);
   if (!loaded) {
     store_status_ = loaded.error();
     return store_status_;
@@ -673,27 +675,14 @@ Status EngineCore::open_store() {
     recovery_.problems = flows.restore(state.definitions);
     dispatcher.restore(state, flows);
     contexts.start_at(state.counters.context_seq + 1);
-    // Ended contexts stay in the store (read from it when asked); load() gives an ended
-    // one only when its record is missing.
-    for (StoredContext& c : state.contexts) {
-      if (is_final_context_status(c.status)) {
-        if (c.record.is_null()) {
-          JournalEntry unused;
-          end_stored_context(c, "its record was not stored", clock.now(), &unused);
-        }
-      } else if (c.status == kQueuedStatus) {
-        recovery_.queued.push_back(std::move(c));
-      } else {
-        recovery_.unfinished.push_back(std::move(c));
-      }
-    }
+    recovery_.last_seq = state.counters.context_seq;
     for (const StoredDefinition& d : state.definitions) {
       if (d.type == "flow" && d.active) recovery_.active.push_back(d);
     }
     recovery_.locks = std::move(state.locks);
-    engine_log().info("{}: {} records, {} definitions, {} contexts ({} queued, {} not ended), clock {}",
-                      store->describe(), dispatcher.record_count(), state.definitions.size(), state.contexts.size(),
-                      recovery_.queued.size(), recovery_.unfinished.size(), format_time(clock.now()));
+    engine_log().info("{}: {} records, {} definitions, {} contexts so far, clock {}", store->describe(),
+                      dispatcher.record_count(), state.definitions.size(), state.counters.context_seq,
+                      format_time(clock.now()));
   }
   journal = std::make_unique<Journal>(*this, *store, counters);
   dispatcher.set_journal(journal.get());

@@ -246,8 +246,9 @@ class EngineCore {
   // What open_store found for recover().
   struct Recovery {
     bool done = false;
-    std::vector<StoredContext> queued;     // by seq
-    std::vector<StoredContext> unfinished; // started, not ended
+    // The contexts the store held when it opened have seqs up to this; recover() reads the
+    // ones that had not ended from the store, a page at a time.
+    uint64_t last_seq = 0;
     std::vector<StoredLock> locks;
     std::vector<StoredDefinition> active;  // flows active in the store
     std::vector<std::string> problems;     // what could not be read back

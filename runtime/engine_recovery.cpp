@@ -216,10 +216,6 @@ Value EngineCore::recover() {
   MutexLock lock(recovery_mu_);
   if (recovery_.done || !journal) return Value();
   recovery_.done = true;
-  if (recovery_.queued.empty() && recovery_.unfinished.empty() && recovery_.locks.empty() &&
-      recovery_.active.empty() && recovery_.problems.empty()) {
-    return Value();
-  }
   const TimeMs now = clock.now();
   std::vector<Value> activated, started, resumed, restarted, expired, failed, released, problems;
   for (const std::string& p : recovery_.problems) problems.push_back(text(p));
@@ -253,11 +249,39 @@ Value EngineCore::recover() {
     failed.push_back(failure(c, reason));
   };
 
-  // Contexts that were running or waiting resume from their checkpoints.
+  // The contexts the store held that had not ended (and ended ones without their record),
+  // read a page at a time: `visit` sees each of those with `status` ("": any), in seq order.
+  // Only what one page holds is in memory as rows, besides the contexts built from them.
+  std::string read_error;
+  auto for_each_stored = [&](std::string_view status, auto&& visit) {
+    ContextQuery q;
+    q.loaded_only = true;
+    q.status = std::string(status);
+    q.up_to_seq = recovery_.last_seq;
+    q.limit = 1024;
+    while (q.up_to_seq > 0) {
+      Result<std::vector<StoredContext>> page = store->list_contexts(q);
+      if (!page) {
+        read_error = page.message();
+        return;
+      }
+      if (page->empty()) return;
+      q.after_seq = page->back().seq;
+      for (const StoredContext& c : *page) visit(c);
+    }
+  };
+
+  // Contexts that were running or waiting resume from their checkpoints; an ended one whose
+  // record was not stored gets one now.
   std::map<uint64_t, std::shared_ptr<Context>> live;  // by seq
   std::map<std::string, std::shared_ptr<const Plan>> old_plans;  // versions compiled from the file
   std::vector<std::shared_ptr<Context>> parked;
-  for (const StoredContext& c : recovery_.unfinished) {
+  for_each_stored("", [&](const StoredContext& c) {
+    if (c.status == kQueuedStatus) return;  // below, once the others are back
+    if (is_final_context_status(c.status)) {
+      fail(c, "it ended before the engine stopped, and its record was not stored");
+      return;
+    }
     std::string reason;
     std::shared_ptr<Context> ctx = context_from_store(c, &reason);
     if (ctx && c.checkpoint.is_null() && c.status == "waiting") reason = "no checkpoint of its wait was stored";
@@ -267,7 +291,7 @@ Value EngineCore::recover() {
     if (!reason.empty()) {
       fail(c, "the engine stopped while this context was " + std::string(c.status == "waiting" ? "waiting" : "running") +
                   ", and it cannot resume: " + reason);
-      continue;
+      return;
     }
     live.emplace(ctx->seq, ctx);
     if (!ctx->state) {
@@ -284,7 +308,7 @@ Value EngineCore::recover() {
       resumed.push_back(text(c.id));
       queue(ctx);
     }
-  }
+  });
   // Locks: the holders that came back hold again, with their tokens and leases (an expired
   // lease ends at once, as if unlocked); what the others held is released.
   for (const StoredLock& l : recovery_.locks) {
@@ -343,16 +367,17 @@ Value EngineCore::recover() {
     park(ctx.get(), false);
   }
   // Trigger events that were queued start now, in their order.
-  for (const StoredContext& c : recovery_.queued) {
+  for_each_stored(kQueuedStatus, [&](const StoredContext& c) {
     std::string reason;
     std::shared_ptr<Context> ctx = context_from_store(c, &reason);
     if (!ctx) {
       fail(c, "queued before the engine stopped, and cannot start now: " + reason);
-      continue;
+      return;
     }
     queue(ctx);
     started.push_back(text(c.id));
-  }
+  });
+  if (!read_error.empty()) problems.push_back(text("the contexts of the store could not all be read: " + read_error));
   if (started.empty() && resumed.empty() && restarted.empty() && expired.empty() && failed.empty() && released.empty() &&
       activated.empty() && problems.empty()) {
     refresh_triggers();
@@ -378,9 +403,8 @@ Value EngineCore::recover() {
     engine_log().warn("{}: {}", f["context"].as_string(), f["reason"].as_string());
   }
   for (const Value& p : report["problems"].items()) engine_log().warn("{}", p.as_string());
-  recovery_.queued.clear();
-  recovery_.unfinished.clear();
   recovery_.locks.clear();
+  recovery_.locks.shrink_to_fit();
   refresh_triggers();
   return report;
 }

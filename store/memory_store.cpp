@@ -5,7 +5,7 @@
 
 namespace flowrt {
 
-Result<StoredState> MemoryStore::load() {
+Result<StoredState> MemoryStore::load(bool with_contexts) {
   MutexLock lock(mu_);
   StoredState s;
   s.fresh = !written_;
@@ -22,6 +22,7 @@ Result<StoredState> MemoryStore::load() {
   }
   for (const auto& [key, d] : definitions_) s.definitions.push_back(d);
   for (const auto& [seq, c] : contexts_) {
+    if (!with_contexts) break;
     if (!is_final_context_status(c.status) || c.record.is_null()) s.contexts.push_back(c);
   }
   for (const auto& [name, state] : locks_) s.locks.push_back(StoredLock{name, state});
@@ -51,6 +52,8 @@ Result<std::vector<StoredContext>> MemoryStore::list_contexts(const ContextQuery
   std::vector<StoredContext> out;
   for (auto it = contexts_.upper_bound(q.after_seq); it != contexts_.end() && out.size() < q.limit; ++it) {
     const StoredContext& c = it->second;
+    if (c.seq > q.up_to_seq) break;
+    if (q.loaded_only && is_final_context_status(c.status) && !c.record.is_null()) continue;
     if (!q.flow.empty() && c.flow != q.flow) continue;
     if (!q.status.empty() && c.status != q.status) continue;
     if (q.ended_only && !is_final_context_status(c.status)) continue;

@@ -23,7 +23,8 @@ class MemoryStore final : public Store {
   std::string describe() const override { return "memory"; }
   bool durable() const override { return false; }
 
-  Result<StoredState> load() override EXCLUDES(mu_);
+  using Store::load;
+  Result<StoredState> load(bool with_contexts) override EXCLUDES(mu_);
   Result<std::optional<StoredContext>> load_context(uint64_t seq) override EXCLUDES(mu_);
   Result<std::vector<StoredContext>> list_contexts(const ContextQuery& query) override EXCLUDES(mu_);
   Result<Value> load_definition_version(std::string_view type, std::string_view id,

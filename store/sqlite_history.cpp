@@ -81,10 +81,14 @@ Result<std::vector<StoredContext>> SqliteStore::list_contexts(const ContextQuery
   // ordered, limited reads in one read transaction (a consistent view: a context that moves
   // to history meanwhile is seen once).
   auto where = [&](bool live) {
-    std::string w = " WHERE seq > ?1";
+    std::string w = " WHERE seq > ?1 AND seq <= ?5";
     if (!q.flow.empty()) w += " AND flow = ?2";
     if (!q.status.empty()) w += " AND status = ?3";
     if (q.ended_only && live) w += " AND status IN ('completed', 'cancelled', 'error')";
+    // What load() gives, in a file older than the history table.
+    if (q.loaded_only && live && schema_version_ < 4) {
+      w += " AND (status IN ('queued', 'in_progress', 'waiting') OR record IS NULL)";
+    }
     return w + " ORDER BY seq LIMIT ?4";
   };
   auto bind = [&](sqlite3_stmt* s) {
@@ -92,6 +96,7 @@ Result<std::vector<StoredContext>> SqliteStore::list_contexts(const ContextQuery
     if (!q.flow.empty()) sqlite3_bind_text(s, 2, q.flow.data(), static_cast<int>(q.flow.size()), SQLITE_TRANSIENT);
     if (!q.status.empty()) sqlite3_bind_text(s, 3, q.status.data(), static_cast<int>(q.status.size()), SQLITE_TRANSIENT);
     sqlite3_bind_int64(s, 4, static_cast<int64_t>(std::min<size_t>(q.limit, INT64_MAX)));
+    sqlite3_bind_int64(s, 5, static_cast<int64_t>(std::min<uint64_t>(q.up_to_seq, INT64_MAX)));
   };
   ReadTransaction read(db);
   if (!read.open) return error("cannot read its contexts", db);
@@ -99,7 +104,7 @@ Result<std::vector<StoredContext>> SqliteStore::list_contexts(const ContextQuery
       db, std::string("SELECT ") + kContextColumns + checkpoint_column() + " FROM contexts" + where(true), bind,
       "cannot read its contexts");
   if (!live) return live.error();
-  if (schema_version_ < 4) return live;
+  if (schema_version_ < 4 || q.loaded_only) return live;  // since version 4, history holds none of those
   Result<std::vector<StoredContext>> ended = read_contexts(
       db, std::string("SELECT ") + kContextColumns + ", NULL FROM history" + where(false), bind,
       "cannot read its contexts");

@@ -449,7 +449,7 @@ Status SqliteStore::set_sync_mode(SyncMode mode) {
     if (!query_status) return query_status.error(); \
   } while (0)
 
-Result<StoredState> SqliteStore::load() {
+Result<StoredState> SqliteStore::load(bool with_contexts) {
   StoredState state;
   // One read transaction: a consistent state even while an engine writes (inspect).
   FLOWRT_RETURN_IF_ERROR(exec("BEGIN"));
@@ -542,7 +542,7 @@ Result<StoredState> SqliteStore::load() {
   // The contexts that have not ended (and any ended one without a record): since version 4
   // every row of `contexts`; history stays in the file (load_context, list_contexts). An
   // older file opened read only is read as it is.
-  CHECK_QUERY(query(
+  if (with_contexts) CHECK_QUERY(query(
       schema_version_ >= 4
           ? "SELECT seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record, "
             "checkpoint FROM contexts ORDER BY seq"

@@ -74,7 +74,8 @@ class SqliteStore final : public Store {
   bool durable() const override { return true; }
   std::string open_note() const override;
 
-  Result<StoredState> load() override;
+  using Store::load;
+  Result<StoredState> load(bool with_contexts) override;
   Result<std::optional<StoredContext>> load_context(uint64_t seq) override EXCLUDES(read_mu_);
   Result<std::vector<StoredContext>> list_contexts(const ContextQuery& query) override EXCLUDES(read_mu_);
   Result<Value> load_definition_version(std::string_view type, std::string_view id,

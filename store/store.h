@@ -191,7 +191,10 @@ struct ContextQuery {
   std::string flow;            // "": every flow
   std::string status;          // "": any status
   bool ended_only = false;     // only ended ones (completed, cancelled, error)
+  // Only those load() gives: not ended, or ended without their record.
+  bool loaded_only = false;
   uint64_t after_seq = 0;      // only seqs above this (the last seq of the previous page)
+  uint64_t up_to_seq = UINT64_MAX;  // only seqs up to this
   size_t limit = 1000;         // at most this many (a page)
 };
 
@@ -209,8 +212,11 @@ class Store {
   // What opening it did that is worth telling (a migration of an older file); "" if nothing.
   virtual std::string open_note() const { return ""; }
 
-  // Everything stored.
-  virtual Result<StoredState> load() = 0;
+  // Everything stored; without the contexts (StoredState::contexts empty) when
+  // `with_contexts` is false: a reader that pages through them with list_contexts
+  // (ContextQuery::loaded_only) never holds them all at once.
+  virtual Result<StoredState> load(bool with_contexts) = 0;
+  Result<StoredState> load() { return load(true); }
   // The context with `seq`, or nullopt when the store has none (never had, or pruned).
   virtual Result<std::optional<StoredContext>> load_context(uint64_t seq) = 0;
   // One page of the contexts `query` matches, in seq order; the next page starts after the

@@ -369,6 +369,41 @@ TEST_F(ResumeFailureTest, ItsRowIsCorrupt_ItEndsInError_AndItsLockGoesToTheNextW
   expect_failed_and_handed_on({kHold, kTake}, true, "its stored state cannot be read");
 }
 
+TEST_F(ResumeFailureTest, AnEndedContextWithoutItsRecord_GetsOneInError_OnceAndForAll_AndItsLockGoesOn) {
+  hold_and_queue();
+  // A file where ctx-1 (holding the lock) ended but its record is missing (edited by hand).
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE contexts SET status = 'completed', record = NULL, checkpoint = NULL WHERE seq = 1",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  Result<std::unique_ptr<Engine>> opened = Engine::open(options(path_));
+  ASSERT_TRUE(opened.is_ok()) << opened.message();
+  engine_ = std::move(opened).value();
+  ASSERT_TRUE(engine_->register_action(Notify(nullptr)).is_ok());
+  for (const char* d : {kHold, kTake}) (void)engine_->load_text(d);
+  report_ = engine_->recover();
+  ASSERT_EQ(report_["failed"].size(), 1u) << report_.to_json();
+  EXPECT_EQ(report_["failed"].at(0)["context"], Value("ctx-1"));
+  EXPECT_EQ(report_["failed"].at(0)["was"], Value("completed"));
+  EXPECT_NE(report_["failed"].at(0)["reason"].as_string().find("its record was not stored"), std::string_view::npos);
+  engine_->settle();
+  EXPECT_EQ(engine_->context("ctx-1")->status(), "error");
+  EXPECT_EQ(engine_->context("ctx-2")->status(), "completed") << "the lock went on";
+  // Its record is in the file now: the next engine has nothing to say of it.
+  engine_.reset();
+  Result<std::unique_ptr<Engine>> again = Engine::open(options(path_));
+  ASSERT_TRUE(again.is_ok()) << again.message();
+  engine_ = std::move(again).value();
+  ASSERT_TRUE(engine_->register_action(Notify(nullptr)).is_ok());
+  for (const char* d : {kHold, kTake}) (void)engine_->load_text(d);
+  const Value second = engine_->recover();
+  EXPECT_TRUE(second.is_null() || second["failed"].size() == 0u) << second.to_json();
+  ASSERT_TRUE(engine_->context("ctx-1").has_value());
+  EXPECT_EQ(engine_->context("ctx-1")->status(), "error");
+}
+
 TEST_F(ResumeTest, ACustomAction_GetsAKeyThatIsTheSameWhenItRunsAgainAfterACrash) {
   std::vector<std::string> keys;
   std::vector<std::string> copies;

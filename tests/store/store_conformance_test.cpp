@@ -351,6 +351,19 @@ TYPED_TEST(StoreConformanceTest, History_IsNotLoaded_ButListedByFlowAndStatus_In
   waiting_b.flow = "b";
   waiting_b.status = "waiting";
   EXPECT_EQ(listed_seqs(*this->store_, waiting_b), (std::vector<uint64_t>{6, 12}));
+  // What load() gives, a page at a time (recovery reads them so), up to a seq.
+  ContextQuery live;
+  live.loaded_only = true;
+  live.limit = 3;
+  EXPECT_EQ(listed_seqs(*this->store_, live), (std::vector<uint64_t>{3, 6, 9, 12}));
+  live.up_to_seq = 8;
+  EXPECT_EQ(listed_seqs(*this->store_, live), (std::vector<uint64_t>{3, 6}));
+  ContextQuery all_up_to = all;
+  all_up_to.up_to_seq = 4;
+  EXPECT_EQ(listed_seqs(*this->store_, all_up_to), (std::vector<uint64_t>{1, 2, 3, 4}));
+  Result<StoredState> without = this->store_->load(/*with_contexts=*/false);
+  ASSERT_TRUE(without.is_ok()) << without.message();
+  EXPECT_TRUE(without->contexts.empty());
 
   Result<std::optional<StoredContext>> one = this->store_->load_context(10);
   ASSERT_TRUE(one.is_ok()) << one.message();
