@@ -94,6 +94,11 @@ void print(const Value& doc, std::ostream& out) {
         << last["failed"].size() << " ended in error, " << count_of(last["locks_released"].size(), "lock", "locks")
         << " released\n";
     for (const Value& f : last["failed"].items()) out << "  " << f["context"].as_string() << ": " << f["reason"].as_string() << "\n";
+    for (const Value& m : last["schedules_missed"].items()) {
+      out << "  flow " << m["flow"].as_string() << ": "
+          << count_of(static_cast<size_t>(m["occurrences"].as_int()), "schedule occurrence", "schedule occurrences")
+          << " fell due while stopped; fired once for " << m["fires_for"].as_string() << "\n";
+    }
     for (const Value& p : last["problems"].items()) out << "  " << p.as_string() << "\n";
   }
 }

@@ -607,8 +607,10 @@ void EngineCore::arm_schedules() {
     slot->schedule_timer = TimerHandle{};
     ++slot->schedule_generation;
     if (!wanted) continue;
-    // Never an occurrence that already fired (an `at` re-armed at its own time).
-    const TimeMs from = std::max(clock.now(), slot->last_tick + 1);
+    // Never an occurrence that already fired (an `at` re-armed at its own time); the one
+    // missed while no engine ran first, at once.
+    const TimeMs from = slot->missed_at >= 0 ? slot->missed_at : std::max(clock.now(), slot->last_tick + 1);
+    slot->missed_at = -1;
     std::optional<TimeMs> next = next_occurrence(plan->trigger, slot->activated_at.load(std::memory_order_acquire), from);
     if (!next) continue;
     const uint64_t generation = slot->schedule_generation;
@@ -717,7 +719,7 @@ Status EngineCore::wait_durable() {
   return journal->wait_durable(journal->appended());
 }
 
-void EngineCore::restore_schedule(FlowSlot* slot, TimeMs activated_at, TimeMs last_tick) {
+Value EngineCore::restore_schedule(FlowSlot* slot, TimeMs activated_at, TimeMs last_tick) {
   MutexLock lock(schedule_mu_);
   slot->activated_at.store(activated_at, std::memory_order_release);
   slot->last_tick = std::max(slot->last_tick, last_tick);
@@ -725,6 +727,32 @@ void EngineCore::restore_schedule(FlowSlot* slot, TimeMs activated_at, TimeMs la
   timers.cancel(slot->schedule_timer);
   slot->schedule_timer = TimerHandle{};
   ++slot->schedule_generation;
+  slot->missed_at = -1;
+  std::shared_ptr<const Plan> plan = slot->cached_plan();
+  if (!plan || plan->trigger.type != TriggerType::kSchedule) return Value();
+  // The occurrences after the last one fired that are due by now: missed while no engine ran.
+  const TimeMs now = clock.now();
+  int missed = 0;
+  TimeMs latest = -1, before = -1;
+  for (std::optional<TimeMs> at = next_occurrence(plan->trigger, activated_at, slot->last_tick + 1);
+       at && *at <= now; at = next_occurrence(plan->trigger, activated_at, *at + 1)) {
+    before = latest;
+    latest = *at;
+    if (++missed == kMaxMissedCounted) {
+      // Too many to count one by one (an `every` of seconds, down for months): the last one
+      // due is a rhythm's step back from now.
+      if (std::optional<TimeMs> last = next_occurrence(plan->trigger, activated_at, now - (latest - before) + 1);
+          last && *last <= now && *last > latest) {
+        latest = *last;
+      }
+      break;
+    }
+  }
+  if (latest < 0) return Value();
+  slot->missed_at = latest;
+  return Value::object({{"flow", Value(std::string_view(slot->id))},
+                        {"occurrences", Value(static_cast<long long>(missed))},
+                        {"fires_for", Value(std::string_view(format_time(latest)))}});
 }
 
 

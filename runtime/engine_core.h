@@ -220,8 +220,13 @@ class EngineCore {
   // Simulation state: the contexts in flight on virtual workers, and the generator.
   std::vector<std::shared_ptr<Context>> sim_in_flight_ GUARDED_BY(drive_mu_);
   std::mt19937_64 sim_rng_ GUARDED_BY(drive_mu_);
-  // A flow active in the store and again now goes on with its stored schedule.
-  void restore_schedule(FlowSlot* slot, TimeMs activated_at, TimeMs last_tick);
+  // A flow active in the store and again now goes on with its stored schedule. When
+  // occurrences fell due while no engine ran (after `last_tick`, up to now), the last of
+  // them fires once at once (the next arm_schedules): returns {"flow", "occurrences"
+  // (how many were missed, counted up to kMaxMissedCounted), "fires_for" (its time)};
+  // null when none was missed.
+  Value restore_schedule(FlowSlot* slot, TimeMs activated_at, TimeMs last_tick);
+  static constexpr int kMaxMissedCounted = 100000;
   // Ends a stored context that cannot be resumed: its record, in error with `reason`.
   void end_stored_context(const StoredContext& c, const std::string& reason, TimeMs now, JournalEntry* entry);
   // A context of the store, published with its seq, cause and run key; null (and why in

@@ -217,7 +217,7 @@ Value EngineCore::recover() {
   if (recovery_.done || !journal) return Value();
   recovery_.done = true;
   const TimeMs now = clock.now();
-  std::vector<Value> activated, started, resumed, restarted, expired, failed, released, problems;
+  std::vector<Value> activated, started, resumed, restarted, expired, failed, released, problems, missed;
   for (const std::string& p : recovery_.problems) problems.push_back(text(p));
 
   // Flows active in the store are active again (unless a load decided since).
@@ -233,7 +233,9 @@ Value EngineCore::recover() {
       activated.push_back(text(d.id));
       slot = flows.slot(d.id);
     }
-    if (slot && slot->active.load(std::memory_order_acquire)) restore_schedule(slot, d.activated_at, d.last_tick);
+    if (slot && slot->active.load(std::memory_order_acquire)) {
+      if (Value m = restore_schedule(slot, d.activated_at, d.last_tick); !m.is_null()) missed.push_back(std::move(m));
+    }
   }
 
   JournalEntry entry;
@@ -379,7 +381,7 @@ Value EngineCore::recover() {
   });
   if (!read_error.empty()) problems.push_back(text("the contexts of the store could not all be read: " + read_error));
   if (started.empty() && resumed.empty() && restarted.empty() && expired.empty() && failed.empty() && released.empty() &&
-      activated.empty() && problems.empty()) {
+      activated.empty() && problems.empty() && missed.empty()) {
     refresh_triggers();
     return Value();  // nothing was left to recover
   }
@@ -392,13 +394,14 @@ Value EngineCore::recover() {
                                 {"failed", Value::array(std::move(failed))},
                                 {"locks_released", Value::array(std::move(released))},
                                 {"activated", Value::array(std::move(activated))},
+                                {"schedules_missed", Value::array(std::move(missed))},
                                 {"problems", Value::array(std::move(problems))}});
   entry.changes.push_back(RecoveryNote{now, report});
   journal->append(std::move(entry));
   engine_log().info("{}: recovered: {} contexts resumed, {} started again, {} queued contexts started, {} contexts "
-                    "ended in error, {} locks released",
+                    "ended in error, {} locks released, {} schedules missed occurrences",
                     store->describe(), report["resumed"].size(), report["restarted"].size(), report["started"].size(),
-                    report["failed"].size(), report["locks_released"].size());
+                    report["failed"].size(), report["locks_released"].size(), report["schedules_missed"].size());
   for (const Value& f : report["failed"].items()) {
     engine_log().warn("{}: {}", f["context"].as_string(), f["reason"].as_string());
   }

@@ -68,6 +68,9 @@ struct FlowSlot {
   uint64_t schedule_generation = 0;  // a schedule timer of an older generation is stale
   std::string schedule_version;      // the plan version the timer was armed for
   TimeMs last_tick = -1;             // the last occurrence fired: a re-arm looks past it
+  // The occurrence that fell due last while no engine ran (-1: none): the next arm fires it
+  // at once, for all the occurrences missed, and then keeps the rhythm.
+  TimeMs missed_at = -1;
 
  private:
   mutable SpinLock cache_mu_;

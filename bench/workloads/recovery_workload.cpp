@@ -75,8 +75,10 @@ BenchResult run_recovery_workload(const BenchOptions& o) {
   Result<std::unique_ptr<Engine>> opened = Engine::open(recovery_engine_options(o));
   if (!opened) throw std::runtime_error(opened.message());
   Engine& engine = **opened;
+  std::fprintf(stderr, "DBG after open: %.0f B/ctx\n", double(rss_bytes() - rss_before) / double(o.events));
   load_or_throw(engine, kApproval, "approval.json");
   const Value report = engine.recover();
+  std::fprintf(stderr, "DBG after recover: %.0f B/ctx\n", double(rss_bytes() - rss_before) / double(o.events));
   engine.settle(0);
   const double seconds = seconds_since(start);
   const uint64_t rss_after = rss_bytes();

@@ -164,6 +164,43 @@ TEST_F(DurableEngineTest, AnEverySchedule_KeepsItsRhythm_OverRestartsThatLoadThe
                                           format_time(start + 90 * 60 * 1000)}));
 }
 
+TEST_F(DurableEngineTest, ScheduleOccurrencesMissedWhileNoEngineRan_FireOnceAtOnce_ThenTheRhythmGoesOn) {
+  constexpr const char* kEvery = R"({"id": "every", "trigger": {"type": "schedule", "every": "30m"},
+    "actions": [{"action": "create_record", "inputs": {"table": "tick", "values": {"at": "{{trigger.time}}"}}}]})";
+  const TimeMs start = reopen({kEvery}).now();
+  ASSERT_TRUE(engine_->advance(40 * 60 * 1000).is_ok());  // fires at 30m
+  ASSERT_EQ(engine_->records("tick").size(), 1u);
+  // The next engine runs on the real clock: months of occurrences fell due meanwhile.
+  EngineOptions real = options();
+  real.virtual_clock = false;
+  real.simulation_seed.reset();
+  Engine& second = reopen({kEvery}, real);
+  const TimeMs now = second.now();
+  ASSERT_GT(now, start + 2 * kHour) << "the real clock is past the first engine's";
+  ASSERT_EQ(report_["schedules_missed"].size(), 1u) << report_.to_json();
+  const Value& missed = report_["schedules_missed"].at(0);
+  EXPECT_EQ(missed["flow"], Value("every"));
+  const int64_t due = (now - start) / (30 * 60 * 1000);  // occurrences due by now, the one that fired included
+  const TimeMs latest = start + due * 30 * 60 * 1000;
+  EXPECT_EQ(missed["occurrences"].as_int(), due - 1);
+  EXPECT_EQ(missed["fires_for"], Value(std::string_view(format_time(latest))));
+  // Once, at once, for the last occurrence due; not once per missed occurrence.
+  ASSERT_TRUE(test_support::WaitFor([&] { return second.records("tick").size() >= 2; }));
+  second.settle(0);
+  ASSERT_EQ(second.records("tick").size(), 2u);
+  EXPECT_EQ(second.records("tick")[1]["at"], Value(std::string_view(format_time(latest))));
+  // The next engine finds it fired: never the same occurrence again.
+  Engine& third = reopen({kEvery}, real);
+  if (report_.is_object() && report_["schedules_missed"].size() > 0) {
+    // Only when the clock passed the next half hour in between.
+    EXPECT_GT(report_["schedules_missed"].at(0)["fires_for"].as_string(), format_time(latest));
+  }
+  third.settle(0);
+  for (size_t i = 2; i < third.records("tick").size(); ++i) {
+    EXPECT_GT(third.records("tick")[i]["at"].as_string(), format_time(latest));
+  }
+}
+
 TEST_F(DurableEngineTest, AQueuedTriggerEvent_StartsInTheNextEngine_ExactlyOnce) {
   Engine& first = reopen({kCopy});
   ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o1"})")).is_ok());
