@@ -147,8 +147,12 @@ class EngineCore {
   void journal_append(JournalEntry entry);
   // The stored form of a definition changed (saved, published, activated, ...).
   void journal_definition(UnitType type, std::string_view id);
-  // Operations from outside: waits until what they changed is durable (not with durability
-  // off). An error when it can no longer be written.
+  // With the durability `off`, how many journal entries an operation from outside may leave
+  // unwritten behind it before it waits for the writer.
+  static constexpr uint64_t kOffBacklog = 8192;
+  // Operations from outside: waits until what they changed is durable; with durability off,
+  // only while more than kOffBacklog entries wait to be written. An error when it can no
+  // longer be written.
   Status wait_durable();
   // Rebuilds the trigger index from the active flows and arms schedules.
   void refresh_triggers();

@@ -303,6 +303,47 @@ TEST_F(DurableEngineTest, ACommitsContext_IsQueuedOnlyOnceTheCommitIsDurable_And
   EXPECT_EQ(engine.records("shipment").size(), 1u);
 }
 
+// With the durability `off` an operation returns before its entry is written, but never
+// more than EngineCore::kOffBacklog entries ahead of the writer: held at its first write,
+// the writer lets the producer run that far and no further, and everything is written once
+// it goes on.
+TEST_F(DurableEngineTest, DurabilityOff_OperationsRunAheadOfTheWriter_ButOnlyABoundedWay) {
+  EngineOptions o = options();
+  o.simulation_seed.reset();
+  o.properties.worker_threads = 1;
+  o.properties.durability = Durability::kOff;
+  Engine& engine = reopen({}, o);
+  Journal& journal = *engine.core().journal;
+  const uint64_t start = journal.appended();
+  g_writes_seen = 0;
+  g_release_writes = false;
+  set_perturb_hook(&hold_writes);
+  constexpr uint64_t kTotal = EngineCore::kOffBacklog + 100;
+  std::atomic<uint64_t> returned{0};
+  std::thread producer([&] {
+    for (uint64_t i = 0; i < kTotal; ++i) {
+      EXPECT_TRUE(engine.insert("t", Value::object({{"n", Value(static_cast<long long>(i))}})).is_ok());
+      returned.fetch_add(1);
+    }
+  });
+  // The writer holds its first batch; nothing is durable past what it took before.
+  while (g_writes_seen.load() == 0) std::this_thread::yield();
+  const uint64_t durable = journal.durable();
+  // The producer runs kOffBacklog entries past the durable ones, then waits: its next
+  // insert is appended, and does not return.
+  const uint64_t blocked_at = durable + EngineCore::kOffBacklog + 1;
+  ASSERT_TRUE(test_support::WaitFor([&] { return journal.appended() >= blocked_at; }));
+  EXPECT_EQ(journal.appended(), blocked_at) << "appended past the bound";
+  EXPECT_EQ(journal.durable(), durable);
+  EXPECT_LE(start + returned.load(), blocked_at - 1) << "an insert returned while too far ahead";
+  g_release_writes = true;
+  producer.join();
+  set_perturb_hook(nullptr);
+  EXPECT_EQ(returned.load(), kTotal);
+  engine.settle();
+  EXPECT_EQ(engine.records("t").size(), kTotal);
+}
+
 // Group commit: commits that arrive while the writer writes go to the store together, in
 // one batch (one transaction). The writer is held at its first batch while more inserts
 // commit; once it lets go, one more batch takes all of them.
