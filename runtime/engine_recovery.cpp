@@ -255,11 +255,12 @@ Value EngineCore::recover() {
   // read a page at a time: `visit` sees each of those with `status` ("": any), in seq order.
   // Only what one page holds is in memory as rows, besides the contexts built from them.
   std::string read_error;
+  const uint64_t last_seq = recovery_.last_seq;
   auto for_each_stored = [&](std::string_view status, auto&& visit) {
     ContextQuery q;
     q.loaded_only = true;
     q.status = std::string(status);
-    q.up_to_seq = recovery_.last_seq;
+    q.up_to_seq = last_seq;
     q.limit = 1024;
     while (q.up_to_seq > 0) {
       Result<std::vector<StoredContext>> page = store->list_contexts(q);

@@ -19,6 +19,9 @@ namespace flowrt::sqlite_rows {
 // than any budget so that nothing stored is refused.
 inline const JsonLimits kStoredJson{SIZE_MAX, 100000, SIZE_MAX};
 
+// ended_trigger (store/store.h) in SQL, for a row that moves to history.
+#define FLOWRT_SQL_TRIGGER_SUMMARY "json_remove(trigger, '$.record', '$.previous')"
+
 // The columns context_of_row reads, in its order: the same in `contexts` (live) and
 // `history` (ended) rows.
 inline constexpr const char* kContextColumns =
