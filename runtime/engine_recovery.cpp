@@ -3,6 +3,8 @@
 // waiting resumed from their checkpoints (or ended in error, saying why, when they cannot
 // be), their locks held and asked for again in their order, queued trigger events started.
 #include <algorithm>
+#include <deque>
+#include <future>
 #include <map>
 #include <string>
 
@@ -252,25 +254,47 @@ Value EngineCore::recover() {
   };
 
   // The contexts the store held that had not ended (and ended ones without their record),
-  // read a page at a time: `visit` sees each of those with `status` ("": any), in seq order.
-  // Only what one page holds is in memory as rows, besides the contexts built from them.
+  // read a range of seqs at a time: `visit` sees each of those with `status` ("": any), in
+  // seq order. Reader threads read and parse the next ranges (Store::list_contexts may run
+  // on any thread, and parses after it lets the file go, so two parse at once) while this
+  // thread builds contexts from the one before: only the rows of kReadAhead + 1 ranges are
+  // in memory besides the contexts built from them. Each range is its reader's until get()
+  // hands it over.
   std::string read_error;
   const uint64_t last_seq = recovery_.last_seq;
   auto for_each_stored = [&](std::string_view status, auto&& visit) {
-    ContextQuery q;
-    q.loaded_only = true;
-    q.status = std::string(status);
-    q.up_to_seq = last_seq;
-    q.limit = 1024;
-    while (q.up_to_seq > 0) {
-      Result<std::vector<StoredContext>> page = store->list_contexts(q);
-      if (!page) {
-        read_error = page.message();
+    constexpr uint64_t kRange = 2048;  // seqs per read (a read returns at most this many rows)
+    constexpr size_t kReadAhead = 2;
+    Store* const from = store.get();
+    const std::string wanted(status);
+    auto read = [from, wanted, last_seq](uint64_t after) {
+      ContextQuery q;
+      q.loaded_only = true;
+      q.status = wanted;
+      q.after_seq = after;
+      q.up_to_seq = std::min(last_seq, after + kRange);
+      q.limit = kRange;
+      return from->list_contexts(q);
+    };
+    std::deque<std::future<Result<std::vector<StoredContext>>>> ahead;
+    uint64_t next = 0;  // the next range starts after this seq
+    auto fill = [&] {
+      while (ahead.size() < kReadAhead + 1 && next < last_seq) {
+        ahead.push_back(std::async(std::launch::async, read, next));
+        next += kRange;
+      }
+    };
+    fill();
+    while (!ahead.empty()) {
+      Result<std::vector<StoredContext>> rows = ahead.front().get();
+      ahead.pop_front();
+      if (!rows) {
+        read_error = rows.message();
+        for (auto& f : ahead) f.wait();
         return;
       }
-      if (page->empty()) return;
-      q.after_seq = page->back().seq;
-      for (const StoredContext& c : *page) visit(c);
+      fill();
+      for (const StoredContext& c : *rows) visit(c);
     }
   };
 

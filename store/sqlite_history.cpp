@@ -33,53 +33,47 @@ struct ReadTransaction {
 
 const char* SqliteStore::checkpoint_column() const { return schema_version_ >= 3 ? ", checkpoint" : ", NULL"; }
 
-void SqliteStore::read_checkpoint(sqlite3_stmt* s, StoredContext* c) const {
-  // A damaged checkpoint costs its context only (as in load()), not the read.
-  if (Status cs = column_json(s, 12, path_, "context " + c->id, &c->checkpoint); !cs) {
-    c->checkpoint = Value::object({{"unreadable", Value(std::string_view(cs.message()))}});
-  }
-}
-
-Result<std::vector<StoredContext>> SqliteStore::read_contexts(sqlite3* db, const std::string& sql,
-                                                              const std::function<void(sqlite3_stmt*)>& bind,
-                                                              std::string_view what) const {
+Result<std::vector<RawContextRow>> SqliteStore::read_rows(sqlite3* db, const std::string& sql,
+                                                          const std::function<void(sqlite3_stmt*)>& bind,
+                                                          std::string_view what) const {
   sqlite3_stmt* s = nullptr;
   if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) return error(what, db);
   bind(s);
-  std::vector<StoredContext> out;
-  Status status;
+  std::vector<RawContextRow> out;
   int rc;
-  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-    StoredContext c;
-    status = context_of_row(s, path_, &c);
-    if (!status) break;
-    read_checkpoint(s, &c);
-    out.push_back(std::move(c));
-  }
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) out.push_back(raw_context_row(s, /*with_checkpoint=*/true));
   sqlite3_finalize(s);
-  if (!status) return status.error();
   if (rc != SQLITE_DONE) return error(what, db);
   return out;
 }
 
+Result<std::vector<StoredContext>> SqliteStore::parse_rows(std::vector<RawContextRow>&& rows) const {
+  std::vector<StoredContext> out(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) FLOWRT_RETURN_IF_ERROR(parse_context_row(std::move(rows[i]), path_, &out[i]));
+  return out;
+}
+
 Result<std::optional<StoredContext>> SqliteStore::load_context(uint64_t seq) {
-  MutexLock lock(read_mu_);
-  sqlite3* db = reader();
   std::string sql = std::string("SELECT ") + kContextColumns + checkpoint_column() + " FROM contexts WHERE seq = ?1";
   if (schema_version_ >= 4) sql += std::string(" UNION ALL SELECT ") + kContextColumns + ", NULL FROM history WHERE seq = ?1";
-  Result<std::vector<StoredContext>> rows = read_contexts(
-      db, sql, [&](sqlite3_stmt* s) { sqlite3_bind_int64(s, 1, static_cast<int64_t>(seq)); }, "cannot read a context");
+  Result<std::vector<RawContextRow>> rows = [&] {
+    MutexLock lock(read_mu_);
+    return read_rows(
+        reader(), sql, [&](sqlite3_stmt* s) { sqlite3_bind_int64(s, 1, static_cast<int64_t>(seq)); },
+        "cannot read a context");
+  }();
   if (!rows) return rows.error();
   if (rows->empty()) return std::optional<StoredContext>();
-  return std::optional<StoredContext>(std::move(rows->front()));
+  rows->resize(1);
+  Result<std::vector<StoredContext>> parsed = parse_rows(std::move(rows).value());
+  if (!parsed) return parsed.error();
+  return std::optional<StoredContext>(std::move(parsed->front()));
 }
 
 Result<std::vector<StoredContext>> SqliteStore::list_contexts(const ContextQuery& q) {
-  MutexLock lock(read_mu_);
-  sqlite3* db = reader();
   // The page from each table (live rows, then history since version 4), merged by seq: two
   // ordered, limited reads in one read transaction (a consistent view: a context that moves
-  // to history meanwhile is seen once).
+  // to history meanwhile is seen once). The rows are parsed after the connection is let go.
   auto where = [&](bool live) {
     std::string w = " WHERE seq > ?1 AND seq <= ?5";
     if (!q.flow.empty()) w += " AND flow = ?2";
@@ -98,24 +92,33 @@ Result<std::vector<StoredContext>> SqliteStore::list_contexts(const ContextQuery
     sqlite3_bind_int64(s, 4, static_cast<int64_t>(std::min<size_t>(q.limit, INT64_MAX)));
     sqlite3_bind_int64(s, 5, static_cast<int64_t>(std::min<uint64_t>(q.up_to_seq, INT64_MAX)));
   };
-  ReadTransaction read(db);
-  if (!read.open) return error("cannot read its contexts", db);
-  Result<std::vector<StoredContext>> live = read_contexts(
-      db, std::string("SELECT ") + kContextColumns + checkpoint_column() + " FROM contexts" + where(true), bind,
-      "cannot read its contexts");
-  if (!live) return live.error();
-  if (schema_version_ < 4 || q.loaded_only) return live;  // since version 4, history holds none of those
-  Result<std::vector<StoredContext>> ended = read_contexts(
-      db, std::string("SELECT ") + kContextColumns + ", NULL FROM history" + where(false), bind,
-      "cannot read its contexts");
-  if (!ended) return ended.error();
-  std::vector<StoredContext> out;
-  out.reserve(std::min(q.limit, live->size() + ended->size()));
-  std::merge(std::make_move_iterator(live->begin()), std::make_move_iterator(live->end()),
-             std::make_move_iterator(ended->begin()), std::make_move_iterator(ended->end()), std::back_inserter(out),
-             [](const StoredContext& a, const StoredContext& b) { return a.seq < b.seq; });
-  if (out.size() > q.limit) out.resize(q.limit);
-  return out;
+  const bool with_history = schema_version_ >= 4 && !q.loaded_only;  // since version 4, history holds none of those
+  std::vector<RawContextRow> rows;
+  {
+    MutexLock lock(read_mu_);
+    sqlite3* db = reader();
+    ReadTransaction read(db);
+    if (!read.open) return error("cannot read its contexts", db);
+    Result<std::vector<RawContextRow>> live = read_rows(
+        db, std::string("SELECT ") + kContextColumns + checkpoint_column() + " FROM contexts" + where(true), bind,
+        "cannot read its contexts");
+    if (!live) return live.error();
+    if (!with_history) {
+      rows = std::move(live).value();
+    } else {
+      Result<std::vector<RawContextRow>> ended = read_rows(
+          db, std::string("SELECT ") + kContextColumns + ", NULL FROM history" + where(false), bind,
+          "cannot read its contexts");
+      if (!ended) return ended.error();
+      rows.reserve(std::min(q.limit, live->size() + ended->size()));
+      std::merge(std::make_move_iterator(live->begin()), std::make_move_iterator(live->end()),
+                 std::make_move_iterator(ended->begin()), std::make_move_iterator(ended->end()),
+                 std::back_inserter(rows),
+                 [](const RawContextRow& a, const RawContextRow& b) { return a.context.seq < b.context.seq; });
+      if (rows.size() > q.limit) rows.resize(q.limit);
+    }
+  }
+  return parse_rows(std::move(rows));
 }
 
 Result<Value> SqliteStore::load_definition_version(std::string_view type, std::string_view id,

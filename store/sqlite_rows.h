@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -47,21 +48,49 @@ inline Status column_json(sqlite3_stmt* s, int i, const std::string& path, std::
   return Status::ok();
 }
 
-// A context from a row of kContextColumns.
-inline Status context_of_row(sqlite3_stmt* s, const std::string& path, StoredContext* c) {
-  c->seq = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
-  c->id = column_text(s, 1);
-  c->flow = column_text(s, 2);
-  c->status = column_text(s, 3);
-  c->commit_seq = static_cast<uint64_t>(sqlite3_column_int64(s, 4));
-  const std::string what = "context " + c->id;
-  FLOWRT_RETURN_IF_ERROR(column_json(s, 5, path, what, &c->trigger));
-  FLOWRT_RETURN_IF_ERROR(column_json(s, 6, path, what, &c->inputs));
-  FLOWRT_RETURN_IF_ERROR(column_json(s, 7, path, what, &c->cause));
-  FLOWRT_RETURN_IF_ERROR(column_json(s, 8, path, what, &c->run_key));
-  c->started = sqlite3_column_int64(s, 9);
-  c->ended = sqlite3_column_int64(s, 10);
-  return column_json(s, 11, path, what, &c->record);
+// A context's row as read: its plain columns in `context`, its JSON columns still text.
+// Read while the connection is held, parsed (parse_context_row) after it is let go, so that
+// two readers parse at once.
+struct RawContextRow {
+  StoredContext context;
+  // trigger, inputs, cause, run_key, record, checkpoint; nullopt: SQL NULL.
+  std::optional<std::string> json[6];
+};
+
+// The row `s` is on: kContextColumns, and the checkpoint at column 12 when there is one.
+inline RawContextRow raw_context_row(sqlite3_stmt* s, bool with_checkpoint) {
+  RawContextRow raw;
+  StoredContext& c = raw.context;
+  c.seq = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
+  c.id = column_text(s, 1);
+  c.flow = column_text(s, 2);
+  c.status = column_text(s, 3);
+  c.commit_seq = static_cast<uint64_t>(sqlite3_column_int64(s, 4));
+  c.started = sqlite3_column_int64(s, 9);
+  c.ended = sqlite3_column_int64(s, 10);
+  const int columns[6] = {5, 6, 7, 8, 11, 12};
+  for (int i = 0; i < (with_checkpoint ? 6 : 5); ++i) {
+    if (sqlite3_column_type(s, columns[i]) != SQLITE_NULL) raw.json[i] = column_text(s, columns[i]);
+  }
+  return raw;
+}
+
+// The context of a raw row. A row whose JSON does not parse is damaged (an error naming
+// the file and the context), but for its checkpoint: a damaged one costs its context only,
+// which then reads {"unreadable": "why"} (it ends in error when it is resumed).
+inline Status parse_context_row(RawContextRow&& raw, const std::string& path, StoredContext* out) {
+  *out = std::move(raw.context);
+  Value* const into[6] = {&out->trigger, &out->inputs, &out->cause, &out->run_key, &out->record, &out->checkpoint};
+  for (int i = 0; i < 6; ++i) {
+    *into[i] = Value();
+    if (!raw.json[i]) continue;
+    JsonParseError e;
+    if (parse_json(*raw.json[i], into[i], &e, kStoredJson)) continue;
+    const std::string message = path + ": a damaged row (context " + out->id + "): " + e.describe();
+    if (i < 5) return Error{message};
+    *into[i] = Value::object({{"unreadable", Value(std::string_view(message))}});
+  }
+  return Status::ok();
 }
 
 // One prepared statement.

@@ -379,12 +379,8 @@ Result<StoredState> SqliteStore::load(bool with_contexts) {
             "'in_progress', 'waiting') UNION SELECT seq FROM contexts WHERE record IS NULL) ORDER BY seq",
       [&](sqlite3_stmt* s) -> Status {
         StoredContext c;
-        FLOWRT_RETURN_IF_ERROR(context_of_row(s, path_, &c));
+        FLOWRT_RETURN_IF_ERROR(parse_context_row(raw_context_row(s, /*with_checkpoint=*/true), path_, &c));
         if (is_final_context_status(c.status) && !c.record.is_null()) return Status::ok();
-        // A damaged checkpoint costs its context only (it ends in error saying so), not the file.
-        if (Status cs = json(s, 12, "context " + c.id, &c.checkpoint); !cs) {
-          c.checkpoint = Value::object({{"unreadable", Value(std::string_view(cs.message()))}});
-        }
         state.contexts.push_back(std::move(c));
         return Status::ok();
       }));

@@ -52,6 +52,9 @@ struct sqlite3;
 struct sqlite3_stmt;
 
 namespace flowrt {
+namespace sqlite_rows {
+struct RawContextRow;
+}
 
 class SqliteStore final : public Store {
  public:
@@ -102,13 +105,13 @@ class SqliteStore final : public Store {
   Status prepare_history();
   // ", checkpoint", or ", NULL" for a file older than the column (read as it is).
   const char* checkpoint_column() const;
-  // Column 12 of a context row: its checkpoint.
-  void read_checkpoint(sqlite3_stmt* s, StoredContext* c) const;
-  // The contexts `sql` selects (kContextColumns and a checkpoint), its parameters bound by
+  // The raw rows `sql` selects (kContextColumns and a checkpoint), its parameters bound by
   // `bind`; `what` names the read in an error. REQUIRES read_mu_ when `db` is the reader.
-  Result<std::vector<StoredContext>> read_contexts(sqlite3* db, const std::string& sql,
-                                                   const std::function<void(sqlite3_stmt*)>& bind,
-                                                   std::string_view what) const;
+  Result<std::vector<sqlite_rows::RawContextRow>> read_rows(sqlite3* db, const std::string& sql,
+                                                            const std::function<void(sqlite3_stmt*)>& bind,
+                                                            std::string_view what) const;
+  // The contexts of raw rows; any thread, no lock (JSON parsing, apart from the connection).
+  Result<std::vector<StoredContext>> parse_rows(std::vector<sqlite_rows::RawContextRow>&& rows) const;
   // The connection history is read through (REQUIRES read_mu_).
   sqlite3* reader() const { return reader_ ? reader_ : db_; }
   // An error naming the file: "<path>: <what>: <sqlite's message>" (of `db`, or db_).
