@@ -10,7 +10,9 @@
 #include <fstream>
 #include <string>
 
+#include "plans/time.h"
 #include "plans/value_json.h"
+#include "runtime/engine.h"
 #include "tests/support/run_command.h"
 #include "tests/support/test_support.h"
 
@@ -222,6 +224,46 @@ TEST_F(DataTest, ConfigStore_KeepsStateInTheFileItNames_RelativeToTheConfig) {
   Output second = run_flowrt("run " + dir_.string() + " --format json");
   ASSERT_EQ(second.code, 1) << "p1 is already there: the state was kept\n" << second.out;
   EXPECT_EQ(json(second.out)["records"]["purchase"].size(), 1u);
+}
+
+TEST_F(DataTest, Inspect_SaysWhichSchedulesMissedOccurrencesWhileStopped) {
+  // A file whose engine ran a schedule on a virtual clock, then one on the real clock,
+  // months later: the second found the occurrences it missed (what flowrt serve would meet
+  // after a day down).
+  constexpr const char* kEvery = R"({"id": "every", "trigger": {"type": "schedule", "every": "30m"},
+    "actions": [{"action": "log", "inputs": {"message": "tick"}}]})";
+  EngineOptions o;
+  o.store = "sqlite";
+  o.data_file = data_;
+  o.simulation_seed = 7;
+  o.properties.durability = Durability::kOff;
+  {
+    Result<std::unique_ptr<Engine>> first = Engine::open(o);
+    ASSERT_TRUE(first.is_ok()) << first.message();
+    ASSERT_TRUE((*first)->load_text(kEvery).empty());
+    ASSERT_TRUE((*first)->advance(40 * 60 * 1000).is_ok());
+  }
+  o.virtual_clock = false;
+  o.simulation_seed.reset();
+  Value report;
+  {
+    Result<std::unique_ptr<Engine>> second = Engine::open(o);
+    ASSERT_TRUE(second.is_ok()) << second.message();
+    ASSERT_TRUE((*second)->load_text(kEvery).empty());
+    report = (*second)->recover();
+    (*second)->settle(0);
+  }
+  ASSERT_EQ(report["schedules_missed"].size(), 1u) << report.to_json();
+  const Value& missed = report["schedules_missed"].at(0);
+  Output table = run_flowrt("inspect --data " + data_);
+  ASSERT_EQ(table.code, 0) << table.out;
+  const std::string line = "  flow every: " + std::to_string(missed["occurrences"].as_int()) +
+                           " schedule occurrences fell due while stopped; fired once for " +
+                           std::string(missed["fires_for"].as_string()) + "\n";
+  EXPECT_NE(table.out.find(line), std::string::npos) << table.out;
+  Value doc = json(run_flowrt("inspect --data " + data_ + " --format json").out);
+  ASSERT_EQ(doc["recoveries"].size(), 1u) << doc.to_json();
+  EXPECT_EQ(doc["recoveries"].at(0)["schedules_missed"].to_json(), report["schedules_missed"].to_json());
 }
 
 }  // namespace
