@@ -131,14 +131,6 @@ std::shared_ptr<Context> EngineCore::context_from_store(const StoredContext& c, 
     *reason = "its trigger event cannot be read: " + trigger.message();
     return nullptr;
   }
-  if (trigger->type == TriggerType::kRecord && trigger->record.is_object() && trigger->table.is_string() &&
-      trigger->sys_id.is_string()) {
-    // The record as it was when the event fired is most often the record as it is (a
-    // request waiting for its decision): then the context shares the table's copy
-    // (Values are immutable) instead of keeping one of its own.
-    Value now = dispatcher.get(trigger->table.as_string(), trigger->sys_id.as_string());
-    if (!now.is_null() && now == trigger->record) trigger->record = std::move(now);
-  }
   auto ctx = std::make_shared<Context>(slot, std::move(trigger).value(), c.inputs);
   ctx->publish(c.seq, c.commit_seq, cause_from_stored(c.cause));
   ctx->run_key = c.run_key;
