@@ -19,6 +19,13 @@
 //    have not ended (and any ended one whose record is missing) by seq, locks, run-once
 //    marks, recovery reports. Ended contexts (history) are not loaded: load_context and
 //    list_contexts read them when asked, so an engine's memory does not grow with them;
+//    load(false) leaves out the rest of the contexts too, for a reader that pages through
+//    them (ContextQuery::loaded_only);
+//  - records carry their position (RecordPut::position): an update or remove names the
+//    record by it as well as by sys_id (the sqlite store finds records by it, and refuses
+//    a put where another record stands);
+//  - an ended context with its record keeps its trigger without the record copies
+//    (ended_trigger);
 //  - a HistoryPrune in a batch deletes ended contexts past an age or a count, never one
 //    that has not ended.
 // Thread-safety: one writer at a time (the engine's journal thread), loads before writes;
