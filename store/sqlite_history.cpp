@@ -138,11 +138,7 @@ Result<Value> SqliteStore::load_definition_version(std::string_view type, std::s
   Status status;
   const int rc = sqlite3_step(s);
   if (rc == SQLITE_ROW) {
-    JsonParseError e;
-    if (!parse_json(column_text(s, 0), &out, &e, kStoredJson)) {
-      status = Error{path_ + ": a damaged row (definition " + std::string(id) + " version " + std::string(fingerprint) +
-                     "): " + e.describe()};
-    }
+    status = column_json(s, 0, path_, "definition " + std::string(id) + " version " + std::string(fingerprint), &out);
   }
   sqlite3_finalize(s);
   if (!status) return status.error();

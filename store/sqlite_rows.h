@@ -34,18 +34,21 @@ inline std::string column_text(sqlite3_stmt* s, int i) {
 }
 
 
+// Stored JSON `text` parsed into *out; a text that does not parse is a damaged row, the
+// error naming the file and `what` the row is.
+inline Status parse_stored_json(std::string_view text, const std::string& path, std::string_view what, Value* out) {
+  JsonParseError e;
+  if (parse_json(text, out, &e, kStoredJson)) return Status::ok();
+  return Error{path + ": a damaged row (" + std::string(what) + "): " + e.describe()};
+}
+
 // Column `i` as JSON (SQL NULL: a null value); a row that does not parse is damaged.
 inline Status column_json(sqlite3_stmt* s, int i, const std::string& path, std::string_view what, Value* out) {
   if (sqlite3_column_type(s, i) == SQLITE_NULL) {
     *out = Value();
     return Status::ok();
   }
-  const std::string text = column_text(s, i);
-  JsonParseError e;
-  if (!parse_json(text, out, &e, kStoredJson)) {
-    return Error{path + ": a damaged row (" + std::string(what) + "): " + e.describe()};
-  }
-  return Status::ok();
+  return parse_stored_json(column_text(s, i), path, what, out);
 }
 
 // A context's row as read: its plain columns in `context`, its JSON columns still text.
@@ -80,15 +83,15 @@ inline RawContextRow raw_context_row(sqlite3_stmt* s, bool with_checkpoint) {
 // which then reads {"unreadable": "why"} (it ends in error when it is resumed).
 inline Status parse_context_row(RawContextRow&& raw, const std::string& path, StoredContext* out) {
   *out = std::move(raw.context);
+  const std::string what = "context " + out->id;
   Value* const into[6] = {&out->trigger, &out->inputs, &out->cause, &out->run_key, &out->record, &out->checkpoint};
   for (int i = 0; i < 6; ++i) {
     *into[i] = Value();
     if (!raw.json[i]) continue;
-    JsonParseError e;
-    if (parse_json(*raw.json[i], into[i], &e, kStoredJson)) continue;
-    const std::string message = path + ": a damaged row (context " + out->id + "): " + e.describe();
-    if (i < 5) return Error{message};
-    *into[i] = Value::object({{"unreadable", Value(std::string_view(message))}});
+    Status parsed = parse_stored_json(*raw.json[i], path, what, into[i]);
+    if (parsed) continue;
+    if (i < 5) return parsed;
+    *into[i] = Value::object({{"unreadable", Value(std::string_view(parsed.message()))}});
   }
   return Status::ok();
 }

@@ -297,17 +297,8 @@ Result<StoredState> SqliteStore::load(bool with_contexts) {
     if (rc != SQLITE_DONE) return error("cannot read it");
     return Status::ok();
   };
-  auto json = [&](sqlite3_stmt* s, int i, std::string_view what, Value* out) -> Status {
-    if (sqlite3_column_type(s, i) == SQLITE_NULL) {
-      *out = Value();
-      return Status::ok();
-    }
-    const std::string text = column_text(s, i);
-    JsonParseError e;
-    if (!parse_json(text, out, &e, kStoredJson)) {
-      return Error{path_ + ": a damaged row (" + std::string(what) + "): " + e.describe()};
-    }
-    return Status::ok();
+  auto json = [&](sqlite3_stmt* s, int i, std::string_view what, Value* out) {
+    return column_json(s, i, path_, what, out);
   };
 
   CHECK_QUERY(query(
@@ -479,22 +470,25 @@ Status SqliteStore::write(const StoreBatch& batch) {
             const bool to_history = is_final_context_status(x.status) && !x.record.is_null();
             st.remove_context.bind(1, static_cast<int64_t>(x.seq));
             if (to_history && !ok(st.remove_context.run())) return false;
-            if (!to_history) {
-              Stmt& p = st.put_context;
+            // The columns a live row and a history row share (kContextColumns' order).
+            auto bind_row = [&](Stmt& p, const Value& trigger) {
               p.bind(1, static_cast<int64_t>(x.seq));
               p.bind(2, std::string_view(x.id));
               p.bind(3, std::string_view(x.flow));
               p.bind(4, std::string_view(x.status));
               p.bind(5, static_cast<int64_t>(x.commit_seq));
-              p.bind_json(6, x.trigger);
+              p.bind_json(6, trigger);
               p.bind_json(7, x.inputs);
               p.bind_json(8, x.cause);
               p.bind_json(9, x.run_key);
               p.bind(10, x.started);
               p.bind(11, x.ended);
               p.bind_json(12, x.record);
-              p.bind_json(13, x.checkpoint);
-              return ok(p.run());
+            };
+            if (!to_history) {
+              bind_row(st.put_context, x.trigger);
+              st.put_context.bind_json(13, x.checkpoint);
+              return ok(st.put_context.run());
             }
             if (ended >= 0) {
               // A counted writer: the count grows unless the row replaces one in history.
@@ -505,20 +499,8 @@ Status SqliteStore::write(const StoreBatch& batch) {
               if (r != SQLITE_ROW && r != SQLITE_DONE) return ok(r);
               if (r == SQLITE_DONE) ++ended;
             }
-            Stmt& h = st.put_history;
-            h.bind(1, static_cast<int64_t>(x.seq));
-            h.bind(2, std::string_view(x.id));
-            h.bind(3, std::string_view(x.flow));
-            h.bind(4, std::string_view(x.status));
-            h.bind(5, static_cast<int64_t>(x.commit_seq));
-            h.bind_json(6, ended_trigger(x.trigger));
-            h.bind_json(7, x.inputs);
-            h.bind_json(8, x.cause);
-            h.bind_json(9, x.run_key);
-            h.bind(10, x.started);
-            h.bind(11, x.ended);
-            h.bind_json(12, x.record);
-            return ok(h.run());
+            bind_row(st.put_history, ended_trigger(x.trigger));
+            return ok(st.put_history.run());
           } else if constexpr (std::is_same_v<T, ContextUpdate>) {
             auto bind = [&](Stmt& u) {
               u.bind(1, static_cast<int64_t>(c.seq));
