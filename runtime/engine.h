@@ -85,10 +85,12 @@ class Engine {
   // registered: flows that were active are active again, contexts that were running or
   // waiting when the last engine stopped resume from their checkpoints (or end in error,
   // saying why, when they cannot, and what they held is released), and trigger events that
-  // were queued start, in their order. The contexts are read from the store a page at a
+  // were queued start, in their order; a schedule that missed occurrences while no engine
+  // ran fires once for the last of them. The contexts are read from the store a range at a
   // time. Returns the report of what it did ({"at", "store", "resumed", "restarted",
-  // "expired", "started", "failed", "locks_released", "activated", "problems"}), which the
-  // store keeps and `flowrt inspect` shows; null when there was nothing to recover.
+  // "expired", "started", "failed", "locks_released", "activated", "schedules_missed",
+  // "problems"}), which the store keeps and `flowrt inspect` shows; null when there was
+  // nothing to recover.
   // open_project calls it.
   Value recover();
 

@@ -254,23 +254,20 @@ Value EngineCore::recover() {
   };
 
   // The contexts the store held that had not ended (and ended ones without their record),
-  // read a range of seqs at a time: `visit` sees each of those with `status` ("": any), in
-  // seq order. Reader threads read and parse the next ranges (Store::list_contexts may run
+  // read a range of seqs at a time: `visit` sees each of them, in seq order. Reader threads read and parse the next ranges (Store::list_contexts may run
   // on any thread, and parses after it lets the file go, so two parse at once) while this
   // thread builds contexts from the one before: only the rows of kReadAhead + 1 ranges are
   // in memory besides the contexts built from them. Each range is its reader's until get()
   // hands it over.
   std::string read_error;
   const uint64_t last_seq = recovery_.last_seq;
-  auto for_each_stored = [&](std::string_view status, auto&& visit) {
+  auto for_each_stored = [&](auto&& visit) {
     constexpr uint64_t kRange = 2048;  // seqs per read (a read returns at most this many rows)
     constexpr size_t kReadAhead = 2;
     Store* const from = store.get();
-    const std::string wanted(status);
-    auto read = [from, wanted, last_seq](uint64_t after) {
+    auto read = [from, last_seq](uint64_t after) {
       ContextQuery q;
       q.loaded_only = true;
-      q.status = wanted;
       q.after_seq = after;
       q.up_to_seq = std::min(last_seq, after + kRange);
       q.limit = kRange;
@@ -299,12 +296,23 @@ Value EngineCore::recover() {
   };
 
   // Contexts that were running or waiting resume from their checkpoints; an ended one whose
-  // record was not stored gets one now.
+  // record was not stored gets one now; queued ones are made now and start below, once the
+  // others are back, in their order.
   std::map<uint64_t, std::shared_ptr<Context>> live;  // by seq
   std::map<std::string, std::shared_ptr<const Plan>> old_plans;  // versions compiled from the file
   std::vector<std::shared_ptr<Context>> parked;
-  for_each_stored("", [&](const StoredContext& c) {
-    if (c.status == kQueuedStatus) return;  // below, once the others are back
+  std::vector<std::shared_ptr<Context>> queued;  // by seq
+  for_each_stored([&](const StoredContext& c) {
+    if (c.status == kQueuedStatus) {
+      std::string reason;
+      std::shared_ptr<Context> ctx = context_from_store(c, &reason);
+      if (!ctx) {
+        fail(c, "queued before the engine stopped, and cannot start now: " + reason);
+      } else {
+        queued.push_back(std::move(ctx));
+      }
+      return;
+    }
     if (is_final_context_status(c.status)) {
       fail(c, "it ended before the engine stopped, and its record was not stored");
       return;
@@ -394,16 +402,10 @@ Value EngineCore::recover() {
     park(ctx.get(), false);
   }
   // Trigger events that were queued start now, in their order.
-  for_each_stored(kQueuedStatus, [&](const StoredContext& c) {
-    std::string reason;
-    std::shared_ptr<Context> ctx = context_from_store(c, &reason);
-    if (!ctx) {
-      fail(c, "queued before the engine stopped, and cannot start now: " + reason);
-      return;
-    }
+  for (const std::shared_ptr<Context>& ctx : queued) {
     queue(ctx);
-    started.push_back(text(c.id));
-  });
+    started.push_back(ctx->id);
+  }
   if (!read_error.empty()) problems.push_back(text("the contexts of the store could not all be read: " + read_error));
   if (started.empty() && resumed.empty() && restarted.empty() && expired.empty() && failed.empty() && released.empty() &&
       activated.empty() && problems.empty() && missed.empty()) {
