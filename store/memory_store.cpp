@@ -21,9 +21,10 @@ Result<StoredState> MemoryStore::load(bool with_contexts) {
     s.tables.push_back(std::move(out));
   }
   for (const auto& [key, d] : definitions_) s.definitions.push_back(d);
-  for (const auto& [seq, c] : contexts_) {
-    if (!with_contexts) break;
-    if (!is_final_context_status(c.status) || c.record.is_null()) s.contexts.push_back(c);
+  if (with_contexts) {
+    for (const auto& [seq, c] : contexts_) {
+      if (!is_final_context_status(c.status) || c.record.is_null()) s.contexts.push_back(c);
+    }
   }
   for (const auto& [name, state] : locks_) s.locks.push_back(StoredLock{name, state});
   for (const auto& [key, ran] : run_once_) {

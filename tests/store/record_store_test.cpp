@@ -38,6 +38,42 @@ TEST(RecordStoreTest, InsertUpdateRemove_KeepEngineFields) {
   EXPECT_FALSE(store.remove("t", id).is_ok());
 }
 
+// A durable store finds a record by its position (RecordPut::position): each record keeps
+// the one it was inserted at, through updates, the compaction that many removes bring, and
+// a restore.
+TEST(RecordStoreTest, EachRecordKeepsItsPosition_ThroughUpdatesRemovesCompactionAndRestore) {
+  RecordStore store;
+  constexpr uint64_t kCount = 3000;
+  for (uint64_t i = 1; i <= kCount; ++i) {
+    Result<Value> built = store.build_insert(Value::object({{"sys_id", Value("r" + std::to_string(i))}}), 1000);
+    ASSERT_TRUE(built.is_ok());
+    ASSERT_TRUE(*store.commit_insert("t", *built, 0, 10 * i));  // positions 10, 20, ...
+  }
+  // Removing most of them compacts the table's rows (past 1,024 rows, fewer than half live).
+  for (uint64_t i = 1; i <= kCount; ++i) {
+    if (i % 5 == 0) continue;
+    uint64_t position = 0;
+    ASSERT_TRUE(store.remove("t", "r" + std::to_string(i), &position).is_ok());
+    ASSERT_EQ(position, 10 * i);
+  }
+  for (uint64_t i = 5; i <= kCount; i += 5) {
+    const std::string id = "r" + std::to_string(i);
+    Result<RecordChange> change = RecordStore::build_update(store.get("t", id), id, json(R"({"n": 1})"), 2000);
+    ASSERT_TRUE(change.is_ok());
+    uint64_t position = 0;
+    ASSERT_TRUE(store.commit_update("t", id, *change, &position));
+    EXPECT_EQ(position, 10 * i) << id;
+  }
+  // Restored with the positions a store gives back, updates find them again.
+  RecordStore restored;
+  restored.restore(0, 0, {{"t", {json(R"({"sys_id": "a"})"), json(R"({"sys_id": "b"})")}, {70, 90}}});
+  Result<RecordChange> change = RecordStore::build_update(restored.get("t", "b"), "b", json(R"({"n": 1})"), 2000);
+  ASSERT_TRUE(change.is_ok());
+  uint64_t position = 0;
+  ASSERT_TRUE(restored.commit_update("t", "b", *change, &position));
+  EXPECT_EQ(position, 90u);
+}
+
 TEST(RecordStoreTest, CommitUpdate_RowHintIsOnlyAHint) {
   RecordStore store;
   const std::string a(store.insert("t", json(R"({"n": 1})"), 1000)->operator[]("sys_id").as_string());
