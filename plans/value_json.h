@@ -1,9 +1,10 @@
 // JSON text <-> Value.
 //
-// Parsing is iterative (no recursion on nesting) and enforces JsonLimits, so hostile input
-// such as "[" x 100000 is refused with a clear error instead of exhausting the stack or
-// memory. A cheap scan of the text checks nesting depth and string length before any value
-// is built. Writing produces compact JSON. Free functions; thread-safe.
+// Parsing (json_parse.cpp) is strict RFC 8259, iterative (no recursion on nesting) and
+// enforces JsonLimits where they are met, so hostile input such as "[" x 100000 is refused
+// with a clear error at the first budget it passes instead of exhausting the stack or
+// memory. Strings must be well-formed UTF-8. Writing produces compact JSON. Free
+// functions; thread-safe.
 #pragma once
 
 #include <cstddef>

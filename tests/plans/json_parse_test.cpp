@@ -1,0 +1,125 @@
+// parse_json against the standard: specific cases, and a seeded differential run against
+// nlohmann::json (a strict, independent parser) over valid documents and mutations of them.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <random>
+#include <string>
+
+#include "plans/value_json.h"
+#include "tests/support/json_reference.h"
+
+namespace flowrt {
+namespace {
+
+// Checks one text against the reference: both accept it with the same value, or both refuse.
+void expect_agrees(const std::string& text) {
+  const json_reference::Verdict v = json_reference::compare(text);
+  EXPECT_TRUE(v.agree) << "text: " << text << "\nours: " << v.ours << "\nnlohmann: " << v.reference;
+}
+
+TEST(JsonParseTest, Scalars_NumbersKeepTheirKinds) {
+  for (const char* text : {"0", "-0", "1", "-1", "9223372036854775807", "-9223372036854775808", "9223372036854775808",
+                           "-9223372036854775809", "18446744073709551616", "1.5", "-0.0", "1e5", "1E+5", "1e-5", "2.5e-3",
+                           "1e400", "-1e400", "1e-400", "123456789012345678901234567890", "0.1", "true", "false", "null",
+                           "\"\"", "\"a\"", " \t\r\n 7 \n"}) {
+    expect_agrees(text);
+  }
+  EXPECT_TRUE(parse_json("9223372036854775808")->is_double());
+  EXPECT_TRUE(parse_json("-9223372036854775808")->is_int());
+  EXPECT_TRUE(parse_json("1.0")->is_double());
+}
+
+TEST(JsonParseTest, Strings_EscapesAndUtf8) {
+  for (const char* text : {R"("\"\\\/\b\f\n\r\t")", R"("\u0000\u001f\u00e9\u20AC")", R"("\ud83d\ude00")", "\"é€😀\"",
+                           R"("\ud800")", R"("\udc00")", R"("\ud800\u0041")", R"("\x")", R"("\u12")", R"("\u12G4")",
+                           "\"a\nb\"", "\"a\tb\"", "\"\x7f\"", "\"\xc3\"", "\"\xc0\xaf\"", "\"\xed\xa0\x80\"",
+                           "\"\xf4\x90\x80\x80\"", "\"\xe0\x80\xaf\"", "\"\xf0\x80\x80\xaf\"", "\"\xff\"", "\"abc",
+                           "\"\\", "\"\\\""}) {
+    expect_agrees(text);
+  }
+  EXPECT_EQ(parse_json(R"("\ud83d\ude00")")->as_string(), "\xF0\x9F\x98\x80");
+}
+
+TEST(JsonParseTest, Structure_AndItsErrors) {
+  for (const char* text : {"[]", "{}", "[[]]", "[1,[2,[3,{}]],{\"a\":[]}]", "{\"a\":{\"b\":{\"c\":null}}}", "[1,]", "[,1]",
+                           "{\"a\":1,}", "{,}", "{\"a\"}", "{\"a\":}", "{a:1}", "{\"a\" 1}", "[1 2]", "[", "]", "{", "}",
+                           "", " ", "[1]]", "[1] x", "01", "-", "1.", ".5", "1e", "+1", "tru", "nul", "True", "[nan]",
+                           "{\"a\":1 \"b\":2}", "[\"a\":1]", "{\"a\":1]", "[1}"}) {
+    expect_agrees(text);
+  }
+}
+
+TEST(JsonParseTest, DuplicateKeys_KeepTheLastValue) {
+  Result<Value> v = parse_json(R"({"a":1,"b":2,"a":3})");
+  ASSERT_TRUE(v.is_ok());
+  EXPECT_EQ((*v)["a"], Value(3));
+  EXPECT_EQ(v->size(), 2u);
+  std::string big = "{";
+  for (int i = 0; i < 40; ++i) big += "\"k" + std::to_string(i) + "\":" + std::to_string(i) + ",";
+  big += "\"k7\":\"last\"}";
+  Result<Value> b = parse_json(big);
+  ASSERT_TRUE(b.is_ok());
+  EXPECT_EQ((*b)["k7"], Value("last"));
+  EXPECT_EQ(b->size(), 40u);
+}
+
+TEST(JsonParseTest, Errors_NameWhatAndWhere) {
+  Value v;
+  JsonParseError e;
+  ASSERT_FALSE(parse_json("[1,\n  2,\n  x]", &v, &e));
+  EXPECT_EQ(e.line, 3u);
+  EXPECT_EQ(e.column, 3u);
+  EXPECT_EQ(e.message, "invalid literal; expected a value");
+  ASSERT_FALSE(parse_json("{\"a\": \"b\nc\"}", &v, &e));
+  EXPECT_EQ(e.message, "control character U+000A in a string must be escaped");
+  EXPECT_EQ(e.line, 1u);
+  ASSERT_FALSE(parse_json("[1, 2", &v, &e));
+  EXPECT_EQ(e.message, "unexpected end of input; expected ',' or ']'");
+  ASSERT_FALSE(parse_json("{\"a\": 1} {", &v, &e));
+  EXPECT_EQ(e.message, "unexpected text after the document");
+  EXPECT_EQ(e.column, 10u);
+  ASSERT_FALSE(parse_json(std::string_view("[1]\0", 4), &v, &e)) << "a NUL byte is not whitespace";
+  EXPECT_EQ(e.message, "unexpected text after the document");
+}
+
+// Valid documents of every kind, and each of them cut and with bytes changed: nlohmann and
+// parse_json accept and refuse the same texts, and agree on every value.
+TEST(JsonParseTest, Differential_SeededDocumentsAndMutations) {
+  std::mt19937_64 rng(20261201);
+  auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+  const std::vector<std::string> scalars = {"0", "-12", "3.25", "1e3", "-0.5E-2", "9223372036854775807", "99999999999999999999",
+                                            "true", "false", "null", "\"\"", "\"plain\"", R"("esc\"\\\n\u00e9")",
+                                            "\"\xc3\xa9\xe2\x82\xac\"", R"("\ud83d\ude00")"};
+  std::function<std::string(int)> gen = [&](int depth) -> std::string {
+    const size_t kind = depth > 4 ? 0 : pick(4);
+    if (kind <= 1) return scalars[pick(scalars.size())];
+    std::string s;
+    const size_t n = pick(5);
+    const std::string ws = pick(3) == 0 ? " \n" : "";
+    if (kind == 2) {
+      s = "[" + ws;
+      for (size_t i = 0; i < n; ++i) s += (i ? "," + ws : "") + gen(depth + 1);
+      return s + ws + "]";
+    }
+    s = "{" + ws;
+    for (size_t i = 0; i < n; ++i) s += (i ? "," : "") + ws + "\"k" + std::to_string(pick(4)) + "\"" + ws + ":" + gen(depth + 1);
+    return s + ws + "}";
+  };
+  const std::string bytes = "[]{}:,\" \\0123456789-+.eEtrufalsn\x01\x7f\xc3\xa9\xed\xff";
+  for (int round = 0; round < 4000; ++round) {
+    const std::string doc = gen(0);
+    expect_agrees(doc);
+    std::string m = doc;
+    switch (pick(3)) {
+      case 0: m = m.substr(0, pick(m.size() + 1)); break;
+      case 1: if (!m.empty()) m[pick(m.size())] = bytes[pick(bytes.size())]; break;
+      default: m.insert(pick(m.size() + 1), 1, bytes[pick(bytes.size())]); break;
+    }
+    expect_agrees(m);
+    if (HasFailure()) return;
+  }
+}
+
+}  // namespace
+}  // namespace flowrt
