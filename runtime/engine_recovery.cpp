@@ -6,6 +6,7 @@
 #include <deque>
 #include <future>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "plans/time.h"
@@ -248,8 +249,14 @@ Value EngineCore::recover() {
     entry.pushes.push_back(ctx.get());
     contexts.restore(ctx);
   };
+  // Ends `c` in error. Its record, which the ranges read leave out where a checkpoint
+  // holds it, is read here: its steps so far stay in what it leaves.
   auto fail = [&](const StoredContext& c, const std::string& reason) {
-    end_stored_context(c, reason, now, &entry);
+    std::optional<StoredContext> whole;
+    if (c.record.is_null() && !c.checkpoint.is_null()) {
+      if (Result<std::optional<StoredContext>> read = store->load_context(c.seq); read && *read) whole = std::move(**read);
+    }
+    end_stored_context(whole ? *whole : c, reason, now, &entry);
     failed.push_back(failure(c, reason));
   };
 
@@ -271,6 +278,7 @@ Value EngineCore::recover() {
       q.after_seq = after;
       q.up_to_seq = std::min(last_seq, after + kRange);
       q.limit = kRange;
+      q.records_of_checkpointed = false;  // read by `fail` if it needs one
       return from->list_contexts(q);
     };
     std::deque<std::future<Result<std::vector<StoredContext>>>> ahead;

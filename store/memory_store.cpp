@@ -59,6 +59,7 @@ Result<std::vector<StoredContext>> MemoryStore::list_contexts(const ContextQuery
     if (!q.status.empty() && c.status != q.status) continue;
     if (q.ended_only && !is_final_context_status(c.status)) continue;
     out.push_back(c);
+    if (!q.records_of_checkpointed && !c.checkpoint.is_null()) out.back().record = Value();
   }
   return out;
 }

@@ -118,6 +118,11 @@ Result<std::vector<StoredContext>> SqliteStore::list_contexts(const ContextQuery
       if (rows.size() > q.limit) rows.resize(q.limit);
     }
   }
+  if (!q.records_of_checkpointed) {
+    for (RawContextRow& r : rows) {
+      if (r.json[5]) r.json[4].reset();  // the record: left unparsed
+    }
+  }
   return parse_rows(std::move(rows));
 }
 

@@ -307,6 +307,12 @@ class ResumeFailureTest : public ResumeTest {
     ASSERT_TRUE(ended.has_value());
     EXPECT_EQ(ended->status(), "error");
     EXPECT_NE(ended->error_message().find(why), std::string::npos) << ended->error_message();
+    // Its record keeps what it did before the stop (read back from the file: recovery
+    // reads a checkpointed context without it): the lock it took, then the wait it was in.
+    ASSERT_EQ(ended->value()["steps"].size(), 2u) << ended->value().to_json();
+    EXPECT_EQ(ended->value()["steps"].at(0)["status"], Value("completed"));
+    EXPECT_EQ(ended->value()["steps"].at(0)["outputs"]["token"], Value(token_));
+    EXPECT_EQ(ended->value()["steps"].at(1)["status"], Value("error"));
     engine_->settle();
     EXPECT_EQ(engine_->context("ctx-2")->status(), "completed") << engine_->context("ctx-2")->value().to_json();
     ASSERT_EQ(engine_->records("token").size(), 1u);

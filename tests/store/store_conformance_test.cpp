@@ -377,6 +377,42 @@ TYPED_TEST(StoreConformanceTest, History_IsNotLoaded_ButListedByFlowAndStatus_In
   EXPECT_FALSE(none->has_value());
 }
 
+// Recovery's reads leave out the record of a context whose checkpoint holds it; every other
+// column, and the record of a context without a checkpoint, comes as always.
+TYPED_TEST(StoreConformanceTest, Contexts_ListedWithoutTheRecordsOfCheckpointed_KeepEverythingElse) {
+  StoredContext c;
+  c.id = "ctx-1";
+  c.seq = 1;
+  c.flow = "f";
+  c.status = std::string(kQueuedStatus);
+  c.commit_seq = 1;
+  c.trigger = json(R"({"type":"event","time":0,"name":"go","payload":{}})");
+  StoredContext plain = c;
+  plain.seq = 2;
+  plain.id = "ctx-2";
+  this->write({ContextPut{c}, ContextPut{plain}});
+  this->write({ContextUpdate{1, "waiting", 100, -1, json(R"({"id":"ctx-1","steps":[1]})"), json(R"({"exec":{"pc":3}})")},
+               ContextUpdate{2, "in_progress", 100, -1, json(R"({"id":"ctx-2","steps":[]})"), Value()}});
+  ContextQuery q;
+  q.loaded_only = true;
+  q.records_of_checkpointed = false;
+  Result<std::vector<StoredContext>> listed = this->store_->list_contexts(q);
+  ASSERT_TRUE(listed.is_ok()) << listed.message();
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_TRUE((*listed)[0].record.is_null()) << (*listed)[0].record.to_json();
+  EXPECT_EQ((*listed)[0].checkpoint.to_json(), R"({"exec":{"pc":3}})");
+  EXPECT_EQ((*listed)[0].trigger.to_json(), c.trigger.to_json());
+  EXPECT_EQ((*listed)[0].status, "waiting");
+  EXPECT_EQ((*listed)[1].record.to_json(), R"({"id":"ctx-2","steps":[]})") << "no checkpoint: its record comes";
+  q.records_of_checkpointed = true;
+  listed = this->store_->list_contexts(q);
+  ASSERT_TRUE(listed.is_ok()) << listed.message();
+  EXPECT_EQ((*listed)[0].record.to_json(), R"({"id":"ctx-1","steps":[1]})");
+  Result<std::optional<StoredContext>> whole = this->store_->load_context(1);
+  ASSERT_TRUE(whole.is_ok() && whole->has_value());
+  EXPECT_EQ((*whole)->record.to_json(), R"({"id":"ctx-1","steps":[1]})");
+}
+
 TYPED_TEST(StoreConformanceTest, HistoryPrune_ByAge_DeletesWhatEndedBefore_NeverWhatHasNotEnded) {
   this->write(history_rows(12));
   // Ended at 1000 * seq: before 7500 are seqs 1, 2, 4, 5, 7.
