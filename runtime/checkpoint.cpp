@@ -41,4 +41,17 @@ Status restore_checkpoint(Context& ctx, const Value& checkpoint, std::shared_ptr
   return Status::ok();
 }
 
+Status rehydrate_checkpoint(Context& ctx, const Value& checkpoint) {
+  if (!checkpoint.is_object() || !checkpoint["exec"].is_object() || !checkpoint["record"].is_object()) {
+    return Error{"its stored state is not a checkpoint"};
+  }
+  Result<ExecState> exec = ExecState::from_value(checkpoint["exec"], *ctx.plan);
+  if (!exec) return exec.error();
+  if (!exec->parked || exec->stack.empty()) return Error{"its stored state is not the wait it rests in"};
+  FLOWRT_RETURN_IF_ERROR(ctx.restore_record_state(checkpoint["record"], *ctx.plan, nodes_of(*ctx.plan), ctx.status()));
+  ctx.state->stack = std::move(exec->stack);
+  ctx.state->parked_inputs = std::move(exec->parked_inputs);
+  return Status::ok();
+}
+
 }  // namespace flowrt

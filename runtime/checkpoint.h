@@ -36,4 +36,10 @@ std::string checkpoint_plan_version(const Value& checkpoint);
 // not fit (a corrupt row, another plan).
 Status restore_checkpoint(Context& ctx, const Value& checkpoint, std::shared_ptr<const Plan> plan);
 
+// Puts back into a resting `ctx` (its running thread, woken, its plan set) what left
+// memory when it came to rest: the execution stack and parked inputs, and the record's
+// steps, logs and variables, from the checkpoint of the wait it rests in. Everything else
+// (the wait, its timer, the wake-up) stayed. An error says what does not fit.
+Status rehydrate_checkpoint(Context& ctx, const Value& checkpoint);
+
 }  // namespace flowrt

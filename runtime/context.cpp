@@ -127,6 +127,52 @@ Context::Phase Context::phase() const {
   return phase_;
 }
 
+bool Context::rest_when(RestCondition met, uint64_t wait_id) {
+  // What leaves memory, moved out under the locks and freed after them.
+  std::vector<Activation> stack;
+  StepInputs parked_inputs;
+  std::shared_ptr<const Chain> chain;
+  std::vector<StepEntry> steps;
+  boost::container::small_vector<LogEntry, 1> logs;
+  Value variables;
+  {
+    SpinLockGuard lock(mu_);
+    if (rest_wait_id_ != wait_id) {
+      rest_wait_id_ = wait_id;
+      rest_met_ = 0;
+    }
+    rest_met_ |= static_cast<uint8_t>(met);
+    constexpr uint8_t kBoth = static_cast<uint8_t>(RestCondition::kLetGo) | static_cast<uint8_t>(RestCondition::kDurable);
+    if (rest_met_ != kBoth || phase_ != Phase::kParked || wait_id_ != wait_id || !state ||
+        resting_.load(std::memory_order_acquire)) {
+      return false;
+    }
+    // Parked in this wait, and the thread that parked it has let go: nothing else touches
+    // the stack until a wake-up makes it ready, which takes this lock.
+    stack = std::move(state->stack);
+    state->stack.clear();
+    parked_inputs = std::move(state->parked_inputs);
+    state->parked_inputs.clear();
+    chain = std::move(state->child_chain);
+    SpinLockGuard record_lock(record_mu_);
+    rested_steps_ = steps_.size();
+    steps = std::move(steps_);
+    steps_.clear();
+    logs = std::move(logs_);
+    logs_.clear();
+    variables = std::move(variables_);
+    variables_ = Value();
+    resting_.store(true, std::memory_order_release);
+  }
+  return true;
+}
+
+void Context::end_rest() {
+  SpinLockGuard lock(mu_);
+  SpinLockGuard record_lock(record_mu_);
+  resting_.store(false, std::memory_order_release);
+}
+
 void Context::record_start(const Plan& p, TimeMs now) {
   SpinLockGuard lock(record_mu_);
   recorded_plan_ = &p;
@@ -205,10 +251,20 @@ ContextStatus Context::status() const { return status_.load(std::memory_order_ac
 
 Context::Summary Context::summary() const {
   SpinLockGuard lock(record_mu_);
-  return Summary{status_.load(std::memory_order_acquire), run_ms_, steps_.size(), started_at_, ended_at_, error_};
+  const size_t steps = resting_.load(std::memory_order_acquire) ? rested_steps_ : steps_.size();
+  return Summary{status_.load(std::memory_order_acquire), run_ms_, steps, started_at_, ended_at_, error_};
 }
 
 Value Context::to_value(size_t value_limit) const {
+  std::optional<Value> v = snapshot(value_limit, true);
+  return std::move(*v);
+}
+
+std::optional<Value> Context::to_value_unless_resting(size_t value_limit) const {
+  return snapshot(value_limit, false);
+}
+
+std::optional<Value> Context::snapshot(size_t value_limit, bool even_resting) const {
   // A snapshot under the record's lock (copies of the entries: shared values, no JSON
   // built), then the JSON built outside it, so a reader never holds up the context or a
   // commit that logs to it.
@@ -217,6 +273,7 @@ Value Context::to_value(size_t value_limit) const {
   boost::container::small_vector<LogEntry, 1> logs;
   {
     SpinLockGuard lock(record_mu_);
+    if (!even_resting && resting_.load(std::memory_order_acquire)) return std::nullopt;
     if (recorded_plan_) {
       f.plan_version = recorded_plan_->version_value;
       f.variable_names = recorded_plan_->root().variable_name_list;

@@ -19,6 +19,7 @@
 #include <boost/container/small_vector.hpp>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,22 @@ class Context : public std::enable_shared_from_this<Context> {
   WakeUp take_wake() EXCLUDES(mu_);
   Phase phase() const EXCLUDES(mu_);
 
+  // ---- resting (docs/DURABILITY.md, "Waiting contexts rest") ----
+  // With a durable store, a context parked in a wait whose checkpoint is durable rests: its
+  // execution stack and parked step inputs, and its record's steps, logs and variables,
+  // leave memory, since the store's row holds them exactly (readers read them there); the
+  // wait stays registered with its fields, timer and wake-up. The thread that runs it next
+  // puts them back from the row (EngineCore::rehydrate) before it goes on.
+  // Two conditions, met on two threads, for one wait (the id begin_park gave): the thread
+  // that parked it has let go (kLetGo), and the entry with its checkpoint is durable
+  // (kDurable). The call that completes the pair rests it, under the context's lock, if it
+  // is still parked in that wait. Returns true when it rested now.
+  enum class RestCondition : uint8_t { kLetGo = 1, kDurable = 2 };
+  bool rest_when(RestCondition met, uint64_t wait_id) EXCLUDES(mu_, record_mu_);
+  bool resting() const { return resting_.load(std::memory_order_acquire); }
+  // Called by the thread that runs a resting context once it has put its state back.
+  void end_rest() EXCLUDES(mu_);
+
   // ---- execution record ----
   void record_start(const Plan& plan, TimeMs now) EXCLUDES(record_mu_);
   int64_t begin_step(Value path, const Node& node, TimeMs now, Value inputs) EXCLUDES(record_mu_);
@@ -132,8 +149,11 @@ class Context : public std::enable_shared_from_this<Context> {
   bool finished() const { return finished_.load(std::memory_order_acquire); }
 
   // A consistent snapshot of the record as JSON (SPEC section 10). `value_limit` caps the
-  // size of each step input and output kept (0 = no cap).
+  // size of each step input and output kept (0 = no cap). REQUIRES: not resting (its
+  // running thread, or a context that never rests); other readers use to_value_unless_resting.
   Value to_value(size_t value_limit = 0) const EXCLUDES(record_mu_);
+  // The same snapshot, or nullopt when the context rests (its record is the store's row).
+  std::optional<Value> to_value_unless_resting(size_t value_limit = 0) const EXCLUDES(record_mu_);
   // Summary for tables: status, run time, step count.
   struct Summary {
     ContextStatus status;
@@ -155,6 +175,9 @@ class Context : public std::enable_shared_from_this<Context> {
                               ContextStatus status) EXCLUDES(record_mu_);
 
  private:
+  // The record's JSON; nullopt when it rests, unless `even_resting` (then what is left).
+  std::optional<Value> snapshot(size_t value_limit, bool even_resting) const EXCLUDES(record_mu_);
+
   std::atomic<bool> cancel_{false};
   std::atomic<bool> finished_{false};
   std::atomic<bool> end_claimed_{false};
@@ -163,6 +186,11 @@ class Context : public std::enable_shared_from_this<Context> {
   mutable SpinLock mu_;
   Phase phase_ GUARDED_BY(mu_) = Phase::kQueued;
   uint64_t wait_id_ GUARDED_BY(mu_) = 0;
+  // The wait the rest conditions met so far are for, and which (RestCondition bits).
+  uint64_t rest_wait_id_ GUARDED_BY(mu_) = 0;
+  uint8_t rest_met_ GUARDED_BY(mu_) = 0;
+  // Written under mu_ and record_mu_ (both), read with either or without (atomic).
+  std::atomic<bool> resting_{false};
   // record
   mutable SpinLock record_mu_;
   const Plan* recorded_plan_ GUARDED_BY(record_mu_) = nullptr;  // `plan`, once it started
@@ -171,6 +199,7 @@ class Context : public std::enable_shared_from_this<Context> {
   TimeMs ended_at_ GUARDED_BY(record_mu_) = -1;
   double run_ms_ GUARDED_BY(record_mu_) = 0;
   std::vector<StepEntry> steps_ GUARDED_BY(record_mu_);
+  size_t rested_steps_ GUARDED_BY(record_mu_) = 0;  // steps_.size() when it came to rest
   boost::container::small_vector<LogEntry, 1> logs_ GUARDED_BY(record_mu_);
   Value error_ GUARDED_BY(record_mu_);
 };

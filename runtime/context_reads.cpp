@@ -26,10 +26,21 @@ std::optional<uint64_t> seq_of(std::string_view id) {
 // contexts all live in the engine.
 Store* history(const EngineCore& core) { return core.journal ? core.store.get() : nullptr; }
 
+// A context in memory's record: its own, or, when it rests, its row's (written with the
+// checkpoint of the wait it rests in, the record as it then stood).
+Value live_record(const EngineCore& core, const Context& c, size_t limit) {
+  if (std::optional<Value> own = c.to_value_unless_resting(limit)) return std::move(*own);
+  Result<std::optional<StoredContext>> stored = core.store->load_context(c.seq);
+  if (stored && *stored && (*stored)->record.is_object()) return std::move((*stored)->record);
+  engine_log().error("{}: reading resting context {}: {}", core.store->describe(), c.id.as_string(),
+                     stored ? std::string("its row holds no record") : stored.message());
+  return c.to_value(limit);  // what is left in memory: without its steps
+}
+
 }  // namespace
 
 std::optional<Value> read_context_record(const EngineCore& core, std::string_view id) {
-  if (std::shared_ptr<Context> c = core.contexts.find(id)) return c->to_value(core.props().record_value_limit);
+  if (std::shared_ptr<Context> c = core.contexts.find(id)) return live_record(core, *c, core.props().record_value_limit);
   if (std::optional<Value> archived = core.archive.find(id)) return archived;
   Store* store = history(core);
   const std::optional<uint64_t> seq = seq_of(id);
@@ -55,7 +66,7 @@ std::vector<Value> read_context_records(const EngineCore& core, std::string_view
   std::vector<Entry> all;
   // Memory first, the store last: see the header.
   core.contexts.for_each([&](const std::shared_ptr<Context>& c) {
-    if (flow.empty() || c->flow->id == flow) all.push_back(Entry{c->seq, 0, c->to_value(limit)});
+    if (flow.empty() || c->flow->id == flow) all.push_back(Entry{c->seq, 0, live_record(core, *c, limit)});
   });
   for (auto& [seq, record] : core.archive.list(flow)) all.push_back(Entry{seq, 1, std::move(record)});
   if (Store* store = history(core)) {

@@ -6,7 +6,8 @@
 //
 // Order and consistency: a context leaves memory only after the store has its final
 // record, so reading memory first and the store after never misses one; a context found in
-// both is read from memory (the newer copy). Lists come in seq order.
+// both is read from memory (the newer copy), but a resting one (Context::rest_when) from
+// its row, which holds its record as it stands. Lists come in seq order.
 // Thread-safety: any thread (each source has its own lock). Errors of the store are logged
 // and the rest is returned.
 #pragma once

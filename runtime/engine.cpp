@@ -349,6 +349,7 @@ EngineStats Engine::stats() const {
   s.commits = c.dispatcher.last_commit();
   s.queued_events = c.events.size_approx();
   s.waiting_contexts = c.waiting();
+  s.resting_contexts = c.resting();
   s.contexts_kept = c.contexts.size();
   s.dropped_contexts = c.contexts.dropped();
   s.dropped_skipped = c.contexts.dropped_skipped();

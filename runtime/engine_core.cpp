@@ -164,11 +164,11 @@ void EngineCore::wait_idle() {
   }
 }
 
-Interpreter::Outcome EngineCore::run_slice(Context& ctx, uint32_t max_steps) {
+Interpreter::Outcome EngineCore::run_slice(Context& ctx, uint32_t max_steps, uint64_t* parked_wait) {
   try {
     Interpreter interpreter(*this, ctx);
     const Interpreter::Outcome outcome = interpreter.run(max_steps);
-    if (outcome == Interpreter::Outcome::kParked) park(&ctx);
+    if (outcome == Interpreter::Outcome::kParked) *parked_wait = park(&ctx);
     return outcome;
   } catch (const std::exception& e) {
     end_after_exception(ctx, e.what());
@@ -186,7 +186,7 @@ void EngineCore::run(Context* ctx) {
     const std::shared_ptr<Context> hold = ctx->shared_from_this();
     if (ctx->begin_run()) {
       journal_start(hold);
-      switch (run_slice(*ctx, 0)) {
+      switch (run_context(*ctx, 0)) {
         case Interpreter::Outcome::kAbandoned: return;  // the engine may be gone: touch nothing
         case Interpreter::Outcome::kYielded:
           // The workers are stopping: it stays queued (and counted as work), as it is.
@@ -201,6 +201,49 @@ void EngineCore::run(Context* ctx) {
     }
   }
   work_done();
+}
+
+Interpreter::Outcome EngineCore::run_context(Context& ctx, uint32_t max_steps) {
+  if (ctx.resting() && !rehydrate(ctx)) return Interpreter::Outcome::kFinished;
+  uint64_t parked_wait = 0;
+  const Interpreter::Outcome outcome = run_slice(ctx, max_steps, &parked_wait);
+  // This thread lets go of the context it parked; it rests once its checkpoint is durable.
+  if (outcome == Interpreter::Outcome::kParked && parked_wait != 0 && may_rest(ctx)) {
+    rest_when(ctx, Context::RestCondition::kLetGo, parked_wait);
+  }
+  return outcome;
+}
+
+bool EngineCore::may_rest(Context& ctx) const {
+  if (!journal || !ctx.state) return false;
+  const WaitRequest::Kind kind = ctx.state->wait.kind;
+  return (kind == WaitRequest::Kind::kTimer || kind == WaitRequest::Kind::kRecord) &&
+         ctx.locks_in_use.load(std::memory_order_acquire) == 0;
+}
+
+void EngineCore::rest_when(Context& ctx, Context::RestCondition met, uint64_t wait_id) {
+  if (ctx.rest_when(met, wait_id)) resting_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+bool EngineCore::rehydrate(Context& ctx) {
+  Status read = [&]() -> Status {
+    Result<std::optional<StoredContext>> row = store->load_context(ctx.seq);
+    if (!row) return row.error();
+    if (!*row || (*row)->checkpoint.is_null()) return Error{"its row holds no checkpoint"};
+    return rehydrate_checkpoint(ctx, (*row)->checkpoint);
+  }();
+  ctx.end_rest();
+  resting_.fetch_sub(1, std::memory_order_acq_rel);
+  if (read) return true;
+  // Woken (its wait no longer counted), but with nothing to go on from: it ends in error.
+  const std::string message = "its state could not be read back from the " + store->describe() + ": " + read.message();
+  engine_log().error("{}: {}", ctx.id.as_string(), message);
+  clear_wait(ctx);
+  ctx.state->parked = false;
+  const Value reason(std::string_view{message});
+  ctx.end_open_steps(clock.now(), reason);
+  finish_context(ctx, ContextStatus::kError, Value::object({{"message", reason}, {"step", Value()}}));
+  return false;
 }
 
 void EngineCore::journal_start(const std::shared_ptr<Context>& ctx) {
@@ -252,7 +295,7 @@ bool EngineCore::run_steps(Context* ctx, uint32_t max_steps) {
   const std::shared_ptr<Context> hold = ctx->shared_from_this();
   if (ctx->begin_run()) {
     journal_start(hold);
-    switch (run_slice(*ctx, max_steps)) {
+    switch (run_context(*ctx, max_steps)) {
       case Interpreter::Outcome::kYielded: return true;  // still in flight: not done yet
       case Interpreter::Outcome::kAbandoned: return false;  // never in simulation
       case Interpreter::Outcome::kParked: break;
@@ -310,15 +353,17 @@ void EngineCore::wake(const std::shared_ptr<Context>& ctx, uint64_t wait_id, Wak
   if (ctx->wake(wait_id, std::move(w))) make_ready(ctx.get());
 }
 
-void EngineCore::park(Context* ctx, bool checkpoint) {
+uint64_t EngineCore::park(Context* ctx, bool checkpoint) {
   std::shared_ptr<Context> self = ctx->shared_from_this();
+  const uint64_t id = ctx->begin_park();
   if (journal && checkpoint) {
     // Written before the wait is registered: whatever wakes it comes later in the journal.
+    // Once it is durable the context may rest (the row then holds all it needs).
     JournalEntry e;
     e.changes.push_back(checkpoint_update(*ctx, props().record_value_limit, true));
+    if (may_rest(*ctx)) e.rests.push_back(RestCandidate{self, id});
     journal->append(std::move(e));
   }
-  const uint64_t id = ctx->begin_park();
   perturb(PerturbPoint::kBetweenParkAndWait);
   const WaitRequest& w = ctx->exec().wait;
   switch (w.kind) {
@@ -345,6 +390,7 @@ void EngineCore::park(Context* ctx, bool checkpoint) {
     default: break;
   }
   if (ctx->end_park()) make_ready(ctx);
+  return id;
 }
 
 void EngineCore::park_for_record(const std::shared_ptr<Context>& self, uint64_t id) {

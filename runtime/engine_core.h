@@ -89,6 +89,11 @@ class EngineCore {
   // Contexts parked or parking now.
   size_t waiting() const { return waiting_.load(std::memory_order_acquire); }
   void wake(const std::shared_ptr<Context>& ctx, uint64_t wait_id, WakeUp wake);
+  // Resting (Context::rest_when): one of its two conditions met for `ctx`'s wait `wait_id`;
+  // counts the context as resting when it rested now.
+  void rest_when(Context& ctx, Context::RestCondition met, uint64_t wait_id);
+  // Contexts resting now (their state in the store, not in memory).
+  size_t resting() const { return resting_.load(std::memory_order_acquire); }
   // Drops a parked context's wait registrations (timer, record waiter).
   void clear_wait(Context& ctx);
   // Ends a context: releases what it holds, finishes its record.
@@ -181,10 +186,22 @@ class EngineCore {
  private:
   // Runs a slice of `ctx` (parking it if it parks); a slice that throws ends the context
   // in error (kFinished), never the process.
-  Interpreter::Outcome run_slice(Context& ctx, uint32_t max_steps);
+  // A slice that parks sets `*parked_wait` to its wait's id.
+  Interpreter::Outcome run_slice(Context& ctx, uint32_t max_steps, uint64_t* parked_wait);
   // `checkpoint`: with a journal, the context's checkpoint is written first (not when
-  // recovery parks a context again from the checkpoint it was read from).
-  void park(Context* ctx, bool checkpoint = true);
+  // recovery parks a context again from the checkpoint it was read from). Returns the
+  // wait's id (Context::begin_park).
+  uint64_t park(Context* ctx, bool checkpoint = true);
+  // Whether a context parked as `ctx` is may rest once its checkpoint is durable: a durable
+  // store, a wait for a timer or a record, and no lock held or asked for (a lock's lease or
+  // queue writes to its record while it waits).
+  bool may_rest(Context& ctx) const;
+  // Puts a resting context's state back from its row (its running thread, after
+  // begin_run). False when it cannot be read back: the context then ended in error.
+  bool rehydrate(Context& ctx);
+  // The slice `run` and `run_steps` share: rehydrates a resting context, runs it, and
+  // lets it rest (its thread's condition) when it parked.
+  Interpreter::Outcome run_context(Context& ctx, uint32_t max_steps);
   // With a journal: `ctx` takes its first step (called before it runs).
   void journal_start(const std::shared_ptr<Context>& ctx);
   // A context's slice threw (outside any step): ends it in error, closing its open steps.
@@ -218,6 +235,7 @@ class EngineCore {
   std::atomic<bool> shutting_down_{false};
   alignas(64) std::atomic<int64_t> work_{0};
   std::atomic<size_t> waiting_{0};
+  std::atomic<size_t> resting_{0};
   alignas(64) Mutex idle_mu_;
   CondVar idle_cv_;
   Mutex drive_mu_;  // one advance/settle at a time

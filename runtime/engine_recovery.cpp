@@ -407,7 +407,12 @@ Value EngineCore::recover() {
         continue;
       }
     }
-    park(ctx.get(), false);
+    const uint64_t wait_id = park(ctx.get(), false);
+    if (may_rest(*ctx)) {
+      // Parked from its stored checkpoint, which is durable, and let go: it rests at once.
+      rest_when(*ctx, Context::RestCondition::kDurable, wait_id);
+      rest_when(*ctx, Context::RestCondition::kLetGo, wait_id);
+    }
   }
   // Trigger events that were queued start now, in their order.
   for (const std::shared_ptr<Context>& ctx : queued) {

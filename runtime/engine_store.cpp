@@ -95,8 +95,12 @@ void EngineCore::journal_unfinished() {
   const size_t limit = props().record_value_limit;
   contexts.for_each([&](const std::shared_ptr<Context>& ctx) {
     if (ctx->finished()) return;
-    if (ctx->summary().started < 0) return;  // still queued: its row says so
-    entry.changes.push_back(record_update(*ctx, limit));
+    const Context::Summary s = ctx->summary();
+    if (s.started < 0) return;  // still queued: its row says so
+    std::optional<Value> record = ctx->to_value_unless_resting(limit);
+    if (!record) return;  // resting: its row holds its record already
+    entry.changes.push_back(ContextUpdate{ctx->seq, std::string(status_name(s.status)), s.started, s.ended,
+                                          std::move(*record), Value()});
   });
   journal->append(std::move(entry));
 }

@@ -260,6 +260,7 @@ void Journal::deliver(std::vector<JournalEntry>& entries) {
       core_.wake(w.context, w.wait_id, std::move(w.wake));
       core_.work_done();  // counted when appended
     }
+    for (const RestCandidate& r : e.rests) core_.rest_when(*r.context, Context::RestCondition::kDurable, r.wait_id);
   }
 }
 

@@ -60,6 +60,13 @@ struct DeferredWake {
   WakeUp wake;
 };
 
+// A parked context whose checkpoint this entry carries: once durable, it may rest
+// (Context::rest_when) in the wait `wait_id`.
+struct RestCandidate {
+  std::shared_ptr<Context> context;
+  uint64_t wait_id = 0;
+};
+
 struct JournalEntry {
   std::vector<StoreChange> changes;              // in order
   std::vector<std::shared_ptr<Context>> queued;  // contexts queued: a row each (ContextPut)
@@ -71,6 +78,7 @@ struct JournalEntry {
   // Delivered once durable, in this order: contexts pushed to the event queue, then wake-ups.
   std::vector<Context*> pushes;
   std::vector<DeferredWake> wakes;
+  std::vector<RestCandidate> rests;              // told once durable, after the wake-ups
   bool has_counters = false;                     // appended under the commit lock
   StoreCounters counters;
   // A commit that a context's built-in step made: written only together with the
@@ -83,7 +91,7 @@ struct JournalEntry {
 
   bool empty() const {
     return changes.empty() && queued.empty() && started.empty() && ended.empty() && archived.empty() && pushes.empty() &&
-           wakes.empty() && !has_counters;
+           wakes.empty() && rests.empty() && !has_counters;
   }
 };
 
