@@ -27,7 +27,7 @@ std::string checkpoint_plan_version(const Value& checkpoint) {
   return v.is_string() ? std::string(v.as_string()) : std::string();
 }
 
-Status restore_checkpoint(Context& ctx, const Value& checkpoint, std::shared_ptr<const Plan> plan) {
+Status restore_checkpoint(Context& ctx, const Value& checkpoint, std::shared_ptr<const Plan> plan, bool resting) {
   if (!checkpoint.is_object() || !checkpoint["exec"].is_object() || !checkpoint["record"].is_object()) {
     return Error{"its stored state is not a checkpoint"};
   }
@@ -35,7 +35,14 @@ Status restore_checkpoint(Context& ctx, const Value& checkpoint, std::shared_ptr
   if (!exec) return exec.error();
   if (!exec->started || exec->stack.empty()) return Error{"its stored state has no position"};
   const ContextStatus status = exec->parked ? ContextStatus::kWaiting : ContextStatus::kInProgress;
-  FLOWRT_RETURN_IF_ERROR(ctx.restore_record_state(checkpoint["record"], *plan, nodes_of(*plan), status));
+  const WaitRequest::Kind kind = exec->wait.kind;
+  const Value& record = checkpoint["record"];
+  if (resting && exec->parked && (kind == WaitRequest::Kind::kTimer || kind == WaitRequest::Kind::kRecord) &&
+      record["steps"].is_array()) {
+    ctx.restore_resting(*plan, record["started"].as_int(), record["steps"].size(), status);
+  } else {
+    FLOWRT_RETURN_IF_ERROR(ctx.restore_record_state(record, *plan, nodes_of(*plan), status));
+  }
   ctx.state = std::make_unique<ExecState>(std::move(exec).value());
   ctx.plan = std::move(plan);
   return Status::ok();

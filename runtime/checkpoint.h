@@ -34,7 +34,9 @@ std::string checkpoint_plan_version(const Value& checkpoint);
 // Puts `checkpoint` back into `ctx` (not started yet, not shared): its plan, execution
 // state and record, with status waiting (parked) or in progress. An error says what does
 // not fit (a corrupt row, another plan).
-Status restore_checkpoint(Context& ctx, const Value& checkpoint, std::shared_ptr<const Plan> plan);
+// `resting`: a context parked on a timer or a record is restored resting
+// (Context::restore_resting): its record is left in the row.
+Status restore_checkpoint(Context& ctx, const Value& checkpoint, std::shared_ptr<const Plan> plan, bool resting = false);
 
 // Puts back into a resting `ctx` (its running thread, woken, its plan set) what left
 // memory when it came to rest: the execution stack and parked inputs, and the record's

@@ -135,6 +135,7 @@ bool Context::rest_when(RestCondition met, uint64_t wait_id) {
   std::vector<StepEntry> steps;
   boost::container::small_vector<LogEntry, 1> logs;
   Value variables;
+  bool rested_now = false;
   {
     SpinLockGuard lock(mu_);
     if (rest_wait_id_ != wait_id) {
@@ -143,10 +144,8 @@ bool Context::rest_when(RestCondition met, uint64_t wait_id) {
     }
     rest_met_ |= static_cast<uint8_t>(met);
     constexpr uint8_t kBoth = static_cast<uint8_t>(RestCondition::kLetGo) | static_cast<uint8_t>(RestCondition::kDurable);
-    if (rest_met_ != kBoth || phase_ != Phase::kParked || wait_id_ != wait_id || !state ||
-        resting_.load(std::memory_order_acquire)) {
-      return false;
-    }
+    if (rest_met_ != kBoth || phase_ != Phase::kParked || wait_id_ != wait_id || !state) return false;
+    if (resting_.load(std::memory_order_acquire) && state->stack.empty()) return false;
     // Parked in this wait, and the thread that parked it has let go: nothing else touches
     // the stack until a wake-up makes it ready, which takes this lock.
     stack = std::move(state->stack);
@@ -155,7 +154,8 @@ bool Context::rest_when(RestCondition met, uint64_t wait_id) {
     state->parked_inputs.clear();
     chain = std::move(state->child_chain);
     SpinLockGuard record_lock(record_mu_);
-    rested_steps_ = steps_.size();
+    rested_now = !resting_.load(std::memory_order_acquire);
+    if (rested_now) rested_steps_ = steps_.size();  // else it was restored resting
     steps = std::move(steps_);
     steps_.clear();
     logs = std::move(logs_);
@@ -164,7 +164,19 @@ bool Context::rest_when(RestCondition met, uint64_t wait_id) {
     variables_ = Value();
     resting_.store(true, std::memory_order_release);
   }
-  return true;
+  return rested_now;
+}
+
+void Context::restore_resting(const Plan& for_plan, TimeMs started, size_t steps, ContextStatus status) {
+  {
+    SpinLockGuard lock(mu_);
+    SpinLockGuard record_lock(record_mu_);
+    recorded_plan_ = &for_plan;
+    started_at_ = started;
+    rested_steps_ = steps;
+    resting_.store(true, std::memory_order_release);
+  }
+  set_status(status);
 }
 
 void Context::end_rest() {

@@ -127,7 +127,14 @@ class Context : public std::enable_shared_from_this<Context> {
   // (kDurable). The call that completes the pair rests it, under the context's lock, if it
   // is still parked in that wait. Returns true when it rested now.
   enum class RestCondition : uint8_t { kLetGo = 1, kDurable = 2 };
+  // Returns true when it came to rest now (not when it was restored resting: then this
+  // only drops its stack).
   bool rest_when(RestCondition met, uint64_t wait_id) EXCLUDES(mu_, record_mu_);
+  // Recovery: the context is put back resting from its checkpoint (its record stays in its
+  // row; `steps` is its number of steps); its stack, restored to bind its wait, leaves when
+  // it parks (rest_when). Before the context is shared.
+  void restore_resting(const Plan& for_plan, TimeMs started, size_t steps, ContextStatus status)
+      EXCLUDES(mu_, record_mu_);
   bool resting() const { return resting_.load(std::memory_order_acquire); }
   // Called by the thread that runs a resting context once it has put its state back.
   void end_rest() EXCLUDES(mu_);

@@ -7,6 +7,7 @@
 #include <future>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "plans/time.h"
@@ -183,7 +184,7 @@ Result<std::shared_ptr<const Plan>> EngineCore::compile_stored_version(const std
 }
 
 Status EngineCore::resume_from_checkpoint(Context& ctx, const Value& checkpoint,
-                                          std::map<std::string, std::shared_ptr<const Plan>>* old_plans) {
+                                          std::map<std::string, std::shared_ptr<const Plan>>* old_plans, bool resting) {
   const std::string version = checkpoint_plan_version(checkpoint);
   if (checkpoint["unreadable"].is_string()) {
     return Error{"its stored state cannot be read: " + std::string(checkpoint["unreadable"].as_string())};
@@ -212,7 +213,7 @@ Status EngineCore::resume_from_checkpoint(Context& ctx, const Value& checkpoint,
       return Error{"its custom action type '" + step->action + "' is no longer registered"};
     }
   }
-  return restore_checkpoint(ctx, checkpoint, std::move(p.plan));
+  return restore_checkpoint(ctx, checkpoint, std::move(p.plan), resting);
 }
 
 Value EngineCore::recover() {
@@ -307,6 +308,12 @@ Value EngineCore::recover() {
   // record was not stored gets one now; queued ones are made now and start below, once the
   // others are back, in their order.
   std::map<uint64_t, std::shared_ptr<Context>> live;  // by seq
+  // Contexts that held a lock: their record may be written to while they wait (a lease
+  // that runs out), so they are not restored resting.
+  std::set<uint64_t> holders;
+  for (const StoredLock& l : recovery_.locks) {
+    for (const Value& h : l.state["holders"].items()) holders.insert(seq_of(h["context"]));
+  }
   std::map<std::string, std::shared_ptr<const Plan>> old_plans;  // versions compiled from the file
   std::vector<std::shared_ptr<Context>> parked;
   std::vector<std::shared_ptr<Context>> queued;  // by seq
@@ -329,7 +336,18 @@ Value EngineCore::recover() {
     std::shared_ptr<Context> ctx = context_from_store(c, &reason);
     if (ctx && c.checkpoint.is_null() && c.status == "waiting") reason = "no checkpoint of its wait was stored";
     if (ctx && !c.checkpoint.is_null()) {
-      if (Status s = resume_from_checkpoint(*ctx, c.checkpoint, &old_plans); !s) reason = s.message();
+      const bool resting = journal && !holders.contains(c.seq);
+      if (Status s = resume_from_checkpoint(*ctx, c.checkpoint, &old_plans, resting); !s) reason = s.message();
+      if (ctx->resting()) resting_.fetch_add(1, std::memory_order_acq_rel);
+      if (ctx->state) {
+        // The version of its record a wait saw is most often the one that triggered it (an
+        // approval waits on the request that started it): one copy for both, as before the
+        // restart, when both were the table's.
+        Value& seen = ctx->state->wait.seen;
+        if (seen.is_object() && !seen.same_storage(ctx->trigger.record) && seen == ctx->trigger.record) {
+          seen = ctx->trigger.record;
+        }
+      }
     }
     if (!reason.empty()) {
       fail(c, "the engine stopped while this context was " + std::string(c.status == "waiting" ? "waiting" : "running") +
@@ -389,6 +407,15 @@ Value EngineCore::recover() {
     ctx->begin_run();
     if (Status s = Interpreter(*this, *ctx).rebind_wait(); !s) {
       waiting_.fetch_sub(1, std::memory_order_acq_rel);
+      if (ctx->resting()) {
+        // Its record is in its row: read back, so that what it did stays in what it leaves.
+        Result<std::optional<StoredContext>> row = store->load_context(ctx->seq);
+        if (row && *row) {
+          (void)ctx->restore_record_state((*row)->checkpoint["record"], *ctx->plan, nodes_of(*ctx->plan), ctx->status());
+        }
+        ctx->end_rest();
+        resting_.fetch_sub(1, std::memory_order_acq_rel);
+      }
       const Value reason = text("the engine stopped while this context was waiting, and it cannot resume: " + s.message());
       ctx->end_open_steps(now, reason);
       finish_context(*ctx, ContextStatus::kError, Value::object({{"message", reason}, {"step", Value()}}));
