@@ -12,7 +12,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <boost/container/small_vector.hpp>
 #include <cstdlib>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,9 @@ std::string too_deep(size_t max_depth) {
 // The members of objects with at most this many keys are checked for duplicates pairwise;
 // larger ones go through Value::object, which indexes them.
 constexpr size_t kPairwiseKeyCheck = 16;
+// JsonLimits::shared_shapes: objects with at most this many keys share key lists (objects
+// with more are indexed by key, a layout of their own).
+constexpr size_t kMaxSharedShapeKeys = 16;
 
 // Parses one document. Not reentrant: one per parse.
 class JsonParser {
@@ -157,7 +162,14 @@ class JsonParser {
       }
     }
     Value v;
-    if (unique) {
+    if (unique && limits_.shared_shapes && n <= kMaxSharedShapeKeys) {
+      thread_local Value recent[16];
+      boost::container::small_vector<Value, kMaxSharedShapeKeys> keys;
+      for (size_t i = first; i < members_.size(); ++i) keys.push_back(members_[i].key);
+      ObjectBuilder b(shape_for(std::span<const Value>(keys.data(), keys.size()), recent));
+      for (size_t i = first; i < members_.size(); ++i) b.add_value(std::move(members_[i].value));
+      v = b.build();
+    } else if (unique) {
       ObjectBuilder b(n);
       for (size_t i = first; i < members_.size(); ++i) b.add(std::move(members_[i].key), std::move(members_[i].value));
       v = b.build();

@@ -130,7 +130,7 @@ Context::Phase Context::phase() const {
 bool Context::rest_when(RestCondition met, uint64_t wait_id) {
   // What leaves memory, moved out under the locks and freed after them.
   std::vector<Activation> stack;
-  StepInputs parked_inputs;
+  std::vector<Value> parked_inputs;
   std::shared_ptr<const Chain> chain;
   std::vector<StepEntry> steps;
   boost::container::small_vector<LogEntry, 1> logs;

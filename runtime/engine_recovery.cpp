@@ -133,6 +133,12 @@ std::shared_ptr<Context> EngineCore::context_from_store(const StoredContext& c, 
     *reason = "its trigger event cannot be read: " + trigger.message();
     return nullptr;
   }
+  if (trigger->record.is_object() && trigger->table.is_string() && trigger->sys_id.is_string()) {
+    // Most often the record is as it triggered (a request waiting to be decided): one copy,
+    // the table's, as before the restart.
+    Value current = dispatcher.get(trigger->table.as_string(), trigger->sys_id.as_string());
+    if (current.is_object() && current == trigger->record) trigger->record = std::move(current);
+  }
   auto ctx = std::make_shared<Context>(slot, std::move(trigger).value(), c.inputs);
   ctx->publish(c.seq, c.commit_seq, cause_from_stored(c.cause));
   ctx->run_key = c.run_key;

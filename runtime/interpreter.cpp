@@ -535,7 +535,7 @@ Interpreter::Flow Interpreter::handle(Activation& a, const Node& node, const Act
       exec_.parked_node = &node;
       exec_.parked_record = record;
       exec_.parked_path = path;
-      exec_.parked_inputs = std::move(*inputs);
+      exec_.parked_inputs.assign(std::make_move_iterator(inputs->begin()), std::make_move_iterator(inputs->end()));
       exec_.wait = std::move(outcome.wait);
       ctx_.set_step_status(record, StepStatus::kWaiting);
       return Flow::kParked;
@@ -643,7 +643,8 @@ Interpreter::Flow Interpreter::resume() {
   const ActionStep& step = std::get<ActionStep>(node.op);
   const Value path = exec_.parked_path;
   const int64_t record = exec_.parked_record;
-  StepInputs inputs = std::move(exec_.parked_inputs);
+  StepInputs inputs(std::make_move_iterator(exec_.parked_inputs.begin()), std::make_move_iterator(exec_.parked_inputs.end()));
+  exec_.parked_inputs.clear();
   exec_.parked = false;
   exec_.parked_node = nullptr;
   exec_.parked_record = -1;

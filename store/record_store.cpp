@@ -516,6 +516,12 @@ void RecordStore::restore(uint64_t seed, uint64_t generated, std::vector<Restore
       if (t.by_id.find(sys_id) != IdIndex::kNone) continue;  // a store holds one record per sys_id
       const auto row = static_cast<uint32_t>(t.rows.size());
       t.positions.push_back(i < restored.positions.size() ? restored.positions[i] : i + 1);
+      if (record.shape().is_null()) {
+        // Read back from a store as key/value pairs: the table's shape again, as when written.
+        Fields fields;
+        for (const auto& m : record.members()) fields.add(m.key, m.value);
+        record = fields.build();
+      }
       t.rows.push_back(std::move(record));
       t.by_id.insert(t.rows.back().members()[0].value.as_string(), row);
       ++t.live;

@@ -17,8 +17,9 @@
 namespace flowrt::sqlite_rows {
 
 // Stored JSON was written by the engine within its budgets; reading it back allows more
-// than any budget so that nothing stored is refused.
-inline const JsonLimits kStoredJson{SIZE_MAX, 100000, SIZE_MAX};
+// than any budget so that nothing stored is refused; its objects share key lists, since
+// what a store reads back (records, triggers, waiting contexts) is kept long.
+inline const JsonLimits kStoredJson{SIZE_MAX, 100000, SIZE_MAX, /*shared_shapes=*/true};
 
 // ended_trigger (store/store.h) in SQL, for a row that moves to history.
 #define FLOWRT_SQL_TRIGGER_SUMMARY "json_remove(trigger, '$.record', '$.previous')"

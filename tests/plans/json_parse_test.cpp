@@ -64,6 +64,28 @@ TEST(JsonParseTest, DuplicateKeys_KeepTheLastValue) {
   EXPECT_EQ(b->size(), 40u);
 }
 
+// JsonLimits::shared_shapes: objects of up to 16 keys are built on shared key lists, and
+// read exactly as without; larger ones, and ones with a key written twice, as usual.
+TEST(JsonParseTest, SharedShapes_ObjectsWithTheSameKeysShareOneKeyList_AndReadTheSame) {
+  JsonLimits shared;
+  shared.shared_shapes = true;
+  std::string big = "{";
+  for (int i = 0; i < 20; ++i) big += std::string(i ? "," : "") + "\"k" + std::to_string(i) + "\":" + std::to_string(i);
+  big += "}";
+  const std::string text = R"([{"a": 1, "b": {"c": [true]}}, {"a": 2, "b": {"c": []}}, {"a": 1, "a": 3}, )" + big + "]";
+  Result<Value> with = parse_json(text, shared);
+  Result<Value> without = parse_json(text);
+  ASSERT_TRUE(with.is_ok() && without.is_ok());
+  EXPECT_EQ(with->to_json(), without->to_json());
+  EXPECT_EQ(*with, *without);
+  ASSERT_FALSE(with->at(0).shape().is_null());
+  EXPECT_TRUE(with->at(0).shape().same_storage(with->at(1).shape()));
+  EXPECT_TRUE(with->at(0)["b"].shape().same_storage(with->at(1)["b"].shape()));
+  EXPECT_TRUE(without->at(0).shape().is_null());
+  EXPECT_EQ(with->at(2)["a"], Value(3)) << "a key written twice keeps the last value";
+  EXPECT_EQ(with->at(3)["k19"], Value(19));
+}
+
 TEST(JsonParseTest, Errors_NameWhatAndWhere) {
   Value v;
   JsonParseError e;

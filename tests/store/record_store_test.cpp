@@ -74,6 +74,22 @@ TEST(RecordStoreTest, EachRecordKeepsItsPosition_ThroughUpdatesRemovesCompaction
   EXPECT_EQ(position, 90u);
 }
 
+// Records read back from a store as key/value pairs take the table's shared key list again,
+// as when they were written (half the memory per field), and read the same.
+TEST(RecordStoreTest, RestoredRecords_ShareTheirTablesKeyList) {
+  const Value a = json(R"({"sys_id": "a", "n": 1, "sys_mod_count": 0})");
+  const Value b = json(R"({"sys_id": "b", "n": 2, "sys_mod_count": 3})");
+  ASSERT_TRUE(a.shape().is_null()) << "parsed as pairs";
+  RecordStore restored;
+  restored.restore(0, 0, {{"t", {a, b}, {1, 2}}});
+  const Value ra = restored.get("t", "a"), rb = restored.get("t", "b");
+  EXPECT_EQ(ra, a);
+  EXPECT_EQ(rb, b);
+  EXPECT_EQ(ra.to_json(), a.to_json()) << "the same fields in the same order";
+  ASSERT_FALSE(ra.shape().is_null());
+  EXPECT_TRUE(ra.shape().same_storage(rb.shape()));
+}
+
 TEST(RecordStoreTest, CommitUpdate_RowHintIsOnlyAHint) {
   RecordStore store;
   const std::string a(store.insert("t", json(R"({"n": 1})"), 1000)->operator[]("sys_id").as_string());
