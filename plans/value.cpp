@@ -188,16 +188,6 @@ const Value& null_value() noexcept {
   return kNull;
 }
 
-bool Value::is_heap() const noexcept {
-  // Empty arrays and objects have no node (raw_[1] is 0): nothing to count.
-  switch (type()) {
-    case ValueType::kString:
-    case ValueType::kArray:
-    case ValueType::kObject: return raw_[1] == kHeapFlag;
-    default: return false;
-  }
-}
-
 HeapNode* Value::node() const noexcept {
   HeapNode* n;
   std::memcpy(&n, raw_ + 8, sizeof n);
@@ -211,46 +201,14 @@ void Value::set_node(ValueType type, HeapNode* n) noexcept {
   std::memcpy(raw_ + 8, &n, sizeof n);
 }
 
-void Value::retain() const noexcept {
-  if (is_heap()) {
-    HeapNode* n = node();
-    if (!n->immortal) n->refs.fetch_add(1, std::memory_order_relaxed);
-  }
+void Value::retain_node() const noexcept {
+  HeapNode* n = node();
+  if (!n->immortal) n->refs.fetch_add(1, std::memory_order_relaxed);
 }
 
-void Value::release() noexcept {
-  if (is_heap()) {
-    HeapNode* n = node();
-    if (!n->immortal && n->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) detail::destroy(n);
-  }
-}
-
-Value::Value(const Value& other) noexcept {
-  std::memcpy(raw_, other.raw_, sizeof raw_);
-  retain();
-}
-
-Value::Value(Value&& other) noexcept {
-  std::memcpy(raw_, other.raw_, sizeof raw_);
-  other.clear_raw();
-}
-
-Value& Value::operator=(const Value& other) noexcept {
-  if (this != &other) {
-    other.retain();
-    release();
-    std::memcpy(raw_, other.raw_, sizeof raw_);
-  }
-  return *this;
-}
-
-Value& Value::operator=(Value&& other) noexcept {
-  if (this != &other) {
-    release();
-    std::memcpy(raw_, other.raw_, sizeof raw_);
-    other.clear_raw();
-  }
-  return *this;
+void Value::release_node() const noexcept {
+  HeapNode* n = node();
+  if (!n->immortal && n->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) detail::destroy(n);
 }
 
 Value::Value(bool b) noexcept {

@@ -39,10 +39,32 @@ class Value {
 
   Value() noexcept { clear_raw(); }
   Value(std::nullptr_t) noexcept : Value() {}  // NOLINT(google-explicit-constructor)
-  Value(const Value& other) noexcept;
-  Value(Value&& other) noexcept;
-  Value& operator=(const Value& other) noexcept;
-  Value& operator=(Value&& other) noexcept;
+  // Copies and moves are inline: most Values are scalars or short strings, with nothing to
+  // count, and the engine moves Values on every path.
+  Value(const Value& other) noexcept {
+    std::memcpy(raw_, other.raw_, sizeof raw_);
+    retain();
+  }
+  Value(Value&& other) noexcept {
+    std::memcpy(raw_, other.raw_, sizeof raw_);
+    other.clear_raw();
+  }
+  Value& operator=(const Value& other) noexcept {
+    if (this != &other) {
+      other.retain();
+      release();
+      std::memcpy(raw_, other.raw_, sizeof raw_);
+    }
+    return *this;
+  }
+  Value& operator=(Value&& other) noexcept {
+    if (this != &other) {
+      release();
+      std::memcpy(raw_, other.raw_, sizeof raw_);
+      other.clear_raw();
+    }
+    return *this;
+  }
   ~Value() { release(); }
 
   // Scalars. Constructors are implicit for ease of building values in code and tests.
@@ -124,9 +146,19 @@ class Value {
  private:
   static constexpr uint8_t kHeapFlag = 0xFF;
   void clear_raw() noexcept { std::memset(raw_, 0, sizeof raw_); }
-  void release() noexcept;
-  void retain() const noexcept;
-  bool is_heap() const noexcept;
+  void release() noexcept {
+    if (is_heap()) release_node();
+  }
+  void retain() const noexcept {
+    if (is_heap()) retain_node();
+  }
+  // Strings, arrays and objects with a node (empty ones and short strings have none).
+  bool is_heap() const noexcept {
+    const ValueType t = type();
+    return (t == ValueType::kString || t == ValueType::kArray || t == ValueType::kObject) && raw_[1] == kHeapFlag;
+  }
+  void release_node() const noexcept;  // REQUIRES: is_heap()
+  void retain_node() const noexcept;   // REQUIRES: is_heap()
   detail::HeapNode* node() const noexcept;
   void set_node(ValueType type, detail::HeapNode* node) noexcept;
   static Value object_from_unique(std::vector<Member> members);
