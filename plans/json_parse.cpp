@@ -166,6 +166,7 @@ class JsonParser {
       thread_local Value recent[16];
       boost::container::small_vector<Value, kMaxSharedShapeKeys> keys;
       for (size_t i = first; i < members_.size(); ++i) keys.push_back(members_[i].key);
+      share_equal_strings(first);
       ObjectBuilder b(shape_for(std::span<const Value>(keys.data(), keys.size()), recent));
       for (size_t i = first; i < members_.size(); ++i) b.add_value(std::move(members_[i].value));
       v = b.build();
@@ -181,6 +182,22 @@ class JsonParser {
     }
     members_.resize(first);
     return v;
+  }
+
+  // Members of the open object at `first` whose values are equal long strings (a record's
+  // sys_created_on and sys_updated_on until it is updated) share one copy.
+  void share_equal_strings(size_t first) {
+    for (size_t i = first + 1; i < members_.size(); ++i) {
+      Value& v = members_[i].value;
+      if (!v.is_string() || v.as_string().size() <= Value::kInlineCapacity) continue;
+      for (size_t j = first; j < i; ++j) {
+        const Value& w = members_[j].value;
+        if (w.is_string() && w.as_string() == v.as_string()) {
+          v = w;
+          break;
+        }
+      }
+    }
   }
 
   bool parse_scalar(Value* out) {

@@ -23,8 +23,9 @@ struct JsonLimits {
   size_t max_depth = 256;              // nested arrays/objects (max_json_depth)
   size_t max_string_bytes = 16u << 20; // one string or key, as written (max_string_bytes)
   // Not a limit: objects of up to 24 keys are built on shared key lists (shape_for, see
-  // ObjectBuilder), 16 bytes per member instead of 32, for values kept long (what a store
-  // reads back). Off by default: user input could make many one-off key lists.
+  // ObjectBuilder), 16 bytes per member instead of 32, and equal long strings in one object
+  // share a copy, for values kept long (what a store reads back). Off by default: user
+  // input could make many one-off key lists.
   bool shared_shapes = false;
 };
 

@@ -84,6 +84,13 @@ TEST(JsonParseTest, SharedShapes_ObjectsWithTheSameKeysShareOneKeyList_AndReadTh
   EXPECT_TRUE(without->at(0).shape().is_null());
   EXPECT_EQ(with->at(2)["a"], Value(3)) << "a key written twice keeps the last value";
   EXPECT_EQ(with->at(3)["k19"], Value(19));
+  Result<Value> record = parse_json(
+      R"({"created": "2026-12-01T10:00:00.000Z", "updated": "2026-12-01T10:00:00.000Z", "other": "2026-12-01T11:00:00.000Z"})",
+      shared);
+  ASSERT_TRUE(record.is_ok());
+  EXPECT_TRUE((*record)["created"].same_storage((*record)["updated"])) << "equal long strings: one copy";
+  EXPECT_FALSE((*record)["created"].same_storage((*record)["other"]));
+  EXPECT_EQ((*record)["other"], Value("2026-12-01T11:00:00.000Z"));
 }
 
 TEST(JsonParseTest, Errors_NameWhatAndWhere) {
