@@ -257,9 +257,14 @@ class EngineCore {
   // Puts a stored checkpoint back into `ctx`, on the plan version it names: an error says
   // why it cannot resume (the version is gone, a custom action type is not registered, the
   // row does not read).
+  // Plan versions recovery compiled from the file, by version; shared by its reader threads.
+  struct StoredPlans {
+    Mutex mu;
+    std::map<std::string, std::shared_ptr<const Plan>> by_version GUARDED_BY(mu);
+  };
   // `resting`: a wait on a timer or a record is restored resting (restore_checkpoint).
-  Status resume_from_checkpoint(Context& ctx, const Value& checkpoint,
-                                std::map<std::string, std::shared_ptr<const Plan>>* old_plans, bool resting);
+  // Any thread (recovery's readers).
+  Status resume_from_checkpoint(Context& ctx, const Value& checkpoint, StoredPlans* old_plans, bool resting);
   // Compiles plan `version` of flow `flow_id` from the definition versions the store keeps
   // (`uses`: [[type, id, fingerprint], ...] from a checkpoint).
   Result<std::shared_ptr<const Plan>> compile_stored_version(const std::string& flow_id, const Value& uses,

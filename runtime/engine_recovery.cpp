@@ -189,8 +189,7 @@ Result<std::shared_ptr<const Plan>> EngineCore::compile_stored_version(const std
   return plan;
 }
 
-Status EngineCore::resume_from_checkpoint(Context& ctx, const Value& checkpoint,
-                                          std::map<std::string, std::shared_ptr<const Plan>>* old_plans, bool resting) {
+Status EngineCore::resume_from_checkpoint(Context& ctx, const Value& checkpoint, StoredPlans* old_plans, bool resting) {
   const std::string version = checkpoint_plan_version(checkpoint);
   if (checkpoint["unreadable"].is_string()) {
     return Error{"its stored state cannot be read: " + std::string(checkpoint["unreadable"].as_string())};
@@ -199,9 +198,11 @@ Status EngineCore::resume_from_checkpoint(Context& ctx, const Value& checkpoint,
   FlowRegistry::PlanResult p = flows.plan_for(*ctx.flow, compile_options());
   if (!p.plan || p.plan->version != version) {
     // The flow (or something it uses) changed since: the context resumes on its own
-    // version, compiled from the versions the file keeps.
-    auto cached = old_plans->find(version);
-    if (cached != old_plans->end()) {
+    // version, compiled from the versions the file keeps (once: readers wait for one
+    // another's compile).
+    MutexLock lock(old_plans->mu);
+    auto cached = old_plans->by_version.find(version);
+    if (cached != old_plans->by_version.end()) {
       p.plan = cached->second;
     } else {
       Result<std::shared_ptr<const Plan>> old = compile_stored_version(ctx.flow->id, checkpoint["uses"], version);
@@ -210,7 +211,7 @@ Status EngineCore::resume_from_checkpoint(Context& ctx, const Value& checkpoint,
                      (p.plan ? "is now at " + p.plan->version : "does not compile now: " + p.error) + ")"};
       }
       p.plan = *old;
-      old_plans->emplace(version, p.plan);
+      old_plans->by_version.emplace(version, p.plan);
     }
   }
   for (const Node* n : nodes_of(*p.plan)) {
@@ -267,28 +268,80 @@ Value EngineCore::recover() {
     failed.push_back(failure(c, reason));
   };
 
+  // Contexts that held a lock: their record may be written to while they wait (a lease
+  // that runs out), so they are not restored resting.
+  std::set<uint64_t> holders;
+  for (const StoredLock& l : recovery_.locks) {
+    for (const Value& h : l.state["holders"].items()) holders.insert(seq_of(h["context"]));
+  }
+  StoredPlans old_plans;  // versions compiled from the file
+
+  // One stored context as a reader made it: the context, or why it cannot be (then its row
+  // whole, to end it with); once made, the row keeps its plain columns only.
+  struct Built {
+    StoredContext row;
+    std::shared_ptr<Context> ctx;
+    std::string reason;
+  };
+  // Makes the context of a row: queued, or resumed from its checkpoint. Any thread.
+  auto build = [&](StoredContext&& c) {
+    Built b;
+    if (!is_final_context_status(c.status)) b.ctx = context_from_store(c, &b.reason);
+    if (b.ctx && c.status != kQueuedStatus) {
+      if (c.checkpoint.is_null() && c.status == "waiting") b.reason = "no checkpoint of its wait was stored";
+      if (!c.checkpoint.is_null()) {
+        const bool resting = journal && !holders.contains(c.seq);
+        if (Status s = resume_from_checkpoint(*b.ctx, c.checkpoint, &old_plans, resting); !s) b.reason = s.message();
+        if (b.ctx->state) {
+          // The version of its record a wait saw is most often the one that triggered it (an
+          // approval waits on the request that started it): one copy for both, as before the
+          // restart, when both were the table's.
+          Value& seen = b.ctx->state->wait.seen;
+          if (seen.is_object() && !seen.same_storage(b.ctx->trigger.record) && seen == b.ctx->trigger.record) {
+            seen = b.ctx->trigger.record;
+          }
+        }
+      }
+    }
+    if (b.ctx && b.reason.empty()) {
+      // Let go here, on the thread that parsed them.
+      c.trigger = Value();
+      c.inputs = Value();
+      c.cause = Value();
+      c.record = Value();
+      c.checkpoint = Value();
+    }
+    b.row = std::move(c);
+    return b;
+  };
+
   // The contexts the store held that had not ended (and ended ones without their record),
-  // read a range of seqs at a time: `visit` sees each of them, in seq order. Reader threads read and parse the next ranges (Store::list_contexts may run
-  // on any thread, and parses after it lets the file go, so two parse at once) while this
-  // thread builds contexts from the one before: only the rows of kReadAhead + 1 ranges are
-  // in memory besides the contexts built from them. Each range is its reader's until get()
-  // hands it over.
+  // read a range of seqs at a time: `visit` sees each of them, in seq order. Reader threads
+  // read, parse and make the contexts of the next ranges (Store::list_contexts may run on
+  // any thread, and parses after it lets the file go) while this thread puts back those of
+  // the one before, in seq order: only kReadAhead + 1 ranges are in flight besides the
+  // contexts already back. Each range is its reader's until get() hands it over.
   std::string read_error;
   const uint64_t last_seq = recovery_.last_seq;
   auto for_each_stored = [&](auto&& visit) {
     constexpr uint64_t kRange = 2048;  // seqs per read (a read returns at most this many rows)
     constexpr size_t kReadAhead = 2;
     Store* const from = store.get();
-    auto read = [from, last_seq](uint64_t after) {
+    auto read = [from, last_seq, &build](uint64_t after) -> Result<std::vector<Built>> {
       ContextQuery q;
       q.loaded_only = true;
       q.after_seq = after;
       q.up_to_seq = std::min(last_seq, after + kRange);
       q.limit = kRange;
       q.records_of_checkpointed = false;  // read by `fail` if it needs one
-      return from->list_contexts(q);
+      Result<std::vector<StoredContext>> rows = from->list_contexts(q);
+      if (!rows) return rows.error();
+      std::vector<Built> built;
+      built.reserve(rows->size());
+      for (StoredContext& c : *rows) built.push_back(build(std::move(c)));
+      return built;
     };
-    std::deque<std::future<Result<std::vector<StoredContext>>>> ahead;
+    std::deque<std::future<Result<std::vector<Built>>>> ahead;
     uint64_t next = 0;  // the next range starts after this seq
     auto fill = [&] {
       while (ahead.size() < kReadAhead + 1 && next < last_seq) {
@@ -298,7 +351,7 @@ Value EngineCore::recover() {
     };
     fill();
     while (!ahead.empty()) {
-      Result<std::vector<StoredContext>> rows = ahead.front().get();
+      Result<std::vector<Built>> rows = ahead.front().get();
       ahead.pop_front();
       if (!rows) {
         read_error = rows.message();
@@ -306,7 +359,7 @@ Value EngineCore::recover() {
         return;
       }
       fill();
-      for (const StoredContext& c : *rows) visit(c);
+      for (Built& b : *rows) visit(b);
     }
   };
 
@@ -314,23 +367,15 @@ Value EngineCore::recover() {
   // record was not stored gets one now; queued ones are made now and start below, once the
   // others are back, in their order.
   std::map<uint64_t, std::shared_ptr<Context>> live;  // by seq
-  // Contexts that held a lock: their record may be written to while they wait (a lease
-  // that runs out), so they are not restored resting.
-  std::set<uint64_t> holders;
-  for (const StoredLock& l : recovery_.locks) {
-    for (const Value& h : l.state["holders"].items()) holders.insert(seq_of(h["context"]));
-  }
-  std::map<std::string, std::shared_ptr<const Plan>> old_plans;  // versions compiled from the file
   std::vector<std::shared_ptr<Context>> parked;
   std::vector<std::shared_ptr<Context>> queued;  // by seq
-  for_each_stored([&](const StoredContext& c) {
+  for_each_stored([&](Built& b) {
+    const StoredContext& c = b.row;
     if (c.status == kQueuedStatus) {
-      std::string reason;
-      std::shared_ptr<Context> ctx = context_from_store(c, &reason);
-      if (!ctx) {
-        fail(c, "queued before the engine stopped, and cannot start now: " + reason);
+      if (!b.ctx) {
+        fail(c, "queued before the engine stopped, and cannot start now: " + b.reason);
       } else {
-        queued.push_back(std::move(ctx));
+        queued.push_back(std::move(b.ctx));
       }
       return;
     }
@@ -338,28 +383,13 @@ Value EngineCore::recover() {
       fail(c, "it ended before the engine stopped, and its record was not stored");
       return;
     }
-    std::string reason;
-    std::shared_ptr<Context> ctx = context_from_store(c, &reason);
-    if (ctx && c.checkpoint.is_null() && c.status == "waiting") reason = "no checkpoint of its wait was stored";
-    if (ctx && !c.checkpoint.is_null()) {
-      const bool resting = journal && !holders.contains(c.seq);
-      if (Status s = resume_from_checkpoint(*ctx, c.checkpoint, &old_plans, resting); !s) reason = s.message();
-      if (ctx->resting()) resting_.fetch_add(1, std::memory_order_acq_rel);
-      if (ctx->state) {
-        // The version of its record a wait saw is most often the one that triggered it (an
-        // approval waits on the request that started it): one copy for both, as before the
-        // restart, when both were the table's.
-        Value& seen = ctx->state->wait.seen;
-        if (seen.is_object() && !seen.same_storage(ctx->trigger.record) && seen == ctx->trigger.record) {
-          seen = ctx->trigger.record;
-        }
-      }
-    }
-    if (!reason.empty()) {
+    if (!b.reason.empty()) {
       fail(c, "the engine stopped while this context was " + std::string(c.status == "waiting" ? "waiting" : "running") +
-                  ", and it cannot resume: " + reason);
+                  ", and it cannot resume: " + b.reason);
       return;
     }
+    const std::shared_ptr<Context> ctx = std::move(b.ctx);
+    if (ctx->resting()) resting_.fetch_add(1, std::memory_order_acq_rel);
     live.emplace(ctx->seq, ctx);
     if (!ctx->state) {
       // It never got past a step that writes: nothing it did is durable but what a custom
