@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/engine.h"
+#include "tests/support/engine_support.h"
 #include "tests/support/test_support.h"
 
 namespace flowrt {
@@ -72,15 +73,7 @@ class RestingTest : public ::testing::TestWithParam<std::string> {
     return o;
   }
   Engine& open(const std::vector<const char*>& defs, EngineOptions o) {
-    engine_.reset();
-    Result<std::unique_ptr<Engine>> opened = Engine::open(std::move(o));
-    EXPECT_TRUE(opened.is_ok()) << (opened ? "" : opened.message());
-    engine_ = std::move(opened).value();
-    for (const char* d : defs) {
-      Diagnostics diags = engine_->load_text(d);
-      EXPECT_TRUE(diags.empty()) << diags.describe();
-    }
-    report_ = engine_->recover();
+    report_ = test_support::reopen_engine(&engine_, std::move(o), defs);
     return *engine_;
   }
   Engine& open(const std::vector<const char*>& defs) { return open(defs, options()); }

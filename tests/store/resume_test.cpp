@@ -19,6 +19,7 @@
 #include "actions/custom_action.h"
 #include "runtime/journal.h"
 #include "tests/store/crash_copy.h"
+#include "tests/support/engine_support.h"
 #include "tests/support/test_support.h"
 
 namespace flowrt {
@@ -74,15 +75,7 @@ class ResumeTest : public ::testing::Test {
   }
   // Closes the engine (if open) and opens one on `path` with `defs`, recovered.
   Engine& reopen(const std::vector<const char*>& defs, EngineOptions o) {
-    engine_.reset();
-    Result<std::unique_ptr<Engine>> opened = Engine::open(std::move(o));
-    EXPECT_TRUE(opened.is_ok()) << (opened ? "" : opened.message());
-    engine_ = std::move(opened).value();
-    for (const char* d : defs) {
-      Diagnostics diags = engine_->load_text(d);
-      EXPECT_TRUE(diags.empty()) << diags.describe();
-    }
-    report_ = engine_->recover();
+    report_ = test_support::reopen_engine(&engine_, std::move(o), defs);
     return *engine_;
   }
   Engine& reopen(const std::vector<const char*>& defs) { return reopen(defs, options(path_)); }
