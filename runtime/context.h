@@ -116,7 +116,7 @@ class Context : public std::enable_shared_from_this<Context> {
   WakeUp take_wake() EXCLUDES(mu_);
   Phase phase() const EXCLUDES(mu_);
 
-  // ---- resting (docs/DURABILITY.md, "Waiting contexts rest") ----
+  // ---- resting (docs/DURABILITY.md, "Memory and history": waiting contexts rest) ----
   // With a durable store, a context parked in a wait whose checkpoint is durable rests: its
   // execution stack and parked step inputs, and its record's steps, logs and variables,
   // leave memory, since the store's row holds them exactly (readers read them there); the
@@ -125,7 +125,7 @@ class Context : public std::enable_shared_from_this<Context> {
   // Two conditions, met on two threads, for one wait (the id begin_park gave): the thread
   // that parked it has let go (kLetGo), and the entry with its checkpoint is durable
   // (kDurable). The call that completes the pair rests it, under the context's lock, if it
-  // is still parked in that wait. Returns true when it rested now.
+  // is still parked in that wait.
   enum class RestCondition : uint8_t { kLetGo = 1, kDurable = 2 };
   // Returns true when it came to rest now (not when it was restored resting: then this
   // only drops its stack).

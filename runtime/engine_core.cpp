@@ -207,8 +207,9 @@ Interpreter::Outcome EngineCore::run_context(Context& ctx, uint32_t max_steps) {
   if (ctx.resting() && !rehydrate(ctx)) return Interpreter::Outcome::kFinished;
   uint64_t parked_wait = 0;
   const Interpreter::Outcome outcome = run_slice(ctx, max_steps, &parked_wait);
-  // This thread lets go of the context it parked; it rests once its checkpoint is durable.
-  if (outcome == Interpreter::Outcome::kParked && parked_wait != 0 && may_rest(ctx)) {
+  // This thread lets go of the context it parked (it may be running elsewhere already: only
+  // the wait's id is used); it rests once its checkpoint is durable.
+  if (outcome == Interpreter::Outcome::kParked && parked_wait != 0) {
     rest_when(ctx, Context::RestCondition::kLetGo, parked_wait);
   }
   return outcome;
@@ -356,12 +357,15 @@ void EngineCore::wake(const std::shared_ptr<Context>& ctx, uint64_t wait_id, Wak
 uint64_t EngineCore::park(Context* ctx, bool checkpoint) {
   std::shared_ptr<Context> self = ctx->shared_from_this();
   const uint64_t id = ctx->begin_park();
+  // Decided while this thread still owns the context: once its wait is registered, another
+  // thread may wake and run it.
+  const bool restable = may_rest(*ctx);
   if (journal && checkpoint) {
     // Written before the wait is registered: whatever wakes it comes later in the journal.
     // Once it is durable the context may rest (the row then holds all it needs).
     JournalEntry e;
     e.changes.push_back(checkpoint_update(*ctx, props().record_value_limit, true));
-    if (may_rest(*ctx)) e.rests.push_back(RestCandidate{self, id});
+    if (restable) e.rests.push_back(RestCandidate{self, id});
     journal->append(std::move(e));
   }
   perturb(PerturbPoint::kBetweenParkAndWait);
@@ -390,7 +394,7 @@ uint64_t EngineCore::park(Context* ctx, bool checkpoint) {
     default: break;
   }
   if (ctx->end_park()) make_ready(ctx);
-  return id;
+  return restable ? id : 0;
 }
 
 void EngineCore::park_for_record(const std::shared_ptr<Context>& self, uint64_t id) {

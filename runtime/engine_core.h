@@ -186,13 +186,14 @@ class EngineCore {
  private:
   // Runs a slice of `ctx` (parking it if it parks); a slice that throws ends the context
   // in error (kFinished), never the process.
-  // A slice that parks sets `*parked_wait` to its wait's id.
+  // A slice that parks sets `*parked_wait` to park's result.
   Interpreter::Outcome run_slice(Context& ctx, uint32_t max_steps, uint64_t* parked_wait);
   // `checkpoint`: with a journal, the context's checkpoint is written first (not when
   // recovery parks a context again from the checkpoint it was read from). Returns the
-  // wait's id (Context::begin_park).
+  // wait's id (Context::begin_park) when the context may rest in it (may_rest), else 0.
   uint64_t park(Context* ctx, bool checkpoint = true);
-  // Whether a context parked as `ctx` is may rest once its checkpoint is durable: a durable
+  // Whether `ctx`, parking, may rest once its checkpoint is durable (asked by
+  // the thread that parks it, before its wait is registered): a durable
   // store, a wait for a timer or a record, and no lock held or asked for (a lock's lease or
   // queue writes to its record while it waits).
   bool may_rest(Context& ctx) const;

@@ -470,8 +470,7 @@ Value EngineCore::recover() {
         continue;
       }
     }
-    const uint64_t wait_id = park(ctx.get(), false);
-    if (may_rest(*ctx)) {
+    if (const uint64_t wait_id = park(ctx.get(), false); wait_id != 0) {
       // Parked from its stored checkpoint, which is durable, and let go: it rests at once.
       rest_when(*ctx, Context::RestCondition::kDurable, wait_id);
       rest_when(*ctx, Context::RestCondition::kLetGo, wait_id);
