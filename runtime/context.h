@@ -137,7 +137,7 @@ class Context : public std::enable_shared_from_this<Context> {
       EXCLUDES(mu_, record_mu_);
   bool resting() const { return resting_.load(std::memory_order_acquire); }
   // Called by the thread that runs a resting context once it has put its state back.
-  void end_rest() EXCLUDES(mu_);
+  void end_rest() EXCLUDES(mu_, record_mu_);
 
   // ---- execution record ----
   void record_start(const Plan& plan, TimeMs now) EXCLUDES(record_mu_);
