@@ -14,7 +14,7 @@ ContextUpdate checkpoint_update(Context& ctx, size_t value_limit, bool with_reco
     uses.push_back(Value::array({Value(unit_type_name(d.type)), Value(std::string_view(d.id)),
                                  Value(std::string_view(d.fingerprint))}));
   }
-  const Value checkpoint = Value::object({{"exec", ctx.exec().to_value(*ctx.plan)},
+  const Value checkpoint = Value::object({{"exec", ctx.exec().to_value(*ctx.plan, ctx.trigger.record)},
                                           {"record", ctx.record_state()},
                                           {"uses", Value::array(std::move(uses))}});
   const ContextStatus status = ctx.exec().parked ? ContextStatus::kWaiting : ContextStatus::kInProgress;
@@ -31,7 +31,7 @@ Status restore_checkpoint(Context& ctx, const Value& checkpoint, std::shared_ptr
   if (!checkpoint.is_object() || !checkpoint["exec"].is_object() || !checkpoint["record"].is_object()) {
     return Error{"its stored state is not a checkpoint"};
   }
-  Result<ExecState> exec = ExecState::from_value(checkpoint["exec"], *plan);
+  Result<ExecState> exec = ExecState::from_value(checkpoint["exec"], *plan, ctx.trigger.record);
   if (!exec) return exec.error();
   if (!exec->started || exec->stack.empty()) return Error{"its stored state has no position"};
   const ContextStatus status = exec->parked ? ContextStatus::kWaiting : ContextStatus::kInProgress;
@@ -52,7 +52,7 @@ Status rehydrate_checkpoint(Context& ctx, const Value& checkpoint) {
   if (!checkpoint.is_object() || !checkpoint["exec"].is_object() || !checkpoint["record"].is_object()) {
     return Error{"its stored state is not a checkpoint"};
   }
-  Result<ExecState> exec = ExecState::from_value(checkpoint["exec"], *ctx.plan);
+  Result<ExecState> exec = ExecState::from_value(checkpoint["exec"], *ctx.plan, ctx.trigger.record);
   if (!exec) return exec.error();
   if (!exec->parked || exec->stack.empty()) return Error{"its stored state is not the wait it rests in"};
   FLOWRT_RETURN_IF_ERROR(ctx.restore_record_state(checkpoint["record"], *ctx.plan, nodes_of(*ctx.plan), ctx.status()));

@@ -3,8 +3,6 @@
 // waiting resumed from their checkpoints (or ended in error, saying why, when they cannot
 // be), their locks held and asked for again in their order, queued trigger events started.
 #include <algorithm>
-#include <deque>
-#include <future>
 #include <map>
 #include <optional>
 #include <set>
@@ -16,6 +14,7 @@
 #include "runtime/engine_log.h"
 #include "runtime/flow_slot.h"
 #include "runtime/interpreter.h"
+#include "runtime/ordered_read_ahead.h"
 #include "runtime/record_json.h"
 #include "runtime/stored_context.h"
 
@@ -316,16 +315,18 @@ Value EngineCore::recover() {
   };
 
   // The contexts the store held that had not ended (and ended ones without their record),
-  // read a range of seqs at a time: `visit` sees each of them, in seq order. Reader threads
+  // read a range of seqs at a time: `visit` sees each of them, in seq order. Two reader
+  // threads (OrderedReadAhead, for the whole recovery, so their allocator caches stay warm)
   // read, parse and make the contexts of the next ranges (Store::list_contexts may run on
   // any thread, and parses after it lets the file go) while this thread puts back those of
   // the one before, in seq order: only kReadAhead + 1 ranges are in flight besides the
-  // contexts already back. Each range is its reader's until get() hands it over.
+  // contexts already back. Each range is its reader's until next() hands it over.
   std::string read_error;
   const uint64_t last_seq = recovery_.last_seq;
   auto for_each_stored = [&](auto&& visit) {
     constexpr uint64_t kRange = 2048;  // seqs per read (a read returns at most this many rows)
     constexpr size_t kReadAhead = 2;
+    constexpr size_t kReaders = 2;
     Store* const from = store.get();
     auto read = [from, last_seq, &build](uint64_t after) -> Result<std::vector<Built>> {
       ContextQuery q;
@@ -341,25 +342,15 @@ Value EngineCore::recover() {
       for (StoredContext& c : *rows) built.push_back(build(std::move(c)));
       return built;
     };
-    std::deque<std::future<Result<std::vector<Built>>>> ahead;
-    uint64_t next = 0;  // the next range starts after this seq
-    auto fill = [&] {
-      while (ahead.size() < kReadAhead + 1 && next < last_seq) {
-        ahead.push_back(std::async(std::launch::async, read, next));
-        next += kRange;
-      }
-    };
-    fill();
-    while (!ahead.empty()) {
-      Result<std::vector<Built>> rows = ahead.front().get();
-      ahead.pop_front();
-      if (!rows) {
-        read_error = rows.message();
-        for (auto& f : ahead) f.wait();
+    const size_t ranges = static_cast<size_t>((last_seq + kRange - 1) / kRange);
+    OrderedReadAhead<Result<std::vector<Built>>> ahead(ranges, kReaders, kReadAhead + 1,
+                                                       [&](size_t i) { return read(i * kRange); });
+    while (std::optional<Result<std::vector<Built>>> rows = ahead.next()) {
+      if (!*rows) {
+        read_error = rows->message();
         return;
       }
-      fill();
-      for (Built& b : *rows) visit(b);
+      for (Built& b : **rows) visit(b);
     }
   };
 

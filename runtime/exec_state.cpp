@@ -29,54 +29,87 @@ const Node* node_before(const BlockFrame& f) {
   return f.pc == 0 || f.pc > f.block->size() ? nullptr : &(*f.block)[f.pc - 1];
 }
 
+void add_unless(ObjectBuilder& b, const char* key, Value v, int64_t by_default) {
+  if (v.as_int() != by_default) b.add(Value(key), std::move(v));
+}
+
+void add_unless_null(ObjectBuilder& b, const char* key, const Value& v) {
+  if (!v.is_null()) b.add(Value(key), v);
+}
+
+template <class Vector>
+void add_list(ObjectBuilder& b, const char* key, const Vector& v) {
+  if (!v.empty()) b.add(Value(key), values(v));
+}
+
+// An integer field, or its default when it was left out.
+int64_t int_or(const Value& v, int64_t by_default) { return v.is_number() ? v.as_int() : by_default; }
+
 Error state_mismatch(const std::string& what) { return Error{"context state does not fit the plan: " + what}; }
 
 }  // namespace
 
-Value ExecState::to_value(const Plan& plan) const {
+Value ExecState::to_value(const Plan& plan, const Value& trigger_record) const {
+  // A field at its default is left out (and read back as that default): a waiting
+  // context's checkpoint is read back at every recovery, so fewer bytes are less to parse.
   std::vector<Value> stack_json;
   for (const Activation& a : stack) {
     std::vector<Value> blocks;
     for (const BlockFrame& f : a.blocks) {
-      blocks.push_back(Value::object({{"kind", Value(kKinds[static_cast<int>(f.kind)])},
-                                      {"pc", Value(f.pc)},
-                                      {"branch", Value(static_cast<long long>(f.branch))},
-                                      {"prefix", f.prefix},
-                                      {"dynamic", Value(f.dynamic)},
-                                      {"items", f.items},
-                                      {"iteration", Value(f.iteration)},
-                                      {"record", Value(static_cast<long long>(f.record))},
-                                      {"owner_path", f.owner_path},
-                                      {"error", f.error}}));
+      ObjectBuilder b(10);
+      if (f.kind != BlockFrame::Kind::kBody) b.add(Value("kind"), Value(kKinds[static_cast<int>(f.kind)]));
+      b.add(Value("pc"), Value(f.pc));
+      add_unless(b, "branch", Value(static_cast<long long>(f.branch)), 0);
+      add_unless_null(b, "prefix", f.prefix);
+      if (f.dynamic) b.add(Value("dynamic"), Value(true));
+      add_unless_null(b, "items", f.items);
+      add_unless(b, "iteration", Value(f.iteration), 0);
+      add_unless(b, "record", Value(static_cast<long long>(f.record)), -1);
+      add_unless_null(b, "owner_path", f.owner_path);
+      add_unless_null(b, "error", f.error);
+      blocks.push_back(b.build());
     }
-    stack_json.push_back(Value::object({{"unit", Value(a.unit)},
-                                        {"steps", values(a.steps)},
-                                        {"vars", values(a.vars)},
-                                        {"inputs", values(a.inputs)},
-                                        {"input_object", a.input_object},
-                                        {"items", values(a.items)},
-                                        {"outputs", values(a.outputs)},
-                                        {"call_record", Value(static_cast<long long>(a.call_record))},
-                                        {"call_path", a.call_path},
-                                        {"prefix", a.prefix},
-                                        {"blocks", Value::array(std::move(blocks))}}));
+    ObjectBuilder b(11);
+    b.add(Value("unit"), Value(a.unit));
+    add_list(b, "steps", a.steps);
+    add_list(b, "vars", a.vars);
+    add_list(b, "inputs", a.inputs);
+    add_unless_null(b, "input_object", a.input_object);
+    add_list(b, "items", a.items);
+    add_list(b, "outputs", a.outputs);
+    add_unless(b, "call_record", Value(static_cast<long long>(a.call_record)), -1);
+    add_unless_null(b, "call_path", a.call_path);
+    add_unless_null(b, "prefix", a.prefix);
+    b.add(Value("blocks"), Value::array(std::move(blocks)));
+    stack_json.push_back(b.build());
   }
   Value parked_json;
   if (parked) {
-    parked_json = Value::object({{"record", Value(static_cast<long long>(parked_record))},
-                                 {"path", parked_path},
-                                 {"inputs", values(parked_inputs)},
-                                 {"wait", Value::object({{"kind", Value(wait_kind(wait.kind))},
-                                                         {"deadline", Value(static_cast<long long>(wait.deadline))},
-                                                         {"table", wait.table},
-                                                         {"sys_id", wait.sys_id},
-                                                         {"seen", wait.seen},
-                                                         {"lock", wait.lock_name},
-                                                         {"weight", Value(static_cast<long long>(wait.weight))},
-                                                         {"max_duration", Value(static_cast<long long>(wait.max_duration))},
-                                                         {"max_attempts", Value(static_cast<long long>(wait.max_attempts))},
-                                                         {"delay", Value(static_cast<long long>(wait.delay))},
-                                                         {"requested_at", Value(static_cast<long long>(wait.requested_at))}})}});
+    const WaitRequest defaults;
+    ObjectBuilder w(11);
+    w.add(Value("kind"), Value(wait_kind(wait.kind)));
+    add_unless(w, "deadline", Value(static_cast<long long>(wait.deadline)), defaults.deadline);
+    add_unless_null(w, "table", wait.table);
+    add_unless_null(w, "sys_id", wait.sys_id);
+    if (!wait.seen.is_null() && trigger_record.is_object() && wait.seen.same_storage(trigger_record)) {
+      // The version the trigger carried (an approval waiting on its own request): not
+      // written twice; read back from the trigger.
+      w.add(Value("seen_is_trigger"), Value(true));
+    } else {
+      add_unless_null(w, "seen", wait.seen);
+    }
+    add_unless_null(w, "lock", wait.lock_name);
+    add_unless(w, "weight", Value(static_cast<long long>(wait.weight)), defaults.weight);
+    add_unless(w, "max_duration", Value(static_cast<long long>(wait.max_duration)), defaults.max_duration);
+    add_unless(w, "max_attempts", Value(static_cast<long long>(wait.max_attempts)), defaults.max_attempts);
+    add_unless(w, "delay", Value(static_cast<long long>(wait.delay)), defaults.delay);
+    add_unless(w, "requested_at", Value(static_cast<long long>(wait.requested_at)), defaults.requested_at);
+    ObjectBuilder p(4);
+    add_unless(p, "record", Value(static_cast<long long>(parked_record)), -1);
+    add_unless_null(p, "path", parked_path);
+    add_list(p, "inputs", parked_inputs);
+    p.add(Value("wait"), w.build());
+    parked_json = p.build();
   }
   return Value::object({{"plan_version", Value(std::string_view(plan.version))},
                         {"started", Value(started)},
@@ -85,7 +118,7 @@ Value ExecState::to_value(const Plan& plan) const {
                         {"parked", parked_json}});
 }
 
-Result<ExecState> ExecState::from_value(const Value& v, const Plan& plan) {
+Result<ExecState> ExecState::from_value(const Value& v, const Plan& plan, const Value& trigger_record) {
   if (v["plan_version"].as_string() != plan.version) {
     return state_mismatch("written for plan " + std::string(v["plan_version"].as_string()) + ", not " + plan.version);
   }
@@ -103,7 +136,7 @@ Result<ExecState> ExecState::from_value(const Value& v, const Plan& plan) {
     a.input_object = aj["input_object"];
     a.items = list_of(aj["items"]);
     a.outputs = list_of(aj["outputs"]);
-    a.call_record = aj["call_record"].as_int();
+    a.call_record = int_or(aj["call_record"], -1);
     a.call_path = aj["call_path"];
     a.prefix = aj["prefix"];
     if (a.steps.size() != unit.step_ids.size() || a.vars.size() != unit.variable_names.size() ||
@@ -112,8 +145,8 @@ Result<ExecState> ExecState::from_value(const Value& v, const Plan& plan) {
     }
     for (const Value& fj : aj["blocks"].items()) {
       BlockFrame f;
-      int kind = -1;
-      for (int k = 0; k < 5; ++k) {
+      int kind = fj["kind"].is_null() ? 0 : -1;  // left out: a body
+      for (int k = 0; k < 5 && kind < 0; ++k) {
         if (fj["kind"].as_string() == kKinds[k]) kind = k;
       }
       if (kind < 0) return state_mismatch("block kind " + fj["kind"].to_json());
@@ -124,7 +157,7 @@ Result<ExecState> ExecState::from_value(const Value& v, const Plan& plan) {
       f.dynamic = fj["dynamic"].as_bool();
       f.items = fj["items"];
       f.iteration = static_cast<uint32_t>(fj["iteration"].as_int());
-      f.record = fj["record"].as_int();
+      f.record = int_or(fj["record"], -1);
       f.owner_path = fj["owner_path"];
       f.error = fj["error"];
       if (a.blocks.empty()) {
@@ -163,7 +196,7 @@ Result<ExecState> ExecState::from_value(const Value& v, const Plan& plan) {
     s.parked = true;
     s.parked_node = node_before(s.stack.back().blocks.back());
     if (!s.parked_node || !std::holds_alternative<ActionStep>(s.parked_node->op)) return state_mismatch("parked step");
-    s.parked_record = pj["record"].as_int();
+    s.parked_record = int_or(pj["record"], -1);
     s.parked_path = pj["path"];
     s.parked_inputs.assign(pj["inputs"].items().begin(), pj["inputs"].items().end());
     const std::string_view kind = pj["wait"]["kind"].as_string();
@@ -171,11 +204,12 @@ Result<ExecState> ExecState::from_value(const Value& v, const Plan& plan) {
                   : kind == "record" ? WaitRequest::Kind::kRecord
                   : kind == "lock"   ? WaitRequest::Kind::kLock
                                      : WaitRequest::Kind::kNone;
-    s.wait.deadline = pj["wait"]["deadline"].as_int();
-    s.wait.table = pj["wait"]["table"];
     const Value& w = pj["wait"];
+    s.wait.deadline = int_or(w["deadline"], -1);
+    s.wait.table = w["table"];
     s.wait.sys_id = w["sys_id"];
-    s.wait.seen = w["seen"];
+    s.wait.seen = w["seen_is_trigger"].as_bool() ? trigger_record : w["seen"];
+    if (w["seen_is_trigger"].as_bool() && !trigger_record.is_object()) return state_mismatch("a wait's record version is its trigger's, and there is none");
     s.wait.lock_name = w["lock"];
     if (w["weight"].is_number()) s.wait.weight = w["weight"].as_int();
     if (w["max_duration"].is_number()) s.wait.max_duration = w["max_duration"].as_int();

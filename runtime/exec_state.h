@@ -83,10 +83,13 @@ struct ExecState {
   WakeUp wake;
   bool early_wake = false;           // a wake-up that came while parking
 
-  // JSON: {"plan_version", "stack": [...], "parked": {...}}.
-  Value to_value(const Plan& plan) const;
-  // Rebuilds the state written by to_value against the same plan.
-  static Result<ExecState> from_value(const Value& v, const Plan& plan);
+  // JSON: {"plan_version", "stack": [...], "parked": {...}}, fields at their defaults left
+  // out. A wait's seen version that is `trigger_record` (the same storage: the context's
+  // trigger record) is written as {"seen_is_trigger": true}.
+  Value to_value(const Plan& plan, const Value& trigger_record = Value()) const;
+  // Rebuilds the state written by to_value against the same plan (and the same trigger
+  // record); reads the older form with every field written, too.
+  static Result<ExecState> from_value(const Value& v, const Plan& plan, const Value& trigger_record = Value());
 };
 
 }  // namespace flowrt

@@ -88,6 +88,11 @@ CREATE TABLE records_v4(position INTEGER PRIMARY KEY, tbl TEXT NOT NULL, sys_id 
 INSERT INTO records_v4(tbl, sys_id, body) SELECT tbl, sys_id, body FROM records ORDER BY position, tbl, sys_id;
 DROP TABLE records;
 ALTER TABLE records_v4 RENAME TO records;)sql",
+    // 5: the tables are as in version 4. A checkpoint now leaves out the fields of its
+    // execution state that are at their defaults, and writes a wait's record version that is
+    // its trigger's as {"seen_is_trigger": true}; this version reads both forms, an older
+    // flowrt would read the new one wrongly, so the version says which it is.
+    R"sql(-- no table changes)sql",
 };
 static_assert(std::size(kMigrations) == SqliteStore::kSchemaVersion - 1, "one migration per version after 1");
 

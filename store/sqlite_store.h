@@ -60,7 +60,7 @@ class SqliteStore final : public Store {
  public:
   // The schema version this build writes (meta.schema_version). A writer opening an older
   // file migrates it (one transaction); a newer file is refused, unchanged.
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
   // The writing connection's page cache (PRAGMA cache_size), KiB.
   static constexpr int kWriterCacheKiB = 16 * 1024;
 

@@ -30,6 +30,25 @@ void BM_RecordMerge(benchmark::State& state) {
 }
 BENCHMARK(BM_RecordMerge);
 
+// A waiting context's stored checkpoint and trigger, as recovery parses them (the sqlite
+// store's options: shared key lists and shared long strings).
+constexpr const char* kStoredCheckpoint =
+    R"({"exec":{"plan_version":"approval@41477fae","started":true,"run_ms":0.02365998923778534,"stack":[{"unit":0,"steps":[null],"blocks":[{"pc":1}]}],"parked":{"record":0,"path":"1","inputs":["request","r0",{"field":"approved","op":"eq","value":true},"30d"],"wait":{"kind":"record","deadline":1798770804997,"table":"request","sys_id":"r0","seen_is_trigger":true}}},"record":{"started":1796178804997,"variables":[],"steps":[[0,"1",1796178804997,-1,{"table":"request","sys_id":"r0","condition":{"field":"approved","op":"eq","value":true},"timeout":"30d"},null,1]],"logs":[]},"uses":[["flow","approval","504ca7e23ec82014"]]})";
+constexpr const char* kStoredTrigger =
+    R"({"type":"record","time":1796178369497,"table":"request","operation":"insert","sys_id":"r5","record":{"sys_id":"r5","approved":false,"sys_created_on":"2026-12-02T02:26:09.497Z","sys_updated_on":"2026-12-02T02:26:09.497Z","sys_mod_count":0}})";
+
+void BM_ParseStoredCheckpoint(benchmark::State& state) {
+  const JsonLimits limits{SIZE_MAX, 100000, SIZE_MAX, /*shared_shapes=*/state.range(0) != 0};
+  for (auto _ : state) {
+    Value checkpoint, trigger;
+    benchmark::DoNotOptimize(parse_json(kStoredCheckpoint, &checkpoint, nullptr, limits));
+    benchmark::DoNotOptimize(parse_json(kStoredTrigger, &trigger, nullptr, limits));
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(std::string_view(kStoredCheckpoint).size() + std::string_view(kStoredTrigger).size()));
+}
+BENCHMARK(BM_ParseStoredCheckpoint)->Arg(0)->Arg(1);
+
 // Evaluates a compiled two-clause "all" condition against a record.
 void BM_ConditionEvaluate(benchmark::State& state) {
   Condition c;

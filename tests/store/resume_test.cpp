@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -111,6 +113,36 @@ TEST_F(ResumeTest, AWaitingTimer_ResumesWithTheTimeLeft_AndTheContextFinishesAsW
   // The record covers the whole run: six steps, the wait one hour long.
   EXPECT_EQ(done->value()["steps"].size(), 6u) << done->value().to_json();
   EXPECT_EQ(done->step("pause")["status"], Value("completed"));
+}
+
+TEST_F(ResumeTest, AFileOfAnOlderDataSchema_ItsWaitingContextsResumeFromTheirCheckpoints_AndFinish) {
+  // tests/store/data/schema_v3.sql: the approval example, two contexts waiting with
+  // checkpoints in the form older versions wrote (every field, the seen record in full).
+  std::ifstream in(std::string(FLOWRT_SOURCE_DIR) + "/tests/store/data/schema_v3.sql");
+  ASSERT_TRUE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, text.str().c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  Engine& engine = reopen({});
+  ASSERT_EQ(report_["resumed"].to_json(), R"(["ctx-2","ctx-3"])") << report_.to_json();
+  EXPECT_EQ(report_["failed"].size(), 0u) << report_.to_json();
+  ASSERT_EQ(engine.context("ctx-2")->status(), "waiting");
+  ASSERT_TRUE(engine.update("purchase", "p2", json(R"({"approval": "approved"})")).is_ok());
+  engine.settle(0);
+  std::optional<ContextRecord> decided = engine.context("ctx-2");
+  ASSERT_EQ(decided->status(), "completed") << decided->value().to_json();
+  EXPECT_EQ(decided->step("decision")["outputs"]["record"]["approval"], Value("approved"));
+  EXPECT_EQ(engine.context("ctx-3")->status(), "waiting") << "its own record was not decided";
+  // The other waits out its two days (from 2026-01-01 00:00; the file's clock is at 03:00).
+  ASSERT_TRUE(engine.advance(48 * kHour).is_ok());
+  std::optional<ContextRecord> expired = engine.context("ctx-3");
+  ASSERT_EQ(expired->status(), "completed") << expired->value().to_json();
+  EXPECT_EQ(expired->step("decision")["outputs"]["timed_out"], Value(true));
+  EXPECT_EQ(engine.records("purchase")[2]["approval"], Value("expired"));
 }
 
 TEST_F(ResumeTest, ATimerThatRanOutWhileTheEngineWasDown_FiresAtOnce) {
