@@ -420,11 +420,15 @@ Value EngineCore::recover() {
   // Waiting contexts wait again: for the rest of their timer, for their record, or in the
   // lock queue, asking in the order they asked before (a grant made before the restart is
   // found held: granted again at once with its token).
-  std::stable_sort(parked.begin(), parked.end(), [](const auto& a, const auto& b) {
+  auto asked_before = [](const std::shared_ptr<Context>& a, const std::shared_ptr<Context>& b) {
     return a->exec().wait.requested_at != b->exec().wait.requested_at
                ? a->exec().wait.requested_at < b->exec().wait.requested_at
                : a->seq < b->seq;
-  });
+  };
+  // They arrive by seq, most often already in this order (only lock requests say when).
+  if (!std::is_sorted(parked.begin(), parked.end(), asked_before)) {
+    std::stable_sort(parked.begin(), parked.end(), asked_before);
+  }
   for (const std::shared_ptr<Context>& ctx : parked) {
     if (const TimeMs d = ctx->exec().wait.deadline; d >= 0 && d <= now) {
       // Its timer or timeout ran out while no engine ran: it fires at once.

@@ -29,6 +29,13 @@ inline const JsonLimits kStoredJson{SIZE_MAX, 100000, SIZE_MAX, /*shared_shapes=
 inline constexpr const char* kContextColumns =
     "seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record";
 
+// Column `i`'s text, valid until the statement steps again ("" for SQL NULL).
+inline std::string_view column_view(sqlite3_stmt* s, int i) {
+  const unsigned char* t = sqlite3_column_text(s, i);
+  return t ? std::string_view(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(s, i)))
+           : std::string_view();
+}
+
 inline std::string column_text(sqlite3_stmt* s, int i) {
   const unsigned char* t = sqlite3_column_text(s, i);
   return t ? std::string(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(s, i))) : std::string();

@@ -322,20 +322,31 @@ Result<StoredState> SqliteStore::load(bool with_contexts) {
     // each to its table.
     std::map<std::string, StoredState::Table*, std::less<>> by_name;
     for (StoredState::Table& t : state.tables) by_name.emplace(t.name, &t);
+    StoredState::Table* table = nullptr;  // the last row's
     CHECK_QUERY(query(schema_version_ >= 4 ? "SELECT tbl, sys_id, body, position FROM records ORDER BY position"
                                            : "SELECT tbl, sys_id, body, position FROM records ORDER BY tbl, position",
                       [&](sqlite3_stmt* s) -> Status {
-                        const std::string name = column_text(s, 0);
-                        auto t = by_name.find(name);
-                        const std::string what = "record " + column_text(s, 1) + " of table " + name;
-                        if (t == by_name.end()) return Error{path_ + ": a damaged row (" + what + ": no such table)"};
-                        Value record;
-                        FLOWRT_RETURN_IF_ERROR(json(s, 2, what, &record));
-                        if (!record.is_object() || record.size() == 0 || !record.members()[0].value.is_string()) {
-                          return Error{path_ + ": a damaged row (" + what + ")"};
+                        // Rows of one table come in runs: the table is looked up when it changes.
+                        // Nothing is copied or built per row but the record.
+                        const std::string_view name = column_view(s, 0);
+                        if (!table || table->name != name) {
+                          auto t = by_name.find(name);
+                          table = t == by_name.end() ? nullptr : t->second;
                         }
-                        t->second->positions.push_back(static_cast<uint64_t>(sqlite3_column_int64(s, 3)));
-                        t->second->records.push_back(std::move(record));
+                        // "PATH: a damaged row (record X of table T[: inside])[: after]"
+                        auto damaged = [&](std::string_view inside, std::string_view after) {
+                          return Error{path_ + ": a damaged row (record " + column_text(s, 1) + " of table " +
+                                       std::string(name) + std::string(inside) + ")" + std::string(after)};
+                        };
+                        if (!table) return damaged(": no such table", "");
+                        Value record;
+                        JsonParseError e;
+                        if (!parse_json(column_view(s, 2), &record, &e, kStoredJson)) return damaged("", ": " + e.describe());
+                        if (!record.is_object() || record.size() == 0 || !record.members()[0].value.is_string()) {
+                          return damaged("", "");
+                        }
+                        table->positions.push_back(static_cast<uint64_t>(sqlite3_column_int64(s, 3)));
+                        table->records.push_back(std::move(record));
                         return Status::ok();
                       }));
   }

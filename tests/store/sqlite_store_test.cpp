@@ -286,6 +286,33 @@ TEST_F(SqliteStoreTest, AVersion3File_MovesItsEndedContextsToHistory_AndKeepsEve
   EXPECT_EQ(schema_version(), SqliteStore::kSchemaVersion);
 }
 
+TEST_F(SqliteStoreTest, ADamagedRecordRow_IsAnErrorNamingTheFileTheRecordAndItsTable) {
+  {
+    std::unique_ptr<SqliteStore> s = open();
+    ASSERT_NE(s, nullptr);
+    StoreBatch b;
+    b.changes.push_back(RecordPut{"t", Value::object({{"sys_id", Value("a")}, {"n", Value(1)}}), 1});
+    b.changes.push_back(RecordPut{"t", Value::object({{"sys_id", Value("b")}, {"n", Value(2)}}), 2});
+    ASSERT_TRUE(s->write(b).is_ok());
+  }
+  const std::pair<const char*, const char*> cases[] = {
+      {"UPDATE records SET body = '{\"sys_id\": \"b\", \"n\": ' WHERE sys_id = 'b'", "a damaged row (record b of table t): "},
+      {"UPDATE records SET body = '[1, 2]' WHERE sys_id = 'b'", "a damaged row (record b of table t)"},
+      {"UPDATE records SET tbl = 'gone' WHERE sys_id = 'b'", "a damaged row (record b of table gone: no such table)"},
+  };
+  for (const auto& [damage, expected] : cases) {
+    SCOPED_TRACE(damage);
+    sql(damage);
+    std::unique_ptr<SqliteStore> s = open();
+    ASSERT_NE(s, nullptr);
+    Result<StoredState> loaded = s->load();
+    ASSERT_FALSE(loaded.is_ok());
+    EXPECT_NE(loaded.message().find(path_ + ": " + expected), std::string::npos) << loaded.message();
+    s.reset();
+    sql(R"(UPDATE records SET tbl = 't', body = '{"sys_id": "b", "n": 2}' WHERE sys_id = 'b')");  // mended
+  }
+}
+
 TEST_F(SqliteStoreTest, ARecordPutWhereAnotherRecordIs_IsRefusedNamingIt_AndTheBatchChangesNothing) {
   std::unique_ptr<SqliteStore> s = open();
   ASSERT_NE(s, nullptr);
