@@ -346,7 +346,24 @@ bool EngineCore::try_reserve_wait(size_t max) {
 void EngineCore::make_ready(Context* ctx) {
   waiting_.fetch_sub(1, std::memory_order_acq_rel);
   work_added();
+  if (holding_ready_.load(std::memory_order_acquire)) {
+    MutexLock lock(held_mu_);
+    if (holding_ready_.load(std::memory_order_relaxed)) {
+      held_ready_.push_back(ctx);
+      return;
+    }
+  }
   workers.push_ready(ctx);
+}
+
+void EngineCore::release_held_ready() {
+  std::vector<Context*> held;
+  {
+    MutexLock lock(held_mu_);
+    holding_ready_.store(false, std::memory_order_release);
+    held.swap(held_ready_);
+  }
+  for (Context* ctx : held) workers.push_ready(ctx);
 }
 
 void EngineCore::wake(const std::shared_ptr<Context>& ctx, uint64_t wait_id, WakeUp w) {

@@ -92,6 +92,11 @@ class EngineCore {
   // Resting (Context::rest_when): one of its two conditions met for `ctx`'s wait `wait_id`;
   // counts the context as resting when it rested now.
   void rest_when(Context& ctx, Context::RestCondition met, uint64_t wait_id);
+  // Contexts woken while recover() runs, held until it ends (for tests).
+  size_t held_ready() EXCLUDES(held_mu_) {
+    MutexLock lock(held_mu_);
+    return held_ready_.size();
+  }
   // Contexts resting now (their state in the store, not in memory).
   size_t resting() const { return resting_.load(std::memory_order_acquire); }
   // Drops a parked context's wait registrations (timer, record waiter).
@@ -290,6 +295,16 @@ class EngineCore {
   };
   Mutex recovery_mu_;
   Recovery recovery_ GUARDED_BY(recovery_mu_);
+  // While recover() puts contexts back, a context woken (a record or timer wait registered
+  // as its range was read, whose timer ran out) is held here, not run: it must not act
+  // before recovery has put back the locks' holders and the lock queues. recover() lets
+  // them go, in the order they were woken, when it ends. holding_ is set and cleared by
+  // recover() under held_mu_; make_ready reads it without the lock first.
+  std::atomic<bool> holding_ready_{false};
+  Mutex held_mu_;
+  std::vector<Context*> held_ready_ GUARDED_BY(held_mu_);
+  // Ends the hold: the contexts woken meanwhile go to the workers.
+  void release_held_ready() EXCLUDES(held_mu_);
   bool started_ = false;
 };
 

@@ -357,7 +357,49 @@ Value EngineCore::recover() {
   // Contexts that were running or waiting resume from their checkpoints; an ended one whose
   // record was not stored gets one now; queued ones are made now and start below, once the
   // others are back, in their order.
-  std::map<uint64_t, std::shared_ptr<Context>> live;  // by seq
+  std::map<uint64_t, std::shared_ptr<Context>> live;  // the lock holders that came back, by seq
+  // Registers the wait of `ctx` again: for the rest of its timer, or for its record (a
+  // timer that ran out while no engine ran fires at once). Not for a lock request: those
+  // ask again below, in their order, once the locks' holders are back.
+  // Counts `ctx` as waiting and takes it over to run; the report names a wait whose time
+  // ran out while no engine ran (it fires at once).
+  auto take_waiting = [&](const std::shared_ptr<Context>& ctx) {
+    if (const TimeMs d = ctx->exec().wait.deadline; d >= 0 && d <= now) {
+      expired.push_back(Value::object({{"context", ctx->id}, {"what", Value("wait")}}));
+    }
+    waiting_.fetch_add(1, std::memory_order_acq_rel);
+    ctx->begin_run();
+  };
+  auto register_wait = [&](const std::shared_ptr<Context>& ctx) {
+    take_waiting(ctx);
+    if (const uint64_t wait_id = park(ctx.get(), false); wait_id != 0) {
+      // Parked from its stored checkpoint, which is durable, and let go: it rests at once.
+      rest_when(*ctx, Context::RestCondition::kDurable, wait_id);
+      rest_when(*ctx, Context::RestCondition::kLetGo, wait_id);
+    }
+  };
+  // A timer or record wait waits again as soon as its range is read. Record and timer
+  // waits carry no time of asking (requested_at is a lock request's), so they wait again in
+  // seq order, the order their ranges come in, as they did when all were sorted at the end;
+  // and what they wake is held until recovery ends (holding_ready_), so that nothing runs
+  // before the locks' holders and queues are back. A wait that cannot be bound again is
+  // left for the loop below, which ends its context in error once the locks are back.
+  auto wait_now = [&](const std::shared_ptr<Context>& ctx) {
+    const WaitRequest::Kind kind = ctx->exec().wait.kind;
+    if (kind != WaitRequest::Kind::kTimer && kind != WaitRequest::Kind::kRecord) return false;
+    if (!Interpreter(*this, *ctx).rebind_wait()) return false;
+    register_wait(ctx);
+    return true;
+  };
+  {
+    MutexLock hold(held_mu_);
+    holding_ready_.store(true, std::memory_order_release);
+  }
+  // Whatever way recover() returns, what was woken meanwhile goes to the workers.
+  struct ReleaseHeld {
+    EngineCore* core;
+    ~ReleaseHeld() { core->release_held_ready(); }
+  } release_held{this};
   std::vector<std::shared_ptr<Context>> parked;
   std::vector<std::shared_ptr<Context>> queued;  // by seq
   for_each_stored([&](Built& b) {
@@ -381,7 +423,7 @@ Value EngineCore::recover() {
     }
     const std::shared_ptr<Context> ctx = std::move(b.ctx);
     if (ctx->resting()) resting_.fetch_add(1, std::memory_order_acq_rel);
-    live.emplace(ctx->seq, ctx);
+    if (holders.contains(ctx->seq)) live.emplace(ctx->seq, ctx);
     if (!ctx->state) {
       // It never got past a step that writes: nothing it did is durable but what a custom
       // action did (at least once). It starts again from its trigger.
@@ -391,12 +433,13 @@ Value EngineCore::recover() {
       resumed.push_back(text(c.id));
       dispatcher.restore_running(*ctx);
       contexts.restore(ctx);
-      parked.push_back(ctx);
+      if (!wait_now(ctx)) parked.push_back(ctx);
     } else {
       resumed.push_back(text(c.id));
       queue(ctx);
     }
   });
+  perturb(PerturbPoint::kRecoveryBeforeLocks);
   // Locks: the holders that came back hold again, with their tokens and leases (an expired
   // lease ends at once, as if unlocked); what the others held is released.
   for (const StoredLock& l : recovery_.locks) {
@@ -417,9 +460,9 @@ Value EngineCore::recover() {
     if (!all_back) released.push_back(l.state);
     if (!any_back) dispatcher.forget_stored_lock(l.name);
   }
-  // Waiting contexts wait again: for the rest of their timer, for their record, or in the
-  // lock queue, asking in the order they asked before (a grant made before the restart is
-  // found held: granted again at once with its token).
+  // Contexts waiting for a lock ask again, in the order they asked before (a grant made
+  // before the restart is found held: granted again at once with its token); a timer or
+  // record wait that could not wait again as it was read ends here, in error.
   auto asked_before = [](const std::shared_ptr<Context>& a, const std::shared_ptr<Context>& b) {
     return a->exec().wait.requested_at != b->exec().wait.requested_at
                ? a->exec().wait.requested_at < b->exec().wait.requested_at
@@ -430,13 +473,8 @@ Value EngineCore::recover() {
     std::stable_sort(parked.begin(), parked.end(), asked_before);
   }
   for (const std::shared_ptr<Context>& ctx : parked) {
-    if (const TimeMs d = ctx->exec().wait.deadline; d >= 0 && d <= now) {
-      // Its timer or timeout ran out while no engine ran: it fires at once.
-      expired.push_back(Value::object({{"context", ctx->id}, {"what", Value("wait")}}));
-    }
-    waiting_.fetch_add(1, std::memory_order_acq_rel);
-    ctx->begin_run();
     if (Status s = Interpreter(*this, *ctx).rebind_wait(); !s) {
+      take_waiting(ctx);
       waiting_.fetch_sub(1, std::memory_order_acq_rel);
       if (ctx->resting()) {
         // Its record is in its row: read back, so that what it did stays in what it leaves.
@@ -459,17 +497,14 @@ Value EngineCore::recover() {
       // delivered now, with the outputs it made then.
       WakeUp granted = dispatcher.restored_grant(*ctx, w.lock_name.as_string());
       if (!granted.outputs.is_null()) {
+        take_waiting(ctx);
         const uint64_t id = ctx->begin_park();
         ctx->wake(id, std::move(granted));  // kept for end_park
         if (ctx->end_park()) make_ready(ctx.get());
         continue;
       }
     }
-    if (const uint64_t wait_id = park(ctx.get(), false); wait_id != 0) {
-      // Parked from its stored checkpoint, which is durable, and let go: it rests at once.
-      rest_when(*ctx, Context::RestCondition::kDurable, wait_id);
-      rest_when(*ctx, Context::RestCondition::kLetGo, wait_id);
-    }
+    register_wait(ctx);
   }
   // Trigger events that were queued start now, in their order.
   for (const std::shared_ptr<Context>& ctx : queued) {

@@ -8,6 +8,9 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -20,6 +23,7 @@
 #include "runtime/engine_core.h"
 #include "actions/custom_action.h"
 #include "runtime/journal.h"
+#include "runtime/perturb.h"
 #include "tests/store/crash_copy.h"
 #include "tests/support/engine_support.h"
 #include "tests/support/test_support.h"
@@ -143,6 +147,83 @@ TEST_F(ResumeTest, AFileOfAnOlderDataSchema_ItsWaitingContextsResumeFromTheirChe
   ASSERT_EQ(expired->status(), "completed") << expired->value().to_json();
   EXPECT_EQ(expired->step("decision")["outputs"]["timed_out"], Value(true));
   EXPECT_EQ(engine.records("purchase")[2]["approval"], Value("expired"));
+}
+
+// Holds the desk (a lease of years) until its request is approved.
+constexpr const char* kLongHold = R"({"id": "approve", "trigger": {"type": "record", "table": "request", "when": "created"},
+  "actions": [
+    {"id": "lk", "action": "lock", "inputs": {"key": "desk", "max_duration": "3000d"}},
+    {"action": "wait_for_condition", "inputs": {"table": "request", "sys_id": "{{trigger.sys_id}}",
+      "condition": {"field": "approved", "op": "eq", "value": true}}},
+    {"action": "unlock", "inputs": {"key": "desk"}}]})";
+
+// A job that waits a minute, then takes the desk lock (trying every minute).
+constexpr const char* kLateJob = R"({"id": "late", "trigger": {"type": "record", "table": "job", "when": "created"},
+  "actions": [
+    {"action": "wait", "inputs": {"duration": "1m"}},
+    {"id": "lk", "action": "lock", "inputs": {"key": "desk", "max_duration": "2d", "max_attempts": 1000, "delay": "1m"}},
+    {"action": "create_record", "inputs": {"table": "took", "values": {"token": "{{steps.lk.token}}"}}},
+    {"action": "unlock", "inputs": {"key": "desk"}}]})";
+
+EngineCore* g_recovering_core = nullptr;
+std::atomic<bool> g_recovery_paused_with_held{false};
+
+// At recovery's point before the locks' holders come back: waits (yielding, bounded)
+// until the context whose timer ran out has either been held or has taken the desk lock.
+void hold_at_locks(PerturbPoint p) {
+  if (p != PerturbPoint::kRecoveryBeforeLocks || !g_recovering_core) return;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < give_up) {
+    if (g_recovering_core->held_ready() > 0) {
+      g_recovery_paused_with_held = true;
+      return;
+    }
+    if (!g_recovering_core->dispatcher.lock_states().empty()) return;  // it ran and took the desk: too early
+    std::this_thread::yield();
+  }
+}
+
+TEST_F(ResumeTest, AWaitThatRanOutWhileTheEngineWasDown_DoesNotRunBeforeTheLocksHoldersAreBack) {
+  Engine& first = reopen({kLongHold, kLateJob});
+  ASSERT_TRUE(first.insert("request", json(R"({"sys_id": "r1", "approved": false})")).is_ok());
+  first.settle(0);
+  ASSERT_TRUE(first.insert("job", json(R"({"sys_id": "j1"})")).is_ok());
+  first.settle(0);
+  ASSERT_EQ(first.context("ctx-1")->status(), "waiting") << "holding the desk, waiting for its request";
+  const int64_t token = first.context("ctx-1")->step("lk")["outputs"]["token"].as_int();
+  ASSERT_EQ(first.context("ctx-2")->status(), "waiting") << "in its minute";
+
+  // The next engine runs on the real clock, months later: ctx-2's minute ran out while no
+  // engine ran, so its timer fires as soon as its wait is registered, while recovery has
+  // not yet put ctx-1 back as the desk's holder. It must not run (and take the desk) then.
+  EngineOptions real = options(path_);
+  real.virtual_clock = false;
+  real.simulation_seed.reset();
+  engine_.reset();
+  Result<std::unique_ptr<Engine>> opened = Engine::open(real);
+  ASSERT_TRUE(opened.is_ok()) << opened.message();
+  engine_ = std::move(opened).value();
+  for (const char* d : {kLongHold, kLateJob}) ASSERT_TRUE(engine_->load_text(d).empty());
+  g_recovering_core = &engine_->core();
+  set_perturb_hook(hold_at_locks);
+  report_ = engine_->recover();
+  set_perturb_hook(nullptr);
+  g_recovering_core = nullptr;
+  EXPECT_TRUE(g_recovery_paused_with_held.load()) << "woken during recovery: held, not run";
+  engine_->settle(0);
+  ASSERT_EQ(engine_->locks().size(), 1u);
+  const Value holders = engine_->locks().at(0)["holders"];
+  ASSERT_EQ(holders.size(), 1u) << engine_->locks().at(0).to_json();
+  EXPECT_EQ(holders.at(0)["context"], Value("ctx-1")) << "the holder from before the stop holds it alone";
+  EXPECT_EQ(holders.at(0)["token"], Value(token));
+  EXPECT_TRUE(engine_->records("took").empty()) << "ctx-2 waits for the desk";
+  // ctx-1's request is approved: it lets the desk go, and ctx-2 takes it after.
+  ASSERT_TRUE(engine_->update("request", "r1", json(R"({"approved": true})")).is_ok());
+  engine_->settle();
+  ASSERT_EQ(engine_->context("ctx-1")->status(), "completed");
+  for (const Value& took : engine_->records("took")) {
+    EXPECT_GT(took["token"].as_int(), token) << "ctx-2 took the desk after ctx-1, with a newer token";
+  }
 }
 
 TEST_F(ResumeTest, ATimerThatRanOutWhileTheEngineWasDown_FiresAtOnce) {
