@@ -15,6 +15,7 @@
 #include "runtime/flow_slot.h"
 #include "runtime/interpreter.h"
 #include "runtime/ordered_read_ahead.h"
+#include "runtime/perturb.h"
 #include "runtime/record_json.h"
 #include "runtime/stored_context.h"
 
