@@ -2,7 +2,8 @@
 //
 // Ownership: the ContextStore owns every context (shared); timers and waiters that must
 // find a parked context hold shared references too. Four parts, four rules:
-//  - identity (seq, id, flow, trigger, cause, chain): constant once published;
+//  - identity (seq, id, flow, trigger, cause, chain): constant once published (but for the
+//    trigger's record versions, let go when it ends with no store to write it: `trigger`);
 //  - execution (plan, state): touched only by the thread that runs the context; hand-over
 //    between threads goes through the ready queue (a happens-before edge);
 //  - schedule phase (and the wake-up it carries): guarded by mu_, which wake-ups (under
@@ -56,7 +57,11 @@ class Context : public std::enable_shared_from_this<Context> {
   uint64_t commit_seq = 0;    // the commit that queued it (CommitEntry::seq)
   Value id;                   // "ctx-<seq>"
   FlowSlot* const flow;
-  const TriggerData trigger;
+  // Constant once published, but for its record versions (record and previous): a context
+  // that ended with no store to write it (the memory store) lets them go
+  // (let_go_of_trigger_records), since its record shows the trigger without them and only
+  // its own running thread read them.
+  TriggerData trigger;
   std::unique_ptr<const Cause> cause;  // null for contexts outside operations started
   const Value inputs;         // API inputs (object) or null
   // The chain of the contexts this one causes: its own chain plus its flow, built on first
@@ -150,6 +155,9 @@ class Context : public std::enable_shared_from_this<Context> {
   void add_log(LogLevel level, Value step, TimeMs now, Value message) EXCLUDES(record_mu_);
   void set_variables(Value variables) EXCLUDES(record_mu_);
   void set_status(ContextStatus status);
+  // After finish(), on the thread that finished it, with no journal still to write its
+  // queued row: drops the trigger's record versions (see `trigger`).
+  void let_go_of_trigger_records();
   // Ends the record: status, end time, error (null or {"message", "step"}). Phase -> done.
   void finish(ContextStatus status, TimeMs now, Value error, double run_ms) EXCLUDES(record_mu_, mu_);
   ContextStatus status() const;

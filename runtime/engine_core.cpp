@@ -463,6 +463,9 @@ void EngineCore::finish_context(Context& ctx, ContextStatus status, Value error)
     ended.changes.push_back(record_update(ctx, props().record_value_limit));
     ended.ended.push_back(ctx.shared_from_this());
     journal->append(std::move(ended));
+  } else {
+    // Kept in memory as its record, which shows the trigger without the record versions.
+    ctx.let_go_of_trigger_records();
   }
   contexts.on_finished(ctx);
 }

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "plans/value_json.h"
+#include "runtime/engine_core.h"
 #include "testing/flow_test.h"
 
 namespace flowrt {
@@ -35,6 +36,31 @@ TEST_F(RecordsTest, Record_HasEveryFieldOfTheContract) {
   EXPECT_EQ(v["logs"].at(0)["step"], Value("1"));
   EXPECT_EQ(v["variables"], Json(R"({"n": 1})"));
   EXPECT_TRUE(v["error"].is_null());
+}
+
+TEST_F(RecordsTest, AFinishedContext_LetsGoOfItsTriggersRecordVersions_ItsRecordShowsTheSame) {
+  // Kept in memory as its record (the memory store), a context that ended no longer holds
+  // the version of the record that triggered it: the table holds the record now, and the
+  // context's record shows the trigger without it.
+  ASSERT_TRUE(Load(R"({"id": "f", "trigger": {"type": "record", "table": "t", "when": "created"}, "actions": [
+    {"action": "wait", "inputs": {"duration": "1m"}},
+    {"action": "update_record", "inputs": {"table": "t", "sys_id": "{{trigger.sys_id}}", "values": {"a": 2}}},
+    {"action": "log", "inputs": {"message": "{{trigger.record.a}}"}}]})"));
+  const Value r = Insert("t", Json(R"({"a": 1})"));
+  engine().settle(0);
+  std::shared_ptr<Context> ctx = engine().core().contexts.find("ctx-1");
+  ASSERT_TRUE(ctx);
+  EXPECT_EQ(ctx->trigger.record["a"], Value(1)) << "while it runs, its pills read the version that triggered it";
+  Advance("1m");
+  ASSERT_TRUE(ctx->finished());
+  EXPECT_TRUE(ctx->trigger.record.is_null());
+  EXPECT_TRUE(ctx->trigger.previous.is_null());
+  const Value v = OnlyContext("f").value();
+  EXPECT_EQ(v["status"], Value("completed"));
+  EXPECT_EQ(v["trigger"], Value::object({{"type", Value("record")}, {"table", Value("t")}, {"operation", Value("insert")},
+                                         {"sys_id", r["sys_id"]}}));
+  EXPECT_EQ(v["logs"].at(0)["message"], Value("1")) << "the pill read the triggering version";
+  EXPECT_EQ(engine().records("t").at(0)["a"], Value(2));
 }
 
 TEST_F(RecordsTest, LargeValues_AreTruncatedInTheRecord_FlowSeesThemWhole) {
