@@ -5,13 +5,14 @@
 #include <algorithm>
 
 #include "tests/simulation/model.h"
+#include "tests/simulation/model_rules.h"
 #include "tests/simulation/sim_json.h"
 
 namespace flowrt::sim {
 namespace {
 
 const std::string kInvS = "(s) steps follow their definition";
-const std::string kInvE = "(e) records = the writes";
+using model_rules::kInvE;
 
 bool is_unit_call(const Scenario& s, const std::string& action) {
   auto it = s.versions.find(action);
