@@ -6,17 +6,22 @@
 // The threads live as long as the object (not one per item): an item's memory is made
 // and let go on threads whose allocator caches stay warm.
 //
+// An exception `make` throws for an item is thrown by next() in that item's place.
+//
 // Thread-safety: next() is for one consumer thread; `make` runs on the object's threads,
 // concurrently with itself for different indexes. The destructor stops the threads (items
-// not taken are dropped) and joins them. Owns the threads and the items not yet taken.
+// not taken are dropped) and joins them. Owns the threads and the items not yet taken; mu_
+// guards the counters and the items made.
 #pragma once
 
 #include <cstddef>
+#include <exception>
 #include <functional>
 #include <map>
 #include <optional>
 #include <thread>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "base/thread_annotations.h"
@@ -43,18 +48,22 @@ class OrderedReadAhead {
 
   // The next item in index order, waiting until it is made; nullopt after the last.
   std::optional<T> next() EXCLUDES(mu_) {
-    MutexLock lock(mu_);
-    if (taken_ == count_) return std::nullopt;
-    auto it = made_.find(taken_);
-    while (it == made_.end()) {
-      changed_.wait(mu_);
-      it = made_.find(taken_);
+    Made item;
+    {
+      MutexLock lock(mu_);
+      if (taken_ == count_) return std::nullopt;
+      auto it = made_.find(taken_);
+      while (it == made_.end()) {
+        changed_.wait(mu_);
+        it = made_.find(taken_);
+      }
+      item = std::move(it->second);
+      made_.erase(it);
+      ++taken_;
     }
-    std::optional<T> out(std::move(it->second));
-    made_.erase(it);
-    ++taken_;
     changed_.notify_all();  // a thread may start the next item
-    return out;
+    if (std::exception_ptr* failed = std::get_if<std::exception_ptr>(&item)) std::rethrow_exception(*failed);
+    return std::optional<T>(std::move(std::get<T>(item)));
   }
 
  private:
@@ -67,7 +76,12 @@ class OrderedReadAhead {
         if (stopping_ || next_ == count_) return;
         index = next_++;
       }
-      T item = make_(index);
+      Made item;
+      try {
+        item.template emplace<T>(make_(index));
+      } catch (...) {
+        item = std::current_exception();
+      }
       {
         MutexLock lock(mu_);
         made_.emplace(index, std::move(item));
@@ -75,6 +89,8 @@ class OrderedReadAhead {
       changed_.notify_all();
     }
   }
+
+  using Made = std::variant<std::exception_ptr, T>;  // what make() gave, or threw
 
   const size_t count_;
   const size_t ahead_;
@@ -84,7 +100,7 @@ class OrderedReadAhead {
   size_t next_ GUARDED_BY(mu_) = 0;   // the next index a thread makes
   size_t taken_ GUARDED_BY(mu_) = 0;  // items the consumer took
   bool stopping_ GUARDED_BY(mu_) = false;
-  std::map<size_t, T> made_ GUARDED_BY(mu_);
+  std::map<size_t, Made> made_ GUARDED_BY(mu_);
   std::vector<std::thread> threads_;
 };
 

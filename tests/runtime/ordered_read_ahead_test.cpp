@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <stdexcept>
 #include <string>
 
 namespace flowrt {
@@ -43,6 +44,19 @@ TEST(OrderedReadAheadTest, DroppedBeforeTheEnd_StopsItsThreads_AndMakesNoMore) {
     ASSERT_EQ(reader.next(), std::optional<size_t>(1));
   }  // joins its threads: a hang here fails the test by its timeout
   EXPECT_LE(made.load(), 2u + 2u) << "the two taken and at most two ahead";
+}
+
+TEST(OrderedReadAheadTest, AnItemThatThrows_IsThrownByNextInItsPlace_AndTheOthersStillCome) {
+  OrderedReadAhead<int> reader(5, 2, 2, [](size_t i) {
+    if (i == 2) throw std::runtime_error("item 2 cannot be made");
+    return static_cast<int>(i);
+  });
+  EXPECT_EQ(reader.next(), std::optional<int>(0));
+  EXPECT_EQ(reader.next(), std::optional<int>(1));
+  EXPECT_THROW(reader.next(), std::runtime_error);
+  EXPECT_EQ(reader.next(), std::optional<int>(3));
+  EXPECT_EQ(reader.next(), std::optional<int>(4));
+  EXPECT_FALSE(reader.next().has_value());
 }
 
 TEST(OrderedReadAheadTest, NoItems_NextSaysSoAtOnce) {
