@@ -42,16 +42,24 @@ void add_list(ObjectBuilder& b, const char* key, const Vector& v) {
   if (!v.empty()) b.add(Value(key), values(v));
 }
 
-// An integer field, or its default when it was left out.
-int64_t int_or(const Value& v, int64_t by_default) { return v.is_number() ? v.as_int() : by_default; }
+// An integer field into *field; left out, *field keeps its default (the struct's own, as
+// to_value compares with).
+template <class Int>
+void read_int(const Value& v, Int* field) {
+  if (v.is_number()) *field = static_cast<Int>(v.as_int());
+}
 
 Error state_mismatch(const std::string& what) { return Error{"context state does not fit the plan: " + what}; }
 
 }  // namespace
 
 Value ExecState::to_value(const Plan& plan, const Value& trigger_record) const {
-  // A field at its default is left out (and read back as that default): a waiting
-  // context's checkpoint is read back at every recovery, so fewer bytes are less to parse.
+  // A field at its default (its struct's) is left out, and read back as that default: a
+  // waiting context's checkpoint is read back at every recovery, so fewer bytes are less
+  // to parse.
+  const BlockFrame block_default;
+  const Activation activation_default;
+  const WaitRequest wait_default;
   std::vector<Value> stack_json;
   for (const Activation& a : stack) {
     std::vector<Value> blocks;
@@ -59,12 +67,12 @@ Value ExecState::to_value(const Plan& plan, const Value& trigger_record) const {
       ObjectBuilder b(10);
       if (f.kind != BlockFrame::Kind::kBody) b.add(Value("kind"), Value(kKinds[static_cast<int>(f.kind)]));
       b.add(Value("pc"), Value(f.pc));
-      add_unless(b, "branch", Value(static_cast<long long>(f.branch)), 0);
+      add_unless(b, "branch", Value(static_cast<long long>(f.branch)), block_default.branch);
       add_unless_null(b, "prefix", f.prefix);
       if (f.dynamic) b.add(Value("dynamic"), Value(true));
       add_unless_null(b, "items", f.items);
-      add_unless(b, "iteration", Value(f.iteration), 0);
-      add_unless(b, "record", Value(static_cast<long long>(f.record)), -1);
+      add_unless(b, "iteration", Value(f.iteration), block_default.iteration);
+      add_unless(b, "record", Value(static_cast<long long>(f.record)), block_default.record);
       add_unless_null(b, "owner_path", f.owner_path);
       add_unless_null(b, "error", f.error);
       blocks.push_back(b.build());
@@ -77,7 +85,7 @@ Value ExecState::to_value(const Plan& plan, const Value& trigger_record) const {
     add_unless_null(b, "input_object", a.input_object);
     add_list(b, "items", a.items);
     add_list(b, "outputs", a.outputs);
-    add_unless(b, "call_record", Value(static_cast<long long>(a.call_record)), -1);
+    add_unless(b, "call_record", Value(static_cast<long long>(a.call_record)), activation_default.call_record);
     add_unless_null(b, "call_path", a.call_path);
     add_unless_null(b, "prefix", a.prefix);
     b.add(Value("blocks"), Value::array(std::move(blocks)));
@@ -85,10 +93,9 @@ Value ExecState::to_value(const Plan& plan, const Value& trigger_record) const {
   }
   Value parked_json;
   if (parked) {
-    const WaitRequest defaults;
     ObjectBuilder w(11);
     w.add(Value("kind"), Value(wait_kind(wait.kind)));
-    add_unless(w, "deadline", Value(static_cast<long long>(wait.deadline)), defaults.deadline);
+    add_unless(w, "deadline", Value(static_cast<long long>(wait.deadline)), wait_default.deadline);
     add_unless_null(w, "table", wait.table);
     add_unless_null(w, "sys_id", wait.sys_id);
     if (!wait.seen.is_null() && trigger_record.is_object() && wait.seen.same_storage(trigger_record)) {
@@ -99,13 +106,13 @@ Value ExecState::to_value(const Plan& plan, const Value& trigger_record) const {
       add_unless_null(w, "seen", wait.seen);
     }
     add_unless_null(w, "lock", wait.lock_name);
-    add_unless(w, "weight", Value(static_cast<long long>(wait.weight)), defaults.weight);
-    add_unless(w, "max_duration", Value(static_cast<long long>(wait.max_duration)), defaults.max_duration);
-    add_unless(w, "max_attempts", Value(static_cast<long long>(wait.max_attempts)), defaults.max_attempts);
-    add_unless(w, "delay", Value(static_cast<long long>(wait.delay)), defaults.delay);
-    add_unless(w, "requested_at", Value(static_cast<long long>(wait.requested_at)), defaults.requested_at);
+    add_unless(w, "weight", Value(static_cast<long long>(wait.weight)), wait_default.weight);
+    add_unless(w, "max_duration", Value(static_cast<long long>(wait.max_duration)), wait_default.max_duration);
+    add_unless(w, "max_attempts", Value(static_cast<long long>(wait.max_attempts)), wait_default.max_attempts);
+    add_unless(w, "delay", Value(static_cast<long long>(wait.delay)), wait_default.delay);
+    add_unless(w, "requested_at", Value(static_cast<long long>(wait.requested_at)), wait_default.requested_at);
     ObjectBuilder p(4);
-    add_unless(p, "record", Value(static_cast<long long>(parked_record)), -1);
+    add_unless(p, "record", Value(static_cast<long long>(parked_record)), ExecState().parked_record);
     add_unless_null(p, "path", parked_path);
     add_list(p, "inputs", parked_inputs);
     p.add(Value("wait"), w.build());
@@ -136,7 +143,7 @@ Result<ExecState> ExecState::from_value(const Value& v, const Plan& plan, const 
     a.input_object = aj["input_object"];
     a.items = list_of(aj["items"]);
     a.outputs = list_of(aj["outputs"]);
-    a.call_record = int_or(aj["call_record"], -1);
+    read_int(aj["call_record"], &a.call_record);
     a.call_path = aj["call_path"];
     a.prefix = aj["prefix"];
     if (a.steps.size() != unit.step_ids.size() || a.vars.size() != unit.variable_names.size() ||
@@ -152,12 +159,12 @@ Result<ExecState> ExecState::from_value(const Value& v, const Plan& plan, const 
       if (kind < 0) return state_mismatch("block kind " + fj["kind"].to_json());
       f.kind = static_cast<BlockFrame::Kind>(kind);
       f.pc = static_cast<uint32_t>(fj["pc"].as_int());
-      f.branch = static_cast<uint32_t>(fj["branch"].as_int());
+      read_int(fj["branch"], &f.branch);
       f.prefix = fj["prefix"];
       f.dynamic = fj["dynamic"].as_bool();
       f.items = fj["items"];
-      f.iteration = static_cast<uint32_t>(fj["iteration"].as_int());
-      f.record = int_or(fj["record"], -1);
+      read_int(fj["iteration"], &f.iteration);
+      read_int(fj["record"], &f.record);
       f.owner_path = fj["owner_path"];
       f.error = fj["error"];
       if (a.blocks.empty()) {
@@ -196,7 +203,7 @@ Result<ExecState> ExecState::from_value(const Value& v, const Plan& plan, const 
     s.parked = true;
     s.parked_node = node_before(s.stack.back().blocks.back());
     if (!s.parked_node || !std::holds_alternative<ActionStep>(s.parked_node->op)) return state_mismatch("parked step");
-    s.parked_record = int_or(pj["record"], -1);
+    read_int(pj["record"], &s.parked_record);
     s.parked_path = pj["path"];
     s.parked_inputs.assign(pj["inputs"].items().begin(), pj["inputs"].items().end());
     const std::string_view kind = pj["wait"]["kind"].as_string();
@@ -205,17 +212,21 @@ Result<ExecState> ExecState::from_value(const Value& v, const Plan& plan, const 
                   : kind == "lock"   ? WaitRequest::Kind::kLock
                                      : WaitRequest::Kind::kNone;
     const Value& w = pj["wait"];
-    s.wait.deadline = int_or(w["deadline"], -1);
+    read_int(w["deadline"], &s.wait.deadline);
     s.wait.table = w["table"];
     s.wait.sys_id = w["sys_id"];
-    s.wait.seen = w["seen_is_trigger"].as_bool() ? trigger_record : w["seen"];
-    if (w["seen_is_trigger"].as_bool() && !trigger_record.is_object()) return state_mismatch("a wait's record version is its trigger's, and there is none");
+    if (w["seen_is_trigger"].as_bool()) {
+      if (!trigger_record.is_object()) return state_mismatch("a wait's record version is its trigger's, and there is none");
+      s.wait.seen = trigger_record;
+    } else {
+      s.wait.seen = w["seen"];
+    }
     s.wait.lock_name = w["lock"];
-    if (w["weight"].is_number()) s.wait.weight = w["weight"].as_int();
-    if (w["max_duration"].is_number()) s.wait.max_duration = w["max_duration"].as_int();
-    if (w["max_attempts"].is_number()) s.wait.max_attempts = w["max_attempts"].as_int();
-    if (w["delay"].is_number()) s.wait.delay = w["delay"].as_int();
-    if (w["requested_at"].is_number()) s.wait.requested_at = w["requested_at"].as_int();
+    read_int(w["weight"], &s.wait.weight);
+    read_int(w["max_duration"], &s.wait.max_duration);
+    read_int(w["max_attempts"], &s.wait.max_attempts);
+    read_int(w["delay"], &s.wait.delay);
+    read_int(w["requested_at"], &s.wait.requested_at);
     if (s.wait.kind == WaitRequest::Kind::kLock && !s.wait.lock_name.is_string()) return state_mismatch("a lock wait without a name");
   }
   return s;
