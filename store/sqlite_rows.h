@@ -41,13 +41,19 @@ inline std::string column_text(sqlite3_stmt* s, int i) {
   return t ? std::string(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(s, i))) : std::string();
 }
 
+// "PATH: a damaged row (WHAT)", and ": DETAIL" when there is one.
+inline Error damaged_row(const std::string& path, std::string_view what, std::string_view detail = {}) {
+  std::string message = path + ": a damaged row (" + std::string(what) + ")";
+  if (!detail.empty()) message += ": " + std::string(detail);
+  return Error{std::move(message)};
+}
 
 // Stored JSON `text` parsed into *out; a text that does not parse is a damaged row, the
 // error naming the file and `what` the row is.
 inline Status parse_stored_json(std::string_view text, const std::string& path, std::string_view what, Value* out) {
   JsonParseError e;
   if (parse_json(text, out, &e, kStoredJson)) return Status::ok();
-  return Error{path + ": a damaged row (" + std::string(what) + "): " + e.describe()};
+  return damaged_row(path, what, e.describe());
 }
 
 // Column `i` as JSON (SQL NULL: a null value); a row that does not parse is damaged.

@@ -333,17 +333,16 @@ Result<StoredState> SqliteStore::load(bool with_contexts) {
                           auto t = by_name.find(name);
                           table = t == by_name.end() ? nullptr : t->second;
                         }
-                        // "PATH: a damaged row (record X of table T[: inside])[: after]"
-                        auto damaged = [&](std::string_view inside, std::string_view after) {
-                          return Error{path_ + ": a damaged row (record " + column_text(s, 1) + " of table " +
-                                       std::string(name) + std::string(inside) + ")" + std::string(after)};
-                        };
-                        if (!table) return damaged(": no such table", "");
+                        // Which row, for an error only.
+                        auto what = [&] { return "record " + column_text(s, 1) + " of table " + std::string(name); };
+                        if (!table) return damaged_row(path_, what() + ": no such table");
                         Value record;
                         JsonParseError e;
-                        if (!parse_json(column_view(s, 2), &record, &e, kStoredJson)) return damaged("", ": " + e.describe());
+                        if (!parse_json(column_view(s, 2), &record, &e, kStoredJson)) {
+                          return damaged_row(path_, what(), e.describe());
+                        }
                         if (!record.is_object() || record.size() == 0 || !record.members()[0].value.is_string()) {
-                          return damaged("", "");
+                          return damaged_row(path_, what());
                         }
                         table->positions.push_back(static_cast<uint64_t>(sqlite3_column_int64(s, 3)));
                         table->records.push_back(std::move(record));
