@@ -260,16 +260,15 @@ class EngineCore {
   // A context of the store, published with its seq, cause and run key; null (and why in
   // *reason) when it cannot be made (its flow or trigger is gone).
   std::shared_ptr<Context> context_from_store(const StoredContext& c, std::string* reason);
-  // Puts a stored checkpoint back into `ctx`, on the plan version it names: an error says
-  // why it cannot resume (the version is gone, a custom action type is not registered, the
-  // row does not read).
   // Plan versions recovery compiled from the file, by version; shared by its reader threads.
   struct StoredPlans {
     Mutex mu;
     std::map<std::string, std::shared_ptr<const Plan>> by_version GUARDED_BY(mu);
   };
-  // `resting`: a wait on a timer or a record is restored resting (restore_checkpoint).
-  // Any thread (recovery's readers).
+  // Puts a stored checkpoint back into `ctx`, on the plan version it names: an error says
+  // why it cannot resume (the version is gone, a custom action type is not registered, the
+  // row does not read). `resting`: a wait on a timer or a record is restored resting
+  // (restore_checkpoint). Any thread (recovery's readers).
   Status resume_from_checkpoint(Context& ctx, const Value& checkpoint, StoredPlans* old_plans, bool resting);
   // Compiles plan `version` of flow `flow_id` from the definition versions the store keeps
   // (`uses`: [[type, id, fingerprint], ...] from a checkpoint).

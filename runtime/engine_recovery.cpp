@@ -359,9 +359,6 @@ Value EngineCore::recover() {
   // record was not stored gets one now; queued ones are made now and start below, once the
   // others are back, in their order.
   std::map<uint64_t, std::shared_ptr<Context>> live;  // the lock holders that came back, by seq
-  // Registers the wait of `ctx` again: for the rest of its timer, or for its record (a
-  // timer that ran out while no engine ran fires at once). Not for a lock request: those
-  // ask again below, in their order, once the locks' holders are back.
   // Counts `ctx` as waiting and takes it over to run; the report names a wait whose time
   // ran out while no engine ran (it fires at once).
   auto take_waiting = [&](const std::shared_ptr<Context>& ctx) {
@@ -371,6 +368,8 @@ Value EngineCore::recover() {
     waiting_.fetch_add(1, std::memory_order_acq_rel);
     ctx->begin_run();
   };
+  // Registers the wait of `ctx` again (its wait already bound again: rebind_wait): for the
+  // rest of its timer, for its record, or in a lock's queue.
   auto register_wait = [&](const std::shared_ptr<Context>& ctx) {
     take_waiting(ctx);
     if (const uint64_t wait_id = park(ctx.get(), false); wait_id != 0) {
