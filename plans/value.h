@@ -165,6 +165,8 @@ class Value {
   friend class ArrayBuilder;
   friend class ObjectBuilder;
   friend Value intern_shape(std::span<const Value> keys);
+  friend class ValuePacker;   // plans/value_pack.h: writes and reads nodes by reference
+  friend class PackedReader;
 
   alignas(8) unsigned char raw_[16];
 };

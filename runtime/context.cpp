@@ -259,11 +259,6 @@ void Context::finish(ContextStatus status, TimeMs now, Value error, double ms) {
   finished_.store(true, std::memory_order_release);
 }
 
-void Context::let_go_of_trigger_records() {
-  trigger.record = Value();
-  trigger.previous = Value();
-}
-
 ContextStatus Context::status() const { return status_.load(std::memory_order_acquire); }
 
 Context::Summary Context::summary() const {

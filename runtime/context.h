@@ -1,9 +1,9 @@
 // Context: one run of a flow, from its trigger event to its end.
 //
-// Ownership: the ContextStore owns every context (shared); timers and waiters that must
-// find a parked context hold shared references too. Four parts, four rules:
-//  - identity (seq, id, flow, trigger, cause, chain): constant once published (but for the
-//    trigger's record versions, let go when it ends with no store to write it: `trigger`);
+// Ownership: the ContextStore owns every context (shared) until it ends (in the memory
+// store it then keeps the record frozen: runtime/frozen_context.h); timers and waiters that
+// must find a parked context hold shared references too. Four parts, four rules:
+//  - identity (seq, id, flow, trigger, cause, chain): constant once published;
 //  - execution (plan, state): touched only by the thread that runs the context; hand-over
 //    between threads goes through the ready queue (a happens-before edge);
 //  - schedule phase (and the wake-up it carries): guarded by mu_, which wake-ups (under
@@ -57,10 +57,8 @@ class Context : public std::enable_shared_from_this<Context> {
   uint64_t commit_seq = 0;    // the commit that queued it (CommitEntry::seq)
   Value id;                   // "ctx-<seq>"
   FlowSlot* const flow;
-  // Constant once published, but for its record versions (record and previous): a context
-  // that ended with no store to write it (the memory store) lets them go
-  // (let_go_of_trigger_records), since its record shows the trigger without them and only
-  // its own running thread read them.
+  // Constant once published. (A context that ended in the memory store is kept frozen, and
+  // its record shows the trigger without the record versions, so they go with the live form.)
   TriggerData trigger;
   std::unique_ptr<const Cause> cause;  // null for contexts outside operations started
   const Value inputs;         // API inputs (object) or null
@@ -155,9 +153,6 @@ class Context : public std::enable_shared_from_this<Context> {
   void add_log(LogLevel level, Value step, TimeMs now, Value message) EXCLUDES(record_mu_);
   void set_variables(Value variables) EXCLUDES(record_mu_);
   void set_status(ContextStatus status);
-  // After finish(), on the thread that finished it, with no journal still to write its
-  // queued row: drops the trigger's record versions (see `trigger`).
-  void let_go_of_trigger_records();
   // Ends the record: status, end time, error (null or {"message", "step"}). Phase -> done.
   void finish(ContextStatus status, TimeMs now, Value error, double run_ms) EXCLUDES(record_mu_, mu_);
   ContextStatus status() const;
@@ -190,6 +185,8 @@ class Context : public std::enable_shared_from_this<Context> {
                               ContextStatus status) EXCLUDES(record_mu_);
 
  private:
+  friend class FrozenContext;  // reads the record under record_mu_ to pack it
+
   // The record's JSON; nullopt when it rests, unless `even_resting` (then what is left).
   std::optional<Value> snapshot(size_t value_limit, bool even_resting) const EXCLUDES(record_mu_);
 

@@ -37,10 +37,14 @@ Value live_record(const EngineCore& core, const Context& c, size_t limit) {
   return c.to_value(limit);  // what is left in memory: without its steps
 }
 
+Value memory_record(const EngineCore& core, const KeptContext& c, size_t limit) {
+  return c.live() ? live_record(core, *c.live(), limit) : c.frozen()->to_value(limit);
+}
+
 }  // namespace
 
 std::optional<Value> read_context_record(const EngineCore& core, std::string_view id) {
-  if (std::shared_ptr<Context> c = core.contexts.find(id)) return live_record(core, *c, core.props().record_value_limit);
+  if (const KeptContext c = core.contexts.find(id)) return memory_record(core, c, core.props().record_value_limit);
   if (std::optional<Value> archived = core.archive.find(id)) return archived;
   Store* store = history(core);
   const std::optional<uint64_t> seq = seq_of(id);
@@ -65,8 +69,8 @@ std::vector<Value> read_context_records(const EngineCore& core, std::string_view
   };
   std::vector<Entry> all;
   // Memory first, the store last: see the header.
-  core.contexts.for_each([&](const std::shared_ptr<Context>& c) {
-    if (flow.empty() || c->flow->id == flow) all.push_back(Entry{c->seq, 0, live_record(core, *c, limit)});
+  core.contexts.for_each([&](const KeptContext& c) {
+    if (flow.empty() || c.flow()->id == flow) all.push_back(Entry{c.seq(), 0, memory_record(core, c, limit)});
   });
   for (auto& [seq, record] : core.archive.list(flow)) all.push_back(Entry{seq, 1, std::move(record)});
   if (Store* store = history(core)) {

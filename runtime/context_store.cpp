@@ -13,7 +13,7 @@ constexpr size_t kSmallWindow = 1024;
 
 void ContextStore::add(std::shared_ptr<Context> ctx) {
   SpinMutexLock lock(mu_);
-  window_.push_back(std::move(ctx));
+  window_.emplace_back(std::move(ctx));
 }
 
 void ContextStore::start_at(uint64_t first_seq) {
@@ -24,10 +24,10 @@ void ContextStore::start_at(uint64_t first_seq) {
 void ContextStore::restore(std::shared_ptr<Context> ctx) {
   SpinMutexLock lock(mu_);
   const uint64_t seq = ctx->seq;
-  stragglers_.emplace(seq, std::move(ctx));
+  stragglers_.emplace(seq, KeptContext(std::move(ctx)));
 }
 
-std::shared_ptr<Context>* ContextStore::slot(uint64_t seq) {
+KeptContext* ContextStore::slot(uint64_t seq) {
   if (seq >= first_seq_) {
     const uint64_t i = seq - first_seq_;
     return i < window_.size() ? &window_[i] : nullptr;
@@ -36,27 +36,27 @@ std::shared_ptr<Context>* ContextStore::slot(uint64_t seq) {
   return it == stragglers_.end() ? nullptr : &it->second;
 }
 
-std::shared_ptr<Context> ContextStore::find(uint64_t seq) const {
+KeptContext ContextStore::find(uint64_t seq) const {
   SpinMutexLock lock(mu_);
   if (seq >= first_seq_) {
     const uint64_t i = seq - first_seq_;
-    return i < window_.size() ? window_[i] : nullptr;
+    return i < window_.size() ? window_[i] : KeptContext();
   }
   auto it = stragglers_.find(seq);
-  return it == stragglers_.end() ? nullptr : it->second;
+  return it == stragglers_.end() ? KeptContext() : it->second;
 }
 
-std::shared_ptr<Context> ContextStore::find(std::string_view id) const {
-  if (!id.starts_with("ctx-")) return nullptr;
+KeptContext ContextStore::find(std::string_view id) const {
+  if (!id.starts_with("ctx-")) return KeptContext();
   uint64_t seq = 0;
   auto r = std::from_chars(id.data() + 4, id.data() + id.size(), seq);
-  if (r.ec != std::errc() || r.ptr != id.data() + id.size()) return nullptr;
+  if (r.ec != std::errc() || r.ptr != id.data() + id.size()) return KeptContext();
   return find(seq);
 }
 
-void ContextStore::for_each(const std::function<void(const std::shared_ptr<Context>&)>& visit) const {
+void ContextStore::for_each(const std::function<void(const KeptContext&)>& visit) const {
   uint64_t next = 0;  // the lowest seq not visited yet
-  std::vector<std::shared_ptr<Context>> batch;
+  std::vector<KeptContext> batch;
   batch.reserve(kBatch);
   while (true) {
     batch.clear();
@@ -71,14 +71,22 @@ void ContextStore::for_each(const std::function<void(const std::shared_ptr<Conte
       }
     }
     if (batch.empty()) return;
-    next = batch.back()->seq + 1;
-    for (const std::shared_ptr<Context>& c : batch) visit(c);
+    next = batch.back().seq() + 1;
+    for (const KeptContext& c : batch) visit(c);
   }
 }
 
-std::vector<std::shared_ptr<Context>> ContextStore::all() const {
+std::vector<KeptContext> ContextStore::all() const {
+  std::vector<KeptContext> out;
+  for_each([&](const KeptContext& c) { out.push_back(c); });
+  return out;
+}
+
+std::vector<std::shared_ptr<Context>> ContextStore::unfinished() const {
   std::vector<std::shared_ptr<Context>> out;
-  for_each([&](const std::shared_ptr<Context>& c) { out.push_back(c); });
+  for_each([&](const KeptContext& c) {
+    if (!c.finished()) out.push_back(c.live());
+  });
   return out;
 }
 
@@ -116,10 +124,10 @@ void ContextStore::set_retention(size_t n) {
   if (n == 0) return;
   if (!finished_elsewhere_) {
     for (const auto& [seq, c] : stragglers_) {
-      if (c->finished()) finished_.push(seq);
+      if (c.finished()) finished_.push(seq);
     }
     for (const auto& c : window_) {
-      if (c && c->finished()) finished_.push(c->seq);
+      if (c && c.finished()) finished_.push(c.seq());
     }
     trim();
   }
@@ -127,6 +135,16 @@ void ContextStore::set_retention(size_t n) {
     skipped_.pop_front();
     ++dropped_skipped_;
   }
+}
+
+void ContextStore::freeze(const Context& ctx, boost::intrusive_ptr<const FrozenContext> frozen) {
+  if (!frozen) return;
+  // The live form's reference from here goes after the lock is let go (declared first):
+  // freeing a context is not the store's to do under its lock.
+  KeptContext was;
+  SpinMutexLock lock(mu_);
+  KeptContext* c = slot(ctx.seq);
+  if (c && c->live().get() == &ctx) was = std::exchange(*c, KeptContext(std::move(frozen)));
 }
 
 void ContextStore::on_finished(const Context& ctx) {
@@ -149,12 +167,12 @@ void ContextStore::set_finished_elsewhere() {
 
 void ContextStore::release(uint64_t seq) {
   SpinMutexLock lock(mu_);
-  std::shared_ptr<Context>* c = slot(seq);
+  KeptContext* c = slot(seq);
   if (!c || !*c) return;
   if (seq < first_seq_) {
     stragglers_.erase(seq);
   } else {
-    c->reset();
+    *c = KeptContext();
     ++holes_;
   }
   compact();
@@ -175,13 +193,13 @@ void ContextStore::trim() {
   while (finished_.size() > retention) {
     const uint64_t seq = finished_.top();
     finished_.pop();
-    std::shared_ptr<Context>* c = slot(seq);
+    KeptContext* c = slot(seq);
     if (!c || !*c) continue;
     ++dropped_;
     if (seq < first_seq_) {
       stragglers_.erase(seq);
     } else {
-      c->reset();
+      *c = KeptContext();
       ++holes_;
     }
   }
@@ -197,7 +215,7 @@ void ContextStore::compact() {
   // An unfinished context at the front keeps the holes behind it: move it (and the few
   // after it) out of the window while holes are the greater part of it.
   for (size_t moved = 0; moved < kCompactStep && window_.size() > kSmallWindow && holes_ * 2 > window_.size();) {
-    std::shared_ptr<Context>& front = window_.front();
+    KeptContext& front = window_.front();
     if (front) {
       stragglers_.emplace(first_seq_, std::move(front));
       ++moved;

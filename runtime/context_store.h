@@ -1,6 +1,9 @@
 // ContextStore: every context the engine started (by seq), and every skipped start.
 //
-// Owns the contexts (shared). Contexts are added in seq order under the commit lock;
+// Owns the contexts (shared): a context is kept live (its Context) while it runs, and with
+// a memory store, once it finished, frozen (runtime/frozen_context.h: its record packed in
+// one allocation, a quarter of the live form's bytes); with a durable store a finished one
+// stays live until its final record is durable (release). Contexts are added in seq order under the commit lock;
 // readers may list and look them up at any time. With a retention limit
 // (context_retention), at most that many finished contexts are kept: when one more
 // finishes, the finished one that started first (lowest seq) is dropped and counted, in
@@ -32,8 +35,11 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/intrusive_ptr.hpp>
+
 #include "plans/value.h"
 #include "runtime/context.h"
+#include "runtime/frozen_context.h"
 #include "base/thread_annotations.h"
 
 namespace flowrt {
@@ -44,6 +50,29 @@ struct SkippedStart {
   Value reason;  // run_once, already_running, direct_recursion, indirect_recursion_limit
   Value event;   // the trigger event, as in a record's "trigger"
   Value cause;   // {"context", "flow"} or null
+};
+
+// One context as the store keeps it: live, frozen, or none (not kept). A small value that
+// shares ownership of what it names; copies are cheap.
+class KeptContext {
+ public:
+  KeptContext() = default;
+  explicit KeptContext(std::shared_ptr<Context> live) : live_(std::move(live)) {}
+  explicit KeptContext(boost::intrusive_ptr<const FrozenContext> frozen) : frozen_(std::move(frozen)) {}
+
+  explicit operator bool() const { return live_ || frozen_; }
+  // The Context, while the store keeps it live; null once frozen.
+  const std::shared_ptr<Context>& live() const { return live_; }
+  const FrozenContext* frozen() const { return frozen_.get(); }
+  // REQUIRES (these four): *this.
+  uint64_t seq() const { return live_ ? live_->seq : frozen_->seq(); }
+  bool finished() const { return !live_ || live_->finished(); }
+  const FlowSlot* flow() const { return live_ ? live_->flow : frozen_->flow(); }
+  uint64_t commit_seq() const { return live_ ? live_->commit_seq : frozen_->commit_seq(); }
+
+ private:
+  std::shared_ptr<Context> live_;
+  boost::intrusive_ptr<const FrozenContext> frozen_;
 };
 
 class ContextStore {
@@ -57,11 +86,18 @@ class ContextStore {
   // one + 1), and the contexts from the store that are still to run, each below it.
   void start_at(uint64_t first_seq) EXCLUDES(mu_);
   void restore(std::shared_ptr<Context> ctx) EXCLUDES(mu_);
-  std::shared_ptr<Context> find(std::string_view id) const EXCLUDES(mu_);
-  std::shared_ptr<Context> find(uint64_t seq) const EXCLUDES(mu_);
+  // The context with that id ("ctx-<seq>") or seq, as kept; none when not kept.
+  KeptContext find(std::string_view id) const EXCLUDES(mu_);
+  KeptContext find(uint64_t seq) const EXCLUDES(mu_);
+  // The same, when it is kept live (running, parked, or with a durable store not yet
+  // released); null otherwise.
+  std::shared_ptr<Context> find_live(std::string_view id) const EXCLUDES(mu_) { return find(id).live(); }
+  std::shared_ptr<Context> find_live(uint64_t seq) const EXCLUDES(mu_) { return find(seq).live(); }
   // Every context kept, in seq order: `visit` is called outside the lock.
-  void for_each(const std::function<void(const std::shared_ptr<Context>&)>& visit) const EXCLUDES(mu_);
-  std::vector<std::shared_ptr<Context>> all() const EXCLUDES(mu_);
+  void for_each(const std::function<void(const KeptContext&)>& visit) const EXCLUDES(mu_);
+  std::vector<KeptContext> all() const EXCLUDES(mu_);
+  // Every context kept that has not finished, in seq order.
+  std::vector<std::shared_ptr<Context>> unfinished() const EXCLUDES(mu_);
   // Contexts kept (finished or not).
   size_t size() const EXCLUDES(mu_);
 
@@ -77,6 +113,9 @@ class ContextStore {
   void release(uint64_t seq) EXCLUDES(mu_);
   // `ctx` has just finished (called once per context).
   void on_finished(const Context& ctx) EXCLUDES(mu_);
+  // `frozen`, the frozen record of finished `ctx`, replaces the live form, if the store still
+  // keeps that (retention may have dropped it). The memory store only.
+  void freeze(const Context& ctx, boost::intrusive_ptr<const FrozenContext> frozen) EXCLUDES(mu_);
   uint64_t dropped() const EXCLUDES(mu_);
   uint64_t dropped_skipped() const EXCLUDES(mu_);
 
@@ -91,17 +130,17 @@ class ContextStore {
   Footprint footprint() const EXCLUDES(mu_);
 
  private:
-  std::shared_ptr<Context>* slot(uint64_t seq) REQUIRES(mu_);
+  KeptContext* slot(uint64_t seq) REQUIRES(mu_);
   void trim() REQUIRES(mu_);
   // Pops holes at the window's front, and moves a few front entries to the stragglers
   // while holes outnumber the live entries.
   void compact() REQUIRES(mu_);
 
   mutable SpinMutex mu_;
-  std::deque<std::shared_ptr<Context>> window_ GUARDED_BY(mu_);  // window_[i] has seq first_seq_ + i
+  std::deque<KeptContext> window_ GUARDED_BY(mu_);  // window_[i] has seq first_seq_ + i
   uint64_t first_seq_ GUARDED_BY(mu_) = 1;
   size_t holes_ GUARDED_BY(mu_) = 0;
-  std::map<uint64_t, std::shared_ptr<Context>> stragglers_ GUARDED_BY(mu_);  // seqs below first_seq_
+  std::map<uint64_t, KeptContext> stragglers_ GUARDED_BY(mu_);  // seqs below first_seq_
   // With a retention limit: the seqs of the finished contexts kept, lowest on top.
   std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> finished_ GUARDED_BY(mu_);
   std::deque<SkippedStart> skipped_ GUARDED_BY(mu_);

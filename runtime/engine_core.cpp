@@ -193,10 +193,7 @@ void EngineCore::run(Context* ctx) {
           workers.push_ready(ctx);
           return;
         case Interpreter::Outcome::kParked: break;
-        case Interpreter::Outcome::kFinished:
-          // Let go of the run-time state; the record keeps the plan (its steps point into it).
-          ctx->state.reset();
-          break;
+        case Interpreter::Outcome::kFinished: let_go_of_finished(*ctx); break;
       }
     }
   }
@@ -300,7 +297,7 @@ bool EngineCore::run_steps(Context* ctx, uint32_t max_steps) {
       case Interpreter::Outcome::kYielded: return true;  // still in flight: not done yet
       case Interpreter::Outcome::kAbandoned: return false;  // never in simulation
       case Interpreter::Outcome::kParked: break;
-      case Interpreter::Outcome::kFinished: ctx->state.reset(); break;
+      case Interpreter::Outcome::kFinished: let_go_of_finished(*ctx); break;
     }
   }
   work_done();
@@ -451,6 +448,12 @@ void EngineCore::clear_wait(Context& ctx) {
   e.wait = WaitRequest{};
 }
 
+void EngineCore::let_go_of_finished(Context& ctx) {
+  // Let go of the run-time state; the record keeps the plan (its steps point into it).
+  ctx.state.reset();
+  if (!journal) contexts.freeze(ctx, FrozenContext::freeze(ctx));
+}
+
 void EngineCore::finish_context(Context& ctx, ContextStatus status, Value error) {
   // Every lock released, every queue left, before the context counts as ended.
   dispatcher.context_ended(ctx);
@@ -463,16 +466,23 @@ void EngineCore::finish_context(Context& ctx, ContextStatus status, Value error)
     ended.changes.push_back(record_update(ctx, props().record_value_limit));
     ended.ended.push_back(ctx.shared_from_this());
     journal->append(std::move(ended));
-  } else {
-    // Kept in memory as its record, which shows the trigger without the record versions.
-    ctx.let_go_of_trigger_records();
+  } else if (options.measure_latency) {
+    // Its live form (which has the times) goes when it is frozen.
+    const int64_t end = ctx.ended_ns.load(std::memory_order_relaxed);
+    if (ctx.committed_ns > 0) released_latencies.add(end - ctx.committed_ns);
   }
   contexts.on_finished(ctx);
+  // With no execution state left (one that never ran), it is frozen now; otherwise by the
+  // thread that lets go of that state (let_go_of_finished), so that the values its record
+  // shares with the state are written in place, not kept by reference.
+  if (!journal && !ctx.state) contexts.freeze(ctx, FrozenContext::freeze(ctx));
 }
 
 Status EngineCore::cancel(std::string_view context_id) {
-  std::shared_ptr<Context> ctx = contexts.find(context_id);
-  if (!ctx) return Error{"no context '" + std::string(context_id) + "'"};
+  const KeptContext kept = contexts.find(context_id);
+  if (!kept) return Error{"no context '" + std::string(context_id) + "'"};
+  const std::shared_ptr<Context>& ctx = kept.live();
+  if (!ctx) return Status::ok();  // it ended: nothing to cancel
   if (ctx->request_cancel()) make_ready(ctx.get());
   watchdog.note_cancel(ctx.get());  // an action that ignores it gets a grace period, then is given up on
   return Status::ok();
@@ -641,12 +651,8 @@ size_t EngineCore::shutdown() {
   while (true) {
     // Mark every context first, then wake the parked ones: a context woken by another's
     // release (a lock handed on) must find itself cancelled too, not run on.
-    std::vector<std::shared_ptr<Context>> ending;
-    contexts.for_each([&](const std::shared_ptr<Context>& ctx) {
-      if (ctx->finished()) return;
-      ctx->set_cancel_flag();
-      ending.push_back(ctx);
-    });
+    std::vector<std::shared_ptr<Context>> ending = contexts.unfinished();
+    for (const std::shared_ptr<Context>& ctx : ending) ctx->set_cancel_flag();
     if (ending.empty()) break;
     for (const std::shared_ptr<Context>& ctx : ending) {
       if (ctx->request_cancel()) make_ready(ctx.get());

@@ -103,6 +103,9 @@ class EngineCore {
   void clear_wait(Context& ctx);
   // Ends a context: releases what it holds, finishes its record.
   void finish_context(Context& ctx, ContextStatus status, Value error);
+  // The thread that ran a context to its end lets go of its execution state; with the
+  // memory store the context is then kept frozen (ContextStore::freeze).
+  void let_go_of_finished(Context& ctx);
   Status cancel(std::string_view context_id);
   // Starts an active API flow on request (call_flow, start_flow); checks that it is one,
   // and that the inputs are those it declares (check_api_inputs), or refuses the start.

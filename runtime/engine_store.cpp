@@ -93,15 +93,14 @@ Status EngineCore::wait_durable() {
 void EngineCore::journal_unfinished() {
   JournalEntry entry;
   const size_t limit = props().record_value_limit;
-  contexts.for_each([&](const std::shared_ptr<Context>& ctx) {
-    if (ctx->finished()) return;
+  for (const std::shared_ptr<Context>& ctx : contexts.unfinished()) {
     const Context::Summary s = ctx->summary();
-    if (s.started < 0) return;  // still queued: its row says so
+    if (s.started < 0) continue;  // still queued: its row says so
     std::optional<Value> record = ctx->to_value_unless_resting(limit);
-    if (!record) return;  // resting: its row holds its record already
+    if (!record) continue;  // resting: its row holds its record already
     entry.changes.push_back(ContextUpdate{ctx->seq, std::string(status_name(s.status)), s.started, s.ended,
                                           std::move(*record), Value()});
-  });
+  }
   journal->append(std::move(entry));
 }
 

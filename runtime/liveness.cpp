@@ -81,8 +81,7 @@ std::string_view wait_on_name(ContextWait::On on) {
 std::vector<ContextWait> context_waits(EngineCore& core) {
   std::vector<ContextWait> out;
   const std::vector<LockState> locks = core.dispatcher.lock_states();
-  for (const std::shared_ptr<Context>& ctx : core.contexts.all()) {
-    if (ctx->finished()) continue;
+  for (const std::shared_ptr<Context>& ctx : core.contexts.unfinished()) {
     ContextWait w;
     w.context = std::string(ctx->id.as_string());
     w.status = std::string(status_name(ctx->status()));

@@ -190,19 +190,20 @@ std::vector<Value> incidents(size_t n) {
   return out;
 }
 
-// Context::to_value of a finished context of the 3-step triage flow (its JSON record).
-void BM_Context_ToValue_ThreeSteps(benchmark::State& state) {
+// The JSON record of a finished context of the 3-step triage flow, read from its frozen
+// form (FrozenContext::to_value: decoding included), as every finished record is read.
+void BM_FrozenContext_ToValue_ThreeSteps(benchmark::State& state) {
   std::unique_ptr<Engine> engine = triage_engine(0);
   if (!engine->insert("incident", incidents(1).front())) return state.SkipWithError("insert failed");
   engine->settle();
-  std::shared_ptr<Context> ctx = engine->core().contexts.find(uint64_t{1});
-  if (!ctx || ctx->status() != ContextStatus::kCompleted || ctx->summary().steps != 3) {
+  const KeptContext ctx = engine->core().contexts.find(uint64_t{1});
+  if (!ctx || !ctx.frozen() || ctx.frozen()->status() != ContextStatus::kCompleted || ctx.frozen()->summary().steps != 3) {
     return state.SkipWithError("expected one completed 3-step context");
   }
   const size_t limit = engine->properties().record_value_limit;
-  for (auto _ : state) benchmark::DoNotOptimize(ctx->to_value(limit));
+  for (auto _ : state) benchmark::DoNotOptimize(ctx.frozen()->to_value(limit));
 }
-BENCHMARK(BM_Context_ToValue_ThreeSteps);
+BENCHMARK(BM_FrozenContext_ToValue_ThreeSteps);
 
 // Whole engine, virtual clock: 100 inserts each starting the 3-step triage flow, then settle; see per_insert.
 void BM_Engine_InsertThreeStepFlow(benchmark::State& state) {

@@ -92,12 +92,15 @@ EngineOptions bench_engine_options(const BenchOptions& o) {
 }
 
 void fill_latency(EngineCore& core, BenchResult* r) {
-  // Those that left memory (a durable store), then those still in it.
+  // Those that left memory (a durable store) or were frozen (the memory store), then those
+  // still live in it.
   std::vector<int64_t> ns = core.released_latencies.values();
-  for (const auto& c : core.contexts.all()) {
+  core.contexts.for_each([&](const KeptContext& kept) {
+    const std::shared_ptr<Context>& c = kept.live();
+    if (!c) return;
     const int64_t end = c->ended_ns.load(std::memory_order_acquire);
     if (end > 0 && c->committed_ns > 0) ns.push_back(end - c->committed_ns);
-  }
+  });
   if (ns.empty()) return;
   std::sort(ns.begin(), ns.end());
   auto pct = [&](double p) {
@@ -191,6 +194,15 @@ BenchResult drive(Engine& engine, uint64_t count, const std::function<void(uint6
                          static_cast<double>(minor_faults() - warm_faults) / static_cast<double>(steady));
   }
   r.extra.emplace_back("contexts_kept", static_cast<double>(kept));
+  // The frozen records' own bytes (header and packed record, not what they reference nor
+  // the allocator's rounding): the part of bytes_per_context that is the record itself.
+  size_t frozen = 0, frozen_bytes = 0;
+  engine.core().contexts.for_each([&](const KeptContext& c) {
+    if (!c.frozen()) return;
+    ++frozen;
+    frozen_bytes += c.frozen()->footprint();
+  });
+  if (frozen > 0) r.extra.emplace_back("frozen_record_bytes", static_cast<double>(frozen_bytes) / static_cast<double>(frozen));
   if (o.max_queued > 0) {
     r.extra.emplace_back("max_queued", static_cast<double>(o.max_queued));
     r.extra.emplace_back("peak_queued_sampled", static_cast<double>(peak_queued.load()));

@@ -19,8 +19,8 @@ TEST(ContextStoreTest, FindsBySeqAndId) {
   FlowSlot flow(0, "f");
   ContextStore store;
   for (uint64_t i = 1; i <= 3; ++i) store.add(make(&flow, i));
-  EXPECT_EQ(store.find("ctx-2")->seq, 2u);
-  EXPECT_EQ(store.find(uint64_t{3})->id, Value("ctx-3"));
+  EXPECT_EQ(store.find("ctx-2").seq(), 2u);
+  EXPECT_EQ(store.find_live(uint64_t{3})->id, Value("ctx-3"));
   EXPECT_FALSE(store.find("ctx-4"));
   EXPECT_FALSE(store.find("ctx-x"));
   EXPECT_FALSE(store.find("2"));
@@ -81,7 +81,7 @@ TEST(ContextStoreTest, Retention_APinnedFrontContext_KeepsMemoryBoundedByRetenti
   EXPECT_LE(worst.stragglers, 1001u);
   // Listing: in seq order, the pinned one first.
   std::vector<uint64_t> seqs;
-  store.for_each([&](const std::shared_ptr<Context>& c) { seqs.push_back(c->seq); });
+  store.for_each([&](const KeptContext& c) { seqs.push_back(c.seq()); });
   ASSERT_EQ(seqs.size(), 1001u);
   EXPECT_EQ(seqs.front(), 1u);
   EXPECT_EQ(seqs[1], n - 999);
@@ -128,8 +128,31 @@ TEST(ContextStoreTest, Listing_CopiesInBatches_AndSeesEveryContextInOrder) {
   ContextStore store;
   for (uint64_t i = 1; i <= 3 * ContextStore::kBatch + 5; ++i) store.add(make(&flow, i));
   uint64_t expected = 1;
-  store.for_each([&](const std::shared_ptr<Context>& c) { EXPECT_EQ(c->seq, expected++); });
+  store.for_each([&](const KeptContext& c) { EXPECT_EQ(c.seq(), expected++); });
   EXPECT_EQ(expected, 3 * ContextStore::kBatch + 6);
+}
+
+TEST(ContextStoreTest, AFinishedContextGivenFrozen_IsKeptFrozen_AndItsLiveFormLetGo) {
+  FlowSlot flow(0, "f");
+  ContextStore store;
+  std::shared_ptr<Context> c = make(&flow, 1);
+  store.add(c);
+  std::weak_ptr<Context> live = c;
+  c->finish(ContextStatus::kCancelled, 5, Value(), 0);
+  store.on_finished(*c);
+  store.freeze(*c, FrozenContext::freeze(*c));
+  const KeptContext kept = store.find("ctx-1");
+  ASSERT_TRUE(kept);
+  ASSERT_NE(kept.frozen(), nullptr);
+  EXPECT_EQ(kept.live(), nullptr);
+  EXPECT_TRUE(kept.finished());
+  EXPECT_EQ(kept.seq(), 1u);
+  EXPECT_EQ(kept.commit_seq(), 1u);
+  EXPECT_EQ(kept.frozen()->status(), ContextStatus::kCancelled);
+  EXPECT_EQ(kept.frozen()->to_value()["status"], Value("cancelled"));
+  EXPECT_EQ(store.unfinished().size(), 0u);
+  c.reset();
+  EXPECT_TRUE(live.expired()) << "the store holds the frozen form only";
 }
 
 }  // namespace

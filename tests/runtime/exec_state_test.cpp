@@ -25,7 +25,7 @@ TEST_F(ExecStateTest, ParkedState_RoundTripsThroughJson) {
       {"action": "log", "inputs": {"message": "{{steps.c.r}}"}}]}])"));
   const std::string id = CallFlow("f");
   engine().settle(0);
-  std::shared_ptr<Context> ctx = engine().core().contexts.find(id);
+  std::shared_ptr<Context> ctx = engine().core().contexts.find_live(id);
   ASSERT_TRUE(ctx);
   ASSERT_EQ(ctx->phase(), Context::Phase::kParked);
   // The context is parked: its execution state is stable and owned by no thread.
@@ -54,7 +54,7 @@ TEST_F(ExecStateTest, StateOfAnotherPlanVersion_IsRefused) {
   ASSERT_TRUE(Load(R"({"id": "f", "trigger": {"type": "api"}, "actions": [{"action": "wait", "inputs": {"duration": "1m"}}]})"));
   const std::string id = CallFlow("f");
   engine().settle(0);
-  std::shared_ptr<Context> ctx = engine().core().contexts.find(id);
+  std::shared_ptr<Context> ctx = engine().core().contexts.find_live(id);
   Value written = ctx->exec().to_value(*ctx->plan).with("plan_version", Value("f@00000000"));
   Result<ExecState> back = ExecState::from_value(written, *ctx->plan);
   ASSERT_FALSE(back.is_ok());
@@ -65,7 +65,7 @@ TEST_F(ExecStateTest, FieldsAtTheirDefaults_AreLeftOut_AndTheOlderFormWithEveryF
   ASSERT_TRUE(Load(R"({"id": "f", "trigger": {"type": "api"}, "actions": [{"action": "wait", "inputs": {"duration": "1m"}}]})"));
   const std::string id = CallFlow("f");
   engine().settle(0);
-  std::shared_ptr<Context> ctx = engine().core().contexts.find(id);
+  std::shared_ptr<Context> ctx = engine().core().contexts.find_live(id);
   ASSERT_TRUE(ctx);
   const Value written = ctx->exec().to_value(*ctx->plan);
   const Value& block = written["stack"].at(0)["blocks"].at(0);
@@ -105,7 +105,7 @@ TEST_F(ExecStateTest, AWaitSeeingItsTriggerRecord_WritesItAsTheTriggers_AndReads
       "condition": {"field": "approved", "op": "eq", "value": true}}}]})"));
   Insert("request", Json(R"({"sys_id": "r1", "approved": false})"));
   engine().settle(0);
-  std::shared_ptr<Context> ctx = engine().core().contexts.find("ctx-1");
+  std::shared_ptr<Context> ctx = engine().core().contexts.find_live("ctx-1");
   ASSERT_TRUE(ctx);
   ASSERT_EQ(ctx->phase(), Context::Phase::kParked);
   ASSERT_TRUE(ctx->exec().wait.seen.same_storage(ctx->trigger.record));

@@ -65,8 +65,8 @@ TEST_F(LivenessTest, EndedContextsAreNotListed) {
 TEST_F(LivenessTest, AWaitWhoseTimerOrWaiterIsGone_IsReported) {
   StartFourWaits();
   EngineCore& core = engine().core();
-  std::shared_ptr<Context> sleeper = core.contexts.find("ctx-1");
-  std::shared_ptr<Context> watcher = core.contexts.find("ctx-2");
+  std::shared_ptr<Context> sleeper = core.contexts.find_live("ctx-1");
+  std::shared_ptr<Context> watcher = core.contexts.find_live("ctx-2");
   core.timers.cancel(sleeper->state->timer);  // as if a wake-up were lost
   core.dispatcher.remove_waiter(Value("t"), Value("a"), watcher.get());
   std::vector<ContextWait> w = Waits();
@@ -78,7 +78,7 @@ TEST_F(LivenessTest, AWaitWhoseTimerOrWaiterIsGone_IsReported) {
 TEST_F(LivenessTest, AWaiterWhoseRecordMeetsItsCondition_IsReportedAsALostWakeUp) {
   StartFourWaits();
   EngineCore& core = engine().core();
-  std::shared_ptr<Context> holder = core.contexts.find("ctx-3");
+  std::shared_ptr<Context> holder = core.contexts.find_live("ctx-3");
   // The write that meets the condition finds no waiter; the waiter is back afterwards, as
   // if the wake-up had been lost.
   core.dispatcher.remove_waiter(Value("t"), Value("a"), holder.get());

@@ -82,7 +82,7 @@ TEST_F(PlanCacheTest, OldPlans_AreFreedWhenTheLastRecordUsingThemIsDropped) {
       {"action": "call_subflow", "inputs": {"subflow": "sub"}}]}])"));
   const std::string id = CallFlow("f");
   engine().settle(0);
-  std::weak_ptr<const Plan> old_plan = engine().core().contexts.find(id)->plan;
+  std::weak_ptr<const Plan> old_plan = engine().core().contexts.find_live(id)->plan;
   ASSERT_TRUE(engine().save(Subflow(2)).is_ok());
   ASSERT_TRUE(engine().publish("sub").is_ok());
   CallFlow("f");  // compiles the new plan; the cache lets go of the old one
@@ -96,7 +96,7 @@ TEST_F(PlanCacheTest, OldPlans_AreFreedWhenTheLastRecordUsingThemIsDropped) {
   ASSERT_TRUE(engine().set_property("context_retention", Value(1)).is_ok());
   CallFlow("f");
   Settle();
-  EXPECT_EQ(engine().core().contexts.find(id), nullptr) << "the oldest records were dropped";
+  EXPECT_FALSE(engine().core().contexts.find(id)) << "the oldest records were dropped";
   EXPECT_TRUE(old_plan.expired()) << "no record uses the old version any more";
 }
 

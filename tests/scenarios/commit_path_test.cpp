@@ -142,14 +142,14 @@ TEST_F(CommitObserverTest, EveryWrite_TakesTheNextCommitSeq_InOneOrder) {
   uint64_t last_commit = 0, last_seq = 0;
   for (const ContextRecord& c : engine.contexts()) {
     ASSERT_TRUE(commit_of.count(c.id())) << c.id() << " was started by no observed commit";
-    std::shared_ptr<Context> ctx = engine.core().contexts.find(c.id());
+    const KeptContext ctx = engine.core().contexts.find(c.id());
     ASSERT_TRUE(ctx);
-    EXPECT_EQ(ctx->commit_seq, commit_of[c.id()]);
+    EXPECT_EQ(ctx.commit_seq(), commit_of[c.id()]);
     // seq order is commit order
     EXPECT_GT(static_cast<uint64_t>(c.seq()), last_seq);
-    EXPECT_GE(ctx->commit_seq, last_commit);
+    EXPECT_GE(ctx.commit_seq(), last_commit);
     last_seq = static_cast<uint64_t>(c.seq());
-    last_commit = ctx->commit_seq;
+    last_commit = ctx.commit_seq();
   }
   EXPECT_EQ(engine.contexts().size(), 150u);
   EXPECT_EQ(engine.core().dispatcher.last_commit(), seen_.size());

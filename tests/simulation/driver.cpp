@@ -271,7 +271,7 @@ SeedRun run_seed(uint64_t seed, Variant variant, Coverage* cov, const Sabotage& 
         snap.contexts.push_back(it->second);
       };
       // The context that stepped, when it ended (then its steps must all be closed).
-      if (std::shared_ptr<Context> c = running->core().contexts.find(stepped); c && c->finished()) add_context(stepped);
+      if (const KeptContext c = running->core().contexts.find(stepped); c && c.finished()) add_context(stepped);
       for (const Value& l : snap.locks.items()) {
         for (const Value& h : l["holders"].items()) add_context(h["context"].as_string());
         for (const Value& w : l["waiters"].items()) add_context(w["context"].as_string());
@@ -352,8 +352,8 @@ SeedRun run_seed(uint64_t seed, Variant variant, Coverage* cov, const Sabotage& 
       model.checkpoint(std::move(taken), snap, commits, true, &v);
       model.check_commit_seqs(
           [&engine](const std::string& id) {
-            std::shared_ptr<Context> c = engine.core().contexts.find(id);
-            return c ? c->commit_seq : 0;
+            const KeptContext c = engine.core().contexts.find(id);
+            return c ? c.commit_seq() : 0;
           },
           &v);
       check_contexts(snap, m, &v);

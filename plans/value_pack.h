@@ -1,0 +1,93 @@
+// Packed values: Values written one after another into a byte buffer, for data that is kept
+// long and read rarely (a finished context's record: runtime/frozen_context.h).
+//
+// Contract: a heap node that something else holds too (a record that its table also holds,
+// a string shared with another entry, an interned shape) is written as a reference that
+// keeps it alive, 8 bytes; a node that only the packed Value holds is written out in place
+// (its bytes, its members), so it can be freed with the Value. Which of the two a node gets
+// changes only the size: reading back builds a Value equal to the one packed, with the same
+// member order (objects built from a shape are built from the same shape again).
+// Ownership: bytes that hold references must be released once (release_packed walks them)
+// before they are freed. Thread-safety: a ValuePacker or PackedReader is one thread's; the
+// nodes they reference are immutable, and their counts are atomic.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "plans/value.h"
+
+namespace flowrt {
+
+// Appends values and the scalars around them (the record's own fields) to a buffer.
+class ValuePacker {
+ public:
+  ValuePacker() : buffer_(kInitialCapacity) {}
+  void value(const Value& v);
+  void byte(uint8_t b) {
+    reserve(1);
+    buffer_[size_++] = b;
+  }
+  void varint(uint64_t v) {
+    reserve(10);
+    while (v >= 0x80) {
+      buffer_[size_++] = static_cast<unsigned char>(v | 0x80);
+      v >>= 7;
+    }
+    buffer_[size_++] = static_cast<unsigned char>(v);
+  }
+  void signed_varint(int64_t v) { varint((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63)); }
+  void f64(double d) { append(&d, sizeof d); }
+  // The bytes so far. Taking them hands over the references they hold.
+  std::span<const unsigned char> bytes() const { return {buffer_.data(), size_}; }
+  // Starts again with no bytes, keeping the buffer's memory (a packer reused per thread
+  // allocates nothing). REQUIRES: the bytes so far were handed over, or held no reference.
+  void clear() { size_ = 0; }
+
+ private:
+  static constexpr size_t kInitialCapacity = 1024;
+  void reserve(size_t n) {
+    if (size_ + n > buffer_.size()) buffer_.resize(std::max(buffer_.size() * 2, size_ + n));
+  }
+  void append(const void* data, size_t n) {
+    reserve(n);
+    if (n > 0) std::memcpy(buffer_.data() + size_, data, n);
+    size_ += n;
+  }
+  void text(std::string_view s);
+  void node_reference(const void* node);
+  std::vector<unsigned char> buffer_;  // bytes_ [0, size_) are written
+  size_t size_ = 0;
+};
+
+// Reads what a ValuePacker wrote, in the same order. REQUIRES: the bytes are a ValuePacker's
+// (they are never read from outside the process: no bounds are checked past `end` for
+// anything but a debug assertion).
+class PackedReader {
+ public:
+  PackedReader(const unsigned char* begin, const unsigned char* end) : p_(begin), end_(end) {}
+  Value value();
+  uint8_t byte() { return *p_++; }
+  uint64_t varint();
+  int64_t signed_varint() {
+    const uint64_t u = varint();
+    return static_cast<int64_t>(u >> 1) ^ -static_cast<int64_t>(u & 1);
+  }
+  double f64();
+  // Reads one value without building it, dropping each reference it holds: the once-only
+  // release of the bytes (see the header).
+  void release_value();
+  bool at_end() const { return p_ >= end_; }
+
+ private:
+  std::string_view text();
+  void* node_pointer();
+  const unsigned char* p_;
+  const unsigned char* end_;
+};
+
+}  // namespace flowrt
