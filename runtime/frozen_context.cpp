@@ -100,43 +100,80 @@ boost::intrusive_ptr<const FrozenContext> FrozenContext::freeze(const Context& c
   return boost::intrusive_ptr<const FrozenContext>(f, false);
 }
 
-void FrozenContext::destroy(const FrozenContext* f) {
-  // Every reference the packed bytes hold, dropped once: read through them in order.
-  PackedReader in(f->packed(), f->packed() + f->packed_size_);
-  (void)in.varint();
-  (void)in.signed_varint();
-  (void)in.signed_varint();
-  (void)in.f64();
-  in.release_value();  // error
-  in.release_value();  // variables
-  (void)in.byte();
-  (void)in.byte();
-  (void)in.byte();
-  (void)in.signed_varint();
-  for (int i = 0; i < 4; ++i) in.release_value();  // table, sys_id, payload, event_name
+namespace {
+
+// Reads the packed record in its one order (see Decoded): decoding it (kRelease false), or
+// dropping each reference it holds, once, before its bytes are freed (kRelease true; the
+// values read are then null). One walk for both, so the two can never disagree on the
+// layout.
+template <bool kRelease>
+void read_record(PackedReader& in, const Plan* plan, FrozenContext::Decoded& d) {
+  auto value = [&in] {
+    if constexpr (kRelease) {
+      in.release_value();
+      return Value();
+    } else {
+      return in.value();
+    }
+  };
+  d.commit_seq = in.varint();
+  d.started = in.signed_varint();
+  d.ended = d.started + in.signed_varint();
+  d.run_ms = in.f64();
+  d.error = value();
+  d.variables = value();
+  d.trigger.type = static_cast<TriggerType>(in.byte());
+  d.trigger.operation = static_cast<RecordOperation>(in.byte());
+  d.trigger.has_previous = in.byte() != 0;
+  d.trigger.time = d.started + in.signed_varint();
+  d.trigger.table = value();
+  d.trigger.sys_id = value();
+  d.trigger.payload = value();
+  d.trigger.event_name = value();
   if (in.byte() == 1) {
-    in.release_value();
-    in.release_value();
-    const uint64_t chain = in.varint();
-    for (uint64_t i = 0; i < chain; ++i) in.release_value();
+    Cause& c = d.cause.emplace();
+    c.context_id = value();
+    c.flow_id = value();
+    if (const uint64_t n = in.varint(); n > 0) {
+      auto chain = std::make_shared<Chain>();
+      chain->reserve(n);
+      for (uint64_t i = 0; i < n; ++i) chain->push_back(value());
+      c.chain = std::move(chain);
+    }
   }
   const uint64_t steps = in.varint();
+  d.steps.reserve(steps);
+  std::vector<const Node*> nodes;
+  if (!kRelease && steps > 0 && plan) nodes = nodes_of(*plan);
   for (uint64_t i = 0; i < steps; ++i) {
-    in.release_value();  // path
-    (void)in.varint();
-    (void)in.byte();
-    (void)in.signed_varint();
-    (void)in.signed_varint();
-    in.release_value();  // inputs
-    in.release_value();  // outputs
+    StepEntry& e = d.steps.emplace_back();
+    e.path = value();
+    const uint64_t ordinal = in.varint();
+    if constexpr (!kRelease) e.node = nodes.at(ordinal);
+    e.status = static_cast<StepStatus>(in.byte());
+    e.started = d.started + in.signed_varint();
+    const int64_t took = in.signed_varint();
+    e.ended = took < 0 ? -1 : e.started + took;
+    e.inputs = value();
+    e.outputs = value();
   }
   const uint64_t logs = in.varint();
+  d.logs.reserve(logs);
   for (uint64_t i = 0; i < logs; ++i) {
-    (void)in.signed_varint();
-    (void)in.byte();
-    in.release_value();  // step
-    in.release_value();  // message
+    LogEntry& l = d.logs.emplace_back();
+    l.time = d.started + in.signed_varint();
+    l.level = static_cast<LogLevel>(in.byte());
+    l.step = value();
+    l.message = value();
   }
+}
+
+}  // namespace
+
+void FrozenContext::destroy(const FrozenContext* f) {
+  PackedReader in(f->packed(), f->packed() + f->packed_size_);
+  Decoded ignored;
+  read_record<true>(in, nullptr, ignored);
   auto* self = const_cast<FrozenContext*>(f);
   self->~FrozenContext();
   ::operator delete(self);
@@ -145,54 +182,7 @@ void FrozenContext::destroy(const FrozenContext* f) {
 FrozenContext::Decoded FrozenContext::decode() const {
   Decoded d;
   PackedReader in(packed(), packed() + packed_size_);
-  d.commit_seq = in.varint();
-  d.started = in.signed_varint();
-  d.ended = d.started + in.signed_varint();
-  d.run_ms = in.f64();
-  d.error = in.value();
-  d.variables = in.value();
-  d.trigger.type = static_cast<TriggerType>(in.byte());
-  d.trigger.operation = static_cast<RecordOperation>(in.byte());
-  d.trigger.has_previous = in.byte() != 0;
-  d.trigger.time = d.started + in.signed_varint();
-  d.trigger.table = in.value();
-  d.trigger.sys_id = in.value();
-  d.trigger.payload = in.value();
-  d.trigger.event_name = in.value();
-  if (in.byte() == 1) {
-    Cause& c = d.cause.emplace();
-    c.context_id = in.value();
-    c.flow_id = in.value();
-    if (const uint64_t n = in.varint(); n > 0) {
-      auto chain = std::make_shared<Chain>();
-      chain->reserve(n);
-      for (uint64_t i = 0; i < n; ++i) chain->push_back(in.value());
-      c.chain = std::move(chain);
-    }
-  }
-  const uint64_t steps = in.varint();
-  d.steps.reserve(steps);
-  const std::vector<const Node*> nodes = steps > 0 && plan_ ? nodes_of(*plan_) : std::vector<const Node*>();
-  for (uint64_t i = 0; i < steps; ++i) {
-    StepEntry& e = d.steps.emplace_back();
-    e.path = in.value();
-    e.node = nodes.at(in.varint());
-    e.status = static_cast<StepStatus>(in.byte());
-    e.started = d.started + in.signed_varint();
-    const int64_t took = in.signed_varint();
-    e.ended = took < 0 ? -1 : e.started + took;
-    e.inputs = in.value();
-    e.outputs = in.value();
-  }
-  const uint64_t logs = in.varint();
-  d.logs.reserve(logs);
-  for (uint64_t i = 0; i < logs; ++i) {
-    LogEntry& l = d.logs.emplace_back();
-    l.time = d.started + in.signed_varint();
-    l.level = static_cast<LogLevel>(in.byte());
-    l.step = in.value();
-    l.message = in.value();
-  }
+  read_record<false>(in, plan_.get(), d);
   return d;
 }
 

@@ -52,8 +52,10 @@ class FrozenContext {
     if (f->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy(f);
   }
 
- private:
+  // The record's fields, decoded (frozen_context.cpp).
   struct Decoded;
+
+ private:
   FrozenContext() = default;
   ~FrozenContext() = default;
   static void destroy(const FrozenContext* f);
