@@ -1,5 +1,6 @@
 #include "plans/value_pack.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cstring>
 
@@ -44,9 +45,11 @@ void release(HeapNode* node) {
 
 }  // namespace
 
+void ValuePacker::grow(size_t n) { buffer_.resize(std::max(buffer_.size() * 2, size_ + n)); }
+
 void ValuePacker::text(std::string_view s) {
   varint(s.size());
-  append(s.data(), s.size());
+  if (!s.empty()) append(s.data(), s.size());  // an empty view's data may be null
 }
 
 void ValuePacker::node_reference(const void* node) {

@@ -12,7 +12,6 @@
 // nodes they reference are immutable, and their counts are atomic.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -26,19 +25,21 @@ namespace flowrt {
 // Appends values and the scalars around them (the record's own fields) to a buffer.
 class ValuePacker {
  public:
-  ValuePacker() : buffer_(kInitialCapacity) {}
+  ValuePacker() { buffer_.resize(kInitialCapacity); }
   void value(const Value& v);
   void byte(uint8_t b) {
-    reserve(1);
+    ensure(1);
     buffer_[size_++] = b;
   }
   void varint(uint64_t v) {
-    reserve(10);
+    ensure(10);
+    unsigned char* out = buffer_.data() + size_;
     while (v >= 0x80) {
-      buffer_[size_++] = static_cast<unsigned char>(v | 0x80);
+      *out++ = static_cast<unsigned char>(v | 0x80);
       v >>= 7;
     }
-    buffer_[size_++] = static_cast<unsigned char>(v);
+    *out++ = static_cast<unsigned char>(v);
+    size_ = static_cast<size_t>(out - buffer_.data());
   }
   void signed_varint(int64_t v) { varint((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63)); }
   void f64(double d) { append(&d, sizeof d); }
@@ -50,17 +51,19 @@ class ValuePacker {
 
  private:
   static constexpr size_t kInitialCapacity = 1024;
-  void reserve(size_t n) {
-    if (size_ + n > buffer_.size()) buffer_.resize(std::max(buffer_.size() * 2, size_ + n));
+  // Room for `n` more bytes: a compare on the path of every write, the growing out of line.
+  void ensure(size_t n) {
+    if (size_ + n > buffer_.size()) [[unlikely]] grow(n);
   }
+  void grow(size_t n);
   void append(const void* data, size_t n) {
-    reserve(n);
-    if (n > 0) std::memcpy(buffer_.data() + size_, data, n);
+    ensure(n);
+    std::memcpy(buffer_.data() + size_, data, n);
     size_ += n;
   }
   void text(std::string_view s);
   void node_reference(const void* node);
-  std::vector<unsigned char> buffer_;  // bytes_ [0, size_) are written
+  std::vector<unsigned char> buffer_;  // [0, size_) is written; its size is the capacity
   size_t size_ = 0;
 };
 

@@ -190,6 +190,30 @@ std::vector<Value> incidents(size_t n) {
   return out;
 }
 
+// Freezing a finished context of the triage flow (what the thread that ran it does at its
+// end with the memory store): packing its record into one block, then (when the block is
+// dropped) releasing the references the block took. The flow waits a minute first, so that
+// the benchmark can hold the live context before it runs: 4 steps, the wait and triage's 3.
+void BM_FrozenContext_Freeze_FourSteps(benchmark::State& state) {
+  std::unique_ptr<Engine> engine = triage_engine(0);
+  std::string waiting = micro::kTriageFlow;
+  const std::string_view actions = R"("actions": [)", id = R"("id": "triage")";
+  waiting.replace(waiting.find(actions), actions.size(), R"("actions": [{"action": "wait", "inputs": {"duration": "1m"}},)");
+  waiting.replace(waiting.find(id), id.size(), R"("id": "triage_waiting")");
+  if (Diagnostics d = engine->load_text(waiting, "waiting.json"); !d.empty()) return state.SkipWithError(d.describe().c_str());
+  if (!engine->insert("incident", incidents(1).front())) return state.SkipWithError("insert failed");
+  engine->settle(0);
+  std::shared_ptr<Context> live;
+  for (const std::shared_ptr<Context>& c : engine->core().contexts.unfinished()) {
+    if (c->flow->id == "triage_waiting") live = c;
+  }
+  if (!live || !engine->advance(60'000)) return state.SkipWithError("expected a waiting context");
+  engine->settle(0);
+  if (!live->finished() || live->summary().steps != 4) return state.SkipWithError("expected it finished with 4 steps");
+  for (auto _ : state) benchmark::DoNotOptimize(FrozenContext::freeze(*live));
+}
+BENCHMARK(BM_FrozenContext_Freeze_FourSteps);
+
 // The JSON record of a finished context of the 3-step triage flow, read from its frozen
 // form (FrozenContext::to_value: decoding included), as every finished record is read.
 void BM_FrozenContext_ToValue_ThreeSteps(benchmark::State& state) {
