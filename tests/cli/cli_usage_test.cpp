@@ -28,6 +28,8 @@ TEST_F(CliTest, Bench_JsonReportsEveryFigure) {
       EXPECT_TRUE(doc[key].is_number()) << workload << " " << key;
     }
     for (const char* p : {"p50", "p99", "p999"}) EXPECT_GT(doc["latency_us"][p].as_double(), 0) << p;
+    // The memory store keeps finished contexts frozen: the run says how large the records are.
+    EXPECT_GT(doc["frozen_record_bytes"].as_double(), 0) << workload;
     if (std::string_view(workload) == "locks") {
       EXPECT_EQ(doc["contended_handoffs"], Value(2000.0)) << "every job of the gated phase waited its turn";
       EXPECT_GT(doc["contended_handoffs_per_s"].as_double(), 0);
