@@ -7,10 +7,11 @@
 // it is frozen: the record's fields (status, times, trigger, cause, steps, logs, variables,
 // error) are written with a ValuePacker (plans/value_pack.h) into the bytes after a small
 // header. Values that something else holds too (records that their tables hold, interned
-// shapes, the flow's id) are kept by reference; the rest is written out in place. Reading
+// shapes, a log message that is also a step input) are kept by reference; the rest is
+// written out in place. Reading
 // decodes the bytes into the same fields that a live context reads from (RecordFields) and
 // builds the JSON through the one record_to_value, so a frozen record reads exactly as the
-// live one did (FrozenContextTest).
+// live one did (FrozenRecordTest, tests/scenarios/frozen_record_test.cpp).
 // Ownership: reference counted (boost::intrusive_ptr); the plan it ran with is kept (its
 // steps name their nodes by ordinal). Thread-safety: immutable once made; any thread reads.
 #pragma once
