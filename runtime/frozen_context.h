@@ -8,10 +8,10 @@
 // error) are written with a ValuePacker (plans/value_pack.h) into the bytes after a small
 // header. Values that something else holds too (records that their tables hold, interned
 // shapes, a log message that is also a step input) are kept by reference; the rest is
-// written out in place. Reading
-// decodes the bytes into the same fields that a live context reads from (RecordFields) and
-// builds the JSON through the one record_to_value, so a frozen record reads exactly as the
-// live one did (FrozenRecordTest, tests/scenarios/frozen_record_test.cpp).
+// written out in place. Reading decodes the bytes into the same fields that a live context
+// reads from (RecordFields) and builds the JSON through the one record_to_value, so a frozen
+// record reads exactly as the live one did (FrozenRecordTest,
+// tests/scenarios/frozen_record_test.cpp).
 // Ownership: reference counted (boost::intrusive_ptr); the plan it ran with is kept (its
 // steps name their nodes by ordinal). Thread-safety: immutable once made; any thread reads.
 #pragma once
