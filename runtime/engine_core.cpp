@@ -449,7 +449,9 @@ void EngineCore::clear_wait(Context& ctx) {
 }
 
 void EngineCore::let_go_of_finished(Context& ctx) {
-  // Let go of the run-time state; the record keeps the plan (its steps point into it).
+  // Let go of the run-time state; the record keeps the plan (its steps point into it). A
+  // context that had none was frozen when it finished (finish_context): once only.
+  if (!ctx.state) return;
   ctx.state.reset();
   if (!journal) contexts.freeze(ctx, FrozenContext::freeze(ctx));
 }
