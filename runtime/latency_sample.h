@@ -1,6 +1,7 @@
-// LatencySample: the commit-to-end latencies of contexts that left memory (with a durable
-// store a finished context leaves once durable, so the benchmark cannot read it from the
-// ContextStore at the end), kept as a fixed-size uniform sample (reservoir sampling, a
+// LatencySample: the commit-to-end latencies of contexts whose live form (which has the
+// times) left the ContextStore: with a durable store once their final record is durable
+// (Journal::release), with the memory store when they finish (they are kept frozen, without
+// the times; EngineCore::finish_context). Kept as a fixed-size uniform sample (reservoir sampling, a
 // fixed seed): memory stays bounded however many contexts finish. Only with
 // EngineOptions::measure_latency (flowrt bench).
 // Thread-safety: every method takes mu_ (a spin lock: a few instructions, on the path of

@@ -92,15 +92,18 @@ EngineOptions bench_engine_options(const BenchOptions& o) {
 }
 
 void fill_latency(EngineCore& core, BenchResult* r) {
-  // Those that left memory (a durable store) or were frozen (the memory store), then those
-  // still live in it.
+  // Those whose live form left memory (released by a durable store; frozen by the memory
+  // store, counted when they finished), then, with a durable store, those finished but not
+  // released yet.
   std::vector<int64_t> ns = core.released_latencies.values();
-  core.contexts.for_each([&](const KeptContext& kept) {
-    const std::shared_ptr<Context>& c = kept.live();
-    if (!c) return;
-    const int64_t end = c->ended_ns.load(std::memory_order_acquire);
-    if (end > 0 && c->committed_ns > 0) ns.push_back(end - c->committed_ns);
-  });
+  if (core.journal) {
+    core.contexts.for_each([&](const KeptContext& kept) {
+      const std::shared_ptr<Context>& c = kept.live();
+      if (!c) return;
+      const int64_t end = c->ended_ns.load(std::memory_order_acquire);
+      if (end > 0 && c->committed_ns > 0) ns.push_back(end - c->committed_ns);
+    });
+  }
   if (ns.empty()) return;
   std::sort(ns.begin(), ns.end());
   auto pct = [&](double p) {
