@@ -57,9 +57,9 @@ class Context : public std::enable_shared_from_this<Context> {
   uint64_t commit_seq = 0;    // the commit that queued it (CommitEntry::seq)
   Value id;                   // "ctx-<seq>"
   FlowSlot* const flow;
-  // Constant once published. (A context that ended in the memory store is kept frozen, and
-  // its record shows the trigger without the record versions, so they go with the live form.)
-  TriggerData trigger;
+  // (A context that ended in the memory store is kept frozen, and its record shows the
+  // trigger without the record versions, so they go with the live form.)
+  const TriggerData trigger;
   std::unique_ptr<const Cause> cause;  // null for contexts outside operations started
   const Value inputs;         // API inputs (object) or null
   // The chain of the contexts this one causes: its own chain plus its flow, built on first
