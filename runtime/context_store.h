@@ -2,9 +2,10 @@
 //
 // Owns the contexts (shared): a context is kept live (its Context) while it runs, and with
 // a memory store, once it finished, frozen (runtime/frozen_context.h: its record packed in
-// one allocation, a quarter of the live form's bytes); with a durable store a finished one
-// stays live until its final record is durable (release). Contexts are added in seq order under the commit lock;
-// readers may list and look them up at any time. With a retention limit
+// one allocation); with a durable store a finished one stays live until its final record
+// is durable (release). A context whose action the watchdog gave up on stays live: its
+// execution state is the stuck thread's. Contexts are added in seq order under the commit
+// lock; readers may list and look them up at any time. With a retention limit
 // (context_retention), at most that many finished contexts are kept: when one more
 // finishes, the finished one that started first (lowest seq) is dropped and counted, in
 // O(log n); an unfinished context is never dropped; at most that many skipped starts are

@@ -103,6 +103,8 @@ TEST_F(WatchdogTest, ActionThatNeverReturns_EndsAtTheQuota_LocksReleased_EngineG
   }
   EXPECT_EQ(engine().core().watchdog.abandoned(), 1u);
   EXPECT_EQ(engine().core().workers.threads(), 2u) << "the stuck worker was replaced";
+  EXPECT_NE(engine().core().contexts.find(stuck).live(), nullptr)
+      << "its execution state is the stuck thread's: it stays live, not frozen";
 
   // Its lock was released: another context takes it at once, and more keep running.
   for (int i = 0; i < 4; ++i) CallFlow("other");
