@@ -103,4 +103,61 @@ std::vector<Value> read_context_records(const EngineCore& core, std::string_view
   return out;
 }
 
+std::vector<Value> read_context_page(const EngineCore& core, std::string_view flow, std::string_view status,
+                                     uint64_t before_seq, size_t limit) {
+  if (limit == 0 || before_seq <= 1) return {};
+  const size_t value_limit = core.props().record_value_limit;
+  struct Entry {
+    uint64_t seq;
+    int source;  // memory 0, archive 1, store 2: the lowest wins a seq
+    KeptContext kept;
+    Value record;
+  };
+  std::vector<Entry> all;
+  auto status_of = [](const KeptContext& c) {
+    return status_name(c.live() ? c.live()->status() : c.frozen()->status());
+  };
+  core.contexts.for_each([&](const KeptContext& c) {
+    if (c.seq() >= before_seq) return;
+    if (!flow.empty() && c.flow()->id != flow) return;
+    if (!status.empty() && status_of(c) != status) return;
+    all.push_back(Entry{c.seq(), 0, c, Value()});
+  });
+  // Only the newest `limit` of memory can be on the page.
+  auto newest = [](const Entry& a, const Entry& b) { return a.seq != b.seq ? a.seq > b.seq : a.source < b.source; };
+  if (all.size() > limit) {
+    std::nth_element(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(limit), all.end(), newest);
+    all.resize(limit);
+  }
+  for (auto& [seq, record] : core.archive.list(flow)) {
+    if (seq >= before_seq) continue;
+    if (!status.empty() && record["status"].as_string() != status) continue;
+    all.push_back(Entry{seq, 1, KeptContext(), std::move(record)});
+  }
+  if (Store* store = history(core)) {
+    ContextQuery q;
+    q.flow = std::string(flow);
+    q.status = std::string(status);
+    q.ended_only = true;
+    q.newest_first = true;
+    q.up_to_seq = before_seq - 1;
+    q.limit = limit;
+    Result<std::vector<StoredContext>> page = store->list_contexts(q);
+    if (!page) {
+      engine_log().error("{}: reading contexts: {}", store->describe(), page.message());
+    } else {
+      for (StoredContext& c : *page) {
+        if (c.record.is_object()) all.push_back(Entry{c.seq, 2, KeptContext(), std::move(c.record)});
+      }
+    }
+  }
+  std::sort(all.begin(), all.end(), newest);
+  std::vector<Value> out;
+  for (size_t i = 0; i < all.size() && out.size() < limit; ++i) {
+    if (i > 0 && all[i].seq == all[i - 1].seq) continue;
+    out.push_back(all[i].source == 0 ? memory_record(core, all[i].kept, value_limit) : std::move(all[i].record));
+  }
+  return out;
+}
+
 }  // namespace flowrt

@@ -28,4 +28,10 @@ std::optional<Value> read_context_record(const EngineCore& core, std::string_vie
 // Every context record of `flow` ("": of every flow), in seq order.
 std::vector<Value> read_context_records(const EngineCore& core, std::string_view flow);
 
+// One page of context records, newest first: those of `flow` and `status` ("": any) with
+// a seq below `before_seq`, at most `limit`. Memory is scanned by its headers (no record is
+// decoded but the page's); the store's history is read newest first, one page.
+std::vector<Value> read_context_page(const EngineCore& core, std::string_view flow, std::string_view status,
+                                     uint64_t before_seq, size_t limit);
+
 }  // namespace flowrt

@@ -2,6 +2,7 @@
 
 #include "compiler/input_checks.h"
 #include "compiler/loader.h"
+#include "compiler/plan_printer.h"
 #include "runtime/context_reads.h"
 #include "runtime/engine_core.h"
 #include "runtime/flow_slot.h"
@@ -153,6 +154,72 @@ Status Engine::save(const Value& definition) {
   const std::pair<UnitType, std::string> key{d->type, d->id};
   FLOWRT_RETURN_IF_ERROR(core_->flows.save(std::move(d).value(), core_->props().max_definitions));
   return journal_definitions(*core_, {key});
+}
+
+Engine::SaveOutcome Engine::save_if_revision(const Value& definition, std::string_view revision) {
+  SaveOutcome out;
+  if (Status open = store_open(*core_); !open) {
+    out.status = open;
+    return out;
+  }
+  Result<Definition> d = definition_from_value(definition);
+  if (!d) {
+    out.status = d.error();
+    return out;
+  }
+  const std::pair<UnitType, std::string> key{d->type, d->id};
+  out.status = core_->flows.save_if_revision(std::move(d).value(), revision, core_->props().max_definitions, &out.stale,
+                                             &out.revision);
+  if (out.status) out.status = journal_definitions(*core_, {key});
+  return out;
+}
+
+namespace {
+
+Value info_of(const StoredDefinition& d, std::string revision) {
+  const bool flow = d.type == "flow";
+  const std::string_view state = d.published.is_null() ? "draft"
+                                 : flow               ? (d.active ? "active" : "inactive")
+                                                      : "published";
+  return Value::object({{"id", Value(d.id)},
+                        {"type", Value(d.type)},
+                        {"state", Value(state)},
+                        {"revision", Value(revision)},
+                        {"definition", d.draft.is_null() ? d.published : d.draft},
+                        {"has_draft", Value(!d.draft.is_null())},
+                        {"published", d.published}});
+}
+
+}  // namespace
+
+Value Engine::definition_info(std::string_view id) const {
+  for (UnitType type : {UnitType::kFlow, UnitType::kSubflow, UnitType::kAction}) {
+    // The revision read before and after the versions: equal, it is theirs.
+    while (true) {
+      const std::string before = core_->flows.revision(type, id);
+      std::optional<StoredDefinition> d = core_->flows.stored(type, id);
+      if (!d || (d->draft.is_null() && d->published.is_null())) break;
+      if (core_->flows.revision(type, id) == before) return info_of(*d, before);
+    }
+  }
+  return Value();
+}
+
+std::vector<Value> Engine::definition_infos() const {
+  std::vector<Value> out;
+  for (const StoredDefinition& d : core_->flows.all_stored()) {
+    if (d.draft.is_null() && d.published.is_null()) continue;
+    const UnitType type = d.type == "flow" ? UnitType::kFlow : d.type == "subflow" ? UnitType::kSubflow : UnitType::kAction;
+    out.push_back(info_of(d, core_->flows.revision(type, d.id)));
+  }
+  return out;
+}
+
+Result<Value> Engine::plan(std::string_view id) const {
+  if (!core_->flows.slot(id)) return Error{"no flow '" + std::string(id) + "'"};
+  FlowRegistry::PlanResult p = core_->flows.plan_for_test(id, core_->compile_options());
+  if (!p.plan) return Error{"flow '" + std::string(id) + "' does not compile: " + p.error};
+  return plan_to_value(*p.plan);
 }
 
 Status Engine::publish(std::string_view id) {
@@ -316,6 +383,28 @@ std::vector<ContextRecord> Engine::contexts(std::string_view flow) const {
   return out;
 }
 
+Result<std::vector<Value>> Engine::find_records(std::string_view table, const Value& where, size_t limit) const {
+  Condition c;
+  RecordQuery q;
+  q.table = table;
+  q.limit = limit;
+  if (!where.is_null()) {
+    Diagnostics diags;
+    if (!compile_record_condition(where, "where", "", &c, &diags)) return Error{diags.describe()};
+    q.condition = &c;
+  }
+  Result<Value> found = core_->dispatcher.find(q);
+  if (!found) return found.error();
+  return std::vector<Value>(found->items().begin(), found->items().end());
+}
+
+std::vector<ContextRecord> Engine::context_page(std::string_view flow, std::string_view status, uint64_t before_seq,
+                                                size_t limit) const {
+  std::vector<ContextRecord> out;
+  for (Value& v : read_context_page(*core_, flow, status, before_seq, limit)) out.emplace_back(std::move(v));
+  return out;
+}
+
 std::vector<Value> Engine::skipped() const {
   std::vector<Value> out;
   for (const SkippedStart& s : core_->contexts.skipped()) {
@@ -350,6 +439,7 @@ EngineStats Engine::stats() const {
   s.queued_events = c.events.size_approx();
   s.waiting_contexts = c.waiting();
   s.resting_contexts = c.resting();
+  s.unfinished_contexts = c.contexts.unfinished().size();
   s.contexts_kept = c.contexts.size();
   s.dropped_contexts = c.contexts.dropped();
   s.dropped_skipped = c.contexts.dropped_skipped();

@@ -51,6 +51,25 @@ class Engine {
   // Loads definitions from JSON text (one object or an array), named `file` in errors.
   Diagnostics load_text(std::string_view text, const std::string& file = "<text>");
   Status save(const Value& definition);       // as a draft
+  // save, only if the definition's revision (definition_info's "revision") is still
+  // `revision` ("0": it must not exist yet). Refused, nothing saved, when it is not:
+  // someone else saved, published or (de)activated it meanwhile.
+  struct SaveOutcome {
+    Status status;          // ok, or why not
+    bool stale = false;     // refused because the revision moved on
+    std::string revision;   // the revision now
+  };
+  SaveOutcome save_if_revision(const Value& definition, std::string_view revision);
+  // What the engine holds of definition `id` (flows first, then subflows, then actions):
+  // {"id", "type", "state": "draft"|"inactive"|"active" (flows) or "draft"|"published",
+  //  "revision", "definition": the draft when there is one, else the published version,
+  //  "has_draft", "published": the published version or null}; null when there is none.
+  Value definition_info(std::string_view id) const;
+  // The same for every definition, in (type, id) order.
+  std::vector<Value> definition_infos() const;
+  // The compiled plan of flow `id` as `flowrt plan` prints it (the draft's when there is
+  // one, as test_flow runs it), or why it does not compile.
+  Result<Value> plan(std::string_view id) const;
   Status publish(std::string_view id);
   Status activate(std::string_view id);
   Status deactivate(std::string_view id);
@@ -123,6 +142,11 @@ class Engine {
   // gone once history_retention deleted it): docs/DURABILITY.md, "Memory and history".
   std::optional<ContextRecord> context(std::string_view id) const;
   std::vector<ContextRecord> contexts(std::string_view flow = {}) const;
+  // One page of context records, newest first: those of `flow` and with `status` ("":
+  // any) whose seq is below `before_seq` (UINT64_MAX: from the newest), at most `limit`.
+  // The next page is before the last one's seq. For lists that must not read them all.
+  std::vector<ContextRecord> context_page(std::string_view flow, std::string_view status, uint64_t before_seq,
+                                          size_t limit) const;
   std::vector<Value> skipped() const;  // {"flow", "reason", "event", "cause"}
   // Finished context records dropped, oldest first, to keep within context_retention.
   uint64_t dropped_contexts() const;
@@ -132,6 +156,9 @@ class Engine {
   EngineStats stats() const;
   Value record(std::string_view table, std::string_view sys_id) const;
   std::vector<Value> records(std::string_view table) const;
+  // The records of `table` that match `where` (a condition object as update_where takes;
+  // null: every record), in insertion order, at most `limit` (0: all).
+  Result<std::vector<Value>> find_records(std::string_view table, const Value& where, size_t limit = 0) const;
   std::vector<std::string> tables() const;
   // The lock table: every lock held or waited for, as
   // {"name", "limit", "held", "last_token", "holders": [{"context", "weight", "token",

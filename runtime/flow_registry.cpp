@@ -53,6 +53,10 @@ void FlowRegistry::add(std::vector<Definition> defs) {
 
 Status FlowRegistry::save(Definition def, size_t max_definitions) {
   std::unique_lock lock(mu_);
+  return save_locked(std::move(def), max_definitions);
+}
+
+Status FlowRegistry::save_locked(Definition def, size_t max_definitions) {
   auto existing = defs_.find({def.type, def.id});
   if (existing == defs_.end() || !existing->second.draft) {
     size_t count = 0;
@@ -66,6 +70,54 @@ Status FlowRegistry::save(Definition def, size_t max_definitions) {
   def.status = DefinitionStatus::kDraft;
   defs_[{def.type, def.id}].draft = std::move(def);
   // Drafts run only in tests; plans of published versions are unaffected.
+  return Status::ok();
+}
+
+std::string FlowRegistry::revision_locked(UnitType type, const std::string& id) const {
+  auto it = defs_.find({type, id});
+  if (it == defs_.end() || (!it->second.draft && !it->second.published)) return "0";
+  bool active = false;
+  if (type == UnitType::kFlow) {
+    if (auto s = slots_by_id_.find(id); s != slots_by_id_.end()) active = s->second->active.load(std::memory_order_acquire);
+  }
+  const std::string text = (it->second.draft ? it->second.draft->fingerprint : "-") + "/" +
+                           (it->second.published ? it->second.published->fingerprint : "-") + (active ? "/a" : "/i");
+  return fingerprint_of(Value(text));
+}
+
+std::string FlowRegistry::revision(UnitType type, std::string_view id) const {
+  std::shared_lock lock(mu_);
+  return revision_locked(type, std::string(id));
+}
+
+std::vector<StoredDefinition> FlowRegistry::all_stored() const {
+  std::vector<std::pair<UnitType, std::string>> keys;
+  {
+    std::shared_lock lock(mu_);
+    for (const auto& [key, v] : defs_) keys.push_back(key);
+  }
+  std::vector<StoredDefinition> out;
+  for (const auto& [type, id] : keys) {
+    if (std::optional<StoredDefinition> d = stored(type, id)) out.push_back(std::move(*d));
+  }
+  return out;
+}
+
+Status FlowRegistry::save_if_revision(Definition def, std::string_view expected, size_t max_definitions, bool* stale,
+                                      std::string* revision) {
+  std::unique_lock lock(mu_);
+  *stale = false;
+  const std::string current = revision_locked(def.type, def.id);
+  if (current != expected) {
+    *stale = true;
+    *revision = current;
+    return Error{"the definition changed since revision " + std::string(expected) + ": it is at revision " + current};
+  }
+  const UnitType type = def.type;
+  const std::string id = def.id;
+  // Checked and saved under one hold of the lock: of two saves at the same revision, one wins.
+  FLOWRT_RETURN_IF_ERROR(save_locked(std::move(def), max_definitions));
+  *revision = revision_locked(type, id);
   return Status::ok();
 }
 

@@ -37,6 +37,16 @@ class FlowRegistry {
   // Stores `def` as the draft of its id (SPEC "save"). Refused when it is a new draft and
   // the registry already holds `max_definitions` definitions.
   Status save(Definition def, size_t max_definitions);
+  // save, only if the id's revision is `expected` ("0" when it has no definition yet).
+  // When it is not, nothing is saved and *stale is set. *revision is the revision after
+  // (or, when stale, the current one).
+  Status save_if_revision(Definition def, std::string_view expected, size_t max_definitions, bool* stale,
+                          std::string* revision);
+  // A definition id's revision: 16 hex digits that change whenever its draft, published
+  // version or active flag does ("0" for an id with no definition).
+  std::string revision(UnitType type, std::string_view id) const;
+  // Every definition id, as stored.
+  std::vector<StoredDefinition> all_stored() const;
   // Makes the draft of `id` the published version, after checking that it compiles.
   // For flows, also after checking the flow compiles. `type` may be null: any type.
   Status publish(std::string_view id, const CompileOptions& options);
@@ -92,6 +102,8 @@ class FlowRegistry {
   void check_versions(const Versions& v, const CompileOptions& options, Diagnostics* diags) const;
 
   FlowSlot* slot_locked(const std::string& id);
+  std::string revision_locked(UnitType type, const std::string& id) const;  // REQUIRES mu_ held
+  Status save_locked(Definition def, size_t max_definitions);               // REQUIRES mu_ held
   bool dependencies_current(const Plan& plan) const;  // REQUIRES mu_ held
   void bump_epoch() { epoch_.fetch_add(1, std::memory_order_acq_rel); }
 

@@ -59,9 +59,11 @@ bool read_run_config(const Value& doc, const std::string& name, EngineOptions* o
   }
   for (const auto& m : doc.members()) {
     const std::string_view key = m.key.as_string();
-    if (key != "properties" && key != "locks" && key != "start_time" && key != "store" && key != "$schema") {
+    // "server" belongs to `flowrt serve`, which reads it (server/server_config.h).
+    if (key != "properties" && key != "locks" && key != "start_time" && key != "store" && key != "server" &&
+        key != "$schema") {
       diags->add(name, pointer_append("", key),
-                 "unknown config key (expected properties, locks, start_time, store, $schema)");
+                 "unknown config key (expected properties, locks, start_time, store, server, $schema)");
     }
   }
   // "$schema" names the JSON Schema editors check the file with (schemas/config.schema.json).

@@ -51,15 +51,24 @@ Result<Value> MemoryStore::load_definition_version(std::string_view type, std::s
 Result<std::vector<StoredContext>> MemoryStore::list_contexts(const ContextQuery& q) {
   MutexLock lock(mu_);
   std::vector<StoredContext> out;
-  for (auto it = contexts_.upper_bound(q.after_seq); it != contexts_.end() && out.size() < q.limit; ++it) {
-    const StoredContext& c = it->second;
-    if (c.seq > q.up_to_seq) break;
-    if (q.loaded_only && is_final_context_status(c.status) && !c.record.is_null()) continue;
-    if (!q.flow.empty() && c.flow != q.flow) continue;
-    if (!q.status.empty() && c.status != q.status) continue;
-    if (q.ended_only && !is_final_context_status(c.status)) continue;
+  auto take = [&](const StoredContext& c) {
+    if (q.loaded_only && is_final_context_status(c.status) && !c.record.is_null()) return;
+    if (!q.flow.empty() && c.flow != q.flow) return;
+    if (!q.status.empty() && c.status != q.status) return;
+    if (q.ended_only && !is_final_context_status(c.status)) return;
     out.push_back(c);
     if (!q.records_of_checkpointed && !c.checkpoint.is_null()) out.back().record = Value();
+  };
+  if (q.newest_first) {
+    for (auto it = std::make_reverse_iterator(contexts_.upper_bound(q.up_to_seq));
+         it != contexts_.rend() && it->first > q.after_seq && out.size() < q.limit; ++it) {
+      take(it->second);
+    }
+    return out;
+  }
+  for (auto it = contexts_.upper_bound(q.after_seq); it != contexts_.end() && out.size() < q.limit; ++it) {
+    if (it->first > q.up_to_seq) break;
+    take(it->second);
   }
   return out;
 }

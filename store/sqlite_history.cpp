@@ -83,7 +83,7 @@ Result<std::vector<StoredContext>> SqliteStore::list_contexts(const ContextQuery
     if (q.loaded_only && live && schema_version_ < 4) {
       w += " AND (status IN ('queued', 'in_progress', 'waiting') OR record IS NULL)";
     }
-    return w + " ORDER BY seq LIMIT ?4";
+    return w + (q.newest_first ? " ORDER BY seq DESC LIMIT ?4" : " ORDER BY seq LIMIT ?4");
   };
   auto bind = [&](sqlite3_stmt* s) {
     sqlite3_bind_int64(s, 1, static_cast<int64_t>(std::min<uint64_t>(q.after_seq, INT64_MAX)));
@@ -114,7 +114,9 @@ Result<std::vector<StoredContext>> SqliteStore::list_contexts(const ContextQuery
       std::merge(std::make_move_iterator(live->begin()), std::make_move_iterator(live->end()),
                  std::make_move_iterator(ended->begin()), std::make_move_iterator(ended->end()),
                  std::back_inserter(rows),
-                 [](const RawContextRow& a, const RawContextRow& b) { return a.context.seq < b.context.seq; });
+                 [&](const RawContextRow& a, const RawContextRow& b) {
+                   return q.newest_first ? a.context.seq > b.context.seq : a.context.seq < b.context.seq;
+                 });
       if (rows.size() > q.limit) rows.resize(q.limit);
     }
   }

@@ -203,6 +203,8 @@ struct ContextQuery {
   uint64_t after_seq = 0;      // only seqs above this (the last seq of the previous page)
   uint64_t up_to_seq = UINT64_MAX;  // only seqs up to this
   size_t limit = 1000;         // at most this many (a page)
+  // Newest first: the page is the highest seqs in the range, in descending order.
+  bool newest_first = false;
   // false: a context returned with its checkpoint comes without its record (null), which
   // its checkpoint holds as far as it got; load_context gives the whole row. Recovery reads
   // so, since it rebuilds a context from its checkpoint and needs the record only when it
