@@ -27,6 +27,7 @@ int validate_command(const CommandArgs& args);
 int plan_command(const CommandArgs& args);
 int bench_command(const CommandArgs& args);
 int inspect_command(const CommandArgs& args);
+int serve_command(const CommandArgs& args);
 
 // A project directory, as `run DIR` and `validate DIR` read it: a directory holding flows/.
 bool is_project_dir(const std::string& path);

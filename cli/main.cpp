@@ -24,6 +24,7 @@ constexpr const char* kUsage = R"(usage:
                  [--events FILE] [--flow ID] [--status STATUS] [--data FILE]
   flowrt run --flows DIR --events FILE [--config|-c FILE] [--format|-f table|json] [--out|-o FILE] [--data FILE]
   flowrt inspect --data FILE [--flow ID] [--status STATUS] [--format|-f table|json]
+  flowrt serve DIR [--listen HOST:PORT] [--data FILE] [--log-level LEVEL]
   flowrt validate DIR | PATH...
   flowrt plan PATH... --flow ID
   flowrt bench [--workload triage|fanout|events|locks|compile|recovery] [--events N] [--workers K] [--rate R] [--clients N] [--max-queued N]
@@ -35,7 +36,7 @@ exit codes: 0 ran, 1 bad definitions, events or config, 2 bad usage,
   130 / 143 run stopped by SIGINT / SIGTERM (contexts not ended are cancelled; what ran is printed)
 )";
 
-const std::vector<std::string> kCommands = {"run", "validate", "plan", "bench", "inspect", "help"};
+const std::vector<std::string> kCommands = {"run", "validate", "plan", "bench", "inspect", "serve", "help"};
 
 // The optimal string alignment distance: insertions, deletions, substitutions and swaps
 // of two neighbouring characters ("rnu" is one edit from "run").
@@ -136,7 +137,7 @@ int main(int argc, char** argv) {
   top.set_version_flag("--version", std::string("flowrt ") + FLOWRT_VERSION, "print the version");
   top.require_subcommand(1);
 
-  Command run, validate, plan, bench, inspect;
+  Command run, validate, plan, bench, inspect, serve;
   add_command(top, run, "run", "load definitions, apply the events file on a virtual clock, print contexts", "DIR",
               "a project: flows/, events.jsonl, optionally config.json");
   add_value(run, "--flows", "flows", "DIR", "the definitions (a file or directory; with --events, instead of DIR)");
@@ -176,6 +177,13 @@ int main(int argc, char** argv) {
   add_value(inspect, "--status", "status", "STATUS", "the contexts with this status only");
   add_value(inspect, "-f,--format", "format", "table|json", "a table (the default) or one JSON document");
 
+  add_command(top, serve, "serve", "run the project as a service: the HTTP API and the web viewer (docs/API.md)", "DIR",
+              "a project: flows/, optionally config.json (its \"server\" section: tokens, limits)");
+  add_value(serve, "--listen", "listen", "HOST:PORT", "where to listen (default 127.0.0.1:8480; port 0: any free port)");
+  add_value(serve, "--data", "data", "FILE",
+            "keep the state in this SQLite file (default: the config's store, else DIR/flowrt.db)");
+  add_value(serve, "--log-level", "log-level", "LEVEL", "the engine's log on stderr: off, error, warn, info (the default) or debug");
+
   bool json = false;
   CLI::Option* json_flag = bench.app->add_flag("--json", json, "one JSON document, not a table");
 
@@ -204,7 +212,7 @@ int main(int argc, char** argv) {
   }
 
   Command* chosen = nullptr;
-  for (Command* c : {&run, &validate, &plan, &bench, &inspect}) {
+  for (Command* c : {&run, &validate, &plan, &bench, &inspect, &serve}) {
     if (c->app->parsed()) chosen = c;
   }
   try {
@@ -224,6 +232,7 @@ int main(int argc, char** argv) {
     if (chosen == &validate) return flowrt::cli::validate_command(validate.args);
     if (chosen == &plan) return flowrt::cli::plan_command(plan.args);
     if (chosen == &inspect) return flowrt::cli::inspect_command(inspect.args);
+    if (chosen == &serve) return flowrt::cli::serve_command(serve.args);
     return flowrt::cli::bench_command(bench.args);
   } catch (const flowrt::cli::UsageError& e) {
     std::cerr << "flowrt " << command << ": " << e.message << "\n" << kUsage;

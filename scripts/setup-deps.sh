@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config
   libboost-dev nlohmann-json3-dev libconcurrentqueue-dev libspdlog-dev libhowardhinnant-date-dev libutf8proc-dev libcli11-dev
-  libsqlite3-dev sqlite3
+  libsqlite3-dev sqlite3 libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libgoogle-perftools-dev
   python3 python3-jsonschema
 )

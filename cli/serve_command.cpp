@@ -1,0 +1,44 @@
+// flowrt serve DIR: the project as a service (docs/API.md). Runs until SIGTERM or SIGINT,
+// then drains: stops accepting, finishes the requests in flight, checkpoints, exits 0.
+#include <csignal>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "server/serve.h"
+
+namespace flowrt::cli {
+
+int serve_command(const CommandArgs& args) {
+  if (args.positional.size() != 1) throw UsageError{"serve needs one DIR (a project: flows/, optionally config.json)"};
+  server::ServeOptions options;
+  options.dir = args.positional[0];
+  options.listen = args.get("listen", options.listen);
+  options.data = args.get("data");
+  options.log_level = args.get("log-level", "info");
+  if (!is_project_dir(options.dir)) {
+    std::cerr << "flowrt serve: " << options.dir << " is not a project (a directory holding flows/)\n";
+    return 1;
+  }
+  // The signals are taken by sigwait below, on this thread only: block them before any
+  // thread starts, so that every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  auto service = server::Service::open(options);
+  if (!service) {
+    for (const Diagnostic& d : service.error().list()) std::cerr << "flowrt serve: " << d.describe() << "\n";
+    return 1;
+  }
+  std::cout << "flowrt serve: listening on " << options.listen.substr(0, options.listen.rfind(':')) << ":"
+            << (*service)->port() << std::endl;
+  int signal = 0;
+  sigwait(&signals, &signal);
+  std::cout << "flowrt serve: " << (signal == SIGTERM ? "SIGTERM" : "SIGINT") << ": draining" << std::endl;
+  (*service)->stop();
+  std::cout << "flowrt serve: stopped" << std::endl;
+  return 0;
+}
+
+}  // namespace flowrt::cli

@@ -1,0 +1,107 @@
+#include "server/api_common.h"
+
+#include <charconv>
+#include <vector>
+
+#include "plans/value_json.h"
+
+namespace flowrt::server {
+
+std::string pointer_at(std::string_view text, size_t offset) {
+  struct Level {
+    bool object;
+    std::string key;   // objects: the last key read
+    size_t index = 0;  // arrays: the item's position
+    bool key_next = true;
+  };
+  std::vector<Level> stack;
+  const size_t end = std::min(offset, text.size());
+  for (size_t i = 0; i < end; ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      std::string s;
+      for (++i; i < end && text[i] != '"'; ++i) {
+        if (text[i] == '\\' && i + 1 < end) ++i;
+        s.push_back(text[i]);
+      }
+      if (!stack.empty() && stack.back().object && stack.back().key_next) {
+        stack.back().key = std::move(s);
+        stack.back().key_next = false;
+      }
+    } else if (c == '{') {
+      stack.push_back(Level{true, "", 0, true});
+    } else if (c == '[') {
+      stack.push_back(Level{false, "", 0, false});
+    } else if (c == '}' || c == ']') {
+      if (!stack.empty()) stack.pop_back();
+    } else if (c == ',' && !stack.empty()) {
+      if (stack.back().object) {
+        stack.back().key_next = true;
+        stack.back().key.clear();
+      } else {
+        ++stack.back().index;
+      }
+    }
+  }
+  std::string pointer;
+  for (const Level& l : stack) {
+    if (l.object && l.key.empty()) break;
+    pointer += '/';
+    if (!l.object) {
+      pointer += std::to_string(l.index);
+      continue;
+    }
+    for (char ch : l.key) {
+      if (ch == '~') pointer += "~0";
+      else if (ch == '/') pointer += "~1";
+      else pointer += ch;
+    }
+  }
+  return pointer;
+}
+
+std::optional<Value> json_body(const ApiRequest& req, Response* error, std::optional<Value> empty) {
+  const std::string& body = req.http.body();
+  if (body.find_first_not_of(" \t\r\n") == std::string::npos) {
+    if (empty) return empty;
+    *error = error_response(http::status::bad_request, "the request needs a JSON body", "");
+    return std::nullopt;
+  }
+  Value v;
+  JsonParseError e;
+  if (!parse_json(body, &v, &e)) {
+    *error = error_response(http::status::bad_request, "the body is not valid JSON: " + e.describe(),
+                            pointer_at(body, e.offset));
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<int64_t> int_param(const ApiRequest& req, std::string_view name, int64_t fallback, int64_t min,
+                                 int64_t max, Response* error) {
+  const std::string* text = req.query_value(name);
+  if (!text) return fallback;
+  int64_t v = 0;
+  const auto r = std::from_chars(text->data(), text->data() + text->size(), v);
+  if (r.ec != std::errc() || r.ptr != text->data() + text->size() || v < min || v > max) {
+    *error = error_response(http::status::bad_request, "query parameter " + std::string(name) +
+                                                           " must be an integer from " + std::to_string(min) + " to " +
+                                                           std::to_string(max));
+    return std::nullopt;
+  }
+  return v;
+}
+
+Response engine_error(const std::string& message) {
+  auto has = [&](std::string_view s) { return message.find(s) != std::string::npos; };
+  if (message.starts_with("no record in ") || message.starts_with("no flow ") || has("no such") ||
+      message.starts_with("no context")) {
+    return error_response(http::status::not_found, message);
+  }
+  if (has("the engine is stopping") || has("cannot write its state")) {
+    return error_response(http::status::service_unavailable, message);
+  }
+  return error_response(http::status::bad_request, message);
+}
+
+}  // namespace flowrt::server

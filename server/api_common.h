@@ -1,0 +1,31 @@
+// Helpers the API's handlers share: reading a JSON body (a syntax error answered with its
+// JSON pointer), query parameters, durations, and the HTTP status for an engine's error.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "plans/result.h"
+#include "plans/value.h"
+#include "server/router.h"
+
+namespace flowrt::server {
+
+// The request's body as JSON, or the 400 to answer (the error's line, column and the
+// JSON pointer of the value it was in). An empty body reads as `empty` when given.
+std::optional<Value> json_body(const ApiRequest& req, Response* error, std::optional<Value> empty = std::nullopt);
+
+// The JSON pointer of the value that `offset` of JSON text `text` falls in ("" the root).
+std::string pointer_at(std::string_view text, size_t offset);
+
+// ?name=N as an integer in [min, max]; `fallback` when absent; the 400 when bad.
+std::optional<int64_t> int_param(const ApiRequest& req, std::string_view name, int64_t fallback, int64_t min,
+                                 int64_t max, Response* error);
+
+// The status for an error of the engine: 404 for what does not exist, 503 when the engine
+// stops or cannot write its state, 400 for the rest.
+Response engine_error(const std::string& message);
+
+}  // namespace flowrt::server

@@ -1,0 +1,161 @@
+// Routes over definitions (list, read, save at a revision, publish, activate, deactivate,
+// plan, validate) and calls of API flows.
+#include <algorithm>
+#include <chrono>
+#include <span>
+
+#include "plans/time.h"
+#include "plans/value_json.h"
+#include "runtime/engine.h"
+#include "server/api.h"
+#include "server/api_common.h"
+#include "server/context_summary.h"
+
+namespace flowrt::server {
+namespace {
+
+constexpr DurationMs kMaxWait = 300000;
+
+// POST /api/flows/{id}/call[?wait=DURATION]: {"context_id"}, or with wait the record once
+// the context ended (202 with {"context_id", "status"} if it has not by then).
+Reply call_flow(Engine& engine, const ApiRequest& req) {
+  Response error;
+  std::optional<Value> inputs = json_body(req, &error, Value::empty_object());
+  if (!inputs) return error;
+  DurationMs wait = 0;
+  if (const std::string* w = req.query_value("wait")) {
+    Result<DurationMs> d = parse_duration(std::string_view(*w));
+    if (!d || *d < 0 || *d > kMaxWait) {
+      return error_response(http::status::bad_request,
+                            "query parameter wait must be a duration up to 5m (\"500ms\", \"10s\"): " +
+                                (d ? std::string("too long") : d.message()));
+    }
+    wait = *d;
+  }
+  Result<std::string> id = engine.call_flow(req.param("id"), *inputs);
+  if (!id) return engine_error(id.message());
+  if (wait == 0) return json_response(http::status::accepted, Value::object({{"context_id", Value(*id)}}));
+  Reply reply;
+  reply.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait);
+  reply.poll = [&engine, context = *id](bool last) -> std::optional<Response> {
+    std::optional<ContextRecord> r = engine.context(context);
+    if (r && is_final_status(r->status())) return json_response(http::status::ok, r->value());
+    if (!last) return std::nullopt;
+    return json_response(http::status::accepted,
+                         Value::object({{"context_id", Value(context)}, {"status", Value(r ? r->status() : "queued")}}));
+  };
+  return reply;
+}
+
+// PUT /api/flows/{id}: {"definition", "revision"} saves a draft at that revision.
+Reply put_flow(Engine& engine, const ApiRequest& req) {
+  Response error;
+  std::optional<Value> body = json_body(req, &error);
+  if (!body) return error;
+  if (!body->is_object()) return error_response(http::status::bad_request, "the body must be {\"definition\", \"revision\"}", "");
+  const Value& definition = (*body)["definition"];
+  const Value& revision = (*body)["revision"];
+  if (!definition.is_object()) return error_response(http::status::bad_request, "\"definition\" must be an object", "/definition");
+  if (!revision.is_string()) {
+    return error_response(http::status::bad_request,
+                          "\"revision\" must be the revision the definition was read at (\"0\" for a new one)",
+                          "/revision");
+  }
+  const Value& id = definition["id"];
+  if (!id.is_string() || id.as_string() != req.param("id")) {
+    return error_response(http::status::bad_request, "the definition's id must be '" + req.param("id") + "'",
+                          "/definition/id");
+  }
+  Engine::SaveOutcome saved = engine.save_if_revision(definition, revision.as_string());
+  if (saved.stale) {
+    return json_response(http::status::conflict,
+                         Value::object({{"error", Value(saved.status.message())}, {"revision", Value(saved.revision)}}));
+  }
+  if (!saved.status) return engine_error(saved.status.message());
+  Value info = engine.definition_info(req.param("id"));
+  return json_response(http::status::ok, info);
+}
+
+// A lifecycle change (publish, activate, deactivate), answered with the definition after.
+Handler lifecycle(Engine& engine, Status (Engine::*change)(std::string_view)) {
+  return [&engine, change](const ApiRequest& req) -> Reply {
+    if (engine.definition_info(req.param("id")).is_null()) {
+      return error_response(http::status::not_found, "no definition '" + req.param("id") + "'");
+    }
+    Status s = (engine.*change)(req.param("id"));
+    if (!s) return error_response(http::status::unprocessable_entity, s.message());
+    return json_response(http::status::ok, engine.definition_info(req.param("id")));
+  };
+}
+
+Value diagnostics_value(const Diagnostics& diags) {
+  std::vector<Value> errors;
+  for (const Diagnostic& d : diags.list()) {
+    errors.push_back(Value::object({{"file", Value(d.file)}, {"pointer", Value(d.pointer)}, {"message", Value(d.message)}}));
+  }
+  return Value::object({{"valid", Value(errors.empty())}, {"errors", Value::array(std::move(errors))}});
+}
+
+// POST /api/validate: without a body, compiles every definition held; with one (a
+// definition or an array of them), compiles those as a load would, with the definitions
+// held for the rest (the posted ones replace those of the same id), keeping nothing.
+Reply validate(Engine& engine, const ApiRequest& req) {
+  Response error;
+  std::optional<Value> body = json_body(req, &error, Value());
+  if (!body) return error;
+  if (body->is_null()) return json_response(http::status::ok, diagnostics_value(engine.validate()));
+  if (!body->is_object() && !body->is_array()) {
+    return error_response(http::status::bad_request, "the body must be a definition or an array of them", "");
+  }
+  std::vector<std::string> posted;
+  for (const Value& d : body->is_array() ? body->items() : std::span<const Value>(&*body, 1)) {
+    if (d["id"].is_string()) posted.emplace_back(d["id"].as_string());
+  }
+  EngineOptions options;
+  options.properties = engine.properties();
+  options.properties.worker_threads = 1;
+  Engine scratch(options);
+  std::vector<Value> others;
+  for (const Value& info : engine.definition_infos()) {
+    if (std::find(posted.begin(), posted.end(), info["id"].as_string()) == posted.end()) others.push_back(info["definition"]);
+  }
+  if (!others.empty()) (void)scratch.load_text(Value::array(std::move(others)).to_json(), "held");
+  std::string text;
+  write_json(*body, text);
+  return json_response(http::status::ok, diagnostics_value(scratch.load_text(text, "body")));
+}
+
+}  // namespace
+
+void add_flow_routes(Router& router, ApiContext& api) {
+  Engine& engine = api.engine;
+  router.add(http::verb::get, "/api/flows", Permission::kRead, [&engine](const ApiRequest&) -> Reply {
+    std::vector<Value> flows;
+    for (const Value& info : engine.definition_infos()) flows.push_back(info.without("definition").without("published"));
+    return json_response(http::status::ok, Value::object({{"flows", Value::array(std::move(flows))}}));
+  });
+  router.add(http::verb::get, "/api/flows/{id}", Permission::kRead, [&engine](const ApiRequest& req) -> Reply {
+    Value info = engine.definition_info(req.param("id"));
+    if (info.is_null()) return error_response(http::status::not_found, "no definition '" + req.param("id") + "'");
+    Response res = json_response(http::status::ok, info);
+    res.set(http::field::etag, "\"" + std::string(info["revision"].as_string()) + "\"");
+    return res;
+  });
+  router.add(http::verb::put, "/api/flows/{id}", Permission::kDesign,
+             [&engine](const ApiRequest& req) { return put_flow(engine, req); });
+  router.add(http::verb::post, "/api/flows/{id}/publish", Permission::kDesign, lifecycle(engine, &Engine::publish));
+  router.add(http::verb::post, "/api/flows/{id}/activate", Permission::kDesign, lifecycle(engine, &Engine::activate));
+  router.add(http::verb::post, "/api/flows/{id}/deactivate", Permission::kDesign,
+             lifecycle(engine, &Engine::deactivate));
+  router.add(http::verb::get, "/api/flows/{id}/plan", Permission::kRead, [&engine](const ApiRequest& req) -> Reply {
+    Result<Value> plan = engine.plan(req.param("id"));
+    if (!plan) return engine_error(plan.message());
+    return json_response(http::status::ok, Value::object({{"plan", *plan}}));
+  });
+  router.add(http::verb::post, "/api/flows/{id}/call", Permission::kOperate,
+             [&engine](const ApiRequest& req) { return call_flow(engine, req); });
+  router.add(http::verb::post, "/api/validate", Permission::kRead,
+             [&engine](const ApiRequest& req) { return validate(engine, req); });
+}
+
+}  // namespace flowrt::server

@@ -1,0 +1,186 @@
+#include "server/event_feed.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "plans/value_json.h"
+#include "runtime/engine.h"
+#include "server/context_summary.h"
+
+namespace flowrt::server {
+namespace {
+
+constexpr uint64_t kMaxNewPerPoll = 500;  // a burst larger than this: only its newest
+constexpr size_t kMaxOpen = 2000;         // contexts not ended that the feed follows
+constexpr size_t kRuntimeSamples = 10000;
+
+int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// What tells one look at a context from the next: its status and how many steps it has.
+std::string progress_of(const Value& record) {
+  return std::string(record["status"].as_string()) + "/" + std::to_string(record["steps"].size());
+}
+
+}  // namespace
+
+EventFeed::EventFeed(Engine& engine, int64_t period_ms, size_t capacity)
+    : engine_(engine), period_ms_(period_ms), capacity_(capacity) {
+  seen_seq_ = engine_.stats().contexts_started;
+}
+
+EventFeed::~EventFeed() { stop(); }
+
+void EventFeed::start() {
+  std::lock_guard lock(run_mu_);
+  if (running_) return;
+  running_ = true;
+  thread_ = std::thread([this] {
+    std::unique_lock l(run_mu_);
+    while (running_) {
+      l.unlock();
+      poll();
+      l.lock();
+      run_cv_.wait_for(l, std::chrono::milliseconds(period_ms_), [this] { return !running_; });
+    }
+  });
+}
+
+void EventFeed::stop() {
+  {
+    std::lock_guard lock(run_mu_);
+    if (!running_) return;
+    running_ = false;
+  }
+  run_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void EventFeed::subscribe() { subscribers_.fetch_add(1); }
+void EventFeed::unsubscribe() { subscribers_.fetch_sub(1); }
+
+void EventFeed::publish(std::string type, const Value& data) {
+  std::string text;
+  write_json(data, text);
+  std::lock_guard lock(mu_);
+  ring_.push_back(FeedEvent{next_id_++, std::move(type), std::move(text)});
+  while (ring_.size() > capacity_) ring_.pop_front();
+}
+
+std::vector<FeedEvent> EventFeed::after(uint64_t after, size_t max) const {
+  std::lock_guard lock(mu_);
+  std::vector<FeedEvent> out;
+  if (after + 1 >= next_id_) return out;
+  if (ring_.empty() || ring_.front().id > after + 1) {
+    // Some of what the client missed is gone: it must reload, then follow from here.
+    out.push_back(FeedEvent{next_id_ - 1, "reset", "{\"reason\":\"events missed\"}"});
+    return out;
+  }
+  for (auto it = ring_.begin() + static_cast<std::ptrdiff_t>(after + 1 - ring_.front().id);
+       it != ring_.end() && out.size() < max; ++it) {
+    out.push_back(*it);
+  }
+  return out;
+}
+
+uint64_t EventFeed::last_id() const {
+  std::lock_guard lock(mu_);
+  return next_id_ - 1;
+}
+
+EventFeed::Figures EventFeed::figures() const {
+  std::lock_guard lock(mu_);
+  Figures f;
+  if (rate_.size() >= 2 && rate_.back().first > rate_.front().first) {
+    f.contexts_per_s = static_cast<double>(rate_.back().second - rate_.front().second) * 1000.0 /
+                       static_cast<double>(rate_.back().first - rate_.front().first);
+  }
+  if (!runtimes_.empty()) {
+    std::vector<double> sorted(runtimes_.begin(), runtimes_.end());
+    std::sort(sorted.begin(), sorted.end());
+    auto at = [&](double q) { return sorted[std::min(sorted.size() - 1, static_cast<size_t>(q * sorted.size()))]; };
+    f.runtime_ms = Value::object({{"p50", Value(at(0.50))},
+                                  {"p95", Value(at(0.95))},
+                                  {"p99", Value(at(0.99))},
+                                  {"count", Value(sorted.size())}});
+  }
+  return f;
+}
+
+void EventFeed::poll() {
+  std::lock_guard poll_lock(poll_mu_);
+  const uint64_t started = engine_.stats().contexts_started;
+  {
+    std::lock_guard lock(mu_);
+    rate_.emplace_back(steady_ms(), started);
+    while (rate_.size() > 2 && rate_.back().first - rate_.front().first > 5000) rate_.pop_front();
+  }
+  const bool watched = subscribers_.load() > 0;
+  auto ended = [&](const Value& record) {
+    if (record["runtime_ms"].is_number()) {
+      std::lock_guard lock(mu_);
+      runtimes_.push_back(record["runtime_ms"].as_double());
+      if (runtimes_.size() > kRuntimeSamples) runtimes_.pop_front();
+    }
+  };
+  // New contexts: announced (only the newest of a large burst, and only while watched).
+  if (started > seen_seq_) {
+    const uint64_t first = !watched ? started + 1 : std::max(seen_seq_ + 1, started > kMaxNewPerPoll ? started - kMaxNewPerPoll + 1 : 1);
+    for (uint64_t seq = first; seq <= started; ++seq) {
+      std::optional<ContextRecord> r = engine_.context("ctx-" + std::to_string(seq));
+      if (!r) continue;
+      const Value summary = context_summary(r->value());
+      publish("context", Value::object({{"change", Value("started")}, {"context", summary}}));
+      if (is_final_status(r->status())) {
+        ended(r->value());
+        publish("context", Value::object({{"change", Value("ended")}, {"context", summary}}));
+      } else if (open_.size() < kMaxOpen) {
+        open_[seq] = progress_of(r->value());
+      }
+    }
+    seen_seq_ = started;
+  }
+  // Contexts followed: what changed since the last look.
+  for (auto it = open_.begin(); it != open_.end();) {
+    std::optional<ContextRecord> r = engine_.context("ctx-" + std::to_string(it->first));
+    if (!r) {
+      it = open_.erase(it);
+      continue;
+    }
+    const std::string progress = progress_of(r->value());
+    if (progress == it->second) {
+      ++it;
+      continue;
+    }
+    it->second = progress;
+    const std::string status = r->status();
+    const std::string_view change = is_final_status(status) ? "ended" : status == "waiting" ? "waiting" : "step_ended";
+    publish("context", Value::object({{"change", Value(change)}, {"context", context_summary(r->value())}}));
+    if (is_final_status(status)) {
+      ended(r->value());
+      it = open_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (!watched) return;
+  // Locks: one event per lock whose state changed (or that is no longer held or waited for).
+  std::map<std::string, std::string> now;
+  const Value locks = engine_.locks();
+  for (const Value& l : locks.items()) {
+    std::string text;
+    write_json(l, text);
+    now.emplace(std::string(l["name"].as_string()), std::move(text));
+  }
+  for (const auto& [name, state] : now) {
+    auto old = locks_.find(name);
+    if (old == locks_.end() || old->second != state) publish("lock", Value::object({{"name", Value(name)}}));
+  }
+  for (const auto& [name, state] : locks_) {
+    if (!now.count(name)) publish("lock", Value::object({{"name", Value(name)}, {"released", Value(true)}}));
+  }
+  locks_ = std::move(now);
+}
+
+}  // namespace flowrt::server

@@ -1,0 +1,94 @@
+// EventFeed: the changes `GET /api/stream` sends (Server-Sent Events): contexts started,
+// a step ended, waiting, ended; and locks changed. Each change has an id, increasing by one;
+// a client that reconnects with Last-Event-ID gets what it missed, as long as the feed
+// still holds it (the last `capacity` changes), else a "reset" event telling it to reload.
+//
+// The feed watches the engine from a thread of its own every `period_ms`: it reads the
+// engine's contexts and locks as any reader does, so running flows pay nothing for it.
+// Thread-safety: any thread; one mutex guards the ring of changes.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "plans/value.h"
+
+namespace flowrt {
+class Engine;
+}
+
+namespace flowrt::server {
+
+struct FeedEvent {
+  uint64_t id = 0;
+  std::string type;  // "context", "lock" or "reset"
+  std::string data;  // JSON text
+};
+
+class EventFeed {
+ public:
+  EventFeed(Engine& engine, int64_t period_ms = 100, size_t capacity = 10000);
+  ~EventFeed();
+  EventFeed(const EventFeed&) = delete;
+  EventFeed& operator=(const EventFeed&) = delete;
+
+  // Starts and stops the watching thread.
+  void start();
+  void stop();
+
+  // The changes after `after` (at most `max`); a single "reset" event when some of those
+  // are no longer held.
+  std::vector<FeedEvent> after(uint64_t after, size_t max = 1000) const;
+  uint64_t last_id() const;
+
+  // One look at the engine now (the thread calls it; tests call it to step the feed).
+  void poll();
+
+  // A stream client came or went: the feed reads contexts only while one is connected.
+  void subscribe();
+  void unsubscribe();
+
+  // Figures the feed measured: contexts started per second over the last seconds, and the
+  // running time of the contexts it saw end (percentiles in ms; null when none).
+  struct Figures {
+    double contexts_per_s = 0;
+    Value runtime_ms;  // {"p50", "p95", "p99", "count"} or null
+  };
+  Figures figures() const;
+
+ private:
+  void publish(std::string type, const Value& data);
+
+  Engine& engine_;
+  const int64_t period_ms_;
+  const size_t capacity_;
+
+  mutable std::mutex mu_;
+  std::deque<FeedEvent> ring_;  // guarded by mu_
+  uint64_t next_id_ = 1;        // guarded by mu_
+
+  // The watcher's own state (only poll() touches it; poll runs on one thread at a time).
+  std::mutex poll_mu_;
+  uint64_t seen_seq_ = 0;                   // contexts up to this one have been announced
+  std::map<uint64_t, std::string> open_;    // seq -> "status/steps" of contexts not ended
+  std::map<std::string, std::string> locks_;  // name -> its state's JSON
+
+  std::atomic<int> subscribers_{0};
+  // guarded by mu_: (steady ms, contexts_started) samples of the last seconds; runtimes seen
+  std::deque<std::pair<int64_t, uint64_t>> rate_;
+  std::deque<double> runtimes_;
+
+  std::mutex run_mu_;
+  std::condition_variable run_cv_;
+  bool running_ = false;  // guarded by run_mu_
+  std::thread thread_;
+};
+
+}  // namespace flowrt::server

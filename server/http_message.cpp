@@ -1,0 +1,29 @@
+#include "server/http_message.h"
+
+#include "plans/value_json.h"
+
+namespace flowrt::server {
+
+Response text_response(http::status status, std::string_view content_type, std::string body) {
+  Response res{status, 11};
+  res.set(http::field::content_type, content_type);
+  res.set(http::field::cache_control, "no-store");
+  res.body() = std::move(body);
+  res.prepare_payload();
+  return res;
+}
+
+Response json_response(http::status status, const Value& body) {
+  std::string text;
+  write_json(body, text);
+  text += '\n';
+  return text_response(status, "application/json", std::move(text));
+}
+
+Response error_response(http::status status, std::string_view message, std::string_view pointer) {
+  const Value body = pointer.empty() ? Value::object({{"error", Value(message)}})
+                                     : Value::object({{"error", Value(message)}, {"pointer", Value(pointer)}});
+  return json_response(status, body);
+}
+
+}  // namespace flowrt::server

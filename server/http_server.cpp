@@ -1,0 +1,389 @@
+#include "server/http_server.h"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+
+#include "runtime/engine_log.h"
+#include "server/event_feed.h"
+
+namespace flowrt::server {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+class Session;
+}
+
+// What the sessions share: the I/O context, the acceptor, the open sessions.
+struct HttpServer::State {
+  State(HttpServerOptions o, const Router& r, const Authenticator& a)
+      : options(std::move(o)), router(r), auth(a), acceptor(io) {}
+
+  HttpServerOptions options;
+  const Router& router;
+  const Authenticator& auth;
+  // Before io: sessions still queued in io when it is destroyed unregister under mu.
+  std::mutex mu;
+  std::unordered_map<uint64_t, std::weak_ptr<Session>> sessions;  // guarded by mu
+  uint64_t next_session = 0;                                       // guarded by mu
+  std::condition_variable all_closed;                              // with mu
+  asio::io_context io;
+  tcp::acceptor acceptor;
+  std::atomic<bool> stopping{false};
+
+  void accept();
+};
+
+namespace {
+
+// One connection: reads requests one after another (keep-alive), answers each, until the
+// client closes, a limit is passed, or the server stops. Runs on its strand.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, std::shared_ptr<HttpServer::State> state, uint64_t id)
+      : stream_(std::move(socket)),
+        state_(std::move(state)),
+        id_(id),
+        timer_(stream_.get_executor()),
+        read_timer_(stream_.get_executor()) {
+    beast::error_code ec;
+    const tcp::endpoint peer = stream_.socket().remote_endpoint(ec);
+    loopback_ = !ec && peer.address().is_loopback();
+  }
+
+  ~Session() {
+    if (feed_) feed_->unsubscribe();
+    std::lock_guard lock(state_->mu);
+    state_->sessions.erase(id_);
+    if (state_->sessions.empty()) state_->all_closed.notify_all();
+  }
+
+  void start() { asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); }); }
+
+  // From stop(): an idle connection or a stream closes now; one with a request in flight
+  // closes after its response.
+  void drain() {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] {
+      if (!self->busy_ || self->streaming_) self->close();
+    });
+  }
+
+  // Too many connections: one answer, then close.
+  void refuse() {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      self->send(error_response(http::status::service_unavailable, "too many connections; try again later"), false);
+    });
+  }
+
+ private:
+  const ServerLimits& limits() const { return state_->options.limits; }
+
+  void read() {
+    if (state_->stopping.load()) return close();
+    parser_.emplace();
+    parser_->header_limit(static_cast<uint32_t>(limits().header_bytes));
+    parser_->body_limit(limits().body_bytes);
+    busy_ = false;
+    arm_read_timer(first_ ? limits().request_timeout_ms : limits().idle_timeout_ms);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
+  }
+
+  void on_header(beast::error_code ec) {
+    if (ec) return on_read_error(ec);
+    busy_ = true;
+    // The rest of the request must come within the request timeout.
+    arm_read_timer(limits().request_timeout_ms);
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code e, size_t) { self->on_read(e); });
+  }
+
+  // A read that takes longer than `ms` is cancelled, and answered as a timeout (the
+  // socket stays open for that answer, which tcp_stream's own expiry would not allow).
+  void arm_read_timer(int64_t ms) {
+    timed_out_ = false;
+    read_timer_.expires_after(std::chrono::milliseconds(ms));
+    read_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec) return;  // cancelled: the read finished first
+      self->timed_out_ = true;
+      beast::error_code ignored;
+      self->stream_.socket().cancel(ignored);
+    });
+  }
+
+  void on_read_error(beast::error_code ec) {
+    read_timer_.cancel();
+    if (timed_out_) ec = beast::error::timeout;
+    if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted || ec == asio::error::connection_reset ||
+        ec == asio::error::eof) {
+      return close();
+    }
+    if (ec == beast::error::timeout) {
+      // Idle between requests: just close. In the middle of one: say so.
+      if (!busy_ && buffer_.size() == 0) return close();
+      return send(error_response(http::status::request_timeout,
+                                 "the request did not arrive whole within " +
+                                     std::to_string(limits().request_timeout_ms) + " ms (request_timeout_ms)"),
+                  false);
+    }
+    if (ec == http::error::body_limit) {
+      return send(error_response(http::status::payload_too_large,
+                                 "the request body is larger than " + std::to_string(limits().body_bytes) +
+                                     " bytes (body_bytes)"),
+                  false);
+    }
+    if (ec == http::error::header_limit) {
+      return send(error_response(http::status::request_header_fields_too_large,
+                                 "the request line and headers are larger than " +
+                                     std::to_string(limits().header_bytes) + " bytes (header_bytes)"),
+                  false);
+    }
+    send(error_response(http::status::bad_request, "malformed HTTP request: " + ec.message()), false);
+  }
+
+  void on_read(beast::error_code ec) {
+    if (ec) return on_read_error(ec);
+    read_timer_.cancel();
+    first_ = false;
+    request_ = parser_->release();
+    handle();
+  }
+
+  std::optional<Caller> caller() const {
+    const auto auth = request_.find(http::field::authorization);
+    const std::string_view header = auth == request_.end() ? std::string_view() : std::string_view(auth->value());
+    if (std::optional<Caller> c = state_->auth.authenticate(header, loopback_)) return c;
+    // EventSource cannot send headers: the stream takes ?access_token=.
+    const std::string_view target = request_.target();
+    if (header.empty() && target.starts_with("/api/stream")) {
+      std::vector<std::string> segments;
+      std::map<std::string, std::string, std::less<>> query;
+      if (split_target(target, &segments, &query)) {
+        if (auto t = query.find("access_token"); t != query.end()) return state_->auth.authenticate_token(t->second);
+      }
+    }
+    return std::nullopt;
+  }
+
+  void handle() {
+    const bool keep = request_.keep_alive() && !state_->stopping.load();
+    std::optional<Caller> who = caller();
+    if (!who && state_->router.is_public(request_)) who = Caller{"anonymous", Role::kViewer};
+    if (!who) {
+      Response res = error_response(http::status::unauthorized,
+                                    state_->auth.has_tokens()
+                                        ? "a valid token is needed: Authorization: Bearer TOKEN"
+                                        : "clients other than loopback need a token, and none is configured");
+      res.set(http::field::www_authenticate, "Bearer");
+      return send(std::move(res), keep);
+    }
+    Reply reply;
+    try {
+      reply = state_->router.dispatch(request_, *who);
+    } catch (const std::exception& e) {
+      engine_log().error("serve: {} {}: {}", std::string(request_.method_string()),
+                         std::string(request_.target().substr(0, 200)), e.what());
+      reply = error_response(http::status::internal_server_error, std::string("internal error: ") + e.what());
+    }
+    if (reply.stream) return start_stream(std::move(reply));
+    if (reply.poll) return wait_for(std::move(reply), keep);
+    send(std::move(reply.response), keep);
+  }
+
+  // A deferred response: polled on the strand's timer, never blocking the thread.
+  void wait_for(Reply reply, bool keep) {
+    auto shared = std::make_shared<Reply>(std::move(reply));
+    poll_deferred(shared, keep, std::chrono::milliseconds(1));
+  }
+
+  void poll_deferred(std::shared_ptr<Reply> reply, bool keep, std::chrono::milliseconds delay) {
+    const bool last = Clock::now() >= reply->deadline || state_->stopping.load();
+    if (std::optional<Response> res = reply->poll(last)) return send(std::move(*res), keep);
+    if (last) return send(error_response(http::status::internal_server_error, "no response"), false);
+    const auto next = std::min(delay * 2, std::chrono::milliseconds(20));
+    timer_.expires_at(std::min(Clock::now() + delay, reply->deadline));
+    timer_.async_wait([self = shared_from_this(), reply, keep, next](beast::error_code ec) {
+      if (ec) return self->close();
+      self->poll_deferred(reply, keep, next);
+    });
+  }
+
+  void start_stream(Reply reply) {
+    streaming_ = true;
+    feed_ = reply.stream;
+    feed_->subscribe();
+    stream_after_ = reply.stream_after;
+    out_ =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
+        "Connection: close\r\nX-Accel-Buffering: no\r\n\r\nretry: 1000\n\n";
+    last_heartbeat_ = Clock::now();
+    write_stream();
+  }
+
+  void write_stream() {
+    if (out_.empty()) return stream_tick();
+    asio::async_write(stream_.socket(), asio::buffer(out_), [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return self->close();
+      self->out_.clear();
+      self->stream_tick();
+    });
+  }
+
+  void stream_tick() {
+    if (state_->stopping.load()) return close();
+    for (const FeedEvent& e : feed_->after(stream_after_)) {
+      out_ += "id: " + std::to_string(e.id) + "\nevent: " + e.type + "\ndata: " + e.data + "\n\n";
+      stream_after_ = std::max(stream_after_, e.id);
+    }
+    if (out_.empty() && Clock::now() - last_heartbeat_ > std::chrono::milliseconds(limits().stream_heartbeat_ms)) {
+      out_ = ": heartbeat\n\n";  // a comment: keeps proxies and the client's connection alive
+    }
+    if (!out_.empty()) {
+      last_heartbeat_ = Clock::now();
+      return write_stream();
+    }
+    timer_.expires_after(std::chrono::milliseconds(100));
+    timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec) return self->close();
+      self->stream_tick();
+    });
+  }
+
+  void send(Response res, bool keep) {
+    res.keep_alive(keep);
+    res.set(http::field::server, "flowrt");
+    if (request_.method() == http::verb::head) res.body().clear();
+    response_ = std::make_shared<Response>(std::move(res));
+    stream_.expires_after(std::chrono::milliseconds(limits().request_timeout_ms));
+    http::async_write(stream_, *response_, [self = shared_from_this(), keep](beast::error_code ec, size_t) {
+      self->response_.reset();
+      if (ec || !keep) return self->close();
+      self->read();
+    });
+  }
+
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    timer_.cancel();
+    read_timer_.cancel();
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.socket().close(ec);
+  }
+
+  beast::tcp_stream stream_;
+  std::shared_ptr<HttpServer::State> state_;
+  const uint64_t id_;
+  asio::steady_timer timer_;       // deferred responses and event streams
+  asio::steady_timer read_timer_;  // the idle and request timeouts of reads
+  bool timed_out_ = false;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  Request request_;
+  std::shared_ptr<Response> response_;
+  bool loopback_ = false;
+  bool first_ = true;
+  bool busy_ = false;
+  bool streaming_ = false;
+  bool closed_ = false;
+  std::shared_ptr<EventFeed> feed_;
+  uint64_t stream_after_ = 0;
+  std::string out_;
+  Clock::time_point last_heartbeat_;
+};
+
+}  // namespace
+
+void HttpServer::State::accept() {
+  acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec, tcp::socket socket) {
+    if (ec) {
+      if (ec == asio::error::operation_aborted || stopping.load()) return;
+      engine_log().warn("serve: accept: {}", ec.message());
+      return accept();
+    }
+    std::shared_ptr<Session> session;
+    bool refuse = false;
+    {
+      std::lock_guard lock(mu);
+      const uint64_t id = next_session++;
+      refuse = sessions.size() >= options.limits.connections;
+      // The State outlives every session: stop() waits for them (or for the I/O threads).
+      session = std::make_shared<Session>(std::move(socket), std::shared_ptr<State>(this, [](State*) {}), id);
+      sessions.emplace(id, session);
+    }
+    if (refuse) {
+      session->refuse();
+    } else {
+      session->start();
+    }
+    accept();
+  });
+}
+
+HttpServer::HttpServer(HttpServerOptions options, const Router& router, const Authenticator& auth)
+    : options_(std::move(options)), state_(std::make_shared<State>(options_, router, auth)) {}
+
+HttpServer::~HttpServer() { stop(0); }
+
+Status HttpServer::start() {
+  beast::error_code ec;
+  const asio::ip::address address = asio::ip::make_address(options_.host, ec);
+  if (ec) return Error{"cannot listen on '" + options_.host + "': not an IP address"};
+  tcp::acceptor& acceptor = state_->acceptor;
+  const tcp::endpoint endpoint(address, options_.port);
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Error{"cannot listen on " + options_.host + ":" + std::to_string(options_.port) + ": " + ec.message()};
+  }
+  port_ = acceptor.local_endpoint().port();
+  state_->accept();
+  for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
+    threads_.emplace_back([s = state_] { s->io.run(); });
+  }
+  return Status::ok();
+}
+
+size_t HttpServer::connections() const {
+  std::lock_guard lock(state_->mu);
+  return state_->sessions.size();
+}
+
+void HttpServer::stop(int64_t grace_ms) {
+  if (threads_.empty()) return;
+  state_->stopping.store(true);
+  asio::post(state_->io, [s = state_] {
+    beast::error_code ec;
+    s->acceptor.close(ec);
+  });
+  std::vector<std::shared_ptr<Session>> open;
+  {
+    std::lock_guard lock(state_->mu);
+    for (auto& [id, weak] : state_->sessions) {
+      if (auto s = weak.lock()) open.push_back(std::move(s));
+    }
+  }
+  for (auto& s : open) s->drain();
+  open.clear();
+  {
+    std::unique_lock lock(state_->mu);
+    state_->all_closed.wait_for(lock, std::chrono::milliseconds(grace_ms), [&] { return state_->sessions.empty(); });
+  }
+  state_->io.stop();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+}
+
+}  // namespace flowrt::server

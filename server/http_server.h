@@ -1,0 +1,65 @@
+// HttpServer: HTTP/1.1 with keep-alive on Boost.Beast and Boost.Asio, for `flowrt serve`.
+//
+// Its own I/O threads run every connection (one strand each); a handler runs on the I/O
+// thread that read its request and never waits on another request: a response to wait
+// for (a call with ?wait=) is polled on a timer, an event stream is written from a timer.
+// Limits (ServerLimits) are enforced here, each with a clear JSON error: a header or body
+// too large (431, 413), a request that does not arrive whole in time (408), a connection
+// idle too long (closed), too many connections (503). Malformed HTTP gets 400; the
+// connection is then closed, and the server goes on.
+//
+// Thread-safety: start() and stop() from one controlling thread; the rest runs on the I/O
+// threads. The Router, Authenticator and EventFeed outlive the server.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "plans/result.h"
+#include "server/auth.h"
+#include "server/router.h"
+#include "server/server_config.h"
+
+namespace flowrt::server {
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8480;  // 0: any free port (port() says which)
+  ServerLimits limits;
+  int io_threads = 2;
+};
+
+class HttpServer {
+ public:
+  HttpServer(HttpServerOptions options, const Router& router, const Authenticator& auth);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds and starts accepting on the I/O threads. Fails when the address cannot be bound.
+  Status start();
+  // The port it listens on (after start).
+  uint16_t port() const { return port_; }
+  // Stops accepting, closes idle connections and event streams, lets requests in flight
+  // finish (their connections close after the response), and returns once every
+  // connection has closed or `grace_ms` has passed; then stops the I/O threads.
+  void stop(int64_t grace_ms = 10000);
+
+  // Connections open now (for /api/stats and tests).
+  size_t connections() const;
+
+ // The state the connections share (http_server.cpp).
+  struct State;
+
+ private:
+  HttpServerOptions options_;
+  std::shared_ptr<State> state_;
+  std::vector<std::thread> threads_;
+  uint16_t port_ = 0;
+};
+
+}  // namespace flowrt::server

@@ -1,0 +1,85 @@
+// Router: the API's routes, each a method, a path pattern ("/api/tables/{table}/records")
+// and the permission it needs, to a handler. Dispatch splits the target into its path
+// segments (percent-decoded) and query parameters, finds the route, checks the caller's
+// role, and calls the handler; a path no route has is 404, a path some route has under
+// another method 405 with an Allow header.
+//
+// Built once before the server starts, then read by every I/O thread: immutable after
+// that, so needs no lock. Handlers must be thread-safe.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/auth.h"
+#include "server/http_message.h"
+
+namespace flowrt::server {
+
+class EventFeed;
+
+// One request as a handler sees it.
+struct ApiRequest {
+  const Request& http;
+  Caller caller;
+  std::map<std::string, std::string, std::less<>> params;  // {table} -> "incident"
+  std::map<std::string, std::string, std::less<>> query;   // ?limit=5 -> limit: "5"
+
+  const std::string* query_value(std::string_view name) const {
+    auto it = query.find(name);
+    return it == query.end() ? nullptr : &it->second;
+  }
+  const std::string& param(std::string_view name) const { return params.find(name)->second; }
+};
+
+// What a handler gives back: a response now, or one to wait for (polled until it comes or
+// the deadline passes, on a timer: no I/O thread waits), or an event stream.
+struct Reply {
+  Reply(Response r) : response(std::move(r)) {}  // NOLINT(google-explicit-constructor)
+  Reply() = default;
+
+  Response response;
+  // Deferred: called every few milliseconds with last=false until it returns a response,
+  // and once with last=true at `deadline` (it must answer then).
+  std::function<std::optional<Response>(bool last)> poll;
+  std::chrono::steady_clock::time_point deadline;
+  // An event stream: the server writes the feed's events after `stream_after`.
+  std::shared_ptr<EventFeed> stream;
+  uint64_t stream_after = 0;
+};
+
+using Handler = std::function<Reply(const ApiRequest&)>;
+
+// Splits "/a/b%20c?x=1&y" into decoded path segments and query parameters. Returns false
+// when the target is not a valid origin-form target (no leading '/', a bad % escape).
+bool split_target(std::string_view target, std::vector<std::string>* segments,
+                  std::map<std::string, std::string, std::less<>>* query);
+
+class Router {
+ public:
+  void add(http::verb method, std::string_view pattern, Permission permission, Handler handler);
+
+  // The response to `req` from `caller` (already authenticated).
+  Reply dispatch(const Request& req, const Caller& caller) const;
+  // Whether `req` is for a kPublic route (answered without a token).
+  bool is_public(const Request& req) const;
+
+ private:
+  struct Route {
+    http::verb method;
+    std::vector<std::string> segments;  // "{name}" is a parameter
+    Permission permission;
+    Handler handler;
+  };
+  static bool match(const Route& r, const std::vector<std::string>& segments,
+                    std::map<std::string, std::string, std::less<>>* params);
+  std::vector<Route> routes_;
+};
+
+}  // namespace flowrt::server

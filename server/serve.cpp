@@ -1,0 +1,120 @@
+#include "server/serve.h"
+
+#include <boost/asio/ip/address.hpp>
+
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "plans/value_json.h"
+#include "runtime/engine.h"
+#include "runtime/engine_log.h"
+#include "runtime/project.h"
+
+namespace flowrt::server {
+
+bool parse_listen(const std::string& listen, std::string* host, uint16_t* port) {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  std::string h = listen.substr(0, colon);
+  if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  unsigned p = 0;
+  const char* begin = listen.data() + colon + 1;
+  const char* end = listen.data() + listen.size();
+  const auto r = std::from_chars(begin, end, p);
+  if (r.ec != std::errc() || r.ptr != end || p > 65535 || begin == end) return false;
+  boost::system::error_code ec;
+  (void)boost::asio::ip::make_address(h, ec);
+  if (ec) return false;
+  *host = h;
+  *port = static_cast<uint16_t>(p);
+  return true;
+}
+
+namespace {
+
+// The config document (null when the project has none), to read its "server" section.
+Result<Value> read_config_doc(const std::string& path) {
+  if (path.empty()) return Value();
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_json(text.str());
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Service>, Diagnostics> Service::open(const ServeOptions& options) {
+  Diagnostics diags;
+  std::string host;
+  uint16_t port = 0;
+  if (!parse_listen(options.listen, &host, &port)) {
+    diags.add("--listen", "", "'" + options.listen + "' is not HOST:PORT with HOST an IP address (127.0.0.1:8480)");
+    return diags;
+  }
+  Result<Project, Diagnostics> project = read_project(options.dir);
+  if (!project) return project.error();
+  Result<Value> doc = read_config_doc(project->files.config);
+  ServerConfig config;
+  if (doc) {
+    const Value* section = doc->is_object() ? doc->find("server") : nullptr;
+    if (!read_server_config(section, project->files.config, &config, &diags)) return diags;
+  }
+  const bool loopback = boost::asio::ip::make_address(host).is_loopback();
+  if (!loopback && config.tokens.empty()) {
+    diags.add(project->files.config.empty() ? "config.json" : project->files.config, "/server/tokens",
+              "listening on " + host + ", which is not loopback, needs tokens: without them anyone who can reach the "
+              "port would be admin");
+    return diags;
+  }
+  // A real clock; the state in SQLite unless the config chose a store or --data names one.
+  project->options.virtual_clock = false;
+  if (!options.log_level.empty()) project->options.log_level = options.log_level;
+  const bool config_chose_store = doc && doc->is_object() && doc->find("store");
+  if (!options.data.empty()) {
+    project->options.store = "sqlite";
+    project->options.data_file = options.data;
+  } else if (!config_chose_store) {
+    project->options.store = "sqlite";
+    project->options.data_file = (std::filesystem::path(options.dir) / "flowrt.db").string();
+  }
+  Result<std::unique_ptr<Engine>, Diagnostics> engine = open_project(*project);
+  if (!engine) return engine.error();
+
+  std::unique_ptr<Service> s(new Service());
+  s->engine_ = std::move(engine).value();
+  s->feed_ = std::make_shared<EventFeed>(*s->engine_, options.feed_period_ms);
+  s->api_ = std::make_unique<ApiContext>(*s->engine_, s->feed_);
+  s->auth_ = std::make_unique<Authenticator>(config.tokens);
+  add_api_routes(s->router_, *s->api_);
+  HttpServerOptions http;
+  http.host = host;
+  http.port = port;
+  http.limits = config.limits;
+  http.io_threads = options.io_threads;
+  s->server_ = std::make_unique<HttpServer>(http, s->router_, *s->auth_);
+  HttpServer* server = s->server_.get();
+  s->api_->connections = [server] { return server->connections(); };
+  if (Status started = s->server_->start(); !started) {
+    diags.add("--listen", "", started.message());
+    return diags;
+  }
+  s->feed_->start();
+  s->api_->ready.store(true);
+  engine_log().info("serving on {}:{}", host, s->server_->port());
+  return s;
+}
+
+void Service::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  api_->ready.store(false);
+  server_->stop();
+  feed_->stop();
+  engine_.reset();  // stops the workers and checkpoints what has not ended
+}
+
+Service::~Service() { stop(); }
+
+}  // namespace flowrt::server

@@ -1,0 +1,59 @@
+// Service: a running `flowrt serve` — the project's engine on a real clock with its state
+// in the SQLite store (by default DIR/flowrt.db), recovered; the event feed; the API's
+// routes; and the HTTP server. The command line and the tests build it the same way.
+//
+// Thread-safety: open and stop from one thread; the service runs on its own threads.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "compiler/diagnostics.h"
+#include "plans/result.h"
+#include "server/api.h"
+#include "server/auth.h"
+#include "server/event_feed.h"
+#include "server/http_server.h"
+#include "server/router.h"
+#include "server/server_config.h"
+
+namespace flowrt::server {
+
+struct ServeOptions {
+  std::string dir;                       // the project
+  std::string listen = "127.0.0.1:8480"; // HOST:PORT (port 0: any free one)
+  std::string data;                      // the SQLite file; "" : config's store, else DIR/flowrt.db
+  std::string log_level;                 // the engine's log on stderr
+  int io_threads = 2;
+  int64_t feed_period_ms = 100;
+};
+
+class Service {
+ public:
+  // Reads the project and its config (the "server" section too), opens and recovers the
+  // store, and starts listening. Every problem at once, each as file: /pointer: message.
+  static Result<std::unique_ptr<Service>, Diagnostics> open(const ServeOptions& options);
+  ~Service();
+
+  uint16_t port() const { return server_->port(); }
+  Engine& engine() { return *engine_; }
+  EventFeed& feed() { return *feed_; }
+  // Drains: stops accepting, lets requests in flight finish, then stops the engine, which
+  // checkpoints every context that has not ended (they resume at the next start).
+  void stop();
+
+ private:
+  Service() = default;
+  std::unique_ptr<Engine> engine_;
+  std::shared_ptr<EventFeed> feed_;
+  std::unique_ptr<ApiContext> api_;
+  std::unique_ptr<Authenticator> auth_;
+  Router router_;
+  std::unique_ptr<HttpServer> server_;
+  bool stopped_ = false;
+};
+
+// "HOST:PORT" or "[IPv6]:PORT" -> host and port; false when it is not that.
+bool parse_listen(const std::string& listen, std::string* host, uint16_t* port);
+
+}  // namespace flowrt::server

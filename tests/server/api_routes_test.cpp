@@ -1,0 +1,317 @@
+// Every route of the API over a real socket (docs/API.md): records, events, calls, flows,
+// contexts, locks and the status routes, with their errors.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/server/server_fixture.h"
+
+namespace flowrt::testing_http {
+namespace {
+
+using ::testing::HasSubstr;
+
+class ApiRoutesTest : public ServerFixture {
+ protected:
+  void SetUp() override { serve(); }
+  std::string insert(const std::string& table, const std::string& values) {
+    HttpReply r = client().post("/api/tables/" + table + "/records", values);
+    EXPECT_EQ(r.status, 201) << r.body;
+    return std::string(r.json()["sys_id"].as_string());
+  }
+};
+
+TEST_F(ApiRoutesTest, Records_InsertReadPatchDelete) {
+  HttpReply created = client().post("/api/tables/incident/records", R"({"number": "INC1", "priority": 1})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string id(created.json()["sys_id"].as_string());
+  EXPECT_EQ(created.header("Location"), "/api/tables/incident/records/" + id);
+  EXPECT_EQ(created.json()["number"], Value("INC1"));
+  settle();  // on_incident marks it
+
+  HttpReply read = client().get("/api/tables/incident/records/" + id);
+  ASSERT_EQ(read.status, 200);
+  EXPECT_EQ(read.json()["state"], Value("seen"));
+
+  HttpReply patched = client().request(http::verb::patch, "/api/tables/incident/records/" + id, R"({"priority": 2})");
+  ASSERT_EQ(patched.status, 200) << patched.body;
+  EXPECT_EQ(patched.json()["priority"], Value(2));
+  EXPECT_EQ(patched.json()["sys_mod_count"], Value(2));
+
+  HttpReply deleted = client().request(http::verb::delete_, "/api/tables/incident/records/" + id);
+  ASSERT_EQ(deleted.status, 200);
+  EXPECT_EQ(deleted.json()["deleted"]["sys_id"], Value(id));
+  EXPECT_EQ(client().get("/api/tables/incident/records/" + id).status, 404);
+  EXPECT_EQ(client().request(http::verb::patch, "/api/tables/incident/records/" + id, R"({"a": 1})").status, 404);
+  EXPECT_EQ(client().request(http::verb::delete_, "/api/tables/incident/records/" + id).status, 404);
+}
+
+TEST_F(ApiRoutesTest, Records_ListWhereAndPages) {
+  for (int i = 0; i < 5; ++i) insert("task", R"({"n": )" + std::to_string(i) + R"(, "odd": )" + (i % 2 ? "true" : "false") + "}");
+  HttpReply first = client().get("/api/tables/task/records?limit=2");
+  ASSERT_EQ(first.status, 200) << first.body;
+  ASSERT_EQ(first.json()["records"].size(), 2u);
+  EXPECT_EQ(first.json()["records"].at(0)["n"], Value(0));
+  const std::string next(first.json()["next"].as_string());
+  HttpReply second = client().get("/api/tables/task/records?limit=2&cursor=" + next);
+  EXPECT_EQ(second.json()["records"].at(0)["n"], Value(2));
+  HttpReply last = client().get("/api/tables/task/records?limit=2&cursor=4");
+  EXPECT_EQ(last.json()["records"].size(), 1u);
+  EXPECT_TRUE(last.json()["next"].is_null());
+
+  // where= is a condition, URL-encoded.
+  HttpReply odd = client().get("/api/tables/task/records?where=%7B%22field%22%3A%22odd%22%2C%22op%22%3A%22eq%22%2C%22value%22%3Atrue%7D");
+  ASSERT_EQ(odd.status, 200) << odd.body;
+  EXPECT_EQ(odd.json()["records"].size(), 2u);
+
+  HttpReply bad = client().get("/api/tables/task/records?where=%7B%22field%22");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_THAT(bad.json()["error"].as_string(), HasSubstr("where is not valid JSON"));
+  EXPECT_EQ(client().get("/api/tables/task/records?where=%7B%22op%22%3A%22nope%22%7D").status, 400);
+  EXPECT_EQ(client().get("/api/tables/task/records?limit=0").status, 400);
+  EXPECT_EQ(client().get("/api/tables/task/records?limit=abc").status, 400);
+
+  HttpReply tables = client().get("/api/tables");
+  EXPECT_THAT(tables.body, HasSubstr("\"task\""));
+}
+
+TEST_F(ApiRoutesTest, Records_UpdateAndDeleteWhere) {
+  for (int i = 0; i < 4; ++i) insert("task", R"({"n": )" + std::to_string(i) + "}");
+  HttpReply updated = client().post("/api/tables/task/records/update",
+                                    R"({"where": {"field": "n", "op": "ge", "value": 2}, "values": {"done": true}})");
+  ASSERT_EQ(updated.status, 200) << updated.body;
+  EXPECT_EQ(updated.json()["updated"], Value(2));
+  HttpReply deleted = client().post("/api/tables/task/records/delete", R"({"where": {"field": "done", "op": "eq", "value": true}})");
+  ASSERT_EQ(deleted.status, 200) << deleted.body;
+  EXPECT_EQ(deleted.json()["deleted"], Value(2));
+  EXPECT_EQ(client().get("/api/tables/task/records").json()["records"].size(), 2u);
+
+  HttpReply no_where = client().post("/api/tables/task/records/update", R"({"values": {"x": 1}})");
+  EXPECT_EQ(no_where.status, 400);
+  EXPECT_EQ(no_where.json()["pointer"], Value("/where"));
+  EXPECT_EQ(client().post("/api/tables/task/records/update", R"({"where": {"field": "n", "op": "eq", "value": 1}})").json()["pointer"],
+            Value("/values"));
+}
+
+TEST_F(ApiRoutesTest, Records_BadBodiesSayWhatAndWhere) {
+  HttpReply syntax = client().post("/api/tables/incident/records", R"({"a": {"b": [1, 2,)");
+  EXPECT_EQ(syntax.status, 400);
+  EXPECT_THAT(syntax.json()["error"].as_string(), HasSubstr("not valid JSON"));
+  EXPECT_EQ(syntax.json()["pointer"], Value("/a/b/2"));
+  HttpReply not_object = client().post("/api/tables/incident/records", "[1]");
+  EXPECT_EQ(not_object.status, 400);
+  EXPECT_THAT(not_object.json()["error"].as_string(), HasSubstr("must be a JSON object"));
+  EXPECT_EQ(client().post("/api/tables/incident/records", "").status, 400);
+  // Nothing of those was written.
+  EXPECT_EQ(client().get("/api/tables/incident/records").json()["records"].size(), 0u);
+}
+
+TEST_F(ApiRoutesTest, Events_StartTheirFlows) {
+  HttpReply fired = client().post("/api/events/ping", R"({"n": 7})");
+  ASSERT_EQ(fired.status, 202) << fired.body;
+  settle();
+  HttpReply list = client().get("/api/contexts?flow=on_ping");
+  ASSERT_EQ(list.json()["contexts"].size(), 1u);
+  const std::string id(list.json()["contexts"].at(0)["id"].as_string());
+  HttpReply record = client().get("/api/contexts/" + id);
+  EXPECT_EQ(record.json()["logs"].at(0)["message"], Value("pong 7"));
+  EXPECT_EQ(client().post("/api/events/ping", "").status, 202);  // no body: an empty payload
+  EXPECT_EQ(client().post("/api/events/ping", "{").status, 400);
+}
+
+TEST_F(ApiRoutesTest, Call_ReturnsTheContextOrWaitsForItsRecord) {
+  HttpReply started = client().post("/api/flows/greet/call", R"({"name": "Ada"})");
+  ASSERT_EQ(started.status, 202) << started.body;
+  EXPECT_THAT(started.json()["context_id"].as_string(), HasSubstr("ctx-"));
+
+  HttpReply waited = client().post("/api/flows/greet/call?wait=10s", R"({"name": "Bo"})");
+  ASSERT_EQ(waited.status, 200) << waited.body;
+  EXPECT_EQ(waited.json()["status"], Value("completed"));
+  EXPECT_EQ(waited.json()["logs"].at(0)["message"], Value("hello Bo"));
+
+  EXPECT_EQ(client().post("/api/flows/greet/call", R"({})").status, 400);           // name is required
+  EXPECT_EQ(client().post("/api/flows/greet/call", R"({"name": 5})").status, 400);  // wrong type
+  EXPECT_EQ(client().post("/api/flows/nope/call", R"({})").status, 404);
+  EXPECT_EQ(client().post("/api/flows/greet/call?wait=forever", R"({"name": "x"})").status, 400);
+  EXPECT_EQ(client().post("/api/flows/greet/call?wait=1h", R"({"name": "x"})").status, 400);
+}
+
+TEST_F(ApiRoutesTest, Call_WaitEndsWith202WhileTheContextStillRuns) {
+  const std::string gate = insert("gate", R"({"open": false})");
+  HttpReply r = client().post("/api/flows/hold_desk/call?wait=50ms", R"({"gate": ")" + gate + R"("})");
+  ASSERT_EQ(r.status, 202) << r.body;
+  EXPECT_EQ(r.json()["status"], Value("waiting"));
+}
+
+TEST_F(ApiRoutesTest, Flows_ListGetPlanAndLifecycle) {
+  HttpReply list = client().get("/api/flows");
+  ASSERT_EQ(list.status, 200);
+  EXPECT_EQ(list.json()["flows"].size(), 4u);
+  HttpReply greet = client().get("/api/flows/greet");
+  ASSERT_EQ(greet.status, 200);
+  EXPECT_EQ(greet.json()["state"], Value("active"));
+  EXPECT_EQ(greet.json()["definition"]["id"], Value("greet"));
+  EXPECT_EQ(greet.header("ETag"), "\"" + std::string(greet.json()["revision"].as_string()) + "\"");
+  EXPECT_EQ(client().get("/api/flows/nope").status, 404);
+
+  HttpReply plan = client().get("/api/flows/greet/plan");
+  ASSERT_EQ(plan.status, 200);
+  EXPECT_TRUE(plan.json()["plan"].is_object());
+
+  HttpReply off = client().post("/api/flows/greet/deactivate", "");
+  ASSERT_EQ(off.status, 200) << off.body;
+  EXPECT_EQ(off.json()["state"], Value("inactive"));
+  EXPECT_NE(off.json()["revision"], greet.json()["revision"]);
+  EXPECT_EQ(client().post("/api/flows/greet/call", R"({"name": "x"})").status, 400);  // not active
+  EXPECT_EQ(client().post("/api/flows/greet/activate", "").json()["state"], Value("active"));
+  EXPECT_EQ(client().post("/api/flows/nope/publish", "").status, 404);
+}
+
+TEST_F(ApiRoutesTest, Flows_PutSavesADraftAtItsRevisionAndRefusesAStaleOne) {
+  const Value read = client().get("/api/flows/greet").json();
+  const std::string revision(read["revision"].as_string());
+  const std::string draft =
+      R"({"id": "greet", "trigger": {"type": "api"}, "inputs": [{"name": "name", "type": "string", "required": true}],
+          "actions": [{"action": "log", "inputs": {"message": "hi {{inputs.name}}"}}]})";
+  HttpReply saved = client().request(http::verb::put, "/api/flows/greet",
+                                     R"({"definition": )" + draft + R"(, "revision": ")" + revision + R"("})");
+  ASSERT_EQ(saved.status, 200) << saved.body;
+  EXPECT_TRUE(saved.json()["has_draft"].as_bool());
+  EXPECT_NE(saved.json()["revision"].as_string(), revision);
+
+  // A second editor who read the same revision is refused, told the current one.
+  HttpReply stale = client().request(http::verb::put, "/api/flows/greet",
+                                     R"({"definition": )" + draft + R"(, "revision": ")" + revision + R"("})");
+  EXPECT_EQ(stale.status, 409);
+  EXPECT_EQ(stale.json()["revision"], saved.json()["revision"]);
+
+  // Publishing the draft makes it the running version.
+  ASSERT_EQ(client().post("/api/flows/greet/publish", "").status, 200);
+  HttpReply ran = client().post("/api/flows/greet/call?wait=10s", R"({"name": "Cy"})");
+  EXPECT_EQ(ran.json()["logs"].at(0)["message"], Value("hi Cy"));
+
+  // A new definition is put at revision "0".
+  HttpReply fresh = client().request(
+      http::verb::put, "/api/flows/fresh",
+      R"({"definition": {"id": "fresh", "trigger": {"type": "api"}, "actions": []}, "revision": "0"})");
+  EXPECT_EQ(fresh.status, 200) << fresh.body;
+  EXPECT_EQ(fresh.json()["state"], Value("draft"));
+
+  EXPECT_EQ(client().request(http::verb::put, "/api/flows/greet", R"({"definition": {"id": "other"}, "revision": "0"})").json()["pointer"],
+            Value("/definition/id"));
+  EXPECT_EQ(client().request(http::verb::put, "/api/flows/greet", R"({"definition": {"id": "greet"}})").json()["pointer"],
+            Value("/revision"));
+}
+
+TEST_F(ApiRoutesTest, Validate_HeldDefinitionsOrAPostedOne) {
+  HttpReply all = client().post("/api/validate", "");
+  ASSERT_EQ(all.status, 200);
+  EXPECT_TRUE(all.json()["valid"].as_bool());
+  HttpReply broken = client().post("/api/validate", R"({"id": "b", "trigger": {"type": "api"}, "actions": [{"action": "nope"}]})");
+  ASSERT_EQ(broken.status, 200);
+  EXPECT_FALSE(broken.json()["valid"].as_bool());
+  EXPECT_EQ(broken.json()["errors"].at(0)["pointer"], Value("/actions/0/action"));
+  // Nothing of it was kept.
+  EXPECT_EQ(client().get("/api/flows/b").status, 404);
+}
+
+TEST_F(ApiRoutesTest, Contexts_NewestFirstInPagesWithFilters) {
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(client().post("/api/flows/greet/call", R"({"name": "n)" + std::to_string(i) + "\"}").status, 202);
+  client().post("/api/events/ping", "{}");
+  settle();
+  HttpReply first = client().get("/api/contexts?limit=4");
+  ASSERT_EQ(first.status, 200);
+  const Value page = first.json()["contexts"];
+  ASSERT_EQ(page.size(), 4u);
+  EXPECT_EQ(page.at(0)["id"], Value("ctx-6"));
+  EXPECT_EQ(page.at(3)["id"], Value("ctx-3"));
+  EXPECT_EQ(first.json()["next"], Value("3"));
+  HttpReply second = client().get("/api/contexts?limit=4&cursor=3");
+  EXPECT_EQ(second.json()["contexts"].size(), 2u);
+  EXPECT_TRUE(second.json()["next"].is_null());
+
+  EXPECT_EQ(client().get("/api/contexts?flow=greet").json()["contexts"].size(), 5u);
+  EXPECT_EQ(client().get("/api/contexts?status=completed").json()["contexts"].size(), 6u);
+  EXPECT_EQ(client().get("/api/contexts?status=error").json()["contexts"].size(), 0u);
+  EXPECT_EQ(client().get("/api/contexts?since=2999-01-01T00:00:00Z").json()["contexts"].size(), 0u);
+  EXPECT_EQ(client().get("/api/contexts?since=2000-01-01T00:00:00Z").json()["contexts"].size(), 6u);
+  EXPECT_EQ(client().get("/api/contexts?since=yesterday").status, 400);
+
+  HttpReply one = client().get("/api/contexts/ctx-1");
+  ASSERT_EQ(one.status, 200);
+  EXPECT_EQ(one.json()["flow"], Value("greet"));
+  EXPECT_EQ(one.json(), engine().context("ctx-1")->value());  // the record as `flowrt run` prints it
+  EXPECT_EQ(client().get("/api/contexts/ctx-99").status, 404);
+}
+
+TEST_F(ApiRoutesTest, Cancel_EndsAWaitingContextAndRefusesAnEndedOne) {
+  const std::string gate = insert("gate", R"({"open": false})");
+  const std::string id(client().post("/api/flows/hold_desk/call", R"({"gate": ")" + gate + R"("})").json()["context_id"].as_string());
+  settle();
+  ASSERT_EQ(client().get("/api/contexts/" + id).json()["status"], Value("waiting"));
+  HttpReply cancelled = client().post("/api/contexts/" + id + "/cancel", "");
+  ASSERT_EQ(cancelled.status, 200) << cancelled.body;
+  EXPECT_EQ(cancelled.json()["status"], Value("cancelled"));
+  HttpReply again = client().post("/api/contexts/" + id + "/cancel", "");
+  EXPECT_EQ(again.status, 409);
+  EXPECT_EQ(client().post("/api/contexts/ctx-99/cancel", "").status, 404);
+  // Its lock went with it.
+  EXPECT_EQ(client().get("/api/locks").json()["locks"].size(), 0u);
+}
+
+TEST_F(ApiRoutesTest, Locks_ShowHoldersAndWaiters) {
+  const std::string gate = insert("gate", R"({"open": false})");
+  const std::string a(client().post("/api/flows/hold_desk/call", R"({"gate": ")" + gate + R"("})").json()["context_id"].as_string());
+  settle();
+  const std::string b(client().post("/api/flows/hold_desk/call", R"({"gate": ")" + gate + R"("})").json()["context_id"].as_string());
+  settle();
+  HttpReply locks = client().get("/api/locks");
+  ASSERT_EQ(locks.status, 200);
+  EXPECT_TRUE(locks.json()["now"].is_string());
+  const Value desk = locks.json()["locks"].at(0);
+  EXPECT_EQ(desk["name"], Value("desk"));
+  EXPECT_EQ(desk["holders"].at(0)["context"], Value(a));
+  EXPECT_EQ(desk["waiters"].at(0)["context"], Value(b));
+  // Opening the gate lets a finish and b take the lock, then wait at the gate... which is open.
+  client().request(http::verb::patch, "/api/tables/gate/records/" + gate, R"({"open": true})");
+  settle();
+  EXPECT_EQ(client().get("/api/contexts/" + b).json()["status"], Value("completed"));
+}
+
+TEST_F(ApiRoutesTest, Skipped_StatsMetricsHealth) {
+  EXPECT_EQ(client().get("/api/skipped").json()["skipped"].size(), 0u);
+  client().post("/api/flows/greet/call", R"({"name": "s"})");
+  settle();
+  HttpReply stats = client().get("/api/stats");
+  ASSERT_EQ(stats.status, 200);
+  EXPECT_EQ(stats.json()["contexts_started"], Value(1));
+  for (const char* key : {"queue_depth", "running_contexts", "waiting_contexts", "contexts_per_s", "runtime_ms", "connections"}) {
+    EXPECT_TRUE(stats.json().contains(key)) << key;
+  }
+  HttpReply metrics = client().get("/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  EXPECT_THAT(metrics.header("Content-Type"), HasSubstr("text/plain"));
+  EXPECT_THAT(metrics.body, HasSubstr("# TYPE flowrt_contexts_started_total counter\nflowrt_contexts_started_total 1\n"));
+  EXPECT_EQ(client().get("/healthz").status, 200);
+  EXPECT_EQ(client().get("/readyz").json()["status"], Value("ready"));
+  EXPECT_EQ(client().get("/api/whoami").json()["role"], Value("admin"));  // loopback, no tokens
+}
+
+TEST_F(ApiRoutesTest, UnknownRoutesAndMethods) {
+  HttpReply missing = client().get("/api/nope");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_THAT(missing.json()["error"].as_string(), HasSubstr("no such route"));
+  HttpReply wrong = client().request(http::verb::delete_, "/api/flows");
+  EXPECT_EQ(wrong.status, 405);
+  EXPECT_EQ(wrong.header("Allow"), "GET");
+  EXPECT_EQ(client().get("/api/tables/x/records/%zz").status, 400);
+  // The viewer is served, and HEAD answers without a body.
+  HttpReply page = client().get("/");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_THAT(page.header("Content-Type"), HasSubstr("text/html"));
+  EXPECT_EQ(client().get("/app.js").status, 200);
+  HttpReply head = client().request(http::verb::head, "/app.css");
+  EXPECT_EQ(head.status, 200);
+}
+
+}  // namespace
+}  // namespace flowrt::testing_http

@@ -1,0 +1,167 @@
+// Who may do what (tokens and roles), and the limits that keep one client from holding the
+// server: each answered with a clear JSON error, after which the server goes on.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <boost/asio/ip/address.hpp>
+#include <chrono>
+
+#include "tests/server/server_fixture.h"
+
+namespace flowrt::testing_http {
+namespace {
+
+using ::testing::HasSubstr;
+
+class AuthTest : public ServerFixture {
+ protected:
+  void SetUp() override { serve(config_with_tokens()); }
+};
+
+TEST_F(AuthTest, NoTokenOrAWrongOneIs401) {
+  HttpReply none = client().get("/api/flows");
+  EXPECT_EQ(none.status, 401);
+  EXPECT_EQ(none.header("WWW-Authenticate"), "Bearer");
+  EXPECT_EQ(client().get("/api/flows", "wrong").status, 401);
+  EXPECT_EQ(client().request(http::verb::get, "/api/flows", "", "").status, 401);
+  // The viewer's files and the health routes need no token.
+  EXPECT_EQ(client().get("/").status, 200);
+  EXPECT_EQ(client().get("/healthz").status, 200);
+  EXPECT_EQ(client().get("/readyz").status, 200);
+}
+
+TEST_F(AuthTest, EachRoleMayDoItsPart) {
+  const std::string record = R"({"number": "INC9"})";
+  const std::string put =
+      R"({"definition": {"id": "fresh", "trigger": {"type": "api"}, "actions": []}, "revision": "0"})";
+  struct Case {
+    const char* role;
+    int read, write, call, design;
+  } cases[] = {
+      {"viewer", 200, 403, 403, 403},
+      {"operator", 200, 201, 202, 403},
+      {"designer", 200, 403, 403, 200},
+      {"admin", 200, 201, 202, 409},  // "fresh" was put by the designer: revision "0" is stale now
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.role);
+    const std::string t = token(c.role);
+    EXPECT_EQ(client().get("/api/contexts", t).status, c.read);
+    EXPECT_EQ(client().request(http::verb::post, "/api/tables/incident/records", record, t).status, c.write);
+    EXPECT_EQ(client().request(http::verb::post, "/api/flows/greet/call", R"({"name": "a"})", t).status, c.call);
+    EXPECT_EQ(client().request(http::verb::put, "/api/flows/fresh", put, t).status, c.design);
+    EXPECT_EQ(client().get("/api/whoami", t).json()["role"], Value(c.role));
+  }
+  HttpReply refused = client().request(http::verb::post, "/api/tables/incident/records", record, token("viewer"));
+  EXPECT_THAT(refused.json()["error"].as_string(), HasSubstr("'viewer' (role viewer) may not operate"));
+}
+
+TEST_F(AuthTest, AViewerCannotCancel) {
+  const std::string gate(
+      client().request(http::verb::post, "/api/tables/gate/records", R"({"open": false})", token("operator")).json()["sys_id"].as_string());
+  const std::string id(client()
+                           .request(http::verb::post, "/api/flows/hold_desk/call", R"({"gate": ")" + gate + R"("})", token("operator"))
+                           .json()["context_id"]
+                           .as_string());
+  settle();
+  EXPECT_EQ(client().request(http::verb::post, "/api/contexts/" + id + "/cancel", "", token("viewer")).status, 403);
+  EXPECT_EQ(client().get("/api/contexts/" + id, token("viewer")).json()["status"], Value("waiting"));
+  EXPECT_EQ(client().request(http::verb::post, "/api/contexts/" + id + "/cancel", "", token("operator")).status, 200);
+}
+
+TEST(ServeConfigTest, NonLoopbackWithoutTokensIsRefused) {
+  const fs::path dir = fs::temp_directory_path() / ("flowrt-serve-open-" + std::to_string(::getpid()));
+  fs::create_directories(dir / "flows");
+  server::ServeOptions options;
+  options.dir = dir.string();
+  options.listen = "0.0.0.0:0";
+  options.data = (dir / "state.db").string();
+  auto s = server::Service::open(options);
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.error().describe(), HasSubstr("needs tokens"));
+  options.listen = "localhost:80";  // not an IP address
+  EXPECT_FALSE(server::Service::open(options));
+  fs::remove_all(dir);
+}
+
+TEST(ServeConfigTest, ABrokenServerSectionNamesThePointer) {
+  const fs::path dir = fs::temp_directory_path() / ("flowrt-serve-config-" + std::to_string(::getpid()));
+  fs::create_directories(dir / "flows");
+  std::ofstream(dir / "config.json")
+      << R"({"server": {"tokens": [{"name": "a", "role": "boss", "token_sha256": "abc"}], "limits": {"body_bytes": 0}, "x": 1}})";
+  server::ServeOptions options;
+  options.dir = dir.string();
+  options.listen = "127.0.0.1:0";
+  auto s = server::Service::open(options);
+  ASSERT_FALSE(s);
+  const std::string d = s.error().describe();
+  EXPECT_THAT(d, HasSubstr("/server/tokens/0/role"));
+  EXPECT_THAT(d, HasSubstr("/server/tokens/0/token_sha256"));
+  EXPECT_THAT(d, HasSubstr("/server/limits/body_bytes"));
+  EXPECT_THAT(d, HasSubstr("/server/x"));
+  fs::remove_all(dir);
+}
+
+class LimitsTest : public ServerFixture {
+ protected:
+  void SetUp() override {
+    serve(R"({"server": {"limits": {"body_bytes": 1000, "header_bytes": 2000, "request_timeout_ms": 300,
+                                    "idle_timeout_ms": 300, "connections": 4}}})");
+  }
+};
+
+TEST_F(LimitsTest, ABodyTooLargeIs413) {
+  HttpReply r = client().post("/api/tables/t/records", "{\"a\": \"" + std::string(2000, 'x') + "\"}");
+  EXPECT_EQ(r.status, 413);
+  EXPECT_THAT(r.json()["error"].as_string(), HasSubstr("body_bytes"));
+  EXPECT_EQ(client().get("/healthz").status, 200);  // and the server goes on
+}
+
+TEST_F(LimitsTest, HeadersTooLargeAre431) {
+  std::optional<HttpReply> r =
+      client().raw("GET /api/flows HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(3000, 'y') + "\r\n\r\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 431);
+  client().connect();
+  EXPECT_EQ(client().get("/healthz").status, 200);
+}
+
+TEST_F(LimitsTest, MalformedHttpIs400AndTheServerGoesOn) {
+  std::optional<HttpReply> r = client().raw("NOT HTTP AT ALL\r\n\r\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->json()["error"].as_string(), HasSubstr("malformed HTTP"));
+  client().connect();
+  EXPECT_EQ(client().get("/healthz").status, 200);
+}
+
+TEST_F(LimitsTest, ARequestThatDoesNotArriveInTimeIs408) {
+  // Half a request, then nothing: the server answers 408 once request_timeout_ms passed.
+  client().write_raw("POST /api/events/ping HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{\"a\"");
+  std::optional<HttpReply> r = client().read_reply();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 408);
+  EXPECT_TRUE(client().closed_by_server()) << client().last_error_;
+}
+
+TEST_F(LimitsTest, AnIdleConnectionIsClosed) {
+  EXPECT_EQ(client().get("/healthz").status, 200);
+  EXPECT_TRUE(client().closed_by_server());  // blocks until the idle timeout closes it
+}
+
+TEST_F(LimitsTest, ConnectionsPastTheLimitAre503) {
+  std::vector<std::unique_ptr<HttpClient>> open;
+  for (int i = 0; i < 3; ++i) {
+    open.push_back(std::make_unique<HttpClient>(service_->port()));
+    ASSERT_EQ(open.back()->get("/healthz").status, 200);
+  }
+  // With the fixture's own client, four are open: the fifth is refused.
+  HttpClient fifth(service_->port());
+  std::optional<HttpReply> r = fifth.read_reply();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_THAT(r->json()["error"].as_string(), HasSubstr("too many connections"));
+}
+
+}  // namespace
+}  // namespace flowrt::testing_http

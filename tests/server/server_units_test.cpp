@@ -1,0 +1,77 @@
+// The server's pure parts: targets and query strings, JSON pointers of syntax errors, the
+// listen address, tokens.
+#include <gtest/gtest.h>
+
+#include "server/api_common.h"
+#include "server/auth.h"
+#include "server/router.h"
+#include "server/serve.h"
+
+namespace flowrt::server {
+namespace {
+
+TEST(SplitTargetTest, DecodesSegmentsAndQuery) {
+  std::vector<std::string> segments;
+  std::map<std::string, std::string, std::less<>> query;
+  ASSERT_TRUE(split_target("/api/tables/my%20table/records/?limit=5&where=%7B%7D&x&a+b=c+d&limit=9", &segments, &query));
+  EXPECT_EQ(segments, (std::vector<std::string>{"api", "tables", "my table", "records"}));
+  EXPECT_EQ(query["limit"], "5");  // the first of a repeated name
+  EXPECT_EQ(query["where"], "{}");
+  EXPECT_EQ(query["x"], "");
+  EXPECT_EQ(query["a b"], "c d");
+  EXPECT_FALSE(split_target("api", &segments, &query));
+  EXPECT_FALSE(split_target("/a%2", &segments, &query));
+  EXPECT_FALSE(split_target("/a?b=%zz", &segments, &query));
+  ASSERT_TRUE(split_target("/", &segments, &query));
+  EXPECT_TRUE(segments.empty());
+}
+
+TEST(PointerAtTest, NamesTheValueAnErrorIsIn) {
+  EXPECT_EQ(pointer_at(R"({"a": {"b": [1, 2, x)", 18), "/a/b/2");
+  EXPECT_EQ(pointer_at(R"({"a~/b": tru)", 12), "/a~0~1b");
+  EXPECT_EQ(pointer_at(R"([{"x": 1}, {"y": )", 17), "/1/y");
+  EXPECT_EQ(pointer_at("{", 1), "");
+  EXPECT_EQ(pointer_at("", 0), "");
+  EXPECT_EQ(pointer_at(R"({"s": "a,b\"c", "t": ?)", 21), "/t");
+}
+
+TEST(ParseListenTest, HostAndPort) {
+  std::string host;
+  uint16_t port = 0;
+  ASSERT_TRUE(parse_listen("127.0.0.1:8480", &host, &port));
+  EXPECT_EQ(host, "127.0.0.1");
+  EXPECT_EQ(port, 8480);
+  ASSERT_TRUE(parse_listen("[::1]:0", &host, &port));
+  EXPECT_EQ(host, "::1");
+  EXPECT_FALSE(parse_listen("127.0.0.1", &host, &port));
+  EXPECT_FALSE(parse_listen("127.0.0.1:99999", &host, &port));
+  EXPECT_FALSE(parse_listen("example.com:80", &host, &port));
+  EXPECT_FALSE(parse_listen("127.0.0.1:", &host, &port));
+}
+
+TEST(AuthenticatorTest, TokensByTheirHash) {
+  Authenticator auth({TokenEntry{"ops", Role::kOperator, sha256("s3cret")}});
+  ASSERT_TRUE(auth.authenticate("Bearer s3cret", false));
+  EXPECT_EQ(auth.authenticate("bearer s3cret", false)->name, "ops");
+  EXPECT_FALSE(auth.authenticate("Bearer s3cre", true));
+  EXPECT_FALSE(auth.authenticate("Basic s3cret", true));
+  EXPECT_FALSE(auth.authenticate("", true));  // tokens configured: loopback needs one too
+  Authenticator open({});
+  EXPECT_EQ(open.authenticate("", true)->role, Role::kAdmin);
+  EXPECT_FALSE(open.authenticate("", false));
+  EXPECT_EQ(sha256("abc").size(), 32u);
+  EXPECT_EQ(from_hex("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"), sha256("abc"));
+  EXPECT_FALSE(from_hex("zz"));
+}
+
+TEST(RolesTest, WhatEachMayDo) {
+  EXPECT_TRUE(role_allows(Role::kViewer, Permission::kRead));
+  EXPECT_FALSE(role_allows(Role::kViewer, Permission::kOperate));
+  EXPECT_FALSE(role_allows(Role::kOperator, Permission::kDesign));
+  EXPECT_FALSE(role_allows(Role::kDesigner, Permission::kOperate));
+  EXPECT_TRUE(role_allows(Role::kAdmin, Permission::kDesign));
+  EXPECT_TRUE(role_allows(Role::kAdmin, Permission::kOperate));
+}
+
+}  // namespace
+}  // namespace flowrt::server

@@ -1,0 +1,144 @@
+// GET /api/stream: Server-Sent Events of context and lock changes, resumable with
+// Last-Event-ID.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sys/socket.h>
+
+#include "tests/server/server_fixture.h"
+
+namespace flowrt::testing_http {
+namespace {
+
+using ::testing::HasSubstr;
+
+// One event of the stream.
+struct SseEvent {
+  uint64_t id = 0;
+  std::string type;
+  Value data;
+};
+
+// Reads a stream's events from a raw connection (a receive timeout keeps a broken stream
+// from hanging the test).
+class StreamReader {
+ public:
+  StreamReader(uint16_t port, const std::string& request) : client_(port) {
+    timeval tv{30, 0};
+    ::setsockopt(client_.socket().native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    client_.write_raw(request);
+  }
+  // The next event (skipping comments and the retry line); nullopt when the stream ended.
+  std::optional<SseEvent> next() {
+    SseEvent e;
+    while (true) {
+      std::optional<std::string> line = read_line();
+      if (!line) return std::nullopt;
+      if (line->empty()) {
+        if (!e.type.empty()) return e;
+        continue;
+      }
+      if (line->starts_with("id: ")) e.id = std::stoull(line->substr(4));
+      if (line->starts_with("event: ")) e.type = line->substr(7);
+      if (line->starts_with("data: ")) e.data = *parse_json(line->substr(6));
+    }
+  }
+  // Events until one matches, or the stream ends.
+  std::optional<SseEvent> until(const std::function<bool(const SseEvent&)>& match) {
+    while (std::optional<SseEvent> e = next()) {
+      if (match(*e)) return e;
+    }
+    return std::nullopt;
+  }
+  const std::string& head() const { return head_; }
+
+ private:
+  std::optional<std::string> read_line() {
+    while (true) {
+      const size_t nl = buffer_.find('\n');
+      if (nl != std::string::npos) {
+        std::string line = buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (!in_body_) {
+          head_ += line + "\n";
+          if (line.empty()) in_body_ = true;
+          continue;
+        }
+        return line;
+      }
+      char chunk[4096];
+      boost::system::error_code ec;
+      const size_t n = client_.socket().read_some(asio::buffer(chunk), ec);
+      if (ec) return std::nullopt;
+      buffer_.append(chunk, n);
+    }
+  }
+  HttpClient client_;
+  std::string buffer_;
+  std::string head_;
+  bool in_body_ = false;
+};
+
+class StreamTest : public ServerFixture {
+ protected:
+  void SetUp() override { serve(config_with_tokens()); }
+  std::string stream_request(const std::string& extra = "") {
+    return "GET /api/stream?access_token=" + token("viewer") + " HTTP/1.1\r\nHost: x\r\n" + extra + "\r\n";
+  }
+};
+
+TEST_F(StreamTest, ContextsStartWaitAndEnd) {
+  StreamReader stream(service_->port(), stream_request());
+  const std::string op = token("operator");
+  const std::string gate(
+      client().request(http::verb::post, "/api/tables/gate/records", R"({"open": false})", op).json()["sys_id"].as_string());
+  const std::string id(client()
+                           .request(http::verb::post, "/api/flows/hold_desk/call", R"({"gate": ")" + gate + R"("})", op)
+                           .json()["context_id"]
+                           .as_string());
+  auto about = [&](const char* change) {
+    return [&, change](const SseEvent& e) {
+      return e.type == "context" && e.data["context"]["id"].as_string() == id && e.data["change"].as_string() == change;
+    };
+  };
+  std::optional<SseEvent> started = stream.until(about("started"));
+  ASSERT_TRUE(started) << stream.head();
+  EXPECT_THAT(stream.head(), HasSubstr("Content-Type: text/event-stream"));
+  EXPECT_EQ(started->data["context"]["flow"], Value("hold_desk"));
+  // It takes the lock: a lock event; then it waits at the gate (started may already be waiting).
+  ASSERT_TRUE(stream.until([](const SseEvent& e) { return e.type == "lock" && e.data["name"].as_string() == "desk"; }));
+  client().request(http::verb::post, "/api/contexts/" + id + "/cancel", "", op);
+  std::optional<SseEvent> ended = stream.until(about("ended"));
+  ASSERT_TRUE(ended);
+  EXPECT_EQ(ended->data["context"]["status"], Value("cancelled"));
+  EXPECT_GT(ended->id, started->id);
+}
+
+TEST_F(StreamTest, LastEventIdResumesAfterIt) {
+  const std::string op = token("operator");
+  uint64_t first_id = 0;
+  {
+    StreamReader stream(service_->port(), stream_request());
+    client().request(http::verb::post, "/api/flows/greet/call", R"({"name": "a"})", op);
+    std::optional<SseEvent> e = stream.until([](const SseEvent& ev) { return ev.type == "context"; });
+    ASSERT_TRUE(e);
+    first_id = e->id;
+  }
+  // While no one listens, another context runs; a client resuming after first_id gets the
+  // events after it, in order, and not first_id itself.
+  client().request(http::verb::post, "/api/flows/greet/call?wait=10s", R"({"name": "b"})", op);
+  StreamReader resumed(service_->port(), stream_request("Last-Event-ID: " + std::to_string(first_id) + "\r\n"));
+  std::optional<SseEvent> next = resumed.next();
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->id, first_id + 1);
+}
+
+TEST_F(StreamTest, NeedsAToken) {
+  HttpReply r = client().get("/api/stream");
+  EXPECT_EQ(r.status, 401);
+  EXPECT_EQ(client().get("/api/stream?access_token=wrong").status, 401);
+}
+
+}  // namespace
+}  // namespace flowrt::testing_http

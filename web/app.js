@@ -1,0 +1,822 @@
+/* flowrt execution viewer.
+ * A small hash-routed single-page app: no framework, no build step, no external fetches.
+ * Every piece of API data is inserted with textContent / text nodes, never innerHTML. */
+'use strict';
+
+const TOKEN_KEY = 'flowrt.token';
+const PAGE_SIZE = 50;
+const STATUSES = ['queued', 'in_progress', 'waiting', 'completed', 'cancelled', 'error'];
+const ACTIVE = new Set(['queued', 'in_progress', 'waiting']);
+const ENDED = new Set(['completed', 'cancelled', 'error']);
+const KIND_TEXT = { 'lock-wait': 'lock wait', 'lock-hold': 'lock hold', wait: 'wait', step: 'step' };
+
+const state = { token: sessionStorage.getItem(TOKEN_KEY) || '', page: null, lastPath: null };
+
+/* ---------------------------------------------------------------- DOM helpers */
+
+// h('a', {href, class, onclick, ...}, children...): builds an element; strings become text nodes.
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === 'class') el.className = v;
+    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat(Infinity)) {
+    if (c !== null && c !== undefined && c !== false) el.append(c instanceof Node ? c : String(c));
+  }
+  return el;
+}
+
+const $ = (sel, root = document) => root.querySelector(sel);
+
+// A link to a context page.
+const ctxLink = (id) => (id ? h('a', { href: '#/contexts/' + encodeURIComponent(id) }, id) : dash());
+// A link to a flow page.
+const flowLink = (id) => (id ? h('a', { href: '#/flows/' + encodeURIComponent(id) }, id) : dash());
+const dash = () => h('span', { class: 'muted' }, '—');
+
+// A status badge: coloured, but always carrying its text.
+function badge(status, prefix = 'status') {
+  const s = status == null ? 'unknown' : String(status);
+  return h('span', { class: `badge ${prefix}-${s.replace(/[^a-z0-9_-]/gi, '_')}` }, s);
+}
+
+// A <time> element showing the ISO text as sent, with the local time as a tooltip.
+function timeEl(iso) {
+  if (!iso) return dash();
+  const d = new Date(iso);
+  return h('time', { datetime: iso, title: isNaN(d) ? null : d.toLocaleString() }, iso);
+}
+
+// Milliseconds as text, with precision that suits the size.
+function fmtMs(v) {
+  if (v === null || v === undefined || v === '') return '—';
+  const n = Number(v);
+  if (!isFinite(n)) return String(v);
+  const abs = Math.abs(n);
+  const r = abs < 10 ? Number(n.toFixed(3)) : abs < 1000 ? Number(n.toFixed(1)) : Math.round(n);
+  return (abs < 10000 ? String(r) : r.toLocaleString('en-US')) + ' ms';
+}
+
+const jsonPre = (v) => h('pre', { class: 'json' }, JSON.stringify(v === undefined ? null : v, null, 2));
+
+// A table inside a horizontally scrolling, keyboard-focusable region; a header may be [text, class].
+function table(attrs, headers, rows, caption) {
+  return h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': caption || 'table' },
+    h('table', attrs,
+      caption ? h('caption', { class: 'sr-only' }, caption) : null,
+      h('thead', {}, h('tr', {}, headers.map((t) => (Array.isArray(t)
+        ? h('th', { scope: 'col', class: t[1] }, t[0]) : h('th', { scope: 'col' }, t))))),
+      h('tbody', {}, rows)));
+}
+
+// A row of cells; each cell is a node, a string or {node, class}.
+const row = (attrs, cells) => h('tr', attrs, cells.map((c) =>
+  c && c.cell ? h('td', { class: c.class }, c.cell) : h('td', {}, c)));
+
+// Re-render `view` with `nodes`, keeping focus on the same link/button if it still exists.
+function replaceView(view, nodes) {
+  const active = document.activeElement;
+  const key = active && view.contains(active) ? active.getAttribute('href') || active.id : null;
+  view.replaceChildren(...nodes.filter((n) => n !== null && n !== undefined));
+  if (key) {
+    const again = [...view.querySelectorAll('[href],[id]')].find((e) => (e.getAttribute('href') || e.id) === key);
+    if (again) again.focus({ preventScroll: true });
+  }
+}
+
+/* ---------------------------------------------------------------- messages */
+
+// Shows an error (or other) message in the #message alert element.
+function showMessage(text) {
+  $('#message').textContent = text;
+}
+
+function clearMessages() {
+  $('#message').textContent = '';
+  $('#notice').textContent = '';
+}
+
+// Shows an API error; a 401 asks for the token and focuses the token field.
+function showError(err) {
+  if (err && err.status === 401) {
+    showMessage(`Authentication required: ${err.message}. Enter a bearer token above.`);
+    $('#token').focus();
+    return;
+  }
+  const where = err && err.pointer ? ` (at ${err.pointer})` : '';
+  const code = err && err.status ? `Error ${err.status}: ` : '';
+  showMessage(code + (err && err.message ? err.message : String(err)) + where);
+}
+
+/* ---------------------------------------------------------------- API */
+
+class ApiError extends Error {
+  constructor(status, message, pointer) {
+    super(message);
+    this.status = status;
+    this.pointer = pointer;
+  }
+}
+
+// Fetches a JSON API route with the bearer token; throws ApiError with the server's message.
+async function api(path, options = {}) {
+  const headers = Object.assign({ Accept: 'application/json' }, options.headers);
+  if (state.token) headers.Authorization = 'Bearer ' + state.token;
+  let res;
+  try {
+    res = await fetch(path, Object.assign({}, options, { headers, cache: 'no-store' }));
+  } catch (e) {
+    throw new ApiError(0, `Network error on ${path}: ${e.message}`);
+  }
+  const text = await res.text();
+  let body = null;
+  try { body = text ? JSON.parse(text) : null; } catch (e) { body = null; }
+  if (!res.ok) {
+    const msg = body && typeof body.error === 'string' ? body.error : `${res.status} ${res.statusText}`.trim();
+    throw new ApiError(res.status, msg, body && body.pointer);
+  }
+  if (body === null) throw new ApiError(res.status, `Response from ${path} is not JSON`);
+  return body;
+}
+
+const enc = encodeURIComponent;
+
+/* ---------------------------------------------------------------- live stream */
+
+const stream = { es: null, retry: null };
+
+// Opens /api/stream (token as ?access_token=, since EventSource cannot set headers).
+function connectStream() {
+  if (stream.es) stream.es.close();
+  clearTimeout(stream.retry);
+  const url = '/api/stream' + (state.token ? '?access_token=' + enc(state.token) : '');
+  const es = new EventSource(url);
+  stream.es = es;
+  setStreamStatus('connecting');
+  es.onopen = () => setStreamStatus('live');
+  es.onerror = () => {
+    if (es.readyState === EventSource.CLOSED) {
+      setStreamStatus('offline');
+      stream.retry = setTimeout(connectStream, 5000);
+    } else {
+      setStreamStatus('reconnecting');
+    }
+  };
+  for (const type of ['context', 'lock']) es.addEventListener(type, (ev) => dispatch(type, ev.data));
+}
+
+function setStreamStatus(s) {
+  const el = $('#stream-status');
+  el.textContent = 'stream: ' + s;
+  el.dataset.state = s;
+}
+
+// Passes a stream event to the current page's handler, if it has one.
+function dispatch(type, data) {
+  let msg;
+  try { msg = JSON.parse(data); } catch (e) { return; }
+  const page = state.page;
+  if (page && page.alive && page.on[type]) page.on[type](msg);
+}
+
+/* ---------------------------------------------------------------- router */
+
+const routes = [
+  [/^\/contexts\/([^/]+)$/, renderContext],
+  [/^\/contexts\/?$/, renderContexts],
+  [/^\/locks\/?$/, renderLocks],
+  [/^\/flows\/([^/]+)$/, renderFlow],
+  [/^\/flows\/?$/, renderFlows],
+  [/^\/records\/([^/]+)$/, renderRecords],
+  [/^\/records\/?$/, renderTables],
+];
+
+function parseHash() {
+  const raw = location.hash.replace(/^#/, '');
+  const [path, qs] = (raw || '/contexts').split('?', 2);
+  return { path, params: new URLSearchParams(qs || '') };
+}
+
+// Starts a new page: stops the previous page's timers and stream handlers.
+function newPage() {
+  if (state.page) {
+    state.page.alive = false;
+    state.page.cleanups.forEach((f) => f());
+  }
+  state.page = { alive: true, cleanups: [], on: {} };
+  return state.page;
+}
+
+function every(page, ms, fn) {
+  const t = setInterval(fn, ms);
+  page.cleanups.push(() => clearInterval(t));
+}
+
+// Renders the page for the current hash.
+async function route() {
+  const raw = location.hash;
+  if (raw && !raw.startsWith('#/')) return; // an in-page anchor, not a route
+  const { path, params } = parseHash();
+  const page = newPage();
+  const view = $('#view');
+  const moved = state.lastPath !== null && state.lastPath !== path;
+  state.lastPath = path;
+  clearMessages();
+  document.querySelectorAll('#nav a').forEach((a) => {
+    const on = path.startsWith('/' + a.dataset.nav);
+    if (on) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
+  });
+  view.setAttribute('aria-busy', 'true');
+  view.replaceChildren(h('p', { class: 'loading' }, 'Loading…'));
+  const match = routes.map(([re, fn]) => [path.match(re), fn]).find(([m]) => m);
+  try {
+    if (!match) {
+      document.title = 'Not found — flowrt';
+      view.replaceChildren(h('h1', {}, 'Not found'), h('p', {}, 'No page at ', path, '. ', h('a', { href: '#/contexts' }, 'Go to contexts')));
+    } else {
+      await match[1](page, view, params, ...match[0].slice(1).map(decodeURIComponent));
+    }
+  } catch (e) {
+    if (!page.alive) return;
+    view.replaceChildren(h('h1', {}, 'Could not load this page'), h('p', {}, 'See the message above. ', h('button', { type: 'button', onclick: route }, 'Retry')));
+    showError(e);
+  } finally {
+    if (page.alive) view.removeAttribute('aria-busy');
+  }
+  const h1 = $('h1', view);
+  if (moved && page.alive && h1) { h1.tabIndex = -1; h1.focus(); }
+}
+
+/* ---------------------------------------------------------------- contexts list */
+
+// Builds the query string of the contexts hash route from a filter object.
+function contextsHash(filter, cursor) {
+  const q = new URLSearchParams();
+  for (const k of ['flow', 'status', 'since']) if (filter[k]) q.set(k, filter[k]);
+  if (cursor) q.set('cursor', cursor);
+  const s = q.toString();
+  return '#/contexts' + (s ? '?' + s : '');
+}
+
+// ISO 8601 UTC → value for <input type=datetime-local> (local time), and back.
+function isoToLocalInput(iso) {
+  const d = new Date(iso);
+  if (isNaN(d)) return '';
+  return new Date(d.getTime() - d.getTimezoneOffset() * 60000).toISOString().slice(0, 19);
+}
+function localInputToIso(value) {
+  const d = new Date(value);
+  return value && !isNaN(d) ? d.toISOString() : '';
+}
+
+// One row of the contexts table.
+function contextRow(c) {
+  const tr = row({ 'data-context-id': c.id, 'data-seq': c.seq }, [
+    ctxLink(c.id),
+    flowLink(c.flow),
+    { cell: badge(c.status), class: 'status' },
+    c.trigger && c.trigger.type ? c.trigger.type : '—',
+    timeEl(c.started_at),
+    { cell: fmtMs(c.runtime_ms), class: 'runtime num' },
+  ]);
+  return tr;
+}
+
+// Updates the status and runtime cells of a row already shown.
+function updateContextRow(tr, c) {
+  $('td.status', tr).replaceChildren(badge(c.status));
+  $('td.runtime', tr).textContent = fmtMs(c.runtime_ms);
+}
+
+function matchesFilter(c, filter) {
+  if (filter.flow && c.flow !== filter.flow) return false;
+  if (filter.status && c.status !== filter.status) return false;
+  if (filter.since && Date.parse(c.started_at) < Date.parse(filter.since)) return false;
+  return true;
+}
+
+// Applies a stream `context` event to the first page: update a row, or insert a new one.
+function liveContext(tbody, filter, c) {
+  if (!c || !c.id) return;
+  const existing = [...tbody.rows].find((tr) => tr.dataset.contextId === c.id);
+  if (existing) { updateContextRow(existing, c); return; }
+  if (!matchesFilter(c, filter)) return;
+  const empty = $('tr.empty', tbody);
+  if (empty) empty.remove();
+  const tr = contextRow(c);
+  tr.classList.add('new');
+  const before = [...tbody.rows].find((r) => Number(r.dataset.seq) < Number(c.seq));
+  tbody.insertBefore(tr, before || (c.seq == null ? tbody.firstChild : null));
+  setTimeout(() => tr.classList.remove('new'), 2000);
+}
+
+// The filter form: flow, status and since.
+function contextFilters(filter, flows) {
+  const flowIds = flows.map((f) => f.id);
+  if (filter.flow && !flowIds.includes(filter.flow)) flowIds.push(filter.flow);
+  const opt = (value, text, sel) => h('option', { value, selected: sel }, text);
+  const flowSel = h('select', { id: 'filter-flow', name: 'flow' },
+    opt('', 'any', !filter.flow), flowIds.map((id) => opt(id, id, id === filter.flow)));
+  const statusSel = h('select', { id: 'filter-status', name: 'status' },
+    opt('', 'any', !filter.status), STATUSES.map((s) => opt(s, s, s === filter.status)));
+  const since = h('input', { id: 'filter-since', name: 'since', type: 'datetime-local', step: 1 });
+  since.value = filter.since ? isoToLocalInput(filter.since) : '';
+  const form = h('form', { class: 'filters', id: 'contexts-filters' },
+    h('div', { class: 'field' }, h('label', { for: 'filter-flow' }, 'Flow'), flowSel),
+    h('div', { class: 'field' }, h('label', { for: 'filter-status' }, 'Status'), statusSel),
+    h('div', { class: 'field' }, h('label', { for: 'filter-since' }, 'Since (local time)'), since),
+    h('div', { class: 'field buttons' },
+      h('button', { type: 'submit' }, 'Apply'),
+      h('a', { href: '#/contexts', class: 'button secondary' }, 'Clear')));
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    location.hash = contextsHash({ flow: flowSel.value, status: statusSel.value, since: localInputToIso(since.value) });
+  });
+  return form;
+}
+
+// Next page / First page buttons driven by a cursor kept in the hash.
+function pager(next, cursor, hashFor) {
+  return h('div', { class: 'pager' },
+    h('button', { type: 'button', id: 'first-page', disabled: !cursor, onclick: () => { location.hash = hashFor(''); } }, 'First page'),
+    h('button', { type: 'button', id: 'next-page', disabled: !next, onclick: () => { location.hash = hashFor(next); } }, 'Next page'));
+}
+
+// Page: the list of contexts, newest first, live on the first page.
+async function renderContexts(page, view, params) {
+  document.title = 'Contexts — flowrt';
+  const filter = { flow: params.get('flow') || '', status: params.get('status') || '', since: params.get('since') || '' };
+  const cursor = params.get('cursor') || '';
+  const q = new URLSearchParams();
+  for (const k of ['flow', 'status', 'since']) if (filter[k]) q.set(k, filter[k]);
+  q.set('limit', PAGE_SIZE);
+  if (cursor) q.set('cursor', cursor);
+  const [list, flows] = await Promise.all([
+    api('/api/contexts?' + q),
+    api('/api/flows').catch((e) => { showError(e); return { flows: [] }; }),
+  ]);
+  if (!page.alive) return;
+  const rows = list.contexts.map(contextRow);
+  if (!rows.length) rows.push(h('tr', { class: 'empty' }, h('td', { colspan: 6 }, 'No contexts.')));
+  const wrap = table({ id: 'contexts-table' }, ['Context', 'Flow', 'Status', 'Trigger', 'Started at', ['Runtime', 'num']], rows, 'Contexts, newest first');
+  const live = cursor
+    ? 'Showing a later page: live updates are paused. Go to the first page to follow new contexts.'
+    : 'Live: new contexts appear at the top as they start.';
+  replaceView(view, [
+    h('h1', {}, 'Contexts'),
+    contextFilters(filter, flows.flows || []),
+    h('p', { class: 'hint', id: 'live-note' }, live),
+    wrap,
+    pager(list.next, cursor, (c) => contextsHash(filter, c)),
+  ]);
+  if (!cursor) {
+    const tbody = $('tbody', wrap);
+    page.on.context = (msg) => liveContext(tbody, filter, msg.context);
+  }
+}
+
+/* ---------------------------------------------------------------- one context */
+
+// Nests steps by path prefix: the parent of "3.then.1" is "3", of "5.do.2#3.then.1" is "5.do.2#3".
+function buildStepTree(steps) {
+  const byPath = new Map();
+  const roots = [];
+  for (const s of steps) {
+    const node = { step: s, children: [], rel: '' };
+    let parent = null;
+    let p = String(s.path || '');
+    for (let i = p.lastIndexOf('.'); i > 0 && !parent; i = p.lastIndexOf('.')) {
+      p = p.slice(0, i);
+      parent = byPath.get(p) || null;
+    }
+    if (parent) {
+      node.rel = String(s.path).slice(parent.step.path.length + 1);
+      parent.children.push(node);
+    } else {
+      roots.push(node);
+    }
+    if (!byPath.has(s.path)) byPath.set(s.path, node);
+  }
+  return roots;
+}
+
+// "then.1" → "then"; "do.2#3" → "do · iteration 3"; "else_if.2.then.1" → "else_if.2.then".
+function branchLabel(rel) {
+  if (!rel) return null;
+  const parts = rel.split('.');
+  const last = parts.pop();
+  const iter = last.includes('#') ? last.split('#')[1] : null;
+  return (parts.join('.') || 'child') + (iter ? ` · iteration ${iter}` : '');
+}
+
+// A <details> block holding JSON (or text), remembered across refreshes by data-key.
+function detailsBlock(key, summary, value, open) {
+  const body = typeof value === 'string' ? h('pre', { class: 'text' }, value) : jsonPre(value);
+  return h('details', { 'data-key': key, open: open || null }, h('summary', {}, summary), body);
+}
+
+// One step of the tree, with its children nested below it.
+function stepNode(node) {
+  const s = node.step;
+  const label = branchLabel(node.rel);
+  const key = 'step:' + s.path;
+  return h('li', {},
+    h('div', { class: 'step', 'data-path': s.path, 'data-step-id': s.id },
+      h('div', { class: 'step-head' },
+        h('code', { class: 'path' }, s.path),
+        label ? h('span', { class: 'branch' }, label) : null,
+        h('strong', { class: 'step-id' }, s.id || '(no id)'),
+        h('span', { class: 'action' }, s.action),
+        badge(s.status),
+        h('span', { class: 'times' }, timeEl(s.started_at), ' → ', timeEl(s.ended_at))),
+      h('div', { class: 'step-body' },
+        detailsBlock(key + ':inputs', 'Inputs', s.inputs),
+        detailsBlock(key + ':outputs', 'Outputs', s.outputs),
+        s.error != null ? detailsBlock(key + ':error', 'Error', s.error, true) : null)),
+    node.children.length ? h('ul', { class: 'step-tree' }, node.children.map(stepNode)) : null);
+}
+
+const lockKey = (s) => (s.inputs ? s.inputs.key ?? s.inputs.name : undefined);
+
+// Bars for the timeline: one per started step, plus a lock-hold bar after each acquired lock.
+function timelineBars(ctx, ctxEnd) {
+  const steps = ctx.steps || [];
+  const heldUntil = new Map(); // lock key → index of the unlock that ends the current hold
+  const bars = [];
+  steps.forEach((s, i) => {
+    const start = Date.parse(s.started_at);
+    if (isNaN(start)) return;
+    const end = s.ended_at ? Date.parse(s.ended_at) : ctxEnd;
+    const action = String(s.action || '');
+    const kind = action === 'lock' ? 'lock-wait' : action.startsWith('wait') ? 'wait' : 'step';
+    bars.push({ label: s.id || s.path, kind, start, end, path: s.path });
+    const key = lockKey(s);
+    const acquired = action === 'lock' && s.ended_at && s.status === 'completed' &&
+      !(s.outputs && s.outputs.result === 'failure');
+    if (!acquired || (heldUntil.has(key) && heldUntil.get(key) > i)) return; // re-entrant lock: same hold
+    let j = steps.findIndex((u, k) => k > i && u.action === 'unlock' && lockKey(u) === key);
+    const unlock = j >= 0 ? steps[j] : null;
+    if (j < 0) j = Infinity;
+    heldUntil.set(key, j);
+    const holdEnd = unlock && unlock.ended_at ? Date.parse(unlock.ended_at) : ctxEnd;
+    bars.push({ label: String(key), note: `, taken by step ${s.id || s.path}`, kind: 'lock-hold', start: end, end: Math.max(end, holdEnd), path: s.path });
+  });
+  return bars;
+}
+
+// Tick positions (ms from the start) at a 1/2/5 × 10^k spacing, about six of them.
+function ticks(span) {
+  const raw = span / 6;
+  const mag = Math.pow(10, Math.floor(Math.log10(raw)));
+  const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw);
+  const out = [];
+  for (let t = 0; t <= span * (1 + 1e-9); t += step) out.push(Number(t.toPrecision(6)));
+  return out;
+}
+
+// The timeline: positioned divs on an axis from started_at to ended_at (or now).
+function renderTimeline(ctx) {
+  const t0 = Date.parse(ctx.started_at);
+  const ended = ctx.ended_at ? Date.parse(ctx.ended_at) : NaN;
+  const t1 = isNaN(ended) ? Date.now() : ended;
+  const span = Math.max(t1 - t0, 1);
+  const pct = (t) => Math.min(100, Math.max(0, ((t - t0) / span) * 100));
+  const bars = isNaN(t0) ? [] : timelineBars(ctx, t1);
+  const axis = h('div', { class: 'tl-track tl-axis', 'aria-hidden': 'true' });
+  for (const t of ticks(span)) {
+    const p = (t / span) * 100;
+    const tick = h('span', { class: 'tick' + (p > 92 ? ' end' : p === 0 ? ' start' : '') }, fmtMs(t));
+    tick.style.left = p + '%';
+    axis.append(tick);
+  }
+  const rows = bars.map((b) => {
+    const title = `${b.label} (${KIND_TEXT[b.kind]}${b.note || ''}): start +${fmtMs(b.start - t0)}, ` +
+      `end +${fmtMs(b.end - t0)}, duration ${fmtMs(b.end - b.start)}`;
+    const bar = h('div', { class: 'bar ' + b.kind, title, 'data-path': b.path }, h('span', { class: 'sr-only' }, title));
+    bar.style.left = pct(b.start) + '%';
+    bar.style.width = Math.max(0, pct(b.end) - pct(b.start)) + '%';
+    return h('div', { class: 'tl-row' },
+      h('div', { class: 'tl-label' }, h('span', { class: 'tl-name' }, b.label),
+        b.kind !== 'step' ? h('span', { class: 'kind kind-' + b.kind }, KIND_TEXT[b.kind]) : null),
+      h('div', { class: 'tl-track' }, bar));
+  });
+  const legend = h('ul', { class: 'legend', 'aria-label': 'Legend' },
+    Object.entries(KIND_TEXT).map(([k, text]) => h('li', {}, h('span', { class: 'swatch bar ' + k }), text)));
+  return h('div', { class: 'timeline-wrap', tabindex: 0, role: 'region', 'aria-label': 'Timeline' },
+    h('div', { id: 'timeline', class: 'timeline', 'data-span-ms': span },
+      h('div', { class: 'tl-row tl-head' }, h('div', { class: 'tl-label' }, isNaN(ended) ? 'ms since start (running)' : 'ms since start'), axis),
+      rows.length ? rows : h('p', { class: 'muted' }, 'No steps have started.')),
+    legend);
+}
+
+// Definition-list item helper.
+const dlItem = (term, ...value) => [h('dt', {}, term), h('dd', {}, value)];
+
+// The context header: id, flow, status, plan, times, error, and the Cancel button.
+function contextHeader(ctx, onCancel) {
+  const err = ctx.error ? [ctx.error.message || JSON.stringify(ctx.error), ctx.error.step ? ` (step ${ctx.error.step})` : ''] : ['—'];
+  return [
+    h('h1', {}, 'Context ', h('span', { id: 'context-id' }, ctx.id), ' ', h('span', { id: 'context-status' }, badge(ctx.status))),
+    ACTIVE.has(ctx.status) ? h('p', {}, h('button', { type: 'button', id: 'cancel-button', class: 'danger', onclick: onCancel }, 'Cancel context')) : null,
+    h('dl', { class: 'facts', id: 'context-facts' },
+      dlItem('Flow', flowLink(ctx.flow)),
+      dlItem('Status', badge(ctx.status)),
+      dlItem('Plan version', ctx.plan_version || '—'),
+      dlItem('Started at', timeEl(ctx.started_at)),
+      dlItem('Ended at', timeEl(ctx.ended_at)),
+      dlItem('Runtime', fmtMs(ctx.runtime_ms)),
+      dlItem('Error', h('span', { class: ctx.error ? 'error-text' : '' }, err))),
+  ];
+}
+
+// The trigger and the cause chain.
+function contextCause(ctx) {
+  const chain = Array.isArray(ctx.chain) ? ctx.chain : [];
+  return h('section', { 'aria-labelledby': 'h-trigger' },
+    h('h2', { id: 'h-trigger' }, 'Trigger and cause'),
+    h('div', { class: 'trigger' }, jsonPre(ctx.trigger)),
+    h('p', { id: 'cause' }, ctx.cause
+      ? ['Caused by context ', ctxLink(ctx.cause.context), ' of flow ', flowLink(ctx.cause.flow), '.']
+      : 'No cause: not started by another context.'),
+    chain.length ? h('div', { class: 'chain-wrap' }, h('span', {}, 'Chain of flows: '), h('ol', { class: 'chain', id: 'chain' }, chain.map((f) => h('li', {}, flowLink(f))))) : null);
+}
+
+// Logs and variables.
+function contextLogs(ctx) {
+  const logs = (ctx.logs || []).map((l) => row({ class: 'log log-' + l.level }, [
+    timeEl(l.time), badge(l.level, 'level'), l.step == null ? '—' : h('code', {}, l.step), { cell: l.message, class: 'log-message' }]));
+  return [
+    h('section', { 'aria-labelledby': 'h-logs' }, h('h2', { id: 'h-logs' }, 'Logs'),
+      logs.length ? table({ id: 'logs-table' }, ['Time', 'Level', 'Step', 'Message'], logs, 'Logs') : h('p', { class: 'muted' }, 'No logs.')),
+    h('section', { 'aria-labelledby': 'h-vars' }, h('h2', { id: 'h-vars' }, 'Variables'),
+      h('div', { id: 'variables' }, jsonPre(ctx.variables || {}))),
+  ];
+}
+
+// Draws the whole context page, keeping open <details> open.
+function drawContext(view, ctx, onCancel) {
+  const open = new Set([...view.querySelectorAll('details[data-key]')].filter((d) => d.open).map((d) => d.dataset.key));
+  const tree = buildStepTree(ctx.steps || []);
+  replaceView(view, [
+    ...contextHeader(ctx, onCancel),
+    contextCause(ctx),
+    h('section', { 'aria-labelledby': 'h-timeline' }, h('h2', { id: 'h-timeline' }, 'Timeline'), renderTimeline(ctx)),
+    h('section', { 'aria-labelledby': 'h-steps' }, h('h2', { id: 'h-steps' }, 'Steps'),
+      tree.length ? h('ul', { class: 'step-tree root', id: 'steps' }, tree.map(stepNode)) : h('p', { class: 'muted' }, 'No steps yet.')),
+    ...contextLogs(ctx),
+  ]);
+  for (const d of view.querySelectorAll('details[data-key]')) if (open.has(d.dataset.key)) d.open = true;
+}
+
+// Page: one context, refreshed on stream events about it until it has ended.
+async function renderContext(page, view, params, id) {
+  const url = '/api/contexts/' + enc(id);
+  let ctx = null;
+  let busy = false;
+  let again = false;
+  const isEnded = (c) => Boolean(c.ended_at) || ENDED.has(c.status);
+  const refresh = async () => {
+    if (busy) { again = true; return; }
+    busy = true;
+    try {
+      const c = await api(url);
+      if (page.alive) { ctx = c; drawContext(view, ctx, cancel); }
+    } catch (e) {
+      if (page.alive) showError(e);
+    } finally {
+      busy = false;
+      if (again && page.alive) { again = false; refresh(); }
+    }
+  };
+  const cancel = async (ev) => {
+    const button = ev.currentTarget;
+    button.disabled = true;
+    clearMessages();
+    try {
+      const res = await api(url + '/cancel', { method: 'POST' });
+      $('#notice').textContent = `Context ${id}: ${res.status || 'cancel requested'}.`;
+      await refresh();
+    } catch (e) {
+      button.disabled = false;
+      showError(e);
+    }
+  };
+  ctx = await api(url);
+  if (!page.alive) return;
+  document.title = `${ctx.id} — flowrt`;
+  drawContext(view, ctx, cancel);
+  page.on.context = (msg) => {
+    if (msg.context && msg.context.id === id && ctx && !isEnded(ctx)) refresh();
+  };
+}
+
+/* ---------------------------------------------------------------- locks */
+
+// A live countdown element; its text is filled by tickCountdowns.
+function countdown(iso, verb, pastVerb) {
+  if (!iso) return h('span', { class: 'muted' }, 'never');
+  return h('span', {}, timeEl(iso), ' ',
+    h('span', { class: 'countdown', 'data-deadline': iso, 'data-verb': verb, 'data-past': pastVerb }));
+}
+
+// Updates every countdown using the server's clock (client clock + skew).
+function tickCountdowns(root, skew) {
+  const now = Date.now() + skew;
+  for (const el of root.querySelectorAll('.countdown')) {
+    const left = (Date.parse(el.dataset.deadline) - now) / 1000;
+    el.textContent = left >= 0 ? `${el.dataset.verb} in ${left.toFixed(1)} s` : `${el.dataset.past} ${(-left).toFixed(1)} s ago`;
+    el.classList.toggle('past', left < 0);
+  }
+}
+
+// One lock: numbers, holders and waiters.
+function lockSection(lock) {
+  const holders = (lock.holders || []).map((x) => row({ 'data-context-id': x.context }, [
+    ctxLink(x.context), { cell: String(x.weight), class: 'num' }, { cell: String(x.token), class: 'num' },
+    timeEl(x.acquired_at), countdown(x.expires_at, 'expires', 'expired')]));
+  const waiters = (lock.waiters || []).map((x, i) => row({ 'data-context-id': x.context }, [
+    { cell: String(i + 1), class: 'num' }, ctxLink(x.context), { cell: String(x.weight), class: 'num' },
+    timeEl(x.requested_at), countdown(x.gives_up_at, 'gives up', 'gave up')]));
+  return h('section', { class: 'lock', 'data-lock': lock.name },
+    h('h2', {}, lock.name),
+    h('dl', { class: 'facts inline' },
+      dlItem('Limit', String(lock.limit)), dlItem('Held', String(lock.held)), dlItem('Last token', String(lock.last_token ?? '—'))),
+    h('h3', {}, `Holders (${holders.length})`),
+    holders.length
+      ? table({ class: 'holders' }, ['Context', ['Weight', 'num'], ['Token', 'num'], 'Acquired at', 'Expires at'], holders, `Holders of ${lock.name}`)
+      : h('p', { class: 'muted' }, 'No holders.'),
+    h('h3', {}, `Waiters (${waiters.length}, in queue order)`),
+    waiters.length
+      ? table({ class: 'waiters' }, [['#', 'num'], 'Context', ['Weight', 'num'], 'Requested at', 'Gives up at'], waiters, `Waiters for ${lock.name}`)
+      : h('p', { class: 'muted' }, 'No waiters.'));
+}
+
+// Page: locks, refreshed on stream `lock` events and every 2 s; countdowns every 250 ms.
+async function renderLocks(page, view) {
+  document.title = 'Locks — flowrt';
+  let skew = 0;
+  let last = null;
+  let busy = false;
+  const load = async () => {
+    if (busy) return;
+    busy = true;
+    try {
+      const data = await api('/api/locks');
+      if (!page.alive) return;
+      const now = Date.parse(data.now);
+      skew = isNaN(now) ? 0 : now - Date.now();
+      const key = JSON.stringify(data.locks);
+      if (key !== last) {
+        last = key;
+        const locks = data.locks || [];
+        replaceView(view, [h('h1', {}, 'Locks'),
+          h('p', { class: 'hint' }, 'Refreshes on lock events and every 2 s. Countdowns use the server clock.'),
+          h('div', { id: 'locks' }, locks.length ? locks.map(lockSection) : h('p', { class: 'muted' }, 'No locks.'))]);
+      }
+      tickCountdowns(view, skew);
+    } finally {
+      busy = false;
+    }
+  };
+  await load();
+  const reload = () => load().catch((e) => { if (page.alive) showError(e); });
+  every(page, 2000, reload);
+  every(page, 250, () => tickCountdowns(view, skew));
+  page.on.lock = reload;
+}
+
+/* ---------------------------------------------------------------- flows */
+
+// Status columns for flow counts: the usual ones first, then any others seen.
+function countColumns(flows) {
+  const seen = new Set(flows.flatMap((f) => Object.keys(f.counts || {})));
+  return [...STATUSES.filter((s) => seen.has(s)), ...[...seen].filter((s) => !STATUSES.includes(s)).sort()];
+}
+
+const pctl = (f, p) => (f.runtime_ms ? fmtMs(f.runtime_ms[p]) : '—');
+
+// Page: all flows with counts and runtime percentiles.
+async function renderFlows(page, view) {
+  document.title = 'Flows — flowrt';
+  const { flows = [] } = await api('/api/flows');
+  if (!page.alive) return;
+  const cols = countColumns(flows);
+  const rows = flows.map((f) => row({ 'data-flow-id': f.id }, [
+    flowLink(f.id), f.type || '—', badge(f.state, 'state'), { cell: String(f.revision ?? '—'), class: 'num' },
+    ...cols.map((s) => ({ cell: String((f.counts || {})[s] || 0), class: 'num' })),
+    { cell: pctl(f, 'p50'), class: 'num' }, { cell: pctl(f, 'p95'), class: 'num' }, { cell: pctl(f, 'p99'), class: 'num' }]));
+  replaceView(view, [h('h1', {}, 'Flows'),
+    flows.length
+      ? table({ id: 'flows-table' }, ['Flow', 'Type', 'State', ['Revision', 'num'], ...cols.map((c) => [c, 'num']), ['p50', 'num'], ['p95', 'num'], ['p99', 'num']], rows, 'Flows')
+      : h('p', { class: 'muted' }, 'No flows.')]);
+}
+
+// Page: one flow: definition, plan, counts and percentiles.
+async function renderFlow(page, view, params, id) {
+  document.title = `${id} — flowrt`;
+  const base = '/api/flows/' + enc(id);
+  const [flow, plan, list] = await Promise.all([
+    api(base),
+    api(base + '/plan').catch((e) => ({ error: e })),
+    api('/api/flows').catch((e) => ({ error: e, flows: [] })),
+  ]);
+  if (!page.alive) return;
+  const entry = (list.flows || []).find((f) => f.id === id);
+  const cols = entry ? countColumns([entry]) : [];
+  replaceView(view, [
+    h('h1', {}, 'Flow ', h('span', { id: 'flow-id' }, flow.id)),
+    h('p', {}, h('a', { href: contextsHash({ flow: flow.id }), id: 'flow-contexts-link' }, 'Contexts of this flow')),
+    h('dl', { class: 'facts' },
+      dlItem('Type', flow.type || '—'), dlItem('State', badge(flow.state, 'state')), dlItem('Revision', String(flow.revision ?? '—')),
+      dlItem('Counts', cols.length ? h('ul', { class: 'counts' }, cols.map((s) => h('li', {}, badge(s), ' ', String(entry.counts[s])))) : '—'),
+      dlItem('Runtime p50 / p95 / p99', entry ? `${pctl(entry, 'p50')} / ${pctl(entry, 'p95')} / ${pctl(entry, 'p99')}` : '—')),
+    h('section', { 'aria-labelledby': 'h-plan' }, h('h2', { id: 'h-plan' }, 'Plan'),
+      plan.error ? h('p', { class: 'error-text' }, 'No plan: ', plan.error.message) : h('pre', { id: 'flow-plan', class: 'text' }, String(plan.plan))),
+    h('section', { 'aria-labelledby': 'h-def' }, h('h2', { id: 'h-def' }, 'Definition'),
+      h('pre', { id: 'flow-definition', class: 'json' }, JSON.stringify(flow.definition, null, 2))),
+  ]);
+  if (plan.error) showError(plan.error);
+  else if (list.error) showError(list.error);
+}
+
+/* ---------------------------------------------------------------- records */
+
+// Page: the list of tables.
+async function renderTables(page, view) {
+  document.title = 'Records — flowrt';
+  const { tables = [] } = await api('/api/tables');
+  if (!page.alive) return;
+  replaceView(view, [h('h1', {}, 'Records'),
+    tables.length
+      ? h('ul', { class: 'table-list', id: 'tables' }, tables.map((t) => h('li', {}, h('a', { href: '#/records/' + enc(t) }, t))))
+      : h('p', { class: 'muted' }, 'No tables.')]);
+}
+
+// A record's cell: strings as text, null muted, anything else as compact JSON.
+function valueCell(v) {
+  if (v === null || v === undefined) return h('span', { class: 'muted' }, v === null ? 'null' : '');
+  return typeof v === 'string' ? v : JSON.stringify(v);
+}
+
+// Page: the records of one table, 50 at a time, columns = union of keys with sys_id first.
+async function renderRecords(page, view, params, name) {
+  document.title = `${name} — flowrt`;
+  const cursor = params.get('cursor') || '';
+  const q = new URLSearchParams({ limit: PAGE_SIZE });
+  if (cursor) q.set('cursor', cursor);
+  const data = await api(`/api/tables/${enc(name)}/records?${q}`);
+  if (!page.alive) return;
+  const records = data.records || [];
+  const keys = new Set(['sys_id']);
+  records.forEach((r) => Object.keys(r).forEach((k) => keys.add(k)));
+  const cols = [...keys];
+  const rows = records.map((r) => row({ 'data-sys-id': r.sys_id }, cols.map((k) => valueCell(r[k]))));
+  const hashFor = (c) => `#/records/${enc(name)}` + (c ? '?cursor=' + enc(c) : '');
+  replaceView(view, [
+    h('p', { class: 'crumbs' }, h('a', { href: '#/records' }, 'Records'), ' / ', name),
+    h('h1', {}, 'Table ', h('span', { id: 'table-name' }, name)),
+    records.length ? table({ id: 'records-table' }, cols, rows, `Records of ${name}`) : h('p', { class: 'muted' }, 'No records.'),
+    pager(data.next, cursor, hashFor),
+  ]);
+}
+
+/* ---------------------------------------------------------------- start */
+
+// Shows who the token belongs to.
+async function loadWhoami() {
+  const el = $('#whoami');
+  try {
+    const me = await api('/api/whoami');
+    el.textContent = `${me.name} (${me.role})`;
+    document.body.dataset.role = me.role;
+  } catch (e) {
+    el.textContent = e.status === 401 ? 'not signed in' : 'unknown user';
+    delete document.body.dataset.role;
+    showError(e);
+  }
+}
+
+// Wires the token form, the skip link and the router, then opens the stream.
+function start() {
+  const input = $('#token');
+  input.value = state.token;
+  $('#token-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    state.token = input.value.trim();
+    if (state.token) sessionStorage.setItem(TOKEN_KEY, state.token); else sessionStorage.removeItem(TOKEN_KEY);
+    connectStream();
+    route().then(loadWhoami);
+  });
+  $('#skip-link').addEventListener('click', (ev) => {
+    ev.preventDefault();
+    $('#main').focus();
+  });
+  window.addEventListener('hashchange', route);
+  connectStream();
+  route().then(loadWhoami);
+}
+
+document.addEventListener('DOMContentLoaded', start);
