@@ -29,6 +29,7 @@ struct TriggerData {
   Value previous;         // before an update
   Value payload;          // event payload
   Value event_name;
+  Value caller;           // who made the operation that started it (flowrt serve's token name), or null
 };
 
 // Everything a pill can read. Pointers and spans are borrowed; absent parts read as null.

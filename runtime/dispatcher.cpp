@@ -133,7 +133,8 @@ std::shared_ptr<Context> Dispatcher::new_context(FlowSlot* flow, TriggerData tri
 }
 
 void Dispatcher::prepare_record(std::string_view table, RecordOperation op, const Value& record,
-                                const Value* previous, bool changed, std::vector<Prepared>* out) {
+                                const Value* previous, bool changed, const Value& caller,
+                                std::vector<Prepared>* out) {
   const TriggerIndex* index = current_index();
   if (!index) return;
   std::span<const TriggerEntry> entries = index->on_record(table, op);
@@ -143,8 +144,9 @@ void Dispatcher::prepare_record(std::string_view table, RecordOperation op, cons
     auto* flow = static_cast<FlowSlot*>(e.handle);
     if (!flow->active.load(std::memory_order_acquire)) continue;
     if (!record_trigger_matches(*e.spec, op, record, before, changed)) continue;
-    out->push_back(Prepared{flow, e.spec.get(),
-                            new_context(flow, record_trigger(table, op, record, before), Value())});
+    TriggerData t = record_trigger(table, op, record, before);
+    t.caller = caller;
+    out->push_back(Prepared{flow, e.spec.get(), new_context(flow, std::move(t), Value())});
   }
 }
 
@@ -303,10 +305,10 @@ Result<Value> Dispatcher::insert(std::string_view table, const Value& values, Or
   FLOWRT_RETURN_IF_ERROR(RecordStore::check_value_sizes(values, core_.props().max_record_value_bytes));
   while (true) {
     uint64_t id_number = 0;
-    Result<Value> record = store_.build_insert(values, core_.clock.now(), &id_number);
+    Result<Value> record = store_.build_insert(values, core_.clock.now(), &id_number, origin.caller);
     if (!record) return record;
     std::vector<Prepared> prepared;
-    prepare_record(table, RecordOperation::kInsert, *record, nullptr, true, &prepared);
+    prepare_record(table, RecordOperation::kInsert, *record, nullptr, true, origin.caller, &prepared);
     Batch batch(core_);
     batch.reserve(prepared.size());
     perturb(PerturbPoint::kBeforeCommitLock);
@@ -339,11 +341,12 @@ Result<Value> Dispatcher::update(std::string_view table, std::string_view sys_id
     uint32_t row = 0;
     Value current = store_.get(table, sys_id, &row);  // the store's own read lock; no commit lock
     if (current.is_null()) return Error{"no record in " + std::string(table) + " with sys_id " + std::string(sys_id)};
-    Result<RecordChange> change = RecordStore::build_update(current, sys_id, values, core_.clock.now());
+    Result<RecordChange> change = RecordStore::build_update(current, sys_id, values, core_.clock.now(), origin.caller);
     if (!change) return change.error();
     change->row_hint = row;
     std::vector<Prepared> prepared;
-    prepare_record(table, RecordOperation::kUpdate, change->record, &change->previous, change->changed, &prepared);
+    prepare_record(table, RecordOperation::kUpdate, change->record, &change->previous, change->changed, origin.caller,
+                   &prepared);
     Batch batch(core_);
     batch.reserve(prepared.size());
     perturb(PerturbPoint::kBeforeCommitLock);
@@ -400,7 +403,7 @@ Result<Value> Dispatcher::remove(std::string_view table, std::string_view sys_id
     // Every write commits under the commit lock: the record read here is the one removed.
     std::vector<Prepared> prepared;
     if (Value existing = store_.get(table, sys_id); !existing.is_null()) {
-      prepare_record(table, RecordOperation::kDelete, existing, nullptr, true, &prepared);
+      prepare_record(table, RecordOperation::kDelete, existing, nullptr, true, origin.caller, &prepared);
       FLOWRT_RETURN_IF_ERROR(check_queue_room(prepared.size()));
       batch.reserve(prepared.size());
     }
@@ -431,10 +434,12 @@ Result<size_t> Dispatcher::update_where(std::string_view table, const Condition&
     std::vector<Planned> planned;
     size_t starts = 0;
     for (const Value& r : found->items()) {
-      Result<RecordChange> change = RecordStore::build_update(r, r["sys_id"].as_string(), values, core_.clock.now());
+      Result<RecordChange> change =
+          RecordStore::build_update(r, r["sys_id"].as_string(), values, core_.clock.now(), origin.caller);
       if (!change) return change.error();
       Planned& p = planned.emplace_back(Planned{std::move(change).value(), {}});
-      prepare_record(table, RecordOperation::kUpdate, p.change.record, &p.change.previous, p.change.changed, &p.prepared);
+      prepare_record(table, RecordOperation::kUpdate, p.change.record, &p.change.previous, p.change.changed, origin.caller,
+                     &p.prepared);
       starts += p.prepared.size();
     }
     FLOWRT_RETURN_IF_ERROR(check_queue_room(starts));
@@ -469,7 +474,7 @@ Result<size_t> Dispatcher::remove_where(std::string_view table, const Condition&
     std::vector<std::vector<Prepared>> prepared(found->size());
     size_t starts = 0;
     for (size_t i = 0; i < found->size(); ++i) {
-      prepare_record(table, RecordOperation::kDelete, found->at(i), nullptr, true, &prepared[i]);
+      prepare_record(table, RecordOperation::kDelete, found->at(i), nullptr, true, origin.caller, &prepared[i]);
       starts += prepared[i].size();
     }
     FLOWRT_RETURN_IF_ERROR(check_queue_room(starts));
@@ -500,6 +505,7 @@ Status Dispatcher::fire_event(const Value& name, const Value& payload, Origin or
       t.time = core_.clock.now();
       t.event_name = name;
       t.payload = payload;
+      t.caller = origin.caller;
       prepared.push_back(Prepared{flow, nullptr, new_context(flow, std::move(t), Value())});
     }
   }

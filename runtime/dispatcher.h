@@ -52,6 +52,9 @@ int64_t steady_ns();
 // Who asked for an operation: a running context, or nobody (outside).
 struct Origin {
   Context* context = nullptr;
+  // An operation from outside made by a named caller (an API token's name): written into
+  // the records as sys_created_by / sys_updated_by, and into the trigger of what it starts.
+  Value caller;
 };
 
 class Dispatcher {
@@ -204,7 +207,7 @@ class Dispatcher {
   // Which active flows a record operation starts, each with its context built. Takes no
   // lock of the dispatcher's (the trigger index is an immutable snapshot).
   void prepare_record(std::string_view table, RecordOperation op, const Value& record, const Value* previous,
-                      bool changed, std::vector<Prepared>* out);
+                      bool changed, const Value& caller, std::vector<Prepared>* out);
   // Takes the next commit sequence number for a commit of `kind`.
   CommitEntry begin_commit(CommitEntry::Kind kind, Origin origin) REQUIRES(mu_);
   // The commit is complete: the observer (if any) sees it, in commit order.

@@ -106,6 +106,13 @@ Diagnostics add_definitions(EngineCore& core, std::vector<Definition> defs, Diag
   return diags;
 }
 
+// An operation from outside, made by `caller` ("" for none).
+Origin origin_of(std::string_view caller) {
+  Origin o;
+  if (!caller.empty()) o.caller = Value(caller);
+  return o;
+}
+
 Result<Definition> definition_from_value(const Value& v) {
   Diagnostics diags;
   Definition d;
@@ -257,57 +264,59 @@ Status Engine::set_property(std::string_view name, const Value& value) { return 
 
 EngineProperties Engine::properties() const { return core_->properties(); }
 
-Result<Value> Engine::insert(std::string_view table, const Value& values) {
+Result<Value> Engine::insert(std::string_view table, const Value& values, std::string_view caller) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
-  auto done = core_->dispatcher.insert(table, values, Origin{});
+  auto done = core_->dispatcher.insert(table, values, origin_of(caller));
   if (done) FLOWRT_RETURN_IF_ERROR(core_->wait_durable());
   return done;
 }
 
-Result<Value> Engine::update(std::string_view table, std::string_view sys_id, const Value& values) {
+Result<Value> Engine::update(std::string_view table, std::string_view sys_id, const Value& values,
+                             std::string_view caller) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
-  auto done = core_->dispatcher.update(table, sys_id, values, Origin{});
+  auto done = core_->dispatcher.update(table, sys_id, values, origin_of(caller));
   if (done) FLOWRT_RETURN_IF_ERROR(core_->wait_durable());
   return done;
 }
 
-Result<size_t> Engine::update_where(std::string_view table, const Value& where, const Value& values) {
+Result<size_t> Engine::update_where(std::string_view table, const Value& where, const Value& values,
+                                    std::string_view caller) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
   Diagnostics diags;
   Condition c;
   if (!compile_record_condition(where, "where", "", &c, &diags)) return Error{diags.describe()};
-  auto done = core_->dispatcher.update_where(table, c, values, Origin{});
+  auto done = core_->dispatcher.update_where(table, c, values, origin_of(caller));
   if (done) FLOWRT_RETURN_IF_ERROR(core_->wait_durable());
   return done;
 }
 
-Result<Value> Engine::remove(std::string_view table, std::string_view sys_id) {
+Result<Value> Engine::remove(std::string_view table, std::string_view sys_id, std::string_view caller) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
-  auto done = core_->dispatcher.remove(table, sys_id, Origin{});
+  auto done = core_->dispatcher.remove(table, sys_id, origin_of(caller));
   if (done) FLOWRT_RETURN_IF_ERROR(core_->wait_durable());
   return done;
 }
 
-Result<size_t> Engine::remove_where(std::string_view table, const Value& where) {
+Result<size_t> Engine::remove_where(std::string_view table, const Value& where, std::string_view caller) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
   Diagnostics diags;
   Condition c;
   if (!compile_record_condition(where, "where", "", &c, &diags)) return Error{diags.describe()};
-  auto done = core_->dispatcher.remove_where(table, c, Origin{});
+  auto done = core_->dispatcher.remove_where(table, c, origin_of(caller));
   if (done) FLOWRT_RETURN_IF_ERROR(core_->wait_durable());
   return done;
 }
 
-Status Engine::fire_event(std::string_view name, const Value& payload) {
+Status Engine::fire_event(std::string_view name, const Value& payload, std::string_view caller) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
-  Status done = core_->dispatcher.fire_event(Value(name), payload, Origin{});
+  Status done = core_->dispatcher.fire_event(Value(name), payload, origin_of(caller));
   if (!done) return done;
   return core_->wait_durable();
 }
 
-Result<std::string> Engine::call_flow(std::string_view flow, const Value& inputs) {
+Result<std::string> Engine::call_flow(std::string_view flow, const Value& inputs, std::string_view caller) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
-  Result<StartedFlow> started = core_->start_api_flow(flow, inputs, Origin{});
+  Result<StartedFlow> started = core_->start_api_flow(flow, inputs, origin_of(caller));
   if (!started) return started.error();
   FLOWRT_RETURN_IF_ERROR(core_->wait_durable());
   if (started->skipped) return Error{"the start was skipped: " + std::string(started->reason.as_string())};

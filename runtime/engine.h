@@ -83,16 +83,23 @@ class Engine {
   EngineProperties properties() const;
 
   // ---- operations ----
-  Result<Value> insert(std::string_view table, const Value& values);
-  Result<Value> update(std::string_view table, std::string_view sys_id, const Value& values);
+  // `caller` names who makes the operation (flowrt serve passes the API token's name; ""
+  // for none): a record written gets it as sys_created_by / sys_updated_by, and the
+  // trigger of each context it starts as "caller". Without one, a record has no
+  // sys_created_by, and an update drops sys_updated_by.
+  Result<Value> insert(std::string_view table, const Value& values, std::string_view caller = {});
+  Result<Value> update(std::string_view table, std::string_view sys_id, const Value& values,
+                       std::string_view caller = {});
   // Updates every record matching `where` (a condition object); returns how many.
-  Result<size_t> update_where(std::string_view table, const Value& where, const Value& values);
-  Result<Value> remove(std::string_view table, std::string_view sys_id);
-  Result<size_t> remove_where(std::string_view table, const Value& where);
-  Status fire_event(std::string_view name, const Value& payload = Value());
+  Result<size_t> update_where(std::string_view table, const Value& where, const Value& values,
+                              std::string_view caller = {});
+  Result<Value> remove(std::string_view table, std::string_view sys_id, std::string_view caller = {});
+  Result<size_t> remove_where(std::string_view table, const Value& where, std::string_view caller = {});
+  Status fire_event(std::string_view name, const Value& payload = Value(), std::string_view caller = {});
   // Starts an active API flow; returns the new context's id. Inputs that do not match the
   // flow's declared inputs (unknown, required and missing, wrong type) refuse the start.
-  Result<std::string> call_flow(std::string_view flow, const Value& inputs = Value::empty_object());
+  Result<std::string> call_flow(std::string_view flow, const Value& inputs = Value::empty_object(),
+                                std::string_view caller = {});
   // Runs a flow now, trigger condition bypassed, drafts included: with a record
   // ({"table", "sys_id"}) for record-triggered flows, or with inputs, checked as call_flow
   // checks them against the version that runs.

@@ -507,6 +507,7 @@ Result<StartedFlow> EngineCore::start_api_flow(std::string_view flow, const Valu
   t.type = TriggerType::kApi;
   t.time = clock.now();
   t.payload = inputs.is_null() ? Value::empty_object() : inputs;  // shown in the record's trigger
+  t.caller = origin.caller;
   Value given = t.payload;
   return dispatcher.start_flow(*slot, std::move(t), std::move(given), origin);
 }

@@ -58,6 +58,7 @@ boost::intrusive_ptr<const FrozenContext> FrozenContext::freeze(const Context& c
     out.value(t.sys_id);
     out.value(t.payload);
     out.value(t.event_name);
+    out.value(t.caller);
     if (const Cause* c = ctx.cause.get()) {
       out.byte(1);
       out.value(c->context_id);
@@ -130,6 +131,7 @@ void read_record(PackedReader& in, const Plan* plan, FrozenContext::Decoded& d) 
   d.trigger.sys_id = value();
   d.trigger.payload = value();
   d.trigger.event_name = value();
+  d.trigger.caller = value();
   if (in.byte() == 1) {
     Cause& c = d.cause.emplace();
     c.context_id = value();

@@ -118,6 +118,7 @@ Value trigger_to_value(const TriggerData& t, size_t value_limit) {
       }
       break;
   }
+  if (!t.caller.is_null()) m.push_back(Member{Value("caller"), t.caller});
   return Value::object(std::move(m));
 }
 

@@ -61,7 +61,7 @@ Result<Value> ContextHost::create_record(const Value& table, const Value& values
   if (!in) return given_up_error();
   Result<std::string_view> t = name_arg("table", table);
   if (!t) return t.error();
-  return core_.dispatcher.insert(*t, values, Origin{&ctx_}, while_holding);
+  return core_.dispatcher.insert(*t, values, Origin{&ctx_, Value()}, while_holding);
 }
 
 Result<Value> ContextHost::update_record(const Value& table, const Value& sys_id, const Value& values,
@@ -72,7 +72,7 @@ Result<Value> ContextHost::update_record(const Value& table, const Value& sys_id
   if (!t) return t.error();
   Result<std::string_view> id = name_arg("sys_id", sys_id);
   if (!id) return id.error();
-  return core_.dispatcher.update(*t, *id, values, Origin{&ctx_}, while_holding);
+  return core_.dispatcher.update(*t, *id, values, Origin{&ctx_, Value()}, while_holding);
 }
 
 Result<bool> ContextHost::delete_record(const Value& table, const Value& sys_id, const Value& while_holding) {
@@ -82,7 +82,7 @@ Result<bool> ContextHost::delete_record(const Value& table, const Value& sys_id,
   if (!t) return t.error();
   Result<std::string_view> id = name_arg("sys_id", sys_id);
   if (!id) return id.error();
-  Result<Value> removed = core_.dispatcher.remove(*t, *id, Origin{&ctx_}, while_holding);
+  Result<Value> removed = core_.dispatcher.remove(*t, *id, Origin{&ctx_, Value()}, while_holding);
   if (!removed) return removed.error();
   return true;
 }
@@ -102,7 +102,7 @@ Value ContextHost::read_record(std::string_view table, std::string_view sys_id) 
 Status ContextHost::fire_event(const Value& name, const Value& payload) {
   Entered in(call_);
   if (!in) return given_up_error();
-  return core_.dispatcher.fire_event(name, payload, Origin{&ctx_});
+  return core_.dispatcher.fire_event(name, payload, Origin{&ctx_, Value()});
 }
 
 bool ContextHost::release_lock(std::string_view name) {
@@ -132,7 +132,7 @@ Value ContextHost::try_lock(const WaitRequest& w) {
 Result<StartedFlow> ContextHost::start_flow(const Value& flow, const Value& inputs) {
   Entered in(call_);
   if (!in) return given_up_error();
-  return core_.start_api_flow(flow.as_string(), inputs, Origin{&ctx_});
+  return core_.start_api_flow(flow.as_string(), inputs, Origin{&ctx_, Value()});
 }
 
 }  // namespace flowrt

@@ -48,6 +48,7 @@ Value trigger_to_stored(const TriggerData& t) {
     case TriggerType::kSchedule: break;
     case TriggerType::kApi: m.push_back(Member{Value("payload"), t.payload}); break;
   }
+  if (!t.caller.is_null()) m.push_back(Member{Value("caller"), t.caller});
   return Value::object(std::move(m));
 }
 
@@ -79,6 +80,7 @@ Result<TriggerData> trigger_from_stored(const Value& v) {
     case TriggerType::kSchedule: break;
     case TriggerType::kApi: t.payload = v["payload"]; break;
   }
+  if (const Value* caller = v.find("caller"); caller && caller->is_string()) t.caller = *caller;
   return t;
 }
 

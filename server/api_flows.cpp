@@ -32,7 +32,7 @@ Reply call_flow(Engine& engine, const ApiRequest& req) {
     }
     wait = *d;
   }
-  Result<std::string> id = engine.call_flow(req.param("id"), *inputs);
+  Result<std::string> id = engine.call_flow(req.param("id"), *inputs, req.caller.name);
   if (!id) return engine_error(id.message());
   if (wait == 0) return json_response(http::status::accepted, Value::object({{"context_id", Value(*id)}}));
   Reply reply;

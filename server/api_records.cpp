@@ -86,7 +86,7 @@ void add_record_routes(Router& router, ApiContext& api) {
                Response error;
                std::optional<Value> values = object_body(req, &error, "the record's values");
                if (!values) return error;
-               Result<Value> r = engine.insert(req.param("table"), *values);
+               Result<Value> r = engine.insert(req.param("table"), *values, req.caller.name);
                if (!r) return engine_error(r.message());
                Response res = json_response(http::status::created, *r);
                res.set(http::field::location, "/api/tables/" + req.param("table") + "/records/" +
@@ -109,13 +109,13 @@ void add_record_routes(Router& router, ApiContext& api) {
                Response error;
                std::optional<Value> values = object_body(req, &error, "the values to change");
                if (!values) return error;
-               Result<Value> r = engine.update(req.param("table"), req.param("sys_id"), *values);
+               Result<Value> r = engine.update(req.param("table"), req.param("sys_id"), *values, req.caller.name);
                if (!r) return engine_error(r.message());
                return json_response(http::status::ok, *r);
              });
   router.add(http::verb::delete_, "/api/tables/{table}/records/{sys_id}", Permission::kOperate,
              [&engine](const ApiRequest& req) -> Reply {
-               Result<Value> r = engine.remove(req.param("table"), req.param("sys_id"));
+               Result<Value> r = engine.remove(req.param("table"), req.param("sys_id"), req.caller.name);
                if (!r) return engine_error(r.message());
                return json_response(http::status::ok, Value::object({{"deleted", *r}}));
              });
@@ -124,7 +124,7 @@ void add_record_routes(Router& router, ApiContext& api) {
              [&engine](const ApiRequest& req) -> Reply {
                Value where, values;
                if (std::optional<Response> bad = read_where(req, &where, &values, true)) return std::move(*bad);
-               Result<size_t> n = engine.update_where(req.param("table"), where, values);
+               Result<size_t> n = engine.update_where(req.param("table"), where, values, req.caller.name);
                if (!n) return engine_error(n.message());
                return json_response(http::status::ok, Value::object({{"updated", Value(*n)}}));
              });
@@ -132,7 +132,7 @@ void add_record_routes(Router& router, ApiContext& api) {
              [&engine](const ApiRequest& req) -> Reply {
                Value where, values;
                if (std::optional<Response> bad = read_where(req, &where, &values, false)) return std::move(*bad);
-               Result<size_t> n = engine.remove_where(req.param("table"), where);
+               Result<size_t> n = engine.remove_where(req.param("table"), where, req.caller.name);
                if (!n) return engine_error(n.message());
                return json_response(http::status::ok, Value::object({{"deleted", Value(*n)}}));
              });
@@ -140,7 +140,7 @@ void add_record_routes(Router& router, ApiContext& api) {
     Response error;
     std::optional<Value> payload = json_body(req, &error, Value::empty_object());
     if (!payload) return error;
-    Status s = engine.fire_event(req.param("name"), *payload);
+    Status s = engine.fire_event(req.param("name"), *payload, req.caller.name);
     if (!s) return engine_error(s.message());
     return json_response(http::status::accepted, Value::object({{"event", Value(req.param("name"))}}));
   });

@@ -9,7 +9,8 @@
 namespace flowrt {
 namespace {
 
-constexpr std::string_view kEngineFields[] = {"sys_id", "sys_created_on", "sys_updated_on", "sys_mod_count"};
+constexpr std::string_view kEngineFields[] = {"sys_id",        "sys_created_on", "sys_updated_on",
+                                              "sys_mod_count", "sys_created_by", "sys_updated_by"};
 
 bool engine_field(std::string_view name) {
   return std::find(std::begin(kEngineFields), std::end(kEngineFields), name) != std::end(kEngineFields);
@@ -19,6 +20,8 @@ const Value kSysId("sys_id");
 const Value kCreatedOn("sys_created_on");
 const Value kUpdatedOn("sys_updated_on");
 const Value kModCount("sys_mod_count");
+const Value kCreatedBy("sys_created_by");
+const Value kUpdatedBy("sys_updated_by");
 
 // The fields of a record being built. Records of one table nearly always have the same
 // fields in the same order, so they share a shape (see ObjectBuilder): a record costs 16
@@ -182,7 +185,7 @@ void RecordStore::index_row(Table& t, const Value* before, const Value* after, u
   }
 }
 
-Result<Value> RecordStore::build_insert(const Value& values, TimeMs now, uint64_t* id_number) {
+Result<Value> RecordStore::build_insert(const Value& values, TimeMs now, uint64_t* id_number, const Value& by) {
   if (!values.is_null() && !values.is_object()) {
     return Error{"record values must be an object, not " + std::string(type_name(values.type()))};
   }
@@ -208,6 +211,10 @@ Result<Value> RecordStore::build_insert(const Value& values, TimeMs now, uint64_
   fields.add(kCreatedOn, stamp);
   fields.add(kUpdatedOn, std::move(stamp));
   fields.add(kModCount, Value(0));
+  if (by.is_string()) {
+    fields.add(kCreatedBy, by);
+    fields.add(kUpdatedBy, by);
+  }
   return fields.build();
 }
 
@@ -251,7 +258,7 @@ Result<Value> RecordStore::insert(std::string_view table_name, const Value& valu
 }
 
 Result<RecordChange> RecordStore::build_update(const Value& previous, std::string_view sys_id, const Value& patch,
-                                               TimeMs now) {
+                                               TimeMs now, const Value& by) {
   if (!patch.is_null() && !patch.is_object()) {
     return Error{"record values must be an object, not " + std::string(type_name(patch.type()))};
   }
@@ -263,7 +270,10 @@ Result<RecordChange> RecordStore::build_update(const Value& previous, std::strin
   bool changed = false;
   for (const auto& m : previous.members()) {
     const std::string_view key = m.key.as_string();
-    if (key == "sys_created_on" || key == "sys_updated_on" || key == "sys_mod_count") continue;
+    if (key == "sys_created_on" || key == "sys_updated_on" || key == "sys_mod_count" || key == "sys_created_by" ||
+        key == "sys_updated_by") {
+      continue;
+    }
     const Value* p = engine_field(key) ? nullptr : patch.find(key);
     if (p) {
       if (!(p->same_storage(m.value) || *p == m.value)) changed = true;
@@ -281,6 +291,9 @@ Result<RecordChange> RecordStore::build_update(const Value& previous, std::strin
   fields.add(kCreatedOn, previous["sys_created_on"]);
   fields.add(kUpdatedOn, time_value(now));
   fields.add(kModCount, Value(static_cast<long long>(previous["sys_mod_count"].as_int() + 1)));
+  // Who: the creator stays; the updater is this write's caller, none for a write without one.
+  if (const Value* created_by = previous.find("sys_created_by")) fields.add(kCreatedBy, *created_by);
+  if (by.is_string()) fields.add(kUpdatedBy, by);
   return RecordChange{fields.build(), previous, changed};
 }
 

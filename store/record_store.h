@@ -60,15 +60,17 @@ class RecordStore {
   // The two halves of insert and update, so that the expensive half can run without the
   // store's guard. build_* read no table and may run on any thread at any time.
   // build_insert sets *id_number to the number of the sys_id it generated (0: the values
-  // gave one); commit_insert needs it back.
-  Result<Value> build_insert(const Value& values, TimeMs now, uint64_t* id_number = nullptr);
+  // gave one); commit_insert needs it back. `by` (a string: the caller of an API write)
+  // is written as sys_created_by and sys_updated_by; a write without one has neither, and
+  // an update without one keeps sys_created_by and drops sys_updated_by.
+  Result<Value> build_insert(const Value& values, TimeMs now, uint64_t* id_number = nullptr, const Value& by = Value());
   // Installs a record built by build_insert at `position` (its place in the store: the
   // insert's commit seq). False (nothing installed) when its generated
   // id is no longer the next one, or a record given that id took it meanwhile: build it
   // again (the taken number is then skipped). An error when a given sys_id is taken.
   Result<bool> commit_insert(std::string_view table, const Value& record, uint64_t id_number, uint64_t position = 0);
   static Result<RecordChange> build_update(const Value& current, std::string_view sys_id, const Value& patch,
-                                           TimeMs now);
+                                           TimeMs now, const Value& by = Value());
   // Installs change.record if the record is still change.previous; false when another
   // update came first (build again from the new version). *position (when given) receives
   // the record's position.

@@ -61,7 +61,10 @@ TEST_F(FrozenRecordTest, ARecordTrigger_WithLookUpUpdateLogsAndVariables) {
   Insert("users", Json(R"({"name": "ada", "g": "net"})"));
   Insert("t", Json(R"({"g": "net", "text": "x"})"));
   Insert("t", Json(R"({"g": "db", "text": "y"})"));
+  // An operation with a caller (flowrt serve's token name): its trigger names it.
+  ASSERT_TRUE(engine().insert("t", Json(R"({"g": "net", "text": "z"})"), "ops"));
   ExpectFrozenRecordsReadAsLive();
+  EXPECT_EQ(engine().context("ctx-3")->value()["trigger"]["caller"], Value("ops"));
 }
 
 TEST_F(FrozenRecordTest, AnApiTrigger_WithLargeInputs_LoopsBranchesAndACaughtError) {

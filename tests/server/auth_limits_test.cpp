@@ -69,6 +69,36 @@ TEST_F(AuthTest, AViewerCannotCancel) {
   EXPECT_EQ(client().request(http::verb::post, "/api/contexts/" + id + "/cancel", "", token("operator")).status, 200);
 }
 
+TEST_F(AuthTest, APIWritesAreNamedByTheirCaller) {
+  const std::string op = token("operator"), admin = token("admin");
+  HttpReply created = client().request(http::verb::post, "/api/tables/incident/records", R"({"number": "INC5"})", op);
+  ASSERT_EQ(created.status, 201);
+  EXPECT_EQ(created.json()["sys_created_by"], Value("operator"));
+  EXPECT_EQ(created.json()["sys_updated_by"], Value("operator"));
+  const std::string id(created.json()["sys_id"].as_string());
+  settle();
+  // on_incident updated it: a flow's write names no caller, so sys_updated_by went; the
+  // creator stays. Its context's trigger names the caller.
+  HttpReply after_flow = client().get("/api/tables/incident/records/" + id, op);
+  EXPECT_EQ(after_flow.json()["state"], Value("seen"));
+  EXPECT_EQ(after_flow.json()["sys_created_by"], Value("operator"));
+  EXPECT_FALSE(after_flow.json().contains("sys_updated_by"));
+  EXPECT_EQ(client().get("/api/contexts/ctx-1", op).json()["trigger"]["caller"], Value("operator"));
+  HttpReply patched = client().request(http::verb::patch, "/api/tables/incident/records/" + id, R"({"priority": 1})", admin);
+  EXPECT_EQ(patched.json()["sys_updated_by"], Value("admin"));
+  EXPECT_EQ(patched.json()["sys_created_by"], Value("operator"));
+  // A caller cannot write those fields itself.
+  HttpReply forged = client().request(http::verb::post, "/api/tables/incident/records",
+                                      R"({"sys_created_by": "someone else"})", op);
+  EXPECT_EQ(forged.json()["sys_created_by"], Value("operator"));
+  // Events and calls name theirs too.
+  client().request(http::verb::post, "/api/events/ping", "{}", admin);
+  const Value called = client().request(http::verb::post, "/api/flows/greet/call?wait=10s", R"({"name": "x"})", op).json();
+  EXPECT_EQ(called["trigger"]["caller"], Value("operator"));
+  settle();
+  EXPECT_EQ(client().get("/api/contexts?flow=on_ping", op).json()["contexts"].at(0)["trigger"]["caller"], Value("admin"));
+}
+
 TEST(ServeConfigTest, NonLoopbackWithoutTokensIsRefused) {
   const fs::path dir = fs::temp_directory_path() / ("flowrt-serve-open-" + std::to_string(::getpid()));
   fs::create_directories(dir / "flows");
