@@ -153,6 +153,14 @@ TEST_F(ApiRoutesTest, Flows_ListGetPlanAndLifecycle) {
   EXPECT_EQ(greet.header("ETag"), "\"" + std::string(greet.json()["revision"].as_string()) + "\"");
   EXPECT_EQ(client().get("/api/flows/nope").status, 404);
 
+  // Counts and run-time percentiles over the newest contexts.
+  ASSERT_EQ(client().post("/api/flows/greet/call?wait=10s", R"({"name": "a"})").status, 200);
+  ASSERT_EQ(client().post("/api/flows/greet/call?wait=10s", R"({})").status, 400);
+  const Value figures = client().get("/api/flows/greet").json();
+  EXPECT_EQ(figures["counts"], Value::object({{"completed", Value(1)}}));
+  EXPECT_TRUE(figures["runtime_ms"]["p99"].is_number());
+  EXPECT_EQ(client().get("/api/flows/on_ping").json()["counts"], Value::empty_object());
+
   HttpReply plan = client().get("/api/flows/greet/plan");
   ASSERT_EQ(plan.status, 200);
   EXPECT_TRUE(plan.json()["plan"].is_object());
