@@ -1,0 +1,133 @@
+// `flowrt serve` as a process: it prints where it listens, answers, and on SIGTERM drains —
+// a request in flight is answered — then exits 0; on a second start it goes on from its
+// data file.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "tests/server/server_fixture.h"
+
+namespace flowrt::testing_http {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A running `flowrt serve DIR --listen 127.0.0.1:0`, its stdout read through a pipe.
+class ServeProcess {
+ public:
+  explicit ServeProcess(const fs::path& dir) {
+    int out[2];
+    EXPECT_EQ(pipe(out), 0);
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], 1);
+      close(out[0]);
+      const std::string d = dir.string();
+      execl(FLOWRT_BINARY, FLOWRT_BINARY, "serve", d.c_str(), "--listen", "127.0.0.1:0", "--log-level", "error",
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(out[1]);
+    out_ = fdopen(out[0], "r");
+    // The first line says where it listens.
+    const std::string line = read_line();
+    const size_t colon = line.rfind(':');
+    EXPECT_THAT(line, HasSubstr("listening on 127.0.0.1:"));
+    if (colon != std::string::npos) port_ = static_cast<uint16_t>(std::stoi(line.substr(colon + 1)));
+  }
+  ~ServeProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (out_) fclose(out_);
+  }
+  std::string read_line() {
+    char buf[512];
+    if (!fgets(buf, sizeof buf, out_)) return "";
+    return buf;
+  }
+  // Sends `sig` and returns the exit status (or -1 when it did not exit normally).
+  int stop(int sig) {
+    kill(pid_, sig);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::string rest() {
+    std::string all;
+    for (std::string l = read_line(); !l.empty(); l = read_line()) all += l;
+    return all;
+  }
+  uint16_t port() const { return port_; }
+
+ private:
+  pid_t pid_ = -1;
+  FILE* out_ = nullptr;
+  uint16_t port_ = 0;
+};
+
+class ServeProcessTest : public ServerFixture {
+ protected:
+  void SetUp() override {
+    serve();
+    service_.reset();  // the project only: the process serves it
+  }
+};
+
+TEST_F(ServeProcessTest, SigtermDrainsAndExitsZero) {
+  ServeProcess p(dir_);
+  ASSERT_NE(p.port(), 0);
+  HttpClient c(p.port());
+  const std::string gate(c.post("/api/tables/gate/records", R"({"open": false})").json()["sys_id"].as_string());
+  // A call that waits (up to 30 s) is in flight when the signal comes: it is answered.
+  c.write_raw("POST /api/flows/hold_desk/call?wait=30s HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+              std::to_string(12 + gate.size()) + "\r\n\r\n{\"gate\": \"" + gate + "\"}");
+  HttpClient other(p.port());
+  ASSERT_EQ(other.get("/healthz").status, 200);  // the server is up and reading
+  EXPECT_EQ(p.stop(SIGTERM), 0);
+  std::optional<HttpReply> answered = c.read_reply();
+  ASSERT_TRUE(answered);
+  EXPECT_EQ(answered->status, 202);  // the context goes on waiting: it resumes at the next start
+  EXPECT_EQ(answered->json()["status"], Value("waiting"));
+  EXPECT_THAT(p.rest(), HasSubstr("stopped"));
+
+  // Started again on its data file, the waiting context is still there and resumes.
+  ServeProcess again(dir_);
+  HttpClient d(again.port());
+  const Value contexts = d.get("/api/contexts?flow=hold_desk").json()["contexts"];
+  ASSERT_EQ(contexts.size(), 1u);
+  EXPECT_EQ(contexts.at(0)["status"], Value("waiting"));
+  d.request(http::verb::patch, "/api/tables/gate/records/" + gate, R"({"open": true})");
+  const std::string id(contexts.at(0)["id"].as_string());
+  // It ends: the call's own ?wait= is not there to wait on, so read until it has (bounded).
+  Value status;
+  for (int i = 0; i < 2000 && status != Value("completed"); ++i) {
+    status = d.get("/api/contexts/" + id).json()["status"];
+    if (status != Value("completed")) (void)d.get("/api/flows/greet/plan");  // a round trip, not a sleep
+  }
+  EXPECT_EQ(status, Value("completed"));
+  EXPECT_EQ(again.stop(SIGINT), 0);
+}
+
+TEST_F(ServeProcessTest, NotAProjectIsAnError) {
+  const std::string out = [] {
+    std::string s;
+    FILE* f = popen((std::string(FLOWRT_BINARY) + " serve /nonexistent 2>&1; echo exit=$?").c_str(), "r");
+    char buf[512];
+    while (fgets(buf, sizeof buf, f)) s += buf;
+    pclose(f);
+    return s;
+  }();
+  EXPECT_THAT(out, HasSubstr("is not a project"));
+  EXPECT_THAT(out, HasSubstr("exit=1"));
+}
+
+}  // namespace
+}  // namespace flowrt::testing_http
