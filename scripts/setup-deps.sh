@@ -8,7 +8,7 @@ packages=(
   libboost-dev nlohmann-json3-dev libconcurrentqueue-dev libspdlog-dev libhowardhinnant-date-dev libutf8proc-dev libcli11-dev
   libsqlite3-dev sqlite3 libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libgoogle-perftools-dev
-  python3 python3-jsonschema
+  python3 python3-jsonschema python3-yaml
 )
 # The clang toolchain: -Wthread-safety checks and libFuzzer targets.
 if [ "${FLOWRT_WITH_CLANG:-1}" = 1 ]; then
