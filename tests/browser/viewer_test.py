@@ -1,0 +1,416 @@
+#!/usr/bin/python3
+"""Browser tests of the web viewer: `flowrt serve` on a temporary project, driven through a
+headless Chromium over the DevTools protocol, checking what a person would see.
+
+    /usr/bin/python3 tests/browser/viewer_test.py --flowrt build/release/cli/flowrt \\
+        --out build/release/tests/browser [--test viewer|restart|all] [--update-docs]
+
+  viewer   the contexts list takes a new context from the event stream without a reload; a
+           context that waited for a lock shows the wait on its timeline; Cancel is refused
+           to a viewer (403, the context goes on waiting) and done for an operator; the locks
+           page shows the holder and the waiter; the flows and records pages list what the
+           project holds. Screenshots of each page (and the list 400 px wide) go to --out,
+           and with --update-docs those the README shows to docs/img/ as well.
+  restart  a context waits at a gate; the server is killed (SIGKILL) and served again on
+           the same --data file; the context's page shows it waiting still, holding its
+           lock, and completing once the gate opens.
+
+Needs /usr/bin/chromium and Debian's python3-websockets (so Debian's /usr/bin/python3).
+Exits 1 with what failed; chromium and the server are killed however it ends.
+"""
+import argparse
+import asyncio
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import browser_harness as bh  # noqa: E402
+from browser_harness import Failure  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+STARTED = time.monotonic()
+
+
+def step(text):
+    print(f"[{time.monotonic() - STARTED:6.2f} s] {text}", flush=True)
+
+
+def js_str(s):
+    return json.dumps(s)
+
+
+def q(css):
+    """A JavaScript expression: the first element matching `css`, or null."""
+    return f"document.querySelector({js_str(css)})"
+
+
+def text(css):
+    """A JavaScript expression: the trimmed text of the first element matching `css` (undefined if none)."""
+    return f"{q(css)}?.textContent.trim()"
+
+
+def row(context_id, within="#contexts-table"):
+    """The CSS selector of a context's row in a table."""
+    return f'{within} tr[data-context-id="{context_id}"]'
+
+
+class Env:
+    """A temporary project, the servers started on it, one chromium; close() ends them all."""
+
+    def __init__(self, flowrt, out, update_docs):
+        self.flowrt, self.out, self.update_docs = flowrt, out, update_docs
+        self.tmp = tempfile.mkdtemp(prefix="flowrt-browser-")
+        self.project = os.path.join(self.tmp, "project")
+        self.tokens = bh.write_project(self.project)
+        self.data = os.path.join(self.tmp, "state.db")
+        self.servers = []
+        self.chromium = None
+        self.browser = None
+
+    def serve(self):
+        server = bh.Server(self.flowrt, self.project, self.data, self.tokens["admin"])
+        self.servers.append(server)
+        server.start()
+        step(f"flowrt serve is listening on {server.base}")
+        return server
+
+    async def tab(self):
+        import websockets
+        self.chromium = bh.Chromium(os.path.join(self.tmp, "chromium-profile")).start()
+        self.browser = await bh.Browser(websockets).connect(self.chromium.ws_url)
+        step("chromium is up")
+        return await self.browser.new_tab()
+
+    def shot_paths(self, name, docs):
+        paths = [os.path.join(self.out, name + ".png")]
+        if self.update_docs and docs:
+            paths.append(os.path.join(REPO, "docs", "img", name + ".png"))
+        return paths
+
+    async def shot(self, tab, name, docs=True, **kw):
+        """A screenshot to --out, and with --update-docs (unless docs=False) to docs/img/."""
+        paths = self.shot_paths(name, docs)
+        await tab.screenshot(paths, **kw)
+        step("screenshot " + ", ".join(paths))
+
+    def close(self, failed):
+        if self.chromium:
+            self.chromium.stop()
+        for s in self.servers:
+            s.stop()
+        if failed:
+            for i, s in enumerate(self.servers):
+                if s.proc:
+                    print(f"--- server {i + 1} ({s.base}) stderr, last lines:\n{s.err.tail(40)}", file=sys.stderr)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+async def open_viewer(tab, server, token, who):
+    """Opens the viewer at `server` and signs in with `token` through the token field."""
+    await tab.navigate(server.base + "/#/contexts")
+    await set_token(tab, token, who)
+
+
+async def set_token(tab, token, who):
+    await tab.js(f"document.getElementById('token').value = {js_str(token)};"
+                 "document.getElementById('token-form').requestSubmit(); true")
+    await tab.wait(f"the header to say who is signed in: {who!r}", f"{text('#whoami')} === {js_str(who)}")
+
+
+async def go(tab, hash_):
+    await tab.js(f"location.hash = {js_str(hash_)}; true")
+
+
+async def click(tab, css):
+    await tab.wait(f"{css} to be there to click", f"!!{q(css)} && !{q(css)}.disabled")
+    await tab.js(f"{q(css)}.click(); true")
+
+
+async def expect_same_document(tab, what):
+    if not await tab.js("window.__flowrtSameDocument === true"):
+        raise Failure(f"the page was reloaded while {what}: it should update in place")
+
+
+async def open_context(tab, context_id, status):
+    await go(tab, "#/contexts/" + context_id)
+    await tab.wait(f"the page of {context_id} showing status {status}",
+                   f"{text('#context-id')} === {js_str(context_id)} && {text('#context-status')} === {js_str(status)}")
+
+
+async def follow_to(tab, server, context_id, status):
+    """Waits for the open page of a context to show `status` without a reload; on a timeout
+    says what the API says, to tell a stale page from a context that did not go on."""
+    try:
+        await tab.wait(f"{context_id}'s page to show {status} without a reload",
+                       f"{text('#context-status')} === {js_str(status)}")
+    except Failure as e:
+        raise Failure(f"{e}\n  the API says {context_id} is {server.status(context_id)}") from None
+
+
+async def bars(tab, kind):
+    """The timeline's bars of a kind: [{path, title}]."""
+    return await tab.js(f"[...document.querySelectorAll('#timeline .bar.{kind}')]"
+                        ".map(b => ({path: b.dataset.path, title: b.title}))")
+
+
+def bar_duration_ms(bar):
+    m = re.search(r"duration ([\d.,]+) ms", bar["title"])
+    if not m:
+        raise Failure(f"a timeline bar's title has no duration: {bar['title']!r}")
+    return float(m.group(1).replace(",", ""))
+
+
+def lock_queue(server, name="desk"):
+    """(holders, waiters) of a lock, as context ids, through the API."""
+    for lock in server.api("GET", "/api/locks")["locks"]:
+        if lock["name"] == name:
+            return [h["context"] for h in lock.get("holders", [])], [w["context"] for w in lock.get("waiters", [])]
+    return [], []
+
+
+# ---------------------------------------------------------------- the viewer
+
+async def viewer_test(env):
+    server = env.serve()
+    api = server.api
+    tokens = env.tokens
+    # Some history first, so that the list holds more than the context it is watched for.
+    api("POST", "/api/flows/greet/call?wait=30s", {"name": "Ada"}, expect=(200,))
+    api("POST", "/api/events/ping", {"n": 1})
+
+    tab = await env.tab()
+    await tab.navigate(server.base + "/#/contexts")
+    await tab.wait("the viewer to ask for a token (the server has tokens)",
+                   f"({text('#message')} || '').includes('Authentication required')")
+    await set_token(tab, tokens["admin"], "admin (admin)")
+    step("signed in as admin")
+
+    # (a) The contexts list follows the stream: a context started by an insert appears at
+    # the top and its status moves on, without a reload.
+    await tab.wait("the contexts table with the greet and on_ping contexts",
+                   "document.querySelectorAll('#contexts-table tr[data-context-id]').length >= 2")
+    await tab.wait("the event stream to be live", "document.getElementById('stream-status').dataset.state === 'live'")
+    await tab.js("window.__flowrtSameDocument = true")
+    incident = api("POST", "/api/tables/incident/records",
+                   {"number": "INC0100", "short_description": "Printer on fire", "priority": 1})
+    sys_id = incident["sys_id"]
+    ctx = server.wait_api("the context on_incident started for the insert",
+                          lambda: next((c["id"] for c in api("GET", "/api/contexts?flow=on_incident")["contexts"]), None))
+    await tab.wait(f"row {ctx} to appear in #contexts-table", f"!!{q(row(ctx))}")
+    await tab.wait(f"row {ctx}'s status to show completed",
+                   f"{text(row(ctx) + ' td.status')} === 'completed'")
+    first = await tab.js("document.querySelector('#contexts-table tbody tr')?.dataset.contextId")
+    if first != ctx:
+        raise Failure(f"the new context {ctx} should be the first row (newest first), the first is {first}")
+    await expect_same_document(tab, "the new context was shown")
+    step(f"(a) {ctx} appeared in the contexts list live, completed, no reload")
+
+    # (d) Two hold_desk contexts on one closed gate: the first holds "desk" and waits at the
+    # gate, the second waits for the lock. The locks page shows both.
+    gate = api("POST", "/api/tables/gate/records", {"open": False})["sys_id"]
+    a = api("POST", "/api/flows/hold_desk/call", {"gate": gate})["context_id"]
+    server.wait_status(a, "waiting")
+    b = api("POST", "/api/flows/hold_desk/call", {"gate": gate})["context_id"]
+    server.wait_api(f"{b} to queue for desk behind {a}", lambda: lock_queue(server) == ([a], [b]))
+    await click(tab, '#nav a[data-nav="locks"]')
+    desk = 'section.lock[data-lock="desk"]'
+    await tab.wait(f"the locks page to show {a} holding desk and {b} waiting",
+                   f"!!{q(row(a, desk + ' table.holders'))} && !!{q(row(b, desk + ' table.waiters'))}")
+    holders = await tab.js(f"[...document.querySelectorAll('{desk} table.holders tbody tr')].map(r => r.dataset.contextId)")
+    waiters = await tab.js(f"[...document.querySelectorAll('{desk} table.waiters tbody tr')].map(r => r.dataset.contextId)")
+    if (holders, waiters) != ([a], [b]):
+        raise Failure(f"desk's holders and waiters should be [{a}] and [{b}]; the page shows {holders} and {waiters}")
+    await env.shot(tab, "viewer-locks")
+    step(f"(d) locks page: {a} holds desk, {b} waits")
+
+    # (b) The waiting context's timeline shows its lock wait while it waits, and once the gate
+    # opens (the first unlocks, the second takes the lock and passes the open gate) the page
+    # follows it to completed: a lock-wait bar of some length, then the hold.
+    await open_context(tab, b, "waiting")
+    await tab.wait(f"{b}'s timeline to show a lock-wait bar while it waits", "!!document.querySelector('#timeline .bar.lock-wait')")
+    await tab.js("window.__flowrtSameDocument = true")
+    api("PATCH", f"/api/tables/gate/records/{gate}", {"open": True})
+    await follow_to(tab, server, b, "completed")
+    await expect_same_document(tab, f"{b} went on")
+    waits, holds = await bars(tab, "lock-wait"), await bars(tab, "lock-hold")
+    if len(waits) != 1 or len(holds) != 1:
+        raise Failure(f"{b}'s timeline should have one lock-wait and one lock-hold bar; it has {waits} and {holds}")
+    if bar_duration_ms(waits[0]) <= 0:
+        raise Failure(f"{b} waited for desk, its lock-wait bar should last more than 0 ms: {waits[0]['title']!r}")
+    if server.status(a) != "completed":
+        raise Failure(f"{a} should have completed when the gate opened, it is {server.status(a)}")
+    await env.shot(tab, "viewer-context")
+    step(f"(b) {b}'s timeline shows its lock wait: {waits[0]['title']}")
+
+    # (c) Cancel: a viewer is refused (403) and the context waits on; an operator cancels it.
+    gate2 = api("POST", "/api/tables/gate/records", {"open": False})["sys_id"]
+    c = api("POST", "/api/flows/hold_desk/call", {"gate": gate2})["context_id"]
+    server.wait_status(c, "waiting")
+    await open_context(tab, c, "waiting")
+    await set_token(tab, tokens["viewer"], "viewer (viewer)")
+    await tab.wait(f"{c}'s page again, as the viewer", f"{text('#context-id')} === {js_str(c)}")
+    await click(tab, "#cancel-button")
+    msg = await tab.wait("#message to show the refusal", f"({text('#message')} || '').includes('403') && {text('#message')}")
+    if await tab.js(text("#context-status")) != "waiting" or server.status(c) != "waiting":
+        raise Failure(f"after the refused cancel {c} should still be waiting: the page says "
+                      f"{await tab.js(text('#context-status'))}, the API {server.status(c)}")
+    await tab.wait("the Cancel button to be usable again after the refusal", "!document.getElementById('cancel-button').disabled")
+    await env.shot(tab, "viewer-cancel-refused", docs=False, full_page=False)
+    step(f"(c) the viewer's cancel was refused: {msg!r}")
+    await set_token(tab, tokens["operator"], "operator (operator)")
+    await tab.wait(f"{c}'s page again, as the operator", f"{text('#context-id')} === {js_str(c)} && !!{q('#cancel-button')}")
+    await click(tab, "#cancel-button")
+    await follow_to(tab, server, c, "cancelled")
+    if await tab.js("!!document.getElementById('cancel-button')"):
+        raise Failure(f"{c} has ended: its page should no longer offer Cancel")
+    if server.status(c) != "cancelled":
+        raise Failure(f"the page says {c} was cancelled, the API says {server.status(c)}")
+    step(f"(c) the operator cancelled {c}")
+
+    # (e) The flows page lists the project's four flows.
+    await click(tab, '#nav a[data-nav="flows"]')
+    await tab.wait("#flows-table", "!!document.querySelector('#flows-table tr[data-flow-id]')")
+    flows = await tab.js("[...document.querySelectorAll('#flows-table tr[data-flow-id]')].map(r => r.dataset.flowId)")
+    if sorted(flows) != sorted(bh.FLOWS):
+        raise Failure(f"the flows page should list {sorted(bh.FLOWS)}, it lists {flows}")
+    await env.shot(tab, "viewer-flows")
+    step(f"(e) flows page lists {flows}")
+
+    # (f) The records page of table incident shows the inserted record, as on_incident left it.
+    await click(tab, '#nav a[data-nav="records"]')
+    await click(tab, '#tables a[href="#/records/incident"]')
+    record = f'#records-table tr[data-sys-id="{sys_id}"]'
+    await tab.wait(f"record {sys_id} in #records-table", f"!!{q(record)}")
+    cells = await tab.js(f"[...{q(record)}.cells].map(c => c.textContent)")
+    columns = await tab.js("[...document.querySelectorAll('#records-table th')].map(c => c.textContent)")
+    shown = dict(zip(columns, cells))
+    for column, value in (("sys_id", sys_id), ("number", "INC0100"), ("short_description", "Printer on fire"), ("state", "seen")):
+        if shown.get(column) != value:
+            raise Failure(f"record {sys_id} should show {column} = {value!r}; the row shows {shown}")
+    if columns[0] != "sys_id":
+        raise Failure(f"the records table's first column should be sys_id: {columns}")
+    await env.shot(tab, "viewer-records")
+    step(f"(f) records page shows {sys_id}: {shown}")
+
+    # The list as a person opens it, with one context still waiting; then 400 px wide.
+    gate3 = api("POST", "/api/tables/gate/records", {"open": False})["sys_id"]
+    d = api("POST", "/api/flows/hold_desk/call", {"gate": gate3})["context_id"]
+    await set_token(tab, tokens["admin"], "admin (admin)")
+    await click(tab, '#nav a[data-nav="contexts"]')
+    await tab.wait(f"row {d} to show waiting", f"{text(row(d) + ' td.status')} === 'waiting'")
+    await env.shot(tab, "viewer-contexts")
+    await tab.viewport(400, 800)
+    await tab.frame()
+    width = await tab.js("document.documentElement.scrollWidth")
+    if width > 400:
+        raise Failure(f"at 400 px wide the contexts page should not scroll sideways; it is {width} px wide")
+    await env.shot(tab, "viewer-contexts-narrow", width=400, height=800)
+    step("contexts list, 1280 and 400 px wide")
+
+    if env.browser.exceptions:
+        raise Failure("the viewer threw JavaScript exceptions: " + json.dumps(env.browser.exceptions)[:2000])
+    server.stop_cleanly()
+    step("the server exited 0 on SIGTERM")
+
+
+# ---------------------------------------------------------------- a restart
+
+async def restart_test(env):
+    server = env.serve()
+    api = server.api
+    gate = api("POST", "/api/tables/gate/records", {"open": False})["sys_id"]
+    a = api("POST", "/api/flows/hold_desk/call", {"gate": gate})["context_id"]
+    server.wait_status(a, "waiting")
+    tab = await env.tab()
+    await open_viewer(tab, server, env.tokens["admin"], "admin (admin)")
+    await open_context(tab, a, "waiting")
+    step(f"{a} waits at the gate, holding desk")
+
+    server.kill9()
+    step("the server was killed with SIGKILL")
+    server = env.serve()
+    api = server.api
+    await open_viewer(tab, server, env.tokens["admin"], "admin (admin)")
+    await open_context(tab, a, "waiting")
+    takes = await bars(tab, "lock-wait")
+    if len(takes) != 1:
+        raise Failure(f"{a} took desk once before the restart: its timeline should have one lock-wait bar, it has {takes}")
+    step(f"after the restart the viewer shows {a} waiting")
+    await click(tab, '#nav a[data-nav="locks"]')
+    holders = row(a, 'section.lock[data-lock="desk"] table.holders')
+    await tab.wait(f"the locks page to show {a} still holding desk", f"!!{q(holders)}")
+    step(f"the locks page shows {a} holding desk after the restart")
+
+    await open_context(tab, a, "waiting")
+    await tab.wait("the event stream to be live", "document.getElementById('stream-status').dataset.state === 'live'")
+    await tab.js("window.__flowrtSameDocument = true")
+    api("PATCH", f"/api/tables/gate/records/{gate}", {"open": True})
+    await follow_to(tab, server, a, "completed")
+    await expect_same_document(tab, f"{a} went on")
+    waits, holds = await bars(tab, "lock-wait"), await bars(tab, "lock-hold")
+    if len(waits) != 1 or len(holds) != 1:
+        raise Failure(f"{a}'s timeline should have one lock-wait and one lock-hold bar (the lock taken once, "
+                      f"before the restart): it has {waits} and {holds}")
+    if lock_queue(server) != ([], []):
+        raise Failure(f"desk should be free once {a} completed: {lock_queue(server)}")
+    await env.shot(tab, "restart-completed", docs=False)
+    step(f"{a} completed after the restart")
+    if env.browser.exceptions:
+        raise Failure("the viewer threw JavaScript exceptions: " + json.dumps(env.browser.exceptions)[:2000])
+    server.stop_cleanly()
+    step("the server exited 0 on SIGTERM")
+
+
+async def run(test, env):
+    try:
+        await test(env)
+    finally:
+        if env.browser:
+            await env.browser.close()
+
+
+TESTS = {"viewer": viewer_test, "restart": restart_test}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--flowrt", required=True, help="the flowrt binary")
+    p.add_argument("--out", required=True, help="directory for the screenshots")
+    p.add_argument("--test", choices=[*TESTS, "all"], default="all")
+    p.add_argument("--update-docs", action="store_true", help="also write the screenshots to docs/img/")
+    args = p.parse_args()
+    if importlib.util.find_spec("websockets") is None:
+        sys.exit(f"FAIL: the browser tests need Debian's python3-websockets (apt-get install python3-websockets) "
+                 f"and /usr/bin/python3 to run them; {sys.executable} has no websockets module")
+    if not os.access(bh.CHROMIUM, os.X_OK):
+        sys.exit(f"FAIL: the browser tests need {bh.CHROMIUM} (apt-get install chromium)")
+    if not os.access(args.flowrt, os.X_OK):
+        sys.exit(f"FAIL: {args.flowrt} is not an executable")
+    # A SIGTERM (or Ctrl-C) ends the test through the `finally` below.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("FAIL: terminated"))
+
+    for name in ([*TESTS] if args.test == "all" else [args.test]):
+        env = Env(os.path.abspath(args.flowrt), os.path.abspath(args.out), args.update_docs)
+        failed = True
+        try:
+            asyncio.run(run(TESTS[name], env))
+            failed = False
+        except Failure as e:
+            print(f"FAIL ({name}): {e}", file=sys.stderr)
+        finally:
+            env.close(failed)
+        if failed:
+            sys.exit(1)
+        step(f"PASS ({name})")
+
+
+if __name__ == "__main__":
+    main()
