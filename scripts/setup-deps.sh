@@ -9,6 +9,7 @@ packages=(
   libsqlite3-dev sqlite3 libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libgoogle-perftools-dev
   python3 python3-jsonschema python3-yaml
+  chromium python3-websockets   # the browser tests of the web viewer (tests/browser/)
 )
 # The clang toolchain: -Wthread-safety checks and libFuzzer targets.
 if [ "${FLOWRT_WITH_CLANG:-1}" = 1 ]; then
