@@ -1,6 +1,7 @@
 // flowrt serve DIR: the project as a service (docs/API.md). Runs until SIGTERM or SIGINT,
 // then drains: stops accepting, finishes the requests in flight, checkpoints, exits 0.
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -14,7 +15,13 @@ int serve_command(const CommandArgs& args) {
   options.dir = args.positional[0];
   options.listen = args.get("listen", options.listen);
   options.data = args.get("data");
-  options.log_level = args.get("log-level", "info");
+  // The log: --log-level, else FLOWRT_LOG_LEVEL, else info (a service says what it does).
+  options.log_level = args.get("log-level");
+  const std::string& level = options.log_level;
+  if (args.has("log-level") && level != "off" && level != "error" && level != "warn" && level != "info" && level != "debug") {
+    throw UsageError{"--log-level must be off, error, warn, info or debug"};
+  }
+  if (!args.has("log-level") && !std::getenv("FLOWRT_LOG_LEVEL")) options.log_level = "info";
   if (!is_project_dir(options.dir)) {
     std::cerr << "flowrt serve: " << options.dir << " is not a project (a directory holding flows/)\n";
     return 1;

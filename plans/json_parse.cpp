@@ -383,24 +383,7 @@ class JsonParser {
     }
   }
 
-  // The length of the well-formed UTF-8 sequence of two to four bytes at `s` (Unicode's
-  // table 3-7: no overlong forms, no surrogates, nothing past U+10FFFF), or 0.
-  size_t utf8_sequence(const char* s) const {
-    const auto at = [&](size_t i) -> int { return s + i < end_ ? static_cast<unsigned char>(s[i]) : -1; };
-    const auto cont = [&](size_t i, int lo, int hi) {
-      const int b = at(i);
-      return b >= lo && b <= hi;
-    };
-    const int b0 = at(0);
-    if (b0 >= 0xC2 && b0 <= 0xDF) return cont(1, 0x80, 0xBF) ? 2 : 0;
-    if (b0 == 0xE0) return cont(1, 0xA0, 0xBF) && cont(2, 0x80, 0xBF) ? 3 : 0;
-    if ((b0 >= 0xE1 && b0 <= 0xEC) || b0 == 0xEE || b0 == 0xEF) return cont(1, 0x80, 0xBF) && cont(2, 0x80, 0xBF) ? 3 : 0;
-    if (b0 == 0xED) return cont(1, 0x80, 0x9F) && cont(2, 0x80, 0xBF) ? 3 : 0;
-    if (b0 == 0xF0) return cont(1, 0x90, 0xBF) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF) ? 4 : 0;
-    if (b0 >= 0xF1 && b0 <= 0xF3) return cont(1, 0x80, 0xBF) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF) ? 4 : 0;
-    if (b0 == 0xF4) return cont(1, 0x80, 0x8F) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF) ? 4 : 0;
-    return 0;
-  }
+  size_t utf8_sequence(const char* s) const { return utf8_sequence_length(s, end_); }
 
   const char* p_;
   const char* const begin_;
@@ -457,6 +440,38 @@ Result<Value> parse_json(std::string_view text, const JsonLimits& limits) {
   JsonParseError e;
   if (!parse_json(text, &v, &e, limits)) return Error{e.describe()};
   return v;
+}
+
+size_t utf8_sequence_length(const char* s, const char* end) {
+  const auto at = [&](size_t i) -> int { return s + i < end ? static_cast<unsigned char>(s[i]) : -1; };
+  const auto cont = [&](size_t i, int lo, int hi) {
+    const int b = at(i);
+    return b >= lo && b <= hi;
+  };
+  const int b0 = at(0);
+  if (b0 >= 0xC2 && b0 <= 0xDF) return cont(1, 0x80, 0xBF) ? 2 : 0;
+  if (b0 == 0xE0) return cont(1, 0xA0, 0xBF) && cont(2, 0x80, 0xBF) ? 3 : 0;
+  if ((b0 >= 0xE1 && b0 <= 0xEC) || b0 == 0xEE || b0 == 0xEF) return cont(1, 0x80, 0xBF) && cont(2, 0x80, 0xBF) ? 3 : 0;
+  if (b0 == 0xED) return cont(1, 0x80, 0x9F) && cont(2, 0x80, 0xBF) ? 3 : 0;
+  if (b0 == 0xF0) return cont(1, 0x90, 0xBF) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF) ? 4 : 0;
+  if (b0 >= 0xF1 && b0 <= 0xF3) return cont(1, 0x80, 0xBF) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF) ? 4 : 0;
+  if (b0 == 0xF4) return cont(1, 0x80, 0x8F) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF) ? 4 : 0;
+  return 0;
+}
+
+bool is_well_formed_utf8(std::string_view text) {
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  while (p < end) {
+    if (static_cast<unsigned char>(*p) < 0x80) {
+      ++p;
+      continue;
+    }
+    const size_t n = utf8_sequence_length(p, end);
+    if (n == 0) return false;
+    p += n;
+  }
+  return true;
 }
 
 }  // namespace flowrt

@@ -53,4 +53,10 @@ void write_json_string(std::string_view s, std::string& out);
 // Indented JSON for people (two spaces).
 std::string to_pretty_json(const Value& v);
 
+// Whether `text` is well-formed UTF-8 (Unicode's table 3-7: no overlong forms, no
+// surrogates, nothing past U+10FFFF), as JSON strings must be.
+bool is_well_formed_utf8(std::string_view text);
+// The length of the well-formed sequence of two to four bytes at `s` (before `end`), or 0.
+size_t utf8_sequence_length(const char* s, const char* end);
+
 }  // namespace flowrt

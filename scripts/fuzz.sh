@@ -8,7 +8,7 @@
 #                                          and example (fuzz/make_corpus.py --check), then
 #                                          run each target once over every input in
 #                                          fuzz/corpus/TARGET and fuzz/regressions/TARGET
-# TARGET: definitions, events, templates, json, store (default: all five). The checked-in corpus is
+# TARGET: definitions, events, templates, json, store, http (default: all six). The checked-in corpus is
 # never written to: new inputs go to a temporary directory, removed at the end. Inputs that
 # crash, leak, time out or run out of memory are kept in build/asan/artifacts/TARGET/;
 # when fixed, move them to fuzz/regressions/TARGET/. Exits 1 if any target failed.
@@ -27,12 +27,12 @@ targets=()
 for arg in "$@"; do
   case "$arg" in
     --regress) mode=regress ;;
-    definitions|events|templates|json|store) targets+=("$arg") ;;
+    definitions|events|templates|json|store|http) targets+=("$arg") ;;
     -h|--help) usage ;;
     *) echo "fuzz.sh: unknown argument '$arg'" >&2; usage ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(definitions events templates json store)
+[ ${#targets[@]} -gt 0 ] || targets=(definitions events templates json store http)
 
 seconds="${FLOWRT_FUZZ_SECONDS:-60}"
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
@@ -50,6 +50,7 @@ max_len() {
     templates) echo 2048 ;;
     json) echo 4096 ;;
     store) echo 4096 ;;
+    http) echo 4096 ;;
   esac
 }
 

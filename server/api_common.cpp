@@ -1,5 +1,6 @@
 #include "server/api_common.h"
 
+#include <algorithm>
 #include <charconv>
 #include <vector>
 
@@ -90,6 +91,13 @@ std::optional<int64_t> int_param(const ApiRequest& req, std::string_view name, i
     return std::nullopt;
   }
   return v;
+}
+
+Value percentiles(std::vector<double> ms) {
+  if (ms.empty()) return Value();
+  std::sort(ms.begin(), ms.end());
+  auto at = [&](double q) { return Value(ms[std::min(ms.size() - 1, static_cast<size_t>(q * static_cast<double>(ms.size())))]); };
+  return Value::object({{"p50", at(0.50)}, {"p95", at(0.95)}, {"p99", at(0.99)}, {"count", Value(ms.size())}});
 }
 
 Response engine_error(const std::string& message) {

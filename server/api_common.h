@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "plans/result.h"
 #include "plans/value.h"
@@ -23,6 +24,9 @@ std::string pointer_at(std::string_view text, size_t offset);
 // ?name=N as an integer in [min, max]; `fallback` when absent; the 400 when bad.
 std::optional<int64_t> int_param(const ApiRequest& req, std::string_view name, int64_t fallback, int64_t min,
                                  int64_t max, Response* error);
+
+// {"p50", "p95", "p99", "count"} of `ms` (nearest rank); null when empty.
+Value percentiles(std::vector<double> ms);
 
 // The status for an error of the engine: 404 for what does not exist, 503 when the engine
 // stops or cannot write its state, 400 for the rest.

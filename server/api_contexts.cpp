@@ -29,10 +29,12 @@ Reply list_contexts(Engine& engine, const ApiRequest& req) {
   }
   const std::string* flow = req.query_value("flow");
   const std::string* status = req.query_value("status");
+  // One more than the page: whether a next page exists.
   std::vector<ContextRecord> page = engine.context_page(flow ? *flow : "", status ? *status : "",
-                                                        static_cast<uint64_t>(*cursor), static_cast<size_t>(*limit));
+                                                        static_cast<uint64_t>(*cursor), static_cast<size_t>(*limit) + 1);
+  bool more = page.size() > static_cast<size_t>(*limit);
+  if (more) page.pop_back();
   std::vector<Value> out;
-  bool more = page.size() == static_cast<size_t>(*limit);
   for (const ContextRecord& r : page) {
     const Value& started = r.value()["started_at"];
     if (!since.empty() && started.is_string() && started.as_string() < since) {
@@ -100,7 +102,11 @@ void add_context_routes(Router& router, ApiContext& api) {
     auto last = req.http.find("Last-Event-ID");
     if (last != req.http.end()) {
       const std::string_view v = last->value();
-      if (std::from_chars(v.data(), v.data() + v.size(), after).ec == std::errc()) reply.stream_after = after;
+      const auto r = std::from_chars(v.data(), v.data() + v.size(), after);
+      if (r.ec != std::errc() || r.ptr != v.data() + v.size()) {
+        return error_response(http::status::bad_request, "Last-Event-ID must be an event id (digits)");
+      }
+      reply.stream_after = after;
     }
     return reply;
   });

@@ -84,7 +84,12 @@ Handler lifecycle(Engine& engine, Status (Engine::*change)(std::string_view)) {
       return error_response(http::status::not_found, "no definition '" + req.param("id") + "'");
     }
     Status s = (engine.*change)(req.param("id"));
-    if (!s) return error_response(http::status::unprocessable_entity, s.message());
+    if (!s) {
+      // It does not compile (422), or the engine cannot take it now (503, as elsewhere).
+      Response e = engine_error(s.message());
+      if (e.result() == http::status::bad_request) e = error_response(http::status::unprocessable_entity, s.message());
+      return e;
+    }
     return json_response(http::status::ok, engine.definition_info(req.param("id")));
   };
 }
@@ -145,13 +150,7 @@ std::map<std::string, Value> flow_figures(Engine& engine, std::string_view flow)
   for (auto& [f, by_status] : counts) {
     std::vector<Member> c;
     for (const auto& [status, n] : by_status) c.push_back(Member{Value(status), Value(static_cast<long long>(n))});
-    Value percentiles;
-    if (std::vector<double>& rt = runtimes[f]; !rt.empty()) {
-      std::sort(rt.begin(), rt.end());
-      auto at = [&](double q) { return Value(rt[std::min(rt.size() - 1, static_cast<size_t>(q * static_cast<double>(rt.size())))]); };
-      percentiles = Value::object({{"p50", at(0.50)}, {"p95", at(0.95)}, {"p99", at(0.99)}});
-    }
-    out[f] = Value::object({{"counts", Value::object(std::move(c))}, {"runtime_ms", percentiles}});
+    out[f] = Value::object({{"counts", Value::object(std::move(c))}, {"runtime_ms", percentiles(std::move(runtimes[f]))}});
   }
   return out;
 }

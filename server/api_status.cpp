@@ -1,15 +1,26 @@
 // Routes that tell how the engine is: locks, stats, Prometheus metrics, health and
 // readiness, and who the caller is.
+#include <algorithm>
 #include <chrono>
 
 #include "plans/time.h"
 #include "runtime/engine.h"
 #include "server/api.h"
 #include "server/api_common.h"
+#include "server/context_summary.h"
 #include "server/event_feed.h"
 
 namespace flowrt::server {
 namespace {
+
+// Percentiles of runtime_ms over the newest 1,000 contexts that ended; null when none.
+Value recent_runtimes(Engine& engine) {
+  std::vector<double> rt;
+  for (const ContextRecord& r : engine.context_page("", "", UINT64_MAX, 1000)) {
+    if (is_final_status(r.status()) && r.value()["runtime_ms"].is_number()) rt.push_back(r.value()["runtime_ms"].as_double());
+  }
+  return percentiles(std::move(rt));
+}
 
 Value stats_value(ApiContext& api) {
   const EngineStats s = api.engine.stats();
@@ -20,7 +31,7 @@ Value stats_value(ApiContext& api) {
       .with("running_contexts", Value(static_cast<long long>(
                                     s.unfinished_contexts > s.waiting_contexts ? s.unfinished_contexts - s.waiting_contexts : 0)))
       .with("contexts_per_s", Value(f.contexts_per_s))
-      .with("runtime_ms", f.runtime_ms)
+      .with("runtime_ms", recent_runtimes(api.engine))
       .with("connections", Value(api.connections ? api.connections() : 0))
       .with("uptime_s", Value(up));
 }

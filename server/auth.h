@@ -2,7 +2,7 @@
 //
 //   viewer    reads everything
 //   operator  reads; writes records, fires events, calls flows, cancels contexts
-//   designer  reads; saves, publishes, activates and deactivates definitions, validates
+//   designer  reads; saves, publishes, activates and deactivates definitions
 //   admin     all of it
 //
 // With no tokens configured, clients on the loopback interface are admin (and the server
@@ -42,7 +42,7 @@ struct Caller {
 
 // The SHA-256 of `text`, 32 raw bytes (OpenSSL's libcrypto).
 std::string sha256(std::string_view text);
-// 64 lowercase hex digits -> 32 bytes; nullopt when not exactly that.
+// 64 hex digits (either case) -> 32 bytes; nullopt when not exactly that.
 std::optional<std::string> from_hex(std::string_view hex);
 
 class Authenticator {

@@ -12,7 +12,6 @@ namespace {
 
 constexpr uint64_t kMaxNewPerPoll = 500;  // a burst larger than this: only its newest
 constexpr size_t kMaxOpen = 2000;         // contexts not ended that the feed follows
-constexpr size_t kRuntimeSamples = 10000;
 
 int64_t steady_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -28,6 +27,12 @@ std::string progress_of(const Value& record) {
 EventFeed::EventFeed(Engine& engine, int64_t period_ms, size_t capacity)
     : engine_(engine), period_ms_(period_ms), capacity_(capacity) {
   seen_seq_ = engine_.stats().contexts_started;
+  // Ids go on across restarts: they start from the wall clock (in microseconds, within
+  // JavaScript's exact integers), so a client resuming with an id of the last process
+  // is told to reload instead of being given unrelated events.
+  next_id_ = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                       std::chrono::system_clock::now().time_since_epoch())
+                                       .count());
 }
 
 EventFeed::~EventFeed() { stop(); }
@@ -71,14 +76,19 @@ void EventFeed::publish(std::string type, const Value& data) {
 std::vector<FeedEvent> EventFeed::after(uint64_t after, size_t max) const {
   std::lock_guard lock(mu_);
   std::vector<FeedEvent> out;
-  if (after + 1 >= next_id_) return out;
-  if (ring_.empty() || ring_.front().id > after + 1) {
+  if (after + 1 == next_id_) return out;
+  // Ids it no longer holds, or never gave (another process's): the client must reload.
+  if (after >= next_id_ || ring_.empty() || ring_.front().id > after + 1) {
     // Some of what the client missed is gone: it must reload, then follow from here.
     out.push_back(FeedEvent{next_id_ - 1, "reset", "{\"reason\":\"events missed\"}"});
     return out;
   }
   for (auto it = ring_.begin() + static_cast<std::ptrdiff_t>(after + 1 - ring_.front().id);
        it != ring_.end() && out.size() < max; ++it) {
+    if (it->type == "reset") {  // a gap: the client reloads and follows from here
+      out.assign(1, *it);
+      break;
+    }
     out.push_back(*it);
   }
   return out;
@@ -96,15 +106,6 @@ EventFeed::Figures EventFeed::figures() const {
     f.contexts_per_s = static_cast<double>(rate_.back().second - rate_.front().second) * 1000.0 /
                        static_cast<double>(rate_.back().first - rate_.front().first);
   }
-  if (!runtimes_.empty()) {
-    std::vector<double> sorted(runtimes_.begin(), runtimes_.end());
-    std::sort(sorted.begin(), sorted.end());
-    auto at = [&](double q) { return sorted[std::min(sorted.size() - 1, static_cast<size_t>(q * sorted.size()))]; };
-    f.runtime_ms = Value::object({{"p50", Value(at(0.50))},
-                                  {"p95", Value(at(0.95))},
-                                  {"p99", Value(at(0.99))},
-                                  {"count", Value(sorted.size())}});
-  }
   return f;
 }
 
@@ -117,14 +118,31 @@ void EventFeed::poll() {
     while (rate_.size() > 2 && rate_.back().first - rate_.front().first > 5000) rate_.pop_front();
   }
   const bool watched = subscribers_.load() > 0;
-  auto ended = [&](const Value& record) {
-    if (record["runtime_ms"].is_number()) {
-      std::lock_guard lock(mu_);
-      runtimes_.push_back(record["runtime_ms"].as_double());
-      if (runtimes_.size() > kRuntimeSamples) runtimes_.pop_front();
+  if (!watched) {
+    // Nothing is read while no one watches (a busy engine pays nothing for the feed).
+    was_watched_ = false;
+    open_.clear();
+  } else if (!was_watched_) {
+    // The first client since the feed started or was left alone: follow every context not
+    // ended that started before (recovered ones, those started while no one watched), so
+    // that their next change is sent. Those after seen_seq_ are announced below.
+    was_watched_ = true;
+    for (const char* status : {"in_progress", "waiting"}) {
+      for (const ContextRecord& r : engine_.context_page("", status, seen_seq_ + 1, kMaxOpen)) {
+        if (open_.size() < kMaxOpen) open_[static_cast<uint64_t>(r.seq())] = progress_of(r.value());
+      }
     }
-  };
+  }
   // New contexts: announced (only the newest of a large burst, and only while watched).
+  // Those started while no one watched are not read; a reset event in their place tells a
+  // client that resumes from before them to reload.
+  if (started > seen_seq_ && !watched) {
+    std::lock_guard lock(mu_);
+    if (ring_.empty() || ring_.back().type != "reset") {
+      ring_.push_back(FeedEvent{next_id_++, "reset", "{\"reason\":\"contexts started while no client watched\"}"});
+      while (ring_.size() > capacity_) ring_.pop_front();
+    }
+  }
   if (started > seen_seq_) {
     const uint64_t first = !watched ? started + 1 : std::max(seen_seq_ + 1, started > kMaxNewPerPoll ? started - kMaxNewPerPoll + 1 : 1);
     for (uint64_t seq = first; seq <= started; ++seq) {
@@ -133,7 +151,6 @@ void EventFeed::poll() {
       const Value summary = context_summary(r->value());
       publish("context", Value::object({{"change", Value("started")}, {"context", summary}}));
       if (is_final_status(r->status())) {
-        ended(r->value());
         publish("context", Value::object({{"change", Value("ended")}, {"context", summary}}));
       } else if (open_.size() < kMaxOpen) {
         open_[seq] = progress_of(r->value());
@@ -158,7 +175,6 @@ void EventFeed::poll() {
     const std::string_view change = is_final_status(status) ? "ended" : status == "waiting" ? "waiting" : "step_ended";
     publish("context", Value::object({{"change", Value(change)}, {"context", context_summary(r->value())}}));
     if (is_final_status(status)) {
-      ended(r->value());
       it = open_.erase(it);
     } else {
       ++it;

@@ -4,7 +4,11 @@
 // still holds it (the last `capacity` changes), else a "reset" event telling it to reload.
 //
 // The feed watches the engine from a thread of its own every `period_ms`: it reads the
-// engine's contexts and locks as any reader does, so running flows pay nothing for it.
+// engine's contexts and locks as any reader does, so running flows pay nothing for it, and
+// only while a client is connected. When the first client connects, it follows every
+// context not ended (recovered ones included); contexts that started and ended while no
+// one watched are not announced: a "reset" event marks the gap for a client resuming
+// across it.
 // Thread-safety: any thread; one mutex guards the ring of changes.
 #pragma once
 
@@ -55,11 +59,9 @@ class EventFeed {
   void subscribe();
   void unsubscribe();
 
-  // Figures the feed measured: contexts started per second over the last seconds, and the
-  // running time of the contexts it saw end (percentiles in ms; null when none).
+  // What the feed measured: contexts started per second over the last seconds.
   struct Figures {
     double contexts_per_s = 0;
-    Value runtime_ms;  // {"p50", "p95", "p99", "count"} or null
   };
   Figures figures() const;
 
@@ -77,13 +79,13 @@ class EventFeed {
   // The watcher's own state (only poll() touches it; poll runs on one thread at a time).
   std::mutex poll_mu_;
   uint64_t seen_seq_ = 0;                   // contexts up to this one have been announced
+  bool was_watched_ = false;                // a client was connected at the last poll
   std::map<uint64_t, std::string> open_;    // seq -> "status/steps" of contexts not ended
   std::map<std::string, std::string> locks_;  // name -> its state's JSON
 
   std::atomic<int> subscribers_{0};
-  // guarded by mu_: (steady ms, contexts_started) samples of the last seconds; runtimes seen
+  // guarded by mu_: (steady ms, contexts_started) samples of the last seconds
   std::deque<std::pair<int64_t, uint64_t>> rate_;
-  std::deque<double> runtimes_;
 
   std::mutex run_mu_;
   std::condition_variable run_cv_;

@@ -265,6 +265,7 @@ class Session : public std::enable_shared_from_this<Session> {
     response_ = std::make_shared<Response>(std::move(res));
     stream_.expires_after(std::chrono::milliseconds(limits().request_timeout_ms));
     http::async_write(stream_, *response_, [self = shared_from_this(), keep](beast::error_code ec, size_t) {
+      self->stream_.expires_never();  // the write's deadline must not cut the next read short
       self->response_.reset();
       if (ec || !keep) return self->close();
       self->read();

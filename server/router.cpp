@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "plans/value_json.h"
+
 namespace flowrt::server {
 namespace {
 
@@ -50,7 +52,9 @@ std::vector<std::string> split_pattern(std::string_view pattern) {
 
 bool split_target(std::string_view target, std::vector<std::string>* segments,
                   std::map<std::string, std::string, std::less<>>* query) {
-  if (target.empty() || target[0] != '/') return false;
+  // Names and values from the target reach records and answers: they must be UTF-8 as
+  // written and once decoded.
+  if (target.empty() || target[0] != '/' || !is_well_formed_utf8(target)) return false;
   const size_t q = target.find('?');
   const std::string_view path = target.substr(0, q);
   segments->clear();
@@ -60,7 +64,7 @@ bool split_target(std::string_view target, std::vector<std::string>* segments,
       const size_t slash = path.find('/', i);
       const size_t end = slash == std::string_view::npos ? path.size() : slash;
       std::string seg;
-      if (!decode(path.substr(i, end - i), false, &seg)) return false;
+      if (!decode(path.substr(i, end - i), false, &seg) || !is_well_formed_utf8(seg)) return false;
       segments->push_back(std::move(seg));
       i = end + 1;
     }
@@ -76,8 +80,10 @@ bool split_target(std::string_view target, std::vector<std::string>* segments,
     if (pair.empty()) continue;
     const size_t eq = pair.find('=');
     std::string key, value;
-    if (!decode(pair.substr(0, eq), true, &key)) return false;
-    if (eq != std::string_view::npos && !decode(pair.substr(eq + 1), true, &value)) return false;
+    if (!decode(pair.substr(0, eq), true, &key) || !is_well_formed_utf8(key)) return false;
+    if (eq != std::string_view::npos && (!decode(pair.substr(eq + 1), true, &value) || !is_well_formed_utf8(value))) {
+      return false;
+    }
     query->emplace(std::move(key), std::move(value));  // the first of a repeated name counts
   }
   return true;
@@ -120,7 +126,8 @@ Reply Router::dispatch(const Request& req, const Caller& caller) const {
   std::vector<std::string> segments;
   ApiRequest api{req, caller, {}, {}};
   if (!split_target(req.target(), &segments, &api.query)) {
-    return error_response(http::status::bad_request, "the request target is not a valid path (a bad % escape?)");
+    return error_response(http::status::bad_request,
+                          "the request target is not a valid path (a bad % escape, or not UTF-8)");
   }
   std::vector<std::string> allowed;
   for (const Route& r : routes_) {

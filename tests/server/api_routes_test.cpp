@@ -236,6 +236,8 @@ TEST_F(ApiRoutesTest, Contexts_NewestFirstInPagesWithFilters) {
   HttpReply second = client().get("/api/contexts?limit=4&cursor=3");
   EXPECT_EQ(second.json()["contexts"].size(), 2u);
   EXPECT_TRUE(second.json()["next"].is_null());
+  // A page that ends exactly at the oldest has no next either.
+  EXPECT_TRUE(client().get("/api/contexts?limit=2&cursor=3").json()["next"].is_null());
 
   EXPECT_EQ(client().get("/api/contexts?flow=greet").json()["contexts"].size(), 5u);
   EXPECT_EQ(client().get("/api/contexts?status=completed").json()["contexts"].size(), 6u);

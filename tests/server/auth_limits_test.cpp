@@ -174,6 +174,14 @@ TEST_F(LimitsTest, ARequestThatDoesNotArriveInTimeIs408) {
   EXPECT_TRUE(client().closed_by_server()) << client().last_error_;
 }
 
+TEST_F(LimitsTest, ASecondRequestOnAConnectionThatIsSlowIs408Too) {
+  ASSERT_EQ(client().get("/healthz").status, 200);
+  client().write_raw("POST /api/events/ping HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{\"a\"");
+  std::optional<HttpReply> r = client().read_reply();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 408);
+}
+
 TEST_F(LimitsTest, AnIdleConnectionIsClosed) {
   EXPECT_EQ(client().get("/healthz").status, 200);
   EXPECT_TRUE(client().closed_by_server());  // blocks until the idle timeout closes it

@@ -89,8 +89,14 @@ TEST_F(ServeProcessTest, SigtermDrainsAndExitsZero) {
   // A call that waits (up to 30 s) is in flight when the signal comes: it is answered.
   c.write_raw("POST /api/flows/hold_desk/call?wait=30s HTTP/1.1\r\nHost: x\r\nContent-Length: " +
               std::to_string(12 + gate.size()) + "\r\n\r\n{\"gate\": \"" + gate + "\"}");
+  // Once its context waits at the gate (read through another connection, a bounded number
+  // of round trips), the signal comes while the call is still being waited for.
   HttpClient other(p.port());
-  ASSERT_EQ(other.get("/healthz").status, 200);  // the server is up and reading
+  Value waiting;
+  for (int i = 0; i < 5000 && waiting != Value("waiting"); ++i) {
+    waiting = other.get("/api/contexts?flow=hold_desk").json()["contexts"].at(0)["status"];
+  }
+  ASSERT_EQ(waiting, Value("waiting"));
   EXPECT_EQ(p.stop(SIGTERM), 0);
   std::optional<HttpReply> answered = c.read_reply();
   ASSERT_TRUE(answered);

@@ -22,6 +22,11 @@ TEST(SplitTargetTest, DecodesSegmentsAndQuery) {
   EXPECT_FALSE(split_target("api", &segments, &query));
   EXPECT_FALSE(split_target("/a%2", &segments, &query));
   EXPECT_FALSE(split_target("/a?b=%zz", &segments, &query));
+  EXPECT_FALSE(split_target("/ap\x97i", &segments, &query));  // not UTF-8 as written
+  EXPECT_FALSE(split_target("/a%FF", &segments, &query));      // nor once decoded
+  EXPECT_FALSE(split_target("/a?x=%C0%80", &segments, &query));
+  ASSERT_TRUE(split_target("/caf%C3%A9", &segments, &query));
+  EXPECT_EQ(segments[0], "caf\xC3\xA9");
   ASSERT_TRUE(split_target("/", &segments, &query));
   EXPECT_TRUE(segments.empty());
 }

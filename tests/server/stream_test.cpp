@@ -12,6 +12,17 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// What the feed holds, copied (FeedEvent is the feed's own type).
+struct FeedEventCopy {
+  uint64_t id;
+  std::string type;
+};
+std::vector<FeedEventCopy> copy(const std::vector<server::FeedEvent>& events) {
+  std::vector<FeedEventCopy> out;
+  for (const server::FeedEvent& e : events) out.push_back({e.id, e.type});
+  return out;
+}
+
 // One event of the stream.
 struct SseEvent {
   uint64_t id = 0;
@@ -117,24 +128,53 @@ TEST_F(StreamTest, ContextsStartWaitAndEnd) {
 
 TEST_F(StreamTest, LastEventIdResumesAfterIt) {
   const std::string op = token("operator");
-  uint64_t first_id = 0;
+  std::vector<SseEvent> seen;
   {
     StreamReader stream(service_->port(), stream_request());
     client().request(http::verb::post, "/api/flows/greet/call", R"({"name": "a"})", op);
-    std::optional<SseEvent> e = stream.until([](const SseEvent& ev) { return ev.type == "context"; });
-    ASSERT_TRUE(e);
-    first_id = e->id;
+    client().request(http::verb::post, "/api/flows/greet/call", R"({"name": "b"})", op);
+    // Both contexts started and ended: four events.
+    while (seen.size() < 4) {
+      std::optional<SseEvent> e = stream.next();
+      ASSERT_TRUE(e);
+      if (e->type == "context") seen.push_back(*e);
+    }
   }
-  // While no one listens, another context runs; a client resuming after first_id gets the
-  // events after it, in order, and not first_id itself.
-  client().request(http::verb::post, "/api/flows/greet/call?wait=10s", R"({"name": "b"})", op);
-  StreamReader resumed(service_->port(), stream_request("Last-Event-ID: " + std::to_string(first_id) + "\r\n"));
-  std::optional<SseEvent> next = resumed.next();
-  ASSERT_TRUE(next);
-  EXPECT_EQ(next->id, first_id + 1);
+  // A client that resumes after the first gets the rest, in order, the first not again.
+  StreamReader resumed(service_->port(), stream_request("Last-Event-ID: " + std::to_string(seen[0].id) + "\r\n"));
+  for (size_t i = 1; i < seen.size(); ++i) {
+    std::optional<SseEvent> e = resumed.next();
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->id, seen[i].id);
+    EXPECT_EQ(e->data, seen[i].data);
+  }
 }
 
-TEST_F(StreamTest, NeedsAToken) {
+TEST_F(StreamTest, AnIdItNeverGaveOrNoLongerHoldsIsAReset) {
+  // An id from another process (ids start from the wall clock: 5 is long gone).
+  StreamReader old(service_->port(), stream_request("Last-Event-ID: 5\r\n"));
+  std::optional<SseEvent> e = old.next();
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->type, "reset");
+  StreamReader future(service_->port(), stream_request("Last-Event-ID: 18446744073709551000\r\n"));
+  e = future.next();
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->type, "reset");
+}
+
+TEST_F(StreamTest, ContextsStartedWhileNoOneWatchedLeaveAReset) {
+  const uint64_t before = service_->feed().last_id();
+  client().request(http::verb::post, "/api/flows/greet/call?wait=10s", R"({"name": "a"})", token("operator"));
+  service_->feed().poll();  // no subscriber: the context is not read, a reset takes its place
+  const std::vector<FeedEventCopy> after = copy(service_->feed().after(before));
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after[0].type, "reset");
+}
+
+TEST_F(StreamTest, NeedsATokenAndAnIdThatIsANumber) {
+  std::optional<HttpReply> bad = client().raw(stream_request("Last-Event-ID: 12abc\r\n"));
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
   HttpReply r = client().get("/api/stream");
   EXPECT_EQ(r.status, 401);
   EXPECT_EQ(client().get("/api/stream?access_token=wrong").status, 401);
