@@ -1,0 +1,19 @@
+-- wrk script: each request inserts an incident (which starts the project's record-triggered
+-- flow), with a bearer token when FLOWRT_TOKEN is set. Reports latency percentiles.
+local token = os.getenv("FLOWRT_TOKEN")
+local n = 0
+request = function()
+  n = n + 1
+  local headers = {["Content-Type"] = "application/json"}
+  if token and token ~= "" then headers["Authorization"] = "Bearer " .. token end
+  local body = string.format('{"number": "INC%d", "priority": %d, "assignment_group": "network"}', n, (n % 4) + 1)
+  return wrk.format("POST", "/api/tables/incident/records", headers, body)
+end
+done = function(summary, latency, requests)
+  io.write(string.format("requests %d\nerrors %d\nseconds %.3f\nrequests_per_s %.0f\n", summary.requests,
+    summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout,
+    summary.duration / 1e6, summary.requests / (summary.duration / 1e6)))
+  for _, p in ipairs({50, 90, 99, 99.9}) do
+    io.write(string.format("latency_p%s_ms %.3f\n", tostring(p), latency:percentile(p) / 1000))
+  end
+end

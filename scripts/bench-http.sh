@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The HTTP load benchmark (docs/PERFORMANCE.md, "flowrt serve over HTTP"): `flowrt serve` on a
+# copy of examples/incident-triage, driven from loopback by wrk (Debian's wrk) with
+# keep-alive connections inserting incidents, each starting a flow context. Bounded in
+# connections and time. Prints wrk's figures, the contexts the server ran, and its peak RSS.
+#   scripts/bench-http.sh FLOWRT [--store memory|sqlite] [--connections N] [--seconds S] [--threads T]
+# wrk is a closed loop (each connection sends its next request when the last is answered):
+# fewer connections load the server less, which is how the latency at a lower rate is read.
+set -euo pipefail
+flowrt=$(realpath "$1"); shift
+store=memory; connections=16; seconds=10; threads=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --store) store="$2"; shift 2 ;;
+    --connections) connections="$2"; shift 2 ;;
+    --seconds) seconds="$2"; shift 2 ;;
+    --threads) threads="$2"; shift 2 ;;
+    *) echo "bench-http.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+command -v wrk >/dev/null || apt-get install -y -qq wrk >/dev/null
+here=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+cp -r "$here/examples/incident-triage/flows" "$work/flows"
+case "$store" in
+  memory) echo '{"store": "memory", "properties": {"context_retention": 100000}}' > "$work/config.json" ;;
+  sqlite) echo '{"store": {"type": "sqlite", "path": "state.db"}, "properties": {"durability": "normal"}}' > "$work/config.json" ;;
+  *) echo "bench-http.sh: --store memory or sqlite" >&2; exit 2 ;;
+esac
+"$flowrt" serve "$work" --listen 127.0.0.1:0 --log-level warn > "$work/serve.out" 2> "$work/serve.err" &
+pid=$!
+for _ in $(seq 1 200); do
+  port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$work/serve.out")
+  [ -n "$port" ] && break
+  sleep 0.05
+done
+[ -n "$port" ] || { cat "$work/serve.err" >&2; exit 1; }
+wrk -t "$threads" -c "$connections" -d "${seconds}s" --latency -s "$here/bench/http/insert.lua" "http://127.0.0.1:$port" \
+  | sed -n '/^requests /,$p'
+stats=$(curl -s "http://127.0.0.1:$port/api/stats")
+echo "server_contexts_started $(echo "$stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["contexts_started"])')"
+echo "server_peak_rss_mib $(awk '/VmHWM/ {printf "%.1f", $2/1024}' /proc/$pid/status)"
+echo "store $store connections $connections seconds $seconds"
