@@ -24,7 +24,7 @@ constexpr const char* kUsage = R"(usage:
                  [--events FILE] [--flow ID] [--status STATUS] [--data FILE]
   flowrt run --flows DIR --events FILE [--config|-c FILE] [--format|-f table|json] [--out|-o FILE] [--data FILE]
   flowrt inspect --data FILE [--flow ID] [--status STATUS] [--format|-f table|json]
-  flowrt serve DIR [--listen HOST:PORT] [--data FILE] [--log-level LEVEL]
+  flowrt serve DIR [--listen HOST:PORT] [--data FILE] [--io-threads N] [--log-level LEVEL]
   flowrt validate DIR | PATH...
   flowrt plan PATH... --flow ID
   flowrt bench [--workload triage|fanout|events|locks|compile|recovery] [--events N] [--workers K] [--rate R] [--clients N] [--max-queued N]
@@ -182,6 +182,7 @@ int main(int argc, char** argv) {
   add_value(serve, "--listen", "listen", "HOST:PORT", "where to listen (default 127.0.0.1:8480; port 0: any free port)");
   add_value(serve, "--data", "data", "FILE",
             "keep the state in this SQLite file (default: the config's store, else DIR/flowrt.db)");
+  add_value(serve, "--io-threads", "io-threads", "N", "threads that read and answer requests (default 2)");
   add_value(serve, "--log-level", "log-level", "LEVEL", "the engine's log on stderr: off, error, warn, info (the default) or debug");
 
   bool json = false;

@@ -15,6 +15,14 @@ int serve_command(const CommandArgs& args) {
   options.dir = args.positional[0];
   options.listen = args.get("listen", options.listen);
   options.data = args.get("data");
+  if (args.has("io-threads")) {
+    const std::string n = args.get("io-threads");
+    if (n.empty() || n.size() > 2 || n.find_first_not_of("0123456789") != std::string::npos || std::stoi(n) < 1 ||
+        std::stoi(n) > 64) {
+      throw UsageError{"--io-threads must be a number from 1 to 64"};
+    }
+    options.io_threads = std::stoi(n);
+  }
   // The log: --log-level, else FLOWRT_LOG_LEVEL, else info (a service says what it does).
   options.log_level = args.get("log-level");
   const std::string& level = options.log_level;

@@ -38,6 +38,7 @@ struct HttpServer::State {
   std::condition_variable all_closed;                              // with mu
   asio::io_context io;
   tcp::acceptor acceptor;
+  std::unique_ptr<asio::thread_pool> handlers;  // null: handlers run on the I/O threads
   std::atomic<bool> stopping{false};
 
   void accept();
@@ -186,14 +187,31 @@ class Session : public std::enable_shared_from_this<Session> {
       res.set(http::field::www_authenticate, "Bearer");
       return send(std::move(res), keep);
     }
-    Reply reply;
+    // A write waits for its commit to be durable (with a durable store): it runs on the
+    // handler threads, so that the I/O threads go on reading and many writes share a commit.
+    if (state_->handlers && request_.method() != http::verb::get && request_.method() != http::verb::head) {
+      asio::post(*state_->handlers, [self = shared_from_this(), who = *who, keep] {
+        Reply reply = self->dispatch(who);
+        asio::post(self->stream_.get_executor(),
+                   [self, keep, reply = std::move(reply)]() mutable { self->answer(std::move(reply), keep); });
+      });
+      return;
+    }
+    answer(dispatch(*who), keep);
+  }
+
+  // The router's reply to request_ (an exception is a 500, logged).
+  Reply dispatch(const Caller& who) {
     try {
-      reply = state_->router.dispatch(request_, *who);
+      return state_->router.dispatch(request_, who);
     } catch (const std::exception& e) {
       engine_log().error("serve: {} {}: {}", std::string(request_.method_string()),
                          std::string(request_.target().substr(0, 200)), e.what());
-      reply = error_response(http::status::internal_server_error, std::string("internal error: ") + e.what());
+      return error_response(http::status::internal_server_error, std::string("internal error: ") + e.what());
     }
+  }
+
+  void answer(Reply reply, bool keep) {
     if (reply.stream) return start_stream(std::move(reply));
     if (reply.poll) return wait_for(std::move(reply), keep);
     send(std::move(reply.response), keep);
@@ -350,6 +368,9 @@ Status HttpServer::start() {
     return Error{"cannot listen on " + options_.host + ":" + std::to_string(options_.port) + ": " + ec.message()};
   }
   port_ = acceptor.local_endpoint().port();
+  if (options_.handler_threads > 0) {
+    state_->handlers = std::make_unique<asio::thread_pool>(static_cast<size_t>(options_.handler_threads));
+  }
   state_->accept();
   for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
     threads_.emplace_back([s = state_] { s->io.run(); });
@@ -382,6 +403,8 @@ void HttpServer::stop(int64_t grace_ms) {
     std::unique_lock lock(state_->mu);
     state_->all_closed.wait_for(lock, std::chrono::milliseconds(grace_ms), [&] { return state_->sessions.empty(); });
   }
+  // Handlers still running (past the grace) finish before the I/O context goes.
+  if (state_->handlers) state_->handlers->join();
   state_->io.stop();
   for (std::thread& t : threads_) t.join();
   threads_.clear();

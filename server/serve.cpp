@@ -93,6 +93,8 @@ Result<std::unique_ptr<Service>, Diagnostics> Service::open(const ServeOptions& 
   http.port = port;
   http.limits = config.limits;
   http.io_threads = options.io_threads;
+  // With a durable store a write waits for its commit: off the I/O threads.
+  http.handler_threads = project->options.store == "memory" ? 0 : options.handler_threads;
   s->server_ = std::make_unique<HttpServer>(http, s->router_, *s->auth_);
   HttpServer* server = s->server_.get();
   s->api_->connections = [server] { return server->connections(); };

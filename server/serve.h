@@ -25,6 +25,8 @@ struct ServeOptions {
   std::string data;                      // the SQLite file; "" : config's store, else DIR/flowrt.db
   std::string log_level;                 // the engine's log on stderr
   int io_threads = 2;
+  // Threads for writes' handlers with a durable store (HttpServerOptions::handler_threads).
+  int handler_threads = 64;
   int64_t feed_period_ms = 100;
 };
 
