@@ -117,18 +117,14 @@ std::vector<Value> read_context_page(const EngineCore& core, std::string_view fl
   auto status_of = [](const KeptContext& c) {
     return status_name(c.live() ? c.live()->status() : c.frozen()->status());
   };
-  core.contexts.for_each([&](const KeptContext& c) {
-    if (c.seq() >= before_seq) return;
-    if (!flow.empty() && c.flow()->id != flow) return;
-    if (!status.empty() && status_of(c) != status) return;
-    all.push_back(Entry{c.seq(), 0, c, Value()});
-  });
   // Only the newest `limit` of memory can be on the page.
+  core.contexts.for_each_newest_first(before_seq, [&](const KeptContext& c) {
+    if (!flow.empty() && c.flow()->id != flow) return true;
+    if (!status.empty() && status_of(c) != status) return true;
+    all.push_back(Entry{c.seq(), 0, c, Value()});
+    return all.size() < limit;
+  });
   auto newest = [](const Entry& a, const Entry& b) { return a.seq != b.seq ? a.seq > b.seq : a.source < b.source; };
-  if (all.size() > limit) {
-    std::nth_element(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(limit), all.end(), newest);
-    all.resize(limit);
-  }
   for (auto& [seq, record] : core.archive.list(flow)) {
     if (seq >= before_seq) continue;
     if (!status.empty() && record["status"].as_string() != status) continue;

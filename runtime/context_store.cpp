@@ -54,6 +54,37 @@ KeptContext ContextStore::find(std::string_view id) const {
   return find(seq);
 }
 
+void ContextStore::for_each_newest_first(uint64_t below, const std::function<bool(const KeptContext&)>& visit) const {
+  uint64_t next_below = below;  // seqs below this are not visited yet
+  std::vector<KeptContext> batch;
+  batch.reserve(kBatch);
+  while (next_below > 0) {
+    batch.clear();
+    {
+      SpinMutexLock lock(mu_);
+      // The window (seqs from first_seq_ up), then the stragglers below it.
+      if (next_below > first_seq_) {
+        for (uint64_t i = std::min<uint64_t>(next_below - first_seq_, window_.size()); i > 0 && batch.size() < kBatch;) {
+          --i;
+          if (window_[i]) batch.push_back(window_[i]);
+        }
+      }
+      if (batch.size() < kBatch) {
+        const uint64_t bound = std::min(next_below, first_seq_);
+        for (auto it = std::make_reverse_iterator(stragglers_.lower_bound(bound));
+             it != stragglers_.rend() && batch.size() < kBatch; ++it) {
+          batch.push_back(it->second);
+        }
+      }
+    }
+    if (batch.empty()) return;
+    next_below = batch.back().seq();
+    for (const KeptContext& c : batch) {
+      if (!visit(c)) return;
+    }
+  }
+}
+
 void ContextStore::for_each(const std::function<void(const KeptContext&)>& visit) const {
   uint64_t next = 0;  // the lowest seq not visited yet
   std::vector<KeptContext> batch;

@@ -96,6 +96,10 @@ class ContextStore {
   std::shared_ptr<Context> find_live(uint64_t seq) const EXCLUDES(mu_) { return find(seq).live(); }
   // Every context kept, in seq order: `visit` is called outside the lock.
   void for_each(const std::function<void(const KeptContext&)>& visit) const EXCLUDES(mu_);
+  // The contexts kept with a seq below `below`, newest first, until `visit` returns false:
+  // a page of the newest costs the page, not the whole store. Batched as for_each.
+  void for_each_newest_first(uint64_t below, const std::function<bool(const KeptContext&)>& visit) const
+      EXCLUDES(mu_);
   std::vector<KeptContext> all() const EXCLUDES(mu_);
   // Every context kept that has not finished, in seq order.
   std::vector<std::shared_ptr<Context>> unfinished() const EXCLUDES(mu_);

@@ -448,7 +448,7 @@ EngineStats Engine::stats() const {
   s.queued_events = c.events.size_approx();
   s.waiting_contexts = c.waiting();
   s.resting_contexts = c.resting();
-  s.unfinished_contexts = c.contexts.unfinished().size();
+  s.runnable_contexts = c.runnable();
   s.contexts_kept = c.contexts.size();
   s.dropped_contexts = c.contexts.dropped();
   s.dropped_skipped = c.contexts.dropped_skipped();

@@ -69,6 +69,11 @@ class EngineCore {
 
   // ---- work accounting ----
   void work_added(int64_t n = 1) { work_.fetch_add(n, std::memory_order_acq_rel); }
+  // Contexts queued, ready or running now (work_), for the engine's counters.
+  uint64_t runnable() const {
+    const int64_t w = work_.load(std::memory_order_acquire);
+    return w > 0 ? static_cast<uint64_t>(w) : 0;
+  }
   void work_done();
   // Blocks until no context is queued, ready or running, and no lock request waits to be
   // decided.

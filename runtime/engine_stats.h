@@ -14,7 +14,7 @@ struct EngineStats {
   uint64_t commits = 0;            // commit sequence number of the last commit
   uint64_t queued_events = 0;      // trigger events queued, not yet started
   uint64_t waiting_contexts = 0;   // contexts parked (a wait, a record condition, a lock)
-  uint64_t unfinished_contexts = 0;  // contexts started and not ended: running or waiting
+  uint64_t runnable_contexts = 0;  // contexts queued, ready to run or running (not waiting)
   uint64_t resting_contexts = 0;   // of those, resting: their state in the store (durable stores)
   uint64_t contexts_kept = 0;      // context records in memory
   uint64_t dropped_contexts = 0;   // finished records dropped by context_retention
@@ -31,7 +31,7 @@ struct EngineStats {
                           {"commits", n(commits)},
                           {"queued_events", n(queued_events)},
                           {"waiting_contexts", n(waiting_contexts)},
-                          {"unfinished_contexts", n(unfinished_contexts)},
+                          {"runnable_contexts", n(runnable_contexts)},
                           {"resting_contexts", n(resting_contexts)},
                           {"contexts_kept", n(contexts_kept)},
                           {"dropped_contexts", n(dropped_contexts)},

@@ -29,7 +29,7 @@ Value stats_value(ApiContext& api) {
   return s.to_value()
       .with("queue_depth", Value(static_cast<long long>(s.queued_events)))
       .with("running_contexts", Value(static_cast<long long>(
-                                    s.unfinished_contexts > s.waiting_contexts ? s.unfinished_contexts - s.waiting_contexts : 0)))
+                                    s.runnable_contexts > s.queued_events ? s.runnable_contexts - s.queued_events : 0)))
       .with("contexts_per_s", Value(f.contexts_per_s))
       .with("runtime_ms", recent_runtimes(api.engine))
       .with("connections", Value(api.connections ? api.connections() : 0))

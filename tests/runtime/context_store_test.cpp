@@ -86,6 +86,17 @@ TEST(ContextStoreTest, Retention_APinnedFrontContext_KeepsMemoryBoundedByRetenti
   EXPECT_EQ(seqs.front(), 1u);
   EXPECT_EQ(seqs[1], n - 999);
   EXPECT_TRUE(std::is_sorted(seqs.begin(), seqs.end()));
+  // Newest first: the same contexts in the other order (the window, then the straggler);
+  // below a seq; and stopping when told.
+  std::vector<uint64_t> newest;
+  store.for_each_newest_first(UINT64_MAX, [&](const KeptContext& c) { newest.push_back(c.seq()); return true; });
+  EXPECT_EQ(newest, std::vector<uint64_t>(seqs.rbegin(), seqs.rend()));
+  newest.clear();
+  store.for_each_newest_first(n - 998, [&](const KeptContext& c) { newest.push_back(c.seq()); return true; });
+  EXPECT_EQ(newest, (std::vector<uint64_t>{n - 999, 1}));
+  newest.clear();
+  store.for_each_newest_first(UINT64_MAX, [&](const KeptContext& c) { newest.push_back(c.seq()); return newest.size() < 3; });
+  EXPECT_EQ(newest, (std::vector<uint64_t>{n, n - 1, n - 2}));
   // It ends at last and is dropped like the others (it is the lowest seq).
   pinned->finish(ContextStatus::kCompleted, 0, Value(), 0);
   store.on_finished(*pinned);
@@ -130,6 +141,11 @@ TEST(ContextStoreTest, Listing_CopiesInBatches_AndSeesEveryContextInOrder) {
   uint64_t expected = 1;
   store.for_each([&](const KeptContext& c) { EXPECT_EQ(c.seq(), expected++); });
   EXPECT_EQ(expected, 3 * ContextStore::kBatch + 6);
+  store.for_each_newest_first(UINT64_MAX, [&](const KeptContext& c) {
+    EXPECT_EQ(c.seq(), --expected);
+    return true;
+  });
+  EXPECT_EQ(expected, 1u);
 }
 
 TEST(ContextStoreTest, AFinishedContextGivenFrozen_IsKeptFrozen_AndItsLiveFormLetGo) {
