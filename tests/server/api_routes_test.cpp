@@ -314,6 +314,13 @@ TEST_F(ApiRoutesTest, UnknownRoutesAndMethods) {
   EXPECT_EQ(wrong.status, 405);
   EXPECT_EQ(wrong.header("Allow"), "GET");
   EXPECT_EQ(client().get("/api/tables/x/records/%zz").status, 400);
+  // A long target of two-byte characters: the message cuts it between characters.
+  std::string long_target = "/";
+  for (int i = 0; i < 150; ++i) long_target += "\xC3\xA9";
+  HttpReply cut = client().get(long_target);
+  EXPECT_EQ(cut.status, 404);
+  ASSERT_TRUE(static_cast<bool>(parse_json(cut.body))) << "the body is JSON, so UTF-8: " << cut.body;
+  EXPECT_THAT(cut.json()["error"].as_string(), HasSubstr("no such route: /\xC3\xA9"));
   // The viewer is served, and HEAD answers without a body.
   HttpReply page = client().get("/");
   EXPECT_EQ(page.status, 200);
