@@ -95,7 +95,7 @@ void check(const Request& req, const Reply& reply, bool viewer) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size == 0) return 0;
+  if (size < 2) return 0;  // a caller byte and at least one byte of request
   World world;
   // The first byte picks the caller; the rest is the bytes on the connection, read as
   // requests one after another, as a kept-alive connection would be.
