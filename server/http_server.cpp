@@ -37,6 +37,11 @@ struct HttpServer::State {
   uint64_t next_session = 0;                                       // guarded by mu
   std::condition_variable all_closed;                              // with mu
   asio::io_context io;
+  // Keeps the I/O threads running while no connection has an operation pending in `io`
+  // (each is in a handler thread, say, once the acceptor has closed): a handler's answer
+  // is posted back to its connection's strand and must still be written. stop() lets go
+  // of it last.
+  asio::executor_work_guard<asio::io_context::executor_type> io_work{io.get_executor()};
   tcp::acceptor acceptor;
   std::unique_ptr<asio::thread_pool> handlers;  // null: handlers run on the I/O threads
   std::atomic<bool> stopping{false};
@@ -405,6 +410,7 @@ void HttpServer::stop(int64_t grace_ms) {
   }
   // Handlers still running (past the grace) finish before the I/O context goes.
   if (state_->handlers) state_->handlers->join();
+  state_->io_work.reset();
   state_->io.stop();
   for (std::thread& t : threads_) t.join();
   threads_.clear();

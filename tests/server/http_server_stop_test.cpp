@@ -1,0 +1,68 @@
+// HttpServer::stop with a request still in a handler thread: the answer the handler gives
+// once stop has begun is still written (the I/O threads run until stop lets them go).
+#include <gtest/gtest.h>
+
+#include <poll.h>
+
+#include <future>
+#include <thread>
+
+#include "server/http_server.h"
+#include "tests/server/http_client.h"
+
+namespace flowrt::testing_http {
+namespace {
+
+// True when a new connection to `port` on loopback is refused: the acceptor has closed.
+bool refused(uint16_t port) {
+  asio::io_context io;
+  tcp::socket s(io);
+  beast::error_code ec;
+  s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+  return ec == asio::error::connection_refused;
+}
+
+TEST(HttpServerStopTest, AnswerOfAHandlerStillRunningWhenStopBegins_IsWritten) {
+  std::promise<void> entered;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  server::Router router;
+  router.add(http::verb::post, "/slow", server::Permission::kRead, [&](const server::ApiRequest&) {
+    entered.set_value();
+    released.wait();
+    return server::Reply(server::json_response(http::status::ok, Value::object({{"done", Value(true)}})));
+  });
+  server::Authenticator auth({});
+  server::HttpServerOptions options;
+  options.port = 0;
+  options.io_threads = 1;
+  options.handler_threads = 1;  // a write runs on a handler thread, as with a durable store
+  server::HttpServer server(options, router, auth);
+  ASSERT_TRUE(server.start().is_ok());
+
+  HttpClient c(server.port());
+  c.write_raw("POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+  entered.get_future().wait();
+
+  // stop() begins while the handler runs: once the acceptor has closed, nothing of the
+  // server's own is pending in the I/O context but this connection's answer to come.
+  std::jthread stopper([&] { server.stop(15000); });  // joined however the test ends
+  bool closed = false;
+  for (int i = 0; i < 100000 && !closed; ++i) closed = refused(server.port());
+  ASSERT_TRUE(closed);
+  release.set_value();
+
+  // A guard against a hang if the answer is lost: the test then fails, it does not wait
+  // for ever (stop's grace is shorter than this).
+  pollfd readable{c.socket().native_handle(), POLLIN, 0};
+  ASSERT_EQ(poll(&readable, 1, 30000), 1) << "no answer, and the connection is still open";
+  std::optional<HttpReply> answered = c.read_reply();
+  stopper.join();
+  ASSERT_TRUE(answered);
+  EXPECT_EQ(answered->status, 200);
+  EXPECT_EQ(answered->json()["done"], Value(true));
+  EXPECT_TRUE(c.closed_by_server());  // and the connection closes after it
+}
+
+}  // namespace
+}  // namespace flowrt::testing_http
