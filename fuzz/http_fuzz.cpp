@@ -72,7 +72,7 @@ void check(const Request& req, const Reply& reply, bool viewer) {
     res = *last;
   }
   if (reply.stream) {
-    (void)reply.stream->after(reply.stream_after);
+    (void)reply.stream->after(reply.stream_after.value_or(reply.stream->last_id()));
     return;
   }
   const int status = res.result_int();

@@ -97,7 +97,6 @@ void add_context_routes(Router& router, ApiContext& api) {
   router.add(http::verb::get, "/api/stream", Permission::kRead, [feed](const ApiRequest& req) -> Reply {
     Reply reply;
     reply.stream = feed;
-    reply.stream_after = feed->last_id();
     uint64_t after = 0;
     auto last = req.http.find("Last-Event-ID");
     if (last != req.http.end()) {

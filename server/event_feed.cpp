@@ -62,8 +62,35 @@ void EventFeed::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void EventFeed::subscribe() { subscribers_.fetch_add(1); }
+uint64_t EventFeed::subscribe() {
+  std::lock_guard poll_lock(poll_mu_);
+  if (subscribers_.fetch_add(1) == 0) begin_watching();
+  return last_id();
+}
+
 void EventFeed::unsubscribe() { subscribers_.fetch_sub(1); }
+
+void EventFeed::begin_watching() {
+  // Follow every context not ended (recovered ones, those started while no one watched),
+  // as it is now, so that its next change is sent; those that start after are announced
+  // by poll as they start.
+  const uint64_t started = engine_.stats().contexts_started;
+  open_.clear();
+  for (const char* status : {"in_progress", "waiting"}) {
+    for (const ContextRecord& r : engine_.context_page("", status, started + 1, kMaxOpen)) {
+      if (open_.size() < kMaxOpen) open_[static_cast<uint64_t>(r.seq())] = progress_of(r.value());
+    }
+  }
+  seen_seq_ = started;
+  // Nothing was read while no one watched: whatever a client saw before is stale, and one
+  // resuming from before this point must reload. A reset marks the gap (every gap gets its
+  // own: a client that resumed to the last one and went away again must reload again).
+  std::lock_guard lock(mu_);
+  if (!ring_.empty()) {
+    ring_.push_back(FeedEvent{next_id_++, "reset", "{\"reason\":\"changes while no client watched\"}"});
+    while (ring_.size() > capacity_) ring_.pop_front();
+  }
+}
 
 void EventFeed::publish(std::string type, const Value& data) {
   std::string text;
@@ -117,34 +144,15 @@ void EventFeed::poll() {
     rate_.emplace_back(steady_ms(), started);
     while (rate_.size() > 2 && rate_.back().first - rate_.front().first > 5000) rate_.pop_front();
   }
-  const bool watched = subscribers_.load() > 0;
-  if (!watched) {
-    // Nothing is read while no one watches (a busy engine pays nothing for the feed).
-    was_watched_ = false;
+  if (subscribers_.load() == 0) {
+    // Nothing is read while no one watches (a busy engine pays nothing for the feed); the
+    // next subscriber begins watching afresh (begin_watching).
     open_.clear();
-  } else if (!was_watched_) {
-    // The first client since the feed started or was left alone: follow every context not
-    // ended that started before (recovered ones, those started while no one watched), so
-    // that their next change is sent. Those after seen_seq_ are announced below.
-    was_watched_ = true;
-    for (const char* status : {"in_progress", "waiting"}) {
-      for (const ContextRecord& r : engine_.context_page("", status, seen_seq_ + 1, kMaxOpen)) {
-        if (open_.size() < kMaxOpen) open_[static_cast<uint64_t>(r.seq())] = progress_of(r.value());
-      }
-    }
-  }
-  // New contexts: announced (only the newest of a large burst, and only while watched).
-  // Those started while no one watched are not read; a reset event in their place tells a
-  // client that resumes from before them to reload.
-  if (started > seen_seq_ && !watched) {
-    std::lock_guard lock(mu_);
-    if (ring_.empty() || ring_.back().type != "reset") {
-      ring_.push_back(FeedEvent{next_id_++, "reset", "{\"reason\":\"contexts started while no client watched\"}"});
-      while (ring_.size() > capacity_) ring_.pop_front();
-    }
+    seen_seq_ = started;
+    return;
   }
   if (started > seen_seq_) {
-    const uint64_t first = !watched ? started + 1 : std::max(seen_seq_ + 1, started > kMaxNewPerPoll ? started - kMaxNewPerPoll + 1 : 1);
+    const uint64_t first = std::max(seen_seq_ + 1, started > kMaxNewPerPoll ? started - kMaxNewPerPoll + 1 : 1);
     for (uint64_t seq = first; seq <= started; ++seq) {
       std::optional<ContextRecord> r = engine_.context("ctx-" + std::to_string(seq));
       if (!r) continue;
@@ -180,7 +188,6 @@ void EventFeed::poll() {
       ++it;
     }
   }
-  if (!watched) return;
   // Locks: one event per lock whose state changed (or that is no longer held or waited for).
   std::map<std::string, std::string> now;
   const Value locks = engine_.locks();

@@ -5,10 +5,10 @@
 //
 // The feed watches the engine from a thread of its own every `period_ms`: it reads the
 // engine's contexts and locks as any reader does, so running flows pay nothing for it, and
-// only while a client is connected. When the first client connects, it follows every
-// context not ended (recovered ones included); contexts that started and ended while no
-// one watched are not announced: a "reset" event marks the gap for a client resuming
-// across it.
+// only while a client is connected. When a client connects and no other is, the feed
+// begins watching afresh: it follows every context not ended (recovered ones included) as
+// it is then, and adds a "reset" event, since whatever changed while no one watched was
+// not seen: a client resuming from before that gap is told to reload.
 // Thread-safety: any thread; one mutex guards the ring of changes.
 #pragma once
 
@@ -56,7 +56,9 @@ class EventFeed {
   void poll();
 
   // A stream client came or went: the feed reads contexts only while one is connected.
-  void subscribe();
+  // subscribe returns the id a new client follows from (after the reset, when it was the
+  // first: the client has just loaded what it shows).
+  uint64_t subscribe();
   void unsubscribe();
 
   // What the feed measured: contexts started per second over the last seconds.
@@ -67,6 +69,8 @@ class EventFeed {
 
  private:
   void publish(std::string type, const Value& data);
+  // The first subscriber came: follow what has not ended, mark the gap (poll_mu_ held).
+  void begin_watching();
 
   Engine& engine_;
   const int64_t period_ms_;
@@ -76,10 +80,9 @@ class EventFeed {
   std::deque<FeedEvent> ring_;  // guarded by mu_
   uint64_t next_id_ = 1;        // guarded by mu_
 
-  // The watcher's own state (only poll() touches it; poll runs on one thread at a time).
+  // The watcher's own state, guarded by poll_mu_ (poll, and subscribe's begin_watching).
   std::mutex poll_mu_;
   uint64_t seen_seq_ = 0;                   // contexts up to this one have been announced
-  bool was_watched_ = false;                // a client was connected at the last poll
   std::map<uint64_t, std::string> open_;    // seq -> "status/steps" of contexts not ended
   std::map<std::string, std::string> locks_;  // name -> its state's JSON
 

@@ -243,8 +243,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void start_stream(Reply reply) {
     streaming_ = true;
     feed_ = reply.stream;
-    feed_->subscribe();
-    stream_after_ = reply.stream_after;
+    const uint64_t now = feed_->subscribe();
+    stream_after_ = reply.stream_after.value_or(now);
     out_ =
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
         "Connection: close\r\nX-Accel-Buffering: no\r\n\r\nretry: 1000\n\n";

@@ -49,9 +49,10 @@ struct Reply {
   // and once with last=true at `deadline` (it must answer then).
   std::function<std::optional<Response>(bool last)> poll;
   std::chrono::steady_clock::time_point deadline;
-  // An event stream: the server writes the feed's events after `stream_after`.
+  // An event stream: the server writes the feed's events after `stream_after` (none: after
+  // the last one when the client subscribes, EventFeed::subscribe).
   std::shared_ptr<EventFeed> stream;
-  uint64_t stream_after = 0;
+  std::optional<uint64_t> stream_after;
 };
 
 using Handler = std::function<Reply(const ApiRequest&)>;

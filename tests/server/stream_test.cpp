@@ -62,6 +62,9 @@ class StreamReader {
     return std::nullopt;
   }
   const std::string& head() const { return head_; }
+  // Reads the response's head (and the retry line sent with it): once it is here, the
+  // server has subscribed this stream to the feed.
+  bool opened() { return read_line().has_value(); }
 
  private:
   std::optional<std::string> read_line() {
@@ -162,13 +165,68 @@ TEST_F(StreamTest, AnIdItNeverGaveOrNoLongerHoldsIsAReset) {
   EXPECT_EQ(e->type, "reset");
 }
 
-TEST_F(StreamTest, ContextsStartedWhileNoOneWatchedLeaveAReset) {
-  const uint64_t before = service_->feed().last_id();
+// While no client watches, the feed reads nothing; so every such gap ends with a reset of
+// its own when a client comes, also when nothing started in it (a context ended).
+TEST_F(StreamTest, EveryGapWithNoClientEndsWithAReset) {
+  server::EventFeed& feed = service_->feed();
+  const std::string op = token("operator");
+  auto status_of = [&](const std::string& id, const char* want) {
+    Value s;
+    for (int i = 0; i < 5000 && s != Value(want); ++i) s = client().get("/api/contexts/" + id, op).json()["status"];
+    return s;
+  };
+  feed.subscribe();  // a client watches
+  const std::string gate(
+      client().request(http::verb::post, "/api/tables/gate/records", R"({"open": false})", op).json()["sys_id"].as_string());
+  const std::string id(client()
+                           .request(http::verb::post, "/api/flows/hold_desk/call", R"({"gate": ")" + gate + R"("})", op)
+                           .json()["context_id"]
+                           .as_string());
+  ASSERT_EQ(status_of(id, "waiting"), Value("waiting"));
+  feed.poll();
+  const uint64_t seen = feed.last_id();  // the client saw it waiting, and goes away
+  feed.unsubscribe();
+
+  // It ends while no one watches, and nothing starts.
+  client().request(http::verb::patch, "/api/tables/gate/records/" + gate, R"({"open": true})", op);
+  ASSERT_EQ(status_of(id, "completed"), Value("completed"));
+  feed.poll();
+
+  // The client resumes from what it saw: a reset tells it to reload.
+  const uint64_t from = feed.subscribe();
+  std::vector<FeedEventCopy> missed = copy(feed.after(seen));
+  ASSERT_EQ(missed.size(), 1u);
+  EXPECT_EQ(missed[0].type, "reset");
+  EXPECT_EQ(missed[0].id, from);  // a new client follows from after it
+  EXPECT_TRUE(feed.after(from).empty());
+
+  // Away again, back again: the second gap has its own reset.
+  feed.unsubscribe();
+  const uint64_t again = feed.subscribe();
+  missed = copy(feed.after(from));
+  ASSERT_EQ(missed.size(), 1u);
+  EXPECT_EQ(missed[0].type, "reset");
+  EXPECT_EQ(missed[0].id, again);
+  feed.unsubscribe();
+}
+
+// A client that opens the stream afresh (no Last-Event-ID) has just loaded what it shows:
+// the reset that begins the feed's watching is not sent to it.
+TEST_F(StreamTest, AFreshClientIsNotSentTheResetItsArrivalMade) {
+  server::EventFeed& feed = service_->feed();
+  feed.subscribe();  // something in the feed, then a gap
   client().request(http::verb::post, "/api/flows/greet/call?wait=10s", R"({"name": "a"})", token("operator"));
-  service_->feed().poll();  // no subscriber: the context is not read, a reset takes its place
-  const std::vector<FeedEventCopy> after = copy(service_->feed().after(before));
-  ASSERT_EQ(after.size(), 1u);
-  EXPECT_EQ(after[0].type, "reset");
+  feed.poll();
+  feed.unsubscribe();
+  ASSERT_FALSE(feed.after(0).empty());
+  StreamReader fresh(service_->port(), stream_request());
+  ASSERT_TRUE(fresh.opened());
+  client().request(http::verb::post, "/api/flows/greet/call?wait=10s", R"({"name": "b"})", token("operator"));
+  // Its first event is the context that started after it came (a reset would come first).
+  std::optional<SseEvent> first = fresh.next();
+  ASSERT_TRUE(first) << fresh.head();
+  EXPECT_EQ(first->type, "context");
+  EXPECT_EQ(first->data["change"], Value("started"));
 }
 
 TEST_F(StreamTest, NeedsATokenAndAnIdThatIsANumber) {
