@@ -29,6 +29,17 @@ Reply list_contexts(Engine& engine, const ApiRequest& req) {
   }
   const std::string* flow = req.query_value("flow");
   const std::string* status = req.query_value("status");
+  if (status && *status == "queued") {
+    // A context has no record until it starts: queued ones are counted, not listed.
+    return error_response(http::status::bad_request,
+                          "queued contexts are not listed: a context has no record until it starts; "
+                          "GET /api/stats counts them (queue_depth)");
+  }
+  if (status && *status != "in_progress" && *status != "waiting" && !is_final_status(*status)) {
+    return error_response(http::status::bad_request,
+                          "query parameter status must be in_progress, waiting, completed, cancelled or error, got '" +
+                              utf8_prefix(*status, 100) + "'");
+  }
   // One more than the page: whether a next page exists.
   std::vector<ContextRecord> page = engine.context_page(flow ? *flow : "", status ? *status : "",
                                                         static_cast<uint64_t>(*cursor), static_cast<size_t>(*limit) + 1);

@@ -1,5 +1,7 @@
 #include "server/http_message.h"
 
+#include <algorithm>
+
 #include "plans/value_json.h"
 
 namespace flowrt::server {
@@ -24,6 +26,12 @@ Response error_response(http::status status, std::string_view message, std::stri
   const Value body = pointer.empty() ? Value::object({{"error", Value(message)}})
                                      : Value::object({{"error", Value(message)}, {"pointer", Value(pointer)}});
   return json_response(status, body);
+}
+
+std::string utf8_prefix(std::string_view text, size_t max_bytes) {
+  size_t cut = std::min(text.size(), max_bytes);
+  while (cut < text.size() && cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(text.substr(0, cut));
 }
 
 }  // namespace flowrt::server

@@ -144,11 +144,8 @@ Reply Router::dispatch(const Request& req, const Caller& caller) const {
     return r.handler(api);
   }
   if (allowed.empty()) {
-    // The target as sent (UTF-8: split_target checked it), cut to 200 bytes at a character's start.
-    const std::string_view target = req.target();
-    size_t cut = std::min<size_t>(target.size(), 200);
-    while (cut < target.size() && cut > 0 && (static_cast<unsigned char>(target[cut]) & 0xC0) == 0x80) --cut;
-    return error_response(http::status::not_found, "no such route: " + std::string(target.substr(0, cut)));
+    // The target as sent (UTF-8: split_target checked it).
+    return error_response(http::status::not_found, "no such route: " + utf8_prefix(req.target(), 200));
   }
   std::sort(allowed.begin(), allowed.end());
   allowed.erase(std::unique(allowed.begin(), allowed.end()), allowed.end());

@@ -5,7 +5,7 @@
 
 const TOKEN_KEY = 'flowrt.token';
 const PAGE_SIZE = 50;
-const STATUSES = ['queued', 'in_progress', 'waiting', 'completed', 'cancelled', 'error'];
+const STATUSES = ['in_progress', 'waiting', 'completed', 'cancelled', 'error'];
 const ACTIVE = new Set(['queued', 'in_progress', 'waiting']);
 const ENDED = new Set(['completed', 'cancelled', 'error']);
 const KIND_TEXT = { 'lock-wait': 'lock wait', 'lock-hold': 'lock hold', wait: 'wait', step: 'step' };

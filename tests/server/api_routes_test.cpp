@@ -245,6 +245,13 @@ TEST_F(ApiRoutesTest, Contexts_NewestFirstInPagesWithFilters) {
   EXPECT_EQ(client().get("/api/contexts?since=2999-01-01T00:00:00Z").json()["contexts"].size(), 0u);
   EXPECT_EQ(client().get("/api/contexts?since=2000-01-01T00:00:00Z").json()["contexts"].size(), 6u);
   EXPECT_EQ(client().get("/api/contexts?since=yesterday").status, 400);
+  // Queued contexts have no record yet: the list says so rather than showing none.
+  HttpReply queued = client().get("/api/contexts?status=queued");
+  EXPECT_EQ(queued.status, 400);
+  EXPECT_THAT(queued.json()["error"].as_string(), HasSubstr("queue_depth"));
+  HttpReply unknown = client().get("/api/contexts?status=finished");
+  EXPECT_EQ(unknown.status, 400);
+  EXPECT_THAT(unknown.json()["error"].as_string(), HasSubstr("'finished'"));
 
   HttpReply one = client().get("/api/contexts/ctx-1");
   ASSERT_EQ(one.status, 200);
