@@ -21,6 +21,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from checks import Checks  # noqa: E402  (tests/support/checks.py)
+
 try:
     import yaml
 except ImportError:
@@ -37,17 +40,8 @@ API_MD = os.path.join(ROOT, "docs", "API.md")
 METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
 ROLES = {"Public": "public", "Read": "read", "Operate": "operate", "Design": "design"}
 
-passed = 0
-failures = []
-
-
-def check(ok, message):
-    global passed
-    if ok:
-        passed += 1
-    else:
-        failures.append(message)
-    return ok
+checks = Checks("check_openapi")
+check = checks.check
 
 
 def read(path):
@@ -199,7 +193,7 @@ def main():
     try:
         doc = yaml.safe_load(read(OPENAPI))
     except (OSError, yaml.YAMLError) as e:
-        failures.append(f"openapi.yaml: cannot read it: {e}")
+        checks.fail(f"openapi.yaml: cannot read it: {e}")
         doc = None
     documented = documented_routes(doc) if doc is not None else {}
 
@@ -214,18 +208,14 @@ def main():
     try:
         md = read(API_MD)
     except OSError as e:
-        failures.append(f"docs/API.md: cannot read it: {e}")
+        checks.fail(f"docs/API.md: cannot read it: {e}")
         md = None
     if md is not None:
         for method, path in sorted(code):
             said = re.compile(r"(?<![A-Za-z])" + method.upper() + " " + re.escape(path) + r"(?![\w/{}.-])")
             check(said.search(md) is not None, f"docs/API.md: never names {method.upper()} {path}")
 
-    for f in failures:
-        print(f"check_openapi: FAIL: {f}")
-    print(f"check_openapi: {len(code)} routes in server/*.cpp, {len(documented)} operations in docs/api/openapi.yaml")
-    print(f"{passed} passed, {len(failures)} failed")
-    return 1 if failures else 0
+    return checks.report(f"{len(code)} routes in server/*.cpp, {len(documented)} operations in docs/api/openapi.yaml")
 
 
 if __name__ == "__main__":

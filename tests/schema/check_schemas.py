@@ -24,6 +24,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from checks import Checks  # noqa: E402  (tests/support/checks.py)
+
 try:
     import jsonschema
     from jsonschema import Draft202012Validator
@@ -42,17 +45,8 @@ if len(args) != 1:
 FLOWRT = os.path.abspath(args[0])
 KINDS = {"definition": "definition.schema.json", "events": "events-line.schema.json", "config": "config.schema.json"}
 
-passed = 0
-failures = []
-
-
-def ok(cond, what):
-    global passed
-    if cond:
-        passed += 1
-    else:
-        failures.append(what)
-    return cond
+checks = Checks("check_schemas")
+ok = checks.check
 
 
 def rel(path):
@@ -275,9 +269,5 @@ with tempfile.TemporaryDirectory(prefix="flowrt-schema-") as tmp:
             print(f"{f}\n  schema: {rejected}\n  flowrt: {out.strip().splitlines()[0] if out.strip() else ''}")
         os.remove(path)
 
-print(f"check_schemas: {len(examples)} examples ({example_files} files), {compiling} compiling compiler cases, "
-      f"{len(fixtures)} valid fixtures, {len(invalid)} invalid cases, {conformance_note}")
-for f in failures:
-    print("FAIL " + f)
-print(f"{passed} passed, {len(failures)} failed")
-sys.exit(1 if failures else 0)
+sys.exit(checks.report(f"{len(examples)} examples ({example_files} files), {compiling} compiling compiler cases, "
+                       f"{len(fixtures)} valid fixtures, {len(invalid)} invalid cases, {conformance_note}"))
