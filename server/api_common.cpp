@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "plans/value_json.h"
+#include "runtime/engine.h"
 
 namespace flowrt::server {
 
@@ -110,6 +111,29 @@ Response engine_error(const std::string& message) {
     return error_response(http::status::service_unavailable, message);
   }
   return error_response(http::status::bad_request, message);
+}
+
+RecentFigures recent_figures(Engine& engine, std::string_view flow) {
+  std::map<std::string, std::map<std::string, int64_t>> counts;
+  std::map<std::string, std::vector<double>> runtimes;
+  std::vector<double> all;
+  for (const ContextRecord& r : engine.context_page(flow, "", UINT64_MAX, kFiguresWindow)) {
+    const std::string f = r.flow();
+    ++counts[f][r.status()];
+    if (is_final_status(r.status()) && r.value()["runtime_ms"].is_number()) {
+      runtimes[f].push_back(r.value()["runtime_ms"].as_double());
+      all.push_back(r.value()["runtime_ms"].as_double());
+    }
+  }
+  RecentFigures out;
+  for (auto& [f, by_status] : counts) {
+    std::vector<Member> c;
+    for (const auto& [status, n] : by_status) c.push_back(Member{Value(status), Value(static_cast<long long>(n))});
+    out.per_flow[f] =
+        Value::object({{"counts", Value::object(std::move(c))}, {"runtime_ms", percentiles(std::move(runtimes[f]))}});
+  }
+  out.runtime_ms = percentiles(std::move(all));
+  return out;
 }
 
 }  // namespace flowrt::server

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,6 +12,10 @@
 #include "plans/result.h"
 #include "plans/value.h"
 #include "server/router.h"
+
+namespace flowrt {
+class Engine;
+}
 
 namespace flowrt::server {
 
@@ -27,6 +32,18 @@ std::optional<int64_t> int_param(const ApiRequest& req, std::string_view name, i
 
 // {"p50", "p95", "p99", "count"} of `ms` (nearest rank); null when empty.
 Value percentiles(std::vector<double> ms);
+
+// How many of the newest contexts the recent figures are taken over.
+inline constexpr size_t kFiguresWindow = 2000;
+
+// Figures over the newest kFiguresWindow contexts (of `flow`, or of all when empty): per
+// flow, counts by status and the percentiles of runtime_ms of those that ended, and the
+// same percentiles over all of them. /api/stats and /api/flows both read these.
+struct RecentFigures {
+  std::map<std::string, Value> per_flow;  // flow -> {"counts": {status: n}, "runtime_ms"}
+  Value runtime_ms;                       // percentiles over every flow; null when none ended
+};
+RecentFigures recent_figures(Engine& engine, std::string_view flow = {});
 
 // The status for an error of the engine: 404 for what does not exist, 503 when the engine
 // stops or cannot write its state, 400 for the rest.

@@ -131,30 +131,6 @@ Reply validate(Engine& engine, const ApiRequest& req) {
   return json_response(http::status::ok, diagnostics_value(scratch.load_text(text, "body")));
 }
 
-// How many of the newest contexts the flows' figures are taken over.
-constexpr size_t kFiguresWindow = 2000;
-
-// Per flow, over the newest kFiguresWindow contexts (of `flow`, or of all): counts by
-// status and the percentiles of runtime_ms of those that ended.
-std::map<std::string, Value> flow_figures(Engine& engine, std::string_view flow) {
-  std::map<std::string, std::map<std::string, int64_t>> counts;
-  std::map<std::string, std::vector<double>> runtimes;
-  for (const ContextRecord& r : engine.context_page(flow, "", UINT64_MAX, kFiguresWindow)) {
-    const std::string f = r.flow();
-    ++counts[f][r.status()];
-    if (is_final_status(r.status()) && r.value()["runtime_ms"].is_number()) {
-      runtimes[f].push_back(r.value()["runtime_ms"].as_double());
-    }
-  }
-  std::map<std::string, Value> out;
-  for (auto& [f, by_status] : counts) {
-    std::vector<Member> c;
-    for (const auto& [status, n] : by_status) c.push_back(Member{Value(status), Value(static_cast<long long>(n))});
-    out[f] = Value::object({{"counts", Value::object(std::move(c))}, {"runtime_ms", percentiles(std::move(runtimes[f]))}});
-  }
-  return out;
-}
-
 // A flow's entry with its figures (counts {} and runtime_ms null when none ran lately).
 Value with_figures(const Value& info, const std::map<std::string, Value>& figures) {
   auto it = figures.find(std::string(info["id"].as_string()));
@@ -169,7 +145,7 @@ void add_flow_routes(Router& router, ApiContext& api) {
   Engine& engine = api.engine;
   router.add(http::verb::get, "/api/flows", Permission::kRead, [&engine](const ApiRequest&) -> Reply {
     std::vector<Value> flows;
-    const std::map<std::string, Value> figures = flow_figures(engine, "");
+    const std::map<std::string, Value> figures = recent_figures(engine).per_flow;
     for (const Value& info : engine.definition_infos()) {
       flows.push_back(with_figures(info.without("definition").without("published"), figures));
     }
@@ -178,7 +154,7 @@ void add_flow_routes(Router& router, ApiContext& api) {
   router.add(http::verb::get, "/api/flows/{id}", Permission::kRead, [&engine](const ApiRequest& req) -> Reply {
     Value info = engine.definition_info(req.param("id"));
     if (info.is_null()) return error_response(http::status::not_found, "no definition '" + req.param("id") + "'");
-    Response res = json_response(http::status::ok, with_figures(info, flow_figures(engine, req.param("id"))));
+    Response res = json_response(http::status::ok, with_figures(info, recent_figures(engine, req.param("id")).per_flow));
     res.set(http::field::etag, "\"" + std::string(info["revision"].as_string()) + "\"");
     return res;
   });

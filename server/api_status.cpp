@@ -13,32 +13,25 @@
 namespace flowrt::server {
 namespace {
 
-// Percentiles of runtime_ms over the newest 1,000 contexts that ended; null when none.
-Value recent_runtimes(Engine& engine) {
-  std::vector<double> rt;
-  for (const ContextRecord& r : engine.context_page("", "", UINT64_MAX, 1000)) {
-    if (is_final_status(r.status()) && r.value()["runtime_ms"].is_number()) rt.push_back(r.value()["runtime_ms"].as_double());
-  }
-  return percentiles(std::move(rt));
-}
-
-Value stats_value(ApiContext& api) {
+// The engine's counters and the server's figures; `with_runtimes`: also runtime_ms, which
+// reads the newest kFiguresWindow context records.
+Value stats_value(ApiContext& api, bool with_runtimes) {
   const EngineStats s = api.engine.stats();
   const EventFeed::Figures f = api.feed ? api.feed->figures() : EventFeed::Figures{};
   const double up = std::chrono::duration<double>(std::chrono::steady_clock::now() - api.started).count();
-  return s.to_value()
+  Value out = s.to_value()
       .with("queue_depth", Value(static_cast<long long>(s.queued_events)))
       .with("running_contexts", Value(static_cast<long long>(
                                     s.runnable_contexts > s.queued_events ? s.runnable_contexts - s.queued_events : 0)))
       .with("contexts_per_s", Value(f.contexts_per_s))
-      .with("runtime_ms", recent_runtimes(api.engine))
       .with("connections", Value(api.connections ? api.connections() : 0))
       .with("uptime_s", Value(up));
+  return with_runtimes ? out.with("runtime_ms", recent_figures(api.engine).runtime_ms) : out;
 }
 
 // The Prometheus text format (version 0.0.4): one gauge or counter per figure.
 std::string metrics_text(ApiContext& api) {
-  const Value stats = stats_value(api);
+  const Value stats = stats_value(api, /*with_runtimes=*/false);
   std::string out;
   // Whole numbers as integers ("3", not "3.0"), others as JSON writes them.
   auto number = [](double v) {
@@ -72,7 +65,7 @@ void add_status_routes(Router& router, ApiContext& api) {
                          Value::object({{"now", Value(format_time(engine.now()))}, {"locks", engine.locks()}}));
   });
   router.add(http::verb::get, "/api/stats", Permission::kRead,
-             [&api](const ApiRequest&) -> Reply { return json_response(http::status::ok, stats_value(api)); });
+             [&api](const ApiRequest&) -> Reply { return json_response(http::status::ok, stats_value(api, /*with_runtimes=*/true)); });
   router.add(http::verb::get, "/metrics", Permission::kRead, [&api](const ApiRequest&) -> Reply {
     return text_response(http::status::ok, "text/plain; version=0.0.4", metrics_text(api));
   });

@@ -304,6 +304,13 @@ TEST_F(ApiRoutesTest, Skipped_StatsMetricsHealth) {
   for (const char* key : {"queue_depth", "running_contexts", "waiting_contexts", "contexts_per_s", "runtime_ms", "connections"}) {
     EXPECT_TRUE(stats.json().contains(key)) << key;
   }
+  // The one context ended: nothing queued or running, one running time; the flows' figures
+  // count the same window.
+  EXPECT_EQ(stats.json()["queue_depth"], Value(0));
+  EXPECT_EQ(stats.json()["running_contexts"], Value(0));
+  EXPECT_EQ(stats.json()["runtime_ms"]["count"], Value(1));
+  EXPECT_EQ(stats.json()["runtime_ms"]["p50"], engine().context("ctx-1")->value()["runtime_ms"]);
+  EXPECT_EQ(client().get("/api/flows/greet").json()["runtime_ms"], stats.json()["runtime_ms"]);
   HttpReply metrics = client().get("/metrics");
   ASSERT_EQ(metrics.status, 200);
   EXPECT_THAT(metrics.header("Content-Type"), HasSubstr("text/plain"));
