@@ -402,6 +402,12 @@ Status PostgresStore::run_ops(const std::vector<Op>& ops, size_t changes) {
     send_op(o);
     if (sent.size() >= kPipelineDepth) sync_and_read();
   }
+  // A record put is checked by its row count, which only its result tells: such a chunk
+  // is read before COMMIT is sent. Any other failure aborts the transaction on the server,
+  // and a COMMIT sent with it answers ROLLBACK (a failure too).
+  if (!lost && !failure && std::any_of(sent.begin(), sent.end(), [](const Sent& x) { return x.op && x.op->put; })) {
+    sync_and_read();
+  }
   if (!lost && !failure) {
     send_plain("COMMIT", "COMMIT");
     sync_and_read();
