@@ -8,6 +8,7 @@
 #include "bench/workloads/workloads.h"
 #include "cli/commands.h"
 #include "plans/value.h"
+#include "store/store.h"
 
 namespace flowrt::cli {
 namespace {
@@ -45,8 +46,12 @@ int bench_command(const CommandArgs& args) {
   if (o.clients > 1 && o.rate > 0) throw UsageError{"--rate paces one client: leave out --clients"};
   o.retention = positive(args, "retention", 0);
   o.max_queued = positive(args, "max-queued", 0);
-  o.store = args.get("store", args.has("data") ? "sqlite" : "memory");
-  if (o.store != "memory" && o.store != "sqlite") throw UsageError{"--store must be memory or sqlite"};
+  o.store = args.get("store", !args.has("data")                   ? "memory"
+                              : is_postgres_url(args.get("data")) ? "postgresql"
+                                                                  : "sqlite");
+  if (o.store != "memory" && o.store != "sqlite" && o.store != "postgresql") {
+    throw UsageError{"--store must be memory, sqlite or postgresql"};
+  }
   o.data_file = args.get("data");
   o.durability = args.get("durability", "normal");
   if (o.durability != "full" && o.durability != "normal" && o.durability != "off") {
@@ -56,8 +61,17 @@ int bench_command(const CommandArgs& args) {
     if (o.data_file.empty()) throw UsageError{"--store sqlite needs --data FILE (a new file)"};
     // A benchmark measures a store from empty; it never takes over (or changes) a file's state.
     if (std::filesystem::exists(o.data_file)) throw UsageError{"--data " + o.data_file + " exists: give a new file"};
+  } else if (o.store == "postgresql") {
+    if (!is_postgres_url(o.data_file)) throw UsageError{"--store postgresql needs --data postgresql://... (an empty schema)"};
+    // From empty too: a schema that holds a store already is refused (opening it read
+    // only succeeds only then).
+    StoreOptions existing;
+    existing.kind = "postgresql";
+    existing.url = o.data_file;
+    existing.read_only = true;
+    if (open_store(existing)) throw UsageError{"--data: that database schema holds a flowrt store already: give an empty one"};
   } else if (args.has("data")) {
-    throw UsageError{"--data goes with --store sqlite"};
+    throw UsageError{"--data goes with --store sqlite or postgresql"};
   }
   const std::string json = args.get("json", "false");
   if (isatty(STDERR_FILENO)) {

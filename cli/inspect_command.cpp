@@ -113,8 +113,10 @@ int inspect_command(const CommandArgs& args) {
   const std::string flow = args.get("flow"), status = args.get("status");
 
   StoreOptions options;
-  options.kind = "sqlite";
+  // A SQLite file, or a PostgreSQL database (a postgresql:// URL).
+  options.kind = is_postgres_url(args.get("data")) ? "postgresql" : "sqlite";
   options.path = args.get("data");
+  options.url = args.get("data");
   options.read_only = true;
   Result<std::unique_ptr<Store>> store = open_store(options);
   if (!store) {

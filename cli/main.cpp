@@ -149,7 +149,8 @@ int main(int argc, char** argv) {
   add_value(run, "--flow", "flow", "ID", "the table lists the contexts of this flow only");
   add_value(run, "--status", "status", "STATUS", "the table lists the contexts with this status only");
   add_value(run, "--data", "data", "FILE",
-            "keep the state in this SQLite file (created when missing); a later run goes on from it");
+            "keep the state in this SQLite file (created when missing), or the PostgreSQL database of a "
+            "postgresql:// URL; a later run goes on from it");
 
   add_command(top, validate, "validate", "compile every definition and print every error, without running",
               "PATH", "a project DIR, or definition files or directories of them");
@@ -167,12 +168,13 @@ int main(int argc, char** argv) {
   add_value(bench, "--max-queued", "max-queued", "N",
             "a closed loop: the clients wait while N contexts wait to start (default 0: as fast as they can commit)");
   add_value(bench, "--retention", "retention", "N", "context_retention, and with --store sqlite history_retention's count (default 0: keep every record)");
-  add_value(bench, "--store", "store", "KIND", "memory (the default) or sqlite");
-  add_value(bench, "--data", "data", "NEWFILE", "the sqlite store's file (must not exist)");
+  add_value(bench, "--store", "store", "KIND", "memory (the default), sqlite or postgresql");
+  add_value(bench, "--data", "data", "NEWFILE",
+            "the sqlite store's file (must not exist), or the postgresql store's postgresql:// URL (an empty schema)");
   add_value(bench, "--durability", "durability", "MODE", "full, normal (the default) or off");
   inspect.app = top.add_subcommand("inspect", "what a data file holds: contexts, queued events, locks, the last recovery");
   inspect.app->allow_extras();  // it takes no positional words: inspect_command says so
-  add_value(inspect, "--data", "data", "FILE", "the data file (read only)");
+  add_value(inspect, "--data", "data", "FILE", "the data file, or a postgresql:// URL (read only)");
   add_value(inspect, "--flow", "flow", "ID", "the contexts of this flow only");
   add_value(inspect, "--status", "status", "STATUS", "the contexts with this status only");
   add_value(inspect, "-f,--format", "format", "table|json", "a table (the default) or one JSON document");
@@ -181,7 +183,8 @@ int main(int argc, char** argv) {
               "a project: flows/, optionally config.json (its \"server\" section: tokens, limits)");
   add_value(serve, "--listen", "listen", "HOST:PORT", "where to listen (default 127.0.0.1:8480; port 0: any free port)");
   add_value(serve, "--data", "data", "FILE",
-            "keep the state in this SQLite file (default: the config's store, else DIR/flowrt.db)");
+            "keep the state in this SQLite file or postgresql:// database (default: the config's store, else "
+            "DIR/flowrt.db)");
   add_value(serve, "--io-threads", "io-threads", "N", "threads that read and answer requests (default 2)");
   add_value(serve, "--log-level", "log-level", "LEVEL", "the engine's log on stderr: off, error, warn, info (the default) or debug");
 

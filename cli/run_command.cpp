@@ -15,6 +15,7 @@
 #include "runtime/engine_log.h"
 #include "runtime/harness.h"
 #include "runtime/project.h"
+#include "runtime/run_config.h"
 
 namespace flowrt::cli {
 namespace {
@@ -147,10 +148,10 @@ int run_command(const CommandArgs& args) {
   if (!project) return fail(project.error());
   project->options.log_level = log_level;
   if (args.has("data")) {
-    // State kept in a SQLite file that the next run goes on from (docs/DURABILITY.md).
-    if (args.get("data").empty()) throw UsageError{"--data needs a file name"};
-    project->options.store = "sqlite";
-    project->options.data_file = args.get("data");
+    // State kept in a SQLite file (or a PostgreSQL database: a postgresql:// URL) that the
+    // next run goes on from (docs/DURABILITY.md).
+    if (args.get("data").empty()) throw UsageError{"--data needs a file name (or a postgresql:// URL)"};
+    use_data_store(args.get("data"), &project->options);
   }
   Result<std::unique_ptr<Engine>, Diagnostics> opened = open_project(*project);
   if (!opened) return fail(opened.error());

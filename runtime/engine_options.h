@@ -36,8 +36,11 @@ struct EngineOptions {
   // records, definitions, counters, finished contexts; a virtual clock goes on from where
   // the last engine left it (start_time applies to a new file only). Open such an engine
   // with Engine::open, which reports a file it cannot use.
+  // "postgresql": the PostgreSQL database `store_url` names (a libpq connection URL), its
+  // tables created when missing, gone on from like a file.
   std::string store = "memory";
   std::string data_file;
+  std::string store_url;
   // Milliseconds of a monotonic clock that measures running time (runtime_ms and the
   // max_run_time quota). Default: std::chrono::steady_clock. Tests inject a fake one that a
   // "slow" action moves on, so a quota can be tested without burning real time.

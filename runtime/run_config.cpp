@@ -5,37 +5,55 @@
 #include "plans/time.h"
 #include "plans/value_json.h"
 #include "runtime/properties.h"
+#include "store/store.h"
 
 namespace flowrt {
 
 namespace {
 
-// "store": "memory", {"type": "memory"} or {"type": "sqlite", "path": FILE}; a relative
-// path is taken from the config file's folder.
+// "store": "memory", {"type": "memory"}, {"type": "sqlite", "path": FILE} (a relative path
+// is taken from the config file's folder) or {"type": "postgresql", "url": URL}.
 void read_store(const Value& store, const std::string& name, EngineOptions* options, Diagnostics* diags) {
   if (store == Value("memory")) {
     options->store = "memory";
     return;
   }
-  const std::string expected = "must be \"memory\" or {\"type\": \"sqlite\", \"path\": FILE}";
+  const std::string expected =
+      "must be \"memory\", {\"type\": \"sqlite\", \"path\": FILE} or {\"type\": \"postgresql\", \"url\": URL}";
   if (!store.is_object()) {
     diags->add(name, "/store", expected + ", not " + store.to_json());
     return;
   }
   for (const auto& m : store.members()) {
     const std::string_view key = m.key.as_string();
-    if (key != "type" && key != "path") diags->add(name, pointer_append("/store", key), "unknown store key (expected type, path)");
+    if (key != "type" && key != "path" && key != "url") {
+      diags->add(name, pointer_append("/store", key), "unknown store key (expected type, path, url)");
+    }
   }
   const Value& type = store["type"];
   if (type == Value("memory")) {
     if (store.find("path")) diags->add(name, "/store/path", "the memory store has no file");
+    if (store.find("url")) diags->add(name, "/store/url", "the memory store has no database");
     options->store = "memory";
     return;
   }
-  if (type != Value("sqlite")) {
-    diags->add(name, "/store/type", "must be \"memory\" or \"sqlite\", not " + type.to_json());
+  if (type == Value("postgresql")) {
+    if (store.find("path")) diags->add(name, "/store/path", "the postgresql store has no file (it takes url)");
+    const Value& url = store["url"];
+    if (!url.is_string() || !is_postgres_url(url.as_string())) {
+      diags->add(name, "/store/url",
+                 "the postgresql store needs \"url\": its connection URL, postgresql://USER@HOST:PORT/DBNAME");
+      return;
+    }
+    options->store = "postgresql";
+    options->store_url = std::string(url.as_string());
     return;
   }
+  if (type != Value("sqlite")) {
+    diags->add(name, "/store/type", "must be \"memory\", \"sqlite\" or \"postgresql\", not " + type.to_json());
+    return;
+  }
+  if (store.find("url")) diags->add(name, "/store/url", "the sqlite store has no url (it takes path)");
   const Value& path = store["path"];
   if (!path.is_string() || path.as_string().empty()) {
     diags->add(name, "/store/path", "the sqlite store needs \"path\": the file (relative to the config's folder)");
@@ -48,6 +66,16 @@ void read_store(const Value& store, const std::string& name, EngineOptions* opti
 }
 
 }  // namespace
+
+void use_data_store(const std::string& data, EngineOptions* options) {
+  if (is_postgres_url(data)) {
+    options->store = "postgresql";
+    options->store_url = data;
+  } else {
+    options->store = "sqlite";
+    options->data_file = data;
+  }
+}
 
 bool read_run_config(const Value& doc, const std::string& name, EngineOptions* out, Diagnostics* diags) {
   const size_t before = diags->reported();

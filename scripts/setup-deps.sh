@@ -7,6 +7,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   libboost-dev nlohmann-json3-dev libconcurrentqueue-dev libspdlog-dev libhowardhinnant-date-dev libutf8proc-dev libcli11-dev
   libsqlite3-dev sqlite3 libssl-dev
+  libpq-dev postgresql   # the postgresql store, and the server its tests start (scripts/pg-test-server.sh)
   libgtest-dev libgmock-dev libbenchmark-dev libgoogle-perftools-dev
   python3 python3-jsonschema python3-yaml
   chromium python3-websockets   # the browser tests of the web viewer (tests/browser/)

@@ -11,6 +11,7 @@
 #include "runtime/engine.h"
 #include "runtime/engine_log.h"
 #include "runtime/project.h"
+#include "runtime/run_config.h"
 
 namespace flowrt::server {
 
@@ -73,8 +74,7 @@ Result<std::unique_ptr<Service>, Diagnostics> Service::open(const ServeOptions& 
   if (!options.log_level.empty()) project->options.log_level = options.log_level;
   const bool config_chose_store = doc && doc->is_object() && doc->find("store");
   if (!options.data.empty()) {
-    project->options.store = "sqlite";
-    project->options.data_file = options.data;
+    use_data_store(options.data, &project->options);  // a file, or a postgresql:// URL
   } else if (!config_chose_store) {
     project->options.store = "sqlite";
     project->options.data_file = (std::filesystem::path(options.dir) / "flowrt.db").string();

@@ -1,6 +1,7 @@
 #include "store/store.h"
 
 #include "store/memory_store.h"
+#include "store/postgres_store.h"
 #include "store/sqlite_store.h"
 
 namespace flowrt {
@@ -43,7 +44,16 @@ Result<std::unique_ptr<Store>> open_store(const StoreOptions& options) {
     if (!s) return s.error();
     return std::unique_ptr<Store>(std::move(s).value());
   }
-  return Error{"unknown store '" + options.kind + "' (stores: memory, sqlite)"};
+  if (options.kind == "postgresql") {
+    Result<std::unique_ptr<PostgresStore>> s = PostgresStore::open(options.url, options.sync, options.read_only);
+    if (!s) return s.error();
+    return std::unique_ptr<Store>(std::move(s).value());
+  }
+  return Error{"unknown store '" + options.kind + "' (stores: memory, sqlite, postgresql)"};
+}
+
+bool is_postgres_url(std::string_view data) {
+  return data.starts_with("postgresql://") || data.starts_with("postgres://");
 }
 
 }  // namespace flowrt

@@ -4,8 +4,9 @@
 // contexts); a Store receives every change of that state as StoreBatches, in the order of
 // the one commit path (commit sequence order), and gives it all back when an engine opens
 // it again. Implementations: MemoryStore (store/memory_store.h: in this process only, the
-// default) and SqliteStore (store/sqlite_store.h: a SQLite file in WAL mode). One
-// conformance suite (tests/store/store_conformance_test.cpp) runs over both.
+// default), SqliteStore (store/sqlite_store.h: a SQLite file in WAL mode) and PostgresStore
+// (store/postgres_store.h: a PostgreSQL database). One conformance suite
+// (tests/store/store_conformance_test.cpp) runs over all three.
 //
 // The batch carries plain data only (Values, strings, numbers): the store knows nothing of
 // the engine's classes, and store/ never includes runtime/. Contracts every implementation
@@ -216,9 +217,10 @@ class Store {
  public:
   virtual ~Store() = default;
 
-  // "memory" or "sqlite".
+  // "memory", "sqlite" or "postgresql".
   virtual std::string_view kind() const = 0;
-  // What it is, for messages: "memory", "sqlite file data/flowrt.db".
+  // What it is, for messages: "memory", "sqlite file data/flowrt.db",
+  // "postgresql database HOST:PORT/DBNAME" (never a password).
   virtual std::string describe() const = 0;
   // Whether its state outlives the process. The engine sends batches only to a durable
   // store; a memory store's state lives in the engine itself.
@@ -249,15 +251,20 @@ class Store {
 
 // Where a store is and how it opens.
 struct StoreOptions {
-  std::string kind = "memory";       // "memory" | "sqlite"
+  std::string kind = "memory";       // "memory" | "sqlite" | "postgresql"
   std::string path;                  // sqlite: the file (created when missing)
+  std::string url;                   // postgresql: the libpq connection URL (postgresql://...)
   SyncMode sync = SyncMode::kNormal;
-  bool read_only = false;            // sqlite: read only (flowrt inspect); no lock is taken
+  bool read_only = false;            // sqlite, postgresql: read only (flowrt inspect); no lock is taken
   std::string vfs;                   // sqlite: the name of a registered SQLite VFS to open the file
                                      // with ("": SQLite's default); tests use a fault-injecting one
 };
 
-// Opens the store `options` names. Errors name the file and say what is wrong.
+// Opens the store `options` names. Errors name the file (or database) and say what is wrong.
 Result<std::unique_ptr<Store>> open_store(const StoreOptions& options);
+
+// Whether a --data value names a PostgreSQL database (postgresql:// or postgres://) rather
+// than a SQLite file.
+bool is_postgres_url(std::string_view data);
 
 }  // namespace flowrt

@@ -84,7 +84,8 @@ EngineOptions bench_engine_options(const BenchOptions& o) {
   // With a durable store finished contexts leave memory anyway; the store keeps `retention`.
   if (o.store != "memory") eo.properties.history_max_count = o.retention;
   eo.store = o.store;
-  eo.data_file = o.data_file;
+  if (o.store == "postgresql") eo.store_url = o.data_file;
+  else eo.data_file = o.data_file;
   if (Status s = set_property(&eo.properties, "durability", Value(std::string_view(o.durability))); !s) {
     throw std::runtime_error(s.message());
   }

@@ -21,8 +21,8 @@ struct BenchOptions {
   // written and not yet delivered); 0 = open loop, the producers run ahead of the workers.
   uint64_t max_queued = 0;
   uint64_t retention = 0;           // context_retention; with a durable store history_retention count (0: keep all)
-  std::string store = "memory";     // memory | sqlite (EngineOptions::store)
-  std::string data_file;            // sqlite: a new file
+  std::string store = "memory";     // memory | sqlite | postgresql (EngineOptions::store)
+  std::string data_file;            // sqlite: a new file; postgresql: the URL of a schema with no store yet
   std::string durability = "normal";  // sqlite: full | normal | off
   // Called now and then with the share done (0..1), for progress output.
   std::function<void(double)> progress;

@@ -1,7 +1,9 @@
 // The store conformance suite: one set of tests that every Store implementation passes
-// (store/store.h states the contract). Typed over MemoryStore and SqliteStore; a store is
-// "reopened" as its kind allows: the same object for memory, the file opened again (a new
-// connection, after the old one is closed) for SQLite.
+// (store/store.h states the contract). Typed over MemoryStore, SqliteStore and
+// PostgresStore; a store is "reopened" as its kind allows: the same object for memory, the
+// file opened again (a new connection, after the old one is closed) for SQLite, the same
+// database schema connected to again for PostgreSQL (a schema of its own per test, on the
+// server of the CTest fixture `postgres`: tests/support/postgres_support.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,8 +14,12 @@
 #include <vector>
 
 #include "plans/value_json.h"
+#include <map>
+
 #include "store/memory_store.h"
+#include "store/postgres_store.h"
 #include "store/sqlite_store.h"
+#include "tests/support/postgres_support.h"
 #include "tests/support/test_support.h"
 
 namespace flowrt {
@@ -37,6 +43,27 @@ struct SqliteKind {
   }
   static std::unique_ptr<Store> reopen(std::unique_ptr<Store> store, const std::string& path) {
     store.reset();  // closes the file and lets go of its lock
+    return make(path);
+  }
+};
+
+struct PostgresKind {
+  // The test's own schema, made at its first store (the fixture's path names the test).
+  static const std::string& url_of(const std::string& path) {
+    static std::map<std::string, std::string> urls;
+    auto it = urls.find(path);
+    if (it == urls.end()) it = urls.emplace(path, test_support::fresh_postgres_schema(path.substr(path.rfind('/') + 1))).first;
+    return it->second;
+  }
+  static std::unique_ptr<Store> make(const std::string& path) {
+    const std::string& url = url_of(path);
+    if (url.empty()) return nullptr;
+    Result<std::unique_ptr<PostgresStore>> s = PostgresStore::open(url, SyncMode::kOff);
+    EXPECT_TRUE(s.is_ok()) << (s ? "" : s.message());
+    return s ? std::unique_ptr<Store>(std::move(s).value()) : nullptr;
+  }
+  static std::unique_ptr<Store> reopen(std::unique_ptr<Store> store, const std::string& path) {
+    store.reset();  // closes both connections: the server lets go of the writer's lock
     return make(path);
   }
 };
@@ -80,12 +107,12 @@ class StoreConformanceTest : public ::testing::Test {
   std::unique_ptr<Store> store_;
 };
 
-using Kinds = ::testing::Types<MemoryKind, SqliteKind>;
+using Kinds = ::testing::Types<MemoryKind, SqliteKind, PostgresKind>;
 class KindNames {
  public:
   template <class T>
   static std::string GetName(int) {
-    return std::is_same_v<T, MemoryKind> ? "Memory" : "Sqlite";
+    return std::is_same_v<T, MemoryKind> ? "Memory" : std::is_same_v<T, SqliteKind> ? "Sqlite" : "Postgres";
   }
 };
 TYPED_TEST_SUITE(StoreConformanceTest, Kinds, KindNames);

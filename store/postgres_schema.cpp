@@ -1,0 +1,201 @@
+// PostgresStore's schema: the tables of a new store, the check of an existing one's version
+// (postgres_store.h says what the tables hold, and how later versions migrate), and the
+// statements write() prepares on the writer's connection.
+#include <libpq-fe.h>
+
+#include <cstddef>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "store/postgres_rows.h"
+#include "store/postgres_store.h"
+
+namespace flowrt {
+
+using namespace postgres_rows;  // NOLINT: this store's own rows and libpq handles
+
+namespace {
+
+// Names and keys compare as bytes (COLLATE "C"), as in the sqlite store: load() orders by them.
+const char* const kPgSchema = R"sql(
+CREATE TABLE meta(key text COLLATE "C" PRIMARY KEY, value text NOT NULL);
+CREATE TABLE counters(id integer PRIMARY KEY CHECK (id = 1), commit_seq bigint NOT NULL,
+  context_seq bigint NOT NULL, fencing_token bigint NOT NULL, sys_id_seed bigint NOT NULL,
+  sys_id_count bigint NOT NULL, clock bigint NOT NULL);
+CREATE TABLE record_tables(name text COLLATE "C" PRIMARY KEY, position bigint NOT NULL);
+CREATE TABLE records(position bigint PRIMARY KEY, tbl text COLLATE "C" NOT NULL, sys_id text COLLATE "C" NOT NULL,
+  body text NOT NULL);
+CREATE TABLE definitions(type text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL, draft text, published text,
+  fingerprint text, active boolean NOT NULL, activated_at bigint NOT NULL, last_tick bigint NOT NULL,
+  PRIMARY KEY (type, id));
+CREATE TABLE definition_versions(type text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL,
+  fingerprint text COLLATE "C" NOT NULL, body text NOT NULL, PRIMARY KEY (type, id, fingerprint));
+CREATE TABLE contexts(seq bigint PRIMARY KEY, id text NOT NULL, flow text COLLATE "C" NOT NULL,
+  status text COLLATE "C" NOT NULL, commit_seq bigint NOT NULL, trigger text, inputs text, cause text, run_key text,
+  started bigint NOT NULL, ended bigint NOT NULL, record text, checkpoint text);
+CREATE TABLE history(seq bigint PRIMARY KEY, id text NOT NULL, flow text COLLATE "C" NOT NULL,
+  status text COLLATE "C" NOT NULL, commit_seq bigint NOT NULL, trigger text, inputs text, cause text, run_key text,
+  started bigint NOT NULL, ended bigint NOT NULL, record text NOT NULL);
+CREATE INDEX history_by_flow ON history(flow, seq);
+CREATE INDEX history_by_status ON history(status, seq);
+CREATE INDEX history_by_ended ON history(ended);
+CREATE TABLE locks(name text COLLATE "C" PRIMARY KEY, state text NOT NULL);
+CREATE TABLE run_once(tbl text COLLATE "C" NOT NULL, sys_id text COLLATE "C" NOT NULL, flow text COLLATE "C" NOT NULL,
+  PRIMARY KEY (tbl, sys_id, flow));
+CREATE TABLE recoveries(id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, at bigint NOT NULL, report text NOT NULL);
+CREATE TABLE holder(id integer PRIMARY KEY CHECK (id = 1), pid bigint NOT NULL, host text NOT NULL,
+  since text NOT NULL, backend_pid bigint NOT NULL);
+)sql";
+
+// ended_trigger (store/store.h) in SQL, of a `trigger` column holding JSON text: its
+// members but record and previous, in their order (json, not jsonb: order, duplicates and
+// \u0000 are kept).
+#define FLOWRT_PG_ENDED_TRIGGER                                                                                  \
+  "CASE WHEN json_typeof(trigger::json) = 'object' THEN COALESCE((SELECT json_object_agg(e.key, e.value ORDER BY " \
+  "e.n)::text FROM json_each(trigger::json) WITH ORDINALITY AS e(key, value, n) WHERE e.key NOT IN ('record', "    \
+  "'previous')), '{}') ELSE trigger END"
+
+#define FLOWRT_PG_CONTEXT_VALUES "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12"
+#define FLOWRT_PG_CONTEXT_UPDATES                                                                                 \
+  "id = excluded.id, flow = excluded.flow, status = excluded.status, commit_seq = excluded.commit_seq, "         \
+  "trigger = excluded.trigger, inputs = excluded.inputs, cause = excluded.cause, run_key = excluded.run_key, "    \
+  "started = excluded.started, ended = excluded.ended, record = excluded.record"
+
+// write()'s statements: name, parameter types (b bigint, t text, o boolean), SQL.
+struct PgStatement {
+  const char* name;
+  const char* types;
+  const char* sql;
+};
+const PgStatement kPgStatements[] = {
+    {"put_table", "tb", "INSERT INTO record_tables(name, position) VALUES($1, $2) ON CONFLICT (name) DO NOTHING"},
+    // Inserted at its position, or the record there updated; a different record at that
+    // position is left as it is (no row: write() refuses the batch).
+    {"put_record", "ttbt",
+     "INSERT INTO records(position, tbl, sys_id, body) VALUES($3, $1, $2, $4) ON CONFLICT (position) DO UPDATE "
+     "SET body = excluded.body WHERE records.tbl = excluded.tbl AND records.sys_id = excluded.sys_id"},
+    {"remove_record", "ttb", "DELETE FROM records WHERE position = $3 AND tbl = $1 AND sys_id = $2"},
+    {"put_definition", "tttttobb",
+     "INSERT INTO definitions(type, id, draft, published, fingerprint, active, activated_at, last_tick) "
+     "VALUES($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (type, id) DO UPDATE SET draft = excluded.draft, "
+     "published = excluded.published, fingerprint = excluded.fingerprint, active = excluded.active, "
+     "activated_at = excluded.activated_at"},
+    {"put_definition_version", "tttt",
+     "INSERT INTO definition_versions(type, id, fingerprint, body) VALUES($1, $2, $3, $4) ON CONFLICT DO NOTHING"},
+    {"schedule_tick", "tb", "UPDATE definitions SET last_tick = $2 WHERE type = 'flow' AND id = $1"},
+    {"put_context", "btttbttttbbtt",
+     "INSERT INTO contexts(seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record, "
+     "checkpoint) VALUES(" FLOWRT_PG_CONTEXT_VALUES ", $13) ON CONFLICT (seq) DO UPDATE SET " FLOWRT_PG_CONTEXT_UPDATES
+     ", checkpoint = excluded.checkpoint"},
+    {"put_history", "btttbttttbbt",
+     "INSERT INTO history(seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record) "
+     "VALUES(" FLOWRT_PG_CONTEXT_VALUES ") ON CONFLICT (seq) DO UPDATE SET " FLOWRT_PG_CONTEXT_UPDATES},
+    {"remove_context", "b", "DELETE FROM contexts WHERE seq = $1"},
+    // A live context ending with its record: its row moves to history, in one statement
+    // (none when it is not live, or has no record yet).
+    {"move_to_history", "btbbt",
+     "WITH moved AS (DELETE FROM contexts WHERE seq = $1 AND COALESCE($5, record) IS NOT NULL RETURNING *) "
+     "INSERT INTO history(seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record) "
+     "SELECT seq, id, flow, $2, commit_seq, " FLOWRT_PG_ENDED_TRIGGER ", inputs, cause, run_key, "
+     "CASE WHEN $3 >= 0 THEN $3 ELSE started END, CASE WHEN $4 >= 0 THEN $4 ELSE ended END, COALESCE($5, record) "
+     "FROM moved"},
+    {"update_context", "btbbtt",
+     "UPDATE contexts SET status = $2, started = CASE WHEN $3 >= 0 THEN $3 ELSE started END, "
+     "ended = CASE WHEN $4 >= 0 THEN $4 ELSE ended END, record = COALESCE($5, record), "
+     "checkpoint = CASE WHEN $2 IN ('completed', 'cancelled', 'error') THEN NULL ELSE COALESCE($6, checkpoint) END "
+     "WHERE seq = $1"},
+    {"update_history", "btbbt",
+     "UPDATE history SET status = $2, started = CASE WHEN $3 >= 0 THEN $3 ELSE started END, "
+     "ended = CASE WHEN $4 >= 0 THEN $4 ELSE ended END, record = COALESCE($5, record) WHERE seq = $1"},
+    {"prune_age", "b", "DELETE FROM history WHERE ended < $1"},
+    // All but the `keep` newest by seq: the (keep + 1)th newest and everything before it.
+    {"prune_count", "b",
+     "DELETE FROM history WHERE seq <= (SELECT seq FROM history ORDER BY seq DESC OFFSET $1 LIMIT 1)"},
+    {"put_lock", "tt", "INSERT INTO locks(name, state) VALUES($1, $2) ON CONFLICT (name) DO UPDATE SET state = excluded.state"},
+    {"remove_lock", "t", "DELETE FROM locks WHERE name = $1"},
+    {"run_once_add", "ttt", "INSERT INTO run_once(tbl, sys_id, flow) VALUES($1, $2, $3) ON CONFLICT DO NOTHING"},
+    {"run_once_remove", "ttt", "DELETE FROM run_once WHERE tbl = $1 AND sys_id = $2 AND flow = $3"},
+    {"run_once_clear", "tt", "DELETE FROM run_once WHERE tbl = $1 AND sys_id = $2"},
+    {"add_recovery", "bt", "INSERT INTO recoveries(at, report) VALUES($1, $2)"},
+    {"put_counters", "bbbbbb",
+     "INSERT INTO counters(id, commit_seq, context_seq, fencing_token, sys_id_seed, sys_id_count, clock) "
+     "VALUES(1, $1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO UPDATE SET commit_seq = excluded.commit_seq, "
+     "context_seq = excluded.context_seq, fencing_token = excluded.fencing_token, sys_id_seed = excluded.sys_id_seed, "
+     "sys_id_count = excluded.sys_id_count, clock = excluded.clock"},
+};
+
+// What takes a store of version N - 1 to version N (kPgMigrations[N - 2]), each run in the
+// transaction that also sets the new version (as store/sqlite_schema.cpp does). None yet.
+const char* const kPgMigrations[] = {nullptr};
+static_assert(std::size(kPgMigrations) == PostgresStore::kSchemaVersion, "one migration per version after 1 (and a placeholder)");
+
+}  // namespace
+
+Status PostgresStore::prepare_schema() {
+  Params schema;
+  schema.text(schema_);
+  ResultPtr exists(exec_params(
+      conn_, "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = $1::text AND tablename = 'meta')",
+      schema));
+  if (!result_ok(exists.get()) || PQntuples(exists.get()) != 1) return error("cannot read its schema");
+  if (cell_view(exists.get(), 0, 0) != "t") {
+    if (read_only_) return error_of("cannot open", "schema " + schema_ + " holds no flowrt store (no meta table)");
+    // A new store: every table, and its version, in one transaction.
+    ResultPtr begin(PQexec(conn_, "BEGIN"));
+    if (!result_ok(begin.get())) return error("cannot create its tables");
+    ResultPtr tables(PQexec(conn_, kPgSchema));
+    Params version;
+    version.text(std::to_string(kSchemaVersion));
+    ResultPtr meta;
+    if (result_ok(tables.get())) {
+      meta = exec_params(conn_,
+                         "INSERT INTO meta(key, value) VALUES('application', 'flowrt'), ('schema_version', $1::text)",
+                         version);
+    }
+    if (!result_ok(tables.get()) || !result_ok(meta.get())) {
+      Error e = error("cannot create its tables in schema " + schema_);
+      ResultPtr rollback(PQexec(conn_, "ROLLBACK"));
+      return e;
+    }
+    ResultPtr commit(PQexec(conn_, "COMMIT"));
+    if (!result_ok(commit.get())) return error("cannot create its tables");
+    return Status::ok();
+  }
+  ResultPtr meta(PQexec(conn_, "SELECT key, value FROM meta WHERE key IN ('application', 'schema_version')"));
+  if (!result_ok(meta.get())) return error("cannot read its schema version");
+  std::string application;
+  int version = 0;
+  for (int r = 0; r < PQntuples(meta.get()); ++r) {
+    if (cell_view(meta.get(), r, 0) == "application") application = cell_text(meta.get(), r, 1);
+    else version = static_cast<int>(cell_int(meta.get(), r, 1));
+  }
+  if (application != "flowrt" || version < 1) {
+    return error_of("cannot open", "schema " + schema_ + " is not a flowrt store (its meta table is something else's)");
+  }
+  if (version > kSchemaVersion) {
+    return error_of("cannot open", "written by a newer flowrt (data schema version " + std::to_string(version) +
+                                       "; this flowrt reads versions up to " + std::to_string(kSchemaVersion) +
+                                       "): refused, the database was not changed");
+  }
+  // version < kSchemaVersion: no older version exists yet (kPgMigrations).
+  return Status::ok();
+}
+
+Status PostgresStore::prepare_statements() {
+  for (const PgStatement& s : kPgStatements) {
+    std::vector<Oid> types;
+    for (const char* t = s.types; *t; ++t) types.push_back(*t == 'b' ? kInt8Oid : *t == 'o' ? kBoolOid : kTextOid);
+    ResultPtr r(PQprepare(conn_, s.name, s.sql, static_cast<int>(types.size()), types.data()));
+    if (!result_ok(r.get())) {
+      return error_of("cannot prepare its statements", std::string(s.name) + ": " + one_line(PQresultErrorMessage(r.get())));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace flowrt
+
+#undef FLOWRT_PG_ENDED_TRIGGER
+#undef FLOWRT_PG_CONTEXT_VALUES
+#undef FLOWRT_PG_CONTEXT_UPDATES

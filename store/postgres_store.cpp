@@ -1,0 +1,433 @@
+// PostgresStore: connecting, the writer's lock, set_sync_mode and write() (the batch as
+// one pipelined transaction). The schema is in postgres_schema.cpp, the reads in
+// postgres_reads.cpp.
+#include "store/postgres_store.h"
+
+#include <libpq-fe.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <type_traits>
+
+#include "plans/time.h"
+#include "store/postgres_rows.h"
+
+namespace flowrt {
+
+using namespace postgres_rows;  // NOLINT: this store's own rows and libpq handles
+
+namespace {
+
+// What every connection gets unless the URL says otherwise (the URL's values win: it is
+// expanded after these).
+PGconn* connect_to(const std::string& url) {
+  const char* const keys[] = {"connect_timeout", "application_name", "keepalives", "keepalives_idle",
+                              "keepalives_interval", "keepalives_count", "tcp_user_timeout", "client_encoding",
+                              "dbname", nullptr};
+  const char* const values[] = {"10", "flowrt", "1", "30", "10", "3", "60000", "UTF8", url.c_str(), nullptr};
+  return PQconnectdbParams(keys, values, /*expand_dbname=*/1);
+}
+
+std::string pg_now_text() {
+  const auto now = std::chrono::system_clock::now();
+  return format_time(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
+}
+
+std::string pg_host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "an unknown host";
+  return name;
+}
+
+int64_t pg_clamp64(uint64_t v) { return static_cast<int64_t>(std::min<uint64_t>(v, INT64_MAX)); }
+
+}  // namespace
+
+// One statement of a write: a prepared statement's name and its parameters; a record put
+// must change exactly one row (else another record stands at its position).
+struct PostgresStore::Op {
+  const char* statement;
+  Params params;
+  const RecordPut* put = nullptr;
+};
+
+Result<std::string> PostgresStore::where_of(const std::string& url) {
+  char* message = nullptr;
+  PQconninfoOption* options = PQconninfoParse(url.c_str(), &message);
+  if (!options) {
+    std::string m = message ? one_line(message) : "out of memory";
+    PQfreemem(message);
+    return Error{"postgresql store: not a connection URL (" + m + ")"};
+  }
+  std::string host, port, dbname, user;
+  for (PQconninfoOption* o = options; o->keyword; ++o) {
+    const std::string_view k = o->keyword;
+    const std::string v = o->val ? o->val : "";
+    if (k == "host" && !v.empty()) host = v;
+    else if (k == "hostaddr" && host.empty() && !v.empty()) host = v;
+    else if (k == "port") port = v;
+    else if (k == "dbname") dbname = v;
+    else if (k == "user") user = v;
+  }
+  PQconninfoFree(options);
+  if (host.empty()) host = "localhost";
+  if (port.empty()) port = "5432";
+  if (dbname.empty()) dbname = user.empty() ? "(the user's database)" : user;
+  return host + ":" + port + "/" + dbname;
+}
+
+Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const std::string& url, SyncMode sync, bool read_only) {
+  if (url.empty()) return Error{"the postgresql store needs a connection URL (postgresql://USER@HOST:PORT/DBNAME)"};
+  Result<std::string> where = where_of(url);
+  if (!where) return where.error();
+  ConnPtr conn(connect_to(url));
+  if (!conn || PQstatus(conn.get()) != CONNECTION_OK) {
+    return Error{"postgresql database " + *where + ": cannot connect: " +
+                 (conn ? one_line(PQerrorMessage(conn.get())) : std::string("out of memory"))};
+  }
+  // Named as the server knows it, now that it answered.
+  const std::string exact = std::string(PQhost(conn.get())) + ":" + PQport(conn.get()) + "/" + PQdb(conn.get());
+  std::unique_ptr<PostgresStore> store(new PostgresStore(url, exact, conn.release(), read_only));
+  {
+    ResultPtr r(PQexec(store->conn_, "SELECT current_schema()"));
+    if (!result_ok(r.get()) || PQntuples(r.get()) != 1) return store->error("cannot read its schema");
+    if (cell_null(r.get(), 0, 0)) {
+      return store->error_of("cannot open", "no schema to keep its tables in (the search_path names none that exists)");
+    }
+    store->schema_ = cell_text(r.get(), 0, 0);
+  }
+  if (read_only) {
+    ResultPtr r(PQexec(store->conn_, "SET default_transaction_read_only = on"));
+    if (!result_ok(r.get())) return store->error("cannot start a read-only session");
+  } else {
+    FLOWRT_RETURN_IF_ERROR(store->take_lock());
+  }
+  FLOWRT_RETURN_IF_ERROR(store->prepare_schema());
+  if (!read_only) {
+    FLOWRT_RETURN_IF_ERROR(store->prepare_statements());
+    FLOWRT_RETURN_IF_ERROR(store->note_holder());
+    FLOWRT_RETURN_IF_ERROR(store->set_sync_mode(sync));
+  }
+  {
+    MutexLock lock(store->read_mu_);
+    FLOWRT_RETURN_IF_ERROR(store->ready_reader());
+  }
+  return store;
+}
+
+PostgresStore::PostgresStore(std::string url, std::string where, pg_conn* conn, bool read_only)
+    : url_(std::move(url)), where_(std::move(where)), conn_(conn), read_only_(read_only) {}
+
+PostgresStore::~PostgresStore() {
+  if (!read_only_ && !lost_ && PQstatus(conn_) == CONNECTION_OK) {
+    ResultPtr r(PQexec(conn_, "DELETE FROM holder"));  // no one holds it now
+  }
+  PQfinish(conn_);  // the session ends: the server lets go of the lock
+  MutexLock lock(read_mu_);
+  if (reader_) PQfinish(reader_);
+}
+
+int PostgresStore::writer_backend_pid() const { return PQbackendPID(conn_); }
+
+Error PostgresStore::error_of(std::string_view what, std::string_view message) const {
+  return Error{"postgresql database " + where_ + ": " + std::string(what) + ": " + std::string(message)};
+}
+
+Error PostgresStore::error(std::string_view what, pg_conn* conn) const {
+  return error_of(what, one_line(PQerrorMessage(conn ? conn : conn_)));
+}
+
+Status PostgresStore::ready_reader() {
+  if (reader_ && PQstatus(reader_) == CONNECTION_OK) return Status::ok();
+  if (reader_) {
+    PQreset(reader_);  // the same parameters, a new session
+  } else {
+    reader_ = connect_to(url_);
+    if (!reader_) return error_of("cannot open a connection to read it", "out of memory");
+  }
+  if (PQstatus(reader_) != CONNECTION_OK) return error("cannot open a connection to read it", reader_);
+  ResultPtr r(exec_params(reader_, "SELECT set_config('search_path', $1::text, false)", [&] {
+    Params p;  // the writer's schema, whatever the URL's search_path
+    std::string quoted;  // an identifier: its double quotes doubled
+    for (char ch : schema_) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    p.text("\"" + quoted + "\"");
+    return p;
+  }()));
+  if (!result_ok(r.get())) return error("cannot open a connection to read it", reader_);
+  ResultPtr ro(PQexec(reader_, "SET default_transaction_read_only = on"));
+  if (!result_ok(ro.get())) return error("cannot open a connection to read it", reader_);
+  return Status::ok();
+}
+
+Status PostgresStore::take_lock() {
+  Params p;
+  p.text(schema_);
+  ResultPtr r(exec_params(conn_, "SELECT pg_try_advisory_lock(hashtext('flowrt'), hashtext($1::text))", p));
+  if (!result_ok(r.get()) || PQntuples(r.get()) != 1) return error("cannot take the writer's lock");
+  if (cell_view(r.get(), 0, 0) == "t") return Status::ok();
+  // Who holds it: the row its holder wrote (none yet while it creates the tables).
+  std::string holder;
+  ResultPtr h(PQexec(conn_, "SELECT pid, host, since, backend_pid FROM holder WHERE id = 1"));
+  if (result_ok(h.get()) && PQntuples(h.get()) == 1) {
+    holder = "process " + cell_text(h.get(), 0, 0) + " on " + cell_text(h.get(), 0, 1) + " since " +
+             cell_text(h.get(), 0, 2) + ", server backend " + cell_text(h.get(), 0, 3);
+  }
+  return Error{"postgresql database " + where_ + ": schema " + schema_ + " is in use by another engine (" +
+               (holder.empty() ? std::string("another flowrt session") : holder) +
+               "); only one may write it at a time (flowrt inspect can read it meanwhile)"};
+}
+
+Status PostgresStore::note_holder() {
+  Params p;
+  p.integer(static_cast<int64_t>(::getpid()));
+  p.text(pg_host_name());
+  p.text(pg_now_text());
+  ResultPtr r(exec_params(conn_,
+                          "INSERT INTO holder(id, pid, host, since, backend_pid) VALUES(1, $1::bigint, $2::text, "
+                          "$3::text, pg_backend_pid()) ON CONFLICT (id) DO UPDATE SET pid = excluded.pid, "
+                          "host = excluded.host, since = excluded.since, backend_pid = excluded.backend_pid",
+                          p));
+  if (!result_ok(r.get())) return error("cannot note who holds it");
+  return Status::ok();
+}
+
+Status PostgresStore::set_sync_mode(SyncMode mode) {
+  if (read_only_) return Status::ok();
+  if (lost_) return error_of("cannot set its durability", "the connection was lost: open the store again");
+  Params p;
+  p.text(mode == SyncMode::kFull ? "on" : mode == SyncMode::kNormal ? "local" : "off");
+  ResultPtr r(exec_params(conn_, "SELECT set_config('synchronous_commit', $1::text, false)", p));
+  if (!result_ok(r.get())) return error("cannot set its durability");
+  return Status::ok();
+}
+
+Status PostgresStore::write(const StoreBatch& batch) {
+  if (read_only_) return error_of("cannot write", "opened read only");
+  std::vector<Op> ops;
+  ops.reserve(batch.changes.size() + 1);
+  std::vector<std::string> new_tables;
+  auto op = [&](const char* statement) -> Params& {
+    ops.push_back(Op{statement, {}, nullptr});
+    return ops.back().params;
+  };
+  for (const StoreChange& change : batch.changes) {
+    std::visit(
+        [&](const auto& c) {
+          using T = std::decay_t<decltype(c)>;
+          if constexpr (std::is_same_v<T, RecordPut>) {
+            if (!tables_.count(c.table) &&
+                std::find(new_tables.begin(), new_tables.end(), c.table) == new_tables.end()) {
+              Params& t = op("put_table");
+              t.text(c.table);
+              t.integer(pg_clamp64(c.position));
+              new_tables.push_back(c.table);
+            }
+            Params& r = op("put_record");
+            r.text(c.table);
+            r.text(c.record.members()[0].value.as_string());
+            r.integer(pg_clamp64(c.position));
+            r.json(c.record);
+            ops.back().put = &c;
+          } else if constexpr (std::is_same_v<T, RecordRemove>) {
+            Params& r = op("remove_record");
+            r.text(c.table);
+            r.text(c.sys_id);
+            r.integer(pg_clamp64(c.position));
+          } else if constexpr (std::is_same_v<T, DefinitionPut>) {
+            const StoredDefinition& d = c.definition;
+            Params& p = op("put_definition");
+            p.text(d.type);
+            p.text(d.id);
+            p.json(d.draft);
+            p.json(d.published);
+            p.text(d.published_fingerprint);
+            p.boolean(d.active);
+            p.integer(d.activated_at);
+            p.integer(d.last_tick);
+            if (d.published.is_null()) return;
+            Params& v = op("put_definition_version");
+            v.text(d.type);
+            v.text(d.id);
+            v.text(d.published_fingerprint);
+            v.json(d.published);
+          } else if constexpr (std::is_same_v<T, ScheduleTick>) {
+            Params& p = op("schedule_tick");
+            p.text(c.flow);
+            p.integer(c.at);
+          } else if constexpr (std::is_same_v<T, ContextPut>) {
+            const StoredContext& x = c.context;
+            // In history once it ended with its record, live until then; never in both.
+            const bool to_history = is_final_context_status(x.status) && !x.record.is_null();
+            if (to_history) op("remove_context").integer(pg_clamp64(x.seq));
+            Params& p = op(to_history ? "put_history" : "put_context");
+            p.integer(pg_clamp64(x.seq));
+            p.text(x.id);
+            p.text(x.flow);
+            p.text(x.status);
+            p.integer(pg_clamp64(x.commit_seq));
+            p.json(to_history ? ended_trigger(x.trigger) : x.trigger);
+            p.json(x.inputs);
+            p.json(x.cause);
+            p.json(x.run_key);
+            p.integer(x.started);
+            p.integer(x.ended);
+            p.json(x.record);
+            if (!to_history) p.json(x.checkpoint);
+          } else if constexpr (std::is_same_v<T, ContextUpdate>) {
+            auto fill = [&](Params& u) {
+              u.integer(pg_clamp64(c.seq));
+              u.text(c.status);
+              u.integer(c.started);
+              u.integer(c.ended);
+              u.json(c.record);
+            };
+            // A live context ending with its record moves to history; else its live row
+            // changes (an ended one without its record stays there), or else its history
+            // row (an ended context whose record changes). It is in one table only, so at
+            // most one of these finds it.
+            if (is_final_context_status(c.status)) fill(op("move_to_history"));
+            Params& u = op("update_context");
+            fill(u);
+            u.json(c.checkpoint);
+            fill(op("update_history"));
+          } else if constexpr (std::is_same_v<T, LockPut>) {
+            if (c.state.is_null()) {
+              op("remove_lock").text(c.name);
+            } else {
+              Params& p = op("put_lock");
+              p.text(c.name);
+              p.json(c.state);
+            }
+          } else if constexpr (std::is_same_v<T, RunOncePut>) {
+            Params& p = op(c.flow.empty() ? "run_once_clear" : c.ran ? "run_once_add" : "run_once_remove");
+            p.text(c.table);
+            p.text(c.sys_id);
+            if (!c.flow.empty()) p.text(c.flow);
+          } else if constexpr (std::is_same_v<T, RecoveryNote>) {
+            Params& p = op("add_recovery");
+            p.integer(c.at);
+            p.json(c.report);
+          } else if constexpr (std::is_same_v<T, HistoryPrune>) {
+            if (c.ended_before >= 0) op("prune_age").integer(c.ended_before);
+            if (c.keep > 0) op("prune_count").integer(pg_clamp64(c.keep));
+          }
+        },
+        change);
+  }
+  const StoreCounters& k = batch.counters;
+  Params& p = op("put_counters");
+  p.integer(pg_clamp64(k.commit_seq));
+  p.integer(pg_clamp64(k.context_seq));
+  p.integer(k.fencing_token);
+  p.integer(pg_clamp64(k.sys_id_seed));
+  p.integer(pg_clamp64(k.sys_id_count));
+  p.integer(k.clock);
+  Status written = run_ops(ops, batch.changes.size());
+  if (written) tables_.insert(new_tables.begin(), new_tables.end());
+  return written;
+}
+
+Status PostgresStore::run_ops(const std::vector<Op>& ops, size_t changes) {
+  const std::string what = "cannot write a batch of " + std::to_string(changes) + " changes";
+  if (lost_) return error_of(what, "the connection was lost: open the store again");
+  PGconn* const c = conn_;
+  if (PQenterPipelineMode(c) != 1) return error(what);
+  std::optional<Error> failure;
+  bool lost = false;
+  auto fail = [&](Error e) {
+    if (!failure) failure = std::move(e);
+  };
+  // What was sent since the last sync: an op, or a plain statement and the command tag
+  // that says it did what it should.
+  struct Sent {
+    const Op* op;
+    const char* tag;
+  };
+  std::vector<Sent> sent;
+  std::vector<const char*> values;
+  std::vector<int> lengths, formats;
+  auto send_plain = [&](const char* sql, const char* tag) {
+    if (PQsendQueryParams(c, sql, 0, nullptr, nullptr, nullptr, nullptr, 0) != 1) lost = true;
+    sent.push_back(Sent{nullptr, tag});
+  };
+  auto send_op = [&](const Op& o) {
+    o.params.arrays(&values, &lengths, &formats);
+    if (PQsendQueryPrepared(c, o.statement, o.params.size(), values.data(), lengths.data(), formats.data(), 0) != 1) {
+      lost = true;
+    }
+    sent.push_back(Sent{&o, nullptr});
+  };
+  // Syncs, then reads the results of what was sent and the sync's.
+  auto sync_and_read = [&] {
+    if (!lost && PQpipelineSync(c) != 1) lost = true;
+    for (const Sent& x : sent) {
+      if (lost) break;
+      ResultPtr r(PQgetResult(c));
+      if (!r) {
+        lost = true;
+        break;
+      }
+      const ExecStatusType s = PQresultStatus(r.get());
+      if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) {
+        if (x.op && x.op->put && std::string_view(PQcmdTuples(r.get())) != "1") {
+          const RecordPut& put = *x.op->put;
+          fail(error_of(what, "record " + std::string(put.record.members()[0].value.as_string()) + " of table " +
+                                  put.table + " at position " + std::to_string(put.position) +
+                                  ": another record is there"));
+        }
+        if (x.tag && std::string_view(PQcmdStatus(r.get())) != x.tag) {
+          fail(error_of(what, std::string("the server answered ") + PQcmdStatus(r.get()) + " to " + x.tag));
+        }
+      } else if (s != PGRES_PIPELINE_ABORTED) {
+        fail(error_of(what, one_line(PQresultErrorMessage(r.get()))));
+      }
+      ResultPtr end(PQgetResult(c));  // the null that ends its results
+      if (PQstatus(c) == CONNECTION_BAD) lost = true;
+    }
+    sent.clear();
+    if (lost) return;
+    ResultPtr sync(PQgetResult(c));
+    if (!sync || PQresultStatus(sync.get()) != PGRES_PIPELINE_SYNC) lost = true;
+  };
+
+  // The statements go in chunks of kPipelineDepth, each followed by a sync whose results
+  // are read before the next chunk is sent (so neither side's buffers fill up), BEGIN with
+  // the first. A sync inside BEGIN ... COMMIT does not end the transaction: COMMIT goes
+  // only once every statement succeeded, else ROLLBACK.
+  send_plain("BEGIN", "BEGIN");
+  for (const Op& o : ops) {
+    if (lost || failure) break;
+    send_op(o);
+    if (sent.size() >= kPipelineDepth) sync_and_read();
+  }
+  // A record put is checked by its row count, which only its result tells: such a chunk
+  // is read before COMMIT is sent. Any other failure aborts the transaction on the server,
+  // and a COMMIT sent with it answers ROLLBACK (a failure too).
+  if (!lost && !failure && std::any_of(sent.begin(), sent.end(), [](const Sent& x) { return x.op && x.op->put; })) {
+    sync_and_read();
+  }
+  if (!lost && !failure) {
+    send_plain("COMMIT", "COMMIT");
+    sync_and_read();
+  }
+  if (!lost && failure) {
+    sync_and_read();  // what is still unread
+    send_plain("ROLLBACK", nullptr);
+    sync_and_read();
+  }
+  if (!lost) PQexitPipelineMode(c);
+  if (lost || PQstatus(c) == CONNECTION_BAD) {
+    // The server rolls back a transaction whose session ends; the store stops here.
+    lost_ = true;
+    std::string message = one_line(PQerrorMessage(c));
+    if (message.empty()) message = "the connection was lost";
+    if (failure) return *failure;
+    return error_of(what, message + " (the connection is lost: open the store again)");
+  }
+  if (failure) return *failure;
+  return Status::ok();
+}
+
+}  // namespace flowrt

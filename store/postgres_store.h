@@ -1,0 +1,137 @@
+// PostgresStore: a Store in a PostgreSQL database, through libpq (Debian's libpq-dev).
+//
+// Opened with a libpq connection URL (postgresql://USER@HOST:PORT/DBNAME?...); its tables
+// live in the connection's current schema (the first of its search_path, `public` unless
+// the URL sets `options=-csearch_path%3DNAME`), so one database can hold several stores,
+// one per schema. Messages name it "postgresql database HOST:PORT/DBNAME", never with the
+// URL's password.
+//
+// Same contract as the other stores (store/store.h), kept so:
+//  - each write() is one transaction (BEGIN ... COMMIT): its statements are sent through
+//    libpq's pipeline mode, a few hundred at a time, and the transaction is committed only
+//    once every one has succeeded (a record put where another record stands is refused, as
+//    the sqlite store does); anything else rolls it back, so a batch applies whole or not
+//    at all, also when the connection drops in the middle (the server rolls back);
+//  - load() reads in one REPEATABLE READ transaction: the state as of the last batch;
+//  - the SyncMode is the session's synchronous_commit: kFull `on` (the commit waits for
+//    the WAL to be flushed, and for synchronous standbys when the server has any: survives
+//    a power cut), kNormal `local` (waits for the local flush only), kOff `off` (the commit
+//    returns before the flush: a crash of the server, not of flowrt, can lose the last
+//    batches, never part of one);
+//  - tables: meta (application, schema_version), counters, record_tables, records (by
+//    position: insertion order), definitions, definition_versions, contexts (live) and
+//    history (ended with their record; not loaded), locks, run_once, recoveries, holder.
+//    Values are stored as their JSON text (text columns: `json`/`jsonb` would refuse a
+//    \u0000 or reorder keys). A context ending with its record moves to history in one
+//    statement, its trigger summarised by the server (ended_trigger, in SQL over json_each
+//    in member order).
+//
+// Schema versions: meta.schema_version says which layout the tables have (kSchemaVersion).
+// Opening an empty schema creates every table in one transaction; a newer version is
+// refused, nothing changed. Migrations of older versions follow the sqlite store's pattern
+// (store/sqlite_schema.cpp: one SQL step per version, all run with the new version in one
+// transaction); version 1 is the first, so there are none yet.
+//
+// One writer: only one engine writes a schema at a time. A writer takes a session-level
+// advisory lock (pg_try_advisory_lock, keyed by the schema) before it reads or creates
+// anything, held for the store's life, and refuses when another session holds it, naming
+// the holder from the `holder` row it wrote (its process, host, since when, its server
+// backend). The server lets the lock go when the session ends, however it ends. This is
+// for now: coordinating several engines over one database comes later and will replace
+// it. A read-only store (flowrt inspect) takes no lock and reads while an engine writes.
+//
+// Connections: `conn_` (the writer's, also used by load()) and `reader_`, through which
+// load_context, list_contexts and load_definition_version read, one at a time under
+// read_mu_, from any thread, also while write() runs: each read is one statement (live
+// and history rows merged by the server), so it sees the state as of a whole batch.
+// Connecting waits at most connect_timeout (10 s unless the URL says otherwise); TCP
+// keepalives (and tcp_user_timeout) end a connection to a server that went away instead of
+// waiting forever. No statement_timeout is set (a big batch takes as long as it takes); a
+// URL can set one (options=-cstatement_timeout%3D...). When the writer's connection is lost
+// the store stops: every later write() fails and the engine must open the store again (the
+// lock may meanwhile be another's); a lost reader connection is reconnected by the next read.
+//
+// Thread-safety: load() and write() are not for concurrent use (the engine's journal
+// thread is the one writer, after load()); the readers as above. Owns its connections (and
+// so its lock), all let go by the destructor.
+#pragma once
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include "base/thread_annotations.h"
+#include "store/store.h"
+
+struct pg_conn;
+
+namespace flowrt {
+
+class PostgresStore final : public Store {
+ public:
+  // The schema version this build writes (meta.schema_version).
+  static constexpr int kSchemaVersion = 1;
+  // Statements sent before their results are read, within one write()'s transaction.
+  static constexpr size_t kPipelineDepth = 256;
+
+  // Connects to `url` (a libpq connection URI or key=value string) and opens the store in
+  // its current schema, creating the tables when there are none (unless read only).
+  static Result<std::unique_ptr<PostgresStore>> open(const std::string& url, SyncMode sync, bool read_only = false);
+  ~PostgresStore() override;
+  PostgresStore(const PostgresStore&) = delete;
+  PostgresStore& operator=(const PostgresStore&) = delete;
+
+  std::string_view kind() const override { return "postgresql"; }
+  std::string describe() const override { return "postgresql database " + where_; }
+  bool durable() const override { return true; }
+
+  using Store::load;
+  Result<StoredState> load(bool with_contexts) override;
+  Result<std::optional<StoredContext>> load_context(uint64_t seq) override EXCLUDES(read_mu_);
+  Result<std::vector<StoredContext>> list_contexts(const ContextQuery& query) override EXCLUDES(read_mu_);
+  Result<Value> load_definition_version(std::string_view type, std::string_view id,
+                                        std::string_view fingerprint) override EXCLUDES(read_mu_);
+  Status write(const StoreBatch& batch) override;
+  Status set_sync_mode(SyncMode mode) override;
+
+  // The server process of the writer's connection (pg_backend_pid()); for tests.
+  int writer_backend_pid() const;
+  // The schema the store's tables are in.
+  const std::string& schema() const { return schema_; }
+
+  // "HOST:PORT/DBNAME" of a connection URL, without connecting (and without its password);
+  // an error when the URL does not parse.
+  static Result<std::string> where_of(const std::string& url);
+
+ private:
+  struct Op;  // one statement of a write
+  PostgresStore(std::string url, std::string where, pg_conn* conn, bool read_only);
+  // Takes the writer's lock; refuses naming the holder.
+  Status take_lock();
+  // Creates the tables in an empty schema, or checks the version of existing ones.
+  Status prepare_schema();
+  // Prepares the statements write() uses.
+  Status prepare_statements();
+  Status note_holder();
+  // Runs the ops in one transaction (pipelined); the first failure rolls it back.
+  Status run_ops(const std::vector<Op>& ops, size_t changes);
+  // A connection to read through, connected again when the last one was lost.
+  Status ready_reader() REQUIRES(read_mu_);
+  // An error naming the database: "postgresql database W: WHAT: libpq's message".
+  Error error(std::string_view what, pg_conn* conn = nullptr) const;
+  Error error_of(std::string_view what, std::string_view message) const;
+  // Runs one statement with parameters on `conn` (text results).
+  struct Query;
+
+  const std::string url_;
+  const std::string where_;
+  pg_conn* conn_;
+  const bool read_only_;
+  std::string schema_;
+  bool lost_ = false;  // the writer's connection failed: every later write() fails
+  std::set<std::string, std::less<>> tables_;  // the record tables the schema has (the writer's)
+  Mutex read_mu_;
+  pg_conn* reader_ = nullptr;  // REQUIRES read_mu_ after open
+};
+
+}  // namespace flowrt

@@ -1,0 +1,158 @@
+// The durable engine on the postgresql store: scenarios of durable_engine_test.cpp and
+// resume_test.cpp (records, a queued context, a waiting one, a lock's holder) run on a
+// PostgreSQL schema instead of a SQLite file. An engine is stopped and another opened on
+// the same schema; what is durable comes back and waiting contexts resume. Deterministic
+// as those are: engines run in simulation.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plans/value_json.h"
+#include "runtime/engine.h"
+#include "tests/support/engine_support.h"
+#include "tests/support/postgres_support.h"
+#include "tests/support/test_support.h"
+
+namespace flowrt {
+namespace {
+
+using namespace flowrt::test_support;
+
+constexpr const char* kPgCopy = R"({"id": "copy", "trigger": {"type": "record", "table": "order", "when": "created"},
+  "actions": [{"action": "create_record", "inputs": {"table": "shipment", "values": {"order": "{{trigger.sys_id}}"}}}]})";
+
+// An order: a shipment is made, an hour waited, an invoice made (as in resume_test.cpp).
+constexpr const char* kPgFulfil = R"({"id": "fulfil", "trigger": {"type": "record", "table": "order", "when": "created"},
+  "variables": {"n": 0},
+  "actions": [
+    {"id": "ship", "action": "create_record", "inputs": {"table": "shipment", "values": {"order": "{{trigger.sys_id}}"}}},
+    {"action": "set_variables", "inputs": {"values": {"n": 1}}},
+    {"id": "pause", "action": "wait", "inputs": {"duration": "1h"}},
+    {"id": "bill", "action": "create_record", "inputs": {"table": "invoice",
+      "values": {"order": "{{trigger.sys_id}}", "shipment": "{{steps.ship.record.sys_id}}", "n": "{{vars.n}}"}}}]})";
+
+// Holds a lock while it waits for the request to be approved.
+constexpr const char* kPgApprove = R"({"id": "approve", "trigger": {"type": "record", "table": "request", "when": "created"},
+  "actions": [
+    {"id": "lk", "action": "lock", "inputs": {"key": "desk", "max_duration": "2d", "max_attempts": 100, "delay": "1h"}},
+    {"id": "decision", "action": "wait_for_condition", "inputs": {"table": "request", "sys_id": "{{trigger.sys_id}}",
+      "condition": {"field": "approved", "op": "eq", "value": true}, "timeout": "1d"}},
+    {"action": "create_record", "inputs": {"table": "done", "values": {"request": "{{trigger.sys_id}}",
+      "token": "{{steps.lk.token}}"}}},
+    {"action": "unlock", "inputs": {"key": "desk"}}]})";
+
+class DurableEnginePostgresTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    url_ = fresh_postgres_schema(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    ASSERT_FALSE(url_.empty());
+  }
+  EngineOptions options() const {
+    EngineOptions o;
+    o.store = "postgresql";
+    o.store_url = url_;
+    o.simulation_seed = 7;
+    o.start_time = 1767225600000;  // 2026-01-01
+    o.properties.durability = Durability::kNormal;
+    return o;
+  }
+  // Closes the engine (if open) and opens one on the schema, with `defs` loaded, recovered.
+  Engine& reopen(const std::vector<const char*>& defs) {
+    report_ = test_support::reopen_engine(&engine_, options(), defs);
+    EXPECT_NE(engine_, nullptr);
+    return *engine_;
+  }
+
+  std::string url_;
+  std::unique_ptr<Engine> engine_;
+  Value report_;
+};
+
+TEST_F(DurableEnginePostgresTest, RecordsContextsAndCounters_ComeBackInTheNextEngine) {
+  Engine& first = reopen({kPgCopy});
+  ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o1", "item": "laptop"})")).is_ok());
+  ASSERT_TRUE(first.insert("order", json(R"({"item": "chair"})")).is_ok());
+  ASSERT_TRUE(first.update("order", "o1", json(R"({"item": "desk"})")).is_ok());
+  first.settle();
+  const std::vector<Value> shipments = first.records("shipment");
+  ASSERT_EQ(shipments.size(), 2u);
+  const uint64_t commits = first.stats().commits;
+
+  Engine& second = reopen({kPgCopy});
+  EXPECT_TRUE(report_.is_null()) << "nothing was left to recover: " << report_.to_json();
+  EXPECT_EQ(second.tables(), (std::vector<std::string>{"order", "shipment"}));
+  EXPECT_EQ(second.record("order", "o1")["item"], Value("desk"));
+  ASSERT_EQ(second.records("shipment").size(), 2u);
+  EXPECT_EQ(second.records("shipment")[0].to_json(), shipments[0].to_json());
+  ASSERT_EQ(second.contexts().size(), 2u);
+  EXPECT_EQ(second.contexts()[0].status(), "completed");
+  ASSERT_TRUE(second.insert("order", json(R"({"item": "lamp"})")).is_ok());
+  second.settle();
+  EXPECT_EQ(second.stats().commits, commits + 2);
+  EXPECT_EQ(second.contexts().back().id(), "ctx-3");
+}
+
+TEST_F(DurableEnginePostgresTest, AQueuedTriggerEvent_StartsInTheNextEngine_ExactlyOnce) {
+  Engine& first = reopen({kPgCopy});
+  ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o1"})")).is_ok());
+  ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o2"})")).is_ok());
+  ASSERT_EQ(first.contexts().size(), 2u);  // queued: nothing runs outside settle
+
+  Engine& second = reopen({kPgCopy});
+  ASSERT_EQ(report_["started"].size(), 2u) << report_.to_json();
+  second.settle();
+  for (const ContextRecord& c : second.contexts()) EXPECT_EQ(c.status(), "completed") << c.id();
+  ASSERT_EQ(second.records("shipment").size(), 2u);
+  EXPECT_EQ(second.records("shipment")[1]["order"], Value("o2"));
+
+  Engine& third = reopen({kPgCopy});
+  EXPECT_TRUE(report_.is_null()) << report_.to_json();
+  third.settle();
+  EXPECT_EQ(third.records("shipment").size(), 2u);
+}
+
+TEST_F(DurableEnginePostgresTest, AWaitingTimer_ResumesInTheNextEngine_WithTheTimeLeft) {
+  Engine& first = reopen({kPgFulfil});
+  ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o1"})")).is_ok());
+  first.settle(0);
+  ASSERT_TRUE(first.advance(20 * kMinute).is_ok());
+  ASSERT_EQ(first.contexts()[0].status(), "waiting");
+
+  Engine& second = reopen({kPgFulfil});
+  ASSERT_EQ(report_["resumed"].to_json(), R"(["ctx-1"])") << report_.to_json();
+  ASSERT_TRUE(second.advance(39 * kMinute).is_ok());
+  EXPECT_EQ(second.context("ctx-1")->status(), "waiting");
+  ASSERT_TRUE(second.advance(1 * kMinute).is_ok());
+  ASSERT_EQ(second.context("ctx-1")->status(), "completed") << second.context("ctx-1")->value().to_json();
+  ASSERT_EQ(second.records("invoice").size(), 1u);
+  EXPECT_EQ(second.records("invoice")[0]["shipment"], second.records("shipment")[0]["sys_id"]);
+  EXPECT_EQ(second.records("invoice")[0]["n"], Value(1));
+}
+
+TEST_F(DurableEnginePostgresTest, AWaitForARecord_ResumesHoldingItsLock_AndASecondEngineIsRefused) {
+  Engine& first = reopen({kPgApprove});
+  ASSERT_TRUE(first.insert("request", json(R"({"sys_id": "r1", "approved": false})")).is_ok());
+  first.settle(0);
+  ASSERT_EQ(first.contexts()[0].status(), "waiting");
+  const int64_t token = first.contexts()[0].step("lk")["outputs"]["token"].as_int();
+  // Only one engine writes the schema.
+  Result<std::unique_ptr<Engine>> other = Engine::open(options());
+  ASSERT_FALSE(other.is_ok());
+  EXPECT_NE(other.message().find("in use by another engine"), std::string::npos) << other.message();
+
+  Engine& second = reopen({kPgApprove});
+  ASSERT_EQ(report_["resumed"].to_json(), R"(["ctx-1"])") << report_.to_json();
+  ASSERT_EQ(second.locks().size(), 1u);
+  EXPECT_EQ(second.locks().at(0)["holders"].at(0)["token"], Value(token));
+  ASSERT_TRUE(second.update("request", "r1", json(R"({"approved": true})")).is_ok());
+  second.settle();
+  ASSERT_EQ(second.context("ctx-1")->status(), "completed") << second.context("ctx-1")->value().to_json();
+  ASSERT_EQ(second.records("done").size(), 1u);
+  EXPECT_EQ(second.records("done")[0]["token"], Value(token));
+  EXPECT_EQ(second.locks().size(), 0u);
+}
+
+}  // namespace
+}  // namespace flowrt

@@ -1,0 +1,313 @@
+// The postgresql store beyond the conformance suite: what only a database server brings.
+// Its schema version, the one-writer lock, connection errors (quick and clear, never a
+// password), a connection dropped in the middle of a batch, and readers while a writer
+// writes. Each test has a schema of its own on the fixture's server
+// (tests/support/postgres_support.h).
+#include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "store/postgres_store.h"
+#include "store/store.h"
+#include "tests/support/postgres_support.h"
+#include "tests/support/test_support.h"
+
+namespace flowrt {
+namespace {
+
+using namespace flowrt::test_support;
+
+class PostgresStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    url_ = fresh_postgres_schema(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    ASSERT_FALSE(url_.empty());
+  }
+  std::unique_ptr<PostgresStore> open(bool read_only = false) {
+    Result<std::unique_ptr<PostgresStore>> s = PostgresStore::open(url_, SyncMode::kNormal, read_only);
+    EXPECT_TRUE(s.is_ok()) << (s ? "" : s.message());
+    return s ? std::move(s).value() : nullptr;
+  }
+  static void write(Store& store, std::vector<StoreChange> changes, uint64_t commit_seq = 0) {
+    StoreBatch batch;
+    batch.changes = std::move(changes);
+    batch.counters.commit_seq = commit_seq;
+    Status s = store.write(batch);
+    ASSERT_TRUE(s.is_ok()) << s.message();
+  }
+  // `n` records r<first>.. of table t, at positions first + 1...
+  static std::vector<StoreChange> records(int first, int n) {
+    std::vector<StoreChange> out;
+    for (int i = first; i < first + n; ++i) {
+      out.push_back(RecordPut{"t", json(R"({"sys_id":"r)" + std::to_string(i) + R"(","n":)" + std::to_string(i) + "}"),
+                              static_cast<uint64_t>(i + 1)});
+    }
+    return out;
+  }
+  // The schema's SQL, for checks from outside the store.
+  std::string sql_value(const std::string& sql) const { return postgres_value(url_, sql); }
+
+  std::string url_;
+};
+
+TEST_F(PostgresStoreTest, ANewerSchemaVersion_IsRefused_AndLeftUnchanged) {
+  {
+    std::unique_ptr<PostgresStore> store = open();
+    ASSERT_NE(store, nullptr);
+    write(*store, records(0, 3), 3);
+  }
+  ASSERT_EQ(postgres_exec(url_, "UPDATE meta SET value = '99' WHERE key = 'schema_version'"), "");
+  Result<std::unique_ptr<PostgresStore>> refused = PostgresStore::open(url_, SyncMode::kNormal);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.message().find("newer flowrt (data schema version 99"), std::string::npos) << refused.message();
+  EXPECT_NE(refused.message().find("not changed"), std::string::npos) << refused.message();
+  EXPECT_NE(refused.message().find("postgresql database 127.0.0.1:"), std::string::npos) << refused.message();
+  EXPECT_EQ(sql_value("SELECT value FROM meta WHERE key = 'schema_version'"), "99");
+  EXPECT_EQ(sql_value("SELECT count(*) FROM records"), "3");
+  EXPECT_EQ(sql_value("SELECT commit_seq FROM counters"), "3");
+  EXPECT_EQ(sql_value("SELECT count(*) FROM holder"), "0") << "the refused opener wrote nothing";
+  // Read only too.
+  EXPECT_FALSE(PostgresStore::open(url_, SyncMode::kNormal, /*read_only=*/true).is_ok());
+}
+
+TEST_F(PostgresStoreTest, ASecondWriter_IsRefusedNamingTheHolder_AReaderIsNot_AndTheNextWriterOpensOnceItCloses) {
+  std::unique_ptr<PostgresStore> first = open();
+  ASSERT_NE(first, nullptr);
+  write(*first, records(0, 2), 2);
+  Result<std::unique_ptr<PostgresStore>> second = PostgresStore::open(url_, SyncMode::kNormal);
+  ASSERT_FALSE(second.is_ok());
+  const std::string& m = second.message();
+  EXPECT_NE(m.find("is in use by another engine"), std::string::npos) << m;
+  EXPECT_NE(m.find("process " + std::to_string(::getpid()) + " on "), std::string::npos) << m;
+  EXPECT_NE(m.find("server backend " + std::to_string(first->writer_backend_pid())), std::string::npos) << m;
+  EXPECT_NE(m.find("schema " + first->schema()), std::string::npos) << m;
+  // A reader (flowrt inspect) takes no lock and sees what was written.
+  std::unique_ptr<PostgresStore> reader = open(/*read_only=*/true);
+  ASSERT_NE(reader, nullptr);
+  Result<StoredState> state = reader->load();
+  ASSERT_TRUE(state.is_ok()) << state.message();
+  ASSERT_EQ(state->tables.size(), 1u);
+  EXPECT_EQ(state->tables[0].records.size(), 2u);
+  EXPECT_FALSE(reader->write(StoreBatch{}).is_ok()) << "a reader does not write";
+  // Another schema of the same database is another store: its own lock.
+  const std::string other = fresh_postgres_schema("other");
+  Result<std::unique_ptr<PostgresStore>> elsewhere = PostgresStore::open(other, SyncMode::kNormal);
+  EXPECT_TRUE(elsewhere.is_ok()) << (elsewhere ? "" : elsewhere.message());
+  first.reset();
+  std::unique_ptr<PostgresStore> next = open();
+  ASSERT_NE(next, nullptr);
+  Result<StoredState> again = next->load();
+  ASSERT_TRUE(again.is_ok()) << again.message();
+  EXPECT_EQ(again->counters.commit_seq, 2u);
+}
+
+// A listening socket that never answers: a server that hangs.
+class SilentListener {
+ public:
+  SilentListener() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), len) == 0 && ::listen(fd_, 4) == 0 &&
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+      port_ = ntohs(a.sin_port);
+    }
+  }
+  ~SilentListener() { ::close(fd_); }
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+TEST_F(PostgresStoreTest, BadUrlsAndUnreachableServers_GiveClearErrorsQuickly_NeverAPassword) {
+  using Clock = std::chrono::steady_clock;
+  auto opened = [](const std::string& url) {
+    StoreOptions o;
+    o.kind = "postgresql";
+    o.url = url;
+    return open_store(o);
+  };
+  // Nothing listens on the port: refused at once.
+  auto start = Clock::now();
+  auto refused = opened("postgresql://flowrt:s3cret-word@127.0.0.1:1/appdb");
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.message().find("postgresql database 127.0.0.1:1/appdb: cannot connect: "), std::string::npos)
+      << refused.message();
+  EXPECT_EQ(refused.message().find("s3cret"), std::string::npos) << "a password in a message: " << refused.message();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  // A server that accepts the connection and never answers: connect_timeout ends the wait.
+  SilentListener silent;
+  ASSERT_GT(silent.port(), 0);
+  start = Clock::now();
+  auto hung = opened("postgresql://flowrt:s3cret-word@127.0.0.1:" + std::to_string(silent.port()) +
+                     "/appdb?connect_timeout=2");
+  ASSERT_FALSE(hung.is_ok());
+  EXPECT_NE(hung.message().find("cannot connect"), std::string::npos) << hung.message();
+  EXPECT_NE(hung.message().find("timeout"), std::string::npos) << hung.message();
+  EXPECT_EQ(hung.message().find("s3cret"), std::string::npos) << hung.message();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
+  // Not a URL libpq reads.
+  auto garbled = opened("postgresql://127.0.0.1:5432/db?no_such_option=1");
+  ASSERT_FALSE(garbled.is_ok());
+  EXPECT_NE(garbled.message().find("not a connection URL"), std::string::npos) << garbled.message();
+  // The real server, a database it does not have.
+  const std::string server = postgres_server_url();
+  const std::string base = server.substr(0, server.rfind('/'));
+  auto missing = opened(base + "/no_such_db");
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.message().find("/no_such_db: cannot connect: "), std::string::npos) << missing.message();
+  EXPECT_NE(missing.message().find("does not exist"), std::string::npos) << missing.message();
+  // A search_path naming no schema that exists: nowhere to keep the tables.
+  auto nowhere = opened(server + "?options=-csearch_path%3Dno_such_schema");
+  ASSERT_FALSE(nowhere.is_ok());
+  EXPECT_NE(nowhere.message().find("no schema to keep its tables in"), std::string::npos) << nowhere.message();
+  // An empty schema opened read only is no store.
+  auto empty = PostgresStore::open(fresh_postgres_schema("empty"), SyncMode::kNormal, /*read_only=*/true);
+  ASSERT_FALSE(empty.is_ok());
+  EXPECT_NE(empty.message().find("holds no flowrt store"), std::string::npos) << empty.message();
+  // What a store says it is: the database, no password.
+  std::unique_ptr<PostgresStore> store = open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->kind(), "postgresql");
+  EXPECT_EQ(store->describe().rfind("postgresql database 127.0.0.1:", 0), 0u) << store->describe();
+  EXPECT_EQ(store->describe().substr(store->describe().size() - 9), "/postgres") << store->describe();
+}
+
+TEST_F(PostgresStoreTest, AConnectionDroppedDuringABatch_FailsTheWrite_AndTheReopenedStoreHasNoPartOfIt) {
+  std::unique_ptr<PostgresStore> store = open();
+  ASSERT_NE(store, nullptr);
+  write(*store, records(0, 10), 10);
+  const int pid = store->writer_backend_pid();
+  const std::string server = postgres_server_url();
+  // A batch big enough to take a while; the backend is ended once it is inside its
+  // transaction (xact_start set), so in the middle of the batch.
+  std::atomic<bool> done{false};
+  std::atomic<bool> killed{false};
+  std::thread killer([&] {
+    const std::string in_transaction =
+        "SELECT count(*) FROM pg_stat_activity WHERE pid = " + std::to_string(pid) + " AND xact_start IS NOT NULL";
+    while (!done.load()) {
+      if (postgres_value(server, in_transaction) == "1") {
+        killed = postgres_value(server, "SELECT pg_terminate_backend(" + std::to_string(pid) + ", 5000)") == "t";
+        return;
+      }
+    }
+  });
+  StoreBatch big;
+  big.changes = records(10, 100000);
+  big.counters.commit_seq = 100010;
+  Status s = store->write(big);
+  done = true;
+  killer.join();
+  ASSERT_TRUE(killed.load()) << "the batch ended before its connection could be dropped";
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("cannot write a batch of 100000 changes"), std::string::npos) << s.message();
+  // The store stops there: the lock went with the session.
+  Status after = store->write(StoreBatch{});
+  ASSERT_FALSE(after.is_ok());
+  EXPECT_NE(after.message().find("open the store again"), std::string::npos) << after.message();
+  store.reset();
+  std::unique_ptr<PostgresStore> reopened = open();
+  ASSERT_NE(reopened, nullptr);
+  Result<StoredState> state = reopened->load();
+  ASSERT_TRUE(state.is_ok()) << state.message();
+  ASSERT_EQ(state->tables.size(), 1u);
+  EXPECT_EQ(state->tables[0].records.size(), 10u) << "nothing of the dropped batch";
+  EXPECT_EQ(state->counters.commit_seq, 10u);
+  write(*reopened, records(10, 5), 15);
+}
+
+// The writer ends the contexts of the last batch (they move to history) and queues as many
+// new ones in each batch; a reader listing every context meanwhile sees whole batches only:
+// every context of a batch queued, or every one ended, never a mix, never a part.
+TEST_F(PostgresStoreTest, ListContextsWhileABatchIsWritten_SeesWholeBatchesOnly) {
+  std::unique_ptr<PostgresStore> store = open();
+  ASSERT_NE(store, nullptr);
+  constexpr uint64_t kPerBatch = 50;
+  constexpr uint64_t kBatches = 40;
+  std::atomic<bool> done{false};
+  std::vector<std::string> problems;
+  int reads = 0;
+  std::thread reader([&] {
+    while (!done.load() || reads == 0) {
+      ContextQuery all;
+      all.limit = SIZE_MAX;
+      Result<std::vector<StoredContext>> listed = store->list_contexts(all);
+      ++reads;
+      if (!listed) {
+        problems.push_back(listed.message());
+        return;
+      }
+      const size_t n = listed->size();
+      if (n % kPerBatch != 0) problems.push_back("listed " + std::to_string(n) + " contexts");
+      for (size_t i = 0; i < n; ++i) {
+        const StoredContext& c = (*listed)[i];
+        if (c.seq != i + 1) problems.push_back("seq " + std::to_string(c.seq) + " at " + std::to_string(i));
+        const bool last_batch = i + kPerBatch >= n;
+        const std::string want = last_batch ? "queued" : "completed";
+        if (c.status != want) problems.push_back("context " + c.id + " " + c.status + " of " + std::to_string(n));
+      }
+      if (problems.size() > 20) return;
+    }
+  });
+  uint64_t seq = 0;
+  for (uint64_t b = 0; b < kBatches; ++b) {
+    std::vector<StoreChange> changes;
+    for (uint64_t s = seq - std::min(seq, kPerBatch) + 1; s <= seq; ++s) {
+      changes.push_back(ContextUpdate{s, "completed", 10, 20, json(R"({"id":"ctx-)" + std::to_string(s) + R"("})"), Value()});
+    }
+    for (uint64_t i = 0; i < kPerBatch; ++i) {
+      StoredContext c;
+      c.seq = ++seq;
+      c.id = "ctx-" + std::to_string(c.seq);
+      c.flow = "f";
+      c.status = std::string(kQueuedStatus);
+      c.commit_seq = c.seq;
+      c.trigger = json(R"({"type":"record","record":{"sys_id":"x"},"name":"go"})");
+      changes.push_back(ContextPut{c});
+    }
+    write(*store, std::move(changes), seq);
+  }
+  done = true;
+  reader.join();
+  EXPECT_TRUE(problems.empty()) << ::testing::PrintToString(problems);
+  EXPECT_GT(reads, 1);
+  Result<std::optional<StoredContext>> ended = store->load_context(1);
+  ASSERT_TRUE(ended.is_ok() && ended->has_value());
+  EXPECT_EQ((*ended)->trigger.to_json(), R"({"type":"record","name":"go"})") << "summarised as it moved to history";
+}
+
+// A record put where another record stands refuses the whole batch (as the sqlite store does).
+TEST_F(PostgresStoreTest, ARecordPutWhereAnotherStands_RefusesTheWholeBatch) {
+  std::unique_ptr<PostgresStore> store = open();
+  ASSERT_NE(store, nullptr);
+  write(*store, records(0, 2), 2);
+  StoreBatch clash;
+  clash.changes = records(2, 300);  // past one pipeline chunk
+  clash.changes.push_back(RecordPut{"t", json(R"({"sys_id":"other"})"), 1});
+  clash.counters.commit_seq = 303;
+  Status s = store->write(clash);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("record other of table t at position 1: another record is there"), std::string::npos)
+      << s.message();
+  Result<StoredState> state = store->load();
+  ASSERT_TRUE(state.is_ok()) << state.message();
+  EXPECT_EQ(state->tables[0].records.size(), 2u);
+  EXPECT_EQ(state->counters.commit_seq, 2u);
+  write(*store, records(2, 3), 5);  // the store goes on
+}
+
+}  // namespace
+}  // namespace flowrt

@@ -1,0 +1,81 @@
+// The PostgreSQL server the postgresql store's tests run against, and a schema of its own
+// for each test. The server is scripts/pg-test-server.sh's, started by the CTest fixture
+// `postgres` (tests/CMakeLists.txt), which writes its URL to the file FLOWRT_PG_URL_FILE
+// (a compile definition). No server is a failure, never a skip: the tests that need one
+// say how to start it. Header-only; for tests only.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <fstream>
+#include <string>
+
+namespace flowrt::test_support {
+
+// The server's URL (postgresql://postgres@127.0.0.1:PORT/postgres); "" (and the test
+// fails) when no server was started.
+inline std::string postgres_server_url() {
+#ifdef FLOWRT_PG_URL_FILE
+  std::ifstream in(FLOWRT_PG_URL_FILE);
+  std::string url;
+  if (in && std::getline(in, url) && !url.empty()) return url;
+  ADD_FAILURE() << "no PostgreSQL test server: " << FLOWRT_PG_URL_FILE
+                << " is missing (ctest starts one through the fixture `postgres`; by hand: "
+                   "scripts/pg-test-server.sh start DIR, with DIR the folder of that file)";
+#else
+  ADD_FAILURE() << "built without FLOWRT_PG_URL_FILE";
+#endif
+  return "";
+}
+
+// Runs `sql` on the server at `url`; its error message, "" when it succeeded.
+inline std::string postgres_exec(const std::string& url, const std::string& sql) {
+  PGconn* c = PQconnectdb(url.c_str());
+  std::string error;
+  if (PQstatus(c) != CONNECTION_OK) {
+    error = PQerrorMessage(c);
+  } else {
+    PGresult* r = PQexec(c, sql.c_str());
+    if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) error = PQresultErrorMessage(r);
+    PQclear(r);
+  }
+  PQfinish(c);
+  return error;
+}
+
+// The first column of the first row `sql` returns on the server at `url` ("" when none).
+inline std::string postgres_value(const std::string& url, const std::string& sql) {
+  PGconn* c = PQconnectdb(url.c_str());
+  std::string out;
+  if (PQstatus(c) == CONNECTION_OK) {
+    PGresult* r = PQexec(c, sql.c_str());
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0) out = PQgetvalue(r, 0, 0);
+    PQclear(r);
+  }
+  PQfinish(c);
+  return out;
+}
+
+// A new, empty schema on the test server named after `name` (and this process), and the
+// URL whose search_path is that schema: a store opened with it keeps its tables there, so
+// tests (and ctest -j's processes) never see each other's. "" (a failure) without a server.
+inline std::string fresh_postgres_schema(const std::string& name) {
+  static std::atomic<int> counter{0};
+  const std::string server = postgres_server_url();
+  if (server.empty()) return "";
+  std::string schema = "t_";
+  for (char c : name) {
+    if (schema.size() >= 40) break;
+    schema += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(static_cast<unsigned char>(c))) : '_';
+  }
+  schema += "_" + std::to_string(::getpid()) + "_" + std::to_string(counter.fetch_add(1));
+  const std::string error = postgres_exec(server, "CREATE SCHEMA " + schema);
+  EXPECT_EQ(error, "") << "cannot create schema " << schema;
+  return server + (server.find('?') == std::string::npos ? "?" : "&") + "options=-csearch_path%3D" + schema;
+}
+
+}  // namespace flowrt::test_support
