@@ -49,10 +49,15 @@ struct SqliteKind {
 
 struct PostgresKind {
   // The test's own schema, made at its first store (the fixture's path names the test).
+  static std::map<std::string, std::string>& urls() {
+    static std::map<std::string, std::string> by_path;
+    return by_path;
+  }
   static const std::string& url_of(const std::string& path) {
-    static std::map<std::string, std::string> urls;
-    auto it = urls.find(path);
-    if (it == urls.end()) it = urls.emplace(path, test_support::fresh_postgres_schema(path.substr(path.rfind('/') + 1))).first;
+    auto it = urls().find(path);
+    if (it == urls().end()) {
+      it = urls().emplace(path, test_support::fresh_postgres_schema(path.substr(path.rfind('/') + 1))).first;
+    }
     return it->second;
   }
   static std::unique_ptr<Store> make(const std::string& path) {
@@ -65,6 +70,13 @@ struct PostgresKind {
   static std::unique_ptr<Store> reopen(std::unique_ptr<Store> store, const std::string& path) {
     store.reset();  // closes both connections: the server lets go of the writer's lock
     return make(path);
+  }
+  // The test ended: its schema goes, and a test run again (--gtest_repeat) gets a new one.
+  static void forget(const std::string& path) {
+    auto it = urls().find(path);
+    if (it == urls().end()) return;
+    test_support::drop_postgres_schema(it->second);
+    urls().erase(it);
   }
 };
 
@@ -83,6 +95,7 @@ class StoreConformanceTest : public ::testing::Test {
   void TearDown() override {
     store_.reset();
     remove_files();
+    if constexpr (requires { Kind::forget(path_); }) Kind::forget(path_);
   }
   void remove_files() {
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_ + suffix);

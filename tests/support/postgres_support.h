@@ -78,4 +78,13 @@ inline std::string fresh_postgres_schema(const std::string& name) {
   return server + (server.find('?') == std::string::npos ? "?" : "&") + "options=-csearch_path%3D" + schema;
 }
 
+// Drops the schema a URL of fresh_postgres_schema names, with everything in it.
+inline void drop_postgres_schema(const std::string& url) {
+  const std::string marker = "search_path%3D";
+  const size_t at = url.find(marker);
+  if (at == std::string::npos) return;
+  const std::string schema = url.substr(at + marker.size());
+  EXPECT_EQ(postgres_exec(postgres_server_url(), "DROP SCHEMA IF EXISTS " + schema + " CASCADE"), "");
+}
+
 }  // namespace flowrt::test_support
