@@ -13,6 +13,7 @@
 #include "plans/time.h"
 #include "plans/value_json.h"
 #include "runtime/engine.h"
+#include "tests/support/postgres_support.h"
 #include "tests/support/run_command.h"
 #include "tests/support/test_support.h"
 
@@ -65,7 +66,23 @@ class DataTest : public ::testing::Test {
   std::string data_;
 };
 
-TEST_F(DataTest, RunWithData_KeepsRecordsContextsAndTheClock_TheNextRunGoesOnFromThem) {
+// The same, with the state in a SQLite file or in a PostgreSQL schema (the test server's,
+// tests/support/postgres_support.h): what a user sees does not depend on the store.
+class DataStoreTest : public DataTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    DataTest::SetUp();
+    if (GetParam() == "Postgres") {
+      const std::string url = fresh_postgres_schema(::testing::UnitTest::GetInstance()->current_test_info()->name());
+      ASSERT_FALSE(url.empty());
+      data_ = "'" + url + "'";  // a shell word: the URL has ? and &
+    }
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Stores, DataStoreTest, ::testing::Values("Sqlite", "Postgres"),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+TEST_P(DataStoreTest, RunWithData_KeepsRecordsContextsAndTheClock_TheNextRunGoesOnFromThem) {
   write("first.jsonl", R"({"op": "insert", "table": "purchase", "values": {"sys_id": "p1", "item": "laptop", "approval": "requested"}}
 {"op": "insert", "table": "job", "values": {"sys_id": "j1"}}
 {"op": "advance", "duration": "3h"}
@@ -104,7 +121,7 @@ TEST_F(DataTest, RunWithData_KeepsRecordsContextsAndTheClock_TheNextRunGoesOnFro
   EXPECT_EQ(doc["locks"].at(0)["holders"].at(0)["context"], Value("ctx-2"));
 }
 
-TEST_F(DataTest, TheApprovalExample_AcrossTwoRuns_EndsAsInOneRun) {
+TEST_P(DataStoreTest, TheApprovalExample_AcrossTwoRuns_EndsAsInOneRun) {
   const std::string example = std::string(FLOWRT_SOURCE_DIR) + "/examples/wait-for-approval";
   Value one = json(run_flowrt("run " + example + " --format json").out);
   Output first = run_flowrt("run " + example + " --data " + data_ + " --events " + example + "/requests.jsonl --format json");
@@ -127,7 +144,7 @@ TEST_F(DataTest, TheApprovalExample_AcrossTwoRuns_EndsAsInOneRun) {
   }
 }
 
-TEST_F(DataTest, Inspect_PrintsContextsQueuedEventsLocksAndTheLastRecovery) {
+TEST_P(DataStoreTest, Inspect_PrintsContextsQueuedEventsLocksAndTheLastRecovery) {
   write("first.jsonl", R"({"op": "insert", "table": "job", "values": {"sys_id": "j1"}}
 {"op": "insert", "table": "purchase", "values": {"sys_id": "p1", "item": "laptop", "approval": "requested"}}
 )");
