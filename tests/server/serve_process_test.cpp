@@ -9,6 +9,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tests/support/postgres_support.h"
 
 #include "tests/server/server_fixture.h"
 
@@ -20,16 +24,20 @@ using ::testing::HasSubstr;
 // A running `flowrt serve DIR --listen 127.0.0.1:0`, its stdout read through a pipe.
 class ServeProcess {
  public:
-  explicit ServeProcess(const fs::path& dir) {
+  // `extra`: more arguments (--data URL).
+  explicit ServeProcess(const fs::path& dir, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {FLOWRT_BINARY, "serve", dir.string(), "--listen", "127.0.0.1:0", "--log-level", "error"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
     int out[2];
     EXPECT_EQ(pipe(out), 0);
     pid_ = fork();
     if (pid_ == 0) {
       dup2(out[1], 1);
       close(out[0]);
-      const std::string d = dir.string();
-      execl(FLOWRT_BINARY, FLOWRT_BINARY, "serve", d.c_str(), "--listen", "127.0.0.1:0", "--log-level", "error",
-            static_cast<char*>(nullptr));
+      execv(FLOWRT_BINARY, argv.data());
       _exit(127);
     }
     close(out[1]);
@@ -120,6 +128,40 @@ TEST_F(ServeProcessTest, SigtermDrainsAndExitsZero) {
   }
   EXPECT_EQ(status, Value("completed"));
   EXPECT_EQ(again.stop(SIGINT), 0);
+}
+
+// The same service with its state in PostgreSQL (--data postgresql://...): a context that
+// waits when the server stops resumes in the next one, and nothing is kept in DIR.
+TEST_F(ServeProcessTest, OnPostgres_AWaitingContextResumesInTheNextServer) {
+  const std::string url = test_support::fresh_postgres_schema("serve_process");
+  ASSERT_FALSE(url.empty());
+  for (const char* f : {"flowrt.db", "flowrt.db-wal", "flowrt.db-shm"}) fs::remove(dir_ / f);  // the fixture's own
+  std::string gate;
+  std::string id;
+  {
+    ServeProcess p(dir_, {"--data", url});
+    ASSERT_NE(p.port(), 0);
+    HttpClient c(p.port());
+    gate = std::string(c.post("/api/tables/gate/records", R"({"open": false})").json()["sys_id"].as_string());
+    HttpReply called = c.post("/api/flows/hold_desk/call", "{\"gate\": \"" + gate + "\"}");
+    ASSERT_EQ(called.status, 202) << called.body;
+    id = std::string(called.json()["context_id"].as_string());
+    Value status;
+    for (int i = 0; i < 5000 && status != Value("waiting"); ++i) status = c.get("/api/contexts/" + id).json()["status"];
+    ASSERT_EQ(status, Value("waiting"));
+    EXPECT_EQ(p.stop(SIGTERM), 0);
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "flowrt.db")) << "the state went to PostgreSQL, not to a file in DIR";
+
+  ServeProcess again(dir_, {"--data", url});
+  HttpClient d(again.port());
+  EXPECT_EQ(d.get("/api/contexts/" + id).json()["status"], Value("waiting"));
+  EXPECT_EQ(d.get("/api/tables/gate/records").json()["records"].size(), 1u);
+  d.request(http::verb::patch, "/api/tables/gate/records/" + gate, R"({"open": true})");
+  Value status;
+  for (int i = 0; i < 5000 && status != Value("completed"); ++i) status = d.get("/api/contexts/" + id).json()["status"];
+  EXPECT_EQ(status, Value("completed"));
+  EXPECT_EQ(again.stop(SIGTERM), 0);
 }
 
 TEST_F(ServeProcessTest, NotAProjectIsAnError) {

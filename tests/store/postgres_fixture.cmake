@@ -1,8 +1,8 @@
-# Run by ctest (TEST_INCLUDE_FILES) after gtest_discover_tests has added store_test's and
-# cli_test's tests and listed them in store_test_TESTS and cli_test_TESTS: those about
+# Run by ctest (TEST_INCLUDE_FILES) after gtest_discover_tests has added the tests of
+# store_test, cli_test and server_test and listed them in <target>_TESTS: those about
 # PostgreSQL (named so) need the fixture `postgres`
 # (the server tests/CMakeLists.txt starts), the others do not wait for it.
-foreach(flowrt_pg_test IN LISTS store_test_TESTS cli_test_TESTS)
+foreach(flowrt_pg_test IN LISTS store_test_TESTS cli_test_TESTS server_test_TESTS)
   if(flowrt_pg_test MATCHES "Postgres")
     set_tests_properties("${flowrt_pg_test}" PROPERTIES FIXTURES_REQUIRED postgres)
   endif()
