@@ -1,5 +1,7 @@
-// An engine on the SQLite store, stopped and opened again on the same file: what is
-// durable comes back (docs/DURABILITY.md names these tests). Deterministic: engines run in
+// An engine on a durable store, stopped and opened again on the same file (or PostgreSQL
+// schema): what is durable comes back (docs/DURABILITY.md names these tests). The tests of
+// DurableEngineStoresTest run on both durable stores; DurableEngineTest's on SQLite only
+// (its file's lock, the file read directly). Deterministic: engines run in
 // simulation (no worker threads; contexts run only inside settle and advance, on this
 // thread), so a context queued when the engine stops has not started, and one that parked
 // stays parked.
@@ -20,6 +22,7 @@
 #include "runtime/perturb.h"
 #include "store/sqlite_store.h"
 #include "tests/support/engine_support.h"
+#include "tests/support/postgres_support.h"
 #include "tests/support/test_support.h"
 
 namespace flowrt {
@@ -35,6 +38,7 @@ class DurableEngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(name.begin(), name.end(), '/', '_');  // a parameterised test's "Name/Sqlite"
     path_ = test_support::temp_path("flowrt-durable-" + name) + ".db";
     remove_files();
   }
@@ -45,7 +49,7 @@ class DurableEngineTest : public ::testing::Test {
   void remove_files() {
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_ + suffix);
   }
-  EngineOptions options() const {
+  virtual EngineOptions options() const {
     EngineOptions o;
     o.store = "sqlite";
     o.data_file = path_;
@@ -65,7 +69,33 @@ class DurableEngineTest : public ::testing::Test {
   Value report_;
 };
 
-TEST_F(DurableEngineTest, RecordsContextsAndCounters_ComeBackInTheNextEngine) {
+// The same on each durable store: "Sqlite" (a file) or "Postgres" (a schema of the test
+// server, tests/support/postgres_support.h).
+class DurableEngineStoresTest : public DurableEngineTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    DurableEngineTest::SetUp();
+    if (GetParam() == "Postgres") {
+      url_ = fresh_postgres_schema(::testing::UnitTest::GetInstance()->current_test_info()->name());
+      ASSERT_FALSE(url_.empty());
+    }
+  }
+  EngineOptions options() const override {
+    EngineOptions o = DurableEngineTest::options();
+    if (!url_.empty()) {
+      o.store = "postgresql";
+      o.data_file.clear();
+      o.store_url = url_;
+    }
+    return o;
+  }
+
+  std::string url_;
+};
+INSTANTIATE_TEST_SUITE_P(Stores, DurableEngineStoresTest, ::testing::Values("Sqlite", "Postgres"),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+TEST_P(DurableEngineStoresTest, RecordsContextsAndCounters_ComeBackInTheNextEngine) {
   Engine& first = reopen({kCopy});
   Result<Value> a = first.insert("order", json(R"({"sys_id": "o1", "item": "laptop"})"));
   ASSERT_TRUE(a.is_ok()) << a.message();
@@ -104,7 +134,7 @@ TEST_F(DurableEngineTest, RecordsContextsAndCounters_ComeBackInTheNextEngine) {
   EXPECT_EQ(std::adjacent_find(ids.begin(), ids.end()), ids.end()) << "a sys_id was given twice";
 }
 
-TEST_F(DurableEngineTest, Definitions_DraftsPublishedVersionsAndLifecycle_ComeBack) {
+TEST_P(DurableEngineStoresTest, Definitions_DraftsPublishedVersionsAndLifecycle_ComeBack) {
   Engine& first = reopen({kCopy});
   ASSERT_TRUE(first.save(json(R"({"id": "later", "status": "draft", "trigger": {"type": "api"},
     "actions": [{"action": "log", "inputs": {"message": "hi"}}]})")).is_ok());
@@ -129,7 +159,7 @@ TEST_F(DurableEngineTest, Definitions_DraftsPublishedVersionsAndLifecycle_ComeBa
   EXPECT_EQ(third.contexts("later").size(), 1u);
 }
 
-TEST_F(DurableEngineTest, TheVirtualClock_GoesOnFromWhereItStood_StartTimeAppliesToANewFileOnly) {
+TEST_P(DurableEngineStoresTest, TheVirtualClock_GoesOnFromWhereItStood_StartTimeAppliesToANewFileOnly) {
   EngineOptions o = options();
   o.start_time = 1767225600000;  // 2026-01-01
   Engine& first = reopen({}, o);
@@ -144,7 +174,7 @@ TEST_F(DurableEngineTest, TheVirtualClock_GoesOnFromWhereItStood_StartTimeApplie
 // Loading the same definitions at every start (as `flowrt run` loads flows/) keeps an active
 // flow's activation time in the file, so an `every` schedule keeps its rhythm over any
 // number of restarts (found by the crash test: the second restart shifted it).
-TEST_F(DurableEngineTest, AnEverySchedule_KeepsItsRhythm_OverRestartsThatLoadTheSameDefinitions) {
+TEST_P(DurableEngineStoresTest, AnEverySchedule_KeepsItsRhythm_OverRestartsThatLoadTheSameDefinitions) {
   constexpr const char* kEvery = R"({"id": "every", "trigger": {"type": "schedule", "every": "30m"},
     "actions": [{"action": "create_record", "inputs": {"table": "tick", "values": {"at": "{{trigger.time}}"}}}]})";
   const TimeMs start = reopen({kEvery}).now();
@@ -157,7 +187,7 @@ TEST_F(DurableEngineTest, AnEverySchedule_KeepsItsRhythm_OverRestartsThatLoadThe
                                           format_time(start + 90 * 60 * 1000)}));
 }
 
-TEST_F(DurableEngineTest, ScheduleOccurrencesMissedWhileNoEngineRan_FireOnceAtOnce_ThenTheRhythmGoesOn) {
+TEST_P(DurableEngineStoresTest, ScheduleOccurrencesMissedWhileNoEngineRan_FireOnceAtOnce_ThenTheRhythmGoesOn) {
   constexpr const char* kEvery = R"({"id": "every", "trigger": {"type": "schedule", "every": "30m"},
     "actions": [{"action": "create_record", "inputs": {"table": "tick", "values": {"at": "{{trigger.time}}"}}}]})";
   const TimeMs start = reopen({kEvery}).now();
@@ -194,7 +224,7 @@ TEST_F(DurableEngineTest, ScheduleOccurrencesMissedWhileNoEngineRan_FireOnceAtOn
   }
 }
 
-TEST_F(DurableEngineTest, AQueuedTriggerEvent_StartsInTheNextEngine_ExactlyOnce) {
+TEST_P(DurableEngineStoresTest, AQueuedTriggerEvent_StartsInTheNextEngine_ExactlyOnce) {
   Engine& first = reopen({kCopy});
   ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o1"})")).is_ok());
   ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o2"})")).is_ok());
@@ -221,7 +251,7 @@ TEST_F(DurableEngineTest, AQueuedTriggerEvent_StartsInTheNextEngine_ExactlyOnce)
   EXPECT_EQ(third.records("shipment").size(), 2u);
 }
 
-TEST_F(DurableEngineTest, RunOnce_IsRememberedAcrossEngines) {
+TEST_P(DurableEngineStoresTest, RunOnce_IsRememberedAcrossEngines) {
   constexpr const char* kOnce = R"({"id": "once", "trigger": {"type": "record", "table": "t", "when": "updated",
     "run": "once"}, "actions": [{"action": "log", "inputs": {"message": "ran"}}]})";
   Engine& first = reopen({kOnce});
@@ -265,7 +295,7 @@ void hold_writes(PerturbPoint p) {
   while (!g_release_writes.load()) std::this_thread::yield();
 }
 
-TEST_F(DurableEngineTest, ACommitsContext_IsQueuedOnlyOnceTheCommitIsDurable_AndTheInsertReturnsThen) {
+TEST_P(DurableEngineStoresTest, ACommitsContext_IsQueuedOnlyOnceTheCommitIsDurable_AndTheInsertReturnsThen) {
   EngineOptions o = options();
   o.simulation_seed.reset();  // real workers, which would start the context at once
   o.properties.worker_threads = 2;
@@ -300,7 +330,7 @@ TEST_F(DurableEngineTest, ACommitsContext_IsQueuedOnlyOnceTheCommitIsDurable_And
 // more than EngineCore::kOffBacklog entries ahead of the writer: held at its first write,
 // the writer lets the producer run that far and no further, and everything is written once
 // it goes on.
-TEST_F(DurableEngineTest, DurabilityOff_OperationsRunAheadOfTheWriter_ButOnlyABoundedWay) {
+TEST_P(DurableEngineStoresTest, DurabilityOff_OperationsRunAheadOfTheWriter_ButOnlyABoundedWay) {
   EngineOptions o = options();
   o.simulation_seed.reset();
   o.properties.worker_threads = 1;
@@ -340,7 +370,7 @@ TEST_F(DurableEngineTest, DurabilityOff_OperationsRunAheadOfTheWriter_ButOnlyABo
 // Group commit: commits that arrive while the writer writes go to the store together, in
 // one batch (one transaction). The writer is held at its first batch while more inserts
 // commit; once it lets go, one more batch takes all of them.
-TEST_F(DurableEngineTest, CommitsMadeWhileTheWriterWrites_GoToTheStoreInOneBatch) {
+TEST_P(DurableEngineStoresTest, CommitsMadeWhileTheWriterWrites_GoToTheStoreInOneBatch) {
   EngineOptions o = options();
   o.simulation_seed.reset();
   o.properties.worker_threads = 1;

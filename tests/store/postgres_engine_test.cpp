@@ -1,6 +1,6 @@
-// The durable engine on the postgresql store: scenarios of durable_engine_test.cpp and
-// resume_test.cpp (records, a queued context, a waiting one, a lock's holder) run on a
-// PostgreSQL schema instead of a SQLite file. An engine is stopped and another opened on
+// The durable engine on the postgresql store: scenarios of resume_test.cpp (a waiting
+// timer, a lock's holder waiting for a record) run on a PostgreSQL schema instead of a
+// SQLite file (durable_engine_test.cpp's DurableEngineStoresTest runs on both stores). An engine is stopped and another opened on
 // the same schema; what is durable comes back and waiting contexts resume. Deterministic
 // as those are: engines run in simulation.
 #include <gtest/gtest.h>
@@ -19,9 +19,6 @@ namespace flowrt {
 namespace {
 
 using namespace flowrt::test_support;
-
-constexpr const char* kPgCopy = R"({"id": "copy", "trigger": {"type": "record", "table": "order", "when": "created"},
-  "actions": [{"action": "create_record", "inputs": {"table": "shipment", "values": {"order": "{{trigger.sys_id}}"}}}]})";
 
 // An order: a shipment is made, an hour waited, an invoice made (as in resume_test.cpp).
 constexpr const char* kPgFulfil = R"({"id": "fulfil", "trigger": {"type": "record", "table": "order", "when": "created"},
@@ -69,49 +66,6 @@ class DurableEnginePostgresTest : public ::testing::Test {
   std::unique_ptr<Engine> engine_;
   Value report_;
 };
-
-TEST_F(DurableEnginePostgresTest, RecordsContextsAndCounters_ComeBackInTheNextEngine) {
-  Engine& first = reopen({kPgCopy});
-  ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o1", "item": "laptop"})")).is_ok());
-  ASSERT_TRUE(first.insert("order", json(R"({"item": "chair"})")).is_ok());
-  ASSERT_TRUE(first.update("order", "o1", json(R"({"item": "desk"})")).is_ok());
-  first.settle();
-  const std::vector<Value> shipments = first.records("shipment");
-  ASSERT_EQ(shipments.size(), 2u);
-  const uint64_t commits = first.stats().commits;
-
-  Engine& second = reopen({kPgCopy});
-  EXPECT_TRUE(report_.is_null()) << "nothing was left to recover: " << report_.to_json();
-  EXPECT_EQ(second.tables(), (std::vector<std::string>{"order", "shipment"}));
-  EXPECT_EQ(second.record("order", "o1")["item"], Value("desk"));
-  ASSERT_EQ(second.records("shipment").size(), 2u);
-  EXPECT_EQ(second.records("shipment")[0].to_json(), shipments[0].to_json());
-  ASSERT_EQ(second.contexts().size(), 2u);
-  EXPECT_EQ(second.contexts()[0].status(), "completed");
-  ASSERT_TRUE(second.insert("order", json(R"({"item": "lamp"})")).is_ok());
-  second.settle();
-  EXPECT_EQ(second.stats().commits, commits + 2);
-  EXPECT_EQ(second.contexts().back().id(), "ctx-3");
-}
-
-TEST_F(DurableEnginePostgresTest, AQueuedTriggerEvent_StartsInTheNextEngine_ExactlyOnce) {
-  Engine& first = reopen({kPgCopy});
-  ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o1"})")).is_ok());
-  ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o2"})")).is_ok());
-  ASSERT_EQ(first.contexts().size(), 2u);  // queued: nothing runs outside settle
-
-  Engine& second = reopen({kPgCopy});
-  ASSERT_EQ(report_["started"].size(), 2u) << report_.to_json();
-  second.settle();
-  for (const ContextRecord& c : second.contexts()) EXPECT_EQ(c.status(), "completed") << c.id();
-  ASSERT_EQ(second.records("shipment").size(), 2u);
-  EXPECT_EQ(second.records("shipment")[1]["order"], Value("o2"));
-
-  Engine& third = reopen({kPgCopy});
-  EXPECT_TRUE(report_.is_null()) << report_.to_json();
-  third.settle();
-  EXPECT_EQ(third.records("shipment").size(), 2u);
-}
 
 TEST_F(DurableEnginePostgresTest, AWaitingTimer_ResumesInTheNextEngine_WithTheTimeLeft) {
   Engine& first = reopen({kPgFulfil});
