@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 #include <optional>
 #include <type_traits>
 
@@ -123,8 +124,13 @@ PostgresStore::PostgresStore(std::string url, std::string where, pg_conn* conn, 
 PostgresStore::~PostgresStore() {
   if (!read_only_ && !lost_ && PQstatus(conn_) == CONNECTION_OK) {
     ResultPtr r(PQexec(conn_, "DELETE FROM holder"));  // no one holds it now
+    // Let go of the lock now, not when the server's backend has finished exiting after the
+    // session ends (a moment later): an engine opened right after this one must find it free.
+    Params p;
+    p.text(schema_);
+    ResultPtr u(exec_params(conn_, "SELECT pg_advisory_unlock(hashtext('flowrt'), hashtext($1::text))", p));
   }
-  PQfinish(conn_);  // the session ends: the server lets go of the lock
+  PQfinish(conn_);  // the session ends (and with it the lock, if the unlock did not run)
   MutexLock lock(read_mu_);
   if (reader_) PQfinish(reader_);
 }
@@ -164,9 +170,17 @@ Status PostgresStore::ready_reader() {
 Status PostgresStore::take_lock() {
   Params p;
   p.text(schema_);
-  ResultPtr r(exec_params(conn_, "SELECT pg_try_advisory_lock(hashtext('flowrt'), hashtext($1::text))", p));
-  if (!result_ok(r.get()) || PQntuples(r.get()) != 1) return error("cannot take the writer's lock");
-  if (cell_view(r.get(), 0, 0) == "t") return Status::ok();
+  // A writer that ended without unlocking (killed) holds the lock until the server's
+  // backend for it has exited, a moment after its connection closed: tried again for up to
+  // kLockRetryMs before the schema counts as in use.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kLockRetryMs);
+  while (true) {
+    ResultPtr r(exec_params(conn_, "SELECT pg_try_advisory_lock(hashtext('flowrt'), hashtext($1::text))", p));
+    if (!result_ok(r.get()) || PQntuples(r.get()) != 1) return error("cannot take the writer's lock");
+    if (cell_view(r.get(), 0, 0) == "t") return Status::ok();
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   // Who holds it: the row its holder wrote (none yet while it creates the tables).
   std::string holder;
   ResultPtr h(PQexec(conn_, "SELECT pid, host, since, backend_pid FROM holder WHERE id = 1"));

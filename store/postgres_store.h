@@ -36,7 +36,9 @@
 // advisory lock (pg_try_advisory_lock, keyed by the schema) before it reads or creates
 // anything, held for the store's life, and refuses when another session holds it, naming
 // the holder from the `holder` row it wrote (its process, host, since when, its server
-// backend). The server lets the lock go when the session ends, however it ends. This is
+// backend). A store that closes lets go of the lock before it disconnects; the server lets
+// it go when a session ends any other way, once that session's backend has exited, so a
+// writer tries for kLockRetryMs before it refuses. This is
 // for now: coordinating several engines over one database comes later and will replace
 // it. A read-only store (flowrt inspect) takes no lock and reads while an engine writes.
 //
@@ -70,6 +72,8 @@ namespace flowrt {
 class PostgresStore final : public Store {
  public:
   // The schema version this build writes (meta.schema_version).
+  // How long a writer tries for the lock a killed writer's session still holds, ms.
+  static constexpr int kLockRetryMs = 3000;
   static constexpr int kSchemaVersion = 1;
   // Statements sent before their results are read, within one write()'s transaction.
   static constexpr size_t kPipelineDepth = 256;

@@ -1,6 +1,7 @@
-// The durable engine on the postgresql store: scenarios of resume_test.cpp (a waiting
-// timer, a lock's holder waiting for a record) run on a PostgreSQL schema instead of a
-// SQLite file (durable_engine_test.cpp's DurableEngineStoresTest runs on both stores). An engine is stopped and another opened on
+// The durable engine on the postgresql store, what only it needs: a lock's holder waiting
+// for a record resumes with its token, and a second engine on the schema is refused.
+// (durable_engine_test.cpp's DurableEngineStoresTest and resume_test.cpp's
+// ResumeStoresTest run their scenarios on both durable stores.) An engine is stopped and another opened on
 // the same schema; what is durable comes back and waiting contexts resume. Deterministic
 // as those are: engines run in simulation.
 #include <gtest/gtest.h>
@@ -19,16 +20,6 @@ namespace flowrt {
 namespace {
 
 using namespace flowrt::test_support;
-
-// An order: a shipment is made, an hour waited, an invoice made (as in resume_test.cpp).
-constexpr const char* kPgFulfil = R"({"id": "fulfil", "trigger": {"type": "record", "table": "order", "when": "created"},
-  "variables": {"n": 0},
-  "actions": [
-    {"id": "ship", "action": "create_record", "inputs": {"table": "shipment", "values": {"order": "{{trigger.sys_id}}"}}},
-    {"action": "set_variables", "inputs": {"values": {"n": 1}}},
-    {"id": "pause", "action": "wait", "inputs": {"duration": "1h"}},
-    {"id": "bill", "action": "create_record", "inputs": {"table": "invoice",
-      "values": {"order": "{{trigger.sys_id}}", "shipment": "{{steps.ship.record.sys_id}}", "n": "{{vars.n}}"}}}]})";
 
 // Holds a lock while it waits for the request to be approved.
 constexpr const char* kPgApprove = R"({"id": "approve", "trigger": {"type": "record", "table": "request", "when": "created"},
@@ -66,24 +57,6 @@ class DurableEnginePostgresTest : public ::testing::Test {
   std::unique_ptr<Engine> engine_;
   Value report_;
 };
-
-TEST_F(DurableEnginePostgresTest, AWaitingTimer_ResumesInTheNextEngine_WithTheTimeLeft) {
-  Engine& first = reopen({kPgFulfil});
-  ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o1"})")).is_ok());
-  first.settle(0);
-  ASSERT_TRUE(first.advance(20 * kMinute).is_ok());
-  ASSERT_EQ(first.contexts()[0].status(), "waiting");
-
-  Engine& second = reopen({kPgFulfil});
-  ASSERT_EQ(report_["resumed"].to_json(), R"(["ctx-1"])") << report_.to_json();
-  ASSERT_TRUE(second.advance(39 * kMinute).is_ok());
-  EXPECT_EQ(second.context("ctx-1")->status(), "waiting");
-  ASSERT_TRUE(second.advance(1 * kMinute).is_ok());
-  ASSERT_EQ(second.context("ctx-1")->status(), "completed") << second.context("ctx-1")->value().to_json();
-  ASSERT_EQ(second.records("invoice").size(), 1u);
-  EXPECT_EQ(second.records("invoice")[0]["shipment"], second.records("shipment")[0]["sys_id"]);
-  EXPECT_EQ(second.records("invoice")[0]["n"], Value(1));
-}
 
 TEST_F(DurableEnginePostgresTest, AWaitForARecord_ResumesHoldingItsLock_AndASecondEngineIsRefused) {
   Engine& first = reopen({kPgApprove});

@@ -131,6 +131,34 @@ class SilentListener {
   int port_ = 0;
 };
 
+// A store closed and opened again at once (an engine restarted) finds the lock free: the
+// closing store lets go of it before it disconnects, not once the server's backend exits.
+TEST_F(PostgresStoreTest, ClosedAndOpenedAgainAtOnce_IsNeverRefused) {
+  for (int i = 0; i < 30; ++i) {
+    std::unique_ptr<PostgresStore> store = open();
+    ASSERT_NE(store, nullptr) << "opening " << i;
+    write(*store, records(i, 1), static_cast<uint64_t>(i + 1));
+  }
+}
+
+// A writer whose session ended without letting go (its process killed, its connection cut):
+// the next writer waits for the server to end that session's backend, then opens.
+TEST_F(PostgresStoreTest, AWriterWhoseSessionWasCut_DoesNotKeepTheNextOneOut) {
+  for (int i = 0; i < 5; ++i) {
+    std::unique_ptr<PostgresStore> cut = open();
+    ASSERT_NE(cut, nullptr);
+    write(*cut, records(i, 1), static_cast<uint64_t>(i + 1));
+    EXPECT_EQ(postgres_exec(postgres_server_url(),
+                            "SELECT pg_terminate_backend(" + std::to_string(cut->writer_backend_pid()) + ")"),
+              "");
+    std::unique_ptr<PostgresStore> next = open();
+    ASSERT_NE(next, nullptr) << "refused after the session " << i << " was cut";
+    Result<StoredState> state = next->load();
+    ASSERT_TRUE(state.is_ok()) << state.message();
+    EXPECT_EQ(state->counters.commit_seq, static_cast<uint64_t>(i + 1));
+  }
+}
+
 TEST_F(PostgresStoreTest, BadUrlsAndUnreachableServers_GiveClearErrorsQuickly_NeverAPassword) {
   using Clock = std::chrono::steady_clock;
   auto opened = [](const std::string& url) {

@@ -26,6 +26,7 @@
 #include "runtime/perturb.h"
 #include "tests/store/crash_copy.h"
 #include "tests/support/engine_support.h"
+#include "tests/support/postgres_support.h"
 #include "tests/support/test_support.h"
 
 namespace flowrt {
@@ -60,7 +61,8 @@ constexpr const char* kApprove = R"({"id": "approve", "trigger": {"type": "recor
 class ResumeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(name.begin(), name.end(), '/', '_');  // a parameterised test's "Name/Sqlite"
     dir_ = test_support::temp_path("flowrt-resume-" + name);
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
@@ -70,7 +72,7 @@ class ResumeTest : public ::testing::Test {
     engine_.reset();
     std::filesystem::remove_all(dir_);
   }
-  EngineOptions options(const std::string& path) const {
+  virtual EngineOptions options(const std::string& path) const {
     EngineOptions o;
     o.store = "sqlite";
     o.data_file = path;
@@ -92,7 +94,33 @@ class ResumeTest : public ::testing::Test {
   Value report_;
 };
 
-TEST_F(ResumeTest, AWaitingTimer_ResumesWithTheTimeLeft_AndTheContextFinishesAsWithoutTheRestart) {
+// The same on each durable store: "Sqlite" (the file path_) or "Postgres" (a schema of
+// the test server, tests/support/postgres_support.h, in place of path_).
+class ResumeStoresTest : public ResumeTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    ResumeTest::SetUp();
+    if (GetParam() == "Postgres") {
+      url_ = fresh_postgres_schema(::testing::UnitTest::GetInstance()->current_test_info()->name());
+      ASSERT_FALSE(url_.empty());
+    }
+  }
+  EngineOptions options(const std::string& path) const override {
+    EngineOptions o = ResumeTest::options(path);
+    if (!url_.empty() && path == path_) {
+      o.store = "postgresql";
+      o.data_file.clear();
+      o.store_url = url_;
+    }
+    return o;
+  }
+
+  std::string url_;
+};
+INSTANTIATE_TEST_SUITE_P(Stores, ResumeStoresTest, ::testing::Values("Sqlite", "Postgres"),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+TEST_P(ResumeStoresTest, AWaitingTimer_ResumesWithTheTimeLeft_AndTheContextFinishesAsWithoutTheRestart) {
   Engine& first = reopen({kFulfil});
   ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o1"})")).is_ok());
   first.settle(0);
@@ -183,7 +211,7 @@ void hold_at_locks(PerturbPoint p) {
   }
 }
 
-TEST_F(ResumeTest, AWaitThatRanOutWhileTheEngineWasDown_DoesNotRunBeforeTheLocksHoldersAreBack) {
+TEST_P(ResumeStoresTest, AWaitThatRanOutWhileTheEngineWasDown_DoesNotRunBeforeTheLocksHoldersAreBack) {
   Engine& first = reopen({kLongHold, kLateJob});
   ASSERT_TRUE(first.insert("request", json(R"({"sys_id": "r1", "approved": false})")).is_ok());
   first.settle(0);
@@ -226,7 +254,7 @@ TEST_F(ResumeTest, AWaitThatRanOutWhileTheEngineWasDown_DoesNotRunBeforeTheLocks
   }
 }
 
-TEST_F(ResumeTest, ATimerThatRanOutWhileTheEngineWasDown_FiresAtOnce) {
+TEST_P(ResumeStoresTest, ATimerThatRanOutWhileTheEngineWasDown_FiresAtOnce) {
   EngineOptions o = options(path_);
   Engine& first = reopen({kFulfil}, o);
   ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o1"})")).is_ok());
@@ -245,7 +273,7 @@ TEST_F(ResumeTest, ATimerThatRanOutWhileTheEngineWasDown_FiresAtOnce) {
   EXPECT_EQ(second.records("invoice").size(), 1u);
 }
 
-TEST_F(ResumeTest, AWaitForARecord_Resumes_AndAWriteInTheNextEngineMeetsIt) {
+TEST_P(ResumeStoresTest, AWaitForARecord_Resumes_AndAWriteInTheNextEngineMeetsIt) {
   Engine& first = reopen({kApprove});
   ASSERT_TRUE(first.insert("request", json(R"({"sys_id": "r1", "approved": false})")).is_ok());
   first.settle(0);
@@ -267,7 +295,7 @@ TEST_F(ResumeTest, AWaitForARecord_Resumes_AndAWriteInTheNextEngineMeetsIt) {
   EXPECT_EQ(second.locks().size(), 0u);
 }
 
-TEST_F(ResumeTest, ALockQueue_ComesBackInItsOrder_AndTheLockGoesToTheNextWaiter) {
+TEST_P(ResumeStoresTest, ALockQueue_ComesBackInItsOrder_AndTheLockGoesToTheNextWaiter) {
   Engine& first = reopen({kApprove});
   for (const char* id : {"r1", "r2", "r3"}) {
     ASSERT_TRUE(first.insert("request", json(std::string(R"({"approved": false, "sys_id": ")") + id + "\"}")).is_ok());
