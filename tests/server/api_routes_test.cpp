@@ -311,10 +311,23 @@ TEST_F(ApiRoutesTest, Skipped_StatsMetricsHealth) {
   EXPECT_EQ(stats.json()["runtime_ms"]["count"], Value(1));
   EXPECT_EQ(stats.json()["runtime_ms"]["p50"], engine().context("ctx-1")->value()["runtime_ms"]);
   EXPECT_EQ(client().get("/api/flows/greet").json()["runtime_ms"], stats.json()["runtime_ms"]);
+  // A context that waits counts as waiting, not running; once it ends, as neither.
+  const std::string gate = insert("gate", R"({"open": false})");
+  const std::string id(client().post("/api/flows/hold_desk/call", R"({"gate": ")" + gate + R"("})").json()["context_id"].as_string());
+  settle();
+  Value now = client().get("/api/stats").json();
+  EXPECT_EQ(now["waiting_contexts"], Value(1)) << now.to_json();
+  EXPECT_EQ(now["running_contexts"], Value(0)) << now.to_json();
+  EXPECT_EQ(now["runnable_contexts"], Value(0)) << now.to_json();
+  client().request(http::verb::patch, "/api/tables/gate/records/" + gate, R"({"open": true})");
+  settle();
+  now = client().get("/api/stats").json();
+  EXPECT_EQ(now["waiting_contexts"], Value(0)) << now.to_json();
+  EXPECT_EQ(now["runtime_ms"]["count"], Value(2)) << now.to_json();
   HttpReply metrics = client().get("/metrics");
   ASSERT_EQ(metrics.status, 200);
   EXPECT_THAT(metrics.header("Content-Type"), HasSubstr("text/plain"));
-  EXPECT_THAT(metrics.body, HasSubstr("# TYPE flowrt_contexts_started_total counter\nflowrt_contexts_started_total 1\n"));
+  EXPECT_THAT(metrics.body, HasSubstr("# TYPE flowrt_contexts_started_total counter\nflowrt_contexts_started_total 2\n"));
   EXPECT_EQ(client().get("/healthz").status, 200);
   EXPECT_EQ(client().get("/readyz").json()["status"], Value("ready"));
   EXPECT_EQ(client().get("/api/whoami").json()["role"], Value("admin"));  // loopback, no tokens
