@@ -31,8 +31,6 @@ using ConnPtr = std::unique_ptr<PGconn, ConnFinish>;
 inline constexpr Oid kInt8Oid = 20;
 inline constexpr Oid kTextOid = 25;
 inline constexpr Oid kBoolOid = 16;
-inline constexpr Oid kTextArrayOid = 1009;
-inline constexpr Oid kInt8ArrayOid = 1016;
 
 // Stored JSON was written by the engine within its budgets; reading it back allows more than
 // any budget (as the sqlite store does), its objects sharing key lists.
@@ -70,8 +68,6 @@ class Params {
     write_json(v, t);
     add(std::move(t), 1, false);
   }
-  // An array in PostgreSQL's binary array format (PgArray::bytes()).
-  void binary(std::string bytes) { add(std::move(bytes), 1, false); }
   int size() const { return static_cast<int>(values_.size()); }
   // The arrays PQsendQueryPrepared and PQexecParams take; valid while this is unchanged.
   void arrays(std::vector<const char*>* values, std::vector<int>* lengths, std::vector<int>* formats) const {
@@ -94,62 +90,6 @@ class Params {
   std::vector<std::string> values_;
   std::vector<int> formats_;
   std::vector<bool> null_;
-};
-
-// One array parameter (text[] or bigint[]) of a multi-row statement, built in PostgreSQL's
-// binary array format: one dimension, each element its length and its bytes as they are
-// (text: no quoting or escaping to get wrong, and a NUL is refused by the server as in a
-// plain text parameter; bigint: 8 bytes, big-endian; SQL NULL: length -1).
-class PgArray {
- public:
-  explicit PgArray(Oid element) : element_(element) {}
-  void text(std::string_view v) {
-    length(static_cast<int32_t>(v.size()));
-    body_.append(v);
-    ++count_;
-  }
-  void integer(int64_t v) {
-    length(8);
-    for (int shift = 56; shift >= 0; shift -= 8) body_.push_back(static_cast<char>((static_cast<uint64_t>(v) >> shift) & 0xff));
-    ++count_;
-  }
-  void null() {
-    length(-1);
-    has_null_ = true;
-    ++count_;
-  }
-  // The value's JSON, or SQL NULL for a null value.
-  void json(const Value& v) {
-    if (v.is_null()) return null();
-    std::string t;
-    write_json(v, t);
-    text(t);
-  }
-  size_t count() const { return count_; }
-  // The whole parameter: the header (dimensions, NULL flag, element type, length, lower
-  // bound 1), then the elements.
-  std::string bytes() const {
-    std::string out;
-    auto put32 = [&](int32_t x) {
-      for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((static_cast<uint32_t>(x) >> shift) & 0xff));
-    };
-    put32(1);
-    put32(has_null_ ? 1 : 0);
-    put32(static_cast<int32_t>(element_));
-    put32(static_cast<int32_t>(count_));
-    put32(1);
-    out += body_;
-    return out;
-  }
-
- private:
-  void length(int32_t n) {
-    for (int shift = 24; shift >= 0; shift -= 8) body_.push_back(static_cast<char>((static_cast<uint32_t>(n) >> shift) & 0xff));
-  }
-  Oid element_;
-  std::string body_;
-  size_t count_ = 0;
-  bool has_null_ = false;
 };
 
 inline bool result_ok(const PGresult* r) {

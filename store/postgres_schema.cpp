@@ -56,18 +56,13 @@ CREATE TABLE holder(id integer PRIMARY KEY CHECK (id = 1), pid bigint NOT NULL, 
   "e.n)::text FROM json_each(trigger::json) WITH ORDINALITY AS e(key, value, n) WHERE e.key NOT IN ('record', "    \
   "'previous')), '{}') ELSE trigger END"
 
-#define FLOWRT_PG_CONTEXT_ARRAYS                                                                        \
-  "$1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], " \
-  "$9::text[], $10::bigint[], $11::bigint[], $12::text[]"
-#define FLOWRT_PG_CONTEXT_UPDATE_ARRAYS \
-  "unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[]) AS u(seq, status, started, ended, record)"
+#define FLOWRT_PG_CONTEXT_VALUES "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12"
 #define FLOWRT_PG_CONTEXT_UPDATES                                                                                 \
   "id = excluded.id, flow = excluded.flow, status = excluded.status, commit_seq = excluded.commit_seq, "         \
   "trigger = excluded.trigger, inputs = excluded.inputs, cause = excluded.cause, run_key = excluded.run_key, "    \
   "started = excluded.started, ended = excluded.ended, record = excluded.record"
 
-// write()'s statements: name, parameter types (b bigint, t text, o boolean, B bigint[],
-// T text[]), SQL.
+// write()'s statements: name, parameter types (b bigint, t text, o boolean), SQL.
 struct PgStatement {
   const char* name;
   const char* types;
@@ -75,18 +70,12 @@ struct PgStatement {
 };
 const PgStatement kPgStatements[] = {
     {"put_table", "tb", "INSERT INTO record_tables(name, position) VALUES($1, $2) ON CONFLICT (name) DO NOTHING"},
-    // The multi-row statements: each row one change, its columns as arrays (T text[], B
-    // bigint[]), unnested in order. write() never gives one of them two rows of one key.
-    // Records inserted at their position, or the record there updated; a different record
-    // at that position is left as it is (its position not returned: write() refuses the batch).
-    {"put_records", "TTBT",
-     "INSERT INTO records(position, tbl, sys_id, body) SELECT u.position, u.tbl, u.sys_id, u.body "
-     "FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) AS u(tbl, sys_id, position, body) "
-     "ON CONFLICT (position) DO UPDATE SET body = excluded.body "
-     "WHERE records.tbl = excluded.tbl AND records.sys_id = excluded.sys_id RETURNING position"},
-    {"remove_records", "TTB",
-     "DELETE FROM records r USING unnest($1::text[], $2::text[], $3::bigint[]) AS u(tbl, sys_id, position) "
-     "WHERE r.position = u.position AND r.tbl = u.tbl AND r.sys_id = u.sys_id"},
+    // Inserted at its position, or the record there updated; a different record at that
+    // position is left as it is (no row: write() refuses the batch).
+    {"put_record", "ttbt",
+     "INSERT INTO records(position, tbl, sys_id, body) VALUES($3, $1, $2, $4) ON CONFLICT (position) DO UPDATE "
+     "SET body = excluded.body WHERE records.tbl = excluded.tbl AND records.sys_id = excluded.sys_id"},
+    {"remove_record", "ttb", "DELETE FROM records WHERE position = $3 AND tbl = $1 AND sys_id = $2"},
     {"put_definition", "tttttobb",
      "INSERT INTO definitions(type, id, draft, published, fingerprint, active, activated_at, last_tick) "
      "VALUES($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (type, id) DO UPDATE SET draft = excluded.draft, "
@@ -95,43 +84,36 @@ const PgStatement kPgStatements[] = {
     {"put_definition_version", "tttt",
      "INSERT INTO definition_versions(type, id, fingerprint, body) VALUES($1, $2, $3, $4) ON CONFLICT DO NOTHING"},
     {"schedule_tick", "tb", "UPDATE definitions SET last_tick = $2 WHERE type = 'flow' AND id = $1"},
-    {"put_contexts", "BTTTBTTTTBBTT",
+    {"put_context", "btttbttttbbtt",
      "INSERT INTO contexts(seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record, "
-     "checkpoint) SELECT * FROM unnest(" FLOWRT_PG_CONTEXT_ARRAYS ", $13::text[]) "
-     "ON CONFLICT (seq) DO UPDATE SET " FLOWRT_PG_CONTEXT_UPDATES ", checkpoint = excluded.checkpoint"},
-    {"put_histories", "BTTTBTTTTBBT",
+     "checkpoint) VALUES(" FLOWRT_PG_CONTEXT_VALUES ", $13) ON CONFLICT (seq) DO UPDATE SET " FLOWRT_PG_CONTEXT_UPDATES
+     ", checkpoint = excluded.checkpoint"},
+    {"put_history", "btttbttttbbt",
      "INSERT INTO history(seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record) "
-     "SELECT * FROM unnest(" FLOWRT_PG_CONTEXT_ARRAYS ") ON CONFLICT (seq) DO UPDATE SET " FLOWRT_PG_CONTEXT_UPDATES},
-    {"remove_contexts", "B", "DELETE FROM contexts WHERE seq = ANY($1::bigint[])"},
-    // Live contexts ending with their record: their rows move to history, in one statement
-    // (none for a context not live, or without a record yet).
-    {"move_to_history", "BTBBT",
-     "WITH moved AS (DELETE FROM contexts c USING " FLOWRT_PG_CONTEXT_UPDATE_ARRAYS
-     " WHERE c.seq = u.seq AND COALESCE(u.record, c.record) IS NOT NULL RETURNING c.*, u.status AS new_status, "
-     "u.started AS new_started, u.ended AS new_ended, u.record AS new_record) "
+     "VALUES(" FLOWRT_PG_CONTEXT_VALUES ") ON CONFLICT (seq) DO UPDATE SET " FLOWRT_PG_CONTEXT_UPDATES},
+    {"remove_context", "b", "DELETE FROM contexts WHERE seq = $1"},
+    // A live context ending with its record: its row moves to history, in one statement
+    // (none when it is not live, or has no record yet).
+    {"move_to_history", "btbbt",
+     "WITH moved AS (DELETE FROM contexts WHERE seq = $1 AND COALESCE($5, record) IS NOT NULL RETURNING *) "
      "INSERT INTO history(seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record) "
-     "SELECT seq, id, flow, new_status, commit_seq, " FLOWRT_PG_ENDED_TRIGGER ", inputs, cause, run_key, "
-     "CASE WHEN new_started >= 0 THEN new_started ELSE started END, "
-     "CASE WHEN new_ended >= 0 THEN new_ended ELSE ended END, COALESCE(new_record, record) FROM moved"},
-    {"update_contexts", "BTBBTT",
-     "UPDATE contexts c SET status = u.status, started = CASE WHEN u.started >= 0 THEN u.started ELSE c.started END, "
-     "ended = CASE WHEN u.ended >= 0 THEN u.ended ELSE c.ended END, record = COALESCE(u.record, c.record), "
-     "checkpoint = CASE WHEN u.status IN ('completed', 'cancelled', 'error') THEN NULL "
-     "ELSE COALESCE(u.checkpoint, c.checkpoint) END "
-     "FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[]) "
-     "AS u(seq, status, started, ended, record, checkpoint) WHERE c.seq = u.seq"},
-    {"update_histories", "BTBBT",
-     "UPDATE history h SET status = u.status, started = CASE WHEN u.started >= 0 THEN u.started ELSE h.started END, "
-     "ended = CASE WHEN u.ended >= 0 THEN u.ended ELSE h.ended END, record = COALESCE(u.record, h.record) "
-     "FROM " FLOWRT_PG_CONTEXT_UPDATE_ARRAYS " WHERE h.seq = u.seq"},
+     "SELECT seq, id, flow, $2, commit_seq, " FLOWRT_PG_ENDED_TRIGGER ", inputs, cause, run_key, "
+     "CASE WHEN $3 >= 0 THEN $3 ELSE started END, CASE WHEN $4 >= 0 THEN $4 ELSE ended END, COALESCE($5, record) "
+     "FROM moved"},
+    {"update_context", "btbbtt",
+     "UPDATE contexts SET status = $2, started = CASE WHEN $3 >= 0 THEN $3 ELSE started END, "
+     "ended = CASE WHEN $4 >= 0 THEN $4 ELSE ended END, record = COALESCE($5, record), "
+     "checkpoint = CASE WHEN $2 IN ('completed', 'cancelled', 'error') THEN NULL ELSE COALESCE($6, checkpoint) END "
+     "WHERE seq = $1"},
+    {"update_history", "btbbt",
+     "UPDATE history SET status = $2, started = CASE WHEN $3 >= 0 THEN $3 ELSE started END, "
+     "ended = CASE WHEN $4 >= 0 THEN $4 ELSE ended END, record = COALESCE($5, record) WHERE seq = $1"},
     {"prune_age", "b", "DELETE FROM history WHERE ended < $1"},
     // All but the `keep` newest by seq: the (keep + 1)th newest and everything before it.
     {"prune_count", "b",
      "DELETE FROM history WHERE seq <= (SELECT seq FROM history ORDER BY seq DESC OFFSET $1 LIMIT 1)"},
-    {"put_locks", "TT",
-     "INSERT INTO locks(name, state) SELECT * FROM unnest($1::text[], $2::text[]) "
-     "ON CONFLICT (name) DO UPDATE SET state = excluded.state"},
-    {"remove_locks", "T", "DELETE FROM locks WHERE name = ANY($1::text[])"},
+    {"put_lock", "tt", "INSERT INTO locks(name, state) VALUES($1, $2) ON CONFLICT (name) DO UPDATE SET state = excluded.state"},
+    {"remove_lock", "t", "DELETE FROM locks WHERE name = $1"},
     {"run_once_add", "ttt", "INSERT INTO run_once(tbl, sys_id, flow) VALUES($1, $2, $3) ON CONFLICT DO NOTHING"},
     {"run_once_remove", "ttt", "DELETE FROM run_once WHERE tbl = $1 AND sys_id = $2 AND flow = $3"},
     {"run_once_clear", "tt", "DELETE FROM run_once WHERE tbl = $1 AND sys_id = $2"},
@@ -203,13 +185,7 @@ Status PostgresStore::prepare_schema() {
 Status PostgresStore::prepare_statements() {
   for (const PgStatement& s : kPgStatements) {
     std::vector<Oid> types;
-    for (const char* t = s.types; *t; ++t) {
-      types.push_back(*t == 'b'   ? kInt8Oid
-                      : *t == 'o' ? kBoolOid
-                      : *t == 'B' ? kInt8ArrayOid
-                      : *t == 'T' ? kTextArrayOid
-                                  : kTextOid);
-    }
+    for (const char* t = s.types; *t; ++t) types.push_back(*t == 'b' ? kInt8Oid : *t == 'o' ? kBoolOid : kTextOid);
     ResultPtr r(PQprepare(conn_, s.name, s.sql, static_cast<int>(types.size()), types.data()));
     if (!result_ok(r.get())) {
       return error_of("cannot prepare its statements", std::string(s.name) + ": " + one_line(PQresultErrorMessage(r.get())));
@@ -221,6 +197,5 @@ Status PostgresStore::prepare_statements() {
 }  // namespace flowrt
 
 #undef FLOWRT_PG_ENDED_TRIGGER
-#undef FLOWRT_PG_CONTEXT_ARRAYS
-#undef FLOWRT_PG_CONTEXT_UPDATE_ARRAYS
+#undef FLOWRT_PG_CONTEXT_VALUES
 #undef FLOWRT_PG_CONTEXT_UPDATES

@@ -10,8 +10,6 @@
 #include <chrono>
 #include <optional>
 #include <type_traits>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "plans/time.h"
 #include "store/postgres_rows.h"
@@ -47,13 +45,12 @@ int64_t pg_clamp64(uint64_t v) { return static_cast<int64_t>(std::min<uint64_t>(
 
 }  // namespace
 
-// One statement of a write: a prepared statement's name and its parameters; a put_records
-// statement must write every one of `puts` (a position it does not return has another
-// record standing there).
+// One statement of a write: a prepared statement's name and its parameters; a record put
+// must change exactly one row (else another record stands at its position).
 struct PostgresStore::Op {
   const char* statement;
   Params params;
-  std::vector<const RecordPut*> puts;
+  const RecordPut* put = nullptr;
 };
 
 Result<std::string> PostgresStore::where_of(const std::string& url) {
@@ -206,149 +203,15 @@ Status PostgresStore::set_sync_mode(SyncMode mode) {
   return Status::ok();
 }
 
-// The batch becomes far fewer statements than changes. Changes of different tables commute
-// (records, contexts and history, locks: no statement reads another's tables), so each of
-// these keeps a run of its own, in batch order: consecutive changes of one kind with no key
-// repeated (a record's position, a context's seq, a lock's name) are one multi-row statement
-// (or two or three, over different keys), which leaves the rows as applying them one by one
-// does. A change that cannot join its run (another kind, or a key already in it) sends the
-// run first; a put of the very record a run already puts (same table, sys_id and position)
-// replaces it there, as it would replace it in the row. The rarer changes (definitions,
-// ticks, run once, recovery notes, history pruning) stay one statement each, in order with
-// their tables' runs.
 Status PostgresStore::write(const StoreBatch& batch) {
   if (read_only_) return error_of("cannot write", "opened read only");
   std::vector<Op> ops;
+  ops.reserve(batch.changes.size() + 1);
   std::vector<std::string> new_tables;
   auto op = [&](const char* statement) -> Params& {
-    ops.push_back(Op{statement, {}, {}});
+    ops.push_back(Op{statement, {}, nullptr});
     return ops.back().params;
   };
-
-  // Records: puts or removes.
-  std::vector<const RecordPut*> record_puts;
-  std::unordered_map<uint64_t, size_t> put_at;  // position -> index in record_puts
-  std::vector<const RecordRemove*> record_removes;
-  auto flush_records = [&] {
-    if (!record_puts.empty()) {
-      PgArray tbl(kTextOid), sys_id(kTextOid), position(kInt8Oid), body(kTextOid);
-      for (const RecordPut* c : record_puts) {
-        tbl.text(c->table);
-        sys_id.text(c->record.members()[0].value.as_string());
-        position.integer(pg_clamp64(c->position));
-        body.json(c->record);
-      }
-      Params& p = op("put_records");
-      for (PgArray* a : {&tbl, &sys_id, &position, &body}) p.binary(a->bytes());
-      ops.back().puts = std::move(record_puts);
-      record_puts.clear();
-      put_at.clear();
-    }
-    if (!record_removes.empty()) {
-      PgArray tbl(kTextOid), sys_id(kTextOid), position(kInt8Oid);
-      for (const RecordRemove* c : record_removes) {
-        tbl.text(c->table);
-        sys_id.text(c->sys_id);
-        position.integer(pg_clamp64(c->position));
-      }
-      Params& p = op("remove_records");
-      for (PgArray* a : {&tbl, &sys_id, &position}) p.binary(a->bytes());
-      record_removes.clear();
-    }
-  };
-
-  // Contexts and history: puts or updates, one per seq (the journal coalesces them, so a
-  // seq seldom repeats in a batch); history pruning sends the run first.
-  std::vector<const ContextPut*> context_puts;
-  std::vector<const ContextUpdate*> context_updates;
-  std::unordered_set<uint64_t> context_seqs;
-  auto flush_contexts = [&] {
-    if (!context_puts.empty()) {
-      // In history once it ended with its record, live until then; never in both.
-      auto to_history = [](const StoredContext& x) { return is_final_context_status(x.status) && !x.record.is_null(); };
-      for (const bool history : {false, true}) {
-        std::vector<PgArray> a;
-        for (const char ch : std::string_view("btttbttttbbtt")) a.emplace_back(ch == 'b' ? kInt8Oid : kTextOid);
-        if (history) a.pop_back();  // no checkpoint
-        for (const ContextPut* c : context_puts) {
-          const StoredContext& x = c->context;
-          if (to_history(x) != history) continue;
-          a[0].integer(pg_clamp64(x.seq));
-          a[1].text(x.id);
-          a[2].text(x.flow);
-          a[3].text(x.status);
-          a[4].integer(pg_clamp64(x.commit_seq));
-          a[5].json(history ? ended_trigger(x.trigger) : x.trigger);
-          a[6].json(x.inputs);
-          a[7].json(x.cause);
-          a[8].json(x.run_key);
-          a[9].integer(x.started);
-          a[10].integer(x.ended);
-          a[11].json(x.record);
-          if (!history) a[12].json(x.checkpoint);
-        }
-        if (a[0].count() == 0) continue;
-        if (history) op("remove_contexts").binary(a[0].bytes());
-        Params& p = op(history ? "put_histories" : "put_contexts");
-        for (const PgArray& x : a) p.binary(x.bytes());
-      }
-      context_puts.clear();
-    }
-    if (!context_updates.empty()) {
-      // A live context ending with its record moves to history; else its live row changes
-      // (an ended one without its record stays there), or else its history row (an ended
-      // context whose record changes). It is in one table only, so at most one of these
-      // finds it.
-      auto arrays = [&](bool finals_only, bool with_checkpoint, Params& p) {
-        PgArray seq(kInt8Oid), status(kTextOid), started(kInt8Oid), ended(kInt8Oid), record(kTextOid),
-            checkpoint(kTextOid);
-        for (const ContextUpdate* c : context_updates) {
-          if (finals_only && !is_final_context_status(c->status)) continue;
-          seq.integer(pg_clamp64(c->seq));
-          status.text(c->status);
-          started.integer(c->started);
-          ended.integer(c->ended);
-          record.json(c->record);
-          checkpoint.json(c->checkpoint);
-        }
-        for (PgArray* a : {&seq, &status, &started, &ended, &record}) p.binary(a->bytes());
-        if (with_checkpoint) p.binary(checkpoint.bytes());
-      };
-      if (std::any_of(context_updates.begin(), context_updates.end(),
-                      [](const ContextUpdate* c) { return is_final_context_status(c->status); })) {
-        arrays(true, false, op("move_to_history"));
-      }
-      arrays(false, true, op("update_contexts"));
-      arrays(false, false, op("update_histories"));
-      context_updates.clear();
-    }
-    context_seqs.clear();
-  };
-
-  // Locks: each name's state now, or forgotten.
-  std::vector<const LockPut*> locks;
-  std::unordered_set<std::string_view> lock_names;
-  auto flush_locks = [&] {
-    if (locks.empty()) return;
-    PgArray put_name(kTextOid), put_state(kTextOid), removed(kTextOid);
-    for (const LockPut* c : locks) {
-      if (c->state.is_null()) {
-        removed.text(c->name);
-      } else {
-        put_name.text(c->name);
-        put_state.json(c->state);
-      }
-    }
-    if (put_name.count() > 0) {
-      Params& p = op("put_locks");
-      p.binary(put_name.bytes());
-      p.binary(put_state.bytes());
-    }
-    if (removed.count() > 0) op("remove_locks").binary(removed.bytes());
-    locks.clear();
-    lock_names.clear();
-  };
-
   for (const StoreChange& change : batch.changes) {
     std::visit(
         [&](const auto& c) {
@@ -356,55 +219,22 @@ Status PostgresStore::write(const StoreBatch& batch) {
           if constexpr (std::is_same_v<T, RecordPut>) {
             if (!tables_.count(c.table) &&
                 std::find(new_tables.begin(), new_tables.end(), c.table) == new_tables.end()) {
-              Params& t = op("put_table");  // record_tables: no run reads it
+              Params& t = op("put_table");
               t.text(c.table);
               t.integer(pg_clamp64(c.position));
               new_tables.push_back(c.table);
             }
-            if (!record_removes.empty()) flush_records();
-            auto at = put_at.find(c.position);
-            if (at != put_at.end()) {
-              const RecordPut& before = *record_puts[at->second];
-              if (before.table == c.table && before.record.members()[0].value.as_string() ==
-                                                 c.record.members()[0].value.as_string()) {
-                record_puts[at->second] = &c;  // the same record again: the later body stands
-                return;
-              }
-              flush_records();
-            }
-            put_at.emplace(c.position, record_puts.size());
-            record_puts.push_back(&c);
+            Params& r = op("put_record");
+            r.text(c.table);
+            r.text(c.record.members()[0].value.as_string());
+            r.integer(pg_clamp64(c.position));
+            r.json(c.record);
+            ops.back().put = &c;
           } else if constexpr (std::is_same_v<T, RecordRemove>) {
-            if (!record_puts.empty()) flush_records();
-            record_removes.push_back(&c);  // removing twice removes once
-          } else if constexpr (std::is_same_v<T, ContextPut> || std::is_same_v<T, ContextUpdate>) {
-            uint64_t seq;
-            if constexpr (std::is_same_v<T, ContextPut>) {
-              seq = c.context.seq;
-              if (!context_updates.empty()) flush_contexts();
-            } else {
-              seq = c.seq;
-              if (!context_puts.empty()) flush_contexts();
-            }
-            if (!context_seqs.insert(seq).second) {
-              flush_contexts();
-              context_seqs.insert(seq);
-            }
-            if constexpr (std::is_same_v<T, ContextPut>) {
-              context_puts.push_back(&c);
-            } else {
-              context_updates.push_back(&c);
-            }
-          } else if constexpr (std::is_same_v<T, LockPut>) {
-            if (!lock_names.insert(c.name).second) {
-              flush_locks();
-              lock_names.insert(c.name);
-            }
-            locks.push_back(&c);
-          } else if constexpr (std::is_same_v<T, HistoryPrune>) {
-            flush_contexts();  // it deletes history rows the run may write
-            if (c.ended_before >= 0) op("prune_age").integer(c.ended_before);
-            if (c.keep > 0) op("prune_count").integer(pg_clamp64(c.keep));
+            Params& r = op("remove_record");
+            r.text(c.table);
+            r.text(c.sys_id);
+            r.integer(pg_clamp64(c.position));
           } else if constexpr (std::is_same_v<T, DefinitionPut>) {
             const StoredDefinition& d = c.definition;
             Params& p = op("put_definition");
@@ -426,6 +256,50 @@ Status PostgresStore::write(const StoreBatch& batch) {
             Params& p = op("schedule_tick");
             p.text(c.flow);
             p.integer(c.at);
+          } else if constexpr (std::is_same_v<T, ContextPut>) {
+            const StoredContext& x = c.context;
+            // In history once it ended with its record, live until then; never in both.
+            const bool to_history = is_final_context_status(x.status) && !x.record.is_null();
+            if (to_history) op("remove_context").integer(pg_clamp64(x.seq));
+            Params& p = op(to_history ? "put_history" : "put_context");
+            p.integer(pg_clamp64(x.seq));
+            p.text(x.id);
+            p.text(x.flow);
+            p.text(x.status);
+            p.integer(pg_clamp64(x.commit_seq));
+            p.json(to_history ? ended_trigger(x.trigger) : x.trigger);
+            p.json(x.inputs);
+            p.json(x.cause);
+            p.json(x.run_key);
+            p.integer(x.started);
+            p.integer(x.ended);
+            p.json(x.record);
+            if (!to_history) p.json(x.checkpoint);
+          } else if constexpr (std::is_same_v<T, ContextUpdate>) {
+            auto fill = [&](Params& u) {
+              u.integer(pg_clamp64(c.seq));
+              u.text(c.status);
+              u.integer(c.started);
+              u.integer(c.ended);
+              u.json(c.record);
+            };
+            // A live context ending with its record moves to history; else its live row
+            // changes (an ended one without its record stays there), or else its history
+            // row (an ended context whose record changes). It is in one table only, so at
+            // most one of these finds it.
+            if (is_final_context_status(c.status)) fill(op("move_to_history"));
+            Params& u = op("update_context");
+            fill(u);
+            u.json(c.checkpoint);
+            fill(op("update_history"));
+          } else if constexpr (std::is_same_v<T, LockPut>) {
+            if (c.state.is_null()) {
+              op("remove_lock").text(c.name);
+            } else {
+              Params& p = op("put_lock");
+              p.text(c.name);
+              p.json(c.state);
+            }
           } else if constexpr (std::is_same_v<T, RunOncePut>) {
             Params& p = op(c.flow.empty() ? "run_once_clear" : c.ran ? "run_once_add" : "run_once_remove");
             p.text(c.table);
@@ -435,13 +309,13 @@ Status PostgresStore::write(const StoreBatch& batch) {
             Params& p = op("add_recovery");
             p.integer(c.at);
             p.json(c.report);
+          } else if constexpr (std::is_same_v<T, HistoryPrune>) {
+            if (c.ended_before >= 0) op("prune_age").integer(c.ended_before);
+            if (c.keep > 0) op("prune_count").integer(pg_clamp64(c.keep));
           }
         },
         change);
   }
-  flush_records();
-  flush_contexts();
-  flush_locks();
   const StoreCounters& k = batch.counters;
   Params& p = op("put_counters");
   p.integer(pg_clamp64(k.commit_seq));
@@ -497,18 +371,11 @@ Status PostgresStore::run_ops(const std::vector<Op>& ops, size_t changes) {
       }
       const ExecStatusType s = PQresultStatus(r.get());
       if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) {
-        if (x.op && !x.op->puts.empty() && static_cast<size_t>(PQntuples(r.get())) != x.op->puts.size()) {
-          // The first put whose position it did not return: another record stands there.
-          std::unordered_set<std::string_view> written;
-          for (int i = 0; i < PQntuples(r.get()); ++i) written.insert(cell_view(r.get(), i, 0));
-          for (const RecordPut* put : x.op->puts) {
-            if (written.count(std::to_string(pg_clamp64(put->position)))) continue;
-            fail(error_of(what, "record " + std::string(put->record.members()[0].value.as_string()) + " of table " +
-                                    put->table + " at position " + std::to_string(put->position) +
-                                    ": another record is there"));
-            break;
-          }
-          fail(error_of(what, "the server wrote fewer records than it was given"));
+        if (x.op && x.op->put && std::string_view(PQcmdTuples(r.get())) != "1") {
+          const RecordPut& put = *x.op->put;
+          fail(error_of(what, "record " + std::string(put.record.members()[0].value.as_string()) + " of table " +
+                                  put.table + " at position " + std::to_string(put.position) +
+                                  ": another record is there"));
         }
         if (x.tag && std::string_view(PQcmdStatus(r.get())) != x.tag) {
           fail(error_of(what, std::string("the server answered ") + PQcmdStatus(r.get()) + " to " + x.tag));
@@ -535,10 +402,10 @@ Status PostgresStore::run_ops(const std::vector<Op>& ops, size_t changes) {
     send_op(o);
     if (sent.size() >= kPipelineDepth) sync_and_read();
   }
-  // Record puts are checked by the positions they return, which only their result tells: such a chunk
+  // A record put is checked by its row count, which only its result tells: such a chunk
   // is read before COMMIT is sent. Any other failure aborts the transaction on the server,
   // and a COMMIT sent with it answers ROLLBACK (a failure too).
-  if (!lost && !failure && std::any_of(sent.begin(), sent.end(), [](const Sent& x) { return x.op && !x.op->puts.empty(); })) {
+  if (!lost && !failure && std::any_of(sent.begin(), sent.end(), [](const Sent& x) { return x.op && x.op->put; })) {
     sync_and_read();
   }
   if (!lost && !failure) {

@@ -10,16 +10,8 @@
 //  - each write() is one transaction (BEGIN ... COMMIT): its statements are sent through
 //    libpq's pipeline mode, a few hundred at a time, and the transaction is committed only
 //    once every one has succeeded (a record put where another record stands is refused, as
-//    the sqlite store does: its position is missing from what the put statement returns);
-//    anything else rolls it back, so a batch applies whole or not at all, also when the
-//    connection drops in the middle (the server rolls back);
-//  - a batch is far fewer statements than changes: record, context/history and lock
-//    changes (which touch disjoint tables, so commute) each keep a run in batch order, and
-//    a run of one kind with no key repeated (a record's position, a context's seq, a
-//    lock's name) is one multi-row statement over array parameters (binary array format:
-//    each element's bytes as they are, nothing to escape, a NUL refused as before); a
-//    repeated key starts a new run, so the later change still wins. The rarer changes
-//    (definitions, ticks, run once, recovery notes, history pruning) are one statement each;
+//    the sqlite store does); anything else rolls it back, so a batch applies whole or not
+//    at all, also when the connection drops in the middle (the server rolls back);
 //  - load() reads in one REPEATABLE READ transaction: the state as of the last batch;
 //  - the SyncMode is the session's synchronous_commit: kFull `on` (the commit waits for
 //    the WAL to be flushed, and for synchronous standbys when the server has any: survives
