@@ -146,6 +146,17 @@ Status pg_read_contexts(PGconn* conn, const std::string& sql, const Params& para
 
 }  // namespace
 
+Status PostgresStore::read_on_reader(std::string_view what, const std::function<Status(std::string*)>& read) {
+  for (int attempt = 0;; ++attempt) {
+    FLOWRT_RETURN_IF_ERROR(ready_reader());
+    std::string server_error;
+    Status s = read(&server_error);
+    if (s || server_error.empty()) return s;
+    // A lost connection is connected again, once.
+    if (attempt > 0 || PQstatus(reader_) == CONNECTION_OK) return error_of(what, server_error);
+  }
+}
+
 Result<std::optional<StoredContext>> PostgresStore::load_context(uint64_t seq) {
   const std::string sql = std::string("SELECT ") + kPgContextColumns + ", checkpoint FROM contexts WHERE seq = $1 " +
                           "UNION ALL SELECT " + kPgContextColumns + ", NULL FROM history WHERE seq = $1";
@@ -153,16 +164,10 @@ Result<std::optional<StoredContext>> PostgresStore::load_context(uint64_t seq) {
   p.integer(static_cast<int64_t>(std::min<uint64_t>(seq, INT64_MAX)));
   std::vector<StoredContext> rows;
   MutexLock lock(read_mu_);
-  std::string server_error;
-  for (int attempt = 0;; ++attempt) {
-    FLOWRT_RETURN_IF_ERROR(ready_reader());
+  FLOWRT_RETURN_IF_ERROR(read_on_reader("cannot read a context", [&](std::string* server_error) {
     rows.clear();
-    Status s = pg_read_contexts(reader_, sql, p, describe(), true, &server_error, &rows);
-    if (s) break;
-    if (server_error.empty()) return s.error();
-    // A lost connection is connected again, once.
-    if (attempt > 0 || PQstatus(reader_) == CONNECTION_OK) return error_of("cannot read a context", server_error);
-  }
+    return pg_read_contexts(reader_, sql, p, describe(), true, server_error, &rows);
+  }));
   if (rows.empty()) return std::optional<StoredContext>();
   return std::optional<StoredContext>(std::move(rows.front()));
 }
@@ -195,15 +200,10 @@ Result<std::vector<StoredContext>> PostgresStore::list_contexts(const ContextQue
   }
   std::vector<StoredContext> rows;
   MutexLock lock(read_mu_);
-  std::string server_error;
-  for (int attempt = 0;; ++attempt) {
-    FLOWRT_RETURN_IF_ERROR(ready_reader());
+  FLOWRT_RETURN_IF_ERROR(read_on_reader("cannot read its contexts", [&](std::string* server_error) {
     rows.clear();
-    Status s = pg_read_contexts(reader_, sql, p, describe(), q.records_of_checkpointed, &server_error, &rows);
-    if (s) break;
-    if (server_error.empty()) return s.error();
-    if (attempt > 0 || PQstatus(reader_) == CONNECTION_OK) return error_of("cannot read its contexts", server_error);
-  }
+    return pg_read_contexts(reader_, sql, p, describe(), q.records_of_checkpointed, server_error, &rows);
+  }));
   return rows;
 }
 
@@ -215,21 +215,16 @@ Result<Value> PostgresStore::load_definition_version(std::string_view type, std:
   p.text(fingerprint);
   Value out;
   MutexLock lock(read_mu_);
-  std::string server_error;
-  for (int attempt = 0;; ++attempt) {
-    FLOWRT_RETURN_IF_ERROR(ready_reader());
+  FLOWRT_RETURN_IF_ERROR(read_on_reader("cannot read a definition version", [&](std::string* server_error) {
     out = Value();
-    Status s = for_each_row(
+    return for_each_row(
         reader_,
         "SELECT body FROM definition_versions WHERE type = $1::text AND id = $2::text AND fingerprint = $3::text", p,
-        &server_error, [&](const PGresult* r, int i) -> Status {
+        server_error, [&](const PGresult* r, int i) -> Status {
           return cell_json(r, i, 0, describe(),
-                             "definition " + std::string(id) + " version " + std::string(fingerprint), &out);
+                           "definition " + std::string(id) + " version " + std::string(fingerprint), &out);
         });
-    if (s) break;
-    if (server_error.empty()) return s.error();
-    if (attempt > 0 || PQstatus(reader_) == CONNECTION_OK) return error_of("cannot read a definition version", server_error);
-  }
+  }));
   return out;
 }
 

@@ -58,6 +58,7 @@
 // so its lock), all let go by the destructor.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -121,6 +122,11 @@ class PostgresStore final : public Store {
   Status run_ops(const std::vector<Op>& ops, size_t changes);
   // A connection to read through, connected again when the last one was lost.
   Status ready_reader() REQUIRES(read_mu_);
+  // Runs `read` (one statement on reader_; it sets its argument to the server's message
+  // when the server failed it) on the reader connection, connected first; a read that
+  // failed because the connection was lost runs once more on a new one. `what` starts the
+  // error's message.
+  Status read_on_reader(std::string_view what, const std::function<Status(std::string*)>& read) REQUIRES(read_mu_);
   // An error naming the database: "postgresql database W: WHAT: libpq's message".
   Error error(std::string_view what, pg_conn* conn = nullptr) const;
   Error error_of(std::string_view what, std::string_view message) const;
