@@ -66,14 +66,11 @@ Result<StoredState> PostgresStore::load(bool with_contexts) {
                               table = t == by_name.end() ? nullptr : t->second;
                             }
                             auto what = [&] { return "record " + cell_text(r, i, 1) + " of table " + std::string(name); };
-                            if (!table) return pg_damaged_row(where, what() + ": no such table");
+                            if (!table) return stored_rows::damaged_row(where, what() + ": no such table");
                             Value record;
-                            JsonParseError e;
-                            if (!parse_json(cell_view(r, i, 2), &record, &e, kPgStoredJson)) {
-                              return pg_damaged_row(where, what(), e.describe());
-                            }
+                            FLOWRT_RETURN_IF_ERROR(stored_rows::parse_stored_json(cell_view(r, i, 2), where, what(), &record));
                             if (!record.is_object() || record.size() == 0 || !record.members()[0].value.is_string()) {
-                              return pg_damaged_row(where, what());
+                              return stored_rows::damaged_row(where, what());
                             }
                             table->positions.push_back(static_cast<uint64_t>(cell_int(r, i, 3)));
                             table->records.push_back(std::move(record));
@@ -96,7 +93,7 @@ Result<StoredState> PostgresStore::load(bool with_contexts) {
         return Status::ok();
       }));
   if (with_contexts) {
-    FLOWRT_PG_CHECK(query((std::string("SELECT ") + kPgContextColumns + ", checkpoint FROM contexts ORDER BY seq").c_str(),
+    FLOWRT_PG_CHECK(query((std::string("SELECT ") + stored_rows::kContextColumns + ", checkpoint FROM contexts ORDER BY seq").c_str(),
                           [&](const PGresult* r, int i) -> Status {
                             StoredContext c;
                             FLOWRT_RETURN_IF_ERROR(context_of_row(r, i, where, /*with_record=*/true, &c));
@@ -133,7 +130,7 @@ Result<StoredState> PostgresStore::load(bool with_contexts) {
 
 namespace {
 
-// Reads the contexts `sql` selects (kPgContextColumns and a checkpoint) on `conn`.
+// Reads the contexts `sql` selects (stored_rows::kContextColumns and a checkpoint) on `conn`.
 Status pg_read_contexts(PGconn* conn, const std::string& sql, const Params& params, const std::string& where,
                         bool with_record, std::string* server_error, std::vector<StoredContext>* out) {
   return for_each_row(conn, sql, params, server_error, [&](const PGresult* r, int i) -> Status {
@@ -158,8 +155,8 @@ Status PostgresStore::read_on_reader(std::string_view what, const std::function<
 }
 
 Result<std::optional<StoredContext>> PostgresStore::load_context(uint64_t seq) {
-  const std::string sql = std::string("SELECT ") + kPgContextColumns + ", checkpoint FROM contexts WHERE seq = $1 " +
-                          "UNION ALL SELECT " + kPgContextColumns + ", NULL FROM history WHERE seq = $1";
+  const std::string sql = std::string("SELECT ") + stored_rows::kContextColumns + ", checkpoint FROM contexts WHERE seq = $1 " +
+                          "UNION ALL SELECT " + stored_rows::kContextColumns + ", NULL FROM history WHERE seq = $1";
   Params p;
   p.integer(static_cast<int64_t>(std::min<uint64_t>(seq, INT64_MAX)));
   std::vector<StoredContext> rows;
@@ -190,12 +187,12 @@ Result<std::vector<StoredContext>> PostgresStore::list_contexts(const ContextQue
   if (!q.flow.empty()) w += " AND flow = " + param([&](Params& x) { x.text(q.flow); }) + "::text";
   if (!q.status.empty()) w += " AND status = " + param([&](Params& x) { x.text(q.status); }) + "::text";
   const std::string order = q.newest_first ? " ORDER BY seq DESC LIMIT " : " ORDER BY seq LIMIT ";
-  std::string sql = std::string("(SELECT ") + kPgContextColumns + ", checkpoint FROM contexts" + w +
+  std::string sql = std::string("(SELECT ") + stored_rows::kContextColumns + ", checkpoint FROM contexts" + w +
                     (q.ended_only ? " AND status IN ('completed', 'cancelled', 'error')" : "") + order + limit +
                     "::bigint)";
   if (!q.loaded_only) {
     // History holds none of what load() gives.
-    sql = "SELECT * FROM (" + sql + " UNION ALL (SELECT " + kPgContextColumns + ", NULL FROM history" + w + order +
+    sql = "SELECT * FROM (" + sql + " UNION ALL (SELECT " + stored_rows::kContextColumns + ", NULL FROM history" + w + order +
           limit + "::bigint)) AS page" + order + limit + "::bigint";
   }
   std::vector<StoredContext> rows;

@@ -15,6 +15,7 @@
 
 #include "plans/value_json.h"
 #include "store/store.h"
+#include "store/stored_rows.h"
 
 namespace flowrt::postgres_rows {
 
@@ -32,9 +33,6 @@ inline constexpr Oid kInt8Oid = 20;
 inline constexpr Oid kTextOid = 25;
 inline constexpr Oid kBoolOid = 16;
 
-// Stored JSON was written by the engine within its budgets; reading it back allows more than
-// any budget (as the sqlite store does), its objects sharing key lists.
-inline const JsonLimits kPgStoredJson{SIZE_MAX, 100000, SIZE_MAX, /*shared_shapes=*/true};
 
 // libpq's message on one line, without its trailing newline.
 inline std::string one_line(const char* message) {
@@ -145,28 +143,14 @@ inline std::string cell_text(const PGresult* res, int r, int c) { return std::st
 inline int64_t cell_int(const PGresult* res, int r, int c) { return std::strtoll(PQgetvalue(res, r, c), nullptr, 10); }
 inline bool cell_null(const PGresult* res, int r, int c) { return PQgetisnull(res, r, c) != 0; }
 
-// "WHERE: a damaged row (WHAT)", and ": DETAIL" when there is one.
-inline Error pg_damaged_row(const std::string& where, std::string_view what, std::string_view detail = {}) {
-  std::string message = where + ": a damaged row (" + std::string(what) + ")";
-  if (!detail.empty()) message += ": " + std::string(detail);
-  return Error{std::move(message)};
-}
-
 // Column `c` as JSON (SQL NULL: a null value); a row that does not parse is damaged.
 inline Status cell_json(const PGresult* res, int r, int c, const std::string& where, std::string_view what, Value* out) {
   *out = Value();
   if (cell_null(res, r, c)) return Status::ok();
-  JsonParseError e;
-  if (parse_json(cell_view(res, r, c), out, &e, kPgStoredJson)) return Status::ok();
-  return pg_damaged_row(where, what, e.describe());
+  return stored_rows::parse_stored_json(cell_view(res, r, c), where, what, out);
 }
 
-// The columns context_of_row reads, in its order: the same in `contexts` (live) and
-// `history` (ended) rows, but for the checkpoint (NULL in history).
-inline constexpr const char* kPgContextColumns =
-    "seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record";
-
-// The context of row `r` (kPgContextColumns, then the checkpoint). A row whose JSON does not
+// The context of row `r` (stored_rows::kContextColumns, then the checkpoint: NULL in history). A row whose JSON does not
 // parse is damaged, but for its checkpoint: a damaged one costs its context only, which
 // then reads {"unreadable": "why"} (as the sqlite store does). `with_record` false leaves a
 // checkpointed context's record out (ContextQuery::records_of_checkpointed).

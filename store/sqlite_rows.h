@@ -13,21 +13,17 @@
 
 #include "plans/value_json.h"
 #include "store/store.h"
+#include "store/stored_rows.h"
 
 namespace flowrt::sqlite_rows {
 
-// Stored JSON was written by the engine within its budgets; reading it back allows more
-// than any budget so that nothing stored is refused; its objects share key lists, since
-// what a store reads back (records, triggers, waiting contexts) is kept long.
-inline const JsonLimits kStoredJson{SIZE_MAX, 100000, SIZE_MAX, /*shared_shapes=*/true};
+using stored_rows::damaged_row;
+using stored_rows::kContextColumns;
+using stored_rows::kStoredJson;
+using stored_rows::parse_stored_json;
 
 // ended_trigger (store/store.h) in SQL, for a row that moves to history.
 #define FLOWRT_SQL_TRIGGER_SUMMARY "json_remove(trigger, '$.record', '$.previous')"
-
-// The columns context_of_row reads, in its order: the same in `contexts` (live) and
-// `history` (ended) rows.
-inline constexpr const char* kContextColumns =
-    "seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record";
 
 // Column `i`'s text, valid until the statement steps again ("" for SQL NULL).
 inline std::string_view column_view(sqlite3_stmt* s, int i) {
@@ -39,21 +35,6 @@ inline std::string_view column_view(sqlite3_stmt* s, int i) {
 inline std::string column_text(sqlite3_stmt* s, int i) {
   const unsigned char* t = sqlite3_column_text(s, i);
   return t ? std::string(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(s, i))) : std::string();
-}
-
-// "PATH: a damaged row (WHAT)", and ": DETAIL" when there is one.
-inline Error damaged_row(const std::string& path, std::string_view what, std::string_view detail = {}) {
-  std::string message = path + ": a damaged row (" + std::string(what) + ")";
-  if (!detail.empty()) message += ": " + std::string(detail);
-  return Error{std::move(message)};
-}
-
-// Stored JSON `text` parsed into *out; a text that does not parse is a damaged row, the
-// error naming the file and `what` the row is.
-inline Status parse_stored_json(std::string_view text, const std::string& path, std::string_view what, Value* out) {
-  JsonParseError e;
-  if (parse_json(text, out, &e, kStoredJson)) return Status::ok();
-  return damaged_row(path, what, e.describe());
 }
 
 // Column `i` as JSON (SQL NULL: a null value); a row that does not parse is damaged.
