@@ -100,17 +100,23 @@ class StreamTest : public ServerFixture {
   std::string stream_request(const std::string& extra = "") {
     return "GET /api/stream?access_token=" + token("viewer") + " HTTP/1.1\r\nHost: x\r\n" + extra + "\r\n";
   }
+  // A closed gate and a hold_desk context called to wait at it: {gate's sys_id, context id}.
+  std::pair<std::string, std::string> call_hold_desk() {
+    const std::string op = token("operator");
+    std::string gate(
+        client().request(http::verb::post, "/api/tables/gate/records", R"({"open": false})", op).json()["sys_id"].as_string());
+    std::string id(client()
+                       .request(http::verb::post, "/api/flows/hold_desk/call", R"({"gate": ")" + gate + R"("})", op)
+                       .json()["context_id"]
+                       .as_string());
+    return {gate, id};
+  }
 };
 
 TEST_F(StreamTest, ContextsStartWaitAndEnd) {
   StreamReader stream(service_->port(), stream_request());
   const std::string op = token("operator");
-  const std::string gate(
-      client().request(http::verb::post, "/api/tables/gate/records", R"({"open": false})", op).json()["sys_id"].as_string());
-  const std::string id(client()
-                           .request(http::verb::post, "/api/flows/hold_desk/call", R"({"gate": ")" + gate + R"("})", op)
-                           .json()["context_id"]
-                           .as_string());
+  const auto [gate, id] = call_hold_desk();
   auto about = [&](const char* change) {
     return [&, change](const SseEvent& e) {
       return e.type == "context" && e.data["context"]["id"].as_string() == id && e.data["change"].as_string() == change;
@@ -170,26 +176,18 @@ TEST_F(StreamTest, AnIdItNeverGaveOrNoLongerHoldsIsAReset) {
 TEST_F(StreamTest, EveryGapWithNoClientEndsWithAReset) {
   server::EventFeed& feed = service_->feed();
   const std::string op = token("operator");
-  auto status_of = [&](const std::string& id, const char* want) {
-    Value s;
-    for (int i = 0; i < 5000 && s != Value(want); ++i) s = client().get("/api/contexts/" + id, op).json()["status"];
-    return s;
-  };
   feed.subscribe();  // a client watches
-  const std::string gate(
-      client().request(http::verb::post, "/api/tables/gate/records", R"({"open": false})", op).json()["sys_id"].as_string());
-  const std::string id(client()
-                           .request(http::verb::post, "/api/flows/hold_desk/call", R"({"gate": ")" + gate + R"("})", op)
-                           .json()["context_id"]
-                           .as_string());
-  ASSERT_EQ(status_of(id, "waiting"), Value("waiting"));
+  const auto [gate, id] = call_hold_desk();
+  settle();
+  ASSERT_EQ(engine().context(id)->status(), "waiting");
   feed.poll();
   const uint64_t seen = feed.last_id();  // the client saw it waiting, and goes away
   feed.unsubscribe();
 
   // It ends while no one watches, and nothing starts.
   client().request(http::verb::patch, "/api/tables/gate/records/" + gate, R"({"open": true})", op);
-  ASSERT_EQ(status_of(id, "completed"), Value("completed"));
+  settle();
+  ASSERT_EQ(engine().context(id)->status(), "completed");
   feed.poll();
 
   // The client resumes from what it saw: a reset tells it to reload.
