@@ -116,7 +116,9 @@ class StreamTest : public ServerFixture {
 TEST_F(StreamTest, ContextsStartWaitAndEnd) {
   StreamReader stream(service_->port(), stream_request());
   const std::string op = token("operator");
-  const auto [gate, id] = call_hold_desk();
+  const auto held = call_hold_desk();  // not a structured binding: the lambdas capture them
+  const std::string gate = held.first;
+  const std::string id = held.second;
   auto about = [&](const char* change) {
     return [&, change](const SseEvent& e) {
       return e.type == "context" && e.data["context"]["id"].as_string() == id && e.data["change"].as_string() == change;
@@ -177,7 +179,9 @@ TEST_F(StreamTest, EveryGapWithNoClientEndsWithAReset) {
   server::EventFeed& feed = service_->feed();
   const std::string op = token("operator");
   feed.subscribe();  // a client watches
-  const auto [gate, id] = call_hold_desk();
+  const auto held = call_hold_desk();  // not a structured binding: the lambdas capture them
+  const std::string gate = held.first;
+  const std::string id = held.second;
   settle();
   ASSERT_EQ(engine().context(id)->status(), "waiting");
   feed.poll();
