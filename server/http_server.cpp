@@ -26,7 +26,7 @@ class Session;
 // What the sessions share: the I/O context, the acceptor, the open sessions.
 struct HttpServer::State {
   State(HttpServerOptions o, const Router& r, const Authenticator& a)
-      : options(std::move(o)), router(r), auth(a), acceptor(io) {}
+      : options(std::move(o)), router(r), auth(a), acceptor(io), accept_strand(asio::make_strand(io)) {}
 
   HttpServerOptions options;
   const Router& router;
@@ -43,6 +43,8 @@ struct HttpServer::State {
   // of it last.
   asio::executor_work_guard<asio::io_context::executor_type> io_work{io.get_executor()};
   tcp::acceptor acceptor;
+  // The acceptor is not thread-safe: its completions run here, and stop() closes it here.
+  asio::strand<asio::io_context::executor_type> accept_strand;
   std::unique_ptr<asio::thread_pool> handlers;  // null: handlers run on the I/O threads
   std::atomic<bool> stopping{false};
 
@@ -329,7 +331,7 @@ class Session : public std::enable_shared_from_this<Session> {
 }  // namespace
 
 void HttpServer::State::accept() {
-  acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec, tcp::socket socket) {
+  acceptor.async_accept(asio::make_strand(io), asio::bind_executor(accept_strand, [this](beast::error_code ec, tcp::socket socket) {
     if (ec) {
       if (ec == asio::error::operation_aborted || stopping.load()) return;
       engine_log().warn("serve: accept: {}", ec.message());
@@ -351,7 +353,7 @@ void HttpServer::State::accept() {
       session->start();
     }
     accept();
-  });
+  }));
 }
 
 HttpServer::HttpServer(HttpServerOptions options, const Router& router, const Authenticator& auth)
@@ -391,7 +393,7 @@ size_t HttpServer::connections() const {
 void HttpServer::stop(int64_t grace_ms) {
   if (threads_.empty()) return;
   state_->stopping.store(true);
-  asio::post(state_->io, [s = state_] {
+  asio::post(state_->accept_strand, [s = state_] {
     beast::error_code ec;
     s->acceptor.close(ec);
   });
