@@ -25,6 +25,7 @@ constexpr const char* kUsage = R"(usage:
   flowrt run --flows DIR --events FILE [--config|-c FILE] [--format|-f table|json] [--out|-o FILE] [--data FILE]
   flowrt inspect --data FILE [--flow ID] [--status STATUS] [--format|-f table|json]
   flowrt serve DIR [--listen HOST:PORT] [--data FILE] [--io-threads N] [--log-level LEVEL]
+                   [--node NAME [--lease-ms MS] [--forward-timeout-ms MS]]
   flowrt validate DIR | PATH...
   flowrt plan PATH... --flow ID
   flowrt bench [--workload triage|fanout|events|locks|compile|recovery] [--events N] [--workers K] [--rate R] [--clients N] [--max-queued N]
@@ -34,6 +35,7 @@ constexpr const char* kUsage = R"(usage:
 "--" ends the options: every word after it is a DIR or PATH.
 exit codes: 0 ran, 1 bad definitions, events or config, 2 bad usage,
   130 / 143 run stopped by SIGINT / SIGTERM (contexts not ended are cancelled; what ran is printed)
+  3 serve --node lost the cluster's lead (another node took over; start it again to rejoin)
 )";
 
 const std::vector<std::string> kCommands = {"run", "validate", "plan", "bench", "inspect", "serve", "help"};
@@ -187,6 +189,11 @@ int main(int argc, char** argv) {
             "DIR/flowrt.db)");
   add_value(serve, "--io-threads", "io-threads", "N", "threads that read and answer requests (default 2)");
   add_value(serve, "--log-level", "log-level", "LEVEL", "the engine's log on stderr: off, error, warn, info (the default) or debug");
+  add_value(serve, "--node", "node", "NAME",
+            "run as node NAME of a cluster on the postgresql store --data names (docs/SCALING.md)");
+  add_value(serve, "--lease-ms", "lease-ms", "MS", "with --node: how long a node's lease lasts past each heartbeat (3000)");
+  add_value(serve, "--forward-timeout-ms", "forward-timeout-ms", "MS",
+            "with --node: how long a request forwarded to the leader waits for its answer (30000)");
 
   bool json = false;
   CLI::Option* json_flag = bench.app->add_flag("--json", json, "one JSON document, not a table");

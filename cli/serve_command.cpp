@@ -5,9 +5,25 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "server/cluster_node.h"
 #include "server/serve.h"
 
 namespace flowrt::cli {
+
+namespace {
+
+// A whole number from `min` to `max`, or a usage error naming `flag`.
+int parse_count(const std::string& text, const char* flag, int min, int max) {
+  long long v = 0;
+  const bool digits = !text.empty() && text.size() <= 9 && text.find_first_not_of("0123456789") == std::string::npos;
+  if (digits) v = std::stoll(text);
+  if (!digits || v < min || v > max) {
+    throw UsageError{std::string(flag) + " must be a number from " + std::to_string(min) + " to " + std::to_string(max)};
+  }
+  return static_cast<int>(v);
+}
+
+}  // namespace
 
 int serve_command(const CommandArgs& args) {
   if (args.positional.size() != 1) throw UsageError{"serve needs one DIR (a project: flows/, optionally config.json)"};
@@ -41,13 +57,38 @@ int serve_command(const CommandArgs& args) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const std::string host = options.listen.substr(0, options.listen.rfind(':'));
+  if (args.has("node")) {
+    // One node of a cluster on a postgresql store (docs/SCALING.md).
+    server::ClusterOptions cluster;
+    cluster.node = args.get("node");
+    if (args.has("lease-ms")) cluster.lease_ms = parse_count(args.get("lease-ms"), "--lease-ms", 300, 600000);
+    if (args.has("forward-timeout-ms")) {
+      cluster.forward_timeout =
+          std::chrono::milliseconds(parse_count(args.get("forward-timeout-ms"), "--forward-timeout-ms", 100, 3600000));
+    }
+    auto node = server::ClusterNode::open(options, cluster);
+    if (!node) {
+      for (const Diagnostic& d : node.error().list()) std::cerr << "flowrt serve: " << d.describe() << "\n";
+      return 1;
+    }
+    std::cout << "flowrt serve: listening on " << host << ":" << (*node)->port() << " as node " << cluster.node
+              << " (incarnation " << (*node)->incarnation() << ", " << ((*node)->leads() ? "leader" : "follower")
+              << ")" << std::endl;
+    int signal = 0;
+    sigwait(&signals, &signal);
+    std::cout << "flowrt serve: " << (signal == SIGTERM ? "SIGTERM" : "SIGINT") << ": draining" << std::endl;
+    (*node)->stop();
+    std::cout << "flowrt serve: stopped" << std::endl;
+    return 0;
+  }
+  if (args.has("lease-ms") || args.has("forward-timeout-ms")) throw UsageError{"--lease-ms and --forward-timeout-ms need --node"};
   auto service = server::Service::open(options);
   if (!service) {
     for (const Diagnostic& d : service.error().list()) std::cerr << "flowrt serve: " << d.describe() << "\n";
     return 1;
   }
-  std::cout << "flowrt serve: listening on " << options.listen.substr(0, options.listen.rfind(':')) << ":"
-            << (*service)->port() << std::endl;
+  std::cout << "flowrt serve: listening on " << host << ":" << (*service)->port() << std::endl;
   int signal = 0;
   sigwait(&signals, &signal);
   std::cout << "flowrt serve: " << (signal == SIGTERM ? "SIGTERM" : "SIGINT") << ": draining" << std::endl;

@@ -35,4 +35,22 @@ struct CommitEntry {
 // It must be quick and must not call back into the engine.
 using CommitObserver = std::function<void(const CommitEntry&)>;
 
+// OperationTag: while one lives on a thread, the commits that thread makes carry its
+// operation number (JournalEntry::operation), and the store batch that holds them says so
+// (StoreBatch::applied_op). A cluster leader applies a forwarded operation under its inbox
+// number this way, so that the number is durable exactly when the operation's effects are.
+// Scoped to the thread that made it; tags do not nest (the inner one wins until it ends).
+class OperationTag {
+ public:
+  explicit OperationTag(uint64_t operation);
+  ~OperationTag();
+  OperationTag(const OperationTag&) = delete;
+  OperationTag& operator=(const OperationTag&) = delete;
+  // The operation of the calling thread's live tag, 0 when none.
+  static uint64_t current();
+
+ private:
+  uint64_t previous_;
+};
+
 }  // namespace flowrt

@@ -158,6 +158,14 @@ CommitEntry Dispatcher::begin_commit(CommitEntry::Kind kind, Origin origin) {
   return entry;
 }
 
+namespace {
+thread_local uint64_t t_operation = 0;  // the calling thread's OperationTag
+}  // namespace
+
+OperationTag::OperationTag(uint64_t operation) : previous_(t_operation) { t_operation = operation; }
+OperationTag::~OperationTag() { t_operation = previous_; }
+uint64_t OperationTag::current() { return t_operation; }
+
 void Dispatcher::end_commit(const CommitEntry& entry, Origin origin) {
   commits_.store(entry.seq, std::memory_order_release);
   if (core_.options.on_commit) core_.options.on_commit(entry);
@@ -195,6 +203,7 @@ void Dispatcher::journal_locked(Context* committer) {
   // this thread's to write.
   const bool hold = committer && committer->checkpoint_step;
   building_.held = hold;
+  building_.operation = OperationTag::current();
   const uint64_t position = journal_->append(std::move(building_));
   if (hold) committer->held_commits.push_back(position);
   building_ = JournalEntry{};

@@ -41,6 +41,9 @@ struct EngineOptions {
   std::string store = "memory";
   std::string data_file;
   std::string store_url;
+  // postgresql: the lead epoch of the cluster node this engine runs for (StoreOptions::
+  // lead_epoch); 0 outside a cluster.
+  int64_t store_lead_epoch = 0;
   // Milliseconds of a monotonic clock that measures running time (runtime_ms and the
   // max_run_time quota). Default: std::chrono::steady_clock. Tests inject a fake one that a
   // "slow" action moves on, so a quota can be tested without burning real time.

@@ -16,6 +16,7 @@ Status EngineCore::open_store() {
   so.kind = options.store.empty() ? "memory" : options.store;
   so.path = options.data_file;
   so.url = options.store_url;
+  so.lead_epoch = options.store_lead_epoch;
   so.sync = sync_mode_of(props().durability);
   Result<std::unique_ptr<Store>> opened = ::flowrt::open_store(so);
   if (!opened) {

@@ -183,6 +183,7 @@ void Journal::run() {
 StoreBatch Journal::batch_of(std::vector<JournalEntry>& entries, const StoreCounters& counters) {
   StoreBatch batch;
   for (JournalEntry& e : entries) {
+    batch.applied_op = std::max(batch.applied_op, e.operation);
     for (StoreChange& c : e.changes) batch.changes.push_back(std::move(c));
     e.changes.clear();
     for (const std::shared_ptr<Context>& ctx : e.queued) batch.changes.push_back(ContextPut{stored_row(*ctx)});

@@ -88,6 +88,9 @@ struct JournalEntry {
   // Released with later entries of the same step: a batch never ends after it, so that the
   // step's commits and its checkpoint are written in one transaction.
   bool continues = false;
+  // The operation whose commit this is (OperationTag::current() on the committing thread),
+  // 0: none; the batch holding it carries the highest (StoreBatch::applied_op).
+  uint64_t operation = 0;
 
   bool empty() const {
     return changes.empty() && queued.empty() && started.empty() && ended.empty() && archived.empty() && pushes.empty() &&

@@ -38,6 +38,9 @@ struct TokenEntry {
 struct Caller {
   std::string name;
   Role role = Role::kViewer;
+  // False for the anonymous caller of a public route (no valid token): a cluster node that
+  // forwards such a request says so, and the leader lets it reach public routes only.
+  bool authenticated = true;
 };
 
 // The SHA-256 of `text`, 32 raw bytes (OpenSSL's libcrypto).

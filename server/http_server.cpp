@@ -185,7 +185,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void handle() {
     const bool keep = request_.keep_alive() && !state_->stopping.load();
     std::optional<Caller> who = caller();
-    if (!who && state_->router.is_public(request_)) who = Caller{"anonymous", Role::kViewer};
+    if (!who && state_->router.is_public(request_)) who = Caller{"anonymous", Role::kViewer, false};
     if (!who) {
       Response res = error_response(http::status::unauthorized,
                                     state_->auth.has_tokens()

@@ -113,13 +113,14 @@ bool Router::is_public(const Request& req) const {
   std::vector<std::string> segments;
   std::map<std::string, std::string, std::less<>> query, params;
   if (!split_target(req.target(), &segments, &query)) return false;
+  bool matched = false;
   for (const Route& r : routes_) {
-    if (r.permission == Permission::kPublic && (r.method == req.method() || req.method() == http::verb::head) &&
-        match(r, segments, &params)) {
-      return true;
-    }
+    if (!match(r, segments, &params)) continue;
+    const bool same = r.method == req.method() || (r.method == http::verb::get && req.method() == http::verb::head);
+    if (same) matched = true;
+    if (r.permission == Permission::kPublic && same) return true;
   }
-  return false;
+  return !matched && fallback_ != nullptr;
 }
 
 Reply Router::dispatch(const Request& req, const Caller& caller) const {
@@ -143,6 +144,7 @@ Reply Router::dispatch(const Request& req, const Caller& caller) const {
     }
     return r.handler(api);
   }
+  if (fallback_) return fallback_(req, caller);
   if (allowed.empty()) {
     // The target as sent (UTF-8: split_target checked it).
     return error_response(http::status::not_found, "no such route: " + utf8_prefix(req.target(), 200));

@@ -66,6 +66,12 @@ class Router {
  public:
   void add(http::verb method, std::string_view pattern, Permission permission, Handler handler);
 
+  // What answers a request no route matches (by path or method) instead of a 404 or 405:
+  // a cluster node that does not lead forwards it (server/cluster_node.h). Such requests
+  // count as public: the handler gets the caller as authenticated, or the anonymous one.
+  using Fallback = std::function<Reply(const Request&, const Caller&)>;
+  void otherwise(Fallback fallback) { fallback_ = std::move(fallback); }
+
   // The response to `req` from `caller` (already authenticated).
   Reply dispatch(const Request& req, const Caller& caller) const;
   // Whether `req` is for a kPublic route (answered without a token).
@@ -81,6 +87,7 @@ class Router {
   static bool match(const Route& r, const std::vector<std::string>& segments,
                     std::map<std::string, std::string, std::less<>>* params);
   std::vector<Route> routes_;
+  Fallback fallback_;
 };
 
 }  // namespace flowrt::server

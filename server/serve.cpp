@@ -46,39 +46,51 @@ Result<Value> read_config_doc(const std::string& path) {
 
 }  // namespace
 
-Result<std::unique_ptr<Service>, Diagnostics> Service::open(const ServeOptions& options) {
+Result<ServeSetup, Diagnostics> read_serve_setup(const ServeOptions& options) {
   Diagnostics diags;
-  std::string host;
-  uint16_t port = 0;
-  if (!parse_listen(options.listen, &host, &port)) {
+  ServeSetup setup;
+  if (!parse_listen(options.listen, &setup.host, &setup.port)) {
     diags.add("--listen", "", "'" + options.listen + "' is not HOST:PORT with HOST an IP address (127.0.0.1:8480)");
     return diags;
   }
   Result<Project, Diagnostics> project = read_project(options.dir);
   if (!project) return project.error();
   Result<Value> doc = read_config_doc(project->files.config);
-  ServerConfig config;
   if (doc) {
     const Value* section = doc->is_object() ? doc->find("server") : nullptr;
-    if (!read_server_config(section, project->files.config, &config, &diags)) return diags;
+    if (!read_server_config(section, project->files.config, &setup.config, &diags)) return diags;
   }
-  const bool loopback = boost::asio::ip::make_address(host).is_loopback();
-  if (!loopback && config.tokens.empty()) {
+  const bool loopback = boost::asio::ip::make_address(setup.host).is_loopback();
+  if (!loopback && setup.config.tokens.empty()) {
     diags.add(project->files.config.empty() ? "config.json" : project->files.config, "/server/tokens",
-              "listening on " + host + ", which is not loopback, needs tokens: without them anyone who can reach the "
-              "port would be admin");
+              "listening on " + setup.host + ", which is not loopback, needs tokens: without them anyone who can reach "
+              "the port would be admin");
     return diags;
   }
+  setup.config_chose_store = doc && doc->is_object() && doc->find("store");
+  setup.project = std::move(project).value();
+  return setup;
+}
+
+Result<std::unique_ptr<Service>, Diagnostics> Service::open(const ServeOptions& options) {
+  Diagnostics diags;
+  Result<ServeSetup, Diagnostics> setup = read_serve_setup(options);
+  if (!setup) return setup.error();
+  const std::string host = setup->host;
+  const uint16_t port = setup->port;
+  ServerConfig& config = setup->config;
+  std::optional<Project> project(std::move(setup->project));
   // A real clock; the state in SQLite unless the config chose a store or --data names one.
   project->options.virtual_clock = false;
   if (!options.log_level.empty()) project->options.log_level = options.log_level;
-  const bool config_chose_store = doc && doc->is_object() && doc->find("store");
+  const bool config_chose_store = setup->config_chose_store;
   if (!options.data.empty()) {
     use_data_store(options.data, &project->options);  // a file, or a postgresql:// URL
   } else if (!config_chose_store) {
     project->options.store = "sqlite";
     project->options.data_file = (std::filesystem::path(options.dir) / "flowrt.db").string();
   }
+  project->options.store_lead_epoch = options.lead_epoch;
   Result<std::unique_ptr<Engine>, Diagnostics> engine = open_project(*project);
   if (!engine) return engine.error();
 
@@ -88,6 +100,7 @@ Result<std::unique_ptr<Service>, Diagnostics> Service::open(const ServeOptions& 
   s->api_ = std::make_unique<ApiContext>(*s->engine_, s->feed_);
   s->auth_ = std::make_unique<Authenticator>(config.tokens);
   add_api_routes(s->router_, *s->api_);
+  if (options.more_routes) options.more_routes(s->router_);
   HttpServerOptions http;
   http.host = host;
   http.port = port;

@@ -5,6 +5,7 @@
 // Thread-safety: open and stop from one thread; the service runs on its own threads.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "server/event_feed.h"
 #include "server/http_server.h"
 #include "server/router.h"
+#include "runtime/project.h"
 #include "server/server_config.h"
 
 namespace flowrt::server {
@@ -28,7 +30,24 @@ struct ServeOptions {
   // Threads for writes' handlers with a durable store (HttpServerOptions::handler_threads).
   int handler_threads = 64;
   int64_t feed_period_ms = 100;
+  // A cluster node that leads (server/cluster_node.h): its lead epoch, which fences the
+  // store's writes (StoreOptions::lead_epoch); 0 outside a cluster.
+  int64_t lead_epoch = 0;
+  // Routes added next to the API's (the cluster's), before the server starts.
+  std::function<void(Router&)> more_routes;
 };
+
+// What `flowrt serve` reads before it opens anything: the listen address, the project, and
+// its config's "server" section (and whether the config chose a store).
+struct ServeSetup {
+  std::string host;
+  uint16_t port = 0;
+  Project project;
+  ServerConfig config;
+  bool config_chose_store = false;
+};
+// Every problem at once, each as file: /pointer: message.
+Result<ServeSetup, Diagnostics> read_serve_setup(const ServeOptions& options);
 
 class Service {
  public:
@@ -40,6 +59,8 @@ class Service {
   uint16_t port() const { return server_->port(); }
   Engine& engine() { return *engine_; }
   EventFeed& feed() { return *feed_; }
+  const Router& router() const { return router_; }
+  const Authenticator& auth() const { return *auth_; }
   // Drains: stops accepting, lets requests in flight finish, then stops the engine, which
   // checkpoints every context that has not ended (they resume at the next start).
   void stop();

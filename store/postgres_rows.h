@@ -90,6 +90,17 @@ class Params {
   std::vector<bool> null_;
 };
 
+// A new connection to `url` (what the URL says wins): at most 10 s to connect, TCP
+// keepalives and a user timeout so that a server that went away ends the session rather
+// than hanging it, UTF-8. Null only when out of memory; check PQstatus.
+inline PGconn* connect_to(const std::string& url) {
+  const char* const keys[] = {"connect_timeout", "application_name", "keepalives", "keepalives_idle",
+                              "keepalives_interval", "keepalives_count", "tcp_user_timeout", "client_encoding",
+                              "dbname", nullptr};
+  const char* const values[] = {"10", "flowrt", "1", "30", "10", "3", "60000", "UTF8", url.c_str(), nullptr};
+  return PQconnectdbParams(keys, values, /*expand_dbname=*/1);
+}
+
 inline bool result_ok(const PGresult* r) {
   const ExecStatusType s = PQresultStatus(r);
   return s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;

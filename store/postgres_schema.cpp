@@ -191,6 +191,16 @@ Status PostgresStore::prepare_statements() {
       return error_of("cannot prepare its statements", std::string(s.name) + ": " + one_line(PQresultErrorMessage(r.get())));
     }
   }
+  if (lead_epoch_ > 0) {
+    // A cluster leader's check, first in every write (the cluster's tables: postgres_cluster.h).
+    const Oid types[] = {kInt8Oid, kInt8Oid};
+    ResultPtr r(PQprepare(conn_, "fence",
+                          "UPDATE cluster_lead SET applied_op = GREATEST(applied_op, $2) WHERE id = 1 AND epoch = $1", 2,
+                          types));
+    if (!result_ok(r.get())) {
+      return error_of("cannot prepare its statements", "fence: " + one_line(PQresultErrorMessage(r.get())));
+    }
+  }
   return Status::ok();
 }
 

@@ -23,14 +23,6 @@ namespace {
 
 // What every connection gets unless the URL says otherwise (the URL's values win: it is
 // expanded after these).
-PGconn* connect_to(const std::string& url) {
-  const char* const keys[] = {"connect_timeout", "application_name", "keepalives", "keepalives_idle",
-                              "keepalives_interval", "keepalives_count", "tcp_user_timeout", "client_encoding",
-                              "dbname", nullptr};
-  const char* const values[] = {"10", "flowrt", "1", "30", "10", "3", "60000", "UTF8", url.c_str(), nullptr};
-  return PQconnectdbParams(keys, values, /*expand_dbname=*/1);
-}
-
 std::string pg_now_text() {
   const auto now = std::chrono::system_clock::now();
   return format_time(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
@@ -52,6 +44,7 @@ struct PostgresStore::Op {
   const char* statement;
   Params params;
   const RecordPut* put = nullptr;
+  bool fence = false;  // the lead check: must touch its one row, else this node no longer leads
 };
 
 Result<std::string> PostgresStore::where_of(const std::string& url) {
@@ -79,7 +72,8 @@ Result<std::string> PostgresStore::where_of(const std::string& url) {
   return host + ":" + port + "/" + dbname;
 }
 
-Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const std::string& url, SyncMode sync, bool read_only) {
+Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const std::string& url, SyncMode sync, bool read_only,
+                                                          int64_t lead_epoch) {
   if (url.empty()) return Error{"the postgresql store needs a connection URL (postgresql://USER@HOST:PORT/DBNAME)"};
   Result<std::string> where = where_of(url);
   if (!where) return where.error();
@@ -99,16 +93,17 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const std::string& ur
     }
     store->schema_ = cell_text(r.get(), 0, 0);
   }
+  store->lead_epoch_ = read_only ? 0 : lead_epoch;
   if (read_only) {
     ResultPtr r(PQexec(store->conn_, "SET default_transaction_read_only = on"));
     if (!result_ok(r.get())) return store->error("cannot start a read-only session");
-  } else {
+  } else if (store->lead_epoch_ == 0) {
     FLOWRT_RETURN_IF_ERROR(store->take_lock());
   }
   FLOWRT_RETURN_IF_ERROR(store->prepare_schema());
   if (!read_only) {
     FLOWRT_RETURN_IF_ERROR(store->prepare_statements());
-    FLOWRT_RETURN_IF_ERROR(store->note_holder());
+    if (store->lead_epoch_ == 0) FLOWRT_RETURN_IF_ERROR(store->note_holder());
     FLOWRT_RETURN_IF_ERROR(store->set_sync_mode(sync));
   }
   {
@@ -122,7 +117,7 @@ PostgresStore::PostgresStore(std::string url, std::string where, pg_conn* conn, 
     : url_(std::move(url)), where_(std::move(where)), conn_(conn), read_only_(read_only) {}
 
 PostgresStore::~PostgresStore() {
-  if (!read_only_ && !lost_ && PQstatus(conn_) == CONNECTION_OK) {
+  if (!read_only_ && lead_epoch_ == 0 && !lost_ && PQstatus(conn_) == CONNECTION_OK) {
     ResultPtr r(PQexec(conn_, "DELETE FROM holder"));  // no one holds it now
     // Let go of the lock now, not when the server's backend has finished exiting after the
     // session ends (a moment later): an engine opened right after this one must find it free.
@@ -226,6 +221,14 @@ Status PostgresStore::write(const StoreBatch& batch) {
     ops.push_back(Op{statement, {}, nullptr});
     return ops.back().params;
   };
+  if (lead_epoch_ > 0) {
+    // First, so that the lead row is locked for the whole transaction: a takeover (which
+    // updates that row) waits for this batch, or this batch finds the new epoch and fails.
+    Params& f = op("fence");
+    ops.back().fence = true;
+    f.integer(lead_epoch_);
+    f.integer(pg_clamp64(batch.applied_op));
+  }
   for (const StoreChange& change : batch.changes) {
     std::visit(
         [&](const auto& c) {
@@ -345,6 +348,7 @@ Status PostgresStore::write(const StoreBatch& batch) {
 
 Status PostgresStore::run_ops(const std::vector<Op>& ops, size_t changes) {
   const std::string what = "cannot write a batch of " + std::to_string(changes) + " changes";
+  if (fenced_) return error_of(what, "fenced: this node no longer leads the cluster");
   if (lost_) return error_of(what, "the connection was lost: open the store again");
   PGconn* const c = conn_;
   if (PQenterPipelineMode(c) != 1) return error(what);
@@ -385,6 +389,11 @@ Status PostgresStore::run_ops(const std::vector<Op>& ops, size_t changes) {
       }
       const ExecStatusType s = PQresultStatus(r.get());
       if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) {
+        if (x.op && x.op->fence && std::string_view(PQcmdTuples(r.get())) != "1") {
+          fenced_ = true;
+          fail(error_of(what, "fenced: this node no longer leads the cluster (its lead epoch " +
+                                  std::to_string(lead_epoch_) + " was taken over by another node)"));
+        }
         if (x.op && x.op->put && std::string_view(PQcmdTuples(r.get())) != "1") {
           const RecordPut& put = *x.op->put;
           fail(error_of(what, "record " + std::string(put.record.members()[0].value.as_string()) + " of table " +
@@ -419,7 +428,8 @@ Status PostgresStore::run_ops(const std::vector<Op>& ops, size_t changes) {
   // A record put is checked by its row count, which only its result tells: such a chunk
   // is read before COMMIT is sent. Any other failure aborts the transaction on the server,
   // and a COMMIT sent with it answers ROLLBACK (a failure too).
-  if (!lost && !failure && std::any_of(sent.begin(), sent.end(), [](const Sent& x) { return x.op && x.op->put; })) {
+  if (!lost && !failure &&
+      std::any_of(sent.begin(), sent.end(), [](const Sent& x) { return x.op && (x.op->put || x.op->fence); })) {
     sync_and_read();
   }
   if (!lost && !failure) {
@@ -431,6 +441,7 @@ Status PostgresStore::run_ops(const std::vector<Op>& ops, size_t changes) {
     send_plain("ROLLBACK", nullptr);
     sync_and_read();
   }
+  if (fenced_) lost_ = true;  // a fenced store writes nothing more
   if (!lost) PQexitPipelineMode(c);
   if (lost || PQstatus(c) == CONNECTION_BAD) {
     // The server rolls back a transaction whose session ends; the store stops here.

@@ -41,6 +41,7 @@
 // writer tries for kLockRetryMs before it refuses. This is
 // for now: coordinating several engines over one database comes later and will replace
 // it. A read-only store (flowrt inspect) takes no lock and reads while an engine writes.
+// A cluster's leader takes no lock either: its lead epoch fences its writes (open()).
 //
 // Connections: `conn_` (the writer's, also used by load()) and `reader_`, through which
 // load_context, list_contexts and load_definition_version read, one at a time under
@@ -81,7 +82,12 @@ class PostgresStore final : public Store {
 
   // Connects to `url` (a libpq connection URI or key=value string) and opens the store in
   // its current schema, creating the tables when there are none (unless read only).
-  static Result<std::unique_ptr<PostgresStore>> open(const std::string& url, SyncMode sync, bool read_only = false);
+  // With lead_epoch > 0 the store writes for a cluster node that leads with that epoch
+  // (store/postgres_cluster.h): no writer's lock; every write() first checks, in its own
+  // transaction, that the epoch still leads, and records the batch's applied_op; a write
+  // that finds another epoch is refused ("fenced"), and so is every later one.
+  static Result<std::unique_ptr<PostgresStore>> open(const std::string& url, SyncMode sync, bool read_only = false,
+                                                     int64_t lead_epoch = 0);
   ~PostgresStore() override;
   PostgresStore(const PostgresStore&) = delete;
   PostgresStore& operator=(const PostgresStore&) = delete;
@@ -139,6 +145,8 @@ class PostgresStore final : public Store {
   const bool read_only_;
   std::string schema_;
   bool lost_ = false;  // the writer's connection failed: every later write() fails
+  bool fenced_ = false;  // a write found that lead_epoch_ no longer leads: every later write() fails
+  int64_t lead_epoch_ = 0;  // set by open()
   std::set<std::string, std::less<>> tables_;  // the record tables the schema has (the writer's)
   Mutex read_mu_;
   pg_conn* reader_ = nullptr;  // REQUIRES read_mu_ after open

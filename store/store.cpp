@@ -45,7 +45,7 @@ Result<std::unique_ptr<Store>> open_store(const StoreOptions& options) {
     return std::unique_ptr<Store>(std::move(s).value());
   }
   if (options.kind == "postgresql") {
-    Result<std::unique_ptr<PostgresStore>> s = PostgresStore::open(options.url, options.sync, options.read_only);
+    Result<std::unique_ptr<PostgresStore>> s = PostgresStore::open(options.url, options.sync, options.read_only, options.lead_epoch);
     if (!s) return s.error();
     return std::unique_ptr<Store>(std::move(s).value());
   }

@@ -175,6 +175,12 @@ using StoreChange = std::variant<RecordPut, RecordRemove, DefinitionPut, Schedul
 struct StoreBatch {
   std::vector<StoreChange> changes;  // in commit order
   StoreCounters counters;            // as of the last change
+  // The highest operation number (OperationTag, runtime/commit.h) among the batch's
+  // commits, 0 when none has one: a cluster's leader applies the operations other nodes
+  // forwarded under their inbox number, and the postgresql store records it in the same
+  // transaction as their effects (store/postgres_cluster.h), so that a new leader applies
+  // each exactly once. The other stores ignore it.
+  uint64_t applied_op = 0;
 };
 
 // Everything a store holds, as load() returns it.
@@ -258,6 +264,10 @@ struct StoreOptions {
   bool read_only = false;            // sqlite, postgresql: read only (flowrt inspect); no lock is taken
   std::string vfs;                   // sqlite: the name of a registered SQLite VFS to open the file
                                      // with ("": SQLite's default); tests use a fault-injecting one
+  // postgresql: the lead epoch of a cluster node that leads (store/postgres_cluster.h):
+  // every write checks it in its own transaction instead of the single writer's lock;
+  // 0: not in a cluster.
+  int64_t lead_epoch = 0;
 };
 
 // Opens the store `options` names. Errors name the file (or database) and say what is wrong.

@@ -1,0 +1,206 @@
+#include "server/cluster_forwarder.h"
+
+#include <utility>
+
+#include "runtime/engine_log.h"
+#include "server/auth.h"
+#include "server/http_message.h"
+
+namespace flowrt::server {
+
+namespace {
+
+// The response the leader gave, as a client of this node gets it.
+Response response_of(uint64_t seq, const InboxReply& a) {
+  Response res{static_cast<http::status>(a.status), 11};
+  if (!a.content_type.empty()) res.set(http::field::content_type, a.content_type);
+  res.set(http::field::cache_control, "no-store");
+  res.set("X-Flowrt-Operation", std::to_string(seq));
+  res.body() = a.body;
+  res.prepare_payload();
+  return res;
+}
+
+Response accepted_but_unanswered(http::status status, uint64_t seq, const std::string& why) {
+  Response res = json_response(
+      status, Value::object({{"error", Value(why + ": operation " + std::to_string(seq) +
+                                             " is accepted and will be applied; GET /api/cluster/operations/" +
+                                             std::to_string(seq) + " says how it went")},
+                             {"operation", Value(static_cast<int64_t>(seq))}}));
+  res.set("X-Flowrt-Operation", std::to_string(seq));
+  return res;
+}
+
+}  // namespace
+
+ClusterForwarder::ClusterForwarder(std::string url, int64_t incarnation, std::chrono::milliseconds timeout)
+    : url_(std::move(url)), incarnation_(incarnation), timeout_(timeout) {}
+
+ClusterForwarder::~ClusterForwarder() { stop(); }
+
+void ClusterForwarder::start() {
+  appender_ = std::thread([this] { append_loop(); });
+  answerer_ = std::thread([this] { answer_loop(); });
+}
+
+void ClusterForwarder::stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ && !appender_.joinable()) return;
+    stopping_ = true;
+    for (const auto& p : queued_) {
+      settle(*p, error_response(http::status::service_unavailable,
+                                "this node stopped following (it left, or took the lead): the request was not "
+                                "accepted; send it again"));
+    }
+    queued_.clear();
+    for (const auto& p : appended_) {
+      settle(*p, accepted_but_unanswered(http::status::service_unavailable, p->seq, "this node stopped following"));
+    }
+    appended_.clear();
+  }
+  cv_.notify_all();
+  if (appender_.joinable()) appender_.join();
+  if (answerer_.joinable()) answerer_.join();
+}
+
+void ClusterForwarder::settle(Pending& p, Response res) {
+  if (!p.answer) p.answer = std::move(res);
+}
+
+Reply ClusterForwarder::forward(const Request& req, const Caller& caller) {
+  auto p = std::make_shared<Pending>();
+  InboxRequest& q = p->request;
+  q.method = std::string(req.method_string());
+  q.target = std::string(req.target());
+  q.caller = caller.name;
+  q.role = std::string(role_name(caller.role));
+  q.authenticated = caller.authenticated;
+  if (auto ct = req.find(http::field::content_type); ct != req.end()) q.content_type = std::string(ct->value());
+  q.body = req.body();
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) {
+      return error_response(http::status::service_unavailable,
+                            "this node stopped following (it left, or took the lead): the request was not accepted; "
+                            "send it again");
+    }
+    queued_.push_back(p);
+  }
+  cv_.notify_all();
+  Reply reply;
+  reply.deadline = std::chrono::steady_clock::now() + timeout_;
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout_).count();
+  reply.poll = [this, p, seconds](bool last) -> std::optional<Response> {
+    std::lock_guard lock(mu_);
+    if (p->answer) return std::move(*p->answer);
+    if (!last) return std::nullopt;
+    if (stopping_ && p->seq != 0) {
+      return accepted_but_unanswered(http::status::service_unavailable, p->seq, "this node stopped following");
+    }
+    if (p->seq == 0) {
+      return error_response(http::status::service_unavailable,
+                            "the cluster's database did not take the request in time: it was not accepted; send it "
+                            "again");
+    }
+    return accepted_but_unanswered(http::status::gateway_timeout, p->seq,
+                                   "the leader has not answered within " + std::to_string(seconds) + " s");
+  };
+  return reply;
+}
+
+void ClusterForwarder::append_loop() {
+  std::unique_ptr<PostgresCluster> link;
+  while (true) {
+    std::vector<std::shared_ptr<Pending>> batch;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queued_.empty(); });
+      if (stopping_) return;
+      batch.assign(queued_.begin(), queued_.end());
+      queued_.clear();
+    }
+    std::vector<InboxRequest> requests;
+    requests.reserve(batch.size());
+    for (const auto& p : batch) requests.push_back(p->request);
+    Result<std::vector<uint64_t>> seqs = Error{""};
+    if (!link) {
+      Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);
+      if (c) link = std::move(c).value();
+      else seqs = c.error();
+    }
+    if (link) seqs = link->append(incarnation_, requests);
+    std::lock_guard lock(mu_);
+    if (!seqs) {
+      engine_log().warn("cluster: {} requests not forwarded: {}", batch.size(), seqs.error().message);
+      link.reset();  // connected again for the next ones
+      for (const auto& p : batch) {
+        settle(*p, error_response(http::status::service_unavailable,
+                                  "the cluster's database cannot be reached: the request was not accepted; send it "
+                                  "again (" + seqs.error().message + ")"));
+      }
+      continue;
+    }
+    for (size_t i = 0; i < batch.size(); ++i) {
+      batch[i]->seq = (*seqs)[i];
+      if (stopping_) {
+        settle(*batch[i], accepted_but_unanswered(http::status::service_unavailable, batch[i]->seq,
+                                                  "this node stopped following"));
+      } else {
+        appended_.push_back(batch[i]);
+      }
+    }
+    cv_.notify_all();
+  }
+}
+
+void ClusterForwarder::answer_loop() {
+  std::unique_ptr<PostgresCluster> link;
+  while (true) {
+    std::vector<uint64_t> seqs;
+    {
+      std::unique_lock lock(mu_);
+      // Forget what a client no longer waits for (answered at its deadline).
+      std::erase_if(appended_, [](const std::shared_ptr<Pending>& p) { return p->answer.has_value() || p.use_count() == 1; });
+      if (stopping_) return;
+      for (const auto& p : appended_) seqs.push_back(p->seq);
+    }
+    if (!link) {
+      Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);
+      if (c && (*c)->listen("flowrt_answers")) {
+        link = std::move(c).value();
+      } else {
+        std::unique_lock lock(mu_);
+        cv_.wait_for(lock, std::chrono::milliseconds(kPollMs), [&] { return stopping_; });
+        continue;
+      }
+    }
+    if (!seqs.empty()) {
+      Result<std::vector<std::pair<uint64_t, InboxReply>>> answers = link->answers(seqs);
+      if (!answers) {
+        link.reset();
+        continue;
+      }
+      std::lock_guard lock(mu_);
+      for (const auto& [seq, a] : *answers) {
+        for (const auto& p : appended_) {
+          if (p->seq == seq) settle(*p, response_of(seq, a));
+        }
+      }
+    }
+    // Until a notification, or the bounded poll; sooner when new requests were appended.
+    {
+      std::unique_lock lock(mu_);
+      if (stopping_) return;
+      bool news = false;
+      for (const auto& p : appended_) {
+        if (std::find(seqs.begin(), seqs.end(), p->seq) == seqs.end()) news = true;
+      }
+      if (news) continue;
+    }
+    Result<bool> woke = link->wait(kPollMs / 4);
+    if (!woke) link.reset();
+  }
+}
+
+}  // namespace flowrt::server

@@ -1,0 +1,76 @@
+// ClusterForwarder: how a cluster node that does not lead answers the API. Every request
+// no local route takes (all but /api/cluster, /healthz, /readyz) goes into the cluster's
+// inbox (store/postgres_cluster.h) for the leader to apply in inbox order; the client gets
+// the leader's answer, with an X-Flowrt-Operation header naming the inbox entry.
+//
+// No thread waits for an answer: forward() queues the request and returns a deferred Reply
+// (Reply::poll) that the HTTP server polls. One thread appends what is queued, many
+// requests per transaction; another LISTENs for answers (a bounded poll of the database
+// every kPollMs as the fallback) and reads them.
+//
+// What a client gets when there is no answer: 503 when the request could not be appended
+// (the database could not be reached: it was not accepted, so it may be sent again); 504
+// at the deadline, and 503 when the node stops, once it was appended: it is accepted and
+// will be applied, and GET /api/cluster/operations/N says how it went.
+//
+// Thread-safety: forward() from any thread; start and stop from the node's. Owns its two
+// threads and their connections.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/router.h"
+#include "store/postgres_cluster.h"
+
+namespace flowrt::server {
+
+class ClusterForwarder {
+ public:
+  // The bounded poll of answers when no notification comes, ms.
+  static constexpr int kPollMs = 200;
+
+  ClusterForwarder(std::string url, int64_t incarnation, std::chrono::milliseconds timeout);
+  ~ClusterForwarder();
+  ClusterForwarder(const ClusterForwarder&) = delete;
+  ClusterForwarder& operator=(const ClusterForwarder&) = delete;
+
+  void start();
+  // Answers every request still waiting (503, naming its entry) and ends the threads.
+  void stop();
+  // The deferred reply to `req` from `caller`.
+  Reply forward(const Request& req, const Caller& caller);
+
+ private:
+  // One forwarded request; shared by its Reply's poll and the threads. Guarded by mu_.
+  struct Pending {
+    InboxRequest request;
+    uint64_t seq = 0;                 // 0 until appended
+    std::optional<Response> answer;   // set once
+  };
+  void append_loop();
+  void answer_loop();
+  // Under mu_: `p` answered with `res` (the first answer wins).
+  static void settle(Pending& p, Response res);
+
+  const std::string url_;
+  const int64_t incarnation_;
+  const std::chrono::milliseconds timeout_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;                              // guarded by mu_
+  std::deque<std::shared_ptr<Pending>> queued_;        // guarded by mu_: not yet appended
+  std::vector<std::shared_ptr<Pending>> appended_;     // guarded by mu_: appended, no answer yet
+  std::thread appender_;
+  std::thread answerer_;
+};
+
+}  // namespace flowrt::server

@@ -1,0 +1,352 @@
+#include "server/cluster_node.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <utility>
+
+#include "plans/time.h"
+#include "runtime/engine.h"
+#include "runtime/engine_log.h"
+#include "runtime/run_config.h"
+#include "server/cluster_applier.h"
+#include "server/cluster_forwarder.h"
+#include "server/http_message.h"
+#include "store/postgres_cluster.h"
+
+namespace flowrt::server {
+
+namespace {
+
+int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+bool valid_node_name(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                    c == '_' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Value reply_body(const InboxReply& a) {
+  if (a.content_type.starts_with("application/json")) {
+    if (Result<Value> v = parse_json(a.body)) return *v;
+  }
+  return Value(utf8_prefix(a.body, 4096));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ClusterNode>, Diagnostics> ClusterNode::open(const ServeOptions& options,
+                                                                     const ClusterOptions& cluster) {
+  Diagnostics diags;
+  if (!valid_node_name(cluster.node)) {
+    diags.add("--node", "", "'" + utf8_prefix(cluster.node, 80) +
+                                "' is not a node name (1 to 64 letters, digits, '-', '_' or '.')");
+    return diags;
+  }
+  if (cluster.lease_ms < 300 || cluster.lease_ms > 600000) {
+    diags.add("--lease-ms", "", "a lease must last from 300 to 600000 ms");
+    return diags;
+  }
+  Result<ServeSetup, Diagnostics> setup = read_serve_setup(options);
+  if (!setup) return setup.error();
+  EngineOptions store_options = setup->project.options;
+  if (!options.data.empty()) use_data_store(options.data, &store_options);
+  if (store_options.store != "postgresql") {
+    diags.add("--node", "", "several nodes share a postgresql store: give --data postgresql://... (or a config "
+                            "whose store is postgresql)");
+    return diags;
+  }
+  std::unique_ptr<ClusterNode> n(new ClusterNode());
+  n->options_ = options;
+  n->cluster_ = cluster;
+  n->url_ = store_options.store_url;
+  n->setup_ = std::move(setup).value();
+  Result<std::unique_ptr<PostgresCluster>> link = PostgresCluster::connect(n->url_);
+  if (!link) {
+    diags.add("--data", "", link.error().message);
+    return diags;
+  }
+  Result<int64_t> joined = (*link)->join(cluster.node, "", cluster.lease_ms);
+  if (!joined) {
+    diags.add("--data", "", joined.error().message);
+    return diags;
+  }
+  n->incarnation_ = *joined;
+  n->last_renewal_ms_.store(steady_ms());
+  n->auth_ = std::make_unique<Authenticator>(n->setup_.config.tokens);
+  // The follower's routes, built once (a Router is immutable once a server uses it).
+  n->add_cluster_routes(n->follower_router_);
+  n->follower_router_.add(http::verb::get, "/healthz", Permission::kPublic, [](const ApiRequest&) -> Reply {
+    return json_response(http::status::ok, Value::object({{"status", Value("ok")}}));
+  });
+  n->follower_router_.add(http::verb::get, "/readyz", Permission::kPublic, [](const ApiRequest&) -> Reply {
+    return json_response(http::status::ok, Value::object({{"status", Value("ready")}, {"role", Value("follower")}}));
+  });
+  ClusterNode* self = n.get();
+  n->follower_router_.otherwise([self](const Request& req, const Caller& caller) -> Reply {
+    return self->forwarder_->forward(req, caller);
+  });
+
+  Result<std::optional<ClusterLead>> lead = (*link)->try_lead(n->incarnation_);
+  Status started = !lead ? Status(lead.error())
+                   : *lead ? n->start_leading((*lead)->epoch, (*lead)->applied_op)
+                           : n->start_following();
+  if (!started) {
+    (void)(*link)->leave(n->incarnation_);
+    diags.add("--listen", "", started.message());
+    return diags;
+  }
+  n->address_ = n->setup_.host + ":" + std::to_string(n->port_);
+  (void)(*link)->set_address(n->incarnation_, n->address_);
+  n->info_link_ = std::move(link).value();
+  engine_log().info("cluster: node {} (incarnation {}) {} on {}", cluster.node, n->incarnation_,
+                    n->leads() ? "leads" : "follows", n->address_);
+  n->heartbeat_ = std::thread([self] { self->heartbeat_loop(); });
+  n->control_ = std::thread([self] { self->control_loop(); });
+  return n;
+}
+
+ClusterNode::~ClusterNode() { stop(); }
+
+Status ClusterNode::start_following() {
+  forwarder_ = std::make_unique<ClusterForwarder>(url_, incarnation_, cluster_.forward_timeout);
+  forwarder_->start();
+  HttpServerOptions http;
+  http.host = setup_.host;
+  http.port = port_ ? port_ : setup_.port;
+  http.limits = setup_.config.limits;
+  http.io_threads = options_.io_threads;
+  http.handler_threads = 0;  // a forward only queues: nothing blocks an I/O thread
+  follower_server_ = std::make_unique<HttpServer>(http, follower_router_, *auth_);
+  if (Status s = follower_server_->start(); !s) return s;
+  port_ = follower_server_->port();
+  return Status::ok();
+}
+
+Status ClusterNode::start_leading(int64_t epoch, uint64_t applied) {
+  if (follower_server_) {
+    forwarder_->stop();  // answers the forwarded requests (503: accepted, see the operation)
+    follower_server_->stop();
+  }
+  ServeOptions o = options_;
+  if (port_) o.listen = (setup_.host.find(':') != std::string::npos ? "[" + setup_.host + "]" : setup_.host) + ":" +
+                        std::to_string(port_);
+  o.lead_epoch = epoch;
+  o.more_routes = [this](Router& r) { add_cluster_routes(r); };
+  epoch_.store(epoch);
+  Result<std::unique_ptr<Service>, Diagnostics> service = Service::open(o);
+  if (!service) {
+    std::string why;
+    for (const Diagnostic& d : service.error().list()) why += (why.empty() ? "" : "; ") + d.describe();
+    return Error{"cannot lead: " + why};
+  }
+  {
+    std::lock_guard lock(info_mu_);
+    service_ = std::move(service).value();
+  }
+  port_ = service_->port();
+  follower_server_.reset();
+  forwarder_.reset();
+  const std::string address = setup_.host + ":" + std::to_string(port_);
+  applier_ = std::make_unique<ClusterApplier>(url_, service_->router(), applied, address);
+  applier_->start();
+  leads_.store(true);
+  return Status::ok();
+}
+
+void ClusterNode::add_cluster_routes(Router& router) {
+  router.add(http::verb::get, "/api/cluster", Permission::kRead, [this](const ApiRequest&) -> Reply {
+    std::lock_guard lock(info_mu_);
+    if (!info_link_) {
+      Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);
+      if (!c) return error_response(http::status::service_unavailable, c.error().message);
+      info_link_ = std::move(c).value();
+    }
+    Result<ClusterLead> lead = info_link_->lead();
+    Result<std::vector<ClusterNodeRow>> nodes = lead ? info_link_->nodes() : Result<std::vector<ClusterNodeRow>>(lead.error());
+    if (!lead || !nodes) {
+      info_link_.reset();
+      return error_response(http::status::service_unavailable, !lead ? lead.error().message : nodes.error().message);
+    }
+    std::vector<Value> list;
+    std::string leader_name;
+    for (const ClusterNodeRow& r : *nodes) {
+      const bool leads = r.incarnation == lead->incarnation;
+      if (leads) leader_name = r.name;
+      Value runs = Value(leads ? "every context" : "none: forwards to the leader");
+      if (leads && r.incarnation == incarnation_ && service_ && leads_.load()) {
+        const EngineStats s = service_->engine().stats();
+        runs = Value::object({{"runnable_contexts", Value(static_cast<int64_t>(s.runnable_contexts))},
+                              {"waiting_contexts", Value(static_cast<int64_t>(s.waiting_contexts))},
+                              {"queued_events", Value(static_cast<int64_t>(s.queued_events))}});
+      }
+      list.push_back(Value::object({{"name", Value(r.name)},
+                                    {"incarnation", Value(r.incarnation)},
+                                    {"role", Value(r.left ? "left" : !r.alive ? "gone" : leads ? "leader" : "follower")},
+                                    {"address", Value(r.address)},
+                                    {"host", Value(r.host)},
+                                    {"pid", Value(r.pid)},
+                                    {"started", Value(r.started)},
+                                    {"heartbeat", Value(r.heartbeat)},
+                                    {"lease_until", Value(r.lease_until)},
+                                    {"alive", Value(r.alive)},
+                                    {"runs", std::move(runs)}}));
+    }
+    Value body = Value::object(
+        {{"node", Value::object({{"name", Value(cluster_.node)},
+                                 {"incarnation", Value(incarnation_)},
+                                 {"role", Value(leads_.load() ? "leader" : "follower")},
+                                 {"address", Value(address_)}})},
+         {"lead", Value::object({{"incarnation", Value(lead->incarnation)},
+                                 {"node", lead->incarnation ? Value(leader_name) : Value()},
+                                 {"epoch", Value(lead->epoch)},
+                                 {"since", Value(lead->since)},
+                                 {"applied_operation", Value(static_cast<int64_t>(lead->applied_op))}})},
+         {"nodes", Value::array(std::move(list))}});
+    return json_response(http::status::ok, body);
+  });
+  router.add(http::verb::get, "/api/cluster/operations/{seq}", Permission::kRead, [this](const ApiRequest& req) -> Reply {
+    const std::string& text = req.param("seq");
+    uint64_t seq = 0;
+    const auto r = std::from_chars(text.data(), text.data() + text.size(), seq);
+    if (r.ec != std::errc() || r.ptr != text.data() + text.size() || seq == 0) {
+      return error_response(http::status::bad_request, "'" + utf8_prefix(text, 40) + "' is not an operation number");
+    }
+    std::lock_guard lock(info_mu_);
+    if (!info_link_) {
+      Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);
+      if (!c) return error_response(http::status::service_unavailable, c.error().message);
+      info_link_ = std::move(c).value();
+    }
+    Result<std::optional<InboxStatus>> e = info_link_->entry(seq);
+    if (!e) {
+      info_link_.reset();
+      return error_response(http::status::service_unavailable, e.error().message);
+    }
+    if (!*e) {
+      return error_response(http::status::not_found, "no operation " + text + " (never accepted, or answered more "
+                                                     "than ten minutes ago and deleted)");
+    }
+    const InboxStatus& s = **e;
+    Value body = Value::object({{"operation", Value(static_cast<int64_t>(seq))},
+                                {"accepted", Value(s.accepted)},
+                                {"accepted_by", Value(s.entry.incarnation)},
+                                {"method", Value(s.entry.request.method)},
+                                {"target", Value(utf8_prefix(s.entry.request.target, 2000))},
+                                {"caller", Value(s.entry.request.caller)},
+                                {"answered", Value(s.reply.has_value())}});
+    if (s.reply) {
+      body = body.merged(Value::object({{"answered_at", Value(s.answered)},
+                                        {"status", Value(static_cast<int64_t>(s.reply->status))},
+                                        {"reply", reply_body(*s.reply)}}));
+    }
+    return json_response(http::status::ok, body);
+  });
+}
+
+void ClusterNode::heartbeat_loop() {
+  std::unique_ptr<PostgresCluster> link;
+  const auto period = std::chrono::milliseconds(cluster_.lease_ms / 3);
+  while (true) {
+    {
+      std::unique_lock lock(mu_);
+      if (cv_.wait_for(lock, period, [&] { return stopping_; })) return;
+    }
+    if (!link) {
+      Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);
+      if (!c) {
+        engine_log().warn("cluster: cannot renew the lease: {}", c.error().message);
+        continue;
+      }
+      link = std::move(c).value();
+    }
+    if (Status s = link->heartbeat(incarnation_, cluster_.lease_ms); s) {
+      last_renewal_ms_.store(steady_ms());
+    } else {
+      engine_log().warn("cluster: cannot renew the lease: {}", s.message());
+      link.reset();
+    }
+  }
+}
+
+void ClusterNode::control_loop() {
+  std::unique_ptr<PostgresCluster> link;
+  const auto period = std::chrono::milliseconds(cluster_.lease_ms / 3);
+  while (true) {
+    {
+      std::unique_lock lock(mu_);
+      if (cv_.wait_for(lock, period, [&] { return stopping_; })) return;
+    }
+    if (lost_.load()) continue;
+    if (leads_.load() && steady_ms() - last_renewal_ms_.load() > cluster_.lease_ms) {
+      lost_lead("its lease could not be renewed for " + std::to_string(cluster_.lease_ms) + " ms");
+      continue;
+    }
+    if (!link) {
+      Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);
+      if (!c) continue;
+      link = std::move(c).value();
+    }
+    if (leads_.load()) {
+      Result<ClusterLead> lead = link->lead();
+      if (!lead) {
+        link.reset();
+        continue;
+      }
+      if (lead->incarnation != incarnation_ || lead->epoch != epoch_.load()) {
+        lost_lead("incarnation " + std::to_string(lead->incarnation) + " took the lead (epoch " +
+                  std::to_string(lead->epoch) + ")");
+      }
+      continue;
+    }
+    Result<std::optional<ClusterLead>> lead = link->try_lead(incarnation_);
+    if (!lead) {
+      link.reset();
+      continue;
+    }
+    if (!*lead) continue;
+    engine_log().info("cluster: node {} takes the lead (epoch {}; the last leader's lease ran out)", cluster_.node,
+                      (*lead)->epoch);
+    if (Status s = start_leading((*lead)->epoch, (*lead)->applied_op); !s) lost_lead(s.message());
+  }
+}
+
+void ClusterNode::lost_lead(const std::string& why) {
+  if (lost_.exchange(true)) return;
+  engine_log().error("cluster: node {} (incarnation {}) lost the lead: {}; it stops (its writes are fenced)",
+                     cluster_.node, incarnation_, why);
+  engine_log().flush();
+  if (cluster_.on_lost_lead) {
+    cluster_.on_lost_lead(why);
+    return;
+  }
+  std::_Exit(kLostLeadExit);
+}
+
+void ClusterNode::stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (control_.joinable()) control_.join();
+  if (heartbeat_.joinable()) heartbeat_.join();
+  if (forwarder_) forwarder_->stop();
+  if (follower_server_) follower_server_->stop();
+  if (applier_) applier_->stop();
+  if (service_) service_->stop();  // drains and checkpoints while this node still leads
+  std::lock_guard lock(info_mu_);
+  if (!info_link_) {
+    if (Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_)) info_link_ = std::move(c).value();
+  }
+  if (info_link_ && !lost_.load()) (void)info_link_->leave(incarnation_);
+}
+
+}  // namespace flowrt::server

@@ -1,0 +1,114 @@
+// ClusterNode: one `flowrt serve --node NAME` process of several on one PostgreSQL store,
+// which together work as one engine (docs/SCALING.md, "Several nodes").
+//
+// One node leads: it holds the lead row's current epoch (store/postgres_cluster.h), runs
+// the engine (a Service whose store writes are fenced by that epoch: a batch committed
+// after another node took over is refused) and applies what the others forward
+// (ClusterApplier). The others follow: their HTTP API forwards every request to the leader
+// through the inbox (ClusterForwarder) and answers with the leader's answer; each tries to
+// take the lead whenever the leader's lease has run out. The node that takes over opens
+// the store, which resumes every context from its last durable step, as a restart does,
+// and listens on the same port it did as a follower.
+//
+// Leases: a heartbeat thread renews this node's lease every lease/3. A leader that could
+// not renew it for a whole lease, or that finds another incarnation in the lead row, has
+// lost the lead: it calls on_lost_lead (the command line exits with status 3; restarted,
+// it joins again as a new incarnation). Its writes are fenced either way.
+//
+// Thread-safety: open, stop and the destructor from one thread; port and leads from any.
+// Owns its threads, its connections, the service or the follower's server.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "compiler/diagnostics.h"
+#include "plans/result.h"
+#include "server/serve.h"
+
+namespace flowrt {
+class PostgresCluster;
+}
+
+namespace flowrt::server {
+
+class ClusterApplier;
+class ClusterForwarder;
+
+struct ClusterOptions {
+  std::string node;                                     // the node's name (--node)
+  int lease_ms = 3000;                                  // a lease's length past each heartbeat
+  std::chrono::milliseconds forward_timeout{30000};    // how long a forwarded request waits
+  // Called once, from the node's thread, when it led and lost the lead; by default the
+  // process exits with status 3 (kLostLeadExit) at once.
+  std::function<void(const std::string& why)> on_lost_lead;
+};
+
+inline constexpr int kLostLeadExit = 3;
+
+class ClusterNode {
+ public:
+  // Joins the cluster in the store `options.data` names (a postgresql:// URL), takes the lead
+  // when no live node has it, and starts listening. Every problem at once.
+  static Result<std::unique_ptr<ClusterNode>, Diagnostics> open(const ServeOptions& options,
+                                                                 const ClusterOptions& cluster);
+  ~ClusterNode();
+  ClusterNode(const ClusterNode&) = delete;
+  ClusterNode& operator=(const ClusterNode&) = delete;
+
+  uint16_t port() const { return port_; }
+  bool leads() const { return leads_.load(); }
+  int64_t incarnation() const { return incarnation_; }
+  // The leader's service (null while following); for tests.
+  Service* service() { return service_.get(); }
+  // Leaves the cluster: a follower stops forwarding; a leader drains as `flowrt serve` does
+  // and frees the lead at once (another node takes it without waiting for the lease).
+  void stop();
+
+ private:
+  ClusterNode() = default;
+  Status start_following();
+  Status start_leading(int64_t epoch, uint64_t applied);
+  void add_cluster_routes(Router& router);
+  void heartbeat_loop();
+  void control_loop();
+  void lost_lead(const std::string& why);
+
+  ServeOptions options_;
+  ClusterOptions cluster_;
+  ServeSetup setup_;
+  std::string url_;
+  std::string address_;
+  uint16_t port_ = 0;
+  int64_t incarnation_ = 0;
+  std::atomic<bool> leads_{false};
+  std::atomic<bool> lost_{false};
+  std::atomic<int64_t> epoch_{0};
+  // Renewed lease, as steady time: the leader gives up when it is older than a lease.
+  std::atomic<int64_t> last_renewal_ms_{0};
+
+  std::mutex info_mu_;                        // guards info_link_ (the /api/cluster reads)
+  std::unique_ptr<PostgresCluster> info_link_;
+
+  // Following: its server, router and the forwarder. Leading: the service and applier.
+  std::unique_ptr<Authenticator> auth_;
+  Router follower_router_;
+  std::unique_ptr<ClusterForwarder> forwarder_;
+  std::unique_ptr<HttpServer> follower_server_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<ClusterApplier> applier_;
+
+  std::mutex mu_;                  // guards stopping_ for the threads' waits
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread heartbeat_;
+  std::thread control_;
+};
+
+}  // namespace flowrt::server

@@ -1,0 +1,393 @@
+#include "store/postgres_cluster.h"
+
+#include <libpq-fe.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <utility>
+
+#include "store/postgres_rows.h"
+#include "store/postgres_store.h"
+
+namespace flowrt {
+
+using namespace postgres_rows;  // NOLINT: the store's libpq handles
+
+namespace {
+
+// IF NOT EXISTS throughout: a second node finds them there. Times are the database's.
+const char* const kClusterTables = R"sql(
+CREATE TABLE IF NOT EXISTS cluster_nodes(incarnation bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  name text NOT NULL, address text NOT NULL, host text NOT NULL, pid bigint NOT NULL,
+  started timestamptz NOT NULL DEFAULT clock_timestamp(), heartbeat timestamptz NOT NULL DEFAULT clock_timestamp(),
+  lease_until timestamptz NOT NULL, left_at timestamptz);
+CREATE TABLE IF NOT EXISTS cluster_lead(id integer PRIMARY KEY CHECK (id = 1), incarnation bigint,
+  epoch bigint NOT NULL, since timestamptz, applied_op bigint NOT NULL);
+INSERT INTO cluster_lead(id, incarnation, epoch, since, applied_op) VALUES (1, NULL, 0, NULL, 0) ON CONFLICT DO NOTHING;
+CREATE TABLE IF NOT EXISTS cluster_inbox_head(id integer PRIMARY KEY CHECK (id = 1), seq bigint NOT NULL);
+INSERT INTO cluster_inbox_head(id, seq) VALUES (1, 0) ON CONFLICT DO NOTHING;
+CREATE TABLE IF NOT EXISTS cluster_inbox(seq bigint PRIMARY KEY, incarnation bigint NOT NULL,
+  accepted timestamptz NOT NULL DEFAULT clock_timestamp(), method text NOT NULL, target text NOT NULL,
+  caller text NOT NULL, role text NOT NULL, authenticated boolean NOT NULL, content_type text NOT NULL,
+  body bytea NOT NULL, status integer, reply_type text, reply bytea, answered timestamptz);
+CREATE INDEX IF NOT EXISTS cluster_inbox_unanswered ON cluster_inbox(seq) WHERE answered IS NULL;
+)sql";
+
+std::string bytes_of(const PGresult* res, int r, int c) {
+  size_t n = 0;
+  unsigned char* raw = PQunescapeBytea(reinterpret_cast<const unsigned char*>(PQgetvalue(res, r, c)), &n);
+  if (!raw) return {};
+  std::string out(reinterpret_cast<const char*>(raw), n);
+  PQfreemem(raw);
+  return out;
+}
+
+std::string local_host() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "an unknown host";
+  return name;
+}
+
+// FNV-1a: the same in every node's process, for a channel name within PostgreSQL's 63 bytes.
+uint64_t stable_hash(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<PostgresCluster>> PostgresCluster::connect(const std::string& url) {
+  Result<std::string> where = PostgresStore::where_of(url);
+  if (!where) return where.error();
+  ConnPtr conn(connect_to(url));
+  if (!conn || PQstatus(conn.get()) != CONNECTION_OK) {
+    return Error{"postgresql database " + *where + ": the cluster cannot connect: " +
+                 (conn ? one_line(PQerrorMessage(conn.get())) : std::string("out of memory"))};
+  }
+  std::unique_ptr<PostgresCluster> c(new PostgresCluster(conn.release(), *where));
+  ResultPtr quiet(PQexec(c->conn_, "SET client_min_messages = warning"));  // no "already exists" notices
+  ResultPtr r(PQexec(c->conn_, "SELECT current_schema()"));
+  if (!result_ok(r.get()) || PQntuples(r.get()) != 1 || cell_null(r.get(), 0, 0)) {
+    return c->error("cannot read its schema (the search_path names none that exists?)");
+  }
+  c->schema_ = cell_text(r.get(), 0, 0);
+  FLOWRT_RETURN_IF_ERROR(c->create_tables());
+  return c;
+}
+
+PostgresCluster::~PostgresCluster() { PQfinish(conn_); }
+
+Error PostgresCluster::error(std::string_view what) const {
+  return Error{"postgresql database " + where_ + ": cluster: " + std::string(what) + ": " +
+               one_line(PQerrorMessage(conn_))};
+}
+
+int PostgresCluster::backend_pid() const { return PQbackendPID(conn_); }
+
+std::string PostgresCluster::channel(std::string_view name) const {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(stable_hash(schema_)));
+  return std::string(name) + "_" + hex;
+}
+
+Status PostgresCluster::create_tables() {
+  ResultPtr begin(PQexec(conn_, "BEGIN"));
+  if (!result_ok(begin.get())) return error("cannot create its tables");
+  ResultPtr lock(PQexec(conn_, "SELECT pg_advisory_xact_lock(hashtext('flowrt-cluster'), hashtext(current_schema()))"));
+  ResultPtr tables;
+  if (result_ok(lock.get())) tables.reset(PQexec(conn_, kClusterTables));
+  if (!lock || !result_ok(lock.get()) || !tables || !result_ok(tables.get())) {
+    Error e = error("cannot create its tables in schema " + schema_);
+    ResultPtr rollback(PQexec(conn_, "ROLLBACK"));
+    return e;
+  }
+  ResultPtr commit(PQexec(conn_, "COMMIT"));
+  if (!result_ok(commit.get())) return error("cannot create its tables");
+  return Status::ok();
+}
+
+Result<int64_t> PostgresCluster::join(std::string_view name, std::string_view address, int lease_ms) {
+  Params p;
+  p.text(name);
+  p.text(address);
+  p.text(local_host());
+  p.integer(static_cast<int64_t>(::getpid()));
+  p.integer(lease_ms);
+  ResultPtr r(exec_params(conn_,
+                          "INSERT INTO cluster_nodes(name, address, host, pid, lease_until) VALUES($1, $2, $3, "
+                          "$4::bigint, clock_timestamp() + $5::bigint * interval '1 millisecond') RETURNING incarnation",
+                          p));
+  if (!result_ok(r.get()) || PQntuples(r.get()) != 1) return error("cannot join");
+  return cell_int(r.get(), 0, 0);
+}
+
+Status PostgresCluster::set_address(int64_t incarnation, std::string_view address) {
+  Params p;
+  p.integer(incarnation);
+  p.text(address);
+  ResultPtr r(exec_params(conn_, "UPDATE cluster_nodes SET address = $2 WHERE incarnation = $1::bigint", p));
+  if (!result_ok(r.get())) return error("cannot note its address");
+  return Status::ok();
+}
+
+Status PostgresCluster::heartbeat(int64_t incarnation, int lease_ms) {
+  Params p;
+  p.integer(incarnation);
+  p.integer(lease_ms);
+  ResultPtr r(exec_params(conn_,
+                          "UPDATE cluster_nodes SET heartbeat = clock_timestamp(), lease_until = clock_timestamp() + "
+                          "$2::bigint * interval '1 millisecond' WHERE incarnation = $1::bigint AND left_at IS NULL",
+                          p));
+  if (!result_ok(r.get())) return error("cannot renew its lease");
+  if (std::string_view(PQcmdTuples(r.get())) != "1") {
+    return Error{"postgresql database " + where_ + ": cluster: node incarnation " + std::to_string(incarnation) +
+                 " has left the cluster"};
+  }
+  return Status::ok();
+}
+
+Result<std::optional<ClusterLead>> PostgresCluster::try_lead(int64_t incarnation) {
+  ResultPtr begin(PQexec(conn_, "BEGIN"));
+  if (!result_ok(begin.get())) return error("cannot try to lead");
+  Params me;
+  me.integer(incarnation);
+  // Locks the lead row: a leader's store batch in flight (which updates it) finishes first.
+  ResultPtr r(exec_params(conn_,
+                          "UPDATE cluster_lead l SET incarnation = $1::bigint, epoch = l.epoch + 1, since = "
+                          "clock_timestamp() WHERE l.id = 1 AND (l.incarnation IS NULL OR NOT EXISTS (SELECT 1 FROM "
+                          "cluster_nodes n WHERE n.incarnation = l.incarnation AND n.left_at IS NULL AND "
+                          "n.lease_until > clock_timestamp())) AND EXISTS (SELECT 1 FROM cluster_nodes m WHERE "
+                          "m.incarnation = $1::bigint AND m.left_at IS NULL AND m.lease_until > clock_timestamp()) "
+                          "RETURNING l.epoch, l.since, l.applied_op",
+                          me));
+  if (!result_ok(r.get())) {
+    Error e = error("cannot try to lead");
+    ResultPtr rollback(PQexec(conn_, "ROLLBACK"));
+    return e;
+  }
+  std::optional<ClusterLead> lead;
+  if (PQntuples(r.get()) == 1) {
+    lead = ClusterLead{incarnation, cell_int(r.get(), 0, 0), cell_text(r.get(), 0, 1),
+                       static_cast<uint64_t>(cell_int(r.get(), 0, 2))};
+  }
+  ResultPtr commit(PQexec(conn_, "COMMIT"));
+  if (!result_ok(commit.get())) return error("cannot try to lead");
+  return lead;
+}
+
+Result<ClusterLead> PostgresCluster::lead() {
+  ResultPtr r(PQexec(conn_, "SELECT COALESCE(incarnation, 0), epoch, COALESCE(since::text, ''), applied_op FROM "
+                            "cluster_lead WHERE id = 1"));
+  if (!result_ok(r.get()) || PQntuples(r.get()) != 1) return error("cannot read who leads");
+  return ClusterLead{cell_int(r.get(), 0, 0), cell_int(r.get(), 0, 1), cell_text(r.get(), 0, 2),
+                     static_cast<uint64_t>(cell_int(r.get(), 0, 3))};
+}
+
+Status PostgresCluster::leave(int64_t incarnation) {
+  Params p;
+  p.integer(incarnation);
+  ResultPtr a(exec_params(conn_,
+                          "UPDATE cluster_nodes SET left_at = clock_timestamp(), lease_until = clock_timestamp() "
+                          "WHERE incarnation = $1::bigint AND left_at IS NULL",
+                          p));
+  if (!result_ok(a.get())) return error("cannot leave");
+  ResultPtr b(exec_params(conn_, "UPDATE cluster_lead SET incarnation = NULL WHERE id = 1 AND incarnation = $1::bigint", p));
+  if (!result_ok(b.get())) return error("cannot give up the lead");
+  return Status::ok();
+}
+
+Result<std::vector<ClusterNodeRow>> PostgresCluster::nodes() {
+  ResultPtr r(PQexec(conn_,
+                     "SELECT incarnation, name, address, host, pid, started::text, heartbeat::text, lease_until::text, "
+                     "lease_until > clock_timestamp(), left_at IS NOT NULL FROM cluster_nodes WHERE left_at IS NULL "
+                     "OR left_at > clock_timestamp() - interval '1 hour' ORDER BY incarnation DESC LIMIT 1000"));
+  if (!result_ok(r.get())) return error("cannot list its nodes");
+  std::vector<ClusterNodeRow> out;
+  for (int i = 0; i < PQntuples(r.get()); ++i) {
+    ClusterNodeRow n;
+    n.incarnation = cell_int(r.get(), i, 0);
+    n.name = cell_text(r.get(), i, 1);
+    n.address = cell_text(r.get(), i, 2);
+    n.host = cell_text(r.get(), i, 3);
+    n.pid = cell_int(r.get(), i, 4);
+    n.started = cell_text(r.get(), i, 5);
+    n.heartbeat = cell_text(r.get(), i, 6);
+    n.lease_until = cell_text(r.get(), i, 7);
+    n.alive = cell_view(r.get(), i, 8) == "t";
+    n.left = cell_view(r.get(), i, 9) == "t";
+    out.push_back(std::move(n));
+  }
+  return out;
+}
+
+Result<std::vector<uint64_t>> PostgresCluster::append(int64_t incarnation, const std::vector<InboxRequest>& requests) {
+  if (requests.empty()) return std::vector<uint64_t>{};
+  ResultPtr begin(PQexec(conn_, "BEGIN"));
+  if (!result_ok(begin.get())) return error("cannot append to the inbox");
+  auto fail = [&](std::string_view what) -> Error {
+    Error e = error(what);
+    ResultPtr rollback(PQexec(conn_, "ROLLBACK"));
+    return e;
+  };
+  Params n;
+  n.integer(static_cast<int64_t>(requests.size()));
+  // The head row stays locked until COMMIT: appends are numbered in commit order.
+  ResultPtr head(exec_params(conn_, "UPDATE cluster_inbox_head SET seq = seq + $1::bigint WHERE id = 1 RETURNING seq", n));
+  if (!result_ok(head.get()) || PQntuples(head.get()) != 1) return fail("cannot number the inbox's entries");
+  const uint64_t last = static_cast<uint64_t>(cell_int(head.get(), 0, 0));
+  const uint64_t first = last - requests.size() + 1;
+  std::vector<uint64_t> seqs;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const InboxRequest& q = requests[i];
+    Params p;
+    p.integer(static_cast<int64_t>(first + i));
+    p.integer(incarnation);
+    p.text(q.method);
+    p.text(q.target);
+    p.text(q.caller);
+    p.text(q.role);
+    p.boolean(q.authenticated);
+    p.text(q.content_type);
+    p.text(q.body);  // raw bytes (binary format) into bytea
+    ResultPtr r(exec_params(conn_,
+                            "INSERT INTO cluster_inbox(seq, incarnation, method, target, caller, role, authenticated, "
+                            "content_type, body) VALUES($1::bigint, $2::bigint, $3, $4, $5, $6, $7::boolean, $8, $9::bytea)",
+                            p));
+    if (!result_ok(r.get())) return fail("cannot append to the inbox");
+    seqs.push_back(first + i);
+  }
+  Params c;
+  c.text(channel("flowrt_inbox"));
+  ResultPtr notify(exec_params(conn_, "SELECT pg_notify($1::text, '')", c));
+  if (!result_ok(notify.get())) return fail("cannot notify the leader");
+  ResultPtr commit(PQexec(conn_, "COMMIT"));
+  if (!result_ok(commit.get())) return error("cannot append to the inbox");
+  return seqs;
+}
+
+Result<std::vector<InboxEntry>> PostgresCluster::unanswered(uint64_t after, size_t limit) {
+  Params p;
+  p.integer(static_cast<int64_t>(after));
+  p.integer(static_cast<int64_t>(limit));
+  ResultPtr r(exec_params(conn_,
+                          "SELECT seq, incarnation, method, target, caller, role, authenticated, content_type, body "
+                          "FROM cluster_inbox WHERE answered IS NULL AND seq > $1::bigint ORDER BY seq LIMIT $2::bigint",
+                          p));
+  if (!result_ok(r.get())) return error("cannot read the inbox");
+  std::vector<InboxEntry> out;
+  for (int i = 0; i < PQntuples(r.get()); ++i) {
+    InboxEntry e;
+    e.seq = static_cast<uint64_t>(cell_int(r.get(), i, 0));
+    e.incarnation = cell_int(r.get(), i, 1);
+    e.request.method = cell_text(r.get(), i, 2);
+    e.request.target = cell_text(r.get(), i, 3);
+    e.request.caller = cell_text(r.get(), i, 4);
+    e.request.role = cell_text(r.get(), i, 5);
+    e.request.authenticated = cell_view(r.get(), i, 6) == "t";
+    e.request.content_type = cell_text(r.get(), i, 7);
+    e.request.body = bytes_of(r.get(), i, 8);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+Status PostgresCluster::answer(uint64_t seq, const InboxReply& reply) {
+  Params p;
+  p.integer(static_cast<int64_t>(seq));
+  p.integer(reply.status);
+  p.text(reply.content_type);
+  p.text(reply.body);
+  p.text(channel("flowrt_answers"));
+  ResultPtr r(exec_params(conn_,
+                          "WITH a AS (UPDATE cluster_inbox SET status = $2::integer, reply_type = $3, reply = $4::bytea, "
+                          "answered = clock_timestamp() WHERE seq = $1::bigint AND answered IS NULL RETURNING seq) "
+                          "SELECT pg_notify($5::text, '') FROM a",
+                          p));
+  if (!result_ok(r.get())) return error("cannot answer inbox entry " + std::to_string(seq));
+  return Status::ok();
+}
+
+Result<std::vector<std::pair<uint64_t, InboxReply>>> PostgresCluster::answers(const std::vector<uint64_t>& seqs) {
+  std::vector<std::pair<uint64_t, InboxReply>> out;
+  if (seqs.empty()) return out;
+  std::string list;
+  for (size_t i = 0; i < seqs.size(); ++i) list += (i ? "," : "") + std::to_string(seqs[i]);
+  Params p;
+  p.text(list);
+  ResultPtr r(exec_params(conn_,
+                          "SELECT seq, status, reply_type, reply FROM cluster_inbox WHERE seq = ANY(string_to_array($1::text, ',')::bigint[]) AND "
+                          "answered IS NOT NULL",
+                          p));
+  if (!result_ok(r.get())) return error("cannot read the inbox's answers");
+  for (int i = 0; i < PQntuples(r.get()); ++i) {
+    InboxReply a;
+    a.status = static_cast<int>(cell_int(r.get(), i, 1));
+    a.content_type = cell_text(r.get(), i, 2);
+    a.body = bytes_of(r.get(), i, 3);
+    out.emplace_back(static_cast<uint64_t>(cell_int(r.get(), i, 0)), std::move(a));
+  }
+  return out;
+}
+
+Result<std::optional<InboxStatus>> PostgresCluster::entry(uint64_t seq) {
+  Params p;
+  p.integer(static_cast<int64_t>(seq));
+  ResultPtr r(exec_params(conn_,
+                          "SELECT incarnation, method, target, caller, accepted::text, answered IS NOT NULL, status, "
+                          "reply_type, reply, COALESCE(answered::text, '') FROM cluster_inbox WHERE seq = $1::bigint",
+                          p));
+  if (!result_ok(r.get())) return error("cannot read inbox entry " + std::to_string(seq));
+  if (PQntuples(r.get()) == 0) return std::optional<InboxStatus>();
+  InboxStatus s;
+  s.entry.seq = seq;
+  s.entry.incarnation = cell_int(r.get(), 0, 0);
+  s.entry.request.method = cell_text(r.get(), 0, 1);
+  s.entry.request.target = cell_text(r.get(), 0, 2);
+  s.entry.request.caller = cell_text(r.get(), 0, 3);
+  s.accepted = cell_text(r.get(), 0, 4);
+  if (cell_view(r.get(), 0, 5) == "t") {
+    s.reply = InboxReply{static_cast<int>(cell_int(r.get(), 0, 6)), cell_text(r.get(), 0, 7), bytes_of(r.get(), 0, 8)};
+    s.answered = cell_text(r.get(), 0, 9);
+  }
+  return std::optional<InboxStatus>(std::move(s));
+}
+
+Status PostgresCluster::prune(int64_t seconds) {
+  Params p;
+  p.integer(seconds);
+  ResultPtr r(exec_params(
+      conn_, "DELETE FROM cluster_inbox WHERE answered < clock_timestamp() - $1::bigint * interval '1 second'", p));
+  if (!result_ok(r.get())) return error("cannot prune the inbox");
+  return Status::ok();
+}
+
+Status PostgresCluster::listen(std::string_view name) {
+  const std::string sql = "LISTEN \"" + channel(name) + "\"";  // letters, digits and _ only
+  ResultPtr r(PQexec(conn_, sql.c_str()));
+  if (!result_ok(r.get())) return error("cannot listen");
+  return Status::ok();
+}
+
+Result<bool> PostgresCluster::wait(int timeout_ms) {
+  auto drain = [&] {
+    bool any = false;
+    while (PGnotify* n = PQnotifies(conn_)) {
+      PQfreemem(n);
+      any = true;
+    }
+    return any;
+  };
+  if (PQconsumeInput(conn_) != 1) return error("lost its connection");
+  if (drain()) return true;
+  pollfd fd{PQsocket(conn_), POLLIN, 0};
+  if (fd.fd < 0) return error("lost its connection");
+  const int ready = ::poll(&fd, 1, timeout_ms);
+  if (ready < 0) return false;  // interrupted: as a timeout
+  if (ready == 0) return false;
+  if (PQconsumeInput(conn_) != 1) return error("lost its connection");
+  return drain();
+}
+
+}  // namespace flowrt

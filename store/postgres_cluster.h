@@ -1,0 +1,157 @@
+// PostgresCluster: what several flowrt nodes on one PostgreSQL store share to work as one
+// engine (docs/SCALING.md, "Several nodes"): who is in the cluster (leases), who leads
+// (an epoch that fences the leader's writes) and the inbox of operations that nodes which
+// do not lead accepted for the leader to apply, in one order.
+//
+// Tables, in the store's schema next to its own (created when missing, in one transaction
+// under an advisory lock, so nodes starting together do not race):
+//  - cluster_nodes: one row per node incarnation (a process that joined): its name,
+//    address, host, pid, and lease_until, which its heartbeat moves on. A node whose
+//    lease_until is past is dead to the cluster, whatever it thinks.
+//  - cluster_lead: one row: the leading incarnation, its epoch, since when, and
+//    applied_op, the last inbox operation whose effects are durable (the leader's store
+//    writes it in each batch's transaction: PostgresStore's fence). Taking the lead
+//    increments the epoch, in a transaction that locks the row; the leader's every store
+//    batch updates that row only where the epoch is still its own, first in the batch, so
+//    a takeover and a batch are serialised by the row lock: a batch either committed
+//    before the takeover (and the new leader loads it) or is refused (fenced).
+//  - cluster_inbox_head, cluster_inbox: the inbox. An append takes its numbers from the
+//    head row (UPDATE ... RETURNING, which locks it until the append commits), so the
+//    numbers are given in commit order and a reader never sees N + 1 before N: one order
+//    for the operations of every node.
+//
+// The clock of leases is the database's (clock_timestamp()), never a node's.
+//
+// Thread-safety: none; one connection each. A node opens one per thread that needs one.
+// Ownership: owns its connection.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "plans/result.h"
+
+struct pg_conn;
+
+namespace flowrt {
+
+// A node as cluster_nodes shows it.
+struct ClusterNodeRow {
+  int64_t incarnation = 0;
+  std::string name;
+  std::string address;       // where its HTTP API listens, HOST:PORT
+  std::string host;          // the machine
+  int64_t pid = 0;
+  std::string started;       // ISO 8601, the database's clock
+  std::string heartbeat;     // its last heartbeat
+  std::string lease_until;
+  bool alive = false;        // lease_until is ahead of the database's clock
+  bool left = false;         // it stopped cleanly
+};
+
+// The lead row.
+struct ClusterLead {
+  int64_t incarnation = 0;   // 0: no one leads
+  int64_t epoch = 0;
+  std::string since;
+  uint64_t applied_op = 0;
+};
+
+// An HTTP request a node accepted for the leader.
+struct InboxRequest {
+  std::string method;
+  std::string target;
+  std::string caller;        // the caller's name as the accepting node authenticated it
+  std::string role;          // its role
+  bool authenticated = false;  // false: no valid token (only public routes answer it)
+  std::string content_type;
+  std::string body;
+};
+
+struct InboxEntry {
+  uint64_t seq = 0;
+  int64_t incarnation = 0;   // the node that accepted it
+  InboxRequest request;
+};
+
+// The leader's answer to an inbox entry.
+struct InboxReply {
+  int status = 0;
+  std::string content_type;
+  std::string body;
+};
+
+// One inbox entry as GET /api/cluster/operations/N shows it.
+struct InboxStatus {
+  InboxEntry entry;
+  std::string accepted;           // when, the database's clock
+  std::optional<InboxReply> reply;  // none yet
+  std::string answered;
+};
+
+class PostgresCluster {
+ public:
+  // How long a lease lasts past each heartbeat unless a node says otherwise, ms.
+  static constexpr int kDefaultLeaseMs = 3000;
+
+  // Connects to `url` (the store's) and creates the cluster's tables when missing.
+  static Result<std::unique_ptr<PostgresCluster>> connect(const std::string& url);
+  ~PostgresCluster();
+  PostgresCluster(const PostgresCluster&) = delete;
+  PostgresCluster& operator=(const PostgresCluster&) = delete;
+
+  // Registers a new incarnation of node `name`, its lease running `lease_ms` from now.
+  Result<int64_t> join(std::string_view name, std::string_view address, int lease_ms);
+  // Where the incarnation's API listens, once it knows.
+  Status set_address(int64_t incarnation, std::string_view address);
+  // Moves the incarnation's lease on; an error when it has left (or its row is gone).
+  Status heartbeat(int64_t incarnation, int lease_ms);
+  // Takes the lead for `incarnation` when no live node has it (none leads, or the leader's
+  // lease ran out, or it left): the new epoch and the applied_op it starts from. nullopt
+  // when a live node leads (that node's incarnation is in lead()).
+  Result<std::optional<ClusterLead>> try_lead(int64_t incarnation);
+  Result<ClusterLead> lead();
+  // A clean stop: the lease ends now, and the lead (if this incarnation has it) is free.
+  Status leave(int64_t incarnation);
+  // Every incarnation that has not left, and those that left in the last hour, newest first.
+  Result<std::vector<ClusterNodeRow>> nodes();
+
+  // Appends requests to the inbox (one transaction): their numbers, in order.
+  Result<std::vector<uint64_t>> append(int64_t incarnation, const std::vector<InboxRequest>& requests);
+  // Entries after `after` without an answer, oldest first, at most `limit`.
+  Result<std::vector<InboxEntry>> unanswered(uint64_t after, size_t limit);
+  // Records the answer to entry `seq` (once: a second answer is ignored) and notifies.
+  Status answer(uint64_t seq, const InboxReply& reply);
+  // The answers among `seqs` that are there.
+  Result<std::vector<std::pair<uint64_t, InboxReply>>> answers(const std::vector<uint64_t>& seqs);
+  // Entry `seq` (without its body), nullopt when there is none (never, or pruned).
+  Result<std::optional<InboxStatus>> entry(uint64_t seq);
+  // Deletes answered entries older than `seconds`.
+  Status prune(int64_t seconds);
+
+  // LISTEN on `channel` ("flowrt_inbox": appends, "flowrt_answers": answers; the schema's
+  // name is part of the channel, so clusters in other schemas stay apart).
+  Status listen(std::string_view channel);
+  // Waits up to `timeout_ms` for notifications; true when any came (their payloads dropped).
+  Result<bool> wait(int timeout_ms);
+
+  // The server backend of this connection (pg_backend_pid()); for tests that cut it.
+  int backend_pid() const;
+  const std::string& schema() const { return schema_; }
+
+ private:
+  PostgresCluster(pg_conn* conn, std::string where) : conn_(conn), where_(std::move(where)) {}
+  Status create_tables();
+  Error error(std::string_view what) const;
+  std::string channel(std::string_view name) const;
+
+  pg_conn* conn_;
+  std::string where_;
+  std::string schema_;
+};
+
+}  // namespace flowrt
