@@ -1,0 +1,210 @@
+// Cluster nodes in this process (server/cluster_node.h) on a real PostgreSQL server: a
+// follower answers with the leader's answer, in one commit order with the leader's own
+// requests; the leader checks the caller the follower forwarded; an operation whose effects
+// were durable when its leader stopped, but whose answer was not, is not applied again by
+// the next leader; a leader that finds another in the lead row gives up. Waits are on the
+// cluster's own signals (an answer's notification, the lost-lead callback), bounded.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/cluster_node.h"
+#include "store/postgres_cluster.h"
+#include "tests/server/server_fixture.h"
+#include "tests/support/postgres_support.h"
+
+namespace flowrt::testing_http {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace flowrt::test_support;
+
+class ClusterPostgresTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    url_ = fresh_postgres_schema(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    ASSERT_FALSE(url_.empty());
+    dir_ = fs::temp_directory_path() / ("flowrt-cluster-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "flows");
+    for (const auto& f : kFlows) std::ofstream(dir_ / "flows" / f[0]) << f[1];
+  }
+  void TearDown() override {
+    nodes_.clear();
+    fs::remove_all(dir_);
+  }
+  // Node `name` joins (and leads when no live node does).
+  server::ClusterNode& join(const std::string& name, int lease_ms = 3000) {
+    server::ServeOptions options;
+    options.dir = dir_.string();
+    options.listen = "127.0.0.1:0";
+    options.log_level = "error";
+    options.data = url_;
+    server::ClusterOptions cluster;
+    cluster.node = name;
+    cluster.lease_ms = lease_ms;
+    cluster.forward_timeout = std::chrono::milliseconds(20000);
+    cluster.on_lost_lead = [this, name](const std::string& why) {
+      std::lock_guard lock(lost_mu_);
+      lost_[name].set_value(why);
+    };
+    {
+      std::lock_guard lock(lost_mu_);
+      lost_[name] = std::promise<std::string>();
+    }
+    auto node = server::ClusterNode::open(options, cluster);
+    EXPECT_TRUE(node) << (node ? "" : node.error().describe());
+    nodes_.push_back(std::move(node).value());
+    return *nodes_.back();
+  }
+  std::unique_ptr<PostgresCluster> link() {
+    Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);
+    EXPECT_TRUE(c.is_ok());
+    return std::move(c).value();
+  }
+  std::string sql_value(const std::string& sql) const { return postgres_value(url_, sql); }
+  // Waits (at most 20 s) for entry `seq`'s answer.
+  std::optional<InboxStatus> answered(PostgresCluster& listener, uint64_t seq) {
+    for (int i = 0; i < 200; ++i) {
+      Result<std::optional<InboxStatus>> e = listener.entry(seq);
+      if (e && *e && (*e)->reply) return **e;
+      (void)listener.wait(100);
+    }
+    return std::nullopt;
+  }
+
+  std::string url_;
+  fs::path dir_;
+  std::vector<std::unique_ptr<server::ClusterNode>> nodes_;
+  std::mutex lost_mu_;
+  std::map<std::string, std::promise<std::string>> lost_;
+};
+
+TEST_F(ClusterPostgresTest, AFollowerAnswersWithTheLeadersAnswer_InOneCommitOrderWithTheLeadersOwn) {
+  server::ClusterNode& a = join("a");
+  server::ClusterNode& b = join("b");
+  ASSERT_TRUE(a.leads());
+  ASSERT_FALSE(b.leads());
+  HttpClient to_a(a.port()), to_b(b.port());
+
+  HttpReply created = to_b.post("/api/tables/incident/records", R"({"number": "INC1"})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  EXPECT_NE(created.header("X-Flowrt-Operation"), "") << "a forwarded answer names its operation";
+  const std::string sys_id(created.json()["sys_id"].as_string());
+  EXPECT_EQ(to_a.get("/api/tables/incident/records/" + sys_id).status, 200) << "it is the leader's record";
+  EXPECT_EQ(to_b.get("/api/tables/incident/records/" + sys_id).status, 200);
+
+  // Events sent one after another, alternately through the follower and the leader: each
+  // acknowledged before the next is sent, so their commits (and contexts) are in that order.
+  for (int n = 0; n < 6; ++n) {
+    HttpClient& to = n % 2 ? to_a : to_b;
+    HttpReply fired = to.post("/api/events/ping", R"({"n": )" + std::to_string(n) + "}");
+    ASSERT_EQ(fired.status / 100, 2) << fired.body;
+  }
+  a.service()->engine().settle(0);
+  HttpReply list = to_b.get("/api/contexts?flow=on_ping&limit=10");
+  ASSERT_EQ(list.status, 200) << list.body;
+  std::vector<std::pair<int64_t, int64_t>> order;  // (seq, n) in seq order
+  const Value contexts = list.json()["contexts"];
+  for (const Value& c : contexts.items()) {
+    // The flow logs "pong N" (its record keeps the step's inputs).
+    HttpReply one = to_b.get("/api/contexts/" + std::string(c["id"].as_string()));
+    ASSERT_EQ(one.status, 200) << one.body;
+    const std::string message(one.json()["steps"].items()[0]["inputs"]["message"].as_string());
+    ASSERT_TRUE(message.starts_with("pong ")) << one.body;
+    order.emplace_back(c["seq"].as_int(), std::stoll(message.substr(5)));
+  }
+  ASSERT_EQ(order.size(), 6u) << list.body;
+  std::sort(order.begin(), order.end());
+  for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i].second, static_cast<int64_t>(i)) << "start order = send order";
+
+  HttpReply cluster = to_b.get("/api/cluster");
+  ASSERT_EQ(cluster.status, 200);
+  EXPECT_EQ(cluster.json()["node"]["role"].as_string(), "follower");
+  EXPECT_EQ(cluster.json()["lead"]["node"].as_string(), "a");
+  EXPECT_EQ(cluster.json()["nodes"].items().size(), 2u);
+  EXPECT_EQ(to_a.get("/api/cluster").json()["node"]["role"].as_string(), "leader");
+}
+
+TEST_F(ClusterPostgresTest, TheLeaderChecksTheCallerTheFollowerForwarded) {
+  std::ofstream(dir_ / "config.json") << config_with_tokens();
+  join("a");
+  server::ClusterNode& b = join("b");
+  HttpClient to_b(b.port());
+  HttpReply anonymous = to_b.get("/api/tables");
+  EXPECT_EQ(anonymous.status, 401) << anonymous.body;
+  EXPECT_EQ(to_b.get("/healthz").status, 200);
+  EXPECT_EQ(to_b.get("/api/tables", token("viewer")).status, 200);
+  HttpReply refused = to_b.post("/api/events/ping", R"({"payload": {}})", token("viewer"));
+  EXPECT_EQ(refused.status, 403) << refused.body;
+  EXPECT_THAT(refused.body, HasSubstr("'viewer' (role viewer) may not"));
+  EXPECT_EQ(to_b.post("/api/events/ping", R"({"payload": {}})", token("operator")).status / 100, 2);
+  EXPECT_EQ(to_b.get("/api/cluster").status, 401) << "the follower's own routes need a token too";
+}
+
+TEST_F(ClusterPostgresTest, AnOperationDurableButUnanswered_IsNotAppliedAgainByTheNextLeader) {
+  server::ClusterNode& a = join("a");
+  ASSERT_TRUE(a.leads());
+  std::unique_ptr<PostgresCluster> c = link();
+  ASSERT_TRUE(c->listen("flowrt_answers").is_ok());
+  const int64_t client = *c->join("client", "", 60000);
+  const InboxRequest insert{"POST", "/api/tables/incident/records", "t", "operator", true, "application/json",
+                            R"({"number": "INC7"})"};
+  const uint64_t seq = (*c->append(client, {insert}))[0];
+  std::optional<InboxStatus> first = answered(*c, seq);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->reply->status, 201) << first->reply->body;
+  EXPECT_EQ(sql_value("SELECT applied_op FROM cluster_lead"), std::to_string(seq)) << "durable with its effects";
+
+  // As if a had stopped after the effects were durable and before it answered.
+  ASSERT_EQ(postgres_exec(url_, "UPDATE cluster_inbox SET answered = NULL, status = NULL, reply = NULL, reply_type = "
+                                "NULL WHERE seq = " + std::to_string(seq)),
+            "");
+  nodes_.front()->stop();
+  // And one more accepted while no node leads.
+  const InboxRequest second_insert{"POST", "/api/tables/incident/records", "t", "operator", true,
+                                   "application/json", R"({"number": "INC8"})"};
+  const uint64_t next = (*c->append(client, {second_insert}))[0];
+
+  server::ClusterNode& b = join("b");
+  ASSERT_TRUE(b.leads()) << "a left: b takes the lead at once";
+  std::optional<InboxStatus> again = answered(*c, seq);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->reply->status, 200);
+  EXPECT_THAT(again->reply->body, HasSubstr("applied by the node that led before"));
+  std::optional<InboxStatus> later = answered(*c, next);
+  ASSERT_TRUE(later.has_value());
+  EXPECT_EQ(later->reply->status, 201) << later->reply->body;
+  HttpClient to_b(b.port());
+  HttpReply records = to_b.get("/api/tables/incident/records?limit=10");
+  ASSERT_EQ(records.status, 200);
+  std::vector<std::string> numbers;
+  const Value list = records.json()["records"];
+  for (const Value& r : list.items()) numbers.emplace_back(r["number"].as_string());
+  EXPECT_THAT(numbers, ::testing::UnorderedElementsAre("INC7", "INC8")) << "INC7 once: not applied again";
+}
+
+TEST_F(ClusterPostgresTest, ALeaderThatFindsAnotherInTheLeadRow_GivesUp) {
+  server::ClusterNode& a = join("a", 900);
+  server::ClusterNode& b = join("b", 900);
+  ASSERT_TRUE(a.leads());
+  // b takes the lead as it would once a's lease had run out (a stalled meanwhile).
+  ASSERT_EQ(postgres_exec(url_, "UPDATE cluster_lead SET incarnation = " + std::to_string(b.incarnation()) +
+                                    ", epoch = epoch + 1"),
+            "");
+  std::future<std::string> why;
+  {
+    std::lock_guard lock(lost_mu_);
+    why = lost_["a"].get_future();
+  }
+  ASSERT_EQ(why.wait_for(std::chrono::seconds(20)), std::future_status::ready) << "a noticed within a few periods";
+  EXPECT_THAT(why.get(), HasSubstr("took the lead"));
+}
+
+}  // namespace
+}  // namespace flowrt::testing_http

@@ -1,0 +1,257 @@
+// What several nodes on one PostgreSQL store share (store/postgres_cluster.h), against a
+// real server: only one of two nodes trying at once takes the lead, and each epoch is
+// taken once; a lease that ran out lets another node take over; a leader's store writes
+// are fenced by its epoch (a stale leader's batch is refused whole, and so is every later
+// one), and record the operations they applied in the same transaction; the inbox numbers
+// appends from many connections in the order they commit, so a reader never sees a gap
+// that fills later. Each test has a schema of its own.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "store/postgres_cluster.h"
+#include "store/postgres_store.h"
+#include "tests/support/postgres_support.h"
+#include "tests/support/test_support.h"
+
+namespace flowrt {
+namespace {
+
+using namespace flowrt::test_support;
+
+class PostgresClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    url_ = fresh_postgres_schema(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    ASSERT_FALSE(url_.empty());
+  }
+  std::unique_ptr<PostgresCluster> link() {
+    Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);
+    EXPECT_TRUE(c.is_ok()) << (c ? "" : c.message());
+    return c ? std::move(c).value() : nullptr;
+  }
+  int64_t join(PostgresCluster& c, const std::string& name, int lease_ms = 60000) {
+    Result<int64_t> n = c.join(name, "127.0.0.1:1", lease_ms);
+    EXPECT_TRUE(n.is_ok()) << (n ? "" : n.message());
+    return n ? *n : 0;
+  }
+  // Ends `incarnation`'s lease now, as if it had stopped sending heartbeats long ago.
+  void expire(int64_t incarnation) {
+    ASSERT_EQ(postgres_exec(url_, "UPDATE cluster_nodes SET lease_until = clock_timestamp() - interval '1 second' "
+                                  "WHERE incarnation = " + std::to_string(incarnation)),
+              "");
+  }
+  std::string sql_value(const std::string& sql) const { return postgres_value(url_, sql); }
+  static StoreBatch batch_of_record(int n, uint64_t applied_op = 0) {
+    StoreBatch b;
+    b.changes.push_back(RecordPut{"t", json(R"({"sys_id":"r)" + std::to_string(n) + R"("})"), static_cast<uint64_t>(n)});
+    b.counters.commit_seq = static_cast<uint64_t>(n);
+    b.applied_op = applied_op;
+    return b;
+  }
+
+  std::string url_;
+};
+
+TEST_F(PostgresClusterTest, TwoNodesTryingToLeadAtOnce_OneWins_AndEachEpochIsTakenOnce) {
+  std::unique_ptr<PostgresCluster> a = link(), b = link();
+  ASSERT_TRUE(a && b);
+  std::set<int64_t> epochs;
+  for (int round = 0; round < 20; ++round) {
+    const int64_t ia = join(*a, "a"), ib = join(*b, "b");
+    std::optional<ClusterLead> la, lb;
+    std::barrier sync(2);
+    std::thread ta([&] {
+      sync.arrive_and_wait();
+      Result<std::optional<ClusterLead>> r = a->try_lead(ia);
+      ASSERT_TRUE(r.is_ok()) << r.message();
+      la = *r;
+    });
+    std::thread tb([&] {
+      sync.arrive_and_wait();
+      Result<std::optional<ClusterLead>> r = b->try_lead(ib);
+      ASSERT_TRUE(r.is_ok()) << r.message();
+      lb = *r;
+    });
+    ta.join();
+    tb.join();
+    ASSERT_NE(la.has_value(), lb.has_value()) << "round " << round << ": exactly one of two may lead";
+    const ClusterLead won = la ? *la : *lb;
+    EXPECT_TRUE(epochs.insert(won.epoch).second) << "epoch " << won.epoch << " taken twice";
+    Result<ClusterLead> now = a->lead();
+    ASSERT_TRUE(now.is_ok());
+    EXPECT_EQ(now->incarnation, la ? ia : ib);
+    EXPECT_EQ(now->epoch, won.epoch);
+    // The winner's lease runs out: the other takes over with the next epoch.
+    expire(la ? ia : ib);
+    Result<std::optional<ClusterLead>> next = (la ? b : a)->try_lead(la ? ib : ia);
+    ASSERT_TRUE(next.is_ok()) << next.message();
+    ASSERT_TRUE(next->has_value()) << "a lease that ran out frees the lead";
+    EXPECT_EQ((*next)->epoch, won.epoch + 1);
+    EXPECT_TRUE(epochs.insert((*next)->epoch).second);
+    ASSERT_TRUE(a->leave(ia).is_ok());
+    ASSERT_TRUE(b->leave(ib).is_ok());
+  }
+}
+
+TEST_F(PostgresClusterTest, ALiveLeader_KeepsTheLead_ALeaderThatLeft_HandsItOverAtOnce) {
+  std::unique_ptr<PostgresCluster> a = link(), b = link();
+  ASSERT_TRUE(a && b);
+  const int64_t ia = join(*a, "a"), ib = join(*b, "b");
+  ASSERT_TRUE(a->try_lead(ia)->has_value());
+  EXPECT_FALSE(b->try_lead(ib)->has_value()) << "a's lease runs for a minute";
+  ASSERT_TRUE(a->heartbeat(ia, 60000).is_ok());
+  EXPECT_FALSE(b->try_lead(ib)->has_value());
+  ASSERT_TRUE(a->leave(ia).is_ok());
+  EXPECT_FALSE(a->heartbeat(ia, 60000).is_ok()) << "a node that left has no lease to renew";
+  EXPECT_TRUE(b->try_lead(ib)->has_value()) << "leaving frees the lead without waiting for the lease";
+  // A node whose own lease ran out cannot take the lead.
+  std::unique_ptr<PostgresCluster> c = link();
+  const int64_t ic = join(*c, "c");
+  expire(ib);
+  expire(ic);
+  EXPECT_FALSE(c->try_lead(ic)->has_value()) << "only a live node may lead";
+  Result<std::vector<ClusterNodeRow>> nodes = c->nodes();
+  ASSERT_TRUE(nodes.is_ok());
+  ASSERT_EQ(nodes->size(), 3u);
+  EXPECT_EQ((*nodes)[0].name, "c");
+  EXPECT_FALSE((*nodes)[0].alive);
+  EXPECT_TRUE((*nodes)[2].left);
+}
+
+TEST_F(PostgresClusterTest, AStaleLeadersStoreWrite_IsFenced_WholeBatchRefused_TheNewLeadersGoes) {
+  std::unique_ptr<PostgresCluster> a = link(), b = link();
+  ASSERT_TRUE(a && b);
+  const int64_t ia = join(*a, "a"), ib = join(*b, "b");
+  Result<std::optional<ClusterLead>> la = a->try_lead(ia);
+  ASSERT_TRUE(la.is_ok() && la->has_value());
+  Result<std::unique_ptr<PostgresStore>> old =
+      PostgresStore::open(url_, SyncMode::kNormal, /*read_only=*/false, (*la)->epoch);
+  ASSERT_TRUE(old.is_ok()) << old.message();
+  ASSERT_TRUE((*old)->write(batch_of_record(1, /*applied_op=*/7)).is_ok());
+  EXPECT_EQ(sql_value("SELECT applied_op FROM cluster_lead"), "7") << "recorded with the batch";
+
+  expire(ia);
+  Result<std::optional<ClusterLead>> lb = b->try_lead(ib);
+  ASSERT_TRUE(lb.is_ok() && lb->has_value());
+  EXPECT_EQ((*lb)->applied_op, 7u) << "the new leader starts after what the last one applied";
+
+  Status fenced = (*old)->write(batch_of_record(2, 9));
+  ASSERT_FALSE(fenced.is_ok());
+  EXPECT_NE(fenced.message().find("fenced"), std::string::npos) << fenced.message();
+  EXPECT_EQ(sql_value("SELECT count(*) FROM records"), "1") << "none of the refused batch is there";
+  EXPECT_EQ(sql_value("SELECT applied_op FROM cluster_lead"), "7");
+  EXPECT_FALSE((*old)->write(batch_of_record(3)).is_ok()) << "a fenced store writes nothing more";
+
+  Result<std::unique_ptr<PostgresStore>> fresh =
+      PostgresStore::open(url_, SyncMode::kNormal, /*read_only=*/false, (*lb)->epoch);
+  ASSERT_TRUE(fresh.is_ok()) << fresh.message() << " (two leaders' stores need no writer's lock)";
+  ASSERT_TRUE((*fresh)->write(batch_of_record(2, 9)).is_ok());
+  EXPECT_EQ(sql_value("SELECT count(*) FROM records"), "2");
+  EXPECT_EQ(sql_value("SELECT applied_op FROM cluster_lead"), "9");
+  ASSERT_TRUE((*fresh)->write(batch_of_record(4, 0)).is_ok());
+  EXPECT_EQ(sql_value("SELECT applied_op FROM cluster_lead"), "9") << "applied_op never goes back";
+}
+
+TEST_F(PostgresClusterTest, ATakeoverWaitsForTheBatchInFlight_ThenFencesTheNext) {
+  std::unique_ptr<PostgresCluster> a = link(), b = link();
+  ASSERT_TRUE(a && b);
+  const int64_t ia = join(*a, "a"), ib = join(*b, "b");
+  const int64_t epoch = (*a->try_lead(ia))->epoch;
+  Result<std::unique_ptr<PostgresStore>> store = PostgresStore::open(url_, SyncMode::kNormal, false, epoch);
+  ASSERT_TRUE(store.is_ok()) << store.message();
+  expire(ia);
+  // Many batches race one takeover: every batch that committed did so before the
+  // takeover (its applied_op is what the new leader starts from), none after.
+  std::atomic<uint64_t> last_ok{0};
+  std::thread writer([&] {
+    for (int n = 1; n <= 400; ++n) {
+      if (!(*store)->write(batch_of_record(n, static_cast<uint64_t>(n))).is_ok()) return;
+      last_ok.store(static_cast<uint64_t>(n));
+    }
+  });
+  Result<std::optional<ClusterLead>> taken = b->try_lead(ib);
+  writer.join();
+  ASSERT_TRUE(taken.is_ok() && taken->has_value());
+  EXPECT_EQ((*taken)->applied_op, last_ok.load()) << "the takeover saw exactly the batches that committed";
+  EXPECT_EQ(sql_value("SELECT count(*) FROM records"), std::to_string(last_ok.load()));
+}
+
+TEST_F(PostgresClusterTest, InboxAppendsFromManyConnections_AreNumberedInCommitOrder_NoReaderSeesAGap) {
+  constexpr int kWriters = 4, kEach = 40;
+  std::unique_ptr<PostgresCluster> first = link();
+  ASSERT_TRUE(first);
+  const int64_t node = join(*first, "w");
+  std::atomic<bool> done{false};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; ++w) {
+    writers.emplace_back([&, w] {
+      std::unique_ptr<PostgresCluster> c = link();
+      for (int i = 0; i < kEach; ++i) {
+        InboxRequest q{"POST", "/w" + std::to_string(w) + "/" + std::to_string(i), "t", "operator", true,
+                       "application/json", std::string("{\"\\u0000\":1}\0raw", 16)};
+        Result<std::vector<uint64_t>> seqs = c->append(node, {q, q});
+        ASSERT_TRUE(seqs.is_ok()) << seqs.message();
+        ASSERT_EQ(seqs->size(), 2u);
+        EXPECT_EQ((*seqs)[1], (*seqs)[0] + 1) << "one append's entries are consecutive";
+      }
+    });
+  }
+  // A reader that answers what it sees, in order, as the leader's applier does: whatever
+  // it sees after its cursor must start right after it (no entry committed later with a
+  // smaller number).
+  std::unique_ptr<PostgresCluster> reader = link();
+  uint64_t cursor = 0;
+  std::thread stopper([&] {
+    for (std::thread& t : writers) t.join();
+    done.store(true);
+  });
+  while (true) {
+    const bool last = done.load();
+    Result<std::vector<InboxEntry>> seen = reader->unanswered(cursor, 50);
+    ASSERT_TRUE(seen.is_ok()) << seen.message();
+    for (const InboxEntry& e : *seen) {
+      ASSERT_EQ(e.seq, cursor + 1) << "a gap: an entry numbered before one already seen committed after it";
+      EXPECT_EQ(e.request.body, std::string("{\"\\u0000\":1}\0raw", 16)) << "bodies are bytes, kept whole";
+      ASSERT_TRUE(reader->answer(e.seq, InboxReply{200, "text/plain", "ok"}).is_ok());
+      cursor = e.seq;
+    }
+    if (last && seen->empty()) break;
+  }
+  stopper.join();
+  EXPECT_EQ(cursor, static_cast<uint64_t>(kWriters * kEach * 2));
+  Result<std::vector<std::pair<uint64_t, InboxReply>>> answers = reader->answers({1, 2, cursor, cursor + 1});
+  ASSERT_TRUE(answers.is_ok());
+  EXPECT_EQ(answers->size(), 3u) << "entries 1, 2 and the last are answered; the one after the last does not exist";
+}
+
+TEST_F(PostgresClusterTest, AnAnswerIsRecordedOnce_AndWakesAListener) {
+  std::unique_ptr<PostgresCluster> c = link(), listener = link();
+  ASSERT_TRUE(c && listener);
+  const int64_t node = join(*c, "n");
+  ASSERT_TRUE(listener->listen("flowrt_answers").is_ok());
+  Result<std::vector<uint64_t>> seqs = c->append(node, {InboxRequest{"GET", "/x", "t", "viewer", false, "", ""}});
+  ASSERT_TRUE(seqs.is_ok());
+  ASSERT_TRUE(c->answer((*seqs)[0], InboxReply{201, "application/json", "{\"a\":1}"}).is_ok());
+  ASSERT_TRUE(c->answer((*seqs)[0], InboxReply{500, "text/plain", "second"}).is_ok());
+  Result<bool> woke = listener->wait(10000);
+  ASSERT_TRUE(woke.is_ok());
+  EXPECT_TRUE(*woke);
+  Result<std::optional<InboxStatus>> e = c->entry((*seqs)[0]);
+  ASSERT_TRUE(e.is_ok() && e->has_value());
+  ASSERT_TRUE((*e)->reply.has_value());
+  EXPECT_EQ((*e)->reply->status, 201) << "the first answer stands";
+  EXPECT_EQ((*e)->reply->body, "{\"a\":1}");
+  EXPECT_FALSE((*e)->entry.request.authenticated);
+  EXPECT_FALSE(c->entry(999)->has_value());
+}
+
+}  // namespace
+}  // namespace flowrt
