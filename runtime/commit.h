@@ -40,17 +40,26 @@ using CommitObserver = std::function<void(const CommitEntry&)>;
 // (StoreBatch::applied_op). A cluster leader applies a forwarded operation under its inbox
 // number this way, so that the number is durable exactly when the operation's effects are.
 // Scoped to the thread that made it; tags do not nest (the inner one wins until it ends).
+// `on_first_commit`, when given, is called once, under the commit lock, when the thread's
+// first commit under the tag is made (it must be quick and must not call the engine): the
+// leader starts the next operation then, so operations commit in inbox order while their
+// waits for durability overlap.
 class OperationTag {
  public:
-  explicit OperationTag(uint64_t operation);
+  explicit OperationTag(uint64_t operation, std::function<void()> on_first_commit = {});
   ~OperationTag();
   OperationTag(const OperationTag&) = delete;
   OperationTag& operator=(const OperationTag&) = delete;
   // The operation of the calling thread's live tag, 0 when none.
   static uint64_t current();
+  // Called by the commit path for each commit: the calling thread's operation (0 when it
+  // has no tag), after telling the tag's on_first_commit of the first.
+  static uint64_t note_commit();
 
  private:
-  uint64_t previous_;
+  uint64_t operation_;
+  std::function<void()> on_first_commit_;
+  OperationTag* previous_;
 };
 
 }  // namespace flowrt

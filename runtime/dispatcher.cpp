@@ -159,12 +159,20 @@ CommitEntry Dispatcher::begin_commit(CommitEntry::Kind kind, Origin origin) {
 }
 
 namespace {
-thread_local uint64_t t_operation = 0;  // the calling thread's OperationTag
+thread_local OperationTag* t_tag = nullptr;  // the calling thread's live OperationTag
 }  // namespace
 
-OperationTag::OperationTag(uint64_t operation) : previous_(t_operation) { t_operation = operation; }
-OperationTag::~OperationTag() { t_operation = previous_; }
-uint64_t OperationTag::current() { return t_operation; }
+OperationTag::OperationTag(uint64_t operation, std::function<void()> on_first_commit)
+    : operation_(operation), on_first_commit_(std::move(on_first_commit)), previous_(t_tag) {
+  t_tag = this;
+}
+OperationTag::~OperationTag() { t_tag = previous_; }
+uint64_t OperationTag::current() { return t_tag ? t_tag->operation_ : 0; }
+uint64_t OperationTag::note_commit() {
+  if (!t_tag) return 0;
+  if (t_tag->on_first_commit_) std::exchange(t_tag->on_first_commit_, nullptr)();
+  return t_tag->operation_;
+}
 
 void Dispatcher::end_commit(const CommitEntry& entry, Origin origin) {
   commits_.store(entry.seq, std::memory_order_release);
@@ -203,7 +211,7 @@ void Dispatcher::journal_locked(Context* committer) {
   // this thread's to write.
   const bool hold = committer && committer->checkpoint_step;
   building_.held = hold;
-  building_.operation = OperationTag::current();
+  building_.operation = OperationTag::note_commit();
   const uint64_t position = journal_->append(std::move(building_));
   if (hold) committer->held_commits.push_back(position);
   building_ = JournalEntry{};

@@ -28,24 +28,23 @@ ClusterApplier::ClusterApplier(std::string url, const Router& router, uint64_t a
 
 ClusterApplier::~ClusterApplier() { stop(); }
 
-void ClusterApplier::start() { thread_ = std::thread([this] { run(); }); }
+void ClusterApplier::start() {
+  handlers_ = std::make_unique<boost::asio::thread_pool>(kHandlerThreads);
+  thread_ = std::thread([this] { run(); });
+}
 
 void ClusterApplier::stop() {
   stopping_.store(true);
+  cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (handlers_) {
+    handlers_->join();  // what runs finishes; its answer is not recorded (the next leader's)
+    handlers_.reset();
+  }
 }
 
-std::optional<Response> ClusterApplier::apply(const InboxEntry& e, std::vector<Waiting>* waits) {
+Reply ClusterApplier::dispatch(const InboxEntry& e, const std::shared_ptr<InFlight>& flight) {
   const InboxRequest& q = e.request;
-  if (e.seq <= applied_ && !is_read(q.method)) {
-    // Its effects are durable (the last leader's store batch said so); its answer was lost
-    // with that leader. Not applied again.
-    return json_response(http::status::ok,
-                         Value::object({{"operation", Value(static_cast<int64_t>(e.seq))},
-                                        {"applied", Value(true)},
-                                        {"note", Value("applied by the node that led before; its answer was lost when "
-                                                       "that node stopped")}}));
-  }
   Request req;
   const http::verb verb = http::string_to_verb(q.method);
   if (verb == http::verb::unknown) {
@@ -63,54 +62,111 @@ std::optional<Response> ClusterApplier::apply(const InboxEntry& e, std::vector<W
   if (!caller.authenticated && !router_.is_public(req)) {
     return error_response(http::status::unauthorized, "a valid token is needed: Authorization: Bearer TOKEN");
   }
-  Reply reply;
   try {
-    const OperationTag tag(e.seq);
-    reply = router_.dispatch(req, caller);
+    const OperationTag tag(e.seq, [this, flight] {
+      {
+        std::lock_guard lock(mu_);
+        flight->committed = true;
+      }
+      cv_.notify_all();
+    });
+    return router_.dispatch(req, caller);
   } catch (const std::exception& ex) {
     engine_log().error("cluster: operation {} ({} {}): {}", e.seq, q.method, q.target, ex.what());
     return error_response(http::status::internal_server_error, "the leader failed to apply it (logged)");
   }
-  if (reply.stream) {
-    return error_response(http::status::service_unavailable,
-                          "event streams are served by the cluster's leader only: it listens at " + address_);
-  }
-  if (reply.poll) {
-    waits->push_back(Waiting{e.seq, std::move(reply.poll), reply.deadline});
-    return std::nullopt;
-  }
-  return std::move(reply.response);
 }
 
-void ClusterApplier::poll_waits(PostgresCluster& link, std::vector<Waiting>* waits) {
+void ClusterApplier::start_entry(const InboxEntry& e) {
+  auto flight = std::make_shared<InFlight>();
+  flight->seq = e.seq;
+  if (e.seq <= applied_ && !is_read(e.request.method)) {
+    // Its effects are durable (the last leader's store batch said so); its answer was lost
+    // with that leader. Not applied again.
+    flight->reply = json_response(
+        http::status::ok, Value::object({{"operation", Value(static_cast<int64_t>(e.seq))},
+                                         {"applied", Value(true)},
+                                         {"note", Value("applied by the node that led before; its answer was lost "
+                                                        "when that node stopped")}}));
+    flight->done = true;
+    std::lock_guard lock(mu_);
+    done_.push_back(flight);
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    ++in_flight_;
+  }
+  boost::asio::post(*handlers_, [this, e, flight] {
+    Reply reply = dispatch(e, flight);
+    {
+      std::lock_guard lock(mu_);
+      flight->reply = std::move(reply);
+      flight->done = true;
+      done_.push_back(flight);
+      --in_flight_;
+    }
+    cv_.notify_all();
+  });
+  // The next entry starts once this one committed (or finished without committing).
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return flight->committed || flight->done; });
+}
+
+void ClusterApplier::record(PostgresCluster& link, uint64_t seq, Reply reply) {
+  Response res;
+  if (reply.stream) {
+    res = error_response(http::status::service_unavailable,
+                         "event streams are served by the cluster's leader only: it listens at " + address_);
+  } else if (reply.poll) {
+    waits_.push_back(Waiting{seq, std::move(reply.poll), reply.deadline});
+    return;
+  } else {
+    res = std::move(reply.response);
+  }
+  if (Status s = link.answer(seq, reply_of(res)); !s) {
+    engine_log().warn("cluster: operation {} applied, its answer not recorded: {}", seq, s.message());
+  } else {
+    answered_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void ClusterApplier::answer_finished(PostgresCluster& link) {
+  std::vector<std::shared_ptr<InFlight>> finished;
+  {
+    std::lock_guard lock(mu_);
+    finished.swap(done_);
+  }
+  for (const auto& f : finished) record(link, f->seq, std::move(f->reply));
   const auto now = std::chrono::steady_clock::now();
-  for (auto it = waits->begin(); it != waits->end();) {
+  for (auto it = waits_.begin(); it != waits_.end();) {
     std::optional<Response> res = it->poll(now >= it->deadline);
     if (!res) {
       ++it;
       continue;
     }
-    if (link.answer(it->seq, reply_of(*res))) answered_.fetch_add(1, std::memory_order_relaxed);
-    it = waits->erase(it);
+    const uint64_t seq = it->seq;
+    it = waits_.erase(it);
+    record(link, seq, Reply(std::move(*res)));
   }
 }
 
 void ClusterApplier::run() {
   std::unique_ptr<PostgresCluster> link;
-  std::vector<Waiting> waits;
-  uint64_t cursor = 0;  // entries up to here are answered (or waiting in `waits`)
+  uint64_t cursor = 0;  // entries up to here are started
   auto last_prune = std::chrono::steady_clock::now();
   while (!stopping_.load()) {
     if (!link) {
       Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);
       if (!c || !(*c)->listen("flowrt_inbox")) {
         if (!c) engine_log().warn("cluster: the inbox cannot be read: {}", c.error().message);
-        std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
+        std::unique_lock lock(mu_);
+        cv_.wait_for(lock, std::chrono::milliseconds(kPollMs), [&] { return stopping_.load(); });
         continue;
       }
       link = std::move(c).value();
     }
-    Result<std::vector<InboxEntry>> entries = link->unanswered(cursor, 100);
+    Result<std::vector<InboxEntry>> entries = link->unanswered(cursor, 256);
     if (!entries) {
       engine_log().warn("cluster: the inbox cannot be read: {}", entries.error().message);
       link.reset();
@@ -118,25 +174,22 @@ void ClusterApplier::run() {
     }
     for (const InboxEntry& e : *entries) {
       if (stopping_.load()) break;
-      std::optional<Response> res = apply(e, &waits);
+      start_entry(e);
       cursor = e.seq;
-      if (res) {
-        if (Status s = link->answer(e.seq, reply_of(*res)); !s) {
-          engine_log().warn("cluster: operation {} applied, its answer not recorded: {}", e.seq, s.message());
-        } else {
-          answered_.fetch_add(1, std::memory_order_relaxed);
-        }
-      }
-      poll_waits(*link, &waits);
     }
-    poll_waits(*link, &waits);
+    answer_finished(*link);
     if (std::chrono::steady_clock::now() - last_prune > std::chrono::seconds(60)) {
       (void)link->prune(kKeepAnsweredSeconds);
       last_prune = std::chrono::steady_clock::now();
     }
     if (!entries->empty()) continue;
-    // Nothing new: wait for a notification (briefly while some entry waits).
-    Result<bool> woke = link->wait(waits.empty() ? kPollMs : 5);
+    // Nothing new: wait for a notification (briefly while answers are due).
+    bool busy = false;
+    {
+      std::lock_guard lock(mu_);
+      busy = in_flight_ > 0 || !done_.empty() || !waits_.empty();
+    }
+    Result<bool> woke = link->wait(busy ? 2 : kPollMs);
     if (!woke) link.reset();
   }
 }

@@ -10,14 +10,23 @@
 // between entries, so the entries behind it are not held up. An event stream is not
 // forwarded (503 naming the leader's address).
 //
-// Entries are applied one at a time: a forwarded write costs a durable commit before the
-// next starts (docs/SCALING.md has the rate).
+// Order with overlap: each entry runs on one of kHandlerThreads (a write waits for its
+// commit to be durable there), and the next entry starts once this one has made its first
+// commit (OperationTag's on_first_commit) or has finished without one. So entries commit
+// in inbox order, and many share one durable store batch.
 //
-// Thread-safety: start and stop from one thread; owns its thread and its connection.
+// Thread-safety: start and stop from one thread; owns its thread, its handler threads and
+// its connection. The applier thread alone uses the connection; handler threads hand
+// their answers back through done_ (guarded by mu_).
 #pragma once
+
+#include <boost/asio/thread_pool.hpp>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -50,15 +59,28 @@ class ClusterApplier {
   uint64_t answered() const { return answered_.load(std::memory_order_relaxed); }
 
  private:
+  static constexpr int kHandlerThreads = 32;
   struct Waiting {
     uint64_t seq;
     std::function<std::optional<Response>(bool)> poll;
     std::chrono::steady_clock::time_point deadline;
   };
+  // One entry handed to a handler thread.
+  struct InFlight {
+    uint64_t seq = 0;
+    bool committed = false;  // guarded by the applier's mu_
+    bool done = false;       // guarded by mu_
+    Reply reply;             // set before done
+  };
   void run();
-  // The answer to one entry now, or a wait to poll.
-  std::optional<Response> apply(const InboxEntry& e, std::vector<Waiting>* waits);
-  void poll_waits(PostgresCluster& link, std::vector<Waiting>* waits);
+  // Starts entry `e` and returns once it has made its first commit or finished; its answer
+  // comes back through done_ (or right away, when it needs no handler).
+  void start_entry(const InboxEntry& e);
+  // Runs one entry on a handler thread: the router's reply.
+  Reply dispatch(const InboxEntry& e, const std::shared_ptr<InFlight>& flight);
+  // Records the answers of finished entries (and their waits' answers).
+  void answer_finished(PostgresCluster& link);
+  void record(PostgresCluster& link, uint64_t seq, Reply reply);
 
   const std::string url_;
   const Router& router_;
@@ -66,6 +88,12 @@ class ClusterApplier {
   const std::string address_;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> answered_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::shared_ptr<InFlight>> done_;  // guarded by mu_: finished, not yet answered
+  size_t in_flight_ = 0;                          // guarded by mu_
+  std::vector<Waiting> waits_;                    // the applier thread's
+  std::unique_ptr<boost::asio::thread_pool> handlers_;
   std::thread thread_;
 };
 

@@ -131,6 +131,41 @@ TEST_F(ClusterPostgresTest, AFollowerAnswersWithTheLeadersAnswer_InOneCommitOrde
   EXPECT_EQ(to_a.get("/api/cluster").json()["node"]["role"].as_string(), "leader");
 }
 
+TEST_F(ClusterPostgresTest, ManyOperationsForwardedAtOnce_CommitInInboxOrder) {
+  server::ClusterNode& a = join("a");
+  ASSERT_TRUE(a.leads());
+  std::unique_ptr<PostgresCluster> c = link();
+  ASSERT_TRUE(c->listen("flowrt_answers").is_ok());
+  const int64_t client = *c->join("client", "", 60000);
+  // 60 events in one append: the leader overlaps their durable waits, but each starts only
+  // once the one before it committed.
+  std::vector<InboxRequest> events;
+  for (int n = 0; n < 60; ++n) {
+    events.push_back(InboxRequest{"POST", "/api/events/ping", "t", "operator", true, "application/json",
+                                  R"({"n": )" + std::to_string(n) + "}"});
+  }
+  const std::vector<uint64_t> seqs = *c->append(client, events);
+  for (uint64_t seq : seqs) {
+    std::optional<InboxStatus> done = answered(*c, seq);
+    ASSERT_TRUE(done.has_value()) << "operation " << seq;
+    EXPECT_EQ(done->reply->status, 202) << done->reply->body;
+  }
+  a.service()->engine().settle(0);
+  HttpClient to_a(a.port());
+  HttpReply list = to_a.get("/api/contexts?flow=on_ping&limit=100");
+  ASSERT_EQ(list.status, 200);
+  const Value contexts = list.json()["contexts"];
+  ASSERT_EQ(contexts.items().size(), 60u);
+  std::vector<std::pair<int64_t, int64_t>> order;  // (seq, n)
+  for (const Value& ctx : contexts.items()) {
+    HttpReply one = to_a.get("/api/contexts/" + std::string(ctx["id"].as_string()));
+    const std::string message(one.json()["steps"].items()[0]["inputs"]["message"].as_string());
+    order.emplace_back(ctx["seq"].as_int(), std::stoll(message.substr(5)));
+  }
+  std::sort(order.begin(), order.end());
+  for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i].second, static_cast<int64_t>(i)) << "inbox order";
+}
+
 TEST_F(ClusterPostgresTest, TheLeaderChecksTheCallerTheFollowerForwarded) {
   std::ofstream(dir_ / "config.json") << config_with_tokens();
   join("a");
