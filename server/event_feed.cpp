@@ -82,6 +82,7 @@ void EventFeed::begin_watching() {
     }
   }
   seen_seq_ = started;
+  locks_ = lock_states();  // as now: a change in the gap is the reset's, not an event after it
   // Nothing was read while no one watched: whatever a client saw before is stale, and one
   // resuming from before this point must reload. A reset marks the gap (every gap gets its
   // own: a client that resumed to the last one and went away again must reload again).
@@ -90,6 +91,17 @@ void EventFeed::begin_watching() {
     ring_.push_back(FeedEvent{next_id_++, "reset", "{\"reason\":\"changes while no client watched\"}"});
     while (ring_.size() > capacity_) ring_.pop_front();
   }
+}
+
+std::map<std::string, std::string> EventFeed::lock_states() const {
+  std::map<std::string, std::string> out;
+  const Value locks = engine_.locks();
+  for (const Value& l : locks.items()) {
+    std::string text;
+    write_json(l, text);
+    out.emplace(std::string(l["name"].as_string()), std::move(text));
+  }
+  return out;
 }
 
 void EventFeed::publish(std::string type, const Value& data) {
@@ -189,13 +201,7 @@ void EventFeed::poll() {
     }
   }
   // Locks: one event per lock whose state changed (or that is no longer held or waited for).
-  std::map<std::string, std::string> now;
-  const Value locks = engine_.locks();
-  for (const Value& l : locks.items()) {
-    std::string text;
-    write_json(l, text);
-    now.emplace(std::string(l["name"].as_string()), std::move(text));
-  }
+  std::map<std::string, std::string> now = lock_states();
   for (const auto& [name, state] : now) {
     auto old = locks_.find(name);
     if (old == locks_.end() || old->second != state) publish("lock", Value::object({{"name", Value(name)}}));

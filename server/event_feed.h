@@ -71,6 +71,8 @@ class EventFeed {
   void publish(std::string type, const Value& data);
   // The first subscriber came: follow what has not ended, mark the gap (poll_mu_ held).
   void begin_watching();
+  // Every lock's state now: name -> its JSON.
+  std::map<std::string, std::string> lock_states() const;
 
   Engine& engine_;
   const int64_t period_ms_;

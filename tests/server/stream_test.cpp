@@ -5,6 +5,8 @@
 
 #include <sys/socket.h>
 
+#include <chrono>
+
 #include "tests/server/server_fixture.h"
 
 namespace flowrt::testing_http {
@@ -39,10 +41,13 @@ class StreamReader {
     ::setsockopt(client_.socket().native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     client_.write_raw(request);
   }
-  // The next event (skipping comments and the retry line); nullopt when the stream ended.
+  // The next event (skipping comments and the retry line); nullopt when the stream ended,
+  // or when no event came within 30 s (the server's keep-alive comments do not count).
   std::optional<SseEvent> next() {
     SseEvent e;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (true) {
+      if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
       std::optional<std::string> line = read_line();
       if (!line) return std::nullopt;
       if (line->empty()) {
@@ -55,12 +60,15 @@ class StreamReader {
     }
   }
   // Events until one matches, or the stream ends.
+  // Every event read is kept in seen() (for failure messages).
   std::optional<SseEvent> until(const std::function<bool(const SseEvent&)>& match) {
     while (std::optional<SseEvent> e = next()) {
+      seen_ += e->type + " " + std::to_string(e->id) + "\n";
       if (match(*e)) return e;
     }
     return std::nullopt;
   }
+  const std::string& seen() const { return seen_; }
   const std::string& head() const { return head_; }
   // Reads the response's head (and the retry line sent with it): once it is here, the
   // server has subscribed this stream to the feed.
@@ -81,16 +89,18 @@ class StreamReader {
         }
         return line;
       }
+      // recv itself, not Asio's read_some, which polls again without end when SO_RCVTIMEO
+      // expires: a stream that never sends fails the test after 30 s instead of hanging it.
       char chunk[4096];
-      boost::system::error_code ec;
-      const size_t n = client_.socket().read_some(asio::buffer(chunk), ec);
-      if (ec) return std::nullopt;
-      buffer_.append(chunk, n);
+      const ssize_t n = ::recv(client_.socket().native_handle(), chunk, sizeof chunk, 0);
+      if (n <= 0) return std::nullopt;
+      buffer_.append(chunk, static_cast<size_t>(n));
     }
   }
   HttpClient client_;
   std::string buffer_;
   std::string head_;
+  std::string seen_;
   bool in_body_ = false;
 };
 
@@ -115,6 +125,7 @@ class StreamTest : public ServerFixture {
 
 TEST_F(StreamTest, ContextsStartWaitAndEnd) {
   StreamReader stream(service_->port(), stream_request());
+  ASSERT_TRUE(stream.opened()) << "subscribed before the call, so its events are the stream's";
   const std::string op = token("operator");
   const auto held = call_hold_desk();  // not a structured binding: the lambdas capture them
   const std::string gate = held.first;
@@ -125,14 +136,15 @@ TEST_F(StreamTest, ContextsStartWaitAndEnd) {
     };
   };
   std::optional<SseEvent> started = stream.until(about("started"));
-  ASSERT_TRUE(started) << stream.head();
+  ASSERT_TRUE(started) << stream.head() << stream.seen();
   EXPECT_THAT(stream.head(), HasSubstr("Content-Type: text/event-stream"));
   EXPECT_EQ(started->data["context"]["flow"], Value("hold_desk"));
   // It takes the lock: a lock event; then it waits at the gate (started may already be waiting).
-  ASSERT_TRUE(stream.until([](const SseEvent& e) { return e.type == "lock" && e.data["name"].as_string() == "desk"; }));
+  ASSERT_TRUE(stream.until([](const SseEvent& e) { return e.type == "lock" && e.data["name"].as_string() == "desk"; }))
+      << stream.seen();
   client().request(http::verb::post, "/api/contexts/" + id + "/cancel", "", op);
   std::optional<SseEvent> ended = stream.until(about("ended"));
-  ASSERT_TRUE(ended);
+  ASSERT_TRUE(ended) << stream.seen();
   EXPECT_EQ(ended->data["context"]["status"], Value("cancelled"));
   EXPECT_GT(ended->id, started->id);
 }
@@ -142,6 +154,7 @@ TEST_F(StreamTest, LastEventIdResumesAfterIt) {
   std::vector<SseEvent> seen;
   {
     StreamReader stream(service_->port(), stream_request());
+    ASSERT_TRUE(stream.opened()) << "subscribed before the calls, so their events are the stream's";
     client().request(http::verb::post, "/api/flows/greet/call", R"({"name": "a"})", op);
     client().request(http::verb::post, "/api/flows/greet/call", R"({"name": "b"})", op);
     // Both contexts started and ended: four events.
@@ -200,7 +213,9 @@ TEST_F(StreamTest, EveryGapWithNoClientEndsWithAReset) {
   ASSERT_EQ(missed.size(), 1u);
   EXPECT_EQ(missed[0].type, "reset");
   EXPECT_EQ(missed[0].id, from);  // a new client follows from after it
-  EXPECT_TRUE(feed.after(from).empty());
+  // Nothing after it: what changed in the gap (the context ended, the lock let go) is the
+  // reset's to tell, also when the feed's own poll runs meanwhile.
+  for (const server::FeedEvent& e : feed.after(from)) ADD_FAILURE() << "after the reset: " << e.type << " " << e.data;
 
   // Away again, back again: the second gap has its own reset.
   feed.unsubscribe();
