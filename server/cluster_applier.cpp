@@ -113,7 +113,7 @@ void ClusterApplier::start_entry(const InboxEntry& e) {
   cv_.wait(lock, [&] { return flight->committed || flight->done; });
 }
 
-void ClusterApplier::record(PostgresCluster& link, uint64_t seq, Reply reply) {
+void ClusterApplier::record(std::vector<std::pair<uint64_t, InboxReply>>* out, uint64_t seq, Reply reply) {
   Response res;
   if (reply.stream) {
     res = error_response(http::status::service_unavailable,
@@ -124,20 +124,18 @@ void ClusterApplier::record(PostgresCluster& link, uint64_t seq, Reply reply) {
   } else {
     res = std::move(reply.response);
   }
-  if (Status s = link.answer(seq, reply_of(res)); !s) {
-    engine_log().warn("cluster: operation {} applied, its answer not recorded: {}", seq, s.message());
-  } else {
-    answered_.fetch_add(1, std::memory_order_relaxed);
-  }
+  out->emplace_back(seq, reply_of(res));
 }
 
-void ClusterApplier::answer_finished(PostgresCluster& link) {
+Status ClusterApplier::answer_finished(PostgresCluster& link) {
   std::vector<std::shared_ptr<InFlight>> finished;
   {
     std::lock_guard lock(mu_);
     finished.swap(done_);
   }
-  for (const auto& f : finished) record(link, f->seq, std::move(f->reply));
+  std::vector<std::pair<uint64_t, InboxReply>> answers = std::move(unrecorded_);
+  unrecorded_.clear();
+  for (const auto& f : finished) record(&answers, f->seq, std::move(f->reply));
   const auto now = std::chrono::steady_clock::now();
   for (auto it = waits_.begin(); it != waits_.end();) {
     std::optional<Response> res = it->poll(now >= it->deadline);
@@ -147,8 +145,17 @@ void ClusterApplier::answer_finished(PostgresCluster& link) {
     }
     const uint64_t seq = it->seq;
     it = waits_.erase(it);
-    record(link, seq, Reply(std::move(*res)));
+    record(&answers, seq, Reply(std::move(*res)));
   }
+  // One transaction for the round: one commit, one notification.
+  Status s = link.answer_all(answers);
+  if (!s) {
+    engine_log().warn("cluster: {} answers not recorded yet: {}", answers.size(), s.message());
+    unrecorded_ = std::move(answers);  // again, on a new connection
+    return s;
+  }
+  answered_.fetch_add(answers.size(), std::memory_order_relaxed);
+  return Status::ok();
 }
 
 void ClusterApplier::run() {
@@ -177,7 +184,10 @@ void ClusterApplier::run() {
       start_entry(e);
       cursor = e.seq;
     }
-    answer_finished(*link);
+    if (!answer_finished(*link)) {
+      link.reset();
+      continue;
+    }
     if (std::chrono::steady_clock::now() - last_prune > std::chrono::seconds(60)) {
       (void)link->prune(kKeepAnsweredSeconds);
       last_prune = std::chrono::steady_clock::now();
@@ -187,7 +197,7 @@ void ClusterApplier::run() {
     bool busy = false;
     {
       std::lock_guard lock(mu_);
-      busy = in_flight_ > 0 || !done_.empty() || !waits_.empty();
+      busy = in_flight_ > 0 || !done_.empty() || !waits_.empty() || !unrecorded_.empty();
     }
     Result<bool> woke = link->wait(busy ? 2 : kPollMs);
     if (!woke) link.reset();

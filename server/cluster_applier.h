@@ -79,8 +79,9 @@ class ClusterApplier {
   // Runs one entry on a handler thread: the router's reply.
   Reply dispatch(const InboxEntry& e, const std::shared_ptr<InFlight>& flight);
   // Records the answers of finished entries (and their waits' answers).
-  void answer_finished(PostgresCluster& link);
-  void record(PostgresCluster& link, uint64_t seq, Reply reply);
+  Status answer_finished(PostgresCluster& link);
+  // The answer to record for `seq` (into *out), or its wait kept for later.
+  void record(std::vector<std::pair<uint64_t, InboxReply>>* out, uint64_t seq, Reply reply);
 
   const std::string url_;
   const Router& router_;
@@ -93,6 +94,7 @@ class ClusterApplier {
   std::vector<std::shared_ptr<InFlight>> done_;  // guarded by mu_: finished, not yet answered
   size_t in_flight_ = 0;                          // guarded by mu_
   std::vector<Waiting> waits_;                    // the applier thread's
+  std::vector<std::pair<uint64_t, InboxReply>> unrecorded_;  // the applier thread's: to record again
   std::unique_ptr<boost::asio::thread_pool> handlers_;
   std::thread thread_;
 };

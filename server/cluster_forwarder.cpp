@@ -90,6 +90,7 @@ Reply ClusterForwarder::forward(const Request& req, const Caller& caller) {
   cv_.notify_all();
   Reply reply;
   reply.deadline = std::chrono::steady_clock::now() + timeout_;
+  reply.max_poll_interval = std::chrono::milliseconds(2);
   const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout_).count();
   reply.poll = [this, p, seconds](bool last) -> std::optional<Response> {
     std::lock_guard lock(mu_);

@@ -234,7 +234,7 @@ class Session : public std::enable_shared_from_this<Session> {
     const bool last = Clock::now() >= reply->deadline || state_->stopping.load();
     if (std::optional<Response> res = reply->poll(last)) return send(std::move(*res), keep);
     if (last) return send(error_response(http::status::internal_server_error, "no response"), false);
-    const auto next = std::min(delay * 2, std::chrono::milliseconds(20));
+    const auto next = std::min(delay * 2, reply->max_poll_interval);
     timer_.expires_at(std::min(Clock::now() + delay, reply->deadline));
     timer_.async_wait([self = shared_from_this(), reply, keep, next](beast::error_code ec) {
       if (ec) return self->close();

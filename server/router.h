@@ -49,6 +49,9 @@ struct Reply {
   // and once with last=true at `deadline` (it must answer then).
   std::function<std::optional<Response>(bool last)> poll;
   std::chrono::steady_clock::time_point deadline;
+  // How far apart the polls may grow (they start 1 ms apart and double): a reply that
+  // comes from elsewhere soon (a cluster leader's answer) polls more often.
+  std::chrono::milliseconds max_poll_interval{20};
   // An event stream: the server writes the feed's events after `stream_after` (none: after
   // the last one when the client subscribes, EventFeed::subscribe).
   std::shared_ptr<EventFeed> stream;

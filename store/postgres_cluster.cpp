@@ -293,19 +293,36 @@ Result<std::vector<InboxEntry>> PostgresCluster::unanswered(uint64_t after, size
   return out;
 }
 
-Status PostgresCluster::answer(uint64_t seq, const InboxReply& reply) {
-  Params p;
-  p.integer(static_cast<int64_t>(seq));
-  p.integer(reply.status);
-  p.text(reply.content_type);
-  p.text(reply.body);
-  p.text(channel("flowrt_answers"));
-  ResultPtr r(exec_params(conn_,
-                          "WITH a AS (UPDATE cluster_inbox SET status = $2::integer, reply_type = $3, reply = $4::bytea, "
-                          "answered = clock_timestamp() WHERE seq = $1::bigint AND answered IS NULL RETURNING seq) "
-                          "SELECT pg_notify($5::text, '') FROM a",
-                          p));
-  if (!result_ok(r.get())) return error("cannot answer inbox entry " + std::to_string(seq));
+Status PostgresCluster::answer(uint64_t seq, const InboxReply& reply) { return answer_all({{seq, reply}}); }
+
+Status PostgresCluster::answer_all(const std::vector<std::pair<uint64_t, InboxReply>>& answers) {
+  if (answers.empty()) return Status::ok();
+  // Not waiting for the flush: an answer lost with the database is answered again by the
+  // next leader ("applied before"), while the effects it reports are durable already (the
+  // leader's store batch).
+  ResultPtr begin(PQexec(conn_, "BEGIN; SET LOCAL synchronous_commit = off"));
+  if (!result_ok(begin.get())) return error("cannot answer");
+  for (const auto& [seq, reply] : answers) {
+    Params p;
+    p.integer(static_cast<int64_t>(seq));
+    p.integer(reply.status);
+    p.text(reply.content_type);
+    p.text(reply.body);
+    ResultPtr r(exec_params(conn_,
+                            "UPDATE cluster_inbox SET status = $2::integer, reply_type = $3, reply = $4::bytea, "
+                            "answered = clock_timestamp() WHERE seq = $1::bigint AND answered IS NULL",
+                            p));
+    if (!result_ok(r.get())) {
+      Error e = error("cannot answer inbox entry " + std::to_string(seq));
+      ResultPtr rollback(PQexec(conn_, "ROLLBACK"));
+      return e;
+    }
+  }
+  Params c;
+  c.text(channel("flowrt_answers"));
+  ResultPtr notify(exec_params(conn_, "SELECT pg_notify($1::text, '')", c));
+  ResultPtr commit(PQexec(conn_, "COMMIT"));
+  if (!result_ok(notify.get()) || !result_ok(commit.get())) return error("cannot answer");
   return Status::ok();
 }
 

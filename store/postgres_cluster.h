@@ -126,6 +126,9 @@ class PostgresCluster {
   Result<std::vector<InboxEntry>> unanswered(uint64_t after, size_t limit);
   // Records the answer to entry `seq` (once: a second answer is ignored) and notifies.
   Status answer(uint64_t seq, const InboxReply& reply);
+  // The same for many, in one transaction (one commit, one notification). Answers are
+  // committed without waiting for the database's flush (synchronous_commit off).
+  Status answer_all(const std::vector<std::pair<uint64_t, InboxReply>>& answers);
   // The answers among `seqs` that are there.
   Result<std::vector<std::pair<uint64_t, InboxReply>>> answers(const std::vector<uint64_t>& seqs);
   // Entry `seq` (without its body), nullopt when there is none (never, or pruned).

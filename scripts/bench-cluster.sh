@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The cluster benchmark (docs/SCALING.md): N `flowrt serve --node` processes on one
+# PostgreSQL database (a fresh schema of the server URL given), examples/incident-triage's
+# flows, and wrk (Debian's wrk) inserting incidents over keep-alive connections — first
+# against the leader, then, with N > 1, against every follower at once (their requests are
+# forwarded to the leader through the database). Bounded in connections and time. Prints
+# wrk's figures for each, and the contexts the cluster ran.
+#   scripts/bench-cluster.sh FLOWRT PGURL [--nodes N] [--connections C] [--seconds S]
+# PGURL: a server's URL (scripts/pg-test-server.sh start DIR writes one to DIR/url).
+set -euo pipefail
+flowrt=$(realpath "$1"); url="$2"; shift 2
+nodes=3; connections=64; seconds=10
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --nodes) nodes="$2"; shift 2 ;;
+    --connections) connections="$2"; shift 2 ;;
+    --seconds) seconds="$2"; shift 2 ;;
+    *) echo "bench-cluster.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+command -v wrk >/dev/null || apt-get install -y -qq wrk >/dev/null
+here=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+schema="bench_$$"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  psql "$url" -qc "DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+psql "$url" -qc "CREATE SCHEMA $schema" >/dev/null
+data="$url$([[ "$url" == *\?* ]] && echo '&' || echo '?')options=-csearch_path%3D$schema"
+cp -r "$here/examples/incident-triage/flows" "$work/flows"
+echo '{"properties": {"durability": "normal", "context_retention": 1000}}' > "$work/config.json"
+ports=()
+for i in $(seq 1 "$nodes"); do
+  "$flowrt" serve "$work" --data "$data" --node "n$i" --listen 127.0.0.1:0 --log-level warn \
+    > "$work/n$i.out" 2> "$work/n$i.err" &
+  pids+=($!)
+  port=""
+  for _ in $(seq 1 200); do
+    port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$work/n$i.out")
+    [ -n "$port" ] && break
+    sleep 0.05
+  done
+  [ -n "$port" ] || { cat "$work/n$i.err" >&2; exit 1; }
+  ports+=("$port")
+done
+echo "nodes $nodes connections $connections seconds $seconds"
+echo "== to the leader (n1)"
+wrk -t 1 -c "$connections" -d "${seconds}s" --latency -s "$here/bench/http/insert.lua" "http://127.0.0.1:${ports[0]}" \
+  | sed -n '/^requests /,$p'
+if [ "$nodes" -gt 1 ]; then
+  echo "== to the $((nodes - 1)) followers at once, $((connections / (nodes - 1))) connections each"
+  wrks=()
+  for i in $(seq 1 $((nodes - 1))); do
+    wrk -t 1 -c "$((connections / (nodes - 1)))" -d "${seconds}s" --latency -s "$here/bench/http/insert.lua" \
+      "http://127.0.0.1:${ports[$i]}" > "$work/wrk$i.raw" &
+    wrks+=($!)
+  done
+  for w in "${wrks[@]}"; do wait "$w"; done
+  for i in $(seq 1 $((nodes - 1))); do sed -n '/^requests /,$p' "$work/wrk$i.raw" > "$work/wrk$i.txt"; done
+  for i in $(seq 1 $((nodes - 1))); do echo "-- follower n$((i + 1))"; cat "$work/wrk$i.txt"; done
+fi
+stats=$(curl -s "http://127.0.0.1:${ports[0]}/api/stats")
+echo "cluster_contexts_started $(echo "$stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["contexts_started"])')"
