@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tests/support/postgres_support.h"
+#include "tests/support/run_command.h"
 
 #include "tests/server/server_fixture.h"
 
@@ -175,6 +176,31 @@ TEST_F(ServeProcessTest, NotAProjectIsAnError) {
   }();
   EXPECT_THAT(out, HasSubstr("is not a project"));
   EXPECT_THAT(out, HasSubstr("exit=1"));
+}
+
+// --node's unhappy paths: each a clear message and exit 1 (bad values) or 2 (bad usage),
+// before anything listens or joins.
+TEST_F(ServeProcessTest, NodeOptions_BadValuesAreClearErrors) {
+  auto run = [&](const std::string& args) {
+    return test_support::run_command(std::string(FLOWRT_BINARY) + " serve " + dir_.string() + " --listen 127.0.0.1:0 " +
+                                     args + " 2>&1");
+  };
+  test_support::Output out = run("--node a --data " + (dir_ / "state.db").string());
+  EXPECT_EQ(out.code, 1) << out.out;
+  EXPECT_THAT(out.out, HasSubstr("several nodes share a postgresql store"));
+  out = run("--node 'a b' --data postgresql://nobody@127.0.0.1:1/x");
+  EXPECT_EQ(out.code, 1) << out.out;
+  EXPECT_THAT(out.out, HasSubstr("'a b' is not a node name"));
+  out = run("--lease-ms 1000");
+  EXPECT_EQ(out.code, 2) << out.out;
+  EXPECT_THAT(out.out, HasSubstr("--lease-ms and --forward-timeout-ms need --node"));
+  out = run("--node a --lease-ms 5");
+  EXPECT_EQ(out.code, 2) << out.out;
+  EXPECT_THAT(out.out, HasSubstr("--lease-ms must be a number from 300 to 600000"));
+  out = run("--node a --data postgresql://nobody@127.0.0.1:1/x");
+  EXPECT_EQ(out.code, 1) << out.out;
+  EXPECT_THAT(out.out, HasSubstr("postgresql database 127.0.0.1:1/x"));
+  EXPECT_THAT(out.out, HasSubstr("cannot connect"));
 }
 
 }  // namespace
