@@ -8,6 +8,7 @@
 #include "runtime/engine.h"
 #include "runtime/engine_log.h"
 #include "runtime/run_config.h"
+#include "server/api.h"
 #include "server/cluster_applier.h"
 #include "server/cluster_forwarder.h"
 #include "server/http_message.h"
@@ -88,6 +89,7 @@ Result<std::unique_ptr<ClusterNode>, Diagnostics> ClusterNode::open(const ServeO
   n->follower_router_.add(http::verb::get, "/readyz", Permission::kPublic, [](const ApiRequest&) -> Reply {
     return json_response(http::status::ok, Value::object({{"status", Value("ready")}, {"role", Value("follower")}}));
   });
+  add_viewer_routes(n->follower_router_);  // the viewer's files are in the binary: served here
   ClusterNode* self = n.get();
   n->follower_router_.otherwise([self](const Request& req, const Caller& caller) -> Reply {
     return self->forwarder_->forward(req, caller);

@@ -34,6 +34,9 @@ CREATE TABLE IF NOT EXISTS cluster_inbox(seq bigint PRIMARY KEY, incarnation big
 CREATE INDEX IF NOT EXISTS cluster_inbox_unanswered ON cluster_inbox(seq) WHERE answered IS NULL;
 )sql";
 
+// A timestamptz column as ISO 8601 in UTC with milliseconds, as the rest of the API writes times.
+#define FLOWRT_PG_ISO(col) "to_char((" col ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+
 std::string bytes_of(const PGresult* res, int r, int c) {
   size_t n = 0;
   unsigned char* raw = PQunescapeBytea(reinterpret_cast<const unsigned char*>(PQgetvalue(res, r, c)), &n);
@@ -160,7 +163,7 @@ Result<std::optional<ClusterLead>> PostgresCluster::try_lead(int64_t incarnation
                           "cluster_nodes n WHERE n.incarnation = l.incarnation AND n.left_at IS NULL AND "
                           "n.lease_until > clock_timestamp())) AND EXISTS (SELECT 1 FROM cluster_nodes m WHERE "
                           "m.incarnation = $1::bigint AND m.left_at IS NULL AND m.lease_until > clock_timestamp()) "
-                          "RETURNING l.epoch, l.since, l.applied_op",
+                          "RETURNING l.epoch, " FLOWRT_PG_ISO("l.since") ", l.applied_op",
                           me));
   if (!result_ok(r.get())) {
     Error e = error("cannot try to lead");
@@ -178,7 +181,7 @@ Result<std::optional<ClusterLead>> PostgresCluster::try_lead(int64_t incarnation
 }
 
 Result<ClusterLead> PostgresCluster::lead() {
-  ResultPtr r(PQexec(conn_, "SELECT COALESCE(incarnation, 0), epoch, COALESCE(since::text, ''), applied_op FROM "
+  ResultPtr r(PQexec(conn_, "SELECT COALESCE(incarnation, 0), epoch, COALESCE(" FLOWRT_PG_ISO("since") ", ''), applied_op FROM "
                             "cluster_lead WHERE id = 1"));
   if (!result_ok(r.get()) || PQntuples(r.get()) != 1) return error("cannot read who leads");
   return ClusterLead{cell_int(r.get(), 0, 0), cell_int(r.get(), 0, 1), cell_text(r.get(), 0, 2),
@@ -200,7 +203,8 @@ Status PostgresCluster::leave(int64_t incarnation) {
 
 Result<std::vector<ClusterNodeRow>> PostgresCluster::nodes() {
   ResultPtr r(PQexec(conn_,
-                     "SELECT incarnation, name, address, host, pid, started::text, heartbeat::text, lease_until::text, "
+                     "SELECT incarnation, name, address, host, pid, " FLOWRT_PG_ISO("started") ", " FLOWRT_PG_ISO("heartbeat") ", "
+                     FLOWRT_PG_ISO("lease_until") ", "
                      "lease_until > clock_timestamp(), left_at IS NOT NULL FROM cluster_nodes WHERE left_at IS NULL "
                      "OR left_at > clock_timestamp() - interval '1 hour' ORDER BY incarnation DESC LIMIT 1000"));
   if (!result_ok(r.get())) return error("cannot list its nodes");
@@ -352,8 +356,9 @@ Result<std::optional<InboxStatus>> PostgresCluster::entry(uint64_t seq) {
   Params p;
   p.integer(static_cast<int64_t>(seq));
   ResultPtr r(exec_params(conn_,
-                          "SELECT incarnation, method, target, caller, accepted::text, answered IS NOT NULL, status, "
-                          "reply_type, reply, COALESCE(answered::text, '') FROM cluster_inbox WHERE seq = $1::bigint",
+                          "SELECT incarnation, method, target, caller, " FLOWRT_PG_ISO("accepted") ", answered IS NOT NULL, status, "
+                          "reply_type, reply, COALESCE(" FLOWRT_PG_ISO("answered") ", '') FROM cluster_inbox WHERE seq = "
+                          "$1::bigint",
                           p));
   if (!result_ok(r.get())) return error("cannot read inbox entry " + std::to_string(seq));
   if (PQntuples(r.get()) == 0) return std::optional<InboxStatus>();
@@ -408,3 +413,5 @@ Result<bool> PostgresCluster::wait(int timeout_ms) {
 }
 
 }  // namespace flowrt
+
+#undef FLOWRT_PG_ISO

@@ -192,6 +192,7 @@ const routes = [
   [/^\/flows\/?$/, renderFlows],
   [/^\/records\/([^/]+)$/, renderRecords],
   [/^\/records\/?$/, renderTables],
+  [/^\/cluster\/?$/, renderCluster],
 ];
 
 function parseHash() {
@@ -686,6 +687,56 @@ async function renderLocks(page, view) {
   every(page, 2000, reload);
   every(page, 250, () => tickCountdowns(view, skew));
   page.on.lock = reload;
+}
+
+/* ---------------------------------------------------------------- cluster */
+
+// What a node runs: the leader's counts, or the server's words.
+function nodeRuns(runs) {
+  if (runs && typeof runs === 'object') {
+    return `${runs.runnable_contexts} runnable, ${runs.waiting_contexts} waiting, ${runs.queued_events} queued`;
+  }
+  return String(runs ?? '—');
+}
+
+// Page: the cluster's nodes (serve --node), every 2 s; lease countdowns every 250 ms.
+async function renderCluster(page, view) {
+  document.title = 'Cluster — flowrt';
+  let skew = 0;
+  let last = null;
+  const load = async () => {
+    let data;
+    try {
+      data = await api('/api/cluster');
+    } catch (e) {
+      if (e.status === 404) {
+        replaceView(view, [h('h1', {}, 'Cluster'),
+          h('p', { class: 'muted', id: 'no-cluster' }, 'This server is not a cluster node (it was started without --node).')]);
+        return;
+      }
+      throw e;
+    }
+    if (!page.alive) return;
+    const newest = Math.max(...data.nodes.map((n) => Date.parse(n.heartbeat) || 0));
+    if (newest > 0) skew = newest - Date.now();
+    const key = JSON.stringify(data);
+    if (key === last) return;
+    last = key;
+    const rows = data.nodes.map((n) => row({ 'data-node': n.name, 'data-role': n.role }, [
+      n.name, { cell: String(n.incarnation), class: 'num' }, badge(n.role, 'role'), n.address || '—',
+      `${n.host} (pid ${n.pid})`, timeEl(n.heartbeat), countdown(n.lease_until, 'runs out', 'ran out'), nodeRuns(n.runs)]));
+    replaceView(view, [h('h1', {}, 'Cluster'),
+      h('p', { class: 'hint' }, `This page is served by node ${data.node.name} (${data.node.role}). Refreshes every 2 s.`),
+      h('dl', { class: 'facts inline', id: 'lead' },
+        dlItem('Leader', data.lead.node ?? 'none'), dlItem('Epoch', String(data.lead.epoch)),
+        dlItem('Since', data.lead.since || '—'), dlItem('Applied operation', String(data.lead.applied_operation))),
+      table({ class: 'nodes', id: 'nodes' }, ['Node', ['Incarnation', 'num'], 'Role', 'Address', 'Host', 'Heartbeat', 'Lease', 'Runs'],
+        rows, 'The cluster\'s nodes, newest first')]);
+    tickCountdowns(view, skew);
+  };
+  await load();
+  every(page, 2000, () => load().catch((e) => { if (page.alive) showError(e); }));
+  every(page, 250, () => tickCountdowns(view, skew));
 }
 
 /* ---------------------------------------------------------------- flows */

@@ -154,17 +154,18 @@ def write_project(directory):
 class Server:
     """`flowrt serve DIR --listen 127.0.0.1:0 --data FILE`, and a client of its API."""
 
-    def __init__(self, flowrt, project, data, token):
+    def __init__(self, flowrt, project, data, token, extra=()):
         self.flowrt, self.project, self.data, self.token = flowrt, project, data, token
+        self.extra = list(extra)  # more arguments (--node NAME)
         self.proc = None
         self.base = None
 
     def start(self, timeout=60):
         self.proc = subprocess.Popen(
-            [self.flowrt, "serve", self.project, "--listen", "127.0.0.1:0", "--data", self.data],
+            [self.flowrt, "serve", self.project, "--listen", "127.0.0.1:0", "--data", self.data, *self.extra],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_die_with_parent)
         self.out, self.err = _Lines(self.proc.stdout), _Lines(self.proc.stderr)
-        m = self.out.wait_for(r"^flowrt serve: listening on 127\.0\.0\.1:(\d+)$", timeout)
+        m = self.out.wait_for(r"^flowrt serve: listening on 127\.0\.0\.1:(\d+)( as node .*)?$", timeout)
         if not m:
             raise Failure(f"flowrt serve did not print 'listening on 127.0.0.1:PORT' within {timeout} s "
                           f"(exit status {self.proc.poll()}); its stdout:\n{self.out.tail()}\nits stderr:\n{self.err.tail()}")

@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import signal
 import sys
 import tempfile
@@ -75,8 +76,8 @@ class Env:
         self.chromium = None
         self.browser = None
 
-    def serve(self):
-        server = bh.Server(self.flowrt, self.project, self.data, self.tokens["admin"])
+    def serve(self, data=None, extra=()):
+        server = bh.Server(self.flowrt, self.project, data or self.data, self.tokens["admin"], extra)
         self.servers.append(server)
         server.start()
         step(f"flowrt serve is listening on {server.base}")
@@ -315,6 +316,11 @@ async def viewer_test(env):
     await env.shot(tab, "viewer-contexts-narrow", width=400, height=800)
     step("contexts list, 1280 and 400 px wide")
 
+    # A server without --node has no cluster: the page says so.
+    await click(tab, '#nav a[data-nav="cluster"]')
+    await tab.wait("the cluster page to say this is no cluster node", f"{text('#no-cluster')}")
+    step("the cluster page of a plain server says it is no cluster node")
+
     if env.browser.exceptions:
         raise Failure("the viewer threw JavaScript exceptions: " + json.dumps(env.browser.exceptions)[:2000])
     server.stop_cleanly()
@@ -377,7 +383,49 @@ async def run(test, env):
             await env.browser.close()
 
 
-TESTS = {"viewer": viewer_test, "restart": restart_test}
+# ---------------------------------------------------------------- a cluster
+
+def node_roles(roles):
+    """A JS expression: true when the cluster page's table shows each node in its role."""
+    checks = [f"document.querySelector('#nodes tr[data-node=\"{n}\"][data-role=\"{r}\"]') !== null"
+              for n, r in roles.items()]
+    return " && ".join(checks)
+
+
+async def cluster_test(env):
+    """Two nodes on the PostgreSQL test server: the viewer, opened on the follower, shows
+    both with their roles and leases; the leader is killed and the page shows the follower
+    taking over and the leader gone, without a reload."""
+    url_file = os.environ.get("FLOWRT_PG_URL_FILE", "")
+    if not url_file or not os.path.exists(url_file):
+        raise Failure(f"no PostgreSQL test server: {url_file or 'FLOWRT_PG_URL_FILE'} is missing "
+                      "(ctest starts one through the fixture `postgres`)")
+    server_url = open(url_file).read().strip()
+    schema = f"browser_cluster_{os.getpid()}"
+    subprocess.run(["psql", server_url, "-qc", f"CREATE SCHEMA {schema}"], check=True)
+    data = server_url + ("&" if "?" in server_url else "?") + "options=-csearch_path%3D" + schema
+    a = env.serve(data, ["--node", "a", "--lease-ms", "900"])
+    b = env.serve(data, ["--node", "b", "--lease-ms", "900"])
+    if b.api("GET", "/api/cluster")["node"]["role"] != "follower":
+        raise Failure("b should follow: a joined first")
+    tab = await env.tab()
+    await tab.navigate(b.base + "/#/cluster")  # the page from b; its API reads go through the leader
+    await set_token(tab, env.tokens["viewer"], "viewer (viewer)")
+    await tab.wait("both nodes, a leading", node_roles({"a": "leader", "b": "follower"}))
+    await env.shot(tab, "viewer-cluster")
+    step("the cluster page shows a leading and b following")
+    a.kill9()
+    step("a killed (kill -9)")
+    await tab.wait("b to take over and a to show gone", node_roles({"b": "leader", "a": "gone"}), timeout=60)
+    await env.shot(tab, "viewer-cluster-takeover", docs=False)
+    step("b leads; a is gone")
+    if env.browser.exceptions:
+        raise Failure("the viewer threw JavaScript exceptions: " + json.dumps(env.browser.exceptions)[:2000])
+    b.stop_cleanly()
+    subprocess.run(["psql", server_url, "-qc", f"SET client_min_messages = warning; DROP SCHEMA {schema} CASCADE"], check=False)
+
+
+TESTS = {"viewer": viewer_test, "restart": restart_test, "cluster": cluster_test}
 
 
 def main():
