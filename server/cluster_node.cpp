@@ -6,6 +6,7 @@
 
 #include "plans/time.h"
 #include "runtime/engine.h"
+#include "runtime/engine_core.h"
 #include "runtime/engine_log.h"
 #include "runtime/run_config.h"
 #include "server/cluster_applier.h"
@@ -278,6 +279,7 @@ void ClusterNode::heartbeat_loop() {
 void ClusterNode::control_loop() {
   std::unique_ptr<PostgresCluster> link;
   const auto period = std::chrono::milliseconds(cluster_.lease_ms / 3);
+  int64_t store_failing_since = 0;  // steady ms; 0 while the leader's store writes
   while (true) {
     {
       std::unique_lock lock(mu_);
@@ -287,6 +289,21 @@ void ClusterNode::control_loop() {
     if (leads_.load() && steady_ms() - last_renewal_ms_.load() > cluster_.lease_ms) {
       lost_lead("its lease could not be renewed for " + std::to_string(cluster_.lease_ms) + " ms");
       continue;
+    }
+    // A leader whose store cannot be written (its connection was cut: the store never
+    // writes again) would keep the lead while every write waits: it gives the lead up once
+    // its writes have failed for a whole lease, and another node loads the state.
+    if (leads_.load() && service_ && service_->engine().core().journal) {
+      if (Status f = service_->engine().core().journal->failure(); !f) {
+        if (store_failing_since == 0) store_failing_since = steady_ms();
+        if (steady_ms() - store_failing_since > cluster_.lease_ms) {
+          lost_lead("its store could not be written for " + std::to_string(cluster_.lease_ms) + " ms (" +
+                    f.message() + ")");
+          continue;
+        }
+      } else {
+        store_failing_since = 0;
+      }
     }
     if (!link) {
       Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);
