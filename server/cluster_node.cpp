@@ -80,6 +80,11 @@ Result<std::unique_ptr<ClusterNode>, Diagnostics> ClusterNode::open(const ServeO
   }
   n->incarnation_ = *joined;
   n->last_renewal_ms_.store(steady_ms());
+  ClusterNode* self = n.get();
+  // Renewing from now on: a node that takes the lead below keeps it while it loads the
+  // state, however long that takes (else its lease ran out meanwhile, another node took
+  // the lead, and this one exited 3 as soon as it had loaded).
+  n->heartbeat_ = std::thread([self] { self->heartbeat_loop(); });
   n->auth_ = std::make_unique<Authenticator>(n->setup_.config.tokens);
   // The follower's routes, built once (a Router is immutable once a server uses it).
   n->add_cluster_routes(n->follower_router_);
@@ -89,7 +94,6 @@ Result<std::unique_ptr<ClusterNode>, Diagnostics> ClusterNode::open(const ServeO
   n->follower_router_.add(http::verb::get, "/readyz", Permission::kPublic, [](const ApiRequest&) -> Reply {
     return json_response(http::status::ok, Value::object({{"status", Value("ready")}, {"role", Value("follower")}}));
   });
-  ClusterNode* self = n.get();
   n->follower_router_.otherwise([self](const Request& req, const Caller& caller) -> Reply {
     return self->forwarder_->forward(req, caller);
   });
@@ -108,7 +112,6 @@ Result<std::unique_ptr<ClusterNode>, Diagnostics> ClusterNode::open(const ServeO
   n->info_link_ = std::move(link).value();
   engine_log().info("cluster: node {} (incarnation {}) {} on {}", cluster.node, n->incarnation_,
                     n->leads() ? "leads" : "follows", n->address_);
-  n->heartbeat_ = std::thread([self] { self->heartbeat_loop(); });
   n->control_ = std::thread([self] { self->control_loop(); });
   return n;
 }
