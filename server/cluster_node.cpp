@@ -6,6 +6,7 @@
 
 #include "plans/time.h"
 #include "runtime/engine.h"
+#include "runtime/engine_core.h"
 #include "runtime/engine_log.h"
 #include "runtime/run_config.h"
 #include "server/api.h"
@@ -80,6 +81,11 @@ Result<std::unique_ptr<ClusterNode>, Diagnostics> ClusterNode::open(const ServeO
   }
   n->incarnation_ = *joined;
   n->last_renewal_ms_.store(steady_ms());
+  ClusterNode* self = n.get();
+  // Renewing from now on: a node that takes the lead below keeps it while it loads the
+  // state, however long that takes (else its lease ran out meanwhile, another node took
+  // the lead, and this one exited 3 as soon as it had loaded).
+  n->heartbeat_ = std::thread([self] { self->heartbeat_loop(); });
   n->auth_ = std::make_unique<Authenticator>(n->setup_.config.tokens);
   // The follower's routes, built once (a Router is immutable once a server uses it).
   n->add_cluster_routes(n->follower_router_);
@@ -90,7 +96,6 @@ Result<std::unique_ptr<ClusterNode>, Diagnostics> ClusterNode::open(const ServeO
     return json_response(http::status::ok, Value::object({{"status", Value("ready")}, {"role", Value("follower")}}));
   });
   add_viewer_routes(n->follower_router_);  // the viewer's files are in the binary: served here
-  ClusterNode* self = n.get();
   n->follower_router_.otherwise([self](const Request& req, const Caller& caller) -> Reply {
     return self->forwarder_->forward(req, caller);
   });
@@ -109,7 +114,6 @@ Result<std::unique_ptr<ClusterNode>, Diagnostics> ClusterNode::open(const ServeO
   n->info_link_ = std::move(link).value();
   engine_log().info("cluster: node {} (incarnation {}) {} on {}", cluster.node, n->incarnation_,
                     n->leads() ? "leads" : "follows", n->address_);
-  n->heartbeat_ = std::thread([self] { self->heartbeat_loop(); });
   n->control_ = std::thread([self] { self->control_loop(); });
   return n;
 }
@@ -280,6 +284,7 @@ void ClusterNode::heartbeat_loop() {
 void ClusterNode::control_loop() {
   std::unique_ptr<PostgresCluster> link;
   const auto period = std::chrono::milliseconds(cluster_.lease_ms / 3);
+  int64_t store_failing_since = 0;  // steady ms; 0 while the leader's store writes
   while (true) {
     {
       std::unique_lock lock(mu_);
@@ -289,6 +294,21 @@ void ClusterNode::control_loop() {
     if (leads_.load() && steady_ms() - last_renewal_ms_.load() > cluster_.lease_ms) {
       lost_lead("its lease could not be renewed for " + std::to_string(cluster_.lease_ms) + " ms");
       continue;
+    }
+    // A leader whose store cannot be written (its connection was cut: the store never
+    // writes again) would keep the lead while every write waits: it gives the lead up once
+    // its writes have failed for a whole lease, and another node loads the state.
+    if (leads_.load() && service_ && service_->engine().core().journal) {
+      if (Status f = service_->engine().core().journal->failure(); !f) {
+        if (store_failing_since == 0) store_failing_since = steady_ms();
+        if (steady_ms() - store_failing_since > cluster_.lease_ms) {
+          lost_lead("its store could not be written for " + std::to_string(cluster_.lease_ms) + " ms (" +
+                    f.message() + ")");
+          continue;
+        }
+      } else {
+        store_failing_since = 0;
+      }
     }
     if (!link) {
       Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);

@@ -393,7 +393,9 @@ size_t HttpServer::connections() const {
 void HttpServer::stop(int64_t grace_ms) {
   if (threads_.empty()) return;
   state_->stopping.store(true);
-  asio::post(state_->accept_strand, [s = state_] {
+  // A raw pointer: a handler still queued when the I/O context stops must not keep the
+  // State (and so its own queue) alive. The State outlives every run of it.
+  asio::post(state_->accept_strand, [s = state_.get()] {
     beast::error_code ec;
     s->acceptor.close(ec);
   });
@@ -416,6 +418,11 @@ void HttpServer::stop(int64_t grace_ms) {
   state_->io.stop();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
+  // The close posted above does not run when the I/O context stopped first: the port would
+  // stay taken for as long as this server lives (a cluster node that takes the lead listens
+  // on it again at once). No thread runs the acceptor's handlers any more.
+  beast::error_code ec;
+  state_->acceptor.close(ec);
 }
 
 }  // namespace flowrt::server
