@@ -259,11 +259,17 @@ void ClusterNode::add_cluster_routes(Router& router) {
 void ClusterNode::heartbeat_loop() {
   std::unique_ptr<PostgresCluster> link;
   const auto period = std::chrono::milliseconds(cluster_.lease_ms / 3);
+  // A heartbeat that failed on a connection that had worked (cut by the database, say) is
+  // tried again at once on a new one, not a period later: waiting would leave a third of
+  // the lease for the reconnection. A new connection that fails waits the period.
+  bool again = false;
   while (true) {
     {
       std::unique_lock lock(mu_);
-      if (cv_.wait_for(lock, period, [&] { return stopping_; })) return;
+      if (cv_.wait_for(lock, again ? std::chrono::milliseconds(0) : period, [&] { return stopping_; })) return;
     }
+    again = false;
+    bool fresh = false;
     if (!link) {
       Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);
       if (!c) {
@@ -271,12 +277,26 @@ void ClusterNode::heartbeat_loop() {
         continue;
       }
       link = std::move(c).value();
+      fresh = true;
     }
     if (Status s = link->heartbeat(incarnation_, cluster_.lease_ms); s) {
       last_renewal_ms_.store(steady_ms());
+      // While this node takes the lead its control thread is busy loading the state, and a
+      // store write there that the next leader fenced is retried for ever: the lead row is
+      // checked here meanwhile, so that a node that lost the lead while loading exits.
+      if (const int64_t epoch = epoch_.load(); epoch > 0 && !leads_.load() && !lost_.load()) {
+        Result<ClusterLead> lead = link->lead();
+        if (!lead) {
+          link.reset();
+        } else if (lead->incarnation != incarnation_ || lead->epoch != epoch) {
+          lost_lead("while it loaded the state to lead, incarnation " + std::to_string(lead->incarnation) +
+                    " took the lead (epoch " + std::to_string(lead->epoch) + ")");
+        }
+      }
     } else {
       engine_log().warn("cluster: cannot renew the lease: {}", s.message());
       link.reset();
+      again = !fresh;
     }
   }
 }

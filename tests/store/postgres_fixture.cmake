@@ -6,4 +6,9 @@ foreach(flowrt_pg_test IN LISTS store_test_TESTS cli_test_TESTS server_test_TEST
   if(flowrt_pg_test MATCHES "Postgres")
     set_tests_properties("${flowrt_pg_test}" PROPERTIES FIXTURES_REQUIRED postgres)
   endif()
+  # The cluster's process tests kill -9 and stop nodes: labelled as the crash tests are,
+  # so that the TSan suite leaves them out (scripts/test.sh).
+  if(flowrt_pg_test MATCHES "^ClusterPostgresProcessTest[.]")
+    set_tests_properties("${flowrt_pg_test}" PROPERTIES LABELS crash)
+  endif()
 endforeach()
