@@ -305,10 +305,12 @@ inline bool await_listening(Node& n, std::string* why, int timeout_ms = 30000) {
   return true;
 }
 
-// Starts a node on its port (any free one the first time), or on a free one when its port
-// is taken meanwhile.
+// Starts a node on its port (any free one the first time). A node may exit 3 before it
+// listens (it took the lead as it joined and lost it while loading the state): it is
+// started again; the last try takes any free port, in case its own was taken meanwhile.
 inline bool start_node(const ClusterSetup& setup, Node& n, std::string* why) {
-  for (uint16_t port : {n.port, uint16_t{0}}) {
+  const uint16_t own = n.port;
+  for (uint16_t port : {own, own, uint16_t{0}}) {
     spawn(setup, n, port);
     if (n.pid <= 0) {
       *why = "fork failed";
