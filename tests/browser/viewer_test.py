@@ -404,8 +404,8 @@ async def cluster_test(env):
     schema = f"browser_cluster_{os.getpid()}"
     subprocess.run(["psql", server_url, "-qc", f"CREATE SCHEMA {schema}"], check=True)
     data = server_url + ("&" if "?" in server_url else "?") + "options=-csearch_path%3D" + schema
-    a = env.serve(data, ["--node", "a", "--lease-ms", "900"])
-    b = env.serve(data, ["--node", "b", "--lease-ms", "900"])
+    a = env.serve(data, ["--node", "a", "--lease-ms", "2000"])  # long enough for chromium starting beside it
+    b = env.serve(data, ["--node", "b", "--lease-ms", "2000"])
     if b.api("GET", "/api/cluster")["node"]["role"] != "follower":
         raise Failure("b should follow: a joined first")
     tab = await env.tab()
