@@ -608,9 +608,10 @@ void drop_schema(const std::string& url) {
   const std::string marker = "search_path%3D";
   const size_t at = url.find(marker);
   if (at == std::string::npos) return;
+  const size_t end = url.find('&', at);  // the schema's name ends where the next parameter begins
+  const std::string schema = url.substr(at + marker.size(), end == std::string::npos ? end : end - at - marker.size());
   EXPECT_EQ(test_support::postgres_exec(test_support::postgres_server_url(),
-                                        "SET client_min_messages = warning; DROP SCHEMA IF EXISTS " +
-                                            url.substr(at + marker.size()) + " CASCADE"),
+                                        "SET client_min_messages = warning; DROP SCHEMA IF EXISTS " + schema + " CASCADE"),
             "");
 }
 
@@ -636,6 +637,10 @@ TEST(ClusterPostgresProcessTest, ThreeNodes_SeededKillsAndFaults_LoseNothingAndW
   setup.dir = write_project("three");
   setup.url = test_support::fresh_postgres_schema("cluster_three");
   ASSERT_FALSE(setup.url.empty());
+  // The nodes' connections under a name of this run's own (the URL's wins over flowrt's
+  // "flowrt"): the cuts below end those and no other test's on the shared server.
+  const std::string app = "flowrt_cluster_test_" + std::to_string(::getpid());
+  setup.url += "&application_name=" + app;
   const std::string server = test_support::postgres_server_url();
   Cluster c(setup, {"a", "b", "c"});
   struct TimelineOnFailure {
@@ -656,7 +661,7 @@ TEST(ClusterPostgresProcessTest, ThreeNodes_SeededKillsAndFaults_LoseNothingAndW
   }
 
   // Faults in a seeded order: kill -9 (mostly of the leader), SIGSTOP of the leader past
-  // its lease, every flowrt connection cut by the database.
+  // its lease, every connection of the cluster's nodes cut by the database.
   enum class Fault { kKill, kStop, kCut };
   std::vector<Fault> faults(22, Fault::kKill);
   faults.insert(faults.end(), 3, Fault::kStop);
@@ -707,9 +712,9 @@ TEST(ClusterPostgresProcessTest, ThreeNodes_SeededKillsAndFaults_LoseNothingAndW
       const std::string error = test_support::postgres_exec(
           server,
           "SET client_min_messages = error; SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
-          "application_name = 'flowrt' AND pid <> pg_backend_pid()");
+          "application_name = '" + app + "' AND pid <> pg_backend_pid()");
       EXPECT_EQ(error, "");
-      c.note("fault " + std::to_string(k) + ": every flowrt connection cut");
+      c.note("fault " + std::to_string(k) + ": every connection of the cluster's nodes cut");
       ++cuts;
     }
     // Nothing wedges: inserts are acknowledged again soon after each fault (a node that
