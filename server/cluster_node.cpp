@@ -109,11 +109,16 @@ Result<std::unique_ptr<ClusterNode>, Diagnostics> ClusterNode::open(const ServeO
     diags.add("--listen", "", started.message());
     return diags;
   }
-  n->address_ = n->setup_.host + ":" + std::to_string(n->port_);
-  (void)(*link)->set_address(n->incarnation_, n->address_);
-  n->info_link_ = std::move(link).value();
+  const std::string address = n->setup_.host + ":" + std::to_string(n->port_.load());
+  (void)(*link)->set_address(n->incarnation_, address);
+  {
+    // The server already answers: /api/cluster reads these under info_mu_.
+    std::lock_guard lock(n->info_mu_);
+    n->address_ = address;
+    n->info_link_ = std::move(link).value();
+  }
   engine_log().info("cluster: node {} (incarnation {}) {} on {}", cluster.node, n->incarnation_,
-                    n->leads() ? "leads" : "follows", n->address_);
+                    n->leads() ? "leads" : "follows", address);
   n->control_ = std::thread([self] { self->control_loop(); });
   return n;
 }
@@ -125,7 +130,7 @@ Status ClusterNode::start_following() {
   forwarder_->start();
   HttpServerOptions http;
   http.host = setup_.host;
-  http.port = port_ ? port_ : setup_.port;
+  http.port = port_.load() ? port_.load() : setup_.port;
   http.limits = setup_.config.limits;
   http.io_threads = options_.io_threads;
   http.handler_threads = 0;  // a forward only queues: nothing blocks an I/O thread
@@ -142,7 +147,7 @@ Status ClusterNode::start_leading(int64_t epoch, uint64_t applied) {
   }
   ServeOptions o = options_;
   if (port_) o.listen = (setup_.host.find(':') != std::string::npos ? "[" + setup_.host + "]" : setup_.host) + ":" +
-                        std::to_string(port_);
+                        std::to_string(port_.load());
   o.lead_epoch = epoch;
   o.more_routes = [this](Router& r) { add_cluster_routes(r); };
   epoch_.store(epoch);
@@ -159,7 +164,7 @@ Status ClusterNode::start_leading(int64_t epoch, uint64_t applied) {
   port_ = service_->port();
   follower_server_.reset();
   forwarder_.reset();
-  const std::string address = setup_.host + ":" + std::to_string(port_);
+  const std::string address = setup_.host + ":" + std::to_string(port_.load());
   applier_ = std::make_unique<ClusterApplier>(url_, service_->router(), applied, address);
   applier_->start();
   leads_.store(true);

@@ -66,7 +66,7 @@ class ClusterNode {
   ClusterNode(const ClusterNode&) = delete;
   ClusterNode& operator=(const ClusterNode&) = delete;
 
-  uint16_t port() const { return port_; }
+  uint16_t port() const { return port_.load(); }
   bool leads() const { return leads_.load(); }
   int64_t incarnation() const { return incarnation_; }
   // The leader's service (null while following); for tests.
@@ -89,7 +89,7 @@ class ClusterNode {
   ServeSetup setup_;
   std::string url_;
   std::string address_;
-  uint16_t port_ = 0;
+  std::atomic<uint16_t> port_{0};  // written by open and on taking the lead (the same port)
   int64_t incarnation_ = 0;
   std::atomic<bool> leads_{false};
   std::atomic<bool> lost_{false};
@@ -97,7 +97,7 @@ class ClusterNode {
   // Renewed lease, as steady time: the leader gives up when it is older than a lease.
   std::atomic<int64_t> last_renewal_ms_{0};
 
-  std::mutex info_mu_;                        // guards info_link_ (the /api/cluster reads)
+  std::mutex info_mu_;                        // guards info_link_ and address_ (the /api/cluster reads)
   std::unique_ptr<PostgresCluster> info_link_;
 
   // Following: its server, router and the forwarder. Leading: the service and applier.
