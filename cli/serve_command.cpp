@@ -2,6 +2,7 @@
 // then drains: stops accepting, finishes the requests in flight, checkpoints, exits 0.
 #include <csignal>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -23,6 +24,17 @@ int parse_count(const std::string& text, const char* flag, int min, int max) {
   return static_cast<int>(v);
 }
 
+// Waits on this thread for one of `signals` (blocked in every thread), then drains with
+// `stop` and says so. Returns the exit status: 0.
+int drain_on_signal(const sigset_t& signals, const std::function<void()>& stop) {
+  int signal = 0;
+  sigwait(&signals, &signal);
+  std::cout << "flowrt serve: " << (signal == SIGTERM ? "SIGTERM" : "SIGINT") << ": draining" << std::endl;
+  stop();
+  std::cout << "flowrt serve: stopped" << std::endl;
+  return 0;
+}
+
 }  // namespace
 
 int serve_command(const CommandArgs& args) {
@@ -31,14 +43,7 @@ int serve_command(const CommandArgs& args) {
   options.dir = args.positional[0];
   options.listen = args.get("listen", options.listen);
   options.data = args.get("data");
-  if (args.has("io-threads")) {
-    const std::string n = args.get("io-threads");
-    if (n.empty() || n.size() > 2 || n.find_first_not_of("0123456789") != std::string::npos || std::stoi(n) < 1 ||
-        std::stoi(n) > 64) {
-      throw UsageError{"--io-threads must be a number from 1 to 64"};
-    }
-    options.io_threads = std::stoi(n);
-  }
+  if (args.has("io-threads")) options.io_threads = parse_count(args.get("io-threads"), "--io-threads", 1, 64);
   // The log: --log-level, else FLOWRT_LOG_LEVEL, else info (a service says what it does).
   options.log_level = args.get("log-level");
   const std::string& level = options.log_level;
@@ -75,12 +80,7 @@ int serve_command(const CommandArgs& args) {
     std::cout << "flowrt serve: listening on " << host << ":" << (*node)->port() << " as node " << cluster.node
               << " (incarnation " << (*node)->incarnation() << ", " << ((*node)->leads() ? "leader" : "follower")
               << ")" << std::endl;
-    int signal = 0;
-    sigwait(&signals, &signal);
-    std::cout << "flowrt serve: " << (signal == SIGTERM ? "SIGTERM" : "SIGINT") << ": draining" << std::endl;
-    (*node)->stop();
-    std::cout << "flowrt serve: stopped" << std::endl;
-    return 0;
+    return drain_on_signal(signals, [&] { (*node)->stop(); });
   }
   if (args.has("lease-ms") || args.has("forward-timeout-ms")) throw UsageError{"--lease-ms and --forward-timeout-ms need --node"};
   auto service = server::Service::open(options);
@@ -89,12 +89,7 @@ int serve_command(const CommandArgs& args) {
     return 1;
   }
   std::cout << "flowrt serve: listening on " << host << ":" << (*service)->port() << std::endl;
-  int signal = 0;
-  sigwait(&signals, &signal);
-  std::cout << "flowrt serve: " << (signal == SIGTERM ? "SIGTERM" : "SIGINT") << ": draining" << std::endl;
-  (*service)->stop();
-  std::cout << "flowrt serve: stopped" << std::endl;
-  return 0;
+  return drain_on_signal(signals, [&] { (*service)->stop(); });
 }
 
 }  // namespace flowrt::cli

@@ -180,7 +180,7 @@ TEST_F(ServeProcessTest, NotAProjectIsAnError) {
 
 // --node's unhappy paths: each a clear message and exit 1 (bad values) or 2 (bad usage),
 // before anything listens or joins.
-TEST_F(ServeProcessTest, NodeOptions_BadValuesAreClearErrors) {
+TEST_F(ServeProcessTest, NodeAndServerOptions_BadValuesAreClearErrors) {
   auto run = [&](const std::string& args) {
     return test_support::run_command(std::string(FLOWRT_BINARY) + " serve " + dir_.string() + " --listen 127.0.0.1:0 " +
                                      args + " 2>&1");
@@ -201,6 +201,11 @@ TEST_F(ServeProcessTest, NodeOptions_BadValuesAreClearErrors) {
   EXPECT_EQ(out.code, 1) << out.out;
   EXPECT_THAT(out.out, HasSubstr("postgresql database 127.0.0.1:1/x"));
   EXPECT_THAT(out.out, HasSubstr("cannot connect"));
+  for (const char* bad : {"0", "65", "x", "-1", ""}) {
+    out = run(std::string("--io-threads '") + bad + "'");
+    EXPECT_EQ(out.code, 2) << bad << ": " << out.out;
+    EXPECT_THAT(out.out, HasSubstr("--io-threads must be a number from 1 to 64")) << bad;
+  }
 }
 
 }  // namespace
