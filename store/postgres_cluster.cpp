@@ -96,19 +96,19 @@ std::string PostgresCluster::channel(std::string_view name) const {
 }
 
 Status PostgresCluster::create_tables() {
-  ResultPtr begin(PQexec(conn_, "BEGIN"));
-  if (!result_ok(begin.get())) return error("cannot create its tables");
-  ResultPtr lock(PQexec(conn_, "SELECT pg_advisory_xact_lock(hashtext('flowrt-cluster'), hashtext(current_schema()))"));
-  ResultPtr tables;
-  if (result_ok(lock.get())) tables.reset(PQexec(conn_, kClusterTables));
-  if (!lock || !result_ok(lock.get()) || !tables || !result_ok(tables.get())) {
-    Error e = error("cannot create its tables in schema " + schema_);
-    ResultPtr rollback(PQexec(conn_, "ROLLBACK"));
-    return e;
-  }
-  ResultPtr commit(PQexec(conn_, "COMMIT"));
-  if (!result_ok(commit.get())) return error("cannot create its tables");
-  return Status::ok();
+  return in_transaction(
+      conn_, "BEGIN",
+      [&]() -> Status {
+        ResultPtr lock(
+            PQexec(conn_, "SELECT pg_advisory_xact_lock(hashtext('flowrt-cluster'), hashtext(current_schema()))"));
+        ResultPtr tables;
+        if (result_ok(lock.get())) tables.reset(PQexec(conn_, kClusterTables));
+        if (!result_ok(lock.get()) || !tables || !result_ok(tables.get())) {
+          return error("cannot create its tables in schema " + schema_);
+        }
+        return Status::ok();
+      },
+      [&] { return error("cannot create its tables"); });
 }
 
 Result<int64_t> PostgresCluster::join(std::string_view name, std::string_view address, int lease_ms) {
@@ -152,32 +152,30 @@ Status PostgresCluster::heartbeat(int64_t incarnation, int lease_ms) {
 }
 
 Result<std::optional<ClusterLead>> PostgresCluster::try_lead(int64_t incarnation) {
-  ResultPtr begin(PQexec(conn_, "BEGIN"));
-  if (!result_ok(begin.get())) return error("cannot try to lead");
-  Params me;
-  me.integer(incarnation);
-  // Locks the lead row: a leader's store batch in flight (which updates it) finishes first.
-  ResultPtr r(exec_params(conn_,
-                          "UPDATE cluster_lead l SET incarnation = $1::bigint, epoch = l.epoch + 1, since = "
-                          "clock_timestamp() WHERE l.id = 1 AND (l.incarnation IS NULL OR NOT EXISTS (SELECT 1 FROM "
-                          "cluster_nodes n WHERE n.incarnation = l.incarnation AND n.left_at IS NULL AND "
-                          "n.lease_until > clock_timestamp())) AND EXISTS (SELECT 1 FROM cluster_nodes m WHERE "
-                          "m.incarnation = $1::bigint AND m.left_at IS NULL AND m.lease_until > clock_timestamp()) "
-                          "RETURNING l.epoch, " FLOWRT_PG_ISO("l.since") ", l.applied_op",
-                          me));
-  if (!result_ok(r.get())) {
-    Error e = error("cannot try to lead");
-    ResultPtr rollback(PQexec(conn_, "ROLLBACK"));
-    return e;
-  }
-  std::optional<ClusterLead> lead;
-  if (PQntuples(r.get()) == 1) {
-    lead = ClusterLead{incarnation, cell_int(r.get(), 0, 0), cell_text(r.get(), 0, 1),
-                       static_cast<uint64_t>(cell_int(r.get(), 0, 2))};
-  }
-  ResultPtr commit(PQexec(conn_, "COMMIT"));
-  if (!result_ok(commit.get())) return error("cannot try to lead");
-  return lead;
+  using Outcome = Result<std::optional<ClusterLead>>;
+  return in_transaction(
+      conn_, "BEGIN",
+      [&]() -> Outcome {
+        Params me;
+        me.integer(incarnation);
+        // Locks the lead row: a leader's store batch in flight (which updates it) finishes first.
+        ResultPtr r(exec_params(conn_,
+                                "UPDATE cluster_lead l SET incarnation = $1::bigint, epoch = l.epoch + 1, since = "
+                                "clock_timestamp() WHERE l.id = 1 AND (l.incarnation IS NULL OR NOT EXISTS (SELECT 1 "
+                                "FROM cluster_nodes n WHERE n.incarnation = l.incarnation AND n.left_at IS NULL AND "
+                                "n.lease_until > clock_timestamp())) AND EXISTS (SELECT 1 FROM cluster_nodes m WHERE "
+                                "m.incarnation = $1::bigint AND m.left_at IS NULL AND m.lease_until > "
+                                "clock_timestamp()) RETURNING l.epoch, " FLOWRT_PG_ISO("l.since") ", l.applied_op",
+                                me));
+        if (!result_ok(r.get())) return error("cannot try to lead");
+        std::optional<ClusterLead> lead;
+        if (PQntuples(r.get()) == 1) {
+          lead = ClusterLead{incarnation, cell_int(r.get(), 0, 0), cell_text(r.get(), 0, 1),
+                             static_cast<uint64_t>(cell_int(r.get(), 0, 2))};
+        }
+        return lead;
+      },
+      [&]() -> Outcome { return error("cannot try to lead"); });
 }
 
 Result<ClusterLead> PostgresCluster::lead() {
@@ -227,48 +225,47 @@ Result<std::vector<ClusterNodeRow>> PostgresCluster::nodes() {
 }
 
 Result<std::vector<uint64_t>> PostgresCluster::append(int64_t incarnation, const std::vector<InboxRequest>& requests) {
+  using Outcome = Result<std::vector<uint64_t>>;
   if (requests.empty()) return std::vector<uint64_t>{};
-  ResultPtr begin(PQexec(conn_, "BEGIN"));
-  if (!result_ok(begin.get())) return error("cannot append to the inbox");
-  auto fail = [&](std::string_view what) -> Error {
-    Error e = error(what);
-    ResultPtr rollback(PQexec(conn_, "ROLLBACK"));
-    return e;
-  };
-  Params n;
-  n.integer(static_cast<int64_t>(requests.size()));
-  // The head row stays locked until COMMIT: appends are numbered in commit order.
-  ResultPtr head(exec_params(conn_, "UPDATE cluster_inbox_head SET seq = seq + $1::bigint WHERE id = 1 RETURNING seq", n));
-  if (!result_ok(head.get()) || PQntuples(head.get()) != 1) return fail("cannot number the inbox's entries");
-  const uint64_t last = static_cast<uint64_t>(cell_int(head.get(), 0, 0));
-  const uint64_t first = last - requests.size() + 1;
-  std::vector<uint64_t> seqs;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    const InboxRequest& q = requests[i];
-    Params p;
-    p.integer(static_cast<int64_t>(first + i));
-    p.integer(incarnation);
-    p.text(q.method);
-    p.text(q.target);
-    p.text(q.caller);
-    p.text(q.role);
-    p.boolean(q.authenticated);
-    p.text(q.content_type);
-    p.text(q.body);  // raw bytes (binary format) into bytea
-    ResultPtr r(exec_params(conn_,
-                            "INSERT INTO cluster_inbox(seq, incarnation, method, target, caller, role, authenticated, "
-                            "content_type, body) VALUES($1::bigint, $2::bigint, $3, $4, $5, $6, $7::boolean, $8, $9::bytea)",
-                            p));
-    if (!result_ok(r.get())) return fail("cannot append to the inbox");
-    seqs.push_back(first + i);
-  }
-  Params c;
-  c.text(channel("flowrt_inbox"));
-  ResultPtr notify(exec_params(conn_, "SELECT pg_notify($1::text, '')", c));
-  if (!result_ok(notify.get())) return fail("cannot notify the leader");
-  ResultPtr commit(PQexec(conn_, "COMMIT"));
-  if (!result_ok(commit.get())) return error("cannot append to the inbox");
-  return seqs;
+  return in_transaction(
+      conn_, "BEGIN",
+      [&]() -> Outcome {
+        Params n;
+        n.integer(static_cast<int64_t>(requests.size()));
+        // The head row stays locked until COMMIT: appends are numbered in commit order.
+        ResultPtr head(
+            exec_params(conn_, "UPDATE cluster_inbox_head SET seq = seq + $1::bigint WHERE id = 1 RETURNING seq", n));
+        if (!result_ok(head.get()) || PQntuples(head.get()) != 1) return error("cannot number the inbox's entries");
+        const uint64_t last = static_cast<uint64_t>(cell_int(head.get(), 0, 0));
+        const uint64_t first = last - requests.size() + 1;
+        std::vector<uint64_t> seqs;
+        for (size_t i = 0; i < requests.size(); ++i) {
+          const InboxRequest& q = requests[i];
+          Params p;
+          p.integer(static_cast<int64_t>(first + i));
+          p.integer(incarnation);
+          p.text(q.method);
+          p.text(q.target);
+          p.text(q.caller);
+          p.text(q.role);
+          p.boolean(q.authenticated);
+          p.text(q.content_type);
+          p.text(q.body);  // raw bytes (binary format) into bytea
+          ResultPtr r(exec_params(conn_,
+                                  "INSERT INTO cluster_inbox(seq, incarnation, method, target, caller, role, "
+                                  "authenticated, content_type, body) VALUES($1::bigint, $2::bigint, $3, $4, $5, $6, "
+                                  "$7::boolean, $8, $9::bytea)",
+                                  p));
+          if (!result_ok(r.get())) return error("cannot append to the inbox");
+          seqs.push_back(first + i);
+        }
+        Params c;
+        c.text(channel("flowrt_inbox"));
+        ResultPtr notify(exec_params(conn_, "SELECT pg_notify($1::text, '')", c));
+        if (!result_ok(notify.get())) return error("cannot notify the leader");
+        return seqs;
+      },
+      [&]() -> Outcome { return error("cannot append to the inbox"); });
 }
 
 Result<std::vector<InboxEntry>> PostgresCluster::unanswered(uint64_t after, size_t limit) {
@@ -304,30 +301,28 @@ Status PostgresCluster::answer_all(const std::vector<std::pair<uint64_t, InboxRe
   // Not waiting for the flush: an answer lost with the database is answered again by the
   // next leader ("applied before"), while the effects it reports are durable already (the
   // leader's store batch).
-  ResultPtr begin(PQexec(conn_, "BEGIN; SET LOCAL synchronous_commit = off"));
-  if (!result_ok(begin.get())) return error("cannot answer");
-  for (const auto& [seq, reply] : answers) {
-    Params p;
-    p.integer(static_cast<int64_t>(seq));
-    p.integer(reply.status);
-    p.text(reply.content_type);
-    p.text(reply.body);
-    ResultPtr r(exec_params(conn_,
-                            "UPDATE cluster_inbox SET status = $2::integer, reply_type = $3, reply = $4::bytea, "
-                            "answered = clock_timestamp() WHERE seq = $1::bigint AND answered IS NULL",
-                            p));
-    if (!result_ok(r.get())) {
-      Error e = error("cannot answer inbox entry " + std::to_string(seq));
-      ResultPtr rollback(PQexec(conn_, "ROLLBACK"));
-      return e;
-    }
-  }
-  Params c;
-  c.text(channel("flowrt_answers"));
-  ResultPtr notify(exec_params(conn_, "SELECT pg_notify($1::text, '')", c));
-  ResultPtr commit(PQexec(conn_, "COMMIT"));
-  if (!result_ok(notify.get()) || !result_ok(commit.get())) return error("cannot answer");
-  return Status::ok();
+  return in_transaction(
+      conn_, "BEGIN; SET LOCAL synchronous_commit = off",
+      [&]() -> Status {
+        for (const auto& [seq, reply] : answers) {
+          Params p;
+          p.integer(static_cast<int64_t>(seq));
+          p.integer(reply.status);
+          p.text(reply.content_type);
+          p.text(reply.body);
+          ResultPtr r(exec_params(conn_,
+                                  "UPDATE cluster_inbox SET status = $2::integer, reply_type = $3, reply = $4::bytea, "
+                                  "answered = clock_timestamp() WHERE seq = $1::bigint AND answered IS NULL",
+                                  p));
+          if (!result_ok(r.get())) return error("cannot answer inbox entry " + std::to_string(seq));
+        }
+        Params c;
+        c.text(channel("flowrt_answers"));
+        ResultPtr notify(exec_params(conn_, "SELECT pg_notify($1::text, '')", c));
+        if (!result_ok(notify.get())) return error("cannot answer");
+        return Status::ok();
+      },
+      [&] { return error("cannot answer"); });
 }
 
 Result<std::vector<std::pair<uint64_t, InboxReply>>> PostgresCluster::answers(const std::vector<uint64_t>& seqs) {

@@ -114,6 +114,25 @@ inline ResultPtr exec_params(PGconn* conn, const char* sql, const Params& params
   return ResultPtr(PQexecParams(conn, sql, params.size(), nullptr, values.data(), lengths.data(), formats.data(), 0));
 }
 
+// Runs `body` in one transaction on `conn`: `begin` ("BEGIN", or "BEGIN; SET LOCAL ..."),
+// then `body()`, which returns a Status or a Result<T>, then COMMIT. When `body` fails, the
+// transaction is rolled back and `body`'s error returned as it made it (before the rollback,
+// so that the error keeps the server's message). `fail()` makes the error of a BEGIN or
+// COMMIT that fails (a lost connection, a serialization failure).
+template <class Body, class Fail>
+auto in_transaction(PGconn* conn, const char* begin, Body&& body, Fail&& fail) -> decltype(body()) {
+  ResultPtr started(PQexec(conn, begin));
+  if (!result_ok(started.get())) return fail();
+  auto out = body();
+  if (!out) {
+    ResultPtr rollback(PQexec(conn, "ROLLBACK"));
+    return out;
+  }
+  ResultPtr commit(PQexec(conn, "COMMIT"));
+  if (!result_ok(commit.get())) return fail();
+  return out;
+}
+
 // Runs one query on `conn`, its rows one at a time (libpq's single-row mode: a big table is
 // never in memory twice), calling `row(res, 0)` for each; the first error (the server's,
 // as "" and its message in *server_error, or row's) ends it. Every result is read, so the

@@ -142,25 +142,24 @@ Status PostgresStore::prepare_schema() {
   if (cell_view(exists.get(), 0, 0) != "t") {
     if (read_only_) return error_of("cannot open", "schema " + schema_ + " holds no flowrt store (no meta table)");
     // A new store: every table, and its version, in one transaction.
-    ResultPtr begin(PQexec(conn_, "BEGIN"));
-    if (!result_ok(begin.get())) return error("cannot create its tables");
-    ResultPtr tables(PQexec(conn_, kPgSchema));
-    Params version;
-    version.text(std::to_string(kSchemaVersion));
-    ResultPtr meta;
-    if (result_ok(tables.get())) {
-      meta = exec_params(conn_,
-                         "INSERT INTO meta(key, value) VALUES('application', 'flowrt'), ('schema_version', $1::text)",
-                         version);
-    }
-    if (!result_ok(tables.get()) || !result_ok(meta.get())) {
-      Error e = error("cannot create its tables in schema " + schema_);
-      ResultPtr rollback(PQexec(conn_, "ROLLBACK"));
-      return e;
-    }
-    ResultPtr commit(PQexec(conn_, "COMMIT"));
-    if (!result_ok(commit.get())) return error("cannot create its tables");
-    return Status::ok();
+    return in_transaction(
+        conn_, "BEGIN",
+        [&]() -> Status {
+          ResultPtr tables(PQexec(conn_, kPgSchema));
+          Params version;
+          version.text(std::to_string(kSchemaVersion));
+          ResultPtr meta;
+          if (result_ok(tables.get())) {
+            meta = exec_params(conn_,
+                               "INSERT INTO meta(key, value) VALUES('application', 'flowrt'), ('schema_version', $1::text)",
+                               version);
+          }
+          if (!result_ok(tables.get()) || !result_ok(meta.get())) {
+            return error("cannot create its tables in schema " + schema_);
+          }
+          return Status::ok();
+        },
+        [&] { return error("cannot create its tables"); });
   }
   ResultPtr meta(PQexec(conn_, "SELECT key, value FROM meta WHERE key IN ('application', 'schema_version')"));
   if (!result_ok(meta.get())) return error("cannot read its schema version");
