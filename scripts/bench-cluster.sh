@@ -20,6 +20,7 @@ while [ $# -gt 0 ]; do
 done
 command -v wrk >/dev/null || apt-get install -y -qq wrk >/dev/null
 here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/scripts/serve-port.sh"
 work=$(mktemp -d)
 schema="bench_$$"
 pids=()
@@ -39,13 +40,7 @@ for i in $(seq 1 "$nodes"); do
   "$flowrt" serve "$work" --data "$data" --node "n$i" --listen 127.0.0.1:0 --log-level warn \
     > "$work/n$i.out" 2> "$work/n$i.err" &
   pids+=($!)
-  port=""
-  for _ in $(seq 1 200); do
-    port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$work/n$i.out")
-    [ -n "$port" ] && break
-    sleep 0.05
-  done
-  [ -n "$port" ] || { cat "$work/n$i.err" >&2; exit 1; }
+  port=$(serve_port "$work/n$i.out" "$work/n$i.err")
   ports+=("$port")
 done
 echo "nodes $nodes connections $connections seconds $seconds"

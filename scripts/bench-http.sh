@@ -24,6 +24,7 @@ while [ $# -gt 0 ]; do
 done
 command -v wrk >/dev/null || apt-get install -y -qq wrk >/dev/null
 here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/scripts/serve-port.sh"
 work=$(mktemp -d)
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
 cp -r "$here/examples/incident-triage/flows" "$work/flows"
@@ -36,12 +37,7 @@ case "$store" in
 esac
 "$flowrt" serve "$work" --listen 127.0.0.1:0 --log-level warn > "$work/serve.out" 2> "$work/serve.err" &
 pid=$!
-for _ in $(seq 1 200); do
-  port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$work/serve.out")
-  [ -n "$port" ] && break
-  sleep 0.05
-done
-[ -n "$port" ] || { cat "$work/serve.err" >&2; exit 1; }
+port=$(serve_port "$work/serve.out" "$work/serve.err")
 wrk -t "$threads" -c "$connections" -d "${seconds}s" --latency -s "$here/bench/http/insert.lua" "http://127.0.0.1:$port" \
   | sed -n '/^requests /,$p'
 stats=$(curl -s "http://127.0.0.1:$port/api/stats")
