@@ -1,5 +1,6 @@
 #include "server/cluster_forwarder.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "runtime/engine_log.h"
@@ -64,6 +65,11 @@ void ClusterForwarder::stop() {
   if (answerer_.joinable()) answerer_.join();
 }
 
+ClusterForwarder::ClientWait::~ClientWait() {
+  std::lock_guard lock(forwarder->mu_);
+  pending->abandoned = true;
+}
+
 void ClusterForwarder::settle(Pending& p, Response res) {
   if (!p.answer) p.answer = std::move(res);
 }
@@ -92,7 +98,8 @@ Reply ClusterForwarder::forward(const Request& req, const Caller& caller) {
   reply.deadline = std::chrono::steady_clock::now() + timeout_;
   reply.max_poll_interval = std::chrono::milliseconds(2);
   const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout_).count();
-  reply.poll = [this, p, seconds](bool last) -> std::optional<Response> {
+  auto wait = std::make_shared<ClientWait>(this, p);
+  reply.poll = [this, p, wait, seconds](bool last) -> std::optional<Response> {
     std::lock_guard lock(mu_);
     if (p->answer) return std::move(*p->answer);
     if (!last) return std::nullopt;
@@ -161,8 +168,8 @@ void ClusterForwarder::answer_loop() {
     std::vector<uint64_t> seqs;
     {
       std::unique_lock lock(mu_);
-      // Forget what a client no longer waits for (answered at its deadline).
-      std::erase_if(appended_, [](const std::shared_ptr<Pending>& p) { return p->answer.has_value() || p.use_count() == 1; });
+      // Forget what is answered, and what a client no longer waits for.
+      std::erase_if(appended_, [](const std::shared_ptr<Pending>& p) { return p->answer.has_value() || p->abandoned; });
       if (stopping_) return;
       for (const auto& p : appended_) seqs.push_back(p->seq);
     }

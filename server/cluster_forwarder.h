@@ -55,6 +55,17 @@ class ClusterForwarder {
     InboxRequest request;
     uint64_t seq = 0;                 // 0 until appended
     std::optional<Response> answer;   // set once
+    bool abandoned = false;           // its client stopped waiting (the reply was dropped)
+  };
+  // Held by a Reply's poll: when the reply is dropped (answered, past its deadline, or its
+  // connection closed), marks the request abandoned so the answer thread forgets it.
+  struct ClientWait {
+    ClientWait(ClusterForwarder* f, std::shared_ptr<Pending> p) : forwarder(f), pending(std::move(p)) {}
+    ClientWait(const ClientWait&) = delete;
+    ClientWait& operator=(const ClientWait&) = delete;
+    ~ClientWait();
+    ClusterForwarder* const forwarder;
+    const std::shared_ptr<Pending> pending;
   };
   void append_loop();
   void answer_loop();
