@@ -44,6 +44,14 @@ struct EngineOptions {
   // postgresql: the lead epoch of the cluster node this engine runs for (StoreOptions::
   // lead_epoch); 0 outside a cluster.
   int64_t store_lead_epoch = 0;
+  // A durable store's writes that fail are retried without end by default (a full disk
+  // may be freed). With a limit (ms > 0), once they have failed for that long without a
+  // write succeeding, the engine gives its store up: nothing is written or delivered any
+  // more, every wait for durability (a write from outside, loading definitions) returns an
+  // error, and `on_store_lost` is called once, from the journal's thread, with the last
+  // failure. A cluster node sets it to its lease: its lead is worth nothing then.
+  int64_t store_give_up_ms = 0;
+  std::function<void(const std::string& why)> on_store_lost;
   // Milliseconds of a monotonic clock that measures running time (runtime_ms and the
   // max_run_time quota). Default: std::chrono::steady_clock. Tests inject a fake one that a
   // "slow" action moves on, so a quota can be tested without burning real time.

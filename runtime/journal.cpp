@@ -100,6 +100,7 @@ Status Journal::wait_durable(uint64_t position) {
   while (durable() < position) {
     if (stopped_) {
       Status f = failure();
+      if (gave_up_) return Error{"not written to the " + store_.describe() + ": " + f.message()};
       return Error{"not written to the " + store_.describe() + " before the engine stopped" +
                    (f ? std::string() : ": " + f.message())};
     }
@@ -154,7 +155,16 @@ void Journal::run() {
       // they only grow, and a restart going on after them skips nothing it needs.
       counters = counters_;
     }
-    if (!write(entries, counters)) {
+    const Written written = write(entries, counters);
+    if (written == Written::kStoreLost) {
+      // Nothing more is written or delivered: the waits for durability end with an error.
+      MutexLock lock(mu_);
+      gave_up_ = true;
+      stopped_ = true;
+      durable_cv_.notify_all();
+      return;
+    }
+    if (written == Written::kStopping) {
       engine_log().error("{}: {} journal entries were not written before the engine stopped; the changes they hold "
                          "are in memory only",
                          store_.describe(), entries.size());
@@ -205,7 +215,7 @@ StoreBatch Journal::batch_of(std::vector<JournalEntry>& entries, const StoreCoun
   return batch;
 }
 
-bool Journal::write(std::vector<JournalEntry>& entries, const StoreCounters& counters) {
+Journal::Written Journal::write(std::vector<JournalEntry>& entries, const StoreCounters& counters) {
   const SyncMode wanted = sync_mode_of(core_.props().durability);
   if (wanted != sync_) {
     if (Status s = store_.set_sync_mode(wanted); s) {
@@ -217,6 +227,8 @@ bool Journal::write(std::vector<JournalEntry>& entries, const StoreCounters& cou
   StoreBatch batch = batch_of(entries, counters);
   int delay_ms = kFirstRetryMs;
   int tries_when_stopping = 0;
+  const int64_t give_up_ms = core_.options.store_give_up_ms;
+  std::chrono::steady_clock::time_point failing_since{};
   while (true) {
     perturb(PerturbPoint::kBeforeStoreWrite);
     Status s = store_.write(batch);
@@ -226,12 +238,21 @@ bool Journal::write(std::vector<JournalEntry>& entries, const StoreCounters& cou
         engine_log().warn("{}: writing again after a failure", store_.describe());
         set_failure(Status::ok());
       }
-      return true;
+      return Written::kYes;
     }
     if (failure().is_ok()) engine_log().error("{} (retrying)", s.message());
     set_failure(s);
+    const auto now = std::chrono::steady_clock::now();
+    if (failing_since == std::chrono::steady_clock::time_point{}) failing_since = now;
+    if (give_up_ms > 0 && now - failing_since >= std::chrono::milliseconds(give_up_ms)) {
+      const std::string why = "its writes failed for " + std::to_string(give_up_ms) + " ms (" + s.message() + ")";
+      engine_log().error("{}: the engine gives its store up: {}", store_.describe(), why);
+      set_failure(Error{"the engine gave its store up: " + why});
+      if (core_.options.on_store_lost) core_.options.on_store_lost(why);
+      return Written::kStoreLost;
+    }
     MutexLock lock(mu_);
-    if (stopping_ && ++tries_when_stopping >= kTriesWhenStopping) return false;
+    if (stopping_ && ++tries_when_stopping >= kTriesWhenStopping) return Written::kStopping;
     work_cv_.wait_until(mu_, std::chrono::steady_clock::now() + std::chrono::milliseconds(delay_ms));
     delay_ms = std::min(delay_ms * 2, kMaxRetryMs);
   }

@@ -25,7 +25,10 @@
 //
 // A failed write (a full disk, an I/O error) is retried with backoff, and nothing after
 // it is delivered meanwhile; while it fails, failure() says why and the engine refuses new
-// operations from outside. stop() writes what is left and ends the thread.
+// operations from outside. With EngineOptions::store_give_up_ms, a write failing for longer
+// than that gives the store up: the writer ends without delivering, every wait_durable
+// returns an error, and on_store_lost is called. stop() writes what is left and ends the
+// thread.
 //
 // Thread-safety: append, wait_durable and the readers from any thread; the Journal owns
 // its thread. Lock order: the commit lock, then the journal's mutex (never the reverse:
@@ -143,9 +146,10 @@ class Journal {
   // step's checkpoint has not joined it), never between the commits of one step; once
   // stopping, holds no longer count (no step will release them).
   std::vector<JournalEntry>::iterator ready_end() REQUIRES(mu_);
-  // Writes `entries` as one batch, retrying while it fails (and giving up only when
-  // stopping). False when it gave up.
-  bool write(std::vector<JournalEntry>& entries, const StoreCounters& counters);
+  // Writes `entries` as one batch, retrying while it fails. kStopping: it gave up because
+  // the journal is stopping; kStoreLost: the store failed past store_give_up_ms.
+  enum class Written { kYes, kStopping, kStoreLost };
+  Written write(std::vector<JournalEntry>& entries, const StoreCounters& counters);
   StoreBatch batch_of(std::vector<JournalEntry>& entries, const StoreCounters& counters);
   void deliver(std::vector<JournalEntry>& entries);
   // The batch holding `entries` is durable: the contexts that ended in it leave memory.
@@ -161,6 +165,7 @@ class Journal {
   StoreCounters counters_ GUARDED_BY(mu_);  // the latest, from entries appended under the commit lock
   bool stopping_ GUARDED_BY(mu_) = false;
   bool stopped_ GUARDED_BY(mu_) = false;    // the writer ended; what is not durable now never will be
+  bool gave_up_ GUARDED_BY(mu_) = false;    // it ended because the store failed past the limit
   SyncMode sync_ = SyncMode::kNormal;       // the writer thread's
   std::atomic<uint64_t> appended_{0};
   std::atomic<uint64_t> durable_{0};

@@ -105,7 +105,13 @@ Result<std::unique_ptr<ClusterNode>, Diagnostics> ClusterNode::open(const ServeO
                    : *lead ? n->start_leading((*lead)->epoch, (*lead)->applied_op)
                            : n->start_following();
   if (!started) {
-    (void)(*link)->leave(n->incarnation_);
+    // Left at once (on a new connection if this one was cut too), so that another node
+    // need not wait for this one's lease to run out.
+    if (!(*link)->leave(n->incarnation_)) {
+      if (Result<std::unique_ptr<PostgresCluster>> fresh = PostgresCluster::connect(n->url_)) {
+        (void)(*fresh)->leave(n->incarnation_);
+      }
+    }
     diags.add("--listen", "", started.message());
     return diags;
   }
@@ -149,6 +155,13 @@ Status ClusterNode::start_leading(int64_t epoch, uint64_t applied) {
   if (port_) o.listen = (setup_.host.find(':') != std::string::npos ? "[" + setup_.host + "]" : setup_.host) + ":" +
                         std::to_string(port_.load());
   o.lead_epoch = epoch;
+  // A leader whose store cannot be written (its connection was cut: the store never
+  // writes again) would keep the lead while every write waits, and so would a node whose
+  // connection is cut while it loads the state to lead (the load waits for its writes):
+  // once the writes have failed for a whole lease it gives the lead up, and another node
+  // loads the state.
+  o.store_give_up_ms = cluster_.lease_ms;
+  o.on_store_lost = [this](const std::string& why) { lost_lead("its store could not be written: " + why); };
   o.more_routes = [this](Router& r) { add_cluster_routes(r); };
   epoch_.store(epoch);
   Result<std::unique_ptr<Service>, Diagnostics> service = Service::open(o);
@@ -309,7 +322,6 @@ void ClusterNode::heartbeat_loop() {
 void ClusterNode::control_loop() {
   std::unique_ptr<PostgresCluster> link;
   const auto period = std::chrono::milliseconds(cluster_.lease_ms / 3);
-  int64_t store_failing_since = 0;  // steady ms; 0 while the leader's store writes
   while (true) {
     {
       std::unique_lock lock(mu_);
@@ -319,21 +331,6 @@ void ClusterNode::control_loop() {
     if (leads_.load() && steady_ms() - last_renewal_ms_.load() > cluster_.lease_ms) {
       lost_lead("its lease could not be renewed for " + std::to_string(cluster_.lease_ms) + " ms");
       continue;
-    }
-    // A leader whose store cannot be written (its connection was cut: the store never
-    // writes again) would keep the lead while every write waits: it gives the lead up once
-    // its writes have failed for a whole lease, and another node loads the state.
-    if (leads_.load() && service_ && service_->engine().core().journal) {
-      if (Status f = service_->engine().core().journal->failure(); !f) {
-        if (store_failing_since == 0) store_failing_since = steady_ms();
-        if (steady_ms() - store_failing_since > cluster_.lease_ms) {
-          lost_lead("its store could not be written for " + std::to_string(cluster_.lease_ms) + " ms (" +
-                    f.message() + ")");
-          continue;
-        }
-      } else {
-        store_failing_since = 0;
-      }
     }
     if (!link) {
       Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);

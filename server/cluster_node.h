@@ -13,11 +13,12 @@
 // Leases: a heartbeat thread renews this node's lease every lease/3, from the moment it
 // joins (a failed renewal on a cut connection is tried again at once on a new one). A
 // leader that could not renew it for a whole lease, whose store writes have failed for a
-// whole lease (a cut writer connection never writes again), or that finds another
-// incarnation in the lead row, has lost the lead: it calls on_lost_lead (the command line
-// exits with status 3; restarted, it joins again as a new incarnation). Its writes are
-// fenced either way. While a node loads the state to lead, its heartbeat thread watches
-// the lead row (the loading may wait for a write that the next leader fenced).
+// whole lease (a cut writer connection never writes again: the engine gives the store up,
+// EngineOptions::store_give_up_ms, also while the node loads the state to lead), or that
+// finds another incarnation in the lead row, has lost the lead: it calls on_lost_lead (the
+// command line exits with status 3; restarted, it joins again as a new incarnation). Its
+// writes are fenced either way. While a node loads the state to lead, its heartbeat thread
+// watches the lead row (the loading may wait for a write that the next leader fenced).
 //
 // Thread-safety: open, stop and the destructor from one thread; port and leads from any.
 // Owns its threads, its connections, the service or the follower's server.

@@ -91,6 +91,8 @@ Result<std::unique_ptr<Service>, Diagnostics> Service::open(const ServeOptions& 
     project->options.data_file = (std::filesystem::path(options.dir) / "flowrt.db").string();
   }
   project->options.store_lead_epoch = options.lead_epoch;
+  project->options.store_give_up_ms = options.store_give_up_ms;
+  project->options.on_store_lost = options.on_store_lost;
   Result<std::unique_ptr<Engine>, Diagnostics> engine = open_project(*project);
   if (!engine) return engine.error();
 

@@ -33,6 +33,10 @@ struct ServeOptions {
   // A cluster node that leads (server/cluster_node.h): its lead epoch, which fences the
   // store's writes (StoreOptions::lead_epoch); 0 outside a cluster.
   int64_t lead_epoch = 0;
+  // The engine gives its store up once writes have failed this long, and calls
+  // on_store_lost (EngineOptions::store_give_up_ms); 0: retries without end.
+  int64_t store_give_up_ms = 0;
+  std::function<void(const std::string& why)> on_store_lost;
   // Routes added next to the API's (the cluster's), before the server starts.
   std::function<void(Router&)> more_routes;
 };

@@ -2,16 +2,21 @@
 // follower answers with the leader's answer, in one commit order with the leader's own
 // requests; the leader checks the caller the follower forwarded; an operation whose effects
 // were durable when its leader stopped, but whose answer was not, is not applied again by
-// the next leader; a leader that finds another in the lead row gives up. Waits are on the
-// cluster's own signals (an answer's notification, the lost-lead callback), bounded.
+// the next leader; a leader that finds another in the lead row gives up, and so does a node
+// whose store is cut while it loads the state to lead. Waits are on the cluster's own
+// signals (an answer's notification, the lost-lead callback), bounded; without the
+// give-up, the loading node's open would wait without end (the test's timeout ends it).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
+#include <thread>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "runtime/perturb.h"
 #include "server/cluster_node.h"
 #include "store/postgres_cluster.h"
 #include "tests/server/server_fixture.h"
@@ -40,11 +45,19 @@ class ClusterPostgresTest : public ::testing::Test {
   }
   // Node `name` joins (and leads when no live node does).
   server::ClusterNode& join(const std::string& name, int lease_ms = 3000) {
+    auto node = open(name, lease_ms, url_);
+    EXPECT_TRUE(node) << (node ? "" : node.error().describe());
+    nodes_.push_back(std::move(node).value());
+    return *nodes_.back();
+  }
+  // Node `name` on `url` (the test's schema, with connection parameters of its own).
+  Result<std::unique_ptr<server::ClusterNode>, Diagnostics> open(const std::string& name, int lease_ms,
+                                                                  const std::string& url) {
     server::ServeOptions options;
     options.dir = dir_.string();
     options.listen = "127.0.0.1:0";
     options.log_level = "error";
-    options.data = url_;
+    options.data = url;
     server::ClusterOptions cluster;
     cluster.node = name;
     cluster.lease_ms = lease_ms;
@@ -55,12 +68,13 @@ class ClusterPostgresTest : public ::testing::Test {
     };
     {
       std::lock_guard lock(lost_mu_);
-      lost_[name] = std::promise<std::string>();
+      lost_.try_emplace(name);  // a future may be taken before the node opens
     }
-    auto node = server::ClusterNode::open(options, cluster);
-    EXPECT_TRUE(node) << (node ? "" : node.error().describe());
-    nodes_.push_back(std::move(node).value());
-    return *nodes_.back();
+    return server::ClusterNode::open(options, cluster);
+  }
+  std::future<std::string> lost_lead_of(const std::string& name) {
+    std::lock_guard lock(lost_mu_);
+    return lost_[name].get_future();
   }
   std::unique_ptr<PostgresCluster> link() {
     Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);
@@ -239,6 +253,59 @@ TEST_F(ClusterPostgresTest, ALeaderThatFindsAnotherInTheLeadRow_GivesUp) {
   }
   ASSERT_EQ(why.wait_for(std::chrono::seconds(20)), std::future_status::ready) << "a noticed within a few periods";
   EXPECT_THAT(why.get(), HasSubstr("took the lead"));
+}
+
+// Cuts every connection named `g_cut_name` at the first store write once armed, and waits
+// until the server has ended them: the store of the node using that name never writes
+// again (a store does not reconnect). Set before arming; the hook runs on a journal thread.
+std::string g_cut_name;
+std::atomic<bool> g_cut_armed{false};
+std::atomic<int> g_cuts{0};
+void cut_at_first_write(PerturbPoint p) {
+  if (p != PerturbPoint::kBeforeStoreWrite || !g_cut_armed.exchange(false)) return;
+  const std::string server = postgres_server_url();
+  const std::string named = "application_name = '" + g_cut_name + "'";
+  const std::string pids = postgres_value(server, "SELECT string_agg(pid::text, ',') FROM pg_stat_activity WHERE " + named);
+  if (pids.empty()) return;
+  (void)postgres_exec(server, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid IN (" + pids + ")");
+  for (int i = 0; i < 1000; ++i) {
+    if (postgres_value(server, "SELECT count(*) FROM pg_stat_activity WHERE pid IN (" + pids + ")") == "0") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the backends exit (bounded: 10 s)
+  }
+  g_cuts.fetch_add(1);
+}
+
+// The store's connection is cut while a node loads the state to lead (its load waits for
+// the write of the definitions it loads): it gives the lead up once its writes have failed
+// for a lease, rather than keep the lead and wait without end; the next node leads.
+TEST_F(ClusterPostgresTest, ANodeWhoseStoreIsCutWhileItLoadsTheStateToLead_GivesTheLeadUp) {
+  {
+    server::ClusterNode& a = join("a", 900);
+    ASSERT_TRUE(a.leads());
+    HttpClient to_a(a.port());
+    ASSERT_EQ(to_a.post("/api/tables/incident/records", R"({"number": "INC1"})").status, 201);
+    a.stop();  // it leaves: the next node to join leads from the start, loading the state in open
+  }
+  g_cut_name = "flowrt_cut_" + std::to_string(::getpid());
+  std::future<std::string> why = lost_lead_of("b");
+  g_cuts = 0;
+  g_cut_armed = true;
+  set_perturb_hook(&cut_at_first_write);
+  auto b = open("b", 900, url_ + "&application_name=" + g_cut_name);
+  set_perturb_hook(nullptr);
+  EXPECT_EQ(g_cuts.load(), 1) << "b's store was cut while it loaded";
+  ASSERT_FALSE(b) << "b cannot have loaded the state";
+  EXPECT_THAT(b.error().describe(), HasSubstr("gave its store up"));
+  ASSERT_EQ(why.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  EXPECT_THAT(why.get(), HasSubstr("its store could not be written"));
+
+  // Not wedged: b left the lead, and the next node leads with the state a left.
+  server::ClusterNode& c = join("c", 900);
+  ASSERT_TRUE(c.leads());
+  HttpClient to_c(c.port());
+  HttpReply found = to_c.get("/api/tables/incident/records");
+  ASSERT_EQ(found.status, 200);
+  EXPECT_THAT(found.body, HasSubstr("INC1"));
 }
 
 }  // namespace

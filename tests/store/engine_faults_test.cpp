@@ -247,5 +247,50 @@ TEST_F(EngineFaultsTest, TheJournalStoppingWhileTheDiskIsFull_TheWaitingOperatio
   engine_.reset();
 }
 
+// With store_give_up_ms, a store failing for longer than that is given up: the waiting
+// operation returns an error naming the failure, on_store_lost is called once, every later
+// operation is refused, and the engine writes nothing more even once there is room again
+// (a cluster node's lead is worth nothing then: server/cluster_node.h).
+TEST_F(EngineFaultsTest, AStoreFailingPastTheGiveUpLimit_IsGivenUp_TheWaitEndsWithAnError_NothingMoreIsWritten) {
+  FaultVfs vfs("flowrt-fault-engine", /*make_default=*/true);
+  EngineOptions o = options(Durability::kFull);
+  o.simulation_seed.reset();
+  o.properties.worker_threads = 2;
+  o.store_give_up_ms = 200;
+  std::atomic<int> lost_calls{0};
+  std::string lost_why;  // written by the journal's thread before lost_calls
+  o.on_store_lost = [&](const std::string& why) {
+    lost_why = why;
+    lost_calls.fetch_add(1);
+  };
+  Engine& engine = reopen(o);
+  Journal& journal = *engine.core().journal;
+  ASSERT_TRUE(engine.insert("order", Value::object({{"sys_id", Value("o1")}})).is_ok());
+  engine.settle();
+  while (journal.durable() < journal.appended()) std::this_thread::yield();
+
+  vfs.set_space(0);
+  Result<Value> waited = engine.insert("order", Value::object({{"sys_id", Value("o2")}}));  // returns once given up
+  ASSERT_FALSE(waited.is_ok());
+  EXPECT_NE(waited.message().find("the engine gave its store up: its writes failed for 200 ms"), std::string::npos)
+      << waited.message();
+  EXPECT_NE(waited.message().find("(the disk is full)"), std::string::npos) << waited.message();
+  ASSERT_EQ(lost_calls.load(), 1);
+  EXPECT_NE(lost_why.find("(the disk is full)"), std::string::npos) << lost_why;
+
+  vfs.set_space(std::nullopt);  // room again: given up all the same
+  Result<Value> refused = engine.insert("order", Value::object({{"sys_id", Value("o3")}}));
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.message().find("refused, nothing was written"), std::string::npos) << refused.message();
+  EXPECT_NE(refused.message().find("gave its store up"), std::string::npos) << refused.message();
+  engine_.reset();
+  EXPECT_EQ(lost_calls.load(), 1) << "called once";
+
+  Engine& again = reopen(options(Durability::kFull));
+  again.settle();
+  EXPECT_EQ(ids(again.records("order"), "sys_id"), (std::vector<std::string>{"o1"})) << "o2 was not acknowledged";
+  engine_.reset();
+}
+
 }  // namespace
 }  // namespace flowrt
