@@ -4,6 +4,10 @@
 #                                         start it on a free loopback port, and write its
 #                                         connection URL to DIR/url
 #   scripts/pg-test-server.sh stop DIR    stop the server DIR/url names and delete its files
+#   scripts/pg-test-server.sh restart DIR fast|immediate
+#                                         restart it on its port: `fast` ends the sessions
+#                                         cleanly, `immediate` as a crash does (the server
+#                                         recovers from its WAL); the cluster fault tests
 # CTest runs `start` as the fixture `postgres` (FIXTURES_SETUP) and `stop` after the tests
 # that need it, also when they fail (FIXTURES_CLEANUP): tests/CMakeLists.txt.
 #
@@ -15,10 +19,11 @@
 # the tests that need it then fail too, they never pass unrun.
 set -euo pipefail
 
-usage() { echo "usage: scripts/pg-test-server.sh start|stop DIR" >&2; exit 2; }
-[ $# -eq 2 ] || usage
+usage() { echo "usage: scripts/pg-test-server.sh start|stop DIR, or restart DIR fast|immediate" >&2; exit 2; }
+[ $# -eq 2 ] || [ $# -eq 3 ] || usage
 action="$1"
 state="$2"
+mode="${3:-}"
 
 as_owner=()
 if [ "$(id -u)" -eq 0 ]; then as_owner=(runuser -u postgres --); fi
@@ -81,6 +86,15 @@ case "$action" in
   stop)
     stop_server
     echo "pg-test-server: stopped"
+    ;;
+  restart)
+    case "$mode" in fast|immediate) ;; *) usage ;; esac
+    [ -f "$state/datadir" ] || { echo "pg-test-server: no server in $state" >&2; exit 1; }
+    data="$(cat "$state/datadir")"
+    # pg_ctl restart starts it again with the options it last started with (postmaster.opts).
+    "${as_owner[@]}" "$(bindir)/pg_ctl" -D "$data/pgdata" -l "$data/server.log" -m "$mode" -w -t 60 restart \
+      >/dev/null 2>&1 || { echo "pg-test-server: the server did not restart:" >&2; tail -n 20 "$data/server.log" >&2; exit 1; }
+    echo "pg-test-server: restarted ($mode)"
     ;;
   *) usage ;;
 esac

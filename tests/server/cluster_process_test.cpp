@@ -19,8 +19,12 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <sstream>
+#include <thread>
 #include <fstream>
 #include <random>
 #include <string>
@@ -33,6 +37,9 @@
 
 namespace flowrt::cluster_process_test {
 namespace {
+
+// The statement timeout of the nodes' connections in the database-faults test.
+constexpr int kStatementTimeoutMs = 1500;
 
 // The flow. The wait inside the lock leaves time for a second holder to read the same
 // counter value, were there one; the lock's attempts outlast any test.
@@ -76,13 +83,47 @@ uint32_t seed_of(uint32_t fallback) {
   return fallback;
 }
 
-// ---- the tests
+// ---- a run of seeded faults against three nodes
 
-TEST(ClusterPostgresProcessTest, ThreeNodes_SeededKillsAndFaults_LoseNothingAndWedgeNothing) {
-  const uint32_t seed = seed_of(20261202);
+enum class Fault {
+  kKill,          // kill -9 of a node (mostly the leader), started again after a moment
+  kStop,          // SIGSTOP of the leader for longer than its lease: once resumed it exits 3
+  kCut,           // every connection of the cluster's nodes ended by the database
+  kRestart,       // the database restarted (sessions end cleanly)
+  kCrashRestart,  // the database restarted as after a crash (it recovers from its WAL)
+  kTimeouts,      // the lead and inbox tables locked past the nodes' statement timeout
+};
+
+const char* name_of(Fault f) {
+  switch (f) {
+    case Fault::kKill: return "kill -9";
+    case Fault::kStop: return "SIGSTOP";
+    case Fault::kCut: return "connections cut";
+    case Fault::kRestart: return "database restart";
+    case Fault::kCrashRestart: return "database crash and restart";
+    case Fault::kTimeouts: return "statement timeouts";
+  }
+  return "?";
+}
+
+struct FaultRun {
+  std::string name;        // of the project's directory
+  uint32_t seed = 0;
+  std::vector<Fault> faults;  // shuffled by the seed
+  std::string server;      // the server's URL: cuts and locks go through it
+  std::string data;        // the nodes' --data, before this run's application_name
+  test_support::PrivatePostgresServer* restartable = nullptr;  // for the restarts
+  int min_kills = 0;
+};
+
+// Three nodes and three clients inserting through any node that is up, the faults in the
+// seeded order, then the checks: nothing acknowledged lost, nothing applied twice, each
+// insert's flow started once, its lock never held twice, nothing left held or waiting.
+void run_faults(FaultRun run) {
+  const uint32_t seed = run.seed;
   SCOPED_TRACE("seed " + std::to_string(seed) + " (FLOWRT_CLUSTER_SEED=N runs another)");
   std::cout << "[ cluster  ] seed " << seed << std::endl;
-  RecordProperty("seed", std::to_string(seed));
+  ::testing::Test::RecordProperty("seed", std::to_string(seed));
   const Clock::time_point began = Clock::now();
   std::mt19937 rng(seed);
   auto between = [&](int lo, int hi) { return lo + static_cast<int>(rng() % static_cast<uint32_t>(hi - lo + 1)); };
@@ -90,14 +131,12 @@ TEST(ClusterPostgresProcessTest, ThreeNodes_SeededKillsAndFaults_LoseNothingAndW
   ClusterSetup setup;
   setup.lease_ms = kLeaseMs;
   setup.forward_timeout_ms = kForwardTimeoutMs;
-  setup.dir = write_project("three");
-  setup.url = test_support::fresh_postgres_schema("cluster_three");
-  ASSERT_FALSE(setup.url.empty());
+  setup.dir = write_project(run.name);
+  ASSERT_FALSE(run.data.empty());
   // The nodes' connections under a name of this run's own (the URL's wins over flowrt's
   // "flowrt"): the cuts below end those and no other test's on the shared server.
   const std::string app = "flowrt_cluster_test_" + std::to_string(::getpid());
-  setup.url += "&application_name=" + app;
-  const std::string server = test_support::postgres_server_url();
+  setup.url = run.data + (run.data.find('?') == std::string::npos ? "?" : "&") + "application_name=" + app;
   Cluster c(setup, {"a", "b", "c"});
   struct TimelineOnFailure {
     Cluster& c;
@@ -116,38 +155,31 @@ TEST(ClusterPostgresProcessTest, ThreeNodes_SeededKillsAndFaults_LoseNothingAndW
     ASSERT_EQ(counter.status, 201) << counter.describe();
   }
 
-  // Faults in a seeded order: kill -9 (mostly of the leader), SIGSTOP of the leader past
-  // its lease, every connection of the cluster's nodes cut by the database.
-  enum class Fault { kKill, kStop, kCut };
-  std::vector<Fault> faults(22, Fault::kKill);
-  faults.insert(faults.end(), 3, Fault::kStop);
-  faults.insert(faults.end(), 3, Fault::kCut);
+  std::vector<Fault>& faults = run.faults;
   std::shuffle(faults.begin(), faults.end(), rng);
-
-  int kills = 0, leader_kills = 0, stops = 0, cuts = 0;
+  std::map<Fault, int> done;
+  int leader_kills = 0;
   int64_t slowest_recovery_ms = 0;
   c.start_clients(3, seed, 40, 160);
   for (size_t k = 0; k < faults.size(); ++k) {
     const Fault f = faults[k];
     c.watch(between(800, 1800));
     std::optional<size_t> leader = c.leader();
+    const std::string fault = "fault " + std::to_string(k) + ": ";
     if (f == Fault::kKill) {
       size_t target = leader ? *leader : rng() % c.size();
       if (leader && rng() % 4 == 0) target = (*leader + 1 + rng() % (c.size() - 1)) % c.size();  // a follower
       if (leader && target == *leader) ++leader_kills;
-      c.note("fault " + std::to_string(k) + ": kill -9 " + c.node(target).name +
-             (leader && target == *leader ? " (the leader)" : ""));
+      c.note(fault + "kill -9 " + c.node(target).name + (leader && target == *leader ? " (the leader)" : ""));
       c.kill(target);
-      ++kills;
       pause_ms(between(100, 1500));
       c.watch(0);  // starts it again
     } else if (f == Fault::kStop) {
-      ASSERT_TRUE(leader) << "fault " << k << ": no leader to stop";
+      ASSERT_TRUE(leader) << fault << "no leader to stop";
       Node& n = c.node(*leader);
-      c.note("fault " + std::to_string(k) + ": SIGSTOP " + n.name + " (the leader)");
+      c.note(fault + "SIGSTOP " + n.name + " (the leader)");
       ::kill(n.pid, SIGSTOP);
       n.stopped = true;
-      ++stops;
       pause_ms(setup.lease_ms * 5 / 2 + between(0, 500));
       c.note("SIGCONT " + n.name);
       ::kill(n.pid, SIGCONT);
@@ -164,26 +196,46 @@ TEST(ClusterPostgresProcessTest, ThreeNodes_SeededKillsAndFaults_LoseNothingAndW
         EXPECT_EQ(*s, 3) << "node " << n.name << " resumed after a stop longer than its lease: " << tail_of(n.log);
       }
       c.watch(0);  // starts it again
-    } else {
+    } else if (f == Fault::kCut) {
       const std::string error = test_support::postgres_exec(
-          server,
+          run.server,
           "SET client_min_messages = error; SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
           "application_name = '" + app + "' AND pid <> pg_backend_pid()");
       EXPECT_EQ(error, "");
-      c.note("fault " + std::to_string(k) + ": every connection of the cluster's nodes cut");
-      ++cuts;
+      c.note(fault + "every connection of the cluster's nodes cut");
+    } else if (f == Fault::kRestart || f == Fault::kCrashRestart) {
+      ASSERT_NE(run.restartable, nullptr) << "a restart needs a server of the test's own";
+      const std::string mode = f == Fault::kRestart ? "fast" : "immediate";
+      c.note(fault + "the database restarts (" + mode + ")");
+      EXPECT_TRUE(run.restartable->restart(mode)) << fault << "the database did not restart";
+      c.note("the database is up again");
+    } else {
+      // Statements that touch the lead row or the inbox's head wait for these locks and
+      // time out: heartbeats go on (their table is not locked), appends, the leader's
+      // fenced batches and takeovers fail until the locks go.
+      c.note(fault + "the lead and inbox head tables locked for 4 s (statement timeout " +
+             std::to_string(kStatementTimeoutMs) + " ms)");
+      std::atomic<bool> released{false};
+      std::string error;
+      std::thread locker([&] {
+        error = test_support::postgres_exec(run.server,
+                                            "BEGIN; LOCK TABLE cluster_lead, cluster_inbox_head IN ACCESS EXCLUSIVE "
+                                            "MODE; SELECT pg_sleep(4); COMMIT");
+        released = true;
+      });
+      while (!released.load()) c.watch(50);
+      locker.join();
+      EXPECT_EQ(error, "");
+      c.note("the locks are released");
     }
+    ++done[f];
     // Nothing wedges: inserts are acknowledged again soon after each fault (a node that
     // exits, as a leader that lost the lead does, is started again meanwhile).
     const int64_t after = c.now_ms();
     while (c.last_ack_ms() <= after && c.now_ms() - after < kRecoveryMs) c.watch(50);
     slowest_recovery_ms = std::max(slowest_recovery_ms, c.now_ms() - after);
     ASSERT_GT(c.last_ack_ms(), after) << "no insert was acknowledged within " << kRecoveryMs << " ms after fault " << k
-                                      << " ("
-                                      << (f == Fault::kKill   ? "kill -9"
-                                          : f == Fault::kStop ? "SIGSTOP"
-                                                              : "connections cut")
-                                      << "): the cluster is wedged";
+                                      << " (" << name_of(f) << "): the cluster is wedged";
   }
   c.watch(1000);
   c.stop_clients();
@@ -200,17 +252,17 @@ TEST(ClusterPostgresProcessTest, ThreeNodes_SeededKillsAndFaults_LoseNothingAndW
 
   int64_t refused_ms = 0;
   std::ostringstream summary;
-  summary << "seed " << seed << ": " << kills << " kills (" << leader_kills << " of the leader), " << stops
-          << " stops past the lease, " << cuts << " connection cuts; other nodes that lost the lead and exited 3: "
-          << c.lost_lead_summary() << "; writable again within " << slowest_recovery_ms << " ms of each fault; "
-          << attempts.size() << " inserts: " << t.acknowledged << " acknowledged, " << t.accepted << " accepted ("
-          << t.accepted_applied << " applied), " << t.refused << " refused and " << t.unanswered
-          << " unanswered (" << t.unanswered_kinds() << "); the longest a node refused connections: "
-          << longest_refusal(attempts, &refused_ms) << "; faults " << fault_ms / 1000.0 << " s, all "
-          << ms_since(began) / 1000.0 << " s";
+  summary << "seed " << seed << ":";
+  for (const auto& [f, n] : done) summary << " " << n << " " << name_of(f) << (f == Fault::kKill ? " (" + std::to_string(leader_kills) + " of the leader)" : "") << ",";
+  summary << " other nodes that lost the lead and exited 3: " << c.lost_lead_summary()
+          << "; writable again within " << slowest_recovery_ms << " ms of each fault; " << attempts.size()
+          << " inserts: " << t.acknowledged << " acknowledged, " << t.accepted << " accepted (" << t.accepted_applied
+          << " applied), " << t.refused << " refused and " << t.unanswered << " unanswered (" << t.unanswered_kinds()
+          << "); the longest a node refused connections: " << longest_refusal(attempts, &refused_ms) << "; faults "
+          << fault_ms / 1000.0 << " s, all " << ms_since(began) / 1000.0 << " s";
   std::cout << "[ cluster  ] " << summary.str() << std::endl;
-  RecordProperty("summary", summary.str());
-  EXPECT_GE(kills, 20);
+  ::testing::Test::RecordProperty("summary", summary.str());
+  EXPECT_GE(done[Fault::kKill], run.min_kills);
   // A node that runs listens, but for the moment a follower that takes the lead loads
   // the state.
   EXPECT_LT(refused_ms, 10000) << "a node refused connections for " << refused_ms << " ms: " << summary.str();
@@ -218,10 +270,44 @@ TEST(ClusterPostgresProcessTest, ThreeNodes_SeededKillsAndFaults_LoseNothingAndW
 
   // A clean stop of each: followers first, then the leader; each exits 0.
   c.stop_all(c.settled_leader(10000, &last));
-  if (!HasFailure() && !std::getenv("FLOWRT_CLUSTER_VERBOSE")) {
-    drop_schema(setup.url);
-    fs::remove_all(setup.dir);
-  }
+  if (!::testing::Test::HasFailure() && !std::getenv("FLOWRT_CLUSTER_VERBOSE")) fs::remove_all(setup.dir);
+}
+
+// ---- the tests
+
+TEST(ClusterPostgresProcessTest, ThreeNodes_SeededKillsAndFaults_LoseNothingAndWedgeNothing) {
+  FaultRun run;
+  run.name = "three";
+  run.seed = seed_of(20261202);
+  run.faults.assign(22, Fault::kKill);
+  run.faults.insert(run.faults.end(), 3, Fault::kStop);
+  run.faults.insert(run.faults.end(), 3, Fault::kCut);
+  run.min_kills = 20;
+  run.server = test_support::postgres_server_url();
+  run.data = test_support::fresh_postgres_schema("cluster_three");
+  run_faults(run);
+  if (!HasFailure() && !std::getenv("FLOWRT_CLUSTER_VERBOSE")) drop_schema(run.data);
+}
+
+// The faults between the nodes and the database: on a server of the test's own, restarted
+// cleanly and as after a crash, and statements timing out (every node's connections carry
+// a statement timeout), with some kills and cuts among them.
+TEST(ClusterPostgresProcessTest, ThreeNodes_DatabaseRestartsAndStatementTimeouts_LoseNothingAndWedgeNothing) {
+  test_support::PrivatePostgresServer database("cluster-db-faults");
+  ASSERT_FALSE(database.url().empty());
+  FaultRun run;
+  run.name = "db-faults";
+  run.seed = seed_of(20261204);
+  run.faults.assign(3, Fault::kRestart);
+  run.faults.insert(run.faults.end(), 3, Fault::kCrashRestart);
+  run.faults.insert(run.faults.end(), 3, Fault::kTimeouts);
+  run.faults.insert(run.faults.end(), 4, Fault::kKill);
+  run.faults.insert(run.faults.end(), 1, Fault::kCut);
+  run.min_kills = 4;
+  run.server = database.url();
+  run.restartable = &database;
+  run.data = database.url() + "?options=-cstatement_timeout%3D" + std::to_string(kStatementTimeoutMs);
+  run_faults(run);
 }
 
 TEST(ClusterPostgresProcessTest, TwoNodesStartingAtOnce_NeverApplyAnOperationTwice) {

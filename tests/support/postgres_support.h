@@ -11,6 +11,8 @@
 
 #include <atomic>
 #include <cctype>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -86,5 +88,45 @@ inline void drop_postgres_schema(const std::string& url) {
   const std::string schema = url.substr(at + marker.size());
   EXPECT_EQ(postgres_exec(postgres_server_url(), "DROP SCHEMA IF EXISTS " + schema + " CASCADE"), "");
 }
+
+#ifdef FLOWRT_SOURCE_DIR
+// A PostgreSQL server of one test's own (scripts/pg-test-server.sh in a directory of its
+// own), for faults the shared server must not see: restarted, as cleanly or as a crash.
+// Stopped, and its files deleted, when this goes. For one thread.
+class PrivatePostgresServer {
+ public:
+  explicit PrivatePostgresServer(const std::string& name)
+      : state_(std::filesystem::temp_directory_path() / ("flowrt-pg-" + name + "-" + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(state_);
+    if (!script("start")) {
+      ADD_FAILURE() << "the private PostgreSQL server did not start (" << state_ << ")";
+      return;
+    }
+    std::ifstream in(state_ / "url");
+    std::getline(in, url_);
+  }
+  ~PrivatePostgresServer() {
+    (void)script("stop");
+    std::filesystem::remove_all(state_);
+  }
+  PrivatePostgresServer(const PrivatePostgresServer&) = delete;
+  PrivatePostgresServer& operator=(const PrivatePostgresServer&) = delete;
+
+  // postgresql://postgres@127.0.0.1:PORT/postgres; "" when it did not start.
+  const std::string& url() const { return url_; }
+  // Restarts it on its port: "fast" (sessions end cleanly) or "immediate" (as a crash).
+  bool restart(const std::string& mode) { return script("restart", " " + mode); }
+
+ private:
+  bool script(const std::string& action, const std::string& more = "") const {
+    const std::string command = std::string("'") + FLOWRT_SOURCE_DIR + "/scripts/pg-test-server.sh' " + action + " '" +
+                                state_.string() + "'" + more + " > /dev/null";
+    return std::system(command.c_str()) == 0;
+  }
+
+  std::filesystem::path state_;
+  std::string url_;
+};
+#endif
 
 }  // namespace flowrt::test_support
