@@ -1,6 +1,7 @@
 #include "server/cluster_forwarder.h"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "runtime/engine_log.h"
@@ -106,10 +107,16 @@ Reply ClusterForwarder::forward(const Request& req, const Caller& caller) {
     if (stopping_ && p->seq != 0) {
       return accepted_but_unanswered(http::status::service_unavailable, p->seq, "this node stopped following");
     }
-    if (p->seq == 0) {
+    if (p->seq == 0 && !p->appending) {
+      std::erase(queued_, p);  // never appended now
       return error_response(http::status::service_unavailable,
                             "the cluster's database did not take the request in time: it was not accepted; send it "
                             "again");
+    }
+    if (p->seq == 0) {
+      return error_response(http::status::gateway_timeout,
+                            "the cluster's database has not confirmed the request within " + std::to_string(seconds) +
+                                " s: it may still be accepted and applied; whether it was is not known here");
     }
     return accepted_but_unanswered(http::status::gateway_timeout, p->seq,
                                    "the leader has not answered within " + std::to_string(seconds) + " s");
@@ -119,6 +126,7 @@ Reply ClusterForwarder::forward(const Request& req, const Caller& caller) {
 
 void ClusterForwarder::append_loop() {
   std::unique_ptr<PostgresCluster> link;
+  uint64_t appends = 0;  // names each append: this incarnation and its count
   while (true) {
     std::vector<std::shared_ptr<Pending>> batch;
     {
@@ -127,25 +135,62 @@ void ClusterForwarder::append_loop() {
       if (stopping_) return;
       batch.assign(queued_.begin(), queued_.end());
       queued_.clear();
+      for (const auto& p : batch) p->appending = true;
     }
     std::vector<InboxRequest> requests;
     requests.reserve(batch.size());
     for (const auto& p : batch) requests.push_back(p->request);
+    const std::string name = std::to_string(incarnation_) + "." + std::to_string(++appends);
     Result<std::vector<uint64_t>> seqs = Error{""};
     if (!link) {
       Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);
       if (c) link = std::move(c).value();
       else seqs = c.error();
     }
-    if (link) seqs = link->append(incarnation_, requests);
+    bool known = true;  // whether a failed append is known not to have committed
+    if (link) {
+      const int backend = link->backend_pid();
+      seqs = link->append(incarnation_, requests, name);
+      if (!seqs && !link->connected()) {
+        // Lost during the append, perhaps at its commit: read back once that session ended.
+        engine_log().warn("cluster: the connection was lost during append {}: reading it back", name);
+        link.reset();
+        Result<std::vector<uint64_t>> back = Error{""};
+        // Tried again on new connections for up to kReadBackMs (a database restarting is
+        // back within it); the node's stop does not wait longer than that.
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kReadBackMs);
+        while (true) {
+          if (Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_)) {
+            link = std::move(c).value();
+            back = link->appended_batch(name, backend, kReadBackMs);
+          } else {
+            back = c.error();
+          }
+          if (back || std::chrono::steady_clock::now() >= until) break;
+          link.reset();
+          std::unique_lock lock(mu_);
+          if (cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; })) break;
+        }
+        if (!back) {
+          known = false;
+          seqs = Error{seqs.error().message + "; read back: " + back.error().message};
+        } else if (back->size() == requests.size()) {
+          seqs = std::move(back).value();  // it committed
+        }
+      }
+    }
     std::lock_guard lock(mu_);
     if (!seqs) {
       engine_log().warn("cluster: {} requests not forwarded: {}", batch.size(), seqs.error().message);
       link.reset();  // connected again for the next ones
       for (const auto& p : batch) {
-        settle(*p, error_response(http::status::service_unavailable,
-                                  "the cluster's database cannot be reached: the request was not accepted; send it "
-                                  "again (" + seqs.error().message + ")"));
+        settle(*p, known ? error_response(http::status::service_unavailable,
+                                          "the cluster's database cannot be reached: the request was not accepted; "
+                                          "send it again (" + seqs.error().message + ")")
+                         : error_response(http::status::service_unavailable,
+                                          "the connection to the cluster's database was lost while it took the "
+                                          "request, and whether it was accepted cannot be read back now: it may be "
+                                          "applied (" + seqs.error().message + ")"));
       }
       continue;
     }

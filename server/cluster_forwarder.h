@@ -8,10 +8,15 @@
 // requests per transaction; another LISTENs for answers (a bounded poll of the database
 // every kPollMs as the fallback) and reads them.
 //
-// What a client gets when there is no answer: 503 when the request could not be appended
-// (the database could not be reached: it was not accepted, so it may be sent again); 504
-// at the deadline, and 503 when the node stops, once it was appended: it is accepted and
-// will be applied, and GET /api/cluster/operations/N says how it went.
+// What a client gets when there is no answer: 503 when the request was not appended (the
+// database could not be reached, or the deadline came while it was still queued: it was
+// not accepted, so it may be sent again); 504 at the deadline, and 503 when the node
+// stops, once it was appended: it is accepted and will be applied, and
+// GET /api/cluster/operations/N says how it went. When the connection is lost during an
+// append (perhaps at its commit), the append is read back on a new connection once the old
+// session has ended (PostgresCluster::appended_batch), so "not accepted" is said only when
+// it is so. What cannot be said exactly (the deadline comes while the append is in flight,
+// or the read-back fails too) is answered as not known, 504 or 503, never as "not accepted".
 //
 // Thread-safety: forward() from any thread; start and stop from the node's. Owns its two
 // threads and their connections.
@@ -37,6 +42,9 @@ class ClusterForwarder {
  public:
   // The bounded poll of answers when no notification comes, ms.
   static constexpr int kPollMs = 200;
+  // How long the read-back of an append whose connection was lost waits for the old
+  // session to end, ms.
+  static constexpr int kReadBackMs = 5000;
 
   ClusterForwarder(std::string url, int64_t incarnation, std::chrono::milliseconds timeout);
   ~ClusterForwarder();
@@ -54,6 +62,7 @@ class ClusterForwarder {
   struct Pending {
     InboxRequest request;
     uint64_t seq = 0;                 // 0 until appended
+    bool appending = false;           // taken by the append thread: no longer only queued
     std::optional<Response> answer;   // set once
     bool abandoned = false;           // its client stopped waiting (the reply was dropped)
   };

@@ -4,7 +4,9 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <utility>
 
 #include "store/postgres_rows.h"
@@ -32,6 +34,13 @@ CREATE TABLE IF NOT EXISTS cluster_inbox(seq bigint PRIMARY KEY, incarnation big
   caller text NOT NULL, role text NOT NULL, authenticated boolean NOT NULL, content_type text NOT NULL,
   body bytea NOT NULL, status integer, reply_type text, reply bytea, answered timestamptz);
 CREATE INDEX IF NOT EXISTS cluster_inbox_unanswered ON cluster_inbox(seq) WHERE answered IS NULL;
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+                 AND table_name = 'cluster_inbox' AND column_name = 'batch') THEN
+    ALTER TABLE cluster_inbox ADD COLUMN batch text;
+  END IF;
+END $$;
+CREATE INDEX IF NOT EXISTS cluster_inbox_batch ON cluster_inbox(batch) WHERE batch IS NOT NULL;
 )sql";
 
 // A timestamptz column as ISO 8601 in UTC with milliseconds, as the rest of the API writes times.
@@ -71,6 +80,7 @@ Result<std::unique_ptr<PostgresCluster>> PostgresCluster::connect(const std::str
   }
   std::unique_ptr<PostgresCluster> c(new PostgresCluster(conn.release(), *where));
   ResultPtr quiet(PQexec(c->conn_, "SET client_min_messages = warning"));  // no "already exists" notices
+  if (!limit_idle_transactions(c->conn_)) return c->error("cannot set its session's limits");
   ResultPtr r(PQexec(c->conn_, "SELECT current_schema()"));
   if (!result_ok(r.get()) || PQntuples(r.get()) != 1 || cell_null(r.get(), 0, 0)) {
     return c->error("cannot read its schema (the search_path names none that exists?)");
@@ -224,7 +234,8 @@ Result<std::vector<ClusterNodeRow>> PostgresCluster::nodes() {
   return out;
 }
 
-Result<std::vector<uint64_t>> PostgresCluster::append(int64_t incarnation, const std::vector<InboxRequest>& requests) {
+Result<std::vector<uint64_t>> PostgresCluster::append(int64_t incarnation, const std::vector<InboxRequest>& requests,
+                                                      std::string_view batch) {
   using Outcome = Result<std::vector<uint64_t>>;
   if (requests.empty()) return std::vector<uint64_t>{};
   return in_transaction(
@@ -251,10 +262,11 @@ Result<std::vector<uint64_t>> PostgresCluster::append(int64_t incarnation, const
           p.boolean(q.authenticated);
           p.text(q.content_type);
           p.text(q.body);  // raw bytes (binary format) into bytea
+          p.text(batch);
           ResultPtr r(exec_params(conn_,
                                   "INSERT INTO cluster_inbox(seq, incarnation, method, target, caller, role, "
-                                  "authenticated, content_type, body) VALUES($1::bigint, $2::bigint, $3, $4, $5, $6, "
-                                  "$7::boolean, $8, $9::bytea)",
+                                  "authenticated, content_type, body, batch) VALUES($1::bigint, $2::bigint, $3, $4, "
+                                  "$5, $6, $7::boolean, $8, $9::bytea, $10)",
                                   p));
           if (!result_ok(r.get())) return error("cannot append to the inbox");
           seqs.push_back(first + i);
@@ -267,6 +279,42 @@ Result<std::vector<uint64_t>> PostgresCluster::append(int64_t incarnation, const
       },
       [&]() -> Outcome { return error("cannot append to the inbox"); });
 }
+
+Result<std::vector<uint64_t>> PostgresCluster::appended_batch(std::string_view batch, int backend, int timeout_ms) {
+  Params pid;
+  pid.integer(backend);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (true) {
+    ResultPtr r(exec_params(conn_,
+                            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1::integer AND pid "
+                            "<> pg_backend_pid()",
+                            pid));
+    if (!result_ok(r.get())) return error("cannot end the connection whose append was cut");
+    if (PQntuples(r.get()) == 0) break;  // gone: what it committed is all it ever will
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Error{"postgresql database " + where_ + ": cluster: server backend " + std::to_string(backend) +
+                   " of an append that was cut has not ended within " + std::to_string(timeout_ms) + " ms"};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  Params b;
+  b.text(batch);
+  ResultPtr r(exec_params(conn_, "SELECT seq FROM cluster_inbox WHERE batch = $1 ORDER BY seq", b));
+  if (!result_ok(r.get())) return error("cannot read back an append that was cut");
+  std::vector<uint64_t> seqs;
+  for (int i = 0; i < PQntuples(r.get()); ++i) seqs.push_back(static_cast<uint64_t>(cell_int(r.get(), i, 0)));
+  return seqs;
+}
+
+Result<std::string> PostgresCluster::setting(std::string_view name) {
+  Params p;
+  p.text(name);
+  ResultPtr r(exec_params(conn_, "SELECT current_setting($1)", p));
+  if (!result_ok(r.get()) || PQntuples(r.get()) != 1) return error("cannot read a setting");
+  return cell_text(r.get(), 0, 0);
+}
+
+bool PostgresCluster::connected() const { return PQstatus(conn_) == CONNECTION_OK; }
 
 Result<std::vector<InboxEntry>> PostgresCluster::unanswered(uint64_t after, size_t limit) {
   Params p;

@@ -120,8 +120,20 @@ class PostgresCluster {
   // Every incarnation that has not left, and those that left in the last hour, newest first.
   Result<std::vector<ClusterNodeRow>> nodes();
 
-  // Appends requests to the inbox (one transaction): their numbers, in order.
-  Result<std::vector<uint64_t>> append(int64_t incarnation, const std::vector<InboxRequest>& requests);
+  // Appends requests to the inbox (one transaction): their numbers, in order. `batch`
+  // names this append (unique in the cluster: the node's incarnation and a count) so that
+  // appended_batch can tell whether it committed when the connection is lost during it.
+  Result<std::vector<uint64_t>> append(int64_t incarnation, const std::vector<InboxRequest>& requests,
+                                       std::string_view batch);
+  // Whether the append named `batch`, made on a connection whose server backend was
+  // `backend` and that was lost during the append, committed: its numbers, in order, or
+  // none. The outcome is known only once that backend has ended (it may still be
+  // committing, or wait in its transaction for a client that is gone): it is ended here,
+  // and waited for up to `timeout_ms` (an error then: the outcome is not known).
+  Result<std::vector<uint64_t>> appended_batch(std::string_view batch, int backend, int timeout_ms);
+  // False once the connection is lost (a failed statement's transaction then may or may
+  // not have committed); true while the server answers it.
+  bool connected() const;
   // Entries after `after` without an answer, oldest first, at most `limit`.
   Result<std::vector<InboxEntry>> unanswered(uint64_t after, size_t limit);
   // Records the answer to entry `seq` (once: a second answer is ignored) and notifies.
@@ -144,6 +156,8 @@ class PostgresCluster {
 
   // The server backend of this connection (pg_backend_pid()); for tests that cut it.
   int backend_pid() const;
+  // A setting of this connection's session (current_setting), as the server shows it.
+  Result<std::string> setting(std::string_view name);
   const std::string& schema() const { return schema_; }
 
  private:

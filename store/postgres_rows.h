@@ -106,6 +106,21 @@ inline bool result_ok(const PGresult* r) {
   return s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
 }
 
+// How long the server keeps a writing session that is idle inside a transaction (its
+// client died or was cut off from it, mid-transaction, and the server has not noticed):
+// then it ends the session, and the transaction's row locks (the cluster's lead row, its
+// inbox head, a store batch's rows) and the store's advisory lock go with it. Without it
+// they would be held until the server's TCP keepalive noticed, two hours by default, and
+// every other node's writes, and a takeover, would wait that long.
+inline constexpr int kIdleInTransactionTimeoutMs = 10000;
+
+// Sets kIdleInTransactionTimeoutMs on a writing session. False when the server refused.
+inline bool limit_idle_transactions(PGconn* conn) {
+  const std::string sql = "SET idle_in_transaction_session_timeout = " + std::to_string(kIdleInTransactionTimeoutMs);
+  ResultPtr r(PQexec(conn, sql.c_str()));
+  return result_ok(r.get());
+}
+
 // Runs one statement (`sql` with `params`) on `conn` and waits for its whole result.
 inline ResultPtr exec_params(PGconn* conn, const char* sql, const Params& params) {
   std::vector<const char*> values;

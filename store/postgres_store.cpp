@@ -94,6 +94,7 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const std::string& ur
     store->schema_ = cell_text(r.get(), 0, 0);
   }
   store->lead_epoch_ = read_only ? 0 : lead_epoch;
+  if (!read_only && !limit_idle_transactions(store->conn_)) return store->error("cannot set its session's limits");
   if (read_only) {
     ResultPtr r(PQexec(store->conn_, "SET default_transaction_read_only = on"));
     if (!result_ok(r.get())) return store->error("cannot start a read-only session");

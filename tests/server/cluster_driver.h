@@ -52,9 +52,11 @@ struct Attempt {
 
 inline bool is_2xx(int status) { return status >= 200 && status < 300; }
 
-// A refusal that says nothing was written.
+// A refusal that says nothing was written: the leader's ("nothing was written") or a
+// follower's ("not accepted": never appended to the inbox, or read back and not there).
 inline bool nothing_written(const Answer& a) {
-  return a.status >= 400 && a.body.find("nothing was written") != std::string::npos && !a.json().contains("operation");
+  return a.status >= 400 && !a.json().contains("operation") &&
+         (a.body.find("nothing was written") != std::string::npos || a.body.find("not accepted") != std::string::npos);
 }
 
 // ---- the whole cluster, owned by the test: every process is killed at the end

@@ -158,7 +158,7 @@ TEST_F(ClusterPostgresTest, ManyOperationsForwardedAtOnce_CommitInInboxOrder) {
     events.push_back(InboxRequest{"POST", "/api/events/ping", "t", "operator", true, "application/json",
                                   R"({"n": )" + std::to_string(n) + "}"});
   }
-  const std::vector<uint64_t> seqs = *c->append(client, events);
+  const std::vector<uint64_t> seqs = *c->append(client, events, "test.1");
   for (uint64_t seq : seqs) {
     std::optional<InboxStatus> done = answered(*c, seq);
     ASSERT_TRUE(done.has_value()) << "operation " << seq;
@@ -204,7 +204,7 @@ TEST_F(ClusterPostgresTest, AnOperationDurableButUnanswered_IsNotAppliedAgainByT
   const int64_t client = *c->join("client", "", 60000);
   const InboxRequest insert{"POST", "/api/tables/incident/records", "t", "operator", true, "application/json",
                             R"({"number": "INC7"})"};
-  const uint64_t seq = (*c->append(client, {insert}))[0];
+  const uint64_t seq = (*c->append(client, {insert}, "test.1"))[0];
   std::optional<InboxStatus> first = answered(*c, seq);
   ASSERT_TRUE(first.has_value());
   EXPECT_EQ(first->reply->status, 201) << first->reply->body;
@@ -218,7 +218,7 @@ TEST_F(ClusterPostgresTest, AnOperationDurableButUnanswered_IsNotAppliedAgainByT
   // And one more accepted while no node leads.
   const InboxRequest second_insert{"POST", "/api/tables/incident/records", "t", "operator", true,
                                    "application/json", R"({"number": "INC8"})"};
-  const uint64_t next = (*c->append(client, {second_insert}))[0];
+  const uint64_t next = (*c->append(client, {second_insert}, "test.2"))[0];
 
   server::ClusterNode& b = join("b");
   ASSERT_TRUE(b.leads()) << "a left: b takes the lead at once";

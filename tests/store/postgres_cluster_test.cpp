@@ -4,7 +4,9 @@
 // are fenced by its epoch (a stale leader's batch is refused whole, and so is every later
 // one), and record the operations they applied in the same transaction; the inbox numbers
 // appends from many connections in the order they commit, so a reader never sees a gap
-// that fills later. Each test has a schema of its own.
+// that fills later; an append whose connection was lost is read back, committed or not,
+// once its server backend has ended, and its sessions end a transaction left idle.
+// Each test has a schema of its own.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +17,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <libpq-fe.h>
 
 #include "store/postgres_cluster.h"
 #include "store/postgres_store.h"
@@ -197,7 +201,7 @@ TEST_F(PostgresClusterTest, InboxAppendsFromManyConnections_AreNumberedInCommitO
       for (int i = 0; i < kEach; ++i) {
         InboxRequest q{"POST", "/w" + std::to_string(w) + "/" + std::to_string(i), "t", "operator", true,
                        "application/json", std::string("{\"\\u0000\":1}\0raw", 16)};
-        Result<std::vector<uint64_t>> seqs = c->append(node, {q, q});
+        Result<std::vector<uint64_t>> seqs = c->append(node, {q, q}, "w" + std::to_string(w) + "." + std::to_string(i));
         ASSERT_TRUE(seqs.is_ok()) << seqs.message();
         ASSERT_EQ(seqs->size(), 2u);
         EXPECT_EQ((*seqs)[1], (*seqs)[0] + 1) << "one append's entries are consecutive";
@@ -237,7 +241,7 @@ TEST_F(PostgresClusterTest, AnAnswerIsRecordedOnce_AndWakesAListener) {
   ASSERT_TRUE(c && listener);
   const int64_t node = join(*c, "n");
   ASSERT_TRUE(listener->listen("flowrt_answers").is_ok());
-  Result<std::vector<uint64_t>> seqs = c->append(node, {InboxRequest{"GET", "/x", "t", "viewer", false, "", ""}});
+  Result<std::vector<uint64_t>> seqs = c->append(node, {InboxRequest{"GET", "/x", "t", "viewer", false, "", ""}}, "n.1");
   ASSERT_TRUE(seqs.is_ok());
   ASSERT_TRUE(c->answer((*seqs)[0], InboxReply{201, "application/json", "{\"a\":1}"}).is_ok());
   ASSERT_TRUE(c->answer((*seqs)[0], InboxReply{500, "text/plain", "second"}).is_ok());
@@ -251,6 +255,58 @@ TEST_F(PostgresClusterTest, AnAnswerIsRecordedOnce_AndWakesAListener) {
   EXPECT_EQ((*e)->reply->body, "{\"a\":1}");
   EXPECT_FALSE((*e)->entry.request.authenticated);
   EXPECT_FALSE(c->entry(999)->has_value());
+}
+
+// The connection of an append lost after its commit, and one lost in the middle of its
+// transaction (its client gone, the session idle in it, holding the inbox's head row):
+// read back from another connection, the first is there with its numbers, the second is
+// not, and ending its backend frees the head row for the next append.
+TEST_F(PostgresClusterTest, AnAppendWhoseConnectionWasLost_IsReadBack_CommittedOrNot) {
+  std::unique_ptr<PostgresCluster> c = link(), other = link();
+  ASSERT_TRUE(c && other);
+  const int64_t node = join(*c, "n");
+  const InboxRequest q{"POST", "/api/events/e", "t", "operator", true, "application/json", "{}"};
+  const int committed_backend = c->backend_pid();
+  Result<std::vector<uint64_t>> seqs = c->append(node, {q, q}, "n.1");
+  ASSERT_TRUE(seqs.is_ok()) << seqs.message();
+  Result<std::vector<uint64_t>> back = other->appended_batch("n.1", committed_backend, 5000);
+  ASSERT_TRUE(back.is_ok()) << back.message();
+  EXPECT_EQ(*back, *seqs);
+  EXPECT_FALSE(c->lead().is_ok()) << "its backend was ended";
+  EXPECT_FALSE(c->connected());
+
+  // A client gone in the middle of an append: its session waits in the transaction.
+  PGconn* raw = PQconnectdb(url_.c_str());
+  ASSERT_EQ(PQstatus(raw), CONNECTION_OK);
+  const int cut_backend = PQbackendPID(raw);
+  PGresult* r = PQexec(raw,
+                       "BEGIN; UPDATE cluster_inbox_head SET seq = seq + 1 WHERE id = 1; INSERT INTO cluster_inbox(seq, "
+                       "incarnation, method, target, caller, role, authenticated, content_type, body, batch) SELECT "
+                       "seq, 1, 'POST', '/x', 't', 'operator', true, '', '', 'n.2' FROM cluster_inbox_head");
+  ASSERT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQerrorMessage(raw);
+  PQclear(r);
+  back = other->appended_batch("n.2", cut_backend, 5000);
+  ASSERT_TRUE(back.is_ok()) << back.message();
+  EXPECT_TRUE(back->empty()) << "its transaction never committed";
+  PQfinish(raw);
+  Result<std::vector<uint64_t>> next = other->append(node, {q}, "n.3");
+  ASSERT_TRUE(next.is_ok()) << next.message();
+  EXPECT_EQ((*next)[0], (*seqs)[1] + 1) << "the head row is free, and no number was used";
+  back = other->appended_batch("n.never", 0, 5000);
+  ASSERT_TRUE(back.is_ok());
+  EXPECT_TRUE(back->empty());
+  EXPECT_TRUE(other->connected());
+}
+
+// A writing session of the cluster ends a transaction its client left idle (the client
+// died, or was cut off from the server without the server noticing) after
+// kIdleInTransactionTimeoutMs, so that the row locks it holds do not wedge the others.
+TEST_F(PostgresClusterTest, ItsSessionsEndATransactionLeftIdle) {
+  std::unique_ptr<PostgresCluster> c = link();
+  ASSERT_TRUE(c);
+  Result<std::string> shown = c->setting("idle_in_transaction_session_timeout");
+  ASSERT_TRUE(shown.is_ok()) << shown.message();
+  EXPECT_EQ(*shown, "10s");
 }
 
 }  // namespace
