@@ -404,11 +404,13 @@ async def cluster_test(env):
     schema = f"browser_cluster_{os.getpid()}"
     subprocess.run(["psql", server_url, "-qc", f"CREATE SCHEMA {schema}"], check=True)
     data = server_url + ("&" if "?" in server_url else "?") + "options=-csearch_path%3D" + schema
-    a = env.serve(data, ["--node", "a", "--lease-ms", "2000"])  # long enough for chromium starting beside it
-    b = env.serve(data, ["--node", "b", "--lease-ms", "2000"])
+    # Chromium first: its start loads both cores for seconds (more under ASan), which once
+    # stalled a's heartbeats past its lease while it started beside the nodes.
+    tab = await env.tab()
+    a = env.serve(data, ["--node", "a", "--lease-ms", "3000"])
+    b = env.serve(data, ["--node", "b", "--lease-ms", "3000"])
     if b.api("GET", "/api/cluster")["node"]["role"] != "follower":
         raise Failure("b should follow: a joined first")
-    tab = await env.tab()
     await tab.navigate(b.base + "/#/cluster")  # the page from b; its API reads go through the leader
     await set_token(tab, env.tokens["viewer"], "viewer (viewer)")
     await tab.wait("both nodes, a leading", node_roles({"a": "leader", "b": "follower"}))
