@@ -3,6 +3,7 @@
 #include "compiler/input_checks.h"
 #include "compiler/loader.h"
 #include "compiler/plan_printer.h"
+#include "runtime/context_end_watch.h"
 #include "runtime/context_reads.h"
 #include "runtime/engine_core.h"
 #include "runtime/flow_slot.h"
@@ -21,6 +22,16 @@ Result<std::unique_ptr<Engine>> Engine::open(EngineOptions options) {
 }
 
 Value Engine::recover() { return core_->recover(); }
+
+ContextEndWatcher::ContextEndWatcher(std::shared_ptr<ContextEndWatch> watch, uint64_t token)
+    : watch_(std::move(watch)), token_(token) {}
+
+ContextEndWatcher::~ContextEndWatcher() { watch_->remove(token_); }
+
+std::unique_ptr<ContextEndWatcher> Engine::on_context_end(std::string_view id, std::function<void()> fn) {
+  const uint64_t token = core_->end_watch->add(std::string(id), std::move(fn));
+  return std::make_unique<ContextEndWatcher>(core_->end_watch, token);
+}
 
 Engine::~Engine() { core_->stop(); }
 

@@ -7,6 +7,8 @@
 // Records returned are snapshots (immutable Values), consistent at the time of the call.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +29,22 @@ namespace flowrt {
 
 class EngineCore;        // runtime/engine_core.h: the internals (not installed)
 struct LoadOptions;      // compiler/loader.h (not installed)
+
+class ContextEndWatch;
+
+// A watch of one context's end (Engine::on_context_end): dropping it ends the watch.
+// Thread-safety: destroyed on any thread, also after the engine.
+class ContextEndWatcher {
+ public:
+  ContextEndWatcher(std::shared_ptr<ContextEndWatch> watch, uint64_t token);
+  ~ContextEndWatcher();
+  ContextEndWatcher(const ContextEndWatcher&) = delete;
+  ContextEndWatcher& operator=(const ContextEndWatcher&) = delete;
+
+ private:
+  std::shared_ptr<ContextEndWatch> watch_;
+  uint64_t token_;
+};
 
 class Engine {
  public:
@@ -105,6 +123,10 @@ class Engine {
   // checks them against the version that runs.
   Result<std::string> test_flow(std::string_view flow, const Value& record, const Value& inputs);
   Status cancel(std::string_view context_id);
+  // Calls `fn` once, on the thread that ends it, when context `id` ends, for as long as
+  // the returned watcher is held (for a caller that waits for it: look at the context
+  // after this, as it may have ended before). The watcher may outlive the engine.
+  std::unique_ptr<ContextEndWatcher> on_context_end(std::string_view id, std::function<void()> fn);
 
   // ---- the store (docs/DURABILITY.md) ----
   // After opening a store that holds state, once definitions are loaded and custom actions

@@ -474,6 +474,7 @@ void EngineCore::finish_context(Context& ctx, ContextStatus status, Value error)
     if (ctx.committed_ns > 0) released_latencies.add(end - ctx.committed_ns);
   }
   contexts.on_finished(ctx);
+  end_watch->ended(ctx.id.as_string());
   // With no execution state left (one that never ran), it is frozen now; otherwise by the
   // thread that lets go of that state (let_go_of_finished), so that the values its record
   // shares with the state are written in place, not kept by reference.

@@ -35,6 +35,7 @@
 #include "runtime/latency_sample.h"
 #include "runtime/properties.h"
 #include "base/thread_annotations.h"
+#include "runtime/context_end_watch.h"
 #include "runtime/watchdog.h"
 #include "runtime/worker_pool.h"
 #include "store/store.h"
@@ -187,6 +188,9 @@ class EngineCore {
   WorkerPool workers;
   // Gives up on custom actions that do not return in time (not in simulation).
   Watchdog watchdog;
+  // Callbacks for contexts' ends (Engine::on_context_end); finish_context calls them.
+  // Shared with the watchers, which may outlive the engine.
+  const std::shared_ptr<ContextEndWatch> end_watch = std::make_shared<ContextEndWatch>();
   // Set by open_store, constant afterwards: where the state outlives the engine, and (for a
   // durable store) its one writer. Records of contexts that recovery ended, until durable.
   std::unique_ptr<Store> store;

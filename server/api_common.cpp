@@ -136,4 +136,16 @@ RecentFigures recent_figures(Engine& engine, std::string_view flow) {
   return out;
 }
 
+Reply reply_when_ended(Engine& engine, const std::string& id, std::chrono::milliseconds wait,
+                       std::function<std::optional<Response>(bool last)> poll) {
+  Reply reply;
+  reply.deadline = std::chrono::steady_clock::now() + wait;
+  reply.waker = std::make_shared<ReplyWaker>();
+  reply.max_poll_interval = std::chrono::milliseconds(1000);
+  // Held by the poll: the watch ends when the reply goes (answered, or its client gone).
+  std::shared_ptr<ContextEndWatcher> watcher = engine.on_context_end(id, [waker = reply.waker] { waker->wake(); });
+  reply.poll = [watcher, poll = std::move(poll)](bool last) { return poll(last); };
+  return reply;
+}
+
 }  // namespace flowrt::server

@@ -2,8 +2,11 @@
 // JSON pointer), query parameters, durations, and the HTTP status for an engine's error.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,5 +51,11 @@ RecentFigures recent_figures(Engine& engine, std::string_view flow = {});
 // The status for an error of the engine: 404 for what does not exist, 503 when the engine
 // stops or cannot write its state, 400 for the rest.
 Response engine_error(const std::string& message);
+
+// A deferred reply that waits up to `wait` for context `id` to end: the engine wakes it the
+// moment the context ends (Engine::on_context_end), so `poll` (as Reply::poll) answers
+// then; the timer's polls, a second apart, are only a fallback.
+Reply reply_when_ended(Engine& engine, const std::string& id, std::chrono::milliseconds wait,
+                       std::function<std::optional<Response>(bool last)> poll);
 
 }  // namespace flowrt::server

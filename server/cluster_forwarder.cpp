@@ -72,7 +72,9 @@ ClusterForwarder::ClientWait::~ClientWait() {
 }
 
 void ClusterForwarder::settle(Pending& p, Response res) {
-  if (!p.answer) p.answer = std::move(res);
+  if (p.answer) return;
+  p.answer = std::move(res);
+  p.waker->wake();
 }
 
 Reply ClusterForwarder::forward(const Request& req, const Caller& caller) {
@@ -97,7 +99,8 @@ Reply ClusterForwarder::forward(const Request& req, const Caller& caller) {
   cv_.notify_all();
   Reply reply;
   reply.deadline = std::chrono::steady_clock::now() + timeout_;
-  reply.max_poll_interval = std::chrono::milliseconds(2);
+  reply.waker = p->waker;
+  reply.max_poll_interval = std::chrono::milliseconds(1000);
   const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout_).count();
   auto wait = std::make_shared<ClientWait>(this, p);
   reply.poll = [this, p, wait, seconds](bool last) -> std::optional<Response> {

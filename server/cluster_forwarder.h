@@ -4,7 +4,8 @@
 // the leader's answer, with an X-Flowrt-Operation header naming the inbox entry.
 //
 // No thread waits for an answer: forward() queues the request and returns a deferred Reply
-// (Reply::poll) that the HTTP server polls. One thread appends what is queued, many
+// (Reply::poll) that the HTTP server polls when the answer thread wakes it (Reply::waker),
+// and every second as a fallback. One thread appends what is queued, many
 // requests per transaction; another LISTENs for answers (a bounded poll of the database
 // every kPollMs as the fallback) and reads them.
 //
@@ -65,6 +66,7 @@ class ClusterForwarder {
     bool appending = false;           // taken by the append thread: no longer only queued
     std::optional<Response> answer;   // set once
     bool abandoned = false;           // its client stopped waiting (the reply was dropped)
+    std::shared_ptr<ReplyWaker> waker = std::make_shared<ReplyWaker>();  // woken when answered
   };
   // Held by a Reply's poll: when the reply is dropped (answered, past its deadline, or its
   // connection closed), marks the request abandoned so the answer thread forgets it.

@@ -81,7 +81,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // closes after its response.
   void drain() {
     asio::post(stream_.get_executor(), [self = shared_from_this()] {
-      if (!self->busy_ || self->streaming_) self->close();
+      if (!self->busy_ || self->streaming_) return self->close();
+      if (self->deferred_) self->wake_deferred();  // its last poll answers now
     });
   }
 
@@ -224,20 +225,51 @@ class Session : public std::enable_shared_from_this<Session> {
     send(std::move(reply.response), keep);
   }
 
-  // A deferred response: polled on the strand's timer, never blocking the thread.
+  // A deferred response: polled on the strand's timer, never blocking the thread; a reply
+  // with a waker is polled at once when it is woken (the timer is cancelled for it).
   void wait_for(Reply reply, bool keep) {
     auto shared = std::make_shared<Reply>(std::move(reply));
-    poll_deferred(shared, keep, std::chrono::milliseconds(1));
+    deferred_ = true;
+    if (shared->waker) {
+      shared->waker->bind([weak = weak_from_this()] {
+        if (auto self = weak.lock()) {
+          asio::post(self->stream_.get_executor(), [self] {
+            if (self->deferred_) self->wake_deferred();
+          });
+        }
+      });
+    }
+    // Polled at once; then a reply with a waker waits for it (its timer is the fallback),
+    // one without is polled 1 ms later, then at doubling intervals.
+    const auto first = shared->waker ? shared->max_poll_interval : std::chrono::milliseconds(1);
+    poll_deferred(shared, keep, first);
+  }
+
+  // On the strand, while a deferred reply waits: its timer ends now, and it is polled.
+  void wake_deferred() {
+    woken_ = true;
+    timer_.cancel();
   }
 
   void poll_deferred(std::shared_ptr<Reply> reply, bool keep, std::chrono::milliseconds delay) {
+    woken_ = false;
     const bool last = Clock::now() >= reply->deadline || state_->stopping.load();
-    if (std::optional<Response> res = reply->poll(last)) return send(std::move(*res), keep);
-    if (last) return send(error_response(http::status::internal_server_error, "no response"), false);
-    const auto next = std::min(delay * 2, reply->max_poll_interval);
+    if (std::optional<Response> res = reply->poll(last)) {
+      deferred_ = false;
+      return send(std::move(*res), keep);
+    }
+    if (last) {
+      deferred_ = false;
+      return send(error_response(http::status::internal_server_error, "no response"), false);
+    }
+    const auto next = reply->waker ? reply->max_poll_interval : std::min(delay * 2, reply->max_poll_interval);
     timer_.expires_at(std::min(Clock::now() + delay, reply->deadline));
     timer_.async_wait([self = shared_from_this(), reply, keep, next](beast::error_code ec) {
-      if (ec) return self->close();
+      if (ec == asio::error::operation_aborted && self->woken_) return self->poll_deferred(reply, keep, next);
+      if (ec) {
+        self->deferred_ = false;
+        return self->close();
+      }
       self->poll_deferred(reply, keep, next);
     });
   }
@@ -311,6 +343,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<HttpServer::State> state_;
   const uint64_t id_;
   asio::steady_timer timer_;       // deferred responses and event streams
+  bool deferred_ = false;          // a deferred reply waits (on the strand)
+  bool woken_ = false;             // its timer was cancelled to poll it now (on the strand)
   asio::steady_timer read_timer_;  // the idle and request timeouts of reads
   bool timed_out_ = false;
   beast::flat_buffer buffer_;

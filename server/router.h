@@ -19,6 +19,7 @@
 
 #include "server/auth.h"
 #include "server/http_message.h"
+#include "server/reply_waker.h"
 
 namespace flowrt::server {
 
@@ -52,6 +53,9 @@ struct Reply {
   // How far apart the polls may grow (they start 1 ms apart and double): a reply that
   // comes from elsewhere soon (a cluster leader's answer) polls more often.
   std::chrono::milliseconds max_poll_interval{20};
+  // Set when another thread knows the moment the answer comes (it wakes the reply): the
+  // server then polls at once, and otherwise every max_poll_interval (a fallback).
+  std::shared_ptr<ReplyWaker> waker;
   // An event stream: the server writes the feed's events after `stream_after` (none: after
   // the last one when the client subscribes, EventFeed::subscribe).
   std::shared_ptr<EventFeed> stream;
