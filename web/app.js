@@ -868,6 +868,7 @@ function start() {
   window.addEventListener('hashchange', route);
   connectStream();
   route().then(loadWhoami);
+  document.body.dataset.started = 'yes';  // the forms are wired (tests wait for it)
 }
 
 document.addEventListener('DOMContentLoaded', start);

@@ -121,6 +121,9 @@ async def open_viewer(tab, server, token, who):
 
 
 async def set_token(tab, token, who):
+    # Before the page has wired its form, a submit is a plain one: the page reloads
+    # without the token (seen under load, when navigate returned before DOMContentLoaded).
+    await tab.wait("the page to start", "document.body && document.body.dataset.started === 'yes'")
     await tab.js(f"document.getElementById('token').value = {js_str(token)};"
                  "document.getElementById('token-form').requestSubmit(); true")
     await tab.wait(f"the header to say who is signed in: {who!r}", f"{text('#whoami')} === {js_str(who)}")
