@@ -156,7 +156,8 @@ class PostgresCluster {
 
   // The server backend of this connection (pg_backend_pid()); for tests that cut it.
   int backend_pid() const;
-  // A setting of this connection's session (current_setting), as the server shows it.
+  // A setting of this connection's session (current_setting), as the server shows it;
+  // for tests that check what a session was given.
   Result<std::string> setting(std::string_view name);
   const std::string& schema() const { return schema_; }
 

@@ -114,9 +114,10 @@ inline bool result_ok(const PGresult* r) {
 // every other node's writes, and a takeover, would wait that long.
 inline constexpr int kIdleInTransactionTimeoutMs = 10000;
 
-// Sets kIdleInTransactionTimeoutMs on a writing session. False when the server refused.
-inline bool limit_idle_transactions(PGconn* conn) {
-  const std::string sql = "SET idle_in_transaction_session_timeout = " + std::to_string(kIdleInTransactionTimeoutMs);
+// Sets the idle-in-transaction limit (kIdleInTransactionTimeoutMs; tests pass a shorter
+// one) on a writing session. False when the server refused.
+inline bool limit_idle_transactions(PGconn* conn, int limit_ms = kIdleInTransactionTimeoutMs) {
+  const std::string sql = "SET idle_in_transaction_session_timeout = " + std::to_string(limit_ms);
   ResultPtr r(PQexec(conn, sql.c_str()));
   return result_ok(r.get());
 }

@@ -21,6 +21,7 @@
 #include <libpq-fe.h>
 
 #include "store/postgres_cluster.h"
+#include "store/postgres_rows.h"
 #include "store/postgres_store.h"
 #include "tests/support/postgres_support.h"
 #include "tests/support/test_support.h"
@@ -307,6 +308,27 @@ TEST_F(PostgresClusterTest, ItsSessionsEndATransactionLeftIdle) {
   Result<std::string> shown = c->setting("idle_in_transaction_session_timeout");
   ASSERT_TRUE(shown.is_ok()) << shown.message();
   EXPECT_EQ(*shown, "10s");
+}
+
+// What the limit does: a session that stays idle inside a transaction holding a row lock
+// (as a node that died mid-batch would) is ended by the server once the limit has run, and
+// the lock goes with it, so another session waiting for the row gets it. Without the limit
+// the waiter times out after 20 s.
+TEST_F(PostgresClusterTest, ASessionLeftIdleInATransaction_IsEnded_AndItsRowLockFreed) {
+  ASSERT_EQ(postgres_exec(url_, "CREATE TABLE held (k int PRIMARY KEY); INSERT INTO held VALUES (1)"), "");
+  PGconn* stuck = PQconnectdb(url_.c_str());
+  ASSERT_EQ(PQstatus(stuck), CONNECTION_OK);
+  ASSERT_TRUE(postgres_rows::limit_idle_transactions(stuck, 300));
+  PGresult* held = PQexec(stuck, "BEGIN; SELECT k FROM held FOR UPDATE");
+  ASSERT_EQ(PQresultStatus(held), PGRES_TUPLES_OK);
+  PQclear(held);
+  // `stuck` now sits idle in its transaction; the waiter blocks on its row until it ends.
+  EXPECT_EQ(postgres_exec(url_, "SET lock_timeout = '20s'; SELECT k FROM held FOR UPDATE"), "")
+      << "the row lock of the idle session was never freed";
+  PGresult* after = PQexec(stuck, "SELECT 1");
+  EXPECT_NE(PQresultStatus(after), PGRES_TUPLES_OK) << "the idle session was not ended";
+  PQclear(after);
+  PQfinish(stuck);
 }
 
 }  // namespace
