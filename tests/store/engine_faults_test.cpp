@@ -131,6 +131,26 @@ class EngineFaultsTest : public ::testing::Test {
     check(*engine);
   }
 
+  // An engine on the file with real workers (the journal's retries run while this thread
+  // waits), order o1 inserted and everything its context wrote made durable, so that the
+  // next batch is the next operation's own. For the disk-full tests.
+  Engine& open_with_o1_durable(EngineOptions o) {
+    o.simulation_seed.reset();
+    o.properties.worker_threads = 2;
+    Engine& engine = reopen(std::move(o));
+    Journal& journal = *engine.core().journal;
+    EXPECT_TRUE(engine.insert("order", Value::object({{"sys_id", Value("o1")}})).is_ok());
+    engine.settle();
+    while (journal.durable() < journal.appended()) std::this_thread::yield();
+    return engine;
+  }
+  // Reopens the file (recovered, settled) and returns the orders in it.
+  std::vector<std::string> orders_after_reopen() {
+    Engine& again = reopen(options(Durability::kFull));
+    again.settle();
+    return ids(again.records("order"), "sys_id");
+  }
+
   std::string path_;
   std::unique_ptr<Engine> engine_;
 };
@@ -164,15 +184,8 @@ TEST_F(EngineFaultsTest, PowerCuts_Normal_LoseOnlyTheLastInserts_EachOrderShipsO
 // goes on. Nothing acknowledged is lost, and nothing refused is in the file.
 TEST_F(EngineFaultsTest, ADiskThatFills_RefusesOperations_LosesNothing_AndTheEngineGoesOnOnceThereIsRoom) {
   FaultVfs vfs("flowrt-fault-engine", /*make_default=*/true);
-  EngineOptions o = options(Durability::kFull);
-  o.simulation_seed.reset();  // real workers: the journal's retries run while this thread waits
-  o.properties.worker_threads = 2;
-  Engine& engine = reopen(o);
+  Engine& engine = open_with_o1_durable(options(Durability::kFull));
   Journal& journal = *engine.core().journal;
-  ASSERT_TRUE(engine.insert("order", Value::object({{"sys_id", Value("o1")}})).is_ok());
-  engine.settle();
-  // Everything the context wrote is written too, so the next batch is the insert's own.
-  while (journal.durable() < journal.appended()) std::this_thread::yield();
 
   vfs.set_space(0);
   std::atomic<bool> returned{false};
@@ -218,14 +231,8 @@ TEST_F(EngineFaultsTest, ADiskThatFills_RefusesOperations_LosesNothing_AndTheEng
 // why, rather than waiting for ever.
 TEST_F(EngineFaultsTest, TheJournalStoppingWhileTheDiskIsFull_TheWaitingOperationReturnsAnError) {
   FaultVfs vfs("flowrt-fault-engine", /*make_default=*/true);
-  EngineOptions o = options(Durability::kFull);
-  o.simulation_seed.reset();
-  o.properties.worker_threads = 2;
-  Engine& engine = reopen(o);
+  Engine& engine = open_with_o1_durable(options(Durability::kFull));
   Journal& journal = *engine.core().journal;
-  ASSERT_TRUE(engine.insert("order", Value::object({{"sys_id", Value("o1")}})).is_ok());
-  engine.settle();
-  while (journal.durable() < journal.appended()) std::this_thread::yield();
 
   vfs.set_space(0);
   Result<Value> waited = Error{"not run"};
@@ -241,9 +248,7 @@ TEST_F(EngineFaultsTest, TheJournalStoppingWhileTheDiskIsFull_TheWaitingOperatio
   engine_.reset();
   vfs.set_space(std::nullopt);
 
-  Engine& again = reopen(options(Durability::kFull));
-  again.settle();
-  EXPECT_EQ(ids(again.records("order"), "sys_id"), (std::vector<std::string>{"o1"})) << "o2 was not acknowledged";
+  EXPECT_EQ(orders_after_reopen(), (std::vector<std::string>{"o1"})) << "o2 was not acknowledged";
   engine_.reset();
 }
 
@@ -254,8 +259,6 @@ TEST_F(EngineFaultsTest, TheJournalStoppingWhileTheDiskIsFull_TheWaitingOperatio
 TEST_F(EngineFaultsTest, AStoreFailingPastTheGiveUpLimit_IsGivenUp_TheWaitEndsWithAnError_NothingMoreIsWritten) {
   FaultVfs vfs("flowrt-fault-engine", /*make_default=*/true);
   EngineOptions o = options(Durability::kFull);
-  o.simulation_seed.reset();
-  o.properties.worker_threads = 2;
   o.store_give_up_ms = 200;
   std::atomic<int> lost_calls{0};
   std::string lost_why;  // written by the journal's thread before lost_calls
@@ -263,11 +266,7 @@ TEST_F(EngineFaultsTest, AStoreFailingPastTheGiveUpLimit_IsGivenUp_TheWaitEndsWi
     lost_why = why;
     lost_calls.fetch_add(1);
   };
-  Engine& engine = reopen(o);
-  Journal& journal = *engine.core().journal;
-  ASSERT_TRUE(engine.insert("order", Value::object({{"sys_id", Value("o1")}})).is_ok());
-  engine.settle();
-  while (journal.durable() < journal.appended()) std::this_thread::yield();
+  Engine& engine = open_with_o1_durable(std::move(o));
 
   vfs.set_space(0);
   Result<Value> waited = engine.insert("order", Value::object({{"sys_id", Value("o2")}}));  // returns once given up
@@ -286,9 +285,7 @@ TEST_F(EngineFaultsTest, AStoreFailingPastTheGiveUpLimit_IsGivenUp_TheWaitEndsWi
   engine_.reset();
   EXPECT_EQ(lost_calls.load(), 1) << "called once";
 
-  Engine& again = reopen(options(Durability::kFull));
-  again.settle();
-  EXPECT_EQ(ids(again.records("order"), "sys_id"), (std::vector<std::string>{"o1"})) << "o2 was not acknowledged";
+  EXPECT_EQ(orders_after_reopen(), (std::vector<std::string>{"o1"})) << "o2 was not acknowledged";
   engine_.reset();
 }
 
