@@ -95,6 +95,9 @@ TEST_F(DeferredReplyTest, AWakeBeforeTheServerWaits_IsNotLost) {
   server_->stop(1000);
 }
 
+// A stop wakes a waiting deferred reply so that its last poll answers at once, instead of
+// when its hour-long timer runs out (without the drain's wake in HttpServer, no answer
+// comes within 30 s and this fails).
 TEST_F(DeferredReplyTest, AStoppingServer_AnswersAWaitingReplyWithItsLastPoll) {
   HourLongReply reply;
   start(reply);
