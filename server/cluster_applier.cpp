@@ -189,7 +189,7 @@ void ClusterApplier::run() {
       continue;
     }
     if (std::chrono::steady_clock::now() - last_prune > std::chrono::seconds(60)) {
-      (void)link->prune(kKeepAnsweredSeconds);
+      (void)link->prune(kKeepAnsweredSeconds, kKeepKeyedSeconds);
       last_prune = std::chrono::steady_clock::now();
     }
     if (!entries->empty()) continue;

@@ -45,6 +45,9 @@ class ClusterApplier {
   static constexpr int kPollMs = 200;
   // Answered entries are deleted after this long, seconds.
   static constexpr int64_t kKeepAnsweredSeconds = 600;
+  // Answered entries with an Idempotency-Key are deleted after this long, seconds: a
+  // client may send such a request again for a day and get its first answer.
+  static constexpr int64_t kKeepKeyedSeconds = 86400;
 
   // `applied` is the lead's applied_op when this node took the lead; `address` is where
   // this node listens (named to clients of an event stream).

@@ -87,6 +87,7 @@ Reply ClusterForwarder::forward(const Request& req, const Caller& caller) {
   q.authenticated = caller.authenticated;
   if (auto ct = req.find(http::field::content_type); ct != req.end()) q.content_type = std::string(ct->value());
   q.body = req.body();
+  if (auto key = req.find(kIdempotencyKeyHeader); key != req.end()) q.idempotency_key = std::string(key->value());
   {
     std::lock_guard lock(mu_);
     if (stopping_) {
@@ -144,7 +145,7 @@ void ClusterForwarder::append_loop() {
     requests.reserve(batch.size());
     for (const auto& p : batch) requests.push_back(p->request);
     const std::string name = std::to_string(incarnation_) + "." + std::to_string(++appends);
-    Result<std::vector<uint64_t>> seqs = Error{""};
+    Result<std::vector<InboxAppended>> seqs = Error{""};
     if (!link) {
       Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);
       if (c) link = std::move(c).value();
@@ -158,14 +159,14 @@ void ClusterForwarder::append_loop() {
         // Lost during the append, perhaps at its commit: read back once that session ended.
         engine_log().warn("cluster: the connection was lost during append {}: reading it back", name);
         link.reset();
-        Result<std::vector<uint64_t>> back = Error{""};
+        Result<std::vector<InboxAppended>> back = Error{""};
         // Tried again on new connections for up to kReadBackMs (a database restarting is
         // back within it); the node's stop does not wait longer than that.
         const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kReadBackMs);
         while (true) {
           if (Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_)) {
             link = std::move(c).value();
-            back = link->appended_batch(name, backend, kReadBackMs);
+            back = link->appended_batch(name, backend, kReadBackMs, requests);
           } else {
             back = c.error();
           }
@@ -177,8 +178,8 @@ void ClusterForwarder::append_loop() {
         if (!back) {
           known = false;
           seqs = Error{seqs.error().message + "; read back: " + back.error().message};
-        } else if (back->size() == requests.size()) {
-          seqs = std::move(back).value();  // it committed
+        } else {
+          seqs = std::move(back).value();  // what it did with each (kNone: not appended)
         }
       }
     }
@@ -198,7 +199,23 @@ void ClusterForwarder::append_loop() {
       continue;
     }
     for (size_t i = 0; i < batch.size(); ++i) {
-      batch[i]->seq = (*seqs)[i];
+      const InboxAppended& done = (*seqs)[i];
+      if (done.kind == InboxAppended::Kind::kNone) {
+        settle(*batch[i], error_response(http::status::service_unavailable,
+                                         "the connection to the cluster's database was lost while it took the "
+                                         "request, and it was not accepted; send it again"));
+        continue;
+      }
+      if (done.kind == InboxAppended::Kind::kKeyReused) {
+        Response res = error_response(
+            http::status::unprocessable_entity,
+            "Idempotency-Key '" + batch[i]->request.idempotency_key + "' was sent before with another request (" +
+                "operation " + std::to_string(done.seq) + "); a key names one request: use a new key for a new one");
+        res.set("X-Flowrt-Operation", std::to_string(done.seq));
+        settle(*batch[i], std::move(res));
+        continue;
+      }
+      batch[i]->seq = done.seq;  // new, or the entry its key names (its answer is that entry's)
       if (stopping_) {
         settle(*batch[i], accepted_but_unanswered(http::status::service_unavailable, batch[i]->seq,
                                                   "this node stopped following"));

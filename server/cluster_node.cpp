@@ -99,6 +99,9 @@ Result<std::unique_ptr<ClusterNode>, Diagnostics> ClusterNode::open(const ServeO
   n->follower_router_.otherwise([self](const Request& req, const Caller& caller) -> Reply {
     return self->forwarder_->forward(req, caller);
   });
+  n->follower_router_.keyed_writes([self](const Request& req, const Caller& caller) -> Reply {
+    return self->forwarder_->forward(req, caller);
+  });
 
   Result<std::optional<ClusterLead>> lead = (*link)->try_lead(n->incarnation_);
   Status started = !lead ? Status(lead.error())
@@ -162,7 +165,14 @@ Status ClusterNode::start_leading(int64_t epoch, uint64_t applied) {
   // loads the state.
   o.store_give_up_ms = cluster_.lease_ms;
   o.on_store_lost = [this](const std::string& why) { lost_lead("its store could not be written: " + why); };
-  o.more_routes = [this](Router& r) { add_cluster_routes(r); };
+  // Writes with an Idempotency-Key go through the inbox here too, which remembers the key:
+  // one path for them, whichever node a client sends them to.
+  keyed_forwarder_ = std::make_unique<ClusterForwarder>(url_, incarnation_, cluster_.forward_timeout);
+  keyed_forwarder_->start();
+  o.more_routes = [this](Router& r) {
+    add_cluster_routes(r);
+    r.keyed_writes([this](const Request& req, const Caller& caller) { return keyed_forwarder_->forward(req, caller); });
+  };
   epoch_.store(epoch);
   Result<std::unique_ptr<Service>, Diagnostics> service = Service::open(o);
   if (!service) {
@@ -384,6 +394,7 @@ void ClusterNode::stop() {
   if (heartbeat_.joinable()) heartbeat_.join();
   if (forwarder_) forwarder_->stop();
   if (follower_server_) follower_server_->stop();
+  if (keyed_forwarder_) keyed_forwarder_->stop();  // its waiting requests are answered (accepted or not)
   if (applier_) applier_->stop();
   if (service_) service_->stop();  // drains and checkpoints while this node still leads
   std::lock_guard lock(info_mu_);

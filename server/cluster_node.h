@@ -8,7 +8,10 @@
 // through the inbox (ClusterForwarder) and answers with the leader's answer; each tries to
 // take the lead whenever the leader's lease has run out. The node that takes over opens
 // the store, which resumes every context from its last durable step, as a restart does,
-// and listens on the same port it did as a follower.
+// and listens on the same port it did as a follower. Writes that carry an
+// Idempotency-Key go through the inbox on every node, the leader too: the inbox
+// remembers the key, so a client may send such a write again, to any node, and it is
+// applied once (docs/API.md, "Idempotency keys").
 //
 // Leases: a heartbeat thread renews this node's lease every lease/3, from the moment it
 // joins (a failed renewal on a cut connection is tried again at once on a new one). A
@@ -108,6 +111,9 @@ class ClusterNode {
   std::unique_ptr<HttpServer> follower_server_;
   std::unique_ptr<Service> service_;
   std::unique_ptr<ClusterApplier> applier_;
+  // Leading: what puts writes with an Idempotency-Key into the inbox (made before the
+  // service answers, kept until the node stops).
+  std::unique_ptr<ClusterForwarder> keyed_forwarder_;
 
   std::mutex mu_;                  // guards stopping_ for the threads' waits
   std::condition_variable cv_;

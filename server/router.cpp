@@ -123,7 +123,39 @@ bool Router::is_public(const Request& req) const {
   return !matched && fallback_ != nullptr;
 }
 
+namespace {
+
+bool is_write(http::verb method) {
+  return method == http::verb::post || method == http::verb::put || method == http::verb::patch ||
+         method == http::verb::delete_;
+}
+
+bool valid_idempotency_key(std::string_view key) {
+  if (key.empty() || key.size() > kMaxIdempotencyKey) return false;
+  return std::all_of(key.begin(), key.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+}
+
+}  // namespace
+
 Reply Router::dispatch(const Request& req, const Caller& caller) const {
+  if (auto key = req.find(kIdempotencyKeyHeader); key != req.end() && is_write(req.method())) {
+    if (!valid_idempotency_key(key->value())) {
+      return error_response(http::status::bad_request, "the Idempotency-Key header must be 1 to " +
+                                                           std::to_string(kMaxIdempotencyKey) +
+                                                           " visible ASCII characters");
+    }
+    if (!keyed_) {
+      return error_response(http::status::bad_request,
+                            "this server does not remember Idempotency-Key (only the nodes of a cluster do: flowrt "
+                            "serve --node): send the request without it");
+    }
+    if (!caller.authenticated) {
+      Response res = error_response(http::status::unauthorized, "a valid token is needed: Authorization: Bearer TOKEN");
+      res.set(http::field::www_authenticate, "Bearer");
+      return res;
+    }
+    return keyed_(req, caller);
+  }
   std::vector<std::string> segments;
   ApiRequest api{req, caller, {}, {}};
   if (!split_target(req.target(), &segments, &api.query)) {

@@ -64,6 +64,11 @@ struct Reply {
 
 using Handler = std::function<Reply(const ApiRequest&)>;
 
+// The header a client names a write with, so that sending it again is safe
+// (Router::keyed_writes); its value is 1 to kMaxIdempotencyKey visible ASCII characters.
+inline constexpr std::string_view kIdempotencyKeyHeader = "Idempotency-Key";
+inline constexpr size_t kMaxIdempotencyKey = 200;
+
 // Splits "/a/b%20c?x=1&y" into decoded path segments and query parameters. Returns false
 // when the target is not a valid origin-form target (no leading '/', a bad % escape).
 bool split_target(std::string_view target, std::vector<std::string>* segments,
@@ -78,6 +83,13 @@ class Router {
   // count as public: the handler gets the caller as authenticated, or the anonymous one.
   using Fallback = std::function<Reply(const Request&, const Caller&)>;
   void otherwise(Fallback fallback) { fallback_ = std::move(fallback); }
+
+  // What answers a write (POST, PUT, PATCH, DELETE) that carries an Idempotency-Key, before
+  // any route: a cluster node puts it in the inbox, which remembers the key
+  // (server/cluster_forwarder.h). Without one, such a write is refused (400): this server
+  // could not remember the key, and a client that relies on it would resend unsafely. A
+  // malformed key is refused either way, and so is a caller without a valid token (401).
+  void keyed_writes(Fallback keyed) { keyed_ = std::move(keyed); }
 
   // The response to `req` from `caller` (already authenticated).
   Reply dispatch(const Request& req, const Caller& caller) const;
@@ -95,6 +107,7 @@ class Router {
                     std::map<std::string, std::string, std::less<>>* params);
   std::vector<Route> routes_;
   Fallback fallback_;
+  Fallback keyed_;
 };
 
 }  // namespace flowrt::server

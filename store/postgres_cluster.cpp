@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -34,13 +35,18 @@ CREATE TABLE IF NOT EXISTS cluster_inbox(seq bigint PRIMARY KEY, incarnation big
   caller text NOT NULL, role text NOT NULL, authenticated boolean NOT NULL, content_type text NOT NULL,
   body bytea NOT NULL, status integer, reply_type text, reply bytea, answered timestamptz);
 CREATE INDEX IF NOT EXISTS cluster_inbox_unanswered ON cluster_inbox(seq) WHERE answered IS NULL;
-DO $$ BEGIN
+DO $$ BEGIN  -- columns added since the first version; ALTER only when missing (it locks the table)
   IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
                  AND table_name = 'cluster_inbox' AND column_name = 'batch') THEN
     ALTER TABLE cluster_inbox ADD COLUMN batch text;
   END IF;
+  IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+                 AND table_name = 'cluster_inbox' AND column_name = 'idem_key') THEN
+    ALTER TABLE cluster_inbox ADD COLUMN idem_key text;
+  END IF;
 END $$;
 CREATE INDEX IF NOT EXISTS cluster_inbox_batch ON cluster_inbox(batch) WHERE batch IS NOT NULL;
+CREATE UNIQUE INDEX IF NOT EXISTS cluster_inbox_key ON cluster_inbox(caller, idem_key) WHERE idem_key IS NOT NULL;
 )sql";
 
 // A timestamptz column as ISO 8601 in UTC with milliseconds, as the rest of the API writes times.
@@ -234,26 +240,82 @@ Result<std::vector<ClusterNodeRow>> PostgresCluster::nodes() {
   return out;
 }
 
-Result<std::vector<uint64_t>> PostgresCluster::append(int64_t incarnation, const std::vector<InboxRequest>& requests,
-                                                      std::string_view batch) {
-  using Outcome = Result<std::vector<uint64_t>>;
-  if (requests.empty()) return std::vector<uint64_t>{};
+Result<std::optional<PostgresCluster::KeyedEntry>> PostgresCluster::keyed_entry(const InboxRequest& q) {
+  Params p;
+  p.text(q.caller);
+  p.text(q.idempotency_key);
+  ResultPtr r(exec_params(conn_, "SELECT seq, method, target, body FROM cluster_inbox WHERE caller = $1 AND idem_key = $2", p));
+  if (!result_ok(r.get())) return error("cannot read the inbox's idempotency keys");
+  if (PQntuples(r.get()) == 0) return std::optional<KeyedEntry>();
+  const bool same = cell_view(r.get(), 0, 1) == q.method && cell_view(r.get(), 0, 2) == q.target &&
+                    bytes_of(r.get(), 0, 3) == q.body;
+  return std::optional<KeyedEntry>(KeyedEntry{static_cast<uint64_t>(cell_int(r.get(), 0, 0)), same});
+}
+
+namespace {
+
+bool same_request(const InboxRequest& a, const InboxRequest& b) {
+  return a.method == b.method && a.target == b.target && a.body == b.body;
+}
+
+// The earlier request of `requests` (before `i`) with i's caller and key, or npos.
+size_t earlier_with_key(const std::vector<InboxRequest>& requests, size_t i) {
+  for (size_t j = 0; j < i; ++j) {
+    if (requests[j].idempotency_key == requests[i].idempotency_key && requests[j].caller == requests[i].caller) return j;
+  }
+  return std::string::npos;
+}
+
+}  // namespace
+
+Result<std::vector<InboxAppended>> PostgresCluster::append(int64_t incarnation, const std::vector<InboxRequest>& requests,
+                                                           std::string_view batch) {
+  using Kind = InboxAppended::Kind;
+  using Outcome = Result<std::vector<InboxAppended>>;
+  if (requests.empty()) return std::vector<InboxAppended>{};
   return in_transaction(
       conn_, "BEGIN",
       [&]() -> Outcome {
-        Params n;
-        n.integer(static_cast<int64_t>(requests.size()));
-        // The head row stays locked until COMMIT: appends are numbered in commit order.
-        ResultPtr head(
-            exec_params(conn_, "UPDATE cluster_inbox_head SET seq = seq + $1::bigint WHERE id = 1 RETURNING seq", n));
-        if (!result_ok(head.get()) || PQntuples(head.get()) != 1) return error("cannot number the inbox's entries");
-        const uint64_t last = static_cast<uint64_t>(cell_int(head.get(), 0, 0));
-        const uint64_t first = last - requests.size() + 1;
-        std::vector<uint64_t> seqs;
+        std::vector<InboxAppended> out(requests.size());
+        // Which requests are new. A keyed one is not when its key names an entry, or an
+        // earlier request here: read under the head row's lock, which every append takes,
+        // so no other append adds that key meanwhile.
+        std::vector<bool> fresh(requests.size(), true);
+        std::vector<size_t> same_as(requests.size(), std::string::npos);
+        const bool keyed = std::any_of(requests.begin(), requests.end(),
+                                       [](const InboxRequest& q) { return !q.idempotency_key.empty(); });
+        if (keyed) {
+          ResultPtr lock(PQexec(conn_, "SELECT seq FROM cluster_inbox_head WHERE id = 1 FOR UPDATE"));
+          if (!result_ok(lock.get())) return error("cannot lock the inbox's head");
+        }
         for (size_t i = 0; i < requests.size(); ++i) {
+          if (requests[i].idempotency_key.empty()) continue;
+          Result<std::optional<KeyedEntry>> e = keyed_entry(requests[i]);
+          if (!e) return e.error();
+          if (*e) {
+            fresh[i] = false;
+            out[i] = {(*e)->seq, (*e)->same ? Kind::kAgain : Kind::kKeyReused};
+          } else if (const size_t j = earlier_with_key(requests, i); j != std::string::npos) {
+            fresh[i] = false;
+            same_as[i] = j;
+          }
+        }
+        const size_t count = static_cast<size_t>(std::count(fresh.begin(), fresh.end(), true));
+        uint64_t next = 0;
+        if (count > 0) {
+          Params n;
+          n.integer(static_cast<int64_t>(count));
+          // The head row stays locked until COMMIT: appends are numbered in commit order.
+          ResultPtr head(
+              exec_params(conn_, "UPDATE cluster_inbox_head SET seq = seq + $1::bigint WHERE id = 1 RETURNING seq", n));
+          if (!result_ok(head.get()) || PQntuples(head.get()) != 1) return error("cannot number the inbox's entries");
+          next = static_cast<uint64_t>(cell_int(head.get(), 0, 0)) - count + 1;
+        }
+        for (size_t i = 0; i < requests.size(); ++i) {
+          if (!fresh[i]) continue;
           const InboxRequest& q = requests[i];
           Params p;
-          p.integer(static_cast<int64_t>(first + i));
+          p.integer(static_cast<int64_t>(next));
           p.integer(incarnation);
           p.text(q.method);
           p.text(q.target);
@@ -263,24 +325,35 @@ Result<std::vector<uint64_t>> PostgresCluster::append(int64_t incarnation, const
           p.text(q.content_type);
           p.text(q.body);  // raw bytes (binary format) into bytea
           p.text(batch);
+          if (q.idempotency_key.empty()) p.null();
+          else p.text(q.idempotency_key);
           ResultPtr r(exec_params(conn_,
                                   "INSERT INTO cluster_inbox(seq, incarnation, method, target, caller, role, "
-                                  "authenticated, content_type, body, batch) VALUES($1::bigint, $2::bigint, $3, $4, "
-                                  "$5, $6, $7::boolean, $8, $9::bytea, $10)",
+                                  "authenticated, content_type, body, batch, idem_key) VALUES($1::bigint, $2::bigint, "
+                                  "$3, $4, $5, $6, $7::boolean, $8, $9::bytea, $10, $11)",
                                   p));
           if (!result_ok(r.get())) return error("cannot append to the inbox");
-          seqs.push_back(first + i);
+          out[i] = {next++, Kind::kNew};
         }
-        Params c;
-        c.text(channel("flowrt_inbox"));
-        ResultPtr notify(exec_params(conn_, "SELECT pg_notify($1::text, '')", c));
-        if (!result_ok(notify.get())) return error("cannot notify the leader");
-        return seqs;
+        for (size_t i = 0; i < requests.size(); ++i) {
+          if (const size_t j = same_as[i]; j != std::string::npos) {
+            out[i] = {out[j].seq, same_request(requests[i], requests[j]) ? Kind::kAgain : Kind::kKeyReused};
+          }
+        }
+        if (count > 0) {
+          Params c;
+          c.text(channel("flowrt_inbox"));
+          ResultPtr notify(exec_params(conn_, "SELECT pg_notify($1::text, '')", c));
+          if (!result_ok(notify.get())) return error("cannot notify the leader");
+        }
+        return out;
       },
       [&]() -> Outcome { return error("cannot append to the inbox"); });
 }
 
-Result<std::vector<uint64_t>> PostgresCluster::appended_batch(std::string_view batch, int backend, int timeout_ms) {
+Result<std::vector<InboxAppended>> PostgresCluster::appended_batch(std::string_view batch, int backend, int timeout_ms,
+                                                                   const std::vector<InboxRequest>& requests) {
+  using Kind = InboxAppended::Kind;
   Params pid;
   pid.integer(backend);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -301,9 +374,26 @@ Result<std::vector<uint64_t>> PostgresCluster::appended_batch(std::string_view b
   b.text(batch);
   ResultPtr r(exec_params(conn_, "SELECT seq FROM cluster_inbox WHERE batch = $1 ORDER BY seq", b));
   if (!result_ok(r.get())) return error("cannot read back an append that was cut");
-  std::vector<uint64_t> seqs;
-  for (int i = 0; i < PQntuples(r.get()); ++i) seqs.push_back(static_cast<uint64_t>(cell_int(r.get(), i, 0)));
-  return seqs;
+  std::vector<uint64_t> rows;  // the entries it appended, in order: none when it did not commit
+  for (int i = 0; i < PQntuples(r.get()); ++i) rows.push_back(static_cast<uint64_t>(cell_int(r.get(), i, 0)));
+  // Matched to the requests as append() numbered them: in order, the new ones only.
+  std::vector<InboxAppended> out(requests.size());
+  size_t next = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (requests[i].idempotency_key.empty()) {
+      if (next < rows.size()) out[i] = {rows[next++], Kind::kNew};
+      continue;
+    }
+    Result<std::optional<KeyedEntry>> e = keyed_entry(requests[i]);
+    if (!e) return e.error();
+    if (!*e) continue;
+    if (next < rows.size() && (*e)->seq == rows[next]) {
+      out[i] = {rows[next++], Kind::kNew};
+    } else {
+      out[i] = {(*e)->seq, (*e)->same ? Kind::kAgain : Kind::kKeyReused};
+    }
+  }
+  return out;
 }
 
 Result<std::string> PostgresCluster::setting(std::string_view name) {
@@ -419,11 +509,14 @@ Result<std::optional<InboxStatus>> PostgresCluster::entry(uint64_t seq) {
   return std::optional<InboxStatus>(std::move(s));
 }
 
-Status PostgresCluster::prune(int64_t seconds) {
+Status PostgresCluster::prune(int64_t seconds, int64_t keyed_seconds) {
   Params p;
   p.integer(seconds);
-  ResultPtr r(exec_params(
-      conn_, "DELETE FROM cluster_inbox WHERE answered < clock_timestamp() - $1::bigint * interval '1 second'", p));
+  p.integer(keyed_seconds);
+  ResultPtr r(exec_params(conn_,
+                          "DELETE FROM cluster_inbox WHERE answered < clock_timestamp() - (CASE WHEN idem_key IS NULL "
+                          "THEN $1::bigint ELSE $2::bigint END) * interval '1 second'",
+                          p));
   if (!result_ok(r.get())) return error("cannot prune the inbox");
   return Status::ok();
 }

@@ -70,6 +70,23 @@ struct InboxRequest {
   bool authenticated = false;  // false: no valid token (only public routes answer it)
   std::string content_type;
   std::string body;
+  // The client's Idempotency-Key ("" none). With the caller's name it names one entry for
+  // as long as the inbox keeps it: an append of a request whose (caller, key) is there
+  // adds nothing and gets that entry (InboxAppended).
+  std::string idempotency_key;
+};
+
+// What an append did with one request.
+struct InboxAppended {
+  enum class Kind {
+    kNew,        // appended now, as entry `seq`
+    kAgain,      // its key names entry `seq`, the same request (method, target, body)
+    kKeyReused,  // its key names entry `seq`, another request: nothing appended
+    kNone,       // (a read-back) not appended, and no entry has its key
+  };
+  uint64_t seq = 0;
+  Kind kind = Kind::kNone;
+  bool operator==(const InboxAppended&) const = default;
 };
 
 struct InboxEntry {
@@ -120,17 +137,22 @@ class PostgresCluster {
   // Every incarnation that has not left, and those that left in the last hour, newest first.
   Result<std::vector<ClusterNodeRow>> nodes();
 
-  // Appends requests to the inbox (one transaction): their numbers, in order. `batch`
-  // names this append (unique in the cluster: the node's incarnation and a count) so that
-  // appended_batch can tell whether it committed when the connection is lost during it.
-  Result<std::vector<uint64_t>> append(int64_t incarnation, const std::vector<InboxRequest>& requests,
-                                       std::string_view batch);
-  // Whether the append named `batch`, made on a connection whose server backend was
-  // `backend` and that was lost during the append, committed: its numbers, in order, or
-  // none. The outcome is known only once that backend has ended (it may still be
-  // committing, or wait in its transaction for a client that is gone): it is ended here,
-  // and waited for up to `timeout_ms` (an error then: the outcome is not known).
-  Result<std::vector<uint64_t>> appended_batch(std::string_view batch, int backend, int timeout_ms);
+  // Appends requests to the inbox (one transaction): what became of each, in order (new
+  // entries are numbered in order; a request with an idempotency key already in the inbox,
+  // or earlier in `requests`, is not appended again). `batch` names this append (unique in
+  // the cluster: the node's incarnation and a count) so that appended_batch can tell
+  // whether it committed when the connection is lost during it.
+  Result<std::vector<InboxAppended>> append(int64_t incarnation, const std::vector<InboxRequest>& requests,
+                                            std::string_view batch);
+  // What the append named `batch` of `requests`, made on a connection whose server backend
+  // was `backend` and that was lost during the append, did with each: as append() would
+  // have said when it committed; kNone for those it did not append, unless their key
+  // names an entry (an earlier one). The outcome is known only once that backend has
+  // ended (it may still be committing, or wait in its transaction for a client that is
+  // gone): it is ended here, and waited for up to `timeout_ms` (an error then: the outcome
+  // is not known).
+  Result<std::vector<InboxAppended>> appended_batch(std::string_view batch, int backend, int timeout_ms,
+                                                    const std::vector<InboxRequest>& requests);
   // False once the connection is lost (a failed statement's transaction then may or may
   // not have committed); true while the server answers it.
   bool connected() const;
@@ -146,7 +168,9 @@ class PostgresCluster {
   // Entry `seq` (without its body), nullopt when there is none (never, or pruned).
   Result<std::optional<InboxStatus>> entry(uint64_t seq);
   // Deletes answered entries older than `seconds`.
-  Status prune(int64_t seconds);
+  // Entries with an idempotency key are kept `keyed_seconds` (the key is remembered as
+  // long as its entry).
+  Status prune(int64_t seconds, int64_t keyed_seconds);
 
   // LISTEN on `channel` ("flowrt_inbox": appends, "flowrt_answers": answers; the schema's
   // name is part of the channel, so clusters in other schemas stay apart).
@@ -164,6 +188,12 @@ class PostgresCluster {
  private:
   PostgresCluster(pg_conn* conn, std::string where) : conn_(conn), where_(std::move(where)) {}
   Status create_tables();
+  // The entry (caller, key) names: its number and whether `q` is the same request.
+  struct KeyedEntry {
+    uint64_t seq = 0;
+    bool same = false;
+  };
+  Result<std::optional<KeyedEntry>> keyed_entry(const InboxRequest& q);
   Error error(std::string_view what) const;
   std::string channel(std::string_view name) const;
 

@@ -333,6 +333,21 @@ TEST_F(ApiRoutesTest, Skipped_StatsMetricsHealth) {
   EXPECT_EQ(client().get("/api/whoami").json()["role"], Value("admin"));  // loopback, no tokens
 }
 
+// A single server cannot remember an Idempotency-Key: a write that carries one is refused,
+// not applied as if it were safe to send again (a cluster's nodes honour it:
+// ClusterPostgresTest.AWriteWithAnIdempotencyKey_*). Reads ignore the header.
+TEST_F(ApiRoutesTest, AWriteWithAnIdempotencyKey_IsRefused_NothingWritten) {
+  HttpReply keyed = client().post_keyed("/api/tables/incident/records", R"({"number": "K1"})", "insert-K1");
+  EXPECT_EQ(keyed.status, 400) << keyed.body;
+  EXPECT_THAT(keyed.json()["error"].as_string(), HasSubstr("does not remember Idempotency-Key"));
+  HttpReply malformed = client().post_keyed("/api/tables/incident/records", R"({"number": "K1"})", "a key");
+  EXPECT_EQ(malformed.status, 400);
+  EXPECT_THAT(malformed.json()["error"].as_string(), HasSubstr("1 to 200 visible ASCII characters"));
+  HttpReply records = client().get(R"(/api/tables/incident/records?where={"field":"number","op":"eq","value":"K1"})");
+  ASSERT_EQ(records.status, 200) << records.body;
+  EXPECT_EQ(records.json()["records"].size(), 0u);
+}
+
 TEST_F(ApiRoutesTest, UnknownRoutesAndMethods) {
   HttpReply missing = client().get("/api/nope");
   EXPECT_EQ(missing.status, 404);

@@ -90,6 +90,8 @@ struct Tally {
   size_t accepted_applied = 0;
   size_t unanswered = 0;    // neither
   size_t refused = 0;       // a refusal that wrote nothing
+  size_t keyed = 0;         // sent with an Idempotency-Key
+  size_t resent = 0;        // of those, sent again (their first answer was not definite)
   std::map<std::string, int> kinds;  // the answers that were neither acknowledged nor accepted, by kind
   std::string unanswered_kinds() const {
     std::string out;
@@ -120,6 +122,13 @@ inline Tally check_outcome(Cluster& c, std::vector<Attempt>& attempts, int timeo
   Tally t;
   const Clock::time_point start = Clock::now();
   for (Attempt& a : attempts) {
+    if (a.keyed) {
+      ++t.keyed;
+      if (a.resends > 0) ++t.resent;
+      // Sent again with its key until the answer said what became of it (kMaxResends).
+      EXPECT_TRUE(definite(a.answer)) << "keyed insert " << a.key << " sent " << a.resends + 1
+                                      << " times has no definite answer: " << a.answer.describe();
+    }
     if (is_2xx(a.answer.status)) {
       ++t.acknowledged;
       a.final_status = a.answer.status;

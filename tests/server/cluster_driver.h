@@ -48,6 +48,8 @@ struct Attempt {
   Answer answer;
   int64_t operation = 0;  // accepted, without an answer: its number
   int final_status = 0;   // the status it was applied with (the answer's, or the operation's)
+  bool keyed = false;     // sent with an Idempotency-Key (its key), and sent again until definite
+  int resends = 0;        // how often (the answer is the last one's)
 };
 
 inline bool is_2xx(int status) { return status >= 200 && status < 300; }
@@ -58,6 +60,15 @@ inline bool nothing_written(const Answer& a) {
   return a.status >= 400 && !a.json().contains("operation") &&
          (a.body.find("nothing was written") != std::string::npos || a.body.find("not accepted") != std::string::npos);
 }
+
+// An answer that says what became of the insert: acknowledged, refused with nothing
+// written, or accepted as an operation (to look up). Anything else (no answer, "not
+// known") leaves the client unsure.
+inline bool definite(const Answer& a) {
+  return is_2xx(a.status) || nothing_written(a) || a.json().contains("operation");
+}
+// How often a keyed client sends an insert again whose answer was not definite.
+constexpr int kMaxResends = 20;
 
 // ---- the whole cluster, owned by the test: every process is killed at the end
 
@@ -252,7 +263,25 @@ class Cluster {
           Attempt a;
           a.key = "c" + std::to_string(t) + "-" + std::to_string(k);
           a.node = nodes_[i].name;
-          a.answer = call(port, "POST", "/api/tables/job/records", "{\"key\": \"" + a.key + "\"}", kClientTimeoutMs);
+          // Odd clients name each insert with its key, and send it again (to any node that
+          // is up) while the answer is not definite; even ones send each once, unnamed.
+          a.keyed = t % 2 == 1;
+          const std::string body = "{\"key\": \"" + a.key + "\"}";
+          a.answer = call(port, "POST", "/api/tables/job/records", body, kClientTimeoutMs, a.keyed ? a.key : "");
+          while (a.keyed && !definite(a.answer) && a.resends < kMaxResends) {
+            pause_ms(100);
+            std::vector<size_t> now_up;
+            for (size_t j = 0; j < nodes_.size(); ++j) {
+              if (ports_[j].load() != 0) now_up.push_back(j);
+            }
+            if (now_up.empty()) continue;
+            const size_t j = now_up[rng() % now_up.size()];
+            const uint16_t again = ports_[j].load();
+            if (again == 0) continue;
+            ++a.resends;
+            a.node = nodes_[j].name;
+            a.answer = call(again, "POST", "/api/tables/job/records", body, kClientTimeoutMs, a.key);
+          }
           a.at_ms = ms_since(epoch_);
           if (is_2xx(a.answer.status)) last_ack_ms_.store(a.at_ms);
           record(std::move(a));

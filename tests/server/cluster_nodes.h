@@ -61,7 +61,7 @@ struct Answer {
 };
 
 Answer call(uint16_t port, const std::string& method, const std::string& target, const std::string& body = "",
-            int timeout_ms = 5000) {
+            int timeout_ms = 5000, const std::string& idempotency_key = "") {
   Answer a;
   const Clock::time_point deadline = Clock::now() + milliseconds(timeout_ms);
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -92,6 +92,7 @@ Answer call(uint16_t port, const std::string& method, const std::string& target,
   }
   std::string request = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
   if (!body.empty()) request += "Content-Type: application/json\r\n";
+  if (!idempotency_key.empty()) request += "Idempotency-Key: " + idempotency_key + "\r\n";
   request += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   for (size_t sent = 0; sent < request.size();) {
     if (!limit(SO_SNDTIMEO)) {

@@ -12,7 +12,10 @@
 // Clients insert jobs, each with a key of its own, through any node that is up, and note
 // what each insert was answered: acknowledged (2xx), accepted (an "operation" number: it
 // will be applied, GET /api/cluster/operations/N says how it went) or neither (no answer,
-// or "not accepted"; never sent again, so the key of an insert applied twice shows).
+// or "not accepted"). Half the clients send each insert once, without an
+// Idempotency-Key, so the key of an insert applied twice shows; the others send it with
+// its key and send it again, to any node, until the answer is definite: each must end
+// definite, and none may be applied twice.
 // The cluster and its clients: cluster_driver.h; the final checks: cluster_checks.h.
 
 #include <gtest/gtest.h>
@@ -258,7 +261,8 @@ void run_faults(FaultRun run) {
           << "; writable again within " << slowest_recovery_ms << " ms of each fault; " << attempts.size()
           << " inserts: " << t.acknowledged << " acknowledged, " << t.accepted << " accepted (" << t.accepted_applied
           << " applied), " << t.refused << " refused and " << t.unanswered << " unanswered (" << t.unanswered_kinds()
-          << "); the longest a node refused connections: " << longest_refusal(attempts, &refused_ms) << "; faults "
+          << "); " << t.keyed << " sent with an Idempotency-Key, " << t.resent
+          << " of them sent again; the longest a node refused connections: " << longest_refusal(attempts, &refused_ms) << "; faults "
           << fault_ms / 1000.0 << " s, all " << ms_since(began) / 1000.0 << " s";
   std::cout << "[ cluster  ] " << summary.str() << std::endl;
   ::testing::Test::RecordProperty("summary", summary.str());

@@ -156,9 +156,9 @@ TEST_F(ClusterPostgresTest, ManyOperationsForwardedAtOnce_CommitInInboxOrder) {
   std::vector<InboxRequest> events;
   for (int n = 0; n < 60; ++n) {
     events.push_back(InboxRequest{"POST", "/api/events/ping", "t", "operator", true, "application/json",
-                                  R"({"n": )" + std::to_string(n) + "}"});
+                                  R"({"n": )" + std::to_string(n) + "}", ""});
   }
-  const std::vector<uint64_t> seqs = *c->append(client, events, "test.1");
+  const std::vector<uint64_t> seqs = entry_numbers(*c->append(client, events, "test.1"));
   for (uint64_t seq : seqs) {
     std::optional<InboxStatus> done = answered(*c, seq);
     ASSERT_TRUE(done.has_value()) << "operation " << seq;
@@ -178,6 +178,47 @@ TEST_F(ClusterPostgresTest, ManyOperationsForwardedAtOnce_CommitInInboxOrder) {
   }
   std::sort(order.begin(), order.end());
   for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i].second, static_cast<int64_t>(i)) << "inbox order";
+}
+
+// A write with an Idempotency-Key goes through the inbox on every node, the leader too, so
+// sending it again, to any node, gets the first answer (the same operation) and applies
+// nothing more; the key sent with another request is refused (422) and applies nothing.
+TEST_F(ClusterPostgresTest, AWriteWithAnIdempotencyKey_IsAppliedOnce_WhicheverNodeItIsSentTo) {
+  server::ClusterNode& a = join("a");
+  ASSERT_TRUE(a.leads());
+  server::ClusterNode& b = join("b");
+  HttpClient to_a(a.port()), to_b(b.port());
+  const std::string insert = "/api/tables/incident/records";
+  HttpReply first = to_b.post_keyed(insert, R"({"number": "INC1"})", "insert-INC1");
+  ASSERT_EQ(first.status, 201) << first.body;
+  const std::string op = first.header("X-Flowrt-Operation");
+  ASSERT_FALSE(op.empty());
+  for (HttpClient* to : {&to_b, &to_a}) {
+    HttpReply again = to->post_keyed(insert, R"({"number": "INC1"})", "insert-INC1");
+    EXPECT_EQ(again.status, 201) << again.body;
+    EXPECT_EQ(again.body, first.body) << "the first answer, record and all";
+    EXPECT_EQ(again.header("X-Flowrt-Operation"), op);
+  }
+  HttpReply from_leader = to_a.post_keyed(insert, R"({"number": "INC2"})", "insert-INC2");
+  EXPECT_EQ(from_leader.status, 201) << from_leader.body;
+  EXPECT_NE(from_leader.header("X-Flowrt-Operation"), "") << "through the inbox on the leader too";
+  EXPECT_EQ(to_b.post_keyed(insert, R"({"number": "INC2"})", "insert-INC2").header("X-Flowrt-Operation"),
+            from_leader.header("X-Flowrt-Operation"));
+  HttpReply reused = to_a.post_keyed(insert, R"({"number": "INC9"})", "insert-INC1");
+  EXPECT_EQ(reused.status, 422) << reused.body;
+  EXPECT_THAT(reused.body, HasSubstr("was sent before with another request (operation " + op + ")"));
+  EXPECT_EQ(to_b.post_keyed(insert, R"({"number": "INC9"})", "").status, 400) << "an empty key";
+  HttpReply plain = to_a.post(insert, R"({"number": "INC3"})");
+  EXPECT_EQ(plain.status, 201) << plain.body;
+  EXPECT_EQ(plain.header("X-Flowrt-Operation"), "") << "a write without a key is the leader's own, as before";
+
+  HttpReply records = to_a.get("/api/tables/incident/records?limit=10");
+  ASSERT_EQ(records.status, 200);
+  const Value list = records.json()["records"];
+  std::vector<std::string> numbers;
+  for (const Value& r : list.items()) numbers.emplace_back(r["number"].as_string());
+  std::sort(numbers.begin(), numbers.end());
+  EXPECT_EQ(numbers, (std::vector<std::string>{"INC1", "INC2", "INC3"}));
 }
 
 TEST_F(ClusterPostgresTest, TheLeaderChecksTheCallerTheFollowerForwarded) {
@@ -203,8 +244,8 @@ TEST_F(ClusterPostgresTest, AnOperationDurableButUnanswered_IsNotAppliedAgainByT
   ASSERT_TRUE(c->listen("flowrt_answers").is_ok());
   const int64_t client = *c->join("client", "", 60000);
   const InboxRequest insert{"POST", "/api/tables/incident/records", "t", "operator", true, "application/json",
-                            R"({"number": "INC7"})"};
-  const uint64_t seq = (*c->append(client, {insert}, "test.1"))[0];
+                            R"({"number": "INC7"})", ""};
+  const uint64_t seq = (*c->append(client, {insert}, "test.1"))[0].seq;
   std::optional<InboxStatus> first = answered(*c, seq);
   ASSERT_TRUE(first.has_value());
   EXPECT_EQ(first->reply->status, 201) << first->reply->body;
@@ -217,8 +258,8 @@ TEST_F(ClusterPostgresTest, AnOperationDurableButUnanswered_IsNotAppliedAgainByT
   nodes_.front()->stop();
   // And one more accepted while no node leads.
   const InboxRequest second_insert{"POST", "/api/tables/incident/records", "t", "operator", true,
-                                   "application/json", R"({"number": "INC8"})"};
-  const uint64_t next = (*c->append(client, {second_insert}, "test.2"))[0];
+                                   "application/json", R"({"number": "INC8"})", ""};
+  const uint64_t next = (*c->append(client, {second_insert}, "test.2"))[0].seq;
 
   server::ClusterNode& b = join("b");
   ASSERT_TRUE(b.leads()) << "a left: b takes the lead at once";

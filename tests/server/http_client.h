@@ -65,6 +65,19 @@ class HttpClient {
   HttpReply post(const std::string& target, const std::string& body, const std::string& token = "") {
     return request(http::verb::post, target, body, token);
   }
+  // A POST naming itself with an Idempotency-Key.
+  HttpReply post_keyed(const std::string& target, const std::string& body, const std::string& key,
+                       const std::string& token = "") {
+    http::request<http::string_body> req{http::verb::post, target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
+    req.set(http::field::content_type, "application/json");
+    req.set("Idempotency-Key", key);
+    req.body() = body;
+    req.prepare_payload();
+    req.keep_alive(true);
+    return exchange(req);
+  }
 
   // Writes raw bytes; reads one response (nullopt when the server closed without one).
   std::optional<HttpReply> raw(const std::string& bytes) {

@@ -201,11 +201,12 @@ TEST_F(PostgresClusterTest, InboxAppendsFromManyConnections_AreNumberedInCommitO
       std::unique_ptr<PostgresCluster> c = link();
       for (int i = 0; i < kEach; ++i) {
         InboxRequest q{"POST", "/w" + std::to_string(w) + "/" + std::to_string(i), "t", "operator", true,
-                       "application/json", std::string("{\"\\u0000\":1}\0raw", 16)};
-        Result<std::vector<uint64_t>> seqs = c->append(node, {q, q}, "w" + std::to_string(w) + "." + std::to_string(i));
-        ASSERT_TRUE(seqs.is_ok()) << seqs.message();
-        ASSERT_EQ(seqs->size(), 2u);
-        EXPECT_EQ((*seqs)[1], (*seqs)[0] + 1) << "one append's entries are consecutive";
+                       "application/json", std::string("{\"\\u0000\":1}\0raw", 16), ""};
+        Result<std::vector<InboxAppended>> appended = c->append(node, {q, q}, "w" + std::to_string(w) + "." + std::to_string(i));
+        ASSERT_TRUE(appended.is_ok()) << appended.message();
+        const std::vector<uint64_t> seqs = entry_numbers(*appended);
+        ASSERT_EQ(seqs.size(), 2u);
+        EXPECT_EQ(seqs[1], seqs[0] + 1) << "one append's entries are consecutive";
       }
     });
   }
@@ -242,14 +243,15 @@ TEST_F(PostgresClusterTest, AnAnswerIsRecordedOnce_AndWakesAListener) {
   ASSERT_TRUE(c && listener);
   const int64_t node = join(*c, "n");
   ASSERT_TRUE(listener->listen("flowrt_answers").is_ok());
-  Result<std::vector<uint64_t>> seqs = c->append(node, {InboxRequest{"GET", "/x", "t", "viewer", false, "", ""}}, "n.1");
-  ASSERT_TRUE(seqs.is_ok());
-  ASSERT_TRUE(c->answer((*seqs)[0], InboxReply{201, "application/json", "{\"a\":1}"}).is_ok());
-  ASSERT_TRUE(c->answer((*seqs)[0], InboxReply{500, "text/plain", "second"}).is_ok());
+  Result<std::vector<InboxAppended>> done = c->append(node, {InboxRequest{"GET", "/x", "t", "viewer", false, "", "", ""}}, "n.1");
+  ASSERT_TRUE(done.is_ok());
+  const std::vector<uint64_t> seqs = entry_numbers(*done);
+  ASSERT_TRUE(c->answer(seqs[0], InboxReply{201, "application/json", "{\"a\":1}"}).is_ok());
+  ASSERT_TRUE(c->answer(seqs[0], InboxReply{500, "text/plain", "second"}).is_ok());
   Result<bool> woke = listener->wait(10000);
   ASSERT_TRUE(woke.is_ok());
   EXPECT_TRUE(*woke);
-  Result<std::optional<InboxStatus>> e = c->entry((*seqs)[0]);
+  Result<std::optional<InboxStatus>> e = c->entry(seqs[0]);
   ASSERT_TRUE(e.is_ok() && e->has_value());
   ASSERT_TRUE((*e)->reply.has_value());
   EXPECT_EQ((*e)->reply->status, 201) << "the first answer stands";
@@ -266,11 +268,11 @@ TEST_F(PostgresClusterTest, AnAppendWhoseConnectionWasLost_IsReadBack_CommittedO
   std::unique_ptr<PostgresCluster> c = link(), other = link();
   ASSERT_TRUE(c && other);
   const int64_t node = join(*c, "n");
-  const InboxRequest q{"POST", "/api/events/e", "t", "operator", true, "application/json", "{}"};
+  const InboxRequest q{"POST", "/api/events/e", "t", "operator", true, "application/json", "{}", ""};
   const int committed_backend = c->backend_pid();
-  Result<std::vector<uint64_t>> seqs = c->append(node, {q, q}, "n.1");
+  Result<std::vector<InboxAppended>> seqs = c->append(node, {q, q}, "n.1");
   ASSERT_TRUE(seqs.is_ok()) << seqs.message();
-  Result<std::vector<uint64_t>> back = other->appended_batch("n.1", committed_backend, 5000);
+  Result<std::vector<InboxAppended>> back = other->appended_batch("n.1", committed_backend, 5000, {q, q});
   ASSERT_TRUE(back.is_ok()) << back.message();
   EXPECT_EQ(*back, *seqs);
   EXPECT_FALSE(c->lead().is_ok()) << "its backend was ended";
@@ -286,17 +288,125 @@ TEST_F(PostgresClusterTest, AnAppendWhoseConnectionWasLost_IsReadBack_CommittedO
                        "seq, 1, 'POST', '/x', 't', 'operator', true, '', '', 'n.2' FROM cluster_inbox_head");
   ASSERT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQerrorMessage(raw);
   PQclear(r);
-  back = other->appended_batch("n.2", cut_backend, 5000);
+  back = other->appended_batch("n.2", cut_backend, 5000, {q});
   ASSERT_TRUE(back.is_ok()) << back.message();
-  EXPECT_TRUE(back->empty()) << "its transaction never committed";
+  EXPECT_EQ(back->at(0).kind, InboxAppended::Kind::kNone) << "its transaction never committed";
   PQfinish(raw);
-  Result<std::vector<uint64_t>> next = other->append(node, {q}, "n.3");
+  Result<std::vector<InboxAppended>> next = other->append(node, {q}, "n.3");
   ASSERT_TRUE(next.is_ok()) << next.message();
-  EXPECT_EQ((*next)[0], (*seqs)[1] + 1) << "the head row is free, and no number was used";
-  back = other->appended_batch("n.never", 0, 5000);
+  EXPECT_EQ((*next)[0].seq, (*seqs)[1].seq + 1) << "the head row is free, and no number was used";
+  back = other->appended_batch("n.never", 0, 5000, {q});
   ASSERT_TRUE(back.is_ok());
-  EXPECT_TRUE(back->empty());
+  EXPECT_EQ(*back, std::vector<InboxAppended>{InboxAppended{}});
   EXPECT_TRUE(other->connected());
+}
+
+// An Idempotency-Key names one entry per caller: the same request appended again gets
+// that entry and adds nothing (no number is used for it), another request with the key
+// is refused as a reuse, and another caller's key is its own. Within one append the
+// same holds between its requests. A read-back of an append says the same as the append.
+TEST_F(PostgresClusterTest, AKeyedRequest_IsAppendedOnce_PerCaller_AndReadBackAsTheAppendSaid) {
+  using Kind = InboxAppended::Kind;
+  std::unique_ptr<PostgresCluster> c = link(), other = link();
+  ASSERT_TRUE(c && other);
+  const int64_t node = join(*c, "n");
+  auto keyed = [](std::string caller, std::string body, std::string key) {
+    return InboxRequest{"POST", "/api/tables/t/records", std::move(caller), "operator", true, "application/json",
+                        std::move(body), std::move(key)};
+  };
+  const InboxRequest q = keyed("t", R"({"a":1})", "k-1");
+  Result<std::vector<InboxAppended>> first = c->append(node, {q}, "n.1");
+  ASSERT_TRUE(first.is_ok()) << first.message();
+  ASSERT_EQ(first->at(0).kind, Kind::kNew);
+  const uint64_t s1 = first->at(0).seq;
+  Result<std::vector<InboxAppended>> again = other->append(node, {q}, "n.2");
+  ASSERT_TRUE(again.is_ok()) << again.message();
+  EXPECT_EQ(*again, (std::vector<InboxAppended>{{s1, Kind::kAgain}}));
+  Result<std::vector<InboxAppended>> reused = other->append(node, {keyed("t", R"({"a":2})", "k-1")}, "n.3");
+  ASSERT_TRUE(reused.is_ok());
+  EXPECT_EQ(*reused, (std::vector<InboxAppended>{{s1, Kind::kKeyReused}}));
+  Result<std::vector<InboxAppended>> theirs = other->append(node, {keyed("u", R"({"a":1})", "k-1")}, "n.4");
+  ASSERT_TRUE(theirs.is_ok());
+  EXPECT_EQ(*theirs, (std::vector<InboxAppended>{{s1 + 1, Kind::kNew}})) << "no number went to the repeats";
+
+  // In one append: a new key twice, reused with another body, and a request without one.
+  const InboxRequest q2 = keyed("t", R"({"b":1})", "k-2");
+  const InboxRequest plain = keyed("t", R"({"c":1})", "");
+  const std::vector<InboxRequest> mixed{q2, q, q2, keyed("t", R"({"b":2})", "k-2"), plain};
+  const int backend = c->backend_pid();
+  Result<std::vector<InboxAppended>> batch = c->append(node, mixed, "n.5");
+  ASSERT_TRUE(batch.is_ok()) << batch.message();
+  const uint64_t s3 = s1 + 2;
+  const std::vector<InboxAppended> expected{
+      {s3, Kind::kNew}, {s1, Kind::kAgain}, {s3, Kind::kAgain}, {s3, Kind::kKeyReused}, {s3 + 1, Kind::kNew}};
+  EXPECT_EQ(*batch, expected);
+  Result<std::vector<InboxAppended>> back = other->appended_batch("n.5", backend, 5000, mixed);
+  ASSERT_TRUE(back.is_ok()) << back.message();
+  EXPECT_EQ(*back, expected) << "read back as the append said";
+  // An append that never committed: only what its keys name elsewhere is there.
+  const InboxRequest fresh = keyed("t", R"({"d":1})", "k-3");
+  back = other->appended_batch("n.never", 0, 5000, {q, fresh, plain});
+  ASSERT_TRUE(back.is_ok()) << back.message();
+  EXPECT_EQ(*back, (std::vector<InboxAppended>{{s1, Kind::kAgain}, {}, {}}));
+  EXPECT_EQ(sql_value("SELECT count(*) FROM cluster_inbox"), "4");
+}
+
+// Answered entries are pruned after `seconds`, those with a key after `keyed_seconds`
+// (so a key is remembered that long); unanswered ones are kept whatever their age.
+TEST_F(PostgresClusterTest, Pruning_KeepsKeyedEntriesLonger_AndUnansweredOnesAlways) {
+  std::unique_ptr<PostgresCluster> c = link();
+  ASSERT_TRUE(c);
+  const int64_t node = join(*c, "n");
+  const InboxRequest plain{"POST", "/api/events/e", "t", "operator", true, "application/json", "{}", ""};
+  InboxRequest keyed = plain;
+  keyed.idempotency_key = "k";
+  Result<std::vector<InboxAppended>> done = c->append(node, {plain, keyed, plain}, "n.1");
+  ASSERT_TRUE(done.is_ok()) << done.message();
+  const std::vector<uint64_t> seqs = entry_numbers(*done);
+  ASSERT_TRUE(c->answer_all({{seqs[0], InboxReply{202, "", ""}}, {seqs[1], InboxReply{202, "", ""}}}).is_ok());
+  auto age = [&](uint64_t seq, const char* by) {
+    ASSERT_EQ(postgres_exec(url_, "UPDATE cluster_inbox SET accepted = accepted - interval '" + std::string(by) +
+                                      "', answered = answered - interval '" + by + "' WHERE seq = " +
+                                      std::to_string(seq)),
+              "");
+  };
+  auto there = [&] { return sql_value("SELECT string_agg(seq::text, ',' ORDER BY seq) FROM cluster_inbox"); };
+  age(seqs[0], "1 hour");
+  age(seqs[1], "1 hour");
+  ASSERT_EQ(postgres_exec(url_, "UPDATE cluster_inbox SET accepted = accepted - interval '3 days' WHERE seq = " +
+                                    std::to_string(seqs[2])),
+            "");
+  ASSERT_TRUE(c->prune(600, 86400).is_ok());
+  EXPECT_EQ(there(), std::to_string(seqs[1]) + "," + std::to_string(seqs[2]));
+  age(seqs[1], "2 days");
+  ASSERT_TRUE(c->prune(600, 86400).is_ok());
+  EXPECT_EQ(there(), std::to_string(seqs[2])) << "the keyed entry goes after a day; the unanswered one stays";
+}
+
+// Two nodes appending one keyed request at once (a client that resent it to another node
+// while the first append was in flight): one appends it, the other gets that entry.
+TEST_F(PostgresClusterTest, OneKeyAppendedFromTwoConnectionsAtOnce_MakesOneEntry) {
+  using Kind = InboxAppended::Kind;
+  std::unique_ptr<PostgresCluster> a = link(), b = link();
+  ASSERT_TRUE(a && b);
+  const int64_t node = join(*a, "n");
+  for (int round = 0; round < 20; ++round) {
+    const InboxRequest q{"POST", "/api/events/e", "t", "operator", true, "application/json", "{}",
+                         "key-" + std::to_string(round)};
+    std::barrier<> together(2);
+    Result<std::vector<InboxAppended>> from_a = Error{""}, from_b = Error{""};
+    std::thread other([&] {
+      together.arrive_and_wait();
+      from_b = b->append(node, {q}, "b." + std::to_string(round));
+    });
+    together.arrive_and_wait();
+    from_a = a->append(node, {q}, "a." + std::to_string(round));
+    other.join();
+    ASSERT_TRUE(from_a.is_ok() && from_b.is_ok()) << from_a.message() << from_b.message();
+    EXPECT_EQ(from_a->at(0).seq, from_b->at(0).seq) << "round " << round;
+    EXPECT_EQ((from_a->at(0).kind == Kind::kNew) + (from_b->at(0).kind == Kind::kNew), 1) << "round " << round;
+  }
+  EXPECT_EQ(sql_value("SELECT count(*) FROM cluster_inbox"), "20");
 }
 
 // A writing session of the cluster ends a transaction its client left idle (the client

@@ -15,6 +15,9 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
+
+#include "store/postgres_cluster.h"
 
 namespace flowrt::test_support {
 
@@ -128,5 +131,12 @@ class PrivatePostgresServer {
   std::string url_;
 };
 #endif
+
+// The entry numbers of what an inbox append did (PostgresCluster::append), in order.
+inline std::vector<uint64_t> entry_numbers(const std::vector<InboxAppended>& appended) {
+  std::vector<uint64_t> out;
+  for (const InboxAppended& a : appended) out.push_back(a.seq);
+  return out;
+}
 
 }  // namespace flowrt::test_support
