@@ -12,6 +12,11 @@ namespace flowrt::server {
 
 namespace {
 
+// What a stopping node answers (a follower that leaves or takes the lead, a leader that
+// leaves): with kNotAccepted when the request was not in the inbox yet.
+constexpr const char* kStopped = "this node stopped taking requests for the inbox (it left, or took the lead)";
+constexpr const char* kNotAccepted = ": the request was not accepted; send it again";
+
 // The response the leader gave, as a client of this node gets it.
 Response response_of(uint64_t seq, const InboxReply& a) {
   Response res{static_cast<http::status>(a.status), 11};
@@ -51,13 +56,11 @@ void ClusterForwarder::stop() {
     if (stopping_ && !appender_.joinable()) return;
     stopping_ = true;
     for (const auto& p : queued_) {
-      settle(*p, error_response(http::status::service_unavailable,
-                                "this node stopped following (it left, or took the lead): the request was not "
-                                "accepted; send it again"));
+      settle(*p, error_response(http::status::service_unavailable, std::string(kStopped) + kNotAccepted));
     }
     queued_.clear();
     for (const auto& p : appended_) {
-      settle(*p, accepted_but_unanswered(http::status::service_unavailable, p->seq, "this node stopped following"));
+      settle(*p, accepted_but_unanswered(http::status::service_unavailable, p->seq, kStopped));
     }
     appended_.clear();
   }
@@ -91,9 +94,7 @@ Reply ClusterForwarder::forward(const Request& req, const Caller& caller) {
   {
     std::lock_guard lock(mu_);
     if (stopping_) {
-      return error_response(http::status::service_unavailable,
-                            "this node stopped following (it left, or took the lead): the request was not accepted; "
-                            "send it again");
+      return error_response(http::status::service_unavailable, std::string(kStopped) + kNotAccepted);
     }
     queued_.push_back(p);
   }
@@ -109,7 +110,7 @@ Reply ClusterForwarder::forward(const Request& req, const Caller& caller) {
     if (p->answer) return std::move(*p->answer);
     if (!last) return std::nullopt;
     if (stopping_ && p->seq != 0) {
-      return accepted_but_unanswered(http::status::service_unavailable, p->seq, "this node stopped following");
+      return accepted_but_unanswered(http::status::service_unavailable, p->seq, kStopped);
     }
     if (p->seq == 0 && !p->appending) {
       std::erase(queued_, p);  // never appended now
@@ -218,7 +219,7 @@ void ClusterForwarder::append_loop() {
       batch[i]->seq = done.seq;  // new, or the entry its key names (its answer is that entry's)
       if (stopping_) {
         settle(*batch[i], accepted_but_unanswered(http::status::service_unavailable, batch[i]->seq,
-                                                  "this node stopped following"));
+                                                  kStopped));
       } else {
         appended_.push_back(batch[i]);
       }

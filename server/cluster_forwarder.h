@@ -1,7 +1,10 @@
 // ClusterForwarder: how a cluster node that does not lead answers the API. Every request
 // no local route takes (all but /api/cluster, /healthz, /readyz) goes into the cluster's
 // inbox (store/postgres_cluster.h) for the leader to apply in inbox order; the client gets
-// the leader's answer, with an X-Flowrt-Operation header naming the inbox entry.
+// the leader's answer, with an X-Flowrt-Operation header naming the inbox entry. The
+// leader has one too, for writes with an Idempotency-Key: those go through the inbox on
+// every node, which keeps the key (a repeat gets the entry the key names and its answer;
+// the key with another request is 422).
 //
 // No thread waits for an answer: forward() queues the request and returns a deferred Reply
 // (Reply::poll) that the HTTP server polls when the answer thread wakes it (Reply::waker),
