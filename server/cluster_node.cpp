@@ -264,8 +264,9 @@ void ClusterNode::add_cluster_routes(Router& router) {
       return error_response(http::status::service_unavailable, e.error().message);
     }
     if (!*e) {
-      return error_response(http::status::not_found, "no operation " + text + " (never accepted, or answered more "
-                                                     "than ten minutes ago and deleted)");
+      return error_response(http::status::not_found, "no operation " + text + " (never accepted, or deleted: "
+                                                     "answered more than ten minutes ago, a day for one with an "
+                                                     "Idempotency-Key)");
     }
     const InboxStatus& s = **e;
     Value body = Value::object({{"operation", Value(static_cast<int64_t>(seq))},
@@ -275,6 +276,9 @@ void ClusterNode::add_cluster_routes(Router& router) {
                                 {"target", Value(utf8_prefix(s.entry.request.target, 2000))},
                                 {"caller", Value(s.entry.request.caller)},
                                 {"answered", Value(s.reply.has_value())}});
+    if (!s.entry.request.idempotency_key.empty()) {
+      body = body.merged(Value::object({{"idempotency_key", Value(s.entry.request.idempotency_key)}}));
+    }
     if (s.reply) {
       body = body.merged(Value::object({{"answered_at", Value(s.answered)},
                                         {"status", Value(static_cast<int64_t>(s.reply->status))},

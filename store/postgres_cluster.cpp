@@ -490,7 +490,8 @@ Result<std::optional<InboxStatus>> PostgresCluster::entry(uint64_t seq) {
   p.integer(static_cast<int64_t>(seq));
   ResultPtr r(exec_params(conn_,
                           "SELECT incarnation, method, target, caller, " FLOWRT_PG_ISO("accepted") ", answered IS NOT NULL, status, "
-                          "reply_type, reply, COALESCE(" FLOWRT_PG_ISO("answered") ", '') FROM cluster_inbox WHERE seq = "
+                          "reply_type, reply, COALESCE(" FLOWRT_PG_ISO("answered") ", ''), COALESCE(idem_key, '') "
+                          "FROM cluster_inbox WHERE seq = "
                           "$1::bigint",
                           p));
   if (!result_ok(r.get())) return error("cannot read inbox entry " + std::to_string(seq));
@@ -501,6 +502,7 @@ Result<std::optional<InboxStatus>> PostgresCluster::entry(uint64_t seq) {
   s.entry.request.method = cell_text(r.get(), 0, 1);
   s.entry.request.target = cell_text(r.get(), 0, 2);
   s.entry.request.caller = cell_text(r.get(), 0, 3);
+  s.entry.request.idempotency_key = cell_text(r.get(), 0, 10);
   s.accepted = cell_text(r.get(), 0, 4);
   if (cell_view(r.get(), 0, 5) == "t") {
     s.reply = InboxReply{static_cast<int>(cell_int(r.get(), 0, 6)), cell_text(r.get(), 0, 7), bytes_of(r.get(), 0, 8)};

@@ -165,7 +165,7 @@ class PostgresCluster {
   Status answer_all(const std::vector<std::pair<uint64_t, InboxReply>>& answers);
   // The answers among `seqs` that are there.
   Result<std::vector<std::pair<uint64_t, InboxReply>>> answers(const std::vector<uint64_t>& seqs);
-  // Entry `seq` (without its body), nullopt when there is none (never, or pruned).
+  // Entry `seq` (without its body; with its key), nullopt when there is none (never, or pruned).
   Result<std::optional<InboxStatus>> entry(uint64_t seq);
   // Deletes answered entries older than `seconds`.
   // Entries with an idempotency key are kept `keyed_seconds` (the key is remembered as

@@ -199,6 +199,9 @@ TEST_F(ClusterPostgresTest, AWriteWithAnIdempotencyKey_IsAppliedOnce_WhicheverNo
     EXPECT_EQ(again.body, first.body) << "the first answer, record and all";
     EXPECT_EQ(again.header("X-Flowrt-Operation"), op);
   }
+  HttpReply op_seen = to_a.get("/api/cluster/operations/" + op);
+  ASSERT_EQ(op_seen.status, 200) << op_seen.body;
+  EXPECT_EQ(op_seen.json()["idempotency_key"], Value("insert-INC1")) << op_seen.body;
   HttpReply from_leader = to_a.post_keyed(insert, R"({"number": "INC2"})", "insert-INC2");
   EXPECT_EQ(from_leader.status, 201) << from_leader.body;
   EXPECT_NE(from_leader.header("X-Flowrt-Operation"), "") << "through the inbox on the leader too";
