@@ -240,16 +240,34 @@ Result<std::vector<ClusterNodeRow>> PostgresCluster::nodes() {
   return out;
 }
 
-Result<std::optional<PostgresCluster::KeyedEntry>> PostgresCluster::keyed_entry(const InboxRequest& q) {
+Result<std::vector<std::optional<PostgresCluster::KeyedEntry>>> PostgresCluster::keyed_entries(
+    const std::vector<InboxRequest>& requests) {
+  std::vector<std::optional<KeyedEntry>> out(requests.size());
+  std::vector<Value> wanted;  // {n, caller, key} of each keyed request: one statement for all
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (requests[i].idempotency_key.empty()) continue;
+    wanted.push_back(Value::object({{"n", Value(static_cast<int64_t>(i))},
+                                    {"caller", Value(requests[i].caller)},
+                                    {"key", Value(requests[i].idempotency_key)}}));
+  }
+  if (wanted.empty()) return out;
   Params p;
-  p.text(q.caller);
-  p.text(q.idempotency_key);
-  ResultPtr r(exec_params(conn_, "SELECT seq, method, target, body FROM cluster_inbox WHERE caller = $1 AND idem_key = $2", p));
+  p.json(Value::array(std::move(wanted)));
+  ResultPtr r(exec_params(conn_,
+                          "SELECT w.n, c.seq, c.method, c.target, c.body FROM jsonb_to_recordset($1::text::jsonb) AS "
+                          "w(n integer, caller text, key text) JOIN cluster_inbox c ON c.caller = w.caller AND "
+                          "c.idem_key = w.key",
+                          p));
   if (!result_ok(r.get())) return error("cannot read the inbox's idempotency keys");
-  if (PQntuples(r.get()) == 0) return std::optional<KeyedEntry>();
-  const bool same = cell_view(r.get(), 0, 1) == q.method && cell_view(r.get(), 0, 2) == q.target &&
-                    bytes_of(r.get(), 0, 3) == q.body;
-  return std::optional<KeyedEntry>(KeyedEntry{static_cast<uint64_t>(cell_int(r.get(), 0, 0)), same});
+  for (int row = 0; row < PQntuples(r.get()); ++row) {
+    const size_t i = static_cast<size_t>(cell_int(r.get(), row, 0));
+    if (i >= requests.size()) continue;
+    const InboxRequest& q = requests[i];
+    const bool same = cell_view(r.get(), row, 2) == q.method && cell_view(r.get(), row, 3) == q.target &&
+                      bytes_of(r.get(), row, 4) == q.body;
+    out[i] = KeyedEntry{static_cast<uint64_t>(cell_int(r.get(), row, 1)), same};
+  }
+  return out;
 }
 
 namespace {
@@ -288,13 +306,13 @@ Result<std::vector<InboxAppended>> PostgresCluster::append(int64_t incarnation, 
           ResultPtr lock(PQexec(conn_, "SELECT seq FROM cluster_inbox_head WHERE id = 1 FOR UPDATE"));
           if (!result_ok(lock.get())) return error("cannot lock the inbox's head");
         }
+        Result<std::vector<std::optional<KeyedEntry>>> known = keyed_entries(requests);
+        if (!known) return known.error();
         for (size_t i = 0; i < requests.size(); ++i) {
           if (requests[i].idempotency_key.empty()) continue;
-          Result<std::optional<KeyedEntry>> e = keyed_entry(requests[i]);
-          if (!e) return e.error();
-          if (*e) {
+          if (const std::optional<KeyedEntry>& e = (*known)[i]) {
             fresh[i] = false;
-            out[i] = {(*e)->seq, (*e)->same ? Kind::kAgain : Kind::kKeyReused};
+            out[i] = {e->seq, e->same ? Kind::kAgain : Kind::kKeyReused};
           } else if (const size_t j = earlier_with_key(requests, i); j != std::string::npos) {
             fresh[i] = false;
             same_as[i] = j;
@@ -377,6 +395,8 @@ Result<std::vector<InboxAppended>> PostgresCluster::appended_batch(std::string_v
   std::vector<uint64_t> rows;  // the entries it appended, in order: none when it did not commit
   for (int i = 0; i < PQntuples(r.get()); ++i) rows.push_back(static_cast<uint64_t>(cell_int(r.get(), i, 0)));
   // Matched to the requests as append() numbered them: in order, the new ones only.
+  Result<std::vector<std::optional<KeyedEntry>>> known = keyed_entries(requests);
+  if (!known) return known.error();
   std::vector<InboxAppended> out(requests.size());
   size_t next = 0;
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -384,13 +404,12 @@ Result<std::vector<InboxAppended>> PostgresCluster::appended_batch(std::string_v
       if (next < rows.size()) out[i] = {rows[next++], Kind::kNew};
       continue;
     }
-    Result<std::optional<KeyedEntry>> e = keyed_entry(requests[i]);
-    if (!e) return e.error();
-    if (!*e) continue;
-    if (next < rows.size() && (*e)->seq == rows[next]) {
+    const std::optional<KeyedEntry>& e = (*known)[i];
+    if (!e) continue;
+    if (next < rows.size() && e->seq == rows[next]) {
       out[i] = {rows[next++], Kind::kNew};
     } else {
-      out[i] = {(*e)->seq, (*e)->same ? Kind::kAgain : Kind::kKeyReused};
+      out[i] = {e->seq, e->same ? Kind::kAgain : Kind::kKeyReused};
     }
   }
   return out;

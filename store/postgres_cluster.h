@@ -188,12 +188,15 @@ class PostgresCluster {
  private:
   PostgresCluster(pg_conn* conn, std::string where) : conn_(conn), where_(std::move(where)) {}
   Status create_tables();
-  // The entry (caller, key) names: its number and whether `q` is the same request.
+  // The entry a request's (caller, key) names: its number and whether the request is the
+  // same (method, target, body).
   struct KeyedEntry {
     uint64_t seq = 0;
     bool same = false;
   };
-  Result<std::optional<KeyedEntry>> keyed_entry(const InboxRequest& q);
+  // For each of `requests`, the entry its key names (nullopt: none, or no key); one
+  // statement for all.
+  Result<std::vector<std::optional<KeyedEntry>>> keyed_entries(const std::vector<InboxRequest>& requests);
   Error error(std::string_view what) const;
   std::string channel(std::string_view name) const;
 

@@ -349,6 +349,15 @@ TEST_F(PostgresClusterTest, AKeyedRequest_IsAppendedOnce_PerCaller_AndReadBackAs
   ASSERT_TRUE(back.is_ok()) << back.message();
   EXPECT_EQ(*back, (std::vector<InboxAppended>{{s1, Kind::kAgain}, {}, {}}));
   EXPECT_EQ(sql_value("SELECT count(*) FROM cluster_inbox"), "4");
+  // Keys and callers are matched as they are, quotes, backslashes and all.
+  const InboxRequest odd = keyed("t\u00e9 \"x\"", R"({"e":1})", R"(k"\{,}'--)");
+  std::unique_ptr<PostgresCluster> third = link();  // c's session was ended by the read-back
+  ASSERT_TRUE(third);
+  Result<std::vector<InboxAppended>> odd_first = other->append(node, {odd}, "n.6");
+  ASSERT_TRUE(odd_first.is_ok()) << odd_first.message();
+  Result<std::vector<InboxAppended>> odd_again = third->append(node, {odd}, "n.7");
+  ASSERT_TRUE(odd_again.is_ok()) << odd_again.message();
+  EXPECT_EQ(*odd_again, (std::vector<InboxAppended>{{odd_first->at(0).seq, Kind::kAgain}}));
 }
 
 // Answered entries are pruned after `seconds`, those with a key after `keyed_seconds`
