@@ -158,10 +158,13 @@ void Journal::run() {
     const Written written = write(entries, counters);
     if (written == Written::kStoreLost) {
       // Nothing more is written or delivered: the waits for durability end with an error.
-      MutexLock lock(mu_);
-      gave_up_ = true;
-      stopped_ = true;
-      durable_cv_.notify_all();
+      {
+        MutexLock lock(mu_);
+        gave_up_ = true;
+        stopped_ = true;
+        durable_cv_.notify_all();
+      }
+      drop_until_stopped(entries);
       return;
     }
     if (written == Written::kStopping) {
@@ -255,6 +258,29 @@ Journal::Written Journal::write(std::vector<JournalEntry>& entries, const StoreC
     if (stopping_ && ++tries_when_stopping >= kTriesWhenStopping) return Written::kStopping;
     work_cv_.wait_until(mu_, std::chrono::steady_clock::now() + std::chrono::milliseconds(delay_ms));
     delay_ms = std::min(delay_ms * 2, kMaxRetryMs);
+  }
+}
+
+void Journal::drop_until_stopped(std::vector<JournalEntry>& entries) {
+  while (true) {
+    drop(entries);
+    entries.clear();
+    MutexLock lock(mu_);
+    while (pending_.empty() && !stopping_) work_cv_.wait(mu_);
+    if (pending_.empty()) return;
+    entries.swap(pending_);
+  }
+}
+
+void Journal::drop(std::vector<JournalEntry>& entries) {
+  for (JournalEntry& e : entries) {
+    // The contexts it would have queued never run, and the wakes never come: their work is
+    // done, as far as settle() is concerned.
+    if (!e.pushes.empty()) {
+      undelivered_.fetch_sub(e.pushes.size(), std::memory_order_acq_rel);
+      for (size_t i = 0; i < e.pushes.size(); ++i) core_.work_done();
+    }
+    for (size_t i = 0; i < e.wakes.size(); ++i) core_.work_done();
   }
 }
 

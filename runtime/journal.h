@@ -26,9 +26,10 @@
 // A failed write (a full disk, an I/O error) is retried with backoff, and nothing after
 // it is delivered meanwhile; while it fails, failure() says why and the engine refuses new
 // operations from outside. With EngineOptions::store_give_up_ms, a write failing for longer
-// than that gives the store up: the writer ends without delivering, every wait_durable
-// returns an error, and on_store_lost is called. stop() writes what is left and ends the
-// thread.
+// than that gives the store up: nothing more is written or delivered (the writer drops
+// what is appended from then on, counting its work done, so that settle() returns), every
+// wait_durable returns an error, and on_store_lost is called. stop() writes what is left
+// and ends the thread.
 //
 // Thread-safety: append, wait_durable and the readers from any thread; the Journal owns
 // its thread. Lock order: the commit lock, then the journal's mutex (never the reverse:
@@ -152,6 +153,11 @@ class Journal {
   Written write(std::vector<JournalEntry>& entries, const StoreCounters& counters);
   StoreBatch batch_of(std::vector<JournalEntry>& entries, const StoreCounters& counters);
   void deliver(std::vector<JournalEntry>& entries);
+  // Once the store is given up: drops `entries` and whatever is appended after them until
+  // stop() (nothing more is written or delivered, but their work is no longer counted,
+  // so settle() returns). Called by the writer thread without mu_.
+  void drop_until_stopped(std::vector<JournalEntry>& entries) EXCLUDES(mu_);
+  void drop(std::vector<JournalEntry>& entries);
   // The batch holding `entries` is durable: the contexts that ended in it leave memory.
   void release(const std::vector<JournalEntry>& entries);
   void set_failure(Status s) EXCLUDES(fail_mu_);
