@@ -3,7 +3,9 @@
 // requests; the leader checks the caller the follower forwarded; an operation whose effects
 // were durable when its leader stopped, but whose answer was not, is not applied again by
 // the next leader; a leader that finds another in the lead row gives up, and so does a node
-// whose store is cut while it loads the state to lead. Waits are on the cluster's own
+// whose store is cut while it loads the state to lead; a stale leader's lock holder's write
+// is refused, and the next leader resumes the holder; writes with an Idempotency-Key are
+// applied once, whichever node they are sent to. Waits are on the cluster's own
 // signals (an answer's notification, the lost-lead callback), bounded; without the
 // give-up, the loading node's open would wait without end (the test's timeout ends it).
 #include <gmock/gmock.h>
@@ -16,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/engine_core.h"
+#include "runtime/journal.h"
 #include "runtime/perturb.h"
 #include "server/cluster_node.h"
 #include "store/postgres_cluster.h"
@@ -297,6 +301,68 @@ TEST_F(ClusterPostgresTest, ALeaderThatFindsAnotherInTheLeadRow_GivesUp) {
   }
   ASSERT_EQ(why.wait_for(std::chrono::seconds(20)), std::future_status::ready) << "a noticed within a few periods";
   EXPECT_THAT(why.get(), HasSubstr("took the lead"));
+}
+
+// Holds the lock "desk" for four seconds, then writes while holding it.
+constexpr const char* kGuarded = R"({"id": "guarded", "trigger": {"type": "api"},
+  "actions": [{"id": "take", "action": "lock", "inputs": {"key": "desk", "max_attempts": 3600, "delay": "1s"}},
+              {"action": "wait", "inputs": {"duration": "4s"}},
+              {"action": "create_record", "inputs": {"table": "entered", "while_holding": "desk",
+               "values": {"token": "{{steps.take.token}}"}}},
+              {"action": "unlock", "inputs": {"key": "desk"}}]})";
+
+// A stale holder: a leader whose lead was taken while it ran (as after it stalled past its
+// lease) still runs a context holding the lock "desk". When its wait ends, the context
+// writes while holding the lock, in the stale leader's memory; the write is refused by
+// the fence (every store batch carries the leader's epoch), so it is not in the database.
+// The next leader resumes the context from its last durable step, still holding the lock
+// with the same token, and the guarded write lands once. (A write from outside to the
+// stale leader is not acknowledged either: its wait for durability ends with an error.)
+// Real clock: the takeover must come within the context's four-second wait.
+TEST_F(ClusterPostgresTest, AStaleHoldersWriteWhileHoldingALock_IsRefused_TheNextLeaderResumesTheHolder) {
+  std::ofstream(dir_ / "flows" / "guarded.json") << kGuarded;
+  server::ClusterNode& a = join("a", 900);
+  ASSERT_TRUE(a.leads());
+  HttpClient to_a(a.port());
+  HttpReply call = to_a.post("/api/flows/guarded/call", "{}");
+  ASSERT_EQ(call.status / 100, 2) << call.body;
+  const std::string context(call.json()["context_id"].as_string());
+  Engine& stale = a.service()->engine();
+  stale.settle(0);
+  Journal& journal = *stale.core().journal;
+  ASSERT_TRUE(journal.wait_durable(journal.appended()).is_ok()) << "the holder waits, durably";
+  HttpReply held = to_a.get("/api/locks");
+  ASSERT_EQ(held.json()["locks"].at(0)["holders"].at(0)["context"], Value(context)) << held.body;
+  const Value token = held.json()["locks"].at(0)["holders"].at(0)["token"];
+
+  // Another incarnation takes the lead row, as it would once a's lease had run out.
+  std::unique_ptr<PostgresCluster> c = link();
+  const int64_t ghost = *c->join("ghost", "", 60000);
+  ASSERT_EQ(postgres_exec(url_, "UPDATE cluster_lead SET incarnation = " + std::to_string(ghost) + ", epoch = epoch + 1"),
+            "");
+  // a, stale, goes on: the holder's wait ends and it writes while holding the lock.
+  stale.settle(10000);
+  EXPECT_EQ(to_a.get("/api/tables/entered/records").json()["records"].size(), 1u)
+      << "the stale holder wrote, in its own memory";
+  HttpReply refused = to_a.post("/api/tables/note/records", R"({"n": 1})");
+  EXPECT_NE(refused.status / 100, 2) << "a stale leader acknowledged a write: " << refused.body;
+  EXPECT_EQ(lost_lead_of("a").wait_for(std::chrono::seconds(20)), std::future_status::ready);
+
+  // The ghost's lease runs out; b takes the lead from what is in the database.
+  ASSERT_EQ(postgres_exec(url_, "UPDATE cluster_nodes SET lease_until = clock_timestamp() - interval '1 second' "
+                                "WHERE incarnation = " + std::to_string(ghost)),
+            "");
+  server::ClusterNode& b = join("b", 900);
+  ASSERT_TRUE(b.leads());
+  HttpClient to_b(b.port());
+  // Its wait is over: the resumed holder writes at once (b may have done so already).
+  b.service()->engine().settle(10000);
+  EXPECT_EQ(to_b.get("/api/tables/note/records").json()["records"].size(), 0u) << "the refused write is not there";
+  const Value entered = to_b.get("/api/tables/entered/records").json()["records"];
+  ASSERT_EQ(entered.size(), 1u) << "the guarded write, once: the stale one is not there";
+  EXPECT_EQ(entered.at(0)["token"], token) << "written by the same holding, with the same token";
+  EXPECT_EQ(to_b.get("/api/contexts/" + context).json()["status"], Value("completed"));
+  EXPECT_EQ(to_b.get("/api/locks").json()["locks"].size(), 0u) << "the lock is free";
 }
 
 // Cuts every connection named `g_cut_name` at the first store write once armed, and waits
