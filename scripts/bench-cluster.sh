@@ -5,7 +5,9 @@
 # against the leader, then, with N > 1, against every follower at once (their requests are
 # forwarded to the leader through the database). Bounded in connections and time. Prints
 # wrk's figures for each, and the contexts the cluster ran.
-#   scripts/bench-cluster.sh FLOWRT PGURL [--nodes N] [--connections C] [--seconds S]
+#   scripts/bench-cluster.sh FLOWRT PGURL [--nodes N] [--connections C] [--seconds S] [--keyed]
+# --keyed: every insert carries an Idempotency-Key of its own (so goes through the inbox,
+# on the leader too).
 # PGURL: a server's URL (scripts/pg-test-server.sh start DIR writes one to DIR/url).
 set -euo pipefail
 flowrt=$(realpath "$1"); url="$2"; shift 2
@@ -15,6 +17,7 @@ while [ $# -gt 0 ]; do
     --nodes) nodes="$2"; shift 2 ;;
     --connections) connections="$2"; shift 2 ;;
     --seconds) seconds="$2"; shift 2 ;;
+    --keyed) export FLOWRT_KEYED=1; shift ;;
     *) echo "bench-cluster.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
