@@ -65,7 +65,7 @@ class ClusterPostgresTest : public ::testing::Test {
     server::ClusterOptions cluster;
     cluster.node = name;
     cluster.lease_ms = lease_ms;
-    cluster.forward_timeout = std::chrono::milliseconds(20000);
+    cluster.forward_timeout = forward_timeout_;
     cluster.on_lost_lead = [this, name](const std::string& why) {
       std::lock_guard lock(lost_mu_);
       lost_[name].set_value(why);
@@ -98,6 +98,7 @@ class ClusterPostgresTest : public ::testing::Test {
 
   std::string url_;
   fs::path dir_;
+  std::chrono::milliseconds forward_timeout_{20000};  // of the nodes joined from then on
   std::vector<std::unique_ptr<server::ClusterNode>> nodes_;
   std::mutex lost_mu_;
   std::map<std::string, std::promise<std::string>> lost_;
@@ -226,6 +227,43 @@ TEST_F(ClusterPostgresTest, AWriteWithAnIdempotencyKey_IsAppliedOnce_WhicheverNo
   for (const Value& r : list.items()) numbers.emplace_back(r["number"].as_string());
   std::sort(numbers.begin(), numbers.end());
   EXPECT_EQ(numbers, (std::vector<std::string>{"INC1", "INC2", "INC3"}));
+}
+
+// What keys are for: a follower answers "not known" when the client's deadline comes while
+// its append waits (here on the inbox's head row, held by the test), and the append then
+// commits. Sent again with its key, to the leader or the follower, the insert gets the
+// answer of the one that was applied, and is there once.
+TEST_F(ClusterPostgresTest, AnInsertAnsweredNotKnown_SentAgainWithItsKey_IsAppliedOnce) {
+  server::ClusterNode& a = join("a");
+  ASSERT_TRUE(a.leads());
+  forward_timeout_ = std::chrono::milliseconds(500);
+  server::ClusterNode& b = join("b");
+  PGconn* holder = PQconnectdb(url_.c_str());
+  ASSERT_EQ(PQstatus(holder), CONNECTION_OK);
+  PGresult* held = PQexec(holder, "BEGIN; SELECT seq FROM cluster_inbox_head WHERE id = 1 FOR UPDATE");
+  ASSERT_EQ(PQresultStatus(held), PGRES_TUPLES_OK) << PQerrorMessage(holder);
+  PQclear(held);
+
+  HttpClient to_a(a.port()), to_b(b.port());
+  const std::string insert = "/api/tables/incident/records";
+  HttpReply unknown = to_b.post_keyed(insert, R"({"number": "INC5"})", "insert-INC5");
+  EXPECT_EQ(unknown.status, 504) << unknown.body;
+  EXPECT_THAT(unknown.body, HasSubstr("whether it was is not known")) << "the append is still in flight";
+  PGresult* done = PQexec(holder, "COMMIT");  // the append goes on, and commits
+  PQclear(done);
+  PQfinish(holder);
+
+  HttpReply again = to_a.post_keyed(insert, R"({"number": "INC5"})", "insert-INC5");
+  EXPECT_EQ(again.status, 201) << again.body;
+  const std::string op = again.header("X-Flowrt-Operation");
+  EXPECT_EQ(again.json()["number"], Value("INC5"));
+  HttpReply third = to_b.post_keyed(insert, R"({"number": "INC5"})", "insert-INC5");
+  EXPECT_EQ(third.status, 201) << third.body;
+  EXPECT_EQ(third.header("X-Flowrt-Operation"), op) << "one operation, whichever node answers";
+  EXPECT_EQ(third.body, again.body);
+  const Value list = to_a.get(R"(/api/tables/incident/records?where={"field":"number","op":"eq","value":"INC5"})")
+                         .json()["records"];
+  EXPECT_EQ(list.size(), 1u) << "applied once";
 }
 
 TEST_F(ClusterPostgresTest, TheLeaderChecksTheCallerTheFollowerForwarded) {
