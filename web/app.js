@@ -836,14 +836,20 @@ async function renderRecords(page, view, params, name) {
 
 /* ---------------------------------------------------------------- start */
 
-// Shows who the token belongs to.
+// Shows who the token belongs to. Only the answer to the latest call shows: an earlier
+// call's answer (without the token just entered) can come later, through a cluster's
+// follower, and must not overwrite it.
+let whoamiCalls = 0;
 async function loadWhoami() {
   const el = $('#whoami');
+  const call = ++whoamiCalls;
   try {
     const me = await api('/api/whoami');
+    if (call !== whoamiCalls) return;
     el.textContent = `${me.name} (${me.role})`;
     document.body.dataset.role = me.role;
   } catch (e) {
+    if (call !== whoamiCalls) return;
     el.textContent = e.status === 401 ? 'not signed in' : 'unknown user';
     delete document.body.dataset.role;
     showError(e);
