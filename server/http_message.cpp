@@ -28,6 +28,12 @@ Response error_response(http::status status, std::string_view message, std::stri
   return json_response(status, body);
 }
 
+Response unauthorized_response(std::string_view message) {
+  Response res = error_response(http::status::unauthorized, message);
+  res.set(http::field::www_authenticate, "Bearer");
+  return res;
+}
+
 std::string utf8_prefix(std::string_view text, size_t max_bytes) {
   size_t cut = std::min(text.size(), max_bytes);
   while (cut < text.size() && cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;

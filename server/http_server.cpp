@@ -188,12 +188,10 @@ class Session : public std::enable_shared_from_this<Session> {
     std::optional<Caller> who = caller();
     if (!who && state_->router.is_public(request_)) who = Caller{"anonymous", Role::kViewer, false};
     if (!who) {
-      Response res = error_response(http::status::unauthorized,
-                                    state_->auth.has_tokens()
-                                        ? "a valid token is needed: Authorization: Bearer TOKEN"
-                                        : "clients other than loopback need a token, and none is configured");
-      res.set(http::field::www_authenticate, "Bearer");
-      return send(std::move(res), keep);
+      return send(unauthorized_response(state_->auth.has_tokens()
+                                            ? kTokenNeeded
+                                            : "clients other than loopback need a token, and none is configured"),
+                  keep);
     }
     // A write waits for its commit to be durable (with a durable store): it runs on the
     // handler threads, so that the I/O threads go on reading and many writes share a commit.

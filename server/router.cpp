@@ -149,11 +149,7 @@ Reply Router::dispatch(const Request& req, const Caller& caller) const {
                             "this server does not remember Idempotency-Key (only the nodes of a cluster do: flowrt "
                             "serve --node): send the request without it");
     }
-    if (!caller.authenticated) {
-      Response res = error_response(http::status::unauthorized, "a valid token is needed: Authorization: Bearer TOKEN");
-      res.set(http::field::www_authenticate, "Bearer");
-      return res;
-    }
+    if (!caller.authenticated) return unauthorized_response(kTokenNeeded);
     return keyed_(req, caller);
   }
   std::vector<std::string> segments;

@@ -280,6 +280,12 @@ TEST_F(ClusterPostgresTest, TheLeaderChecksTheCallerTheFollowerForwarded) {
   EXPECT_THAT(refused.body, HasSubstr("'viewer' (role viewer) may not"));
   EXPECT_EQ(to_b.post("/api/events/ping", R"({"payload": {}})", token("operator")).status / 100, 2);
   EXPECT_EQ(to_b.get("/api/cluster").status, 401) << "the follower's own routes need a token too";
+  // A keyed write without a token is refused by the node itself: nothing goes into the inbox
+  // (where its key would keep the refusal as its answer).
+  HttpReply keyed = to_b.post_keyed("/api/events/ping", R"({"payload": {}})", "ping-1");
+  EXPECT_EQ(keyed.status, 401) << keyed.body;
+  EXPECT_EQ(keyed.header("WWW-Authenticate"), "Bearer");
+  EXPECT_EQ(keyed.header("X-Flowrt-Operation"), "") << "not in the inbox";
 }
 
 TEST_F(ClusterPostgresTest, AnOperationDurableButUnanswered_IsNotAppliedAgainByTheNextLeader) {
