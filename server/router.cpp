@@ -138,7 +138,9 @@ bool valid_idempotency_key(std::string_view key) {
 }  // namespace
 
 Reply Router::dispatch(const Request& req, const Caller& caller) const {
-  if (auto key = req.find(kIdempotencyKeyHeader); key != req.end() && is_write(req.method())) {
+  // Reads never look for the header (the check is on every request's path).
+  const auto key = is_write(req.method()) ? req.find(kIdempotencyKeyHeader) : req.end();
+  if (key != req.end()) {
     if (!valid_idempotency_key(key->value())) {
       return error_response(http::status::bad_request, "the Idempotency-Key header must be 1 to " +
                                                            std::to_string(kMaxIdempotencyKey) +
