@@ -240,6 +240,16 @@ Result<std::vector<ClusterNodeRow>> PostgresCluster::nodes() {
   return out;
 }
 
+namespace {
+
+// Whether a request with this method, target and body is the same as `q`: what a key names
+// (the content type and the caller's role are not part of it).
+bool same_request(std::string_view method, std::string_view target, std::string_view body, const InboxRequest& q) {
+  return method == q.method && target == q.target && body == q.body;
+}
+
+}  // namespace
+
 Result<std::vector<std::optional<PostgresCluster::KeyedEntry>>> PostgresCluster::keyed_entries(
     const std::vector<InboxRequest>& requests) {
   std::vector<std::optional<KeyedEntry>> out(requests.size());
@@ -260,21 +270,15 @@ Result<std::vector<std::optional<PostgresCluster::KeyedEntry>>> PostgresCluster:
                           p));
   if (!result_ok(r.get())) return error("cannot read the inbox's idempotency keys");
   for (int row = 0; row < PQntuples(r.get()); ++row) {
-    const size_t i = static_cast<size_t>(cell_int(r.get(), row, 0));
-    if (i >= requests.size()) continue;
+    const size_t i = static_cast<size_t>(cell_int(r.get(), row, 0));  // one of ours
     const InboxRequest& q = requests[i];
-    const bool same = cell_view(r.get(), row, 2) == q.method && cell_view(r.get(), row, 3) == q.target &&
-                      bytes_of(r.get(), row, 4) == q.body;
+    const bool same = same_request(cell_view(r.get(), row, 2), cell_view(r.get(), row, 3), bytes_of(r.get(), row, 4), q);
     out[i] = KeyedEntry{static_cast<uint64_t>(cell_int(r.get(), row, 1)), same};
   }
   return out;
 }
 
 namespace {
-
-bool same_request(const InboxRequest& a, const InboxRequest& b) {
-  return a.method == b.method && a.target == b.target && a.body == b.body;
-}
 
 // The earlier request of `requests` (before `i`) with i's caller and key, or npos.
 size_t earlier_with_key(const std::vector<InboxRequest>& requests, size_t i) {
@@ -355,7 +359,7 @@ Result<std::vector<InboxAppended>> PostgresCluster::append(int64_t incarnation, 
         }
         for (size_t i = 0; i < requests.size(); ++i) {
           if (const size_t j = same_as[i]; j != std::string::npos) {
-            out[i] = {out[j].seq, same_request(requests[i], requests[j]) ? Kind::kAgain : Kind::kKeyReused};
+            out[i] = {out[j].seq, same_request(requests[j].method, requests[j].target, requests[j].body, requests[i]) ? Kind::kAgain : Kind::kKeyReused};
           }
         }
         if (count > 0) {
