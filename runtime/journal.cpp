@@ -275,7 +275,9 @@ void Journal::drop_until_stopped(std::vector<JournalEntry>& entries) {
 void Journal::drop(std::vector<JournalEntry>& entries) {
   for (JournalEntry& e : entries) {
     // The contexts it would have queued never run, and the wakes never come: their work is
-    // done, as far as settle() is concerned.
+    // done, as far as settle() is concerned. Each push is a started context, counted as
+    // work from its start (Dispatcher::Batch::reserve) until run_context ends its run;
+    // each wake was counted when appended (append).
     if (!e.pushes.empty()) {
       undelivered_.fetch_sub(e.pushes.size(), std::memory_order_acq_rel);
       for (size_t i = 0; i < e.pushes.size(); ++i) core_.work_done();
