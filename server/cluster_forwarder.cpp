@@ -13,9 +13,23 @@ namespace flowrt::server {
 namespace {
 
 // What a stopping node answers (a follower that leaves or takes the lead, a leader that
-// leaves): with kNotAccepted when the request was not in the inbox yet.
+// leaves), with not_appended when the request was not in the inbox yet.
 constexpr const char* kStopped = "this node stopped taking requests for the inbox (it left, or took the lead)";
-constexpr const char* kNotAccepted = ": the request was not accepted; send it again";
+
+// 503 for a request this sending did not put into the inbox, `why`. Without a key that
+// means it was not accepted. With one it says nothing of the key: an earlier sending with
+// it may have been accepted (perhaps its append is still in flight elsewhere), so the
+// client is told to send it again with the key, which then gets that one's answer.
+Response not_appended(const InboxRequest& q, const std::string& why, const std::string& detail = "") {
+  const std::string more = detail.empty() ? "" : " (" + detail + ")";
+  if (q.idempotency_key.empty()) {
+    return error_response(http::status::service_unavailable, why + ": the request was not accepted; send it again" + more);
+  }
+  return error_response(http::status::service_unavailable,
+                        why + ": this sending was not put into the inbox, but an earlier one with the same "
+                              "Idempotency-Key may have been; send it again with the key to learn what became of it" +
+                            more);
+}
 
 // The response the leader gave, as a client of this node gets it.
 Response response_of(uint64_t seq, const InboxReply& a) {
@@ -56,7 +70,7 @@ void ClusterForwarder::stop() {
     if (stopping_ && !appender_.joinable()) return;
     stopping_ = true;
     for (const auto& p : queued_) {
-      settle(*p, error_response(http::status::service_unavailable, std::string(kStopped) + kNotAccepted));
+      settle(*p, not_appended(p->request, kStopped));
     }
     queued_.clear();
     for (const auto& p : appended_) {
@@ -94,7 +108,7 @@ Reply ClusterForwarder::forward(const Request& req, const Caller& caller) {
   {
     std::lock_guard lock(mu_);
     if (stopping_) {
-      return error_response(http::status::service_unavailable, std::string(kStopped) + kNotAccepted);
+      return not_appended(q, kStopped);
     }
     queued_.push_back(p);
   }
@@ -114,9 +128,7 @@ Reply ClusterForwarder::forward(const Request& req, const Caller& caller) {
     }
     if (p->seq == 0 && !p->appending) {
       std::erase(queued_, p);  // never appended now
-      return error_response(http::status::service_unavailable,
-                            "the cluster's database did not take the request in time: it was not accepted; send it "
-                            "again");
+      return not_appended(p->request, "the cluster's database did not take the request in time");
     }
     if (p->seq == 0) {
       return error_response(http::status::gateway_timeout,
@@ -189,9 +201,7 @@ void ClusterForwarder::append_loop() {
       engine_log().warn("cluster: {} requests not forwarded: {}", batch.size(), seqs.error().message);
       link.reset();  // connected again for the next ones
       for (const auto& p : batch) {
-        settle(*p, known ? error_response(http::status::service_unavailable,
-                                          "the cluster's database cannot be reached: the request was not accepted; "
-                                          "send it again (" + seqs.error().message + ")")
+        settle(*p, known ? not_appended(p->request, "the cluster's database cannot be reached", seqs.error().message)
                          : error_response(http::status::service_unavailable,
                                           "the connection to the cluster's database was lost while it took the "
                                           "request, and whether it was accepted cannot be read back now: it may be "
@@ -202,9 +212,8 @@ void ClusterForwarder::append_loop() {
     for (size_t i = 0; i < batch.size(); ++i) {
       const InboxAppended& done = (*seqs)[i];
       if (done.kind == InboxAppended::Kind::kNone) {
-        settle(*batch[i], error_response(http::status::service_unavailable,
-                                         "the connection to the cluster's database was lost while it took the "
-                                         "request, and it was not accepted; send it again"));
+        settle(*batch[i], not_appended(batch[i]->request,
+                                       "the connection to the cluster's database was lost while it took the request"));
         continue;
       }
       if (done.kind == InboxAppended::Kind::kKeyReused) {

@@ -266,6 +266,40 @@ TEST_F(ClusterPostgresTest, AnInsertAnsweredNotKnown_SentAgainWithItsKey_IsAppli
   EXPECT_EQ(list.size(), 1u) << "applied once";
 }
 
+// A keyed write a node could not put into the inbox (here: its append times out on the
+// inbox head, held by the test) is not answered "not accepted", as an unkeyed one is: an
+// earlier sending with its key may have been accepted, so the answer says to send it again
+// with the key. Sent again once the head is free, it is applied.
+TEST_F(ClusterPostgresTest, AKeyedWriteNotPutIntoTheInbox_IsNotAnsweredNotAccepted) {
+  server::ClusterNode& a = join("a");
+  ASSERT_TRUE(a.leads());
+  auto b_node = open("b", 3000, url_ + "%20-cstatement_timeout%3D300");
+  ASSERT_TRUE(b_node) << b_node.error().describe();
+  nodes_.push_back(std::move(b_node).value());
+  server::ClusterNode& b = *nodes_.back();
+  PGconn* holder = PQconnectdb(url_.c_str());
+  ASSERT_EQ(PQstatus(holder), CONNECTION_OK);
+  PGresult* held = PQexec(holder, "BEGIN; SELECT seq FROM cluster_inbox_head WHERE id = 1 FOR UPDATE");
+  ASSERT_EQ(PQresultStatus(held), PGRES_TUPLES_OK) << PQerrorMessage(holder);
+  PQclear(held);
+
+  HttpClient to_b(b.port());
+  const std::string insert = "/api/tables/incident/records";
+  HttpReply plain = to_b.post(insert, R"({"number": "INC7"})");
+  EXPECT_EQ(plain.status, 503) << plain.body;
+  EXPECT_THAT(plain.body, HasSubstr("the request was not accepted")) << "without a key, it was not";
+  HttpReply keyed = to_b.post_keyed(insert, R"({"number": "INC6"})", "insert-INC6");
+  EXPECT_EQ(keyed.status, 503) << keyed.body;
+  EXPECT_THAT(keyed.body, ::testing::Not(HasSubstr("not accepted")));
+  EXPECT_THAT(keyed.body, HasSubstr("send it again with the key"));
+  PGresult* done = PQexec(holder, "COMMIT");
+  PQclear(done);
+  PQfinish(holder);
+
+  HttpReply again = to_b.post_keyed(insert, R"({"number": "INC6"})", "insert-INC6");
+  EXPECT_EQ(again.status, 201) << again.body;
+}
+
 TEST_F(ClusterPostgresTest, TheLeaderChecksTheCallerTheFollowerForwarded) {
   std::ofstream(dir_ / "config.json") << config_with_tokens();
   join("a");
