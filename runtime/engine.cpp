@@ -33,6 +33,21 @@ std::unique_ptr<ContextEndWatcher> Engine::on_context_end(std::string_view id, s
   return std::make_unique<ContextEndWatcher>(core_->end_watch, token);
 }
 
+std::optional<Status> Engine::durable_state(uint64_t position) const {
+  if (!core_->journal || position == 0) return Status::ok();
+  return core_->journal->reached(position);
+}
+
+void Engine::when_durable(uint64_t position, std::function<void()> fn) {
+  if (!core_->journal || position == 0) return fn();
+  core_->journal->when_durable(position, std::move(fn));
+}
+
+Status Engine::wait_durable(uint64_t position) {
+  if (!core_->journal || position == 0) return Status::ok();
+  return core_->journal->wait_durable(position);
+}
+
 Engine::~Engine() { core_->stop(); }
 
 namespace {

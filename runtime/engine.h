@@ -46,6 +46,32 @@ class ContextEndWatcher {
   uint64_t token_;
 };
 
+// DurabilityDeferral: while one lives on a thread, the Engine's operations from outside
+// (insert ... test_flow, definition changes) called on that thread return once their
+// changes are committed, without waiting until they are durable in the store; position()
+// is then what to wait for (Engine::durable_state, when_durable, wait_durable) before
+// telling anyone that the operation happened. A server answers this way from its I/O
+// threads, so that no thread blocks on the disk per request. With the memory store
+// nothing is deferred (position() stays 0). Scoped to the thread that made it; the inner
+// one wins while deferrals nest.
+class DurabilityDeferral {
+ public:
+  DurabilityDeferral();
+  ~DurabilityDeferral();
+  DurabilityDeferral(const DurabilityDeferral&) = delete;
+  DurabilityDeferral& operator=(const DurabilityDeferral&) = delete;
+  // The journal position the operations so far must reach before they are durable; 0:
+  // nothing to wait for.
+  uint64_t position() const { return position_; }
+  // The calling thread's live deferral, null when none (for the engine's wait).
+  static DurabilityDeferral* current();
+  void defer(uint64_t position) { position_ = position > position_ ? position : position_; }
+
+ private:
+  uint64_t position_ = 0;
+  DurabilityDeferral* previous_;
+};
+
 class Engine {
  public:
   // Builds an engine and opens its store (EngineOptions::store). When the store cannot be
@@ -127,6 +153,17 @@ class Engine {
   // the returned watcher is held (for a caller that waits for it: look at the context
   // after this, as it may have ended before). The watcher may outlive the engine.
   std::unique_ptr<ContextEndWatcher> on_context_end(std::string_view id, std::function<void()> fn);
+  // A deferred operation's durability (DurabilityDeferral::position()): OK once it is
+  // durable, an error when it never will be (the store was given up, or the engine
+  // stopped first: the operation's changes are in memory only), nothing while it may
+  // still be. Position 0 is durable.
+  std::optional<Status> durable_state(uint64_t position) const;
+  // Calls `fn` once when durable_state(position) has an answer: at once on the calling
+  // thread when it has one already, else on the store's writer thread. `fn` must be quick
+  // (it wakes the waiter) and must not call the engine.
+  void when_durable(uint64_t position, std::function<void()> fn);
+  // Blocks until durable_state(position) has an answer, and returns it.
+  Status wait_durable(uint64_t position);
 
   // ---- the store (docs/DURABILITY.md) ----
   // After opening a store that holds state, once definitions are loaded and custom actions

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "plans/time.h"
+#include "runtime/engine.h"
 #include "runtime/engine_core.h"
 #include "runtime/engine_log.h"
 #include "runtime/stored_context.h"
@@ -80,13 +81,26 @@ void EngineCore::journal_definition(UnitType type, std::string_view id) {
   journal->append(std::move(e));
 }
 
+namespace {
+thread_local DurabilityDeferral* t_deferral = nullptr;  // the calling thread's live deferral
+}  // namespace
+
+DurabilityDeferral::DurabilityDeferral() : previous_(t_deferral) { t_deferral = this; }
+DurabilityDeferral::~DurabilityDeferral() { t_deferral = previous_; }
+DurabilityDeferral* DurabilityDeferral::current() { return t_deferral; }
+
 Status EngineCore::wait_durable() {
   if (!journal) return Status::ok();
   const uint64_t appended = journal->appended();
   if (props().durability == Durability::kOff) {
     // Not waiting for its own entry, but never further than kOffBacklog entries ahead of the
-    // writer: what waits to be written (and the memory it holds) stays bounded.
+    // writer: what waits to be written (and the memory it holds) stays bounded. Not
+    // deferred: nothing is promised durable, and the wait is rare.
     if (appended > kOffBacklog) (void)journal->wait_durable(appended - kOffBacklog);
+    return Status::ok();
+  }
+  if (DurabilityDeferral* d = DurabilityDeferral::current()) {
+    d->defer(appended);  // its caller waits (Engine::durable_state)
     return Status::ok();
   }
   return journal->wait_durable(appended);

@@ -50,9 +50,12 @@ void Journal::stop() {
     work_cv_.notify_all();
   }
   if (thread_.joinable()) thread_.join();
-  MutexLock lock(mu_);
-  stopped_ = true;
-  durable_cv_.notify_all();
+  {
+    MutexLock lock(mu_);
+    stopped_ = true;
+    durable_cv_.notify_all();
+  }
+  call_watchers(UINT64_MAX);
 }
 
 uint64_t Journal::append(JournalEntry entry) {
@@ -98,15 +101,49 @@ Status Journal::wait_durable(uint64_t position) {
   if (durable() >= position) return Status::ok();
   MutexLock lock(mu_);
   while (durable() < position) {
-    if (stopped_) {
-      Status f = failure();
-      if (gave_up_) return Error{"not written to the " + store_.describe() + ": " + f.message()};
-      return Error{"not written to the " + store_.describe() + " before the engine stopped" +
-                   (f ? std::string() : ": " + f.message())};
-    }
+    if (stopped_) return never_written();
     durable_cv_.wait(mu_);
   }
   return Status::ok();
+}
+
+std::optional<Status> Journal::reached(uint64_t position) {
+  if (durable() >= position) return Status::ok();
+  MutexLock lock(mu_);
+  if (durable() >= position) return Status::ok();
+  if (stopped_) return never_written();
+  return std::nullopt;
+}
+
+void Journal::when_durable(uint64_t position, std::function<void()> fn) {
+  {
+    MutexLock lock(mu_);
+    // Checked under mu_: the writer stores durable_ and takes the watchers under it too, so
+    // a watcher added here is either seen as reached now or called by the writer.
+    if (durable() < position && !stopped_) {
+      watchers_.emplace(position, std::move(fn));
+      return;
+    }
+  }
+  fn();
+}
+
+Status Journal::never_written() const {
+  Status f = failure();
+  if (gave_up_) return Error{"not written to the " + store_.describe() + ": " + f.message()};
+  return Error{"not written to the " + store_.describe() + " before the engine stopped" +
+               (f ? std::string() : ": " + f.message())};
+}
+
+void Journal::call_watchers(uint64_t position) {
+  std::vector<std::function<void()>> due;
+  {
+    MutexLock lock(mu_);
+    const auto end = watchers_.upper_bound(position);
+    for (auto it = watchers_.begin(); it != end; ++it) due.push_back(std::move(it->second));
+    watchers_.erase(watchers_.begin(), end);
+  }
+  for (const auto& fn : due) fn();
 }
 
 void Journal::wait_delivered(uint64_t position) {
@@ -164,6 +201,7 @@ void Journal::run() {
         stopped_ = true;
         durable_cv_.notify_all();
       }
+      call_watchers(UINT64_MAX);
       drop_until_stopped(entries);
       return;
     }
@@ -184,6 +222,7 @@ void Journal::run() {
       durable_.store(last, std::memory_order_release);
       durable_cv_.notify_all();
     }
+    call_watchers(last);
     release(entries);
     deliver(entries);
     entries.clear();

@@ -38,6 +38,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -130,6 +132,14 @@ class Journal {
   // Blocks until the entry at `position` is durable. An error when the journal stopped
   // before it could be written.
   Status wait_durable(uint64_t position) EXCLUDES(mu_);
+  // Without waiting: OK when the entry at `position` is durable, an error when it never
+  // will be (the journal stopped first), nothing while it may still be.
+  std::optional<Status> reached(uint64_t position) EXCLUDES(mu_);
+  // Calls `fn` once, when the entry at `position` is durable or the journal stopped before
+  // it was: at once on the calling thread when that is so already, else on the writer
+  // thread (or the one stopping the journal), without the journal's locks held. `fn` must
+  // be quick (it wakes someone) and must not call the journal.
+  void when_durable(uint64_t position, std::function<void()> fn) EXCLUDES(mu_);
   // Blocks until what the entry at `position` set going (contexts queued, wake-ups) has
   // been delivered. A simulation waits so after each step: its runs stay exact replays.
   void wait_delivered(uint64_t position) EXCLUDES(mu_);
@@ -161,6 +171,10 @@ class Journal {
   // The batch holding `entries` is durable: the contexts that ended in it leave memory.
   void release(const std::vector<JournalEntry>& entries);
   void set_failure(Status s) EXCLUDES(fail_mu_);
+  // Why an entry will never be durable, once the writer stopped (stopped_).
+  Status never_written() const REQUIRES(mu_);
+  // Calls the when_durable callbacks up to `position` (all of them: UINT64_MAX).
+  void call_watchers(uint64_t position) EXCLUDES(mu_);
 
   EngineCore& core_;
   Store& store_;
@@ -168,6 +182,7 @@ class Journal {
   CondVar work_cv_;      // the writer waits on it for entries (or the stop)
   CondVar durable_cv_;   // wait_durable waits on it
   std::vector<JournalEntry> pending_ GUARDED_BY(mu_);
+  std::multimap<uint64_t, std::function<void()>> watchers_ GUARDED_BY(mu_);  // when_durable's, by position
   StoreCounters counters_ GUARDED_BY(mu_);  // the latest, from entries appended under the commit lock
   bool stopping_ GUARDED_BY(mu_) = false;
   bool stopped_ GUARDED_BY(mu_) = false;    // the writer ended; what is not durable now never will be

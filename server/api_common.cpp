@@ -6,6 +6,7 @@
 
 #include "plans/value_json.h"
 #include "runtime/engine.h"
+#include "server/context_summary.h"
 
 namespace flowrt::server {
 

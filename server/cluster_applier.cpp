@@ -70,7 +70,7 @@ Reply ClusterApplier::dispatch(const InboxEntry& e, const std::shared_ptr<InFlig
       }
       cv_.notify_all();
     });
-    return router_.dispatch(req, caller);
+    return router_.dispatch(req, caller, /*wrapped=*/false);
   } catch (const std::exception& ex) {
     engine_log().error("cluster: operation {} ({} {}): {}", e.seq, q.method, q.target, ex.what());
     return error_response(http::status::internal_server_error, "the leader failed to apply it (logged)");

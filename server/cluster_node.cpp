@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "plans/time.h"
+#include "plans/value_json.h"
 #include "runtime/engine.h"
 #include "runtime/engine_core.h"
 #include "runtime/engine_log.h"
@@ -142,7 +143,6 @@ Status ClusterNode::start_following() {
   http.port = port_.load() ? port_.load() : setup_.port;
   http.limits = setup_.config.limits;
   http.io_threads = options_.io_threads;
-  http.handler_threads = 0;  // a forward only queues: nothing blocks an I/O thread
   follower_server_ = std::make_unique<HttpServer>(http, follower_router_, *auth_);
   if (Status s = follower_server_->start(); !s) return s;
   port_ = follower_server_->port();

@@ -38,14 +38,13 @@ struct HttpServer::State {
   std::condition_variable all_closed;                              // with mu
   asio::io_context io;
   // Keeps the I/O threads running while no connection has an operation pending in `io`
-  // (each is in a handler thread, say, once the acceptor has closed): a handler's answer
-  // is posted back to its connection's strand and must still be written. stop() lets go
-  // of it last.
+  // (a deferred reply waits for its waker, say, once the acceptor has closed): the wake
+  // is posted to its connection's strand and the answer must still be written. stop()
+  // lets go of it last.
   asio::executor_work_guard<asio::io_context::executor_type> io_work{io.get_executor()};
   tcp::acceptor acceptor;
   // The acceptor is not thread-safe: its completions run here, and stop() closes it here.
   asio::strand<asio::io_context::executor_type> accept_strand;
-  std::unique_ptr<asio::thread_pool> handlers;  // null: handlers run on the I/O threads
   std::atomic<bool> stopping{false};
 
   void accept();
@@ -192,16 +191,6 @@ class Session : public std::enable_shared_from_this<Session> {
                                             ? kTokenNeeded
                                             : "clients other than loopback need a token, and none is configured"),
                   keep);
-    }
-    // A write waits for its commit to be durable (with a durable store): it runs on the
-    // handler threads, so that the I/O threads go on reading and many writes share a commit.
-    if (state_->handlers && request_.method() != http::verb::get && request_.method() != http::verb::head) {
-      asio::post(*state_->handlers, [self = shared_from_this(), who = *who, keep] {
-        Reply reply = self->dispatch(who);
-        asio::post(self->stream_.get_executor(),
-                   [self, keep, reply = std::move(reply)]() mutable { self->answer(std::move(reply), keep); });
-      });
-      return;
     }
     answer(dispatch(*who), keep);
   }
@@ -407,9 +396,6 @@ Status HttpServer::start() {
     return Error{"cannot listen on " + options_.host + ":" + std::to_string(options_.port) + ": " + ec.message()};
   }
   port_ = acceptor.local_endpoint().port();
-  if (options_.handler_threads > 0) {
-    state_->handlers = std::make_unique<asio::thread_pool>(static_cast<size_t>(options_.handler_threads));
-  }
   state_->accept();
   for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
     threads_.emplace_back([s = state_] { s->io.run(); });
@@ -444,8 +430,6 @@ void HttpServer::stop(int64_t grace_ms) {
     std::unique_lock lock(state_->mu);
     state_->all_closed.wait_for(lock, std::chrono::milliseconds(grace_ms), [&] { return state_->sessions.empty(); });
   }
-  // Handlers still running (past the grace) finish before the I/O context goes.
-  if (state_->handlers) state_->handlers->join();
   state_->io_work.reset();
   state_->io.stop();
   for (std::thread& t : threads_) t.join();

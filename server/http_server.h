@@ -1,10 +1,10 @@
 // HttpServer: HTTP/1.1 with keep-alive on Boost.Beast and Boost.Asio, for `flowrt serve`.
 //
-// Its own I/O threads run every connection (one strand each). A read's handler runs on the
-// I/O thread that read its request; a write's handler on the handler threads when there
-// are any (a durable store: the write waits for its commit to be durable, and many such
-// waits share one commit), so that the I/O threads never wait for the disk. A response to
-// wait for (a call with ?wait=) is polled on a timer, an event stream is written from a timer.
+// Its own I/O threads run every connection (one strand each). A request's handler runs on
+// the I/O thread that read it; handlers never wait for the disk (with a durable store a
+// write's answer is deferred until its commit is durable, server/durable_reply.h). A
+// response to wait for (a write until it is durable, a call with ?wait=) is polled when
+// woken or on a timer, an event stream is written from a timer.
 // Limits (ServerLimits) are enforced here, each with a clear JSON error: a header or body
 // too large (431, 413), a request that does not arrive whole in time (408), a connection
 // idle too long (closed), too many connections (503). Malformed HTTP gets 400; the
@@ -33,10 +33,6 @@ struct HttpServerOptions {
   uint16_t port = 8480;  // 0: any free port (port() says which)
   ServerLimits limits;
   int io_threads = 2;
-  // Threads that run the handlers of writes (every method but GET and HEAD), which wait
-  // for their commit to be durable; 0: they run on the I/O threads (a memory store, where
-  // nothing waits).
-  int handler_threads = 0;
 };
 
 class HttpServer {

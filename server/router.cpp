@@ -137,7 +137,7 @@ bool valid_idempotency_key(std::string_view key) {
 
 }  // namespace
 
-Reply Router::dispatch(const Request& req, const Caller& caller) const {
+Reply Router::dispatch(const Request& req, const Caller& caller, bool wrapped) const {
   // Reads never look for the header (the check is on every request's path).
   const auto key = is_write(req.method()) ? req.find(kIdempotencyKeyHeader) : req.end();
   if (key != req.end()) {
@@ -172,6 +172,7 @@ Reply Router::dispatch(const Request& req, const Caller& caller) const {
       return error_response(http::status::forbidden, "'" + caller.name + "' (role " + std::string(role_name(caller.role)) +
                                                          ") may not " + std::string(permission_name(r.permission)));
     }
+    if (wrapped && wrap_writes_ && is_write(req.method())) return wrap_writes_([&] { return r.handler(api); });
     return r.handler(api);
   }
   if (fallback_) return fallback_(req, caller);

@@ -91,8 +91,16 @@ class Router {
   // malformed key is refused either way, and so is a caller without a valid token (401).
   void keyed_writes(Fallback keyed) { keyed_ = std::move(keyed); }
 
-  // The response to `req` from `caller` (already authenticated).
-  Reply dispatch(const Request& req, const Caller& caller) const;
+  // Wraps the handler call of every write route (POST, PUT, PATCH, DELETE) in dispatch:
+  // with a durable store, the service answers a write once its changes are durable
+  // without a thread waiting for that (server/durable_reply.h).
+  using WriteWrap = std::function<Reply(const std::function<Reply()>& handler)>;
+  void wrap_writes(WriteWrap wrap) { wrap_writes_ = std::move(wrap); }
+
+  // The response to `req` from `caller` (already authenticated). `wrapped`: false calls
+  // a write's handler without the wrap_writes wrap (a cluster's applier, whose handler
+  // threads wait for durability themselves).
+  Reply dispatch(const Request& req, const Caller& caller, bool wrapped = true) const;
   // Whether `req` is for a kPublic route (answered without a token).
   bool is_public(const Request& req) const;
 
@@ -108,6 +116,7 @@ class Router {
   std::vector<Route> routes_;
   Fallback fallback_;
   Fallback keyed_;
+  WriteWrap wrap_writes_;
 };
 
 }  // namespace flowrt::server

@@ -12,6 +12,7 @@
 #include "runtime/engine_log.h"
 #include "runtime/project.h"
 #include "runtime/run_config.h"
+#include "server/durable_reply.h"
 
 namespace flowrt::server {
 
@@ -102,14 +103,16 @@ Result<std::unique_ptr<Service>, Diagnostics> Service::open(const ServeOptions& 
   s->api_ = std::make_unique<ApiContext>(*s->engine_, s->feed_);
   s->auth_ = std::make_unique<Authenticator>(config.tokens);
   add_api_routes(s->router_, *s->api_);
+  // With a durable store a write is answered once it is durable, without a thread waiting.
+  Engine* engine_ptr = s->engine_.get();
+  s->router_.wrap_writes(
+      [engine_ptr](const std::function<Reply()>& handler) { return answer_when_durable(*engine_ptr, handler); });
   if (options.more_routes) options.more_routes(s->router_);
   HttpServerOptions http;
   http.host = host;
   http.port = port;
   http.limits = config.limits;
   http.io_threads = options.io_threads;
-  // With a durable store a write waits for its commit: off the I/O threads.
-  http.handler_threads = project->options.store == "memory" ? 0 : options.handler_threads;
   s->server_ = std::make_unique<HttpServer>(http, s->router_, *s->auth_);
   HttpServer* server = s->server_.get();
   s->api_->connections = [server] { return server->connections(); };

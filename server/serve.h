@@ -27,8 +27,6 @@ struct ServeOptions {
   std::string data;                      // the SQLite file; "" : config's store, else DIR/flowrt.db
   std::string log_level;                 // the engine's log on stderr
   int io_threads = 2;
-  // Threads for writes' handlers with a durable store (HttpServerOptions::handler_threads).
-  int handler_threads = 64;
   int64_t feed_period_ms = 100;
   // A cluster node that leads (server/cluster_node.h): its lead epoch, which fences the
   // store's writes (StoreOptions::lead_epoch); 0 outside a cluster.

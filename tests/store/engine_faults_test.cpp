@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -291,6 +292,71 @@ TEST_F(EngineFaultsTest, AStoreFailingPastTheGiveUpLimit_IsGivenUp_TheWaitEndsWi
   EXPECT_EQ(lost_calls.load(), 1) << "called once";
 
   EXPECT_EQ(orders_after_reopen(), (std::vector<std::string>{"o1"})) << "o2 was not acknowledged";
+  engine_.reset();
+}
+
+// An operation under a DurabilityDeferral (how `flowrt serve` answers writes) returns once
+// its change is committed, before it is durable; the caller learns when it is durable
+// without a thread waiting: durable_state says "not yet" while the disk is full, and
+// when_durable's callback comes once the journal has written it. Without the deferral the
+// insert would block until then.
+TEST_F(EngineFaultsTest, AnInsertUnderADeferral_ReturnsCommitted_AndIsToldDurableOnceWritten) {
+  FaultVfs vfs("flowrt-fault-engine", /*make_default=*/true);
+  Engine& engine = open_with_o1_durable(options(Durability::kFull));
+  Journal& journal = *engine.core().journal;
+
+  vfs.set_space(0);
+  uint64_t position = 0;
+  {
+    const DurabilityDeferral deferral;
+    ASSERT_TRUE(engine.insert("order", Value::object({{"sys_id", Value("o2")}})).is_ok());
+    position = deferral.position();
+  }
+  EXPECT_GT(position, 0u);
+  EXPECT_FALSE(engine.record("order", "o2").is_null()) << "committed: readable at once";
+  while (journal.failure().is_ok()) std::this_thread::yield();  // the write failed: o2 is not durable
+  EXPECT_FALSE(engine.durable_state(position).has_value());
+  std::promise<void> told;
+  engine.when_durable(position, [&told] { told.set_value(); });
+  std::future<void> durable = told.get_future();
+  EXPECT_EQ(durable.wait_for(std::chrono::seconds(0)), std::future_status::timeout) << "told before it was written";
+
+  vfs.set_space(std::nullopt);  // room again: the journal's next try writes it
+  durable.wait();
+  ASSERT_TRUE(engine.durable_state(position).has_value());
+  EXPECT_TRUE(engine.durable_state(position)->is_ok());
+  EXPECT_TRUE(engine.wait_durable(position).is_ok());
+  engine_.reset();
+  EXPECT_EQ(orders_after_reopen(), (std::vector<std::string>{"o1", "o2"}));
+  engine_.reset();
+}
+
+// A deferred operation whose change is never written (the store is given up) is told so:
+// when_durable's callback comes, and durable_state is the error that names the failure.
+TEST_F(EngineFaultsTest, ADeferredInsertTheStoreNeverWrites_IsToldWithTheFailure) {
+  FaultVfs vfs("flowrt-fault-engine", /*make_default=*/true);
+  EngineOptions o = options(Durability::kFull);
+  o.store_give_up_ms = 200;
+  Engine& engine = open_with_o1_durable(std::move(o));
+
+  vfs.set_space(0);
+  uint64_t position = 0;
+  {
+    const DurabilityDeferral deferral;
+    ASSERT_TRUE(engine.insert("order", Value::object({{"sys_id", Value("o2")}})).is_ok());
+    position = deferral.position();
+  }
+  std::promise<void> told;
+  engine.when_durable(position, [&told] { told.set_value(); });
+  told.get_future().wait();  // once given up
+  std::optional<Status> state = engine.durable_state(position);
+  ASSERT_TRUE(state.has_value());
+  ASSERT_FALSE(state->is_ok());
+  EXPECT_NE(state->message().find("(the disk is full)"), std::string::npos) << state->message();
+  EXPECT_FALSE(engine.wait_durable(position).is_ok());
+  engine_.reset();
+  vfs.set_space(std::nullopt);
+  EXPECT_EQ(orders_after_reopen(), (std::vector<std::string>{"o1"}));
   engine_.reset();
 }
 

@@ -1,0 +1,95 @@
+// A write to `flowrt serve` with a durable store is answered once its change is durable,
+// and without a thread waiting for it (server/durable_reply.h): while the disk is full the
+// client has no answer though the change is committed in memory; once the store writes it
+// the answer comes; and when the store is given up the answer is a 503 naming the failure
+// (not a 201 for a change that will be lost, nor a 400 as if the request were wrong).
+// The disk is the fault-injecting VFS (tests/store/fault_vfs.h) made SQLite's default.
+#include <gtest/gtest.h>
+
+#include <poll.h>
+
+#include <thread>
+
+#include "runtime/engine_core.h"
+#include "runtime/journal.h"
+#include "tests/server/server_fixture.h"
+#include "tests/store/fault_vfs.h"
+
+namespace flowrt::testing_http {
+namespace {
+
+const std::string kBody = R"({"sys_id": "i1", "number": "INC0001"})";
+const std::string kInsert =
+    "POST /api/tables/incident/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+    std::to_string(kBody.size()) + "\r\n\r\n" + kBody;
+
+class DurableReplyTest : public ServerFixture {
+ protected:
+  // Serves the fixture's project with `give_up_ms` (0: the store is retried without end).
+  void serve_giving_up_after(int64_t give_up_ms) {
+    dir_ = fs::temp_directory_path() /
+           ("flowrt-serve-" + std::to_string(::getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "flows");
+    for (const auto& f : kFlows) std::ofstream(dir_ / "flows" / f[0]) << f[1];
+    server::ServeOptions options;
+    options.dir = dir_.string();
+    options.listen = "127.0.0.1:0";
+    options.log_level = "off";
+    options.store_give_up_ms = give_up_ms;
+    auto s = server::Service::open(options);
+    ASSERT_TRUE(s) << s.error().describe();
+    service_ = std::move(s).value();
+    client_ = std::make_unique<HttpClient>(service_->port());
+  }
+  Journal& journal() { return *engine().core().journal; }
+  // Waits (no time limit of its own: the test's) until the insert is committed and the
+  // journal's write of it has failed.
+  void wait_committed_and_failing() {
+    while (engine().record("incident", "i1").is_null()) std::this_thread::yield();
+    while (journal().failure().is_ok()) std::this_thread::yield();
+  }
+  bool answered_now() {
+    pollfd readable{client().socket().native_handle(), POLLIN, 0};
+    return poll(&readable, 1, 0) == 1;
+  }
+  std::optional<HttpReply> answer_within_30s() {
+    pollfd readable{client().socket().native_handle(), POLLIN, 0};
+    if (poll(&readable, 1, 30000) != 1) return std::nullopt;
+    return client().read_reply();
+  }
+};
+
+TEST_F(DurableReplyTest, AnInsert_IsAnsweredOnceItIsDurable_NotBefore) {
+  testing::FaultVfs vfs("flowrt-fault-serve", /*make_default=*/true);
+  serve_giving_up_after(0);
+  vfs.set_space(0);
+  client().write_raw(kInsert);
+  wait_committed_and_failing();
+  EXPECT_FALSE(answered_now()) << "answered while its change could not be written";
+
+  vfs.set_space(std::nullopt);  // the journal's next try writes it
+  std::optional<HttpReply> answered = answer_within_30s();
+  ASSERT_TRUE(answered) << "no answer within 30 s of the disk having room";
+  EXPECT_EQ(answered->status, 201) << answered->body;
+  EXPECT_EQ(answered->json()["sys_id"], Value("i1"));
+  EXPECT_GE(journal().durable(), 1u);
+  service_.reset();
+}
+
+TEST_F(DurableReplyTest, AnInsertTheStoreNeverWrites_IsAnswered503_NamingTheFailure) {
+  testing::FaultVfs vfs("flowrt-fault-serve", /*make_default=*/true);
+  serve_giving_up_after(200);
+  vfs.set_space(0);
+  client().write_raw(kInsert);
+  std::optional<HttpReply> answered = answer_within_30s();  // once the store is given up
+  ASSERT_TRUE(answered) << "no answer within 30 s";
+  EXPECT_EQ(answered->status, 503) << answered->body;
+  const std::string error(answered->json()["error"].as_string());
+  EXPECT_NE(error.find("(the disk is full)"), std::string::npos) << error;
+  EXPECT_NE(error.find("in memory"), std::string::npos) << error;
+  service_.reset();
+}
+
+}  // namespace
+}  // namespace flowrt::testing_http
