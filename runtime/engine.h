@@ -63,11 +63,12 @@ class DurabilityDeferral {
   // The journal position the operations so far must reach before they are durable; 0:
   // nothing to wait for.
   uint64_t position() const { return position_; }
-  // The calling thread's live deferral, null when none (for the engine's wait).
+ private:
+  friend class EngineCore;  // its wait for durability defers to the thread's live deferral
+  // The calling thread's live deferral, null when none.
   static DurabilityDeferral* current();
   void defer(uint64_t position) { position_ = position > position_ ? position : position_; }
 
- private:
   uint64_t position_ = 0;
   DurabilityDeferral* previous_;
 };

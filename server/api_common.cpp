@@ -138,14 +138,14 @@ RecentFigures recent_figures(Engine& engine, std::string_view flow) {
 }
 
 Reply reply_when_ended(Engine& engine, const std::string& id, std::chrono::milliseconds wait,
-                       std::function<std::optional<Response>(bool last)> poll) {
+                       std::function<std::optional<Response>(PollTurn)> poll) {
   Reply reply;
   reply.deadline = std::chrono::steady_clock::now() + wait;
   reply.waker = std::make_shared<ReplyWaker>();
   reply.max_poll_interval = std::chrono::milliseconds(1000);
   // Held by the poll: the watch ends when the reply goes (answered, or its client gone).
   std::shared_ptr<ContextEndWatcher> watcher = engine.on_context_end(id, [waker = reply.waker] { waker->wake(); });
-  reply.poll = [watcher, poll = std::move(poll)](bool last) { return poll(last); };
+  reply.poll = [watcher, poll = std::move(poll)](PollTurn turn) { return poll(turn); };
   return reply;
 }
 

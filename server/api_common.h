@@ -56,6 +56,6 @@ Response engine_error(const std::string& message);
 // moment the context ends (Engine::on_context_end), so `poll` (as Reply::poll) answers
 // then; the timer's polls, a second apart, are only a fallback.
 Reply reply_when_ended(Engine& engine, const std::string& id, std::chrono::milliseconds wait,
-                       std::function<std::optional<Response>(bool last)> poll);
+                       std::function<std::optional<Response>(PollTurn)> poll);
 
 }  // namespace flowrt::server

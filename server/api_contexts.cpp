@@ -70,11 +70,11 @@ Reply cancel_context(Engine& engine, const ApiRequest& req) {
   }
   Status s = engine.cancel(id);
   if (!s) return engine_error(s.message());
-  return reply_when_ended(engine, id, std::chrono::seconds(2), [&engine, id](bool last) -> std::optional<Response> {
+  return reply_when_ended(engine, id, std::chrono::seconds(2), [&engine, id](PollTurn turn) -> std::optional<Response> {
     std::optional<ContextRecord> now = engine.context(id);
     const std::string status = now ? now->status() : "cancelled";
     if (is_final_status(status)) return json_response(http::status::ok, Value::object({{"id", Value(id)}, {"status", Value(status)}}));
-    if (!last) return std::nullopt;
+    if (turn == PollTurn::kWaiting) return std::nullopt;
     return json_response(http::status::accepted, Value::object({{"id", Value(id)}, {"status", Value(status)}}));
   });
 }

@@ -36,10 +36,10 @@ Reply call_flow(Engine& engine, const ApiRequest& req) {
   Result<std::string> id = engine.call_flow(req.param("id"), *inputs, req.caller.name);
   if (!id) return engine_error(id.message());
   if (wait == 0) return json_response(http::status::accepted, Value::object({{"context_id", Value(*id)}}));
-  return reply_when_ended(engine, *id, std::chrono::milliseconds(wait), [&engine, context = *id](bool last) -> std::optional<Response> {
+  return reply_when_ended(engine, *id, std::chrono::milliseconds(wait), [&engine, context = *id](PollTurn turn) -> std::optional<Response> {
     std::optional<ContextRecord> r = engine.context(context);
     if (r && is_final_status(r->status())) return json_response(http::status::ok, r->value());
-    if (!last) return std::nullopt;
+    if (turn == PollTurn::kWaiting) return std::nullopt;
     return json_response(http::status::accepted,
                          Value::object({{"context_id", Value(context)}, {"status", Value(r ? r->status() : "queued")}}));
   });

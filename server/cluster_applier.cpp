@@ -138,7 +138,7 @@ Status ClusterApplier::answer_finished(PostgresCluster& link) {
   for (const auto& f : finished) record(&answers, f->seq, std::move(f->reply));
   const auto now = std::chrono::steady_clock::now();
   for (auto it = waits_.begin(); it != waits_.end();) {
-    std::optional<Response> res = it->poll(now >= it->deadline);
+    std::optional<Response> res = it->poll(now >= it->deadline ? PollTurn::kDeadline : PollTurn::kWaiting);
     if (!res) {
       ++it;
       continue;

@@ -65,7 +65,7 @@ class ClusterApplier {
   static constexpr int kHandlerThreads = 32;
   struct Waiting {
     uint64_t seq;
-    std::function<std::optional<Response>(bool)> poll;
+    std::function<std::optional<Response>(PollTurn)> poll;
     std::chrono::steady_clock::time_point deadline;
   };
   // One entry handed to a handler thread.

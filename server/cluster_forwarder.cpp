@@ -119,10 +119,10 @@ Reply ClusterForwarder::forward(const Request& req, const Caller& caller) {
   reply.max_poll_interval = std::chrono::milliseconds(1000);
   const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout_).count();
   auto wait = std::make_shared<ClientWait>(this, p);
-  reply.poll = [this, p, wait, seconds](bool last) -> std::optional<Response> {
+  reply.poll = [this, p, wait, seconds](PollTurn turn) -> std::optional<Response> {
     std::lock_guard lock(mu_);
     if (p->answer) return std::move(*p->answer);
-    if (!last) return std::nullopt;
+    if (turn == PollTurn::kWaiting) return std::nullopt;
     if (stopping_ && p->seq != 0) {
       return accepted_but_unanswered(http::status::service_unavailable, p->seq, kStopped);
     }

@@ -1,6 +1,5 @@
 #include "server/durable_reply.h"
 
-#include <chrono>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -9,13 +8,8 @@
 
 namespace flowrt::server {
 
-namespace {
-// A deferred write's deadline. The store's writer always ends the wait first (durable,
-// or given up after store_give_up_ms); past it the last poll waits on the journal.
-constexpr std::chrono::hours kDurableDeadline{1};
-}  // namespace
-
-Reply answer_when_durable(Engine& engine, const std::function<Reply()>& handler) {
+Reply answer_when_durable(Engine& engine, const std::function<Reply()>& handler,
+                          std::chrono::milliseconds durable_within) {
   uint64_t position = 0;
   Reply reply;
   {
@@ -26,20 +20,28 @@ Reply answer_when_durable(Engine& engine, const std::function<Reply()>& handler)
   if (position == 0 || reply.stream) return reply;
   if (std::optional<Status> s = engine.durable_state(position); s && s->is_ok()) return reply;
   Reply deferred;
-  deferred.deadline = reply.poll ? reply.deadline : std::chrono::steady_clock::now() + kDurableDeadline;
+  deferred.deadline = reply.poll ? reply.deadline : std::chrono::steady_clock::now() + durable_within;
   deferred.max_poll_interval = reply.max_poll_interval;
   deferred.waker = reply.waker ? reply.waker : std::make_shared<ReplyWaker>();
   auto response = std::make_shared<Response>(std::move(reply.response));
-  deferred.poll = [&engine, position, inner = std::move(reply.poll), response](bool last) -> std::optional<Response> {
+  deferred.poll = [&engine, position, inner = std::move(reply.poll), response](PollTurn turn) -> std::optional<Response> {
     std::optional<Status> s = engine.durable_state(position);
-    if (!s && last) s = engine.wait_durable(position);  // the server stops: the writer ends the wait soon
-    if (!s) return std::nullopt;
+    if (!s) {
+      if (turn == PollTurn::kWaiting) return std::nullopt;
+      if (turn == PollTurn::kDeadline) {
+        // No I/O thread waits on the disk: the client is told the truth so far.
+        return error_response(http::status::service_unavailable,
+                              "the change was made in memory but is not written to the store yet; it may still be "
+                              "(the store is retried): read it back to know");
+      }
+      s = engine.wait_durable(position);  // the drain: what was done is answered once written
+    }
     if (!s->is_ok()) {
       return error_response(http::status::service_unavailable,
                             "the change was made in memory but " + s->message() +
                                 "; it is lost when the engine stops, and the engine takes no more writes");
     }
-    if (inner) return inner(last);
+    if (inner) return inner(turn);
     return std::move(*response);
   };
   engine.when_durable(position, [waker = deferred.waker] { waker->wake(); });

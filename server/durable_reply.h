@@ -2,15 +2,19 @@
 // handler runs under a DurabilityDeferral, so the engine returns once the change is
 // committed; when it is not durable yet, the reply waits, deferred, until it is (the
 // store's writer wakes it: no thread waits per request), and becomes a 503 when it never
-// will be (the store was given up, or the engine stopped first). A reply the handler
+// will be (the store was given up, or the engine stopped first), or is not yet after
+// `durable_within` (the store is still retried: it may be). While the server drains, the
+// reply waits until the store has written the change or given it up. A reply the handler
 // deferred itself (a call that waits for its context's end) is polled once the change is
-// durable. What a client is told happened is durable, as when the handler waited.
+// durable, and has its own deadline instead of `durable_within`. What a client is told
+// happened is durable, as when the handler waited.
 //
 // Thread-safety: called on the thread that dispatches the request; the reply it returns
 // is polled by the HTTP server's strand, and woken from the store's writer thread. The
 // Engine outlives every reply.
 #pragma once
 
+#include <chrono>
 #include <functional>
 
 #include "runtime/engine.h"
@@ -18,6 +22,7 @@
 
 namespace flowrt::server {
 
-Reply answer_when_durable(Engine& engine, const std::function<Reply()>& handler);
+Reply answer_when_durable(Engine& engine, const std::function<Reply()>& handler,
+                          std::chrono::milliseconds durable_within);
 
 }  // namespace flowrt::server

@@ -240,12 +240,14 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void poll_deferred(std::shared_ptr<Reply> reply, bool keep, std::chrono::milliseconds delay) {
     woken_ = false;
-    const bool last = Clock::now() >= reply->deadline || state_->stopping.load();
-    if (std::optional<Response> res = reply->poll(last)) {
+    const PollTurn turn = state_->stopping.load()              ? PollTurn::kDraining
+                          : Clock::now() >= reply->deadline ? PollTurn::kDeadline
+                                                            : PollTurn::kWaiting;
+    if (std::optional<Response> res = reply->poll(turn)) {
       deferred_ = false;
       return send(std::move(*res), keep);
     }
-    if (last) {
+    if (turn != PollTurn::kWaiting) {
       deferred_ = false;
       return send(error_response(http::status::internal_server_error, "no response"), false);
     }

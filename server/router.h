@@ -39,6 +39,10 @@ struct ApiRequest {
   const std::string& param(std::string_view name) const { return params.find(name)->second; }
 };
 
+// Why a deferred reply is polled: it may go on waiting (kWaiting), or must answer now,
+// because its deadline has passed (kDeadline) or the server drains (kDraining).
+enum class PollTurn : uint8_t { kWaiting, kDeadline, kDraining };
+
 // What a handler gives back: a response now, or one to wait for (polled until it comes or
 // the deadline passes, on a timer: no I/O thread waits), or an event stream.
 struct Reply {
@@ -46,9 +50,10 @@ struct Reply {
   Reply() = default;
 
   Response response;
-  // Deferred: called every few milliseconds with last=false until it returns a response,
-  // and once with last=true at `deadline` (it must answer then).
-  std::function<std::optional<Response>(bool last)> poll;
+  // Deferred: called every few milliseconds with kWaiting until it returns a response, and
+  // once with kDeadline at `deadline`, or kDraining when the server stops first (it must
+  // answer then).
+  std::function<std::optional<Response>(PollTurn)> poll;
   std::chrono::steady_clock::time_point deadline;
   // How far apart the polls may grow (they start 1 ms apart and double): a reply that
   // comes from elsewhere soon (a cluster leader's answer) polls more often.

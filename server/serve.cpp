@@ -105,8 +105,10 @@ Result<std::unique_ptr<Service>, Diagnostics> Service::open(const ServeOptions& 
   add_api_routes(s->router_, *s->api_);
   // With a durable store a write is answered once it is durable, without a thread waiting.
   Engine* engine_ptr = s->engine_.get();
-  s->router_.wrap_writes(
-      [engine_ptr](const std::function<Reply()>& handler) { return answer_when_durable(*engine_ptr, handler); });
+  const std::chrono::milliseconds durable_within(config.limits.durable_answer_ms);
+  s->router_.wrap_writes([engine_ptr, durable_within](const std::function<Reply()>& handler) {
+    return answer_when_durable(*engine_ptr, handler, durable_within);
+  });
   if (options.more_routes) options.more_routes(s->router_);
   HttpServerOptions http;
   http.host = host;

@@ -84,10 +84,10 @@ bool read_server_config(const Value* section, const std::string& file, ServerCon
         for (const auto& m : limits->members()) {
           const std::string_view key = m.key.as_string();
           if (key != "body_bytes" && key != "header_bytes" && key != "request_timeout_ms" && key != "idle_timeout_ms" &&
-              key != "connections" && key != "stream_heartbeat_ms") {
+              key != "connections" && key != "stream_heartbeat_ms" && key != "durable_answer_ms") {
             diags->add(file, pointer_append("/server/limits", key),
                        "unknown limit (expected body_bytes, header_bytes, request_timeout_ms, idle_timeout_ms, "
-                       "connections, stream_heartbeat_ms)");
+                       "connections, stream_heartbeat_ms, durable_answer_ms)");
           }
         }
         ServerLimits& l = config.limits;
@@ -99,6 +99,7 @@ bool read_server_config(const Value* section, const std::string& file, ServerCon
         read_limit(*limits, "idle_timeout_ms", 3600000, file, &l.idle_timeout_ms, diags);
         read_limit(*limits, "connections", 100000, file, &connections, diags);
         read_limit(*limits, "stream_heartbeat_ms", 3600000, file, &l.stream_heartbeat_ms, diags);
+        read_limit(*limits, "durable_answer_ms", 86400000, file, &l.durable_answer_ms, diags);
         l.body_bytes = static_cast<size_t>(body);
         l.header_bytes = static_cast<size_t>(header);
         l.connections = static_cast<size_t>(connections);

@@ -4,7 +4,8 @@
 //   "server": {"tokens": [{"name": "ci", "role": "operator", "token_sha256": "<64 hex>"}],
 //              "limits": {"body_bytes": 1048576, "header_bytes": 16384,
 //                         "request_timeout_ms": 30000, "idle_timeout_ms": 60000,
-//                         "connections": 512}}
+//                         "connections": 512, "stream_heartbeat_ms": 15000,
+//                         "durable_answer_ms": 3600000}}
 //
 // The file holds no secret: a token is kept as the SHA-256 of its text. Plain data; the
 // reader reports every problem at once, each with the config's name and JSON pointer.
@@ -28,6 +29,7 @@ struct ServerLimits {
   int64_t idle_timeout_ms = 60000;      // a kept-alive connection idle this long is closed
   size_t connections = 512;             // connections at once; more are answered 503 and closed
   int64_t stream_heartbeat_ms = 15000;  // an event stream sends a comment this often
+  int64_t durable_answer_ms = 3600000;  // a write not durable within this is answered 503
 };
 
 struct ServerConfig {

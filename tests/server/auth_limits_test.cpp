@@ -118,7 +118,7 @@ TEST(ServeConfigTest, ABrokenServerSectionNamesThePointer) {
   const fs::path dir = fs::temp_directory_path() / ("flowrt-serve-config-" + std::to_string(::getpid()));
   fs::create_directories(dir / "flows");
   std::ofstream(dir / "config.json")
-      << R"({"server": {"tokens": [{"name": "a", "role": "boss", "token_sha256": "abc"}], "limits": {"body_bytes": 0}, "x": 1}})";
+      << R"({"server": {"tokens": [{"name": "a", "role": "boss", "token_sha256": "abc"}], "limits": {"body_bytes": 0, "durable_answer_ms": 0}, "x": 1}})";
   server::ServeOptions options;
   options.dir = dir.string();
   options.listen = "127.0.0.1:0";
@@ -128,6 +128,7 @@ TEST(ServeConfigTest, ABrokenServerSectionNamesThePointer) {
   EXPECT_THAT(d, HasSubstr("/server/tokens/0/role"));
   EXPECT_THAT(d, HasSubstr("/server/tokens/0/token_sha256"));
   EXPECT_THAT(d, HasSubstr("/server/limits/body_bytes"));
+  EXPECT_THAT(d, HasSubstr("/server/limits/durable_answer_ms"));
   EXPECT_THAT(d, HasSubstr("/server/x"));
   fs::remove_all(dir);
 }

@@ -30,8 +30,8 @@ struct HourLongReply {
     r.deadline = std::chrono::steady_clock::now() + std::chrono::hours(1);
     r.max_poll_interval = std::chrono::hours(1);
     r.waker = waker;
-    r.poll = [this](bool last) -> std::optional<server::Response> {
-      if (ready.load() || last) {
+    r.poll = [this](server::PollTurn turn) -> std::optional<server::Response> {
+      if (ready.load() || turn != server::PollTurn::kWaiting) {
         return server::json_response(ready.load() ? http::status::ok : http::status::accepted,
                                      Value::object({{"ready", Value(ready.load())}}));
       }

@@ -6,7 +6,11 @@
 // The disk is the fault-injecting VFS (tests/store/fault_vfs.h) made SQLite's default.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -25,13 +29,15 @@ const std::string kInsert =
 
 class DurableReplyTest : public ServerFixture {
  protected:
-  // Serves the fixture's project with `give_up_ms` (0: the store is retried without end).
-  void serve_giving_up_after(int64_t give_up_ms) {
+  // Serves the fixture's project with `give_up_ms` (0: the store is retried without end)
+  // and config.json's text `config` ("" for none).
+  void serve_giving_up_after(int64_t give_up_ms, const std::string& config = "") {
     dir_ = fs::temp_directory_path() /
            ("flowrt-serve-" + std::to_string(::getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "flows");
     for (const auto& f : kFlows) std::ofstream(dir_ / "flows" / f[0]) << f[1];
+    if (!config.empty()) std::ofstream(dir_ / "config.json") << config;
     server::ServeOptions options;
     options.dir = dir_.string();
     options.listen = "127.0.0.1:0";
@@ -40,7 +46,8 @@ class DurableReplyTest : public ServerFixture {
     auto s = server::Service::open(options);
     ASSERT_TRUE(s) << s.error().describe();
     service_ = std::move(s).value();
-    client_ = std::make_unique<HttpClient>(service_->port());
+    port_ = service_->port();
+    client_ = std::make_unique<HttpClient>(port_);
   }
   Journal& journal() { return *engine().core().journal; }
   // Waits (no time limit of its own: the test's) until the insert is committed and the
@@ -49,9 +56,21 @@ class DurableReplyTest : public ServerFixture {
     while (engine().record("incident", "i1").is_null()) std::this_thread::yield();
     while (journal().failure().is_ok()) std::this_thread::yield();
   }
+  uint16_t port_ = 0;
   bool answered_now() {
     pollfd readable{client().socket().native_handle(), POLLIN, 0};
     return poll(&readable, 1, 0) == 1;
+  }
+  // Whether a new connection to the server is taken (false once it drains).
+  bool accepting() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port_);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool connected = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
+    ::close(fd);
+    return connected;
   }
   std::optional<HttpReply> answer_within_30s() {
     pollfd readable{client().socket().native_handle(), POLLIN, 0};
@@ -88,6 +107,50 @@ TEST_F(DurableReplyTest, AnInsertTheStoreNeverWrites_IsAnswered503_NamingTheFail
   const std::string error(answered->json()["error"].as_string());
   EXPECT_NE(error.find("(the disk is full)"), std::string::npos) << error;
   EXPECT_NE(error.find("in memory"), std::string::npos) << error;
+  service_.reset();
+}
+
+// The store is retried without end (a single server's default), so the writer never ends
+// the wait: past durable_answer_ms the client is told the change is not written yet, and
+// no I/O thread blocks on the disk. The change is still written once the disk has room.
+TEST_F(DurableReplyTest, AnInsertNotWrittenWithinDurableAnswerMs_IsAnswered503_NotYetWritten) {
+  testing::FaultVfs vfs("flowrt-fault-serve", /*make_default=*/true);
+  serve_giving_up_after(0, R"({"server": {"limits": {"durable_answer_ms": 300}}})");
+  vfs.set_space(0);
+  client().write_raw(kInsert);
+  std::optional<HttpReply> answered = answer_within_30s();
+  ASSERT_TRUE(answered) << "no answer within 30 s of a 300 ms durable_answer_ms";
+  EXPECT_EQ(answered->status, 503) << answered->body;
+  const std::string error(answered->json()["error"].as_string());
+  EXPECT_NE(error.find("not written to the store yet; it may still be"), std::string::npos) << error;
+
+  // The server goes on: another connection is served while the disk is still full.
+  HttpClient other(port_);
+  EXPECT_EQ(other.get("/healthz").status, 200);
+
+  vfs.set_space(std::nullopt);
+  EXPECT_TRUE(journal().wait_durable(journal().appended()).is_ok());
+  EXPECT_FALSE(engine().record("incident", "i1").is_null());
+  service_.reset();
+}
+
+// A write still waiting for the disk when the drain begins (SIGTERM) is answered once the
+// store has written it: the drain does not cut it off with an error (API.md, the drain).
+TEST_F(DurableReplyTest, AnInsertWaitingForTheDiskWhenTheDrainBegins_IsAnsweredOnceWritten) {
+  testing::FaultVfs vfs("flowrt-fault-serve", /*make_default=*/true);
+  serve_giving_up_after(0);
+  vfs.set_space(0);
+  client().write_raw(kInsert);
+  wait_committed_and_failing();
+
+  std::thread drain([this] { service_->stop(); });
+  while (accepting()) std::this_thread::yield();  // the drain has begun
+  EXPECT_FALSE(answered_now()) << "answered during the drain while its change could not be written";
+  vfs.set_space(std::nullopt);
+  std::optional<HttpReply> answered = answer_within_30s();
+  drain.join();
+  ASSERT_TRUE(answered) << "no answer within 30 s of the disk having room";
+  EXPECT_EQ(answered->status, 201) << answered->body;
   service_.reset();
 }
 
