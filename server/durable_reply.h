@@ -10,7 +10,7 @@
 // happened is durable, as when the handler waited.
 //
 // Thread-safety: called on the thread that dispatches the request; the reply it returns
-// is polled by the HTTP server's strand, and woken from the store's writer thread. The
+// is polled on the HTTP server's I/O thread of its connection, and woken from the store's writer thread. The
 // Engine outlives every reply.
 #pragma once
 

@@ -23,10 +23,17 @@ namespace {
 class Session;
 }
 
-// What the sessions share: the I/O context, the acceptor, the open sessions.
+// What the sessions share: the I/O contexts, the acceptor, the open sessions.
 struct HttpServer::State {
   State(HttpServerOptions o, const Router& r, const Authenticator& a)
-      : options(std::move(o)), router(r), auth(a), acceptor(io), accept_strand(asio::make_strand(io)) {}
+      : options(std::move(o)), router(r), auth(a), ios(make_ios(options.io_threads)), accept_io(1), acceptor(accept_io) {
+    for (auto& io : ios) io_work.push_back(asio::make_work_guard(*io));
+  }
+  static std::vector<std::unique_ptr<asio::io_context>> make_ios(int threads) {
+    std::vector<std::unique_ptr<asio::io_context>> out;
+    for (int i = 0; i < std::max(1, threads); ++i) out.push_back(std::make_unique<asio::io_context>(1));
+    return out;
+  }
 
   HttpServerOptions options;
   const Router& router;
@@ -36,15 +43,21 @@ struct HttpServer::State {
   std::unordered_map<uint64_t, std::weak_ptr<Session>> sessions;  // guarded by mu
   uint64_t next_session = 0;                                       // guarded by mu
   std::condition_variable all_closed;                              // with mu
-  asio::io_context io;
-  // Keeps the I/O threads running while no connection has an operation pending in `io`
-  // (a deferred reply waits for its waker, say, once the acceptor has closed): the wake
-  // is posted to its connection's strand and the answer must still be written. stop()
-  // lets go of it last.
-  asio::executor_work_guard<asio::io_context::executor_type> io_work{io.get_executor()};
+  // One I/O context per I/O thread, each run by its thread alone: a connection lives on
+  // one of them (round robin), so its handlers run one at a time on that thread (no strand
+  // needed) and no handler is handed to another thread.
+  std::vector<std::unique_ptr<asio::io_context>> ios;
+  size_t next_io = 0;  // on the accept thread: where the next connection goes
+  // Keep the I/O threads running while no connection has an operation pending in their
+  // context (a deferred reply waits for its waker, say, once the acceptor has closed): the
+  // wake is posted to its connection's context and the answer must still be written.
+  // stop() lets go of them last.
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> io_work;
+  // The acceptor has an I/O context and a thread of its own, so that a handler that takes
+  // long never delays a new connection, nor stop()'s closing of the acceptor. It is not
+  // thread-safe: its completions run on that thread, and stop() closes it there.
+  asio::io_context accept_io;
   tcp::acceptor acceptor;
-  // The acceptor is not thread-safe: its completions run here, and stop() closes it here.
-  asio::strand<asio::io_context::executor_type> accept_strand;
   std::atomic<bool> stopping{false};
 
   void accept();
@@ -53,7 +66,7 @@ struct HttpServer::State {
 namespace {
 
 // One connection: reads requests one after another (keep-alive), answers each, until the
-// client closes, a limit is passed, or the server stops. Runs on its strand.
+// client closes, a limit is passed, or the server stops. Runs on its I/O thread alone.
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, std::shared_ptr<HttpServer::State> state, uint64_t id)
@@ -61,7 +74,7 @@ class Session : public std::enable_shared_from_this<Session> {
         state_(std::move(state)),
         id_(id),
         timer_(stream_.get_executor()),
-        read_timer_(stream_.get_executor()) {
+        deadline_timer_(stream_.get_executor()) {
     beast::error_code ec;
     const tcp::endpoint peer = stream_.socket().remote_endpoint(ec);
     loopback_ = !ec && peer.address().is_loopback();
@@ -101,7 +114,7 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->header_limit(static_cast<uint32_t>(limits().header_bytes));
     parser_->body_limit(limits().body_bytes);
     busy_ = false;
-    arm_read_timer(first_ ? limits().request_timeout_ms : limits().idle_timeout_ms);
+    set_deadline(first_ ? limits().request_timeout_ms : limits().idle_timeout_ms);
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
   }
@@ -110,18 +123,34 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec) return on_read_error(ec);
     busy_ = true;
     // The rest of the request must come within the request timeout.
-    arm_read_timer(limits().request_timeout_ms);
+    set_deadline(limits().request_timeout_ms);
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code e, size_t) { self->on_read(e); });
   }
 
-  // A read that takes longer than `ms` is cancelled, and answered as a timeout (the
-  // socket stays open for that answer, which tcp_stream's own expiry would not allow).
-  void arm_read_timer(int64_t ms) {
+  // The read or write in progress must end within `ms`, or it is cancelled (a read is then
+  // answered as a timeout: the socket stays open for that answer, which tcp_stream's own
+  // expiry would not allow). Moving the deadline is a store: the one deadline timer is
+  // armed only when none is pending, or when the new deadline is before the pending one;
+  // a timer that fires before the deadline (it moved later) arms itself again. So a
+  // request costs no timer operation in the steady state.
+  void set_deadline(int64_t ms) {
     timed_out_ = false;
-    read_timer_.expires_after(std::chrono::milliseconds(ms));
-    read_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-      if (ec) return;  // cancelled: the read finished first
+    deadline_ = Clock::now() + std::chrono::milliseconds(ms);
+    if (!deadline_armed_ || deadline_ < deadline_timer_at_) arm_deadline();
+  }
+  // No read or write is timed now (a deferred reply, an event stream).
+  void clear_deadline() { deadline_ = Clock::time_point::max(); }
+
+  void arm_deadline() {
+    deadline_armed_ = true;
+    deadline_timer_at_ = deadline_;
+    deadline_timer_.expires_at(deadline_);
+    deadline_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec == asio::error::operation_aborted) return;  // re-armed earlier, or closed
+      self->deadline_armed_ = false;
+      if (ec || self->closed_ || self->deadline_ == Clock::time_point::max()) return;
+      if (Clock::now() < self->deadline_) return self->arm_deadline();  // it moved later
       self->timed_out_ = true;
       beast::error_code ignored;
       self->stream_.socket().cancel(ignored);
@@ -129,7 +158,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void on_read_error(beast::error_code ec) {
-    read_timer_.cancel();
+    clear_deadline();
     if (timed_out_) ec = beast::error::timeout;
     if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted || ec == asio::error::connection_reset ||
         ec == asio::error::eof) {
@@ -160,7 +189,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void on_read(beast::error_code ec) {
     if (ec) return on_read_error(ec);
-    read_timer_.cancel();
+    clear_deadline();
     first_ = false;
     request_ = parser_->release();
     handle();
@@ -212,7 +241,7 @@ class Session : public std::enable_shared_from_this<Session> {
     send(std::move(reply.response), keep);
   }
 
-  // A deferred response: polled on the strand's timer, never blocking the thread; a reply
+  // A deferred response: polled on its timer, never blocking the thread; a reply
   // with a waker is polled at once when it is woken (the timer is cancelled for it).
   void wait_for(Reply reply, bool keep) {
     auto shared = std::make_shared<Reply>(std::move(reply));
@@ -232,7 +261,7 @@ class Session : public std::enable_shared_from_this<Session> {
     poll_deferred(shared, keep, first);
   }
 
-  // On the strand, while a deferred reply waits: its timer ends now, and it is polled.
+  // On its thread, while a deferred reply waits: its timer ends now, and it is polled.
   void wake_deferred() {
     woken_ = true;
     timer_.cancel();
@@ -309,9 +338,9 @@ class Session : public std::enable_shared_from_this<Session> {
     res.set(http::field::server, "flowrt");
     if (request_.method() == http::verb::head) res.body().clear();
     response_ = std::make_shared<Response>(std::move(res));
-    stream_.expires_after(std::chrono::milliseconds(limits().request_timeout_ms));
+    set_deadline(limits().request_timeout_ms);
     http::async_write(stream_, *response_, [self = shared_from_this(), keep](beast::error_code ec, size_t) {
-      self->stream_.expires_never();  // the write's deadline must not cut the next read short
+      self->clear_deadline();
       self->response_.reset();
       if (ec || !keep) return self->close();
       self->read();
@@ -322,7 +351,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (closed_) return;
     closed_ = true;
     timer_.cancel();
-    read_timer_.cancel();
+    deadline_timer_.cancel();
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
     stream_.socket().close(ec);
@@ -332,9 +361,13 @@ class Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<HttpServer::State> state_;
   const uint64_t id_;
   asio::steady_timer timer_;       // deferred responses and event streams
-  bool deferred_ = false;          // a deferred reply waits (on the strand)
-  bool woken_ = false;             // its timer was cancelled to poll it now (on the strand)
-  asio::steady_timer read_timer_;  // the idle and request timeouts of reads
+  bool deferred_ = false;          // a deferred reply waits
+  bool woken_ = false;             // its timer was cancelled to poll it now
+  // The idle and request timeouts of reads and writes (set_deadline).
+  asio::steady_timer deadline_timer_;
+  Clock::time_point deadline_ = Clock::time_point::max();  // of the read or write in progress
+  Clock::time_point deadline_timer_at_;                     // when the pending timer fires
+  bool deadline_armed_ = false;                             // a timer wait is pending
   bool timed_out_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -354,7 +387,8 @@ class Session : public std::enable_shared_from_this<Session> {
 }  // namespace
 
 void HttpServer::State::accept() {
-  acceptor.async_accept(asio::make_strand(io), asio::bind_executor(accept_strand, [this](beast::error_code ec, tcp::socket socket) {
+  asio::io_context& io = *ios[next_io++ % ios.size()];
+  acceptor.async_accept(io, [this](beast::error_code ec, tcp::socket socket) {
     if (ec) {
       if (ec == asio::error::operation_aborted || stopping.load()) return;
       engine_log().warn("serve: accept: {}", ec.message());
@@ -376,7 +410,7 @@ void HttpServer::State::accept() {
       session->start();
     }
     accept();
-  }));
+  });
 }
 
 HttpServer::HttpServer(HttpServerOptions options, const Router& router, const Authenticator& auth)
@@ -399,8 +433,9 @@ Status HttpServer::start() {
   }
   port_ = acceptor.local_endpoint().port();
   state_->accept();
-  for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
-    threads_.emplace_back([s = state_] { s->io.run(); });
+  threads_.emplace_back([s = state_] { s->accept_io.run(); });  // ends once the acceptor is closed
+  for (auto& io : state_->ios) {
+    threads_.emplace_back([s = state_, io = io.get()] { io->run(); });
   }
   return Status::ok();
 }
@@ -415,7 +450,7 @@ void HttpServer::stop(int64_t grace_ms) {
   state_->stopping.store(true);
   // A raw pointer: a handler still queued when the I/O context stops must not keep the
   // State (and so its own queue) alive. The State outlives every run of it.
-  asio::post(state_->accept_strand, [s = state_.get()] {
+  asio::post(state_->accept_io, [s = state_.get()] {
     beast::error_code ec;
     s->acceptor.close(ec);
   });
@@ -432,8 +467,9 @@ void HttpServer::stop(int64_t grace_ms) {
     std::unique_lock lock(state_->mu);
     state_->all_closed.wait_for(lock, std::chrono::milliseconds(grace_ms), [&] { return state_->sessions.empty(); });
   }
-  state_->io_work.reset();
-  state_->io.stop();
+  for (auto& work : state_->io_work) work.reset();
+  for (auto& io : state_->ios) io->stop();
+  state_->accept_io.stop();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
   // The close posted above does not run when the I/O context stopped first: the port would

@@ -1,8 +1,9 @@
 // HttpServer: HTTP/1.1 with keep-alive on Boost.Beast and Boost.Asio, for `flowrt serve`.
 //
-// Its own I/O threads run every connection (one strand each). A request's handler runs on
-// the I/O thread that read it; handlers never wait for the disk (with a durable store a
-// write's answer is deferred until its commit is durable, server/durable_reply.h). A
+// Its own I/O threads run every connection (each thread its own I/O context; a connection
+// stays on one, given round robin). A request's handler runs on the I/O thread that read
+// it; handlers never wait for the disk (with a durable store a write's answer is deferred
+// until its commit is durable, server/durable_reply.h). A
 // response to wait for (a write until it is durable, a call with ?wait=) is polled when
 // woken or on a timer, an event stream is written from a timer.
 // Limits (ServerLimits) are enforced here, each with a clear JSON error: a header or body
