@@ -304,9 +304,13 @@ class Session : public std::enable_shared_from_this<Session> {
     write_stream();
   }
 
+  // Each write must end within request_timeout_ms: a client that stops reading cannot
+  // hold the connection (the deadline cancels the write, and the connection closes).
   void write_stream() {
     if (out_.empty()) return stream_tick();
+    set_deadline(limits().request_timeout_ms);
     asio::async_write(stream_.socket(), asio::buffer(out_), [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->clear_deadline();
       if (ec) return self->close();
       self->out_.clear();
       self->stream_tick();

@@ -3,9 +3,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <thread>
 
 #include "tests/server/server_fixture.h"
 
@@ -253,6 +257,48 @@ TEST_F(StreamTest, NeedsATokenAndAnIdThatIsANumber) {
   HttpReply r = client().get("/api/stream");
   EXPECT_EQ(r.status, 401);
   EXPECT_EQ(client().get("/api/stream?access_token=wrong").status, 401);
+}
+
+// A stream client that stops reading cannot hold its connection: each write of the stream
+// must end within request_timeout_ms, or the connection is closed (API.md, limits).
+class StreamLimitTest : public ServerFixture {
+ protected:
+  void SetUp() override {
+    serve(R"({"store": "memory", "properties": {"context_retention": 1000},
+              "server": {"limits": {"request_timeout_ms": 300}}})");
+  }
+  int64_t connections() { return client().get("/api/stats").json()["connections"].as_int(); }
+};
+
+TEST_F(StreamLimitTest, AClientThatStopsReadingTheStream_IsDisconnected) {
+  // A small receive buffer (set before connecting, so that the window is small from the
+  // start): the server's writes block soon after the client stops reading.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int small = 2048;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(service_->port());
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+  const std::string request = "GET /api/stream HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_EQ(::send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+  while (connections() < 2) std::this_thread::yield();  // this client's and the stream
+
+  // Contexts start and end until the stream's writes block and the server lets it go
+  // (bounded: a server that never does fails the test instead of hanging it).
+  bool let_go = false;
+  for (int round = 0; round < 400 && !let_go; ++round) {
+    for (int i = 0; i < 500; ++i) {
+      ASSERT_TRUE(engine().fire_event("ping", Value::object({{"n", Value(round * 500 + i)}})).is_ok());
+    }
+    settle();
+    service_->feed().poll();
+    let_go = connections() == 1;
+  }
+  ::close(fd);
+  EXPECT_TRUE(let_go) << "the stream's connection is still open with its client not reading";
+  EXPECT_EQ(client().get("/healthz").status, 200);  // and the server goes on
 }
 
 }  // namespace
