@@ -349,14 +349,17 @@ Result<std::string> Engine::call_flow(std::string_view flow, const Value& inputs
   return std::string(started->context_id.as_string());
 }
 
-Result<std::string> Engine::test_flow(std::string_view flow, const Value& record, const Value& inputs) {
+Result<std::string> Engine::test_flow(std::string_view flow, const Value& record, const Value& inputs,
+                                      std::string_view caller) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
   FlowSlot* slot = core_->flows.slot(flow);
   if (!slot) return Error{"no flow '" + std::string(flow) + "'"};
   FlowRegistry::PlanResult p = core_->flows.plan_for_test(flow, core_->compile_options());
   if (!p.plan) return Error{"flow '" + std::string(flow) + "' does not compile: " + p.error};
+  const Origin origin = origin_of(caller);
   TriggerData t;
   t.time = core_->clock.now();
+  t.caller = origin.caller;
   const TriggerSpec& spec = p.plan->trigger;
   if (!record.is_null()) {
     const Value& table = record["table"];
@@ -388,7 +391,7 @@ Result<std::string> Engine::test_flow(std::string_view flow, const Value& record
     FLOWRT_RETURN_IF_ERROR(check_api_inputs(p.plan->root(), inputs.is_null() ? Value::empty_object() : inputs));
   }
   Result<StartedFlow> started = core_->dispatcher.start_flow(
-      *slot, std::move(t), inputs.is_null() ? Value::empty_object() : inputs, Origin{}, std::move(p.plan));
+      *slot, std::move(t), inputs.is_null() ? Value::empty_object() : inputs, origin, std::move(p.plan));
   if (!started) return started.error();
   FLOWRT_RETURN_IF_ERROR(core_->wait_durable());
   return std::string(started->context_id.as_string());

@@ -147,8 +147,9 @@ class Engine {
                                 std::string_view caller = {});
   // Runs a flow now, trigger condition bypassed, drafts included: with a record
   // ({"table", "sys_id"}) for record-triggered flows, or with inputs, checked as call_flow
-  // checks them against the version that runs.
-  Result<std::string> test_flow(std::string_view flow, const Value& record, const Value& inputs);
+  // checks them against the version that runs. `caller` as for call_flow.
+  Result<std::string> test_flow(std::string_view flow, const Value& record, const Value& inputs,
+                                std::string_view caller = {});
   Status cancel(std::string_view context_id);
   // Calls `fn` once, on the thread that ends it, when context `id` ends, for as long as
   // the returned watcher is held (for a caller that waits for it: look at the context

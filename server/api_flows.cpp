@@ -1,10 +1,11 @@
 // Routes over definitions (list, read, save at a revision, publish, activate, deactivate,
-// plan, validate) and calls of API flows.
+// plan, validate), calls of API flows, and test runs of any flow.
 #include <algorithm>
 #include <map>
 #include <chrono>
 #include <span>
 
+#include "compiler/diagnostics.h"
 #include "plans/time.h"
 #include "plans/value_json.h"
 #include "runtime/engine.h"
@@ -17,32 +18,79 @@ namespace {
 
 constexpr DurationMs kMaxWait = 300000;
 
-// POST /api/flows/{id}/call[?wait=DURATION]: {"context_id"}, or with wait the record once
-// the context ended (202 with {"context_id", "status"} if it has not by then).
-Reply call_flow(Engine& engine, const ApiRequest& req) {
-  Response error;
-  std::optional<Value> inputs = json_body(req, &error, Value::empty_object());
-  if (!inputs) return error;
-  DurationMs wait = 0;
+// The ?wait=DURATION of a call or a test run (0 without one); false with *error set when it
+// is not a duration up to kMaxWait.
+bool read_wait(const ApiRequest& req, DurationMs* wait, Response* error) {
+  *wait = 0;
   if (const std::string* w = req.query_value("wait")) {
     Result<DurationMs> d = parse_duration(std::string_view(*w));
     if (!d || *d < 0 || *d > kMaxWait) {
-      return error_response(http::status::bad_request,
-                            "query parameter wait must be a duration up to 5m (\"500ms\", \"10s\"): " +
-                                (d ? std::string("too long") : d.message()));
+      *error = error_response(http::status::bad_request,
+                              "query parameter wait must be a duration up to 5m (\"500ms\", \"10s\"): " +
+                                  (d ? std::string("too long") : d.message()));
+      return false;
     }
-    wait = *d;
+    *wait = *d;
   }
-  Result<std::string> id = engine.call_flow(req.param("id"), *inputs, req.caller.name);
-  if (!id) return engine_error(id.message());
-  if (wait == 0) return json_response(http::status::accepted, Value::object({{"context_id", Value(*id)}}));
-  return reply_when_ended(engine, *id, std::chrono::milliseconds(wait), [&engine, context = *id](PollTurn turn) -> std::optional<Response> {
+  return true;
+}
+
+// A context just started by a call or a test run: {"context_id"} (202), or with a wait the
+// record once the context ended (202 with {"context_id", "status"} if it has not by then).
+Reply started_context(Engine& engine, const std::string& id, DurationMs wait) {
+  if (wait == 0) return json_response(http::status::accepted, Value::object({{"context_id", Value(id)}}));
+  return reply_when_ended(engine, id, std::chrono::milliseconds(wait), [&engine, context = id](PollTurn turn) -> std::optional<Response> {
     std::optional<ContextRecord> r = engine.context(context);
     if (r && is_final_status(r->status())) return json_response(http::status::ok, r->value());
     if (turn == PollTurn::kWaiting) return std::nullopt;
     return json_response(http::status::accepted,
                          Value::object({{"context_id", Value(context)}, {"status", Value(r ? r->status() : "queued")}}));
   });
+}
+
+// POST /api/flows/{id}/call[?wait=DURATION]: the body is the inputs.
+Reply call_flow(Engine& engine, const ApiRequest& req) {
+  Response error;
+  std::optional<Value> inputs = json_body(req, &error, Value::empty_object());
+  if (!inputs) return error;
+  DurationMs wait = 0;
+  if (!read_wait(req, &wait, &error)) return error;
+  Result<std::string> id = engine.call_flow(req.param("id"), *inputs, req.caller.name);
+  if (!id) return engine_error(id.message());
+  return started_context(engine, *id, wait);
+}
+
+// POST /api/flows/{id}/test[?wait=DURATION]: runs the flow now as its designer tests it (the
+// draft when there is one, the trigger's condition bypassed), with {"record": {"table",
+// "sys_id"}} for a record-triggered flow or {"inputs": {...}} (SPEC's test_flow).
+Reply test_flow(Engine& engine, const ApiRequest& req) {
+  Response error;
+  std::optional<Value> body = json_body(req, &error, Value::empty_object());
+  if (!body) return error;
+  if (!body->is_object()) return error_response(http::status::bad_request, "the body must be {\"record\"} or {\"inputs\"}", "");
+  for (const auto& m : body->members()) {
+    const std::string_view key = m.key.as_string();
+    if (key != "record" && key != "inputs") {
+      return error_response(http::status::bad_request, "unknown member (expected record or inputs)",
+                            pointer_append("", key));
+    }
+  }
+  const Value& record = (*body)["record"];
+  const Value& inputs = (*body)["inputs"];
+  if (!record.is_null() && !inputs.is_null()) {
+    return error_response(http::status::bad_request, "give record or inputs, not both", "/inputs");
+  }
+  if (!record.is_null() && !record.is_object()) {
+    return error_response(http::status::bad_request, "\"record\" must be {\"table\", \"sys_id\"}", "/record");
+  }
+  if (!inputs.is_null() && !inputs.is_object()) {
+    return error_response(http::status::bad_request, "\"inputs\" must be an object", "/inputs");
+  }
+  DurationMs wait = 0;
+  if (!read_wait(req, &wait, &error)) return error;
+  Result<std::string> id = engine.test_flow(req.param("id"), record, inputs, req.caller.name);
+  if (!id) return engine_error(id.message());
+  return started_context(engine, *id, wait);
 }
 
 // PUT /api/flows/{id}: {"definition", "revision"} saves a draft at that revision.
@@ -168,6 +216,8 @@ void add_flow_routes(Router& router, ApiContext& api) {
   });
   router.add(http::verb::post, "/api/flows/{id}/call", Permission::kOperate,
              [&engine](const ApiRequest& req) { return call_flow(engine, req); });
+  router.add(http::verb::post, "/api/flows/{id}/test", Permission::kDesign,
+             [&engine](const ApiRequest& req) { return test_flow(engine, req); });
   router.add(http::verb::post, "/api/validate", Permission::kRead,
              [&engine](const ApiRequest& req) { return validate(engine, req); });
 }

@@ -2,7 +2,7 @@
 //
 //   viewer    reads everything
 //   operator  reads; writes records, fires events, calls flows, cancels contexts
-//   designer  reads; saves, publishes, activates and deactivates definitions
+//   designer  reads; saves, test-runs, publishes, activates and deactivates definitions
 //   admin     all of it
 //
 // With no tokens configured, clients on the loopback interface are admin (and the server

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "plans/value_json.h"
 #include "tests/server/server_fixture.h"
 
 namespace flowrt::testing_http {
@@ -140,6 +141,47 @@ TEST_F(ApiRoutesTest, Call_WaitEndsWith202WhileTheContextStillRuns) {
   HttpReply r = client().post("/api/flows/hold_desk/call?wait=50ms", R"({"gate": ")" + gate + R"("})");
   ASSERT_EQ(r.status, 202) << r.body;
   EXPECT_EQ(r.json()["status"], Value("waiting"));
+}
+
+// A designer's test run: the draft when there is one, with inputs, or with a record for a
+// record-triggered flow (its trigger's condition bypassed), as SPEC's test_flow.
+TEST_F(ApiRoutesTest, Test_RunsTheDraftWithInputsOrARecord) {
+  const Value read = client().get("/api/flows/greet").json();
+  const std::string draft =
+      R"({"id": "greet", "trigger": {"type": "api"}, "inputs": [{"name": "name", "type": "string", "required": true}],
+          "actions": [{"action": "log", "inputs": {"message": "draft says hi {{inputs.name}}"}}]})";
+  ASSERT_EQ(client()
+                .request(http::verb::put, "/api/flows/greet",
+                         R"({"definition": )" + draft + R"(, "revision": ")" + std::string(read["revision"].as_string()) + R"("})")
+                .status,
+            200);
+  HttpReply tested = client().post("/api/flows/greet/test?wait=10s", R"({"inputs": {"name": "Di"}})");
+  ASSERT_EQ(tested.status, 200) << tested.body;
+  EXPECT_EQ(tested.json()["logs"].at(0)["message"], Value("draft says hi Di"));
+  HttpReply called = client().post("/api/flows/greet/call?wait=10s", R"({"name": "Di"})");
+  EXPECT_EQ(called.json()["logs"].at(0)["message"], Value("hello Di")) << "a call runs the published version";
+
+  // A record-triggered flow, with a record its trigger did not start it for.
+  const std::string incident = insert("incident", R"({"number": "INC7"})");
+  settle();
+  HttpReply started = client().post("/api/flows/on_incident/test",
+                                    R"({"record": {"table": "incident", "sys_id": ")" + incident + R"("}})");
+  ASSERT_EQ(started.status, 202) << started.body;
+  const std::string id(started.json()["context_id"].as_string());
+  settle();
+  const Value ran = client().get("/api/contexts/" + id).json();
+  EXPECT_EQ(ran["status"], Value("completed")) << to_pretty_json(ran);
+  EXPECT_EQ(ran["trigger"]["sys_id"], Value(incident));
+
+  // Errors say what and where.
+  EXPECT_EQ(client().post("/api/flows/greet/test", R"({"inputs": {}})").status, 400);  // name is required
+  EXPECT_EQ(client().post("/api/flows/nope/test", R"({})").status, 404);
+  EXPECT_EQ(client().post("/api/flows/on_incident/test", R"({"record": {"table": "incident", "sys_id": "nope"}})").status, 404);
+  EXPECT_EQ(client().post("/api/flows/greet/test", R"({"inputs": {"name": "x"}, "record": {}})").json()["pointer"],
+            Value("/inputs"));
+  EXPECT_EQ(client().post("/api/flows/greet/test", R"({"input": {}})").json()["pointer"], Value("/input"));
+  EXPECT_EQ(client().post("/api/flows/greet/test", R"({"record": 5})").json()["pointer"], Value("/record"));
+  EXPECT_EQ(client().post("/api/flows/greet/test?wait=1h", R"({"inputs": {"name": "x"}})").status, 400);
 }
 
 TEST_F(ApiRoutesTest, Flows_ListGetPlanAndLifecycle) {

@@ -50,6 +50,8 @@ TEST_F(AuthTest, EachRoleMayDoItsPart) {
     EXPECT_EQ(client().request(http::verb::post, "/api/tables/incident/records", record, t).status, c.write);
     EXPECT_EQ(client().request(http::verb::post, "/api/flows/greet/call", R"({"name": "a"})", t).status, c.call);
     EXPECT_EQ(client().request(http::verb::put, "/api/flows/fresh", put, t).status, c.design);
+    EXPECT_EQ(client().request(http::verb::post, "/api/flows/greet/test", R"({"inputs": {"name": "a"}})", t).status,
+              c.design == 403 ? 403 : 202);
     EXPECT_EQ(client().get("/api/whoami", t).json()["role"], Value(c.role));
   }
   HttpReply refused = client().request(http::verb::post, "/api/tables/incident/records", record, token("viewer"));
@@ -95,6 +97,9 @@ TEST_F(AuthTest, APIWritesAreNamedByTheirCaller) {
   client().request(http::verb::post, "/api/events/ping", "{}", admin);
   const Value called = client().request(http::verb::post, "/api/flows/greet/call?wait=10s", R"({"name": "x"})", op).json();
   EXPECT_EQ(called["trigger"]["caller"], Value("operator"));
+  const Value tested =
+      client().request(http::verb::post, "/api/flows/greet/test?wait=10s", R"({"inputs": {"name": "x"}})", token("designer")).json();
+  EXPECT_EQ(tested["trigger"]["caller"], Value("designer"));
   settle();
   EXPECT_EQ(client().get("/api/contexts?flow=on_ping", op).json()["contexts"].at(0)["trigger"]["caller"], Value("admin"));
 }
