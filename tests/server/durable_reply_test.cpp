@@ -134,6 +134,26 @@ TEST_F(DurableReplyTest, AnInsertNotWrittenWithinDurableAnswerMs_IsAnswered503_N
   service_.reset();
 }
 
+// A call that waits for its context has its own wait instead of durable_answer_ms: when
+// the start is not written by then, that is the answer (not a 202 for a start that may be
+// lost, nor a wait of an hour).
+TEST_F(DurableReplyTest, ACallWaitingForItsContext_WhoseStartIsNotWrittenInItsWait_IsAnswered503) {
+  testing::FaultVfs vfs("flowrt-fault-serve", /*make_default=*/true);
+  serve_giving_up_after(0);
+  vfs.set_space(0);
+  const std::string body = R"({"name": "Ada"})";
+  client().write_raw("POST /api/flows/greet/call?wait=300ms HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  std::optional<HttpReply> answered = answer_within_30s();
+  ASSERT_TRUE(answered) << "no answer within 30 s of a 300 ms wait";
+  EXPECT_EQ(answered->status, 503) << answered->body;
+  const std::string error(answered->json()["error"].as_string());
+  EXPECT_NE(error.find("not written to the store yet"), std::string::npos) << error;
+  vfs.set_space(std::nullopt);
+  EXPECT_TRUE(journal().wait_durable(journal().appended()).is_ok());
+  service_.reset();
+}
+
 // A write still waiting for the disk when the drain begins (SIGTERM) is answered once the
 // store has written it: the drain does not cut it off with an error (API.md, the drain).
 TEST_F(DurableReplyTest, AnInsertWaitingForTheDiskWhenTheDrainBegins_IsAnsweredOnceWritten) {
