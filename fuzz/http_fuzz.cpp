@@ -67,7 +67,7 @@ struct World {
 void check(const Request& req, const Reply& reply, bool viewer) {
   Response res = reply.response;
   if (reply.poll) {
-    std::optional<Response> last = reply.poll(true);
+    std::optional<Response> last = reply.poll(PollTurn::kDeadline);
     if (!last) fail("a deferred answer gave nothing at its deadline", req, res);
     res = *last;
   }
