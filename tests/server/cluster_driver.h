@@ -24,7 +24,6 @@
 #include <random>
 #include <sstream>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -35,6 +34,8 @@
 namespace flowrt::cluster_process_test {
 
 constexpr int kLeaseMs = 800;
+// The two-node start test's lease: `flowrt serve --lease-ms`'s default.
+constexpr int kStartLeaseMs = 3000;
 constexpr int kForwardTimeoutMs = 3000;
 constexpr int kClientTimeoutMs = kForwardTimeoutMs + 3000;
 // How soon after a fault the cluster must acknowledge inserts again.
@@ -151,14 +152,6 @@ class Cluster {
                 << "); its log ends:\n"
                 << tail_of(n.log, 1500) << std::endl;
     }
-  }
-  // How many nodes lost the lead for a reason other than `timing` (the start of the reason
-  // a node gives when it could not renew its lease in time: a matter of scheduling on a
-  // loaded machine, which a test must not assert on).
-  int lost_lead_other_than(std::string_view timing) const {
-    int n = 0;
-    for (const auto& [why, count] : lost_lead_) n += why.starts_with(timing) ? 0 : count;
-    return n;
   }
   std::string lost_lead_summary() const {
     std::string out;

@@ -323,7 +323,10 @@ TEST(ClusterPostgresProcessTest, TwoNodesStartingAtOnce_NeverApplyAnOperationTwi
   for (int round = 0; round < 5; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     ClusterSetup setup;
-    setup.lease_ms = kLeaseMs;
+    // No node is killed here, so the lease only decides when a node starved of the CPU
+    // counts as dead: the default lease, not the fault tests' short one, keeps the check
+    // below about two nodes starting at once, not about the machine's load.
+    setup.lease_ms = kStartLeaseMs;
     setup.forward_timeout_ms = kForwardTimeoutMs;
     setup.dir = dir;
     setup.url = test_support::fresh_postgres_schema("cluster_two");
@@ -375,10 +378,7 @@ TEST(ClusterPostgresProcessTest, TwoNodesStartingAtOnce_NeverApplyAnOperationTwi
       EXPECT_EQ(v.leaders, 1) << c.node(i).name;
       EXPECT_EQ(v.lead_incarnation, c.node(*leader).incarnation) << c.node(i).name;
     }
-    // Neither node takes the lead from the other, nor finds the other in the lead row; a
-    // lease not renewed in time (the machine starved the node) is a takeover the checks
-    // above have already judged, and is shown, not failed.
-    EXPECT_EQ(c.lost_lead_other_than("its lease could not be renewed"), 0) << c.lost_lead_summary();
+    EXPECT_EQ(c.lost_lead_summary(), "0");
     c.stop_all(leader);
     if (!HasFailure()) drop_schema(setup.url);
   }
