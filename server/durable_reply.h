@@ -4,13 +4,14 @@
 // store's writer wakes it: no thread waits per request), and becomes a 503 when it never
 // will be (the store was given up, or the engine stopped first), or is not yet after
 // `durable_within` (the store is still retried: it may be). While the server drains, the
-// reply waits until the store has written the change or given it up. A reply the handler
+// reply's last poll blocks its I/O thread until the store has written the change or given
+// it up (what was done is answered; nothing else waits then). A reply the handler
 // deferred itself (a call that waits for its context's end) is polled once the change is
 // durable, and has its own deadline instead of `durable_within`. What a client is told
 // happened is durable, as when the handler waited.
 //
 // Thread-safety: called on the thread that dispatches the request; the reply it returns
-// is polled on the HTTP server's I/O thread of its connection, and woken from the store's writer thread. The
+// is polled on its connection's I/O thread, and woken from the store's writer thread. The
 // Engine outlives every reply.
 #pragma once
 

@@ -137,14 +137,13 @@ class Session : public std::enable_shared_from_this<Session> {
   void set_deadline(int64_t ms) {
     timed_out_ = false;
     deadline_ = Clock::now() + std::chrono::milliseconds(ms);
-    if (!deadline_armed_ || deadline_ < deadline_timer_at_) arm_deadline();
+    if (!deadline_armed_ || deadline_ < deadline_timer_.expiry()) arm_deadline();
   }
   // No read or write is timed now (a deferred reply, an event stream).
   void clear_deadline() { deadline_ = Clock::time_point::max(); }
 
   void arm_deadline() {
     deadline_armed_ = true;
-    deadline_timer_at_ = deadline_;
     deadline_timer_.expires_at(deadline_);
     deadline_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
       if (ec == asio::error::operation_aborted) return;  // re-armed earlier, or closed
@@ -370,7 +369,6 @@ class Session : public std::enable_shared_from_this<Session> {
   // The idle and request timeouts of reads and writes (set_deadline).
   asio::steady_timer deadline_timer_;
   Clock::time_point deadline_ = Clock::time_point::max();  // of the read or write in progress
-  Clock::time_point deadline_timer_at_;                     // when the pending timer fires
   bool deadline_armed_ = false;                             // a timer wait is pending
   bool timed_out_ = false;
   beast::flat_buffer buffer_;

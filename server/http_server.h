@@ -3,7 +3,8 @@
 // Its own I/O threads run every connection (each thread its own I/O context; a connection
 // stays on one, given round robin). A request's handler runs on the I/O thread that read
 // it; handlers never wait for the disk (with a durable store a write's answer is deferred
-// until its commit is durable, server/durable_reply.h). A
+// until its commit is durable, server/durable_reply.h; only during the drain does a
+// write's last poll wait for it). A
 // response to wait for (a write until it is durable, a call with ?wait=) is polled when
 // woken or on a timer, an event stream is written from a timer.
 // Limits (ServerLimits) are enforced here, each with a clear JSON error: a header or body

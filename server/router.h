@@ -44,7 +44,8 @@ struct ApiRequest {
 enum class PollTurn : uint8_t { kWaiting, kDeadline, kDraining };
 
 // What a handler gives back: a response now, or one to wait for (polled until it comes or
-// the deadline passes, on a timer: no I/O thread waits), or an event stream.
+// the deadline passes, on a timer: no I/O thread waits, except a poll at the drain that
+// must, server/durable_reply.h), or an event stream.
 struct Reply {
   Reply(Response r) : response(std::move(r)) {}  // NOLINT(google-explicit-constructor)
   Reply() = default;
