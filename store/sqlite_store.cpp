@@ -136,7 +136,7 @@ class SqliteStore::Statements {
 };
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, SyncMode sync, bool read_only,
-                                                       const std::string& vfs) {
+                                                       const std::string& vfs, SqliteCheckpointer::Limits checkpoints) {
   if (path.empty()) return Error{"the sqlite store needs a file name"};
   // SQLite counts every allocation it makes under one process-wide mutex unless told not
   // to; nothing reads those counts. Only possible before SQLite is first used in the
@@ -218,6 +218,18 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
     holder.bind(2, std::string_view(host_name()));
     holder.bind(3, std::string_view(now_text()));
     if (holder.run() != SQLITE_DONE) return store->error("cannot note who holds it");
+    // Checkpoints move to a thread of their own: the hook replaces SQLite's automatic
+    // checkpoint (which would run inside a commit) and tells the writer the WAL's size.
+    Result<std::unique_ptr<SqliteCheckpointer>> checkpointer = SqliteCheckpointer::start(path, vfs, sync, checkpoints);
+    if (!checkpointer) return checkpointer.error();
+    store->checkpointer_ = std::move(*checkpointer);
+    sqlite3_wal_hook(
+        db,
+        [](void* self, sqlite3*, const char*, int frames) {
+          static_cast<SqliteStore*>(self)->wal_frames_ = frames;
+          return SQLITE_OK;
+        },
+        store.get());
   }
   return store;
 }
@@ -226,6 +238,7 @@ SqliteStore::SqliteStore(std::string path, sqlite3* db, int lock_fd, bool read_o
     : path_(std::move(path)), db_(db), lock_fd_(lock_fd), read_only_(read_only) {}
 
 SqliteStore::~SqliteStore() {
+  checkpointer_.reset();  // its connection closes first: the writer's close, the last, checkpoints
   statements_.reset();  // finalized before the connection closes
   sqlite3_close(reader_);
   if (!read_only_) sqlite3_exec(db_, "DELETE FROM holder", nullptr, nullptr, nullptr);  // no one holds it now
@@ -258,6 +271,7 @@ Status SqliteStore::exec(const char* sql) {
 
 Status SqliteStore::set_sync_mode(SyncMode mode) {
   if (read_only_) return Status::ok();
+  if (checkpointer_) checkpointer_->set_sync_mode(mode);
   switch (mode) {
     case SyncMode::kFull: return exec("PRAGMA synchronous=FULL");
     case SyncMode::kNormal: return exec("PRAGMA synchronous=NORMAL");
@@ -414,6 +428,9 @@ Result<StoredState> SqliteStore::load(bool with_contexts) {
 Status SqliteStore::write(const StoreBatch& batch) {
   if (read_only_) return Error{path_ + ": opened read only"};
   Statements& st = *statements_;
+  // The WAL at its cap: every frame is copied before this transaction, which then starts
+  // the WAL over (store/sqlite_checkpointer.h).
+  if (checkpointer_->wal_full()) checkpointer_->wait_until_copied();
   if (st.begin.run() != SQLITE_DONE) return error("cannot begin a transaction");
   std::vector<std::string> new_tables;
   int64_t ended = ended_count_;  // ended contexts in the file, as this batch goes (-1: not counted)
@@ -602,6 +619,7 @@ Status SqliteStore::write(const StoreBatch& batch) {
   }
   if (rc == SQLITE_DONE) rc = st.commit.run();
   if (rc == SQLITE_DONE) {
+    checkpointer_->note_commit(wal_frames_);
     ended_count_ = ended;
     return Status::ok();
   }

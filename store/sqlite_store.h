@@ -30,6 +30,10 @@
 // made without it keeps its size (freed pages are reused, the file does not shrink); see
 // docs/DURABILITY.md.
 //
+// Checkpoints (copying the WAL into the file) run on a thread and a connection of their own
+// (SqliteCheckpointer, store/sqlite_checkpointer.h), never inside a batch's commit; a
+// writer's batch waits for one only when the WAL has grown to its cap.
+//
 // Thread-safety: load() and write() are not for concurrent use (the engine's journal
 // thread is the one writer after load()); load_context and list_contexts may be called
 // from any thread, also while write() runs (a writer's store); on a read-only store they
@@ -46,6 +50,7 @@
 
 #include "base/thread_annotations.h"
 
+#include "store/sqlite_checkpointer.h"
 #include "store/store.h"
 
 struct sqlite3;
@@ -66,8 +71,10 @@ class SqliteStore final : public Store {
 
   // Opens (creating when missing, unless read only) the file at `path`, through the SQLite
   // VFS named `vfs` ("": the default; tests pass a fault-injecting one).
+  // `checkpoints`: when the writer's checkpointer runs (tests make them small).
   static Result<std::unique_ptr<SqliteStore>> open(const std::string& path, SyncMode sync, bool read_only = false,
-                                                   const std::string& vfs = "");
+                                                   const std::string& vfs = "",
+                                                   SqliteCheckpointer::Limits checkpoints = {});
   ~SqliteStore() override;
   SqliteStore(const SqliteStore&) = delete;
   SqliteStore& operator=(const SqliteStore&) = delete;
@@ -94,6 +101,9 @@ class SqliteStore final : public Store {
   Result<std::pair<int64_t, int64_t>> page_counts() EXCLUDES(read_mu_);
   // Whether the file gives freed pages back (auto_vacuum=INCREMENTAL).
   bool incremental_vacuum() const { return incremental_vacuum_; }
+  // A writer's checkpointer; null when read only. Tests wait for it to be idle after a
+  // write (SqliteCheckpointer::wait_idle) to know what its checkpoints synced.
+  SqliteCheckpointer* checkpointer() const { return checkpointer_.get(); }
 
  private:
   class Statements;  // the prepared statements of write()
@@ -129,6 +139,8 @@ class SqliteStore final : public Store {
   int64_t ended_count_ = -1;  // ended contexts in the file (-1: not counted yet); the writer's
   Mutex read_mu_;             // one history reader at a time
   sqlite3* reader_ = nullptr; // a writer's read-only connection for history; null: db_ reads
+  std::unique_ptr<SqliteCheckpointer> checkpointer_;  // a writer's
+  int wal_frames_ = 0;        // frames in the WAL after the writer's last commit (its WAL hook)
 };
 
 }  // namespace flowrt

@@ -20,6 +20,7 @@
 #include "plans/value_json.h"
 #include "runtime/engine.h"
 #include "runtime/engine_core.h"
+#include "store/sqlite_store.h"
 #include "tests/store/fault_vfs.h"
 #include "tests/support/test_support.h"
 
@@ -103,6 +104,7 @@ class EngineFaultsTest : public ::testing::Test {
     };
     for (int step = 0; step < 25 && !::testing::Test::HasFatalFailure(); ++step) {
       const uint64_t choice = rng() % 10;
+      checkpoints_done(*engine);
       const uint64_t syncs = vfs.syncs();
       const size_t acked_before = acked.size();
       if (choice < 5) {
@@ -124,13 +126,19 @@ class EngineFaultsTest : public ::testing::Test {
         check(*engine);
         continue;
       }
-      // Synced during this operation: whatever was acknowledged before it is durable.
+      // Synced during this operation (by a checkpoint that began after every batch before
+      // it: none was running when it began): whatever was acknowledged before it is durable.
+      checkpoints_done(*engine);
       if (vfs.syncs() != syncs) must_keep = std::max(must_keep, acked_before);
     }
     vfs.power_cut();
     engine = &reopen(options(durability));
     check(*engine);
   }
+
+  // Waits until the store's checkpointer (store/sqlite_checkpointer.h) runs no checkpoint
+  // and has none requested.
+  static void checkpoints_done(Engine& e) { dynamic_cast<SqliteStore&>(*e.core().store).checkpointer()->wait_idle(); }
 
   // An engine on the file with real workers (the journal's retries run while this thread
   // waits), order o1 inserted and everything its context wrote made durable, so that the

@@ -175,12 +175,13 @@ class PowerCutTest : public ::testing::Test {
         const uint64_t syncs = vfs_.syncs();
         Status s = store->write(batch);
         ASSERT_TRUE(s.is_ok()) << s.message();
+        store->checkpointer()->wait_idle();
         acked = b;
         if (sync == SyncMode::kFull) {
           must_keep = b;
         } else if (vfs_.syncs() != syncs) {
-          // Synced during this write: at least everything written before it (the sync may
-          // have come before this batch's frames, when SQLite starts the WAL over).
+          // Synced by a checkpoint during or after this write: at least everything written
+          // before it (a checkpoint the write waited for came before its frames).
           must_keep = std::max(must_keep, b - 1);
         }
       } else if (choice < 15) {  // the power fails between two writes
@@ -192,6 +193,7 @@ class PowerCutTest : public ::testing::Test {
         const uint64_t cuts = vfs_.cuts();
         vfs_.cut_at_operation(1 + rng() % 12, {rng() % 2 == 0, rng()});
         Status s = store->write(batch);
+        store->checkpointer()->wait_idle();  // the cut may come in the checkpoint after the commit
         vfs_.cut_at_operation(0);
         if (s) {  // the cut did not come, or came after the commit (in a checkpoint)
           acked = b;
@@ -208,6 +210,7 @@ class PowerCutTest : public ::testing::Test {
         StoreBatch batch = model.make(b, rng);
         vfs_.set_space(rng() % 20000);
         Status s = store->write(batch);
+        store->checkpointer()->wait_idle();  // a checkpoint may meet the full disk too
         vfs_.set_space(std::nullopt);
         if (!s) {
           ++seen.disk_full;
@@ -256,10 +259,12 @@ TEST_F(PowerCutTest, Normal_WhatIsLostIsTheLastBatchesSinceTheWalWasSynced_EachW
 
 }
 
-// kNormal syncs the WAL when SQLite checkpoints it on its own (the WAL past 1000 pages):
-// large batches until one is followed by that sync, then two more; a power cut keeps
-// exactly the batches up to the checkpoint and loses the two after it.
-TEST_F(PowerCutTest, Normal_TheAutomaticCheckpointSyncs_ThePowerCutLosesExactlyTheBatchesAfterIt) {
+// kNormal syncs the WAL when the store's checkpointer checkpoints it (the WAL grown by
+// SqliteCheckpointer::kCheckpointFrames pages), on its own thread after a commit: large
+// batches until one is followed by that sync, then two more; a power cut keeps exactly
+// the batches up to the checkpoint and loses the two after it. The first sync is the
+// checkpointer's first checkpoint: commits sync nothing.
+TEST_F(PowerCutTest, Normal_TheCheckpointerSyncs_ThePowerCutLosesExactlyTheBatchesAfterIt) {
   std::mt19937_64 rng(5);
   BatchModel large(/*large=*/true);
   std::unique_ptr<SqliteStore> store = open(SyncMode::kNormal);
@@ -268,10 +273,15 @@ TEST_F(PowerCutTest, Normal_TheAutomaticCheckpointSyncs_ThePowerCutLosesExactlyT
   for (uint64_t b = 1; b <= 12 && checkpointed == 0; ++b) {
     const uint64_t syncs = vfs_.syncs();
     ASSERT_TRUE(store->write(large.make(b, rng)).is_ok());
+    store->checkpointer()->wait_idle();
     if (vfs_.syncs() != syncs) checkpointed = b;
   }
-  ASSERT_GT(checkpointed, 1u) << "no automatic checkpoint in 12 batches of about 750 KiB";
-  for (uint64_t b = checkpointed + 1; b <= checkpointed + 2; ++b) ASSERT_TRUE(store->write(large.make(b, rng)).is_ok());
+  ASSERT_GT(checkpointed, 1u) << "no checkpoint in 12 batches of about 750 KiB";
+  EXPECT_EQ(store->checkpointer()->checkpoints(), 1u);
+  for (uint64_t b = checkpointed + 1; b <= checkpointed + 2; ++b) {
+    ASSERT_TRUE(store->write(large.make(b, rng)).is_ok());
+    store->checkpointer()->wait_idle();
+  }
   EXPECT_GT(vfs_.unsynced_bytes(), 0u);
   vfs_.power_cut();
   store.reset();
