@@ -21,8 +21,9 @@
 // for), this thread starts the write-back of the pages each checkpoint copied at once
 // (sync_file_range), and near the cap waits for it, so that the last sync has little
 // left to write. (`scripts/bench-http.sh --store sqlite --connections 8`: the writer's
-// wait at the cap is 3-10 ms once per 64 MiB of WAL, where SQLite's own checkpoint, run
-// inside a commit every 4 MiB, took 10-16 ms; docs/PERFORMANCE.md.)
+// wait at the cap is 3-4 ms on a quiet disk, once per 64 MiB of WAL, where SQLite's own
+// checkpoint ran inside a commit every 4 MiB for 10-16 ms; docs/PERFORMANCE.md,
+// "Checkpoints on a thread of their own, built".)
 //
 // Syncs: a checkpoint syncs the WAL and then the database file as its connection's
 // `synchronous` setting says, which set_sync_mode keeps equal to the writer's. With
