@@ -1,6 +1,8 @@
 #include "server/durable_reply.h"
 
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -8,8 +10,33 @@
 
 namespace flowrt::server {
 
+namespace {
+
+// Blocks until the change at `position` is durable or will never be (its status), or for
+// at most `limit` (nothing then).
+std::optional<Status> wait_durable_for(Engine& engine, uint64_t position, std::chrono::milliseconds limit) {
+  struct Wait {
+    std::mutex mu;
+    std::condition_variable done_cv;
+    bool done = false;
+  };
+  auto wait = std::make_shared<Wait>();  // shared: the writer may call back after the limit
+  engine.when_durable(position, [wait] {
+    {
+      std::lock_guard<std::mutex> lock(wait->mu);
+      wait->done = true;
+    }
+    wait->done_cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(wait->mu);
+  if (!wait->done_cv.wait_for(lock, limit, [&] { return wait->done; })) return std::nullopt;
+  return engine.durable_state(position);
+}
+
+}  // namespace
+
 Reply answer_when_durable(Engine& engine, const std::function<Reply()>& handler,
-                          std::chrono::milliseconds durable_within) {
+                          std::chrono::milliseconds durable_within, std::chrono::milliseconds drain_within) {
   uint64_t position = 0;
   Reply reply;
   {
@@ -24,7 +51,8 @@ Reply answer_when_durable(Engine& engine, const std::function<Reply()>& handler,
   deferred.max_poll_interval = reply.max_poll_interval;
   deferred.waker = reply.waker ? reply.waker : std::make_shared<ReplyWaker>();
   auto response = std::make_shared<Response>(std::move(reply.response));
-  deferred.poll = [&engine, position, inner = std::move(reply.poll), response](PollTurn turn) -> std::optional<Response> {
+  deferred.poll = [&engine, position, inner = std::move(reply.poll), response,
+                   drain_within](PollTurn turn) -> std::optional<Response> {
     std::optional<Status> s = engine.durable_state(position);
     if (!s) {
       if (turn == PollTurn::kWaiting) return std::nullopt;
@@ -34,7 +62,14 @@ Reply answer_when_durable(Engine& engine, const std::function<Reply()>& handler,
                               "the change was made in memory but is not written to the store yet; it may still be "
                               "(the store is retried): read it back to know");
       }
-      s = engine.wait_durable(position);  // the drain: what was done is answered once written
+      // The drain: what was done is answered once written, if the store writes it in time.
+      s = wait_durable_for(engine, position, drain_within);
+      if (!s) {
+        return error_response(http::status::service_unavailable,
+                              "the server is stopping and the change, made in memory, is not written to the store "
+                              "yet: it is lost unless the store takes it while the engine stops; read it back "
+                              "after the next start to know");
+      }
     }
     if (!s->is_ok()) {
       return error_response(http::status::service_unavailable,

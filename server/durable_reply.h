@@ -5,7 +5,9 @@
 // will be (the store was given up, or the engine stopped first), or is not yet after
 // `durable_within` (the store is still retried: it may be). While the server drains, the
 // reply's last poll blocks its I/O thread until the store has written the change or given
-// it up (what was done is answered; nothing else waits then). A reply the handler
+// it up (what was done is answered; nothing else waits then), for at most `drain_within`:
+// then the answer is a 503 saying the change is not written and is lost unless the store
+// takes it while the engine stops (a full disk must not keep the server from stopping). A reply the handler
 // deferred itself (a call that waits for its context's end) is polled once the change is
 // durable, and has its own deadline instead of `durable_within`. What a client is told
 // happened is durable, as when the handler waited.
@@ -24,6 +26,6 @@
 namespace flowrt::server {
 
 Reply answer_when_durable(Engine& engine, const std::function<Reply()>& handler,
-                          std::chrono::milliseconds durable_within);
+                          std::chrono::milliseconds durable_within, std::chrono::milliseconds drain_within);
 
 }  // namespace flowrt::server

@@ -106,8 +106,12 @@ Result<std::unique_ptr<Service>, Diagnostics> Service::open(const ServeOptions& 
   // With a durable store a write is answered once it is durable, without a thread waiting.
   Engine* engine_ptr = s->engine_.get();
   const std::chrono::milliseconds durable_within(config.limits.durable_answer_ms);
-  s->router_.wrap_writes([engine_ptr, durable_within](const std::function<Reply()>& handler) {
-    return answer_when_durable(*engine_ptr, handler, durable_within);
+  // A write waiting for the disk when the drain begins is answered within the drain's
+  // time, a quarter of it left for the answer to be written.
+  const std::chrono::milliseconds drain_within(options.drain_ms * 3 / 4);
+  s->drain_ms_ = options.drain_ms;
+  s->router_.wrap_writes([engine_ptr, durable_within, drain_within](const std::function<Reply()>& handler) {
+    return answer_when_durable(*engine_ptr, handler, durable_within, drain_within);
   });
   if (options.more_routes) options.more_routes(s->router_);
   HttpServerOptions http;
@@ -132,7 +136,7 @@ void Service::stop() {
   if (stopped_) return;
   stopped_ = true;
   api_->ready.store(false);
-  server_->stop();
+  server_->stop(drain_ms_);
   feed_->stop();
   engine_.reset();  // stops the workers and checkpoints what has not ended
 }

@@ -28,6 +28,9 @@ struct ServeOptions {
   std::string log_level;                 // the engine's log on stderr
   int io_threads = 2;
   int64_t feed_period_ms = 100;
+  // How long a drain waits for requests in flight (writes waiting for the disk among them:
+  // server/durable_reply.h) before it stops the engine.
+  int64_t drain_ms = 10000;
   // A cluster node that leads (server/cluster_node.h): its lead epoch, which fences the
   // store's writes (StoreOptions::lead_epoch); 0 outside a cluster.
   int64_t lead_epoch = 0;
@@ -63,8 +66,9 @@ class Service {
   EventFeed& feed() { return *feed_; }
   const Router& router() const { return router_; }
   const Authenticator& auth() const { return *auth_; }
-  // Drains: stops accepting, lets requests in flight finish, then stops the engine, which
-  // checkpoints every context that has not ended (they resume at the next start).
+  // Drains: stops accepting, lets requests in flight finish (for at most
+  // ServeOptions::drain_ms), then stops the engine, which checkpoints every context that
+  // has not ended (they resume at the next start).
   void stop();
 
  private:
@@ -75,6 +79,7 @@ class Service {
   std::unique_ptr<Authenticator> auth_;
   Router router_;
   std::unique_ptr<HttpServer> server_;
+  int64_t drain_ms_ = 10000;
   bool stopped_ = false;
 };
 

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <future>
 #include <thread>
 
 #include "runtime/engine_core.h"
@@ -31,7 +32,7 @@ class DurableReplyTest : public ServerFixture {
  protected:
   // Serves the fixture's project with `give_up_ms` (0: the store is retried without end)
   // and config.json's text `config` ("" for none).
-  void serve_giving_up_after(int64_t give_up_ms, const std::string& config = "") {
+  void serve_giving_up_after(int64_t give_up_ms, const std::string& config = "", int64_t drain_ms = 10000) {
     dir_ = fs::temp_directory_path() /
            ("flowrt-serve-" + std::to_string(::getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
@@ -43,6 +44,7 @@ class DurableReplyTest : public ServerFixture {
     options.listen = "127.0.0.1:0";
     options.log_level = "off";
     options.store_give_up_ms = give_up_ms;
+    options.drain_ms = drain_ms;
     auto s = server::Service::open(options);
     ASSERT_TRUE(s) << s.error().describe();
     service_ = std::move(s).value();
@@ -171,6 +173,35 @@ TEST_F(DurableReplyTest, AnInsertWaitingForTheDiskWhenTheDrainBegins_IsAnsweredO
   drain.join();
   ASSERT_TRUE(answered) << "no answer within 30 s of the disk having room";
   EXPECT_EQ(answered->status, 201) << answered->body;
+  service_.reset();
+}
+
+// The disk stays full through the drain: the write is answered 503 within the drain's
+// time, saying it may be lost, and the server stops (a full disk does not keep it running).
+TEST_F(DurableReplyTest, AnInsertWaitingForTheDiskThroughTheDrain_IsAnswered503_AndTheServerStops) {
+  testing::FaultVfs vfs("flowrt-fault-serve", /*make_default=*/true);
+  serve_giving_up_after(0, "", /*drain_ms=*/400);
+  vfs.set_space(0);
+  client().write_raw(kInsert);
+  wait_committed_and_failing();
+
+  std::promise<void> stopped;
+  std::thread drain([this, &stopped] {
+    service_->stop();
+    stopped.set_value();
+  });
+  std::optional<HttpReply> answered = answer_within_30s();
+  // Bounded: a drain that waited for the disk would hang the test; it fails instead (and
+  // then frees the disk so that the drain ends).
+  const bool drain_ended = stopped.get_future().wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  if (!drain_ended) vfs.set_space(std::nullopt);
+  drain.join();
+  EXPECT_TRUE(drain_ended) << "the drain did not end within 30 s of a 400 ms drain_ms with the disk full";
+  ASSERT_TRUE(answered) << "no answer within 30 s";
+  EXPECT_EQ(answered->status, 503) << answered->body;
+  const std::string error(answered->json()["error"].as_string());
+  EXPECT_NE(error.find("the server is stopping"), std::string::npos) << error;
+  EXPECT_NE(error.find("lost unless"), std::string::npos) << error;
   service_.reset();
 }
 
