@@ -31,6 +31,7 @@ Result<std::unique_ptr<SqliteCheckpointer>> SqliteCheckpointer::start(const std:
     return Error{message};
   }
   sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, 5000);  // its first read may meet the writer opening the WAL
   // A read makes the connection open the WAL (a checkpoint on a connection that never read
   // the file finds no WAL to copy), and sets its synchronous setting.
   if (sqlite3_exec(db, synchronous_pragma(sync), nullptr, nullptr, nullptr) != SQLITE_OK ||
