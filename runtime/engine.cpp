@@ -48,6 +48,11 @@ Status Engine::wait_durable(uint64_t position) {
   return core_->journal->wait_durable(position);
 }
 
+std::optional<Status> Engine::wait_durable_for(uint64_t position, std::chrono::milliseconds limit) {
+  if (!core_->journal || position == 0) return Status::ok();
+  return core_->journal->wait_durable_until(position, std::chrono::steady_clock::now() + limit);
+}
+
 Engine::~Engine() { core_->stop(); }
 
 namespace {

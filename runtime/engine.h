@@ -7,6 +7,7 @@
 // Records returned are snapshots (immutable Values), consistent at the time of the call.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -166,6 +167,8 @@ class Engine {
   void when_durable(uint64_t position, std::function<void()> fn);
   // Blocks until durable_state(position) has an answer, and returns it.
   Status wait_durable(uint64_t position);
+  // As wait_durable, for at most `limit`: nothing when durable_state has no answer by then.
+  std::optional<Status> wait_durable_for(uint64_t position, std::chrono::milliseconds limit);
 
   // ---- the store (docs/DURABILITY.md) ----
   // After opening a store that holds state, once definitions are loaded and custom actions

@@ -107,6 +107,17 @@ Status Journal::wait_durable(uint64_t position) {
   return Status::ok();
 }
 
+std::optional<Status> Journal::wait_durable_until(uint64_t position, std::chrono::steady_clock::time_point deadline) {
+  if (durable() >= position) return Status::ok();
+  MutexLock lock(mu_);
+  while (durable() < position) {
+    if (stopped_) return never_written();
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    durable_cv_.wait_until(mu_, deadline);
+  }
+  return Status::ok();
+}
+
 std::optional<Status> Journal::reached(uint64_t position) {
   if (durable() >= position) return Status::ok();
   MutexLock lock(mu_);

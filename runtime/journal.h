@@ -37,6 +37,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -132,6 +133,10 @@ class Journal {
   // Blocks until the entry at `position` is durable. An error when the journal stopped
   // before it could be written.
   Status wait_durable(uint64_t position) EXCLUDES(mu_);
+  // As wait_durable, for at most until `deadline` (steady clock): nothing when the entry
+  // is neither durable nor known never to be by then.
+  std::optional<Status> wait_durable_until(uint64_t position, std::chrono::steady_clock::time_point deadline)
+      EXCLUDES(mu_);
   // Without waiting: OK when the entry at `position` is durable, an error when it never
   // will be (the journal stopped first), nothing while it may still be.
   std::optional<Status> reached(uint64_t position) EXCLUDES(mu_);

@@ -1,39 +1,12 @@
 #include "server/durable_reply.h"
 
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <utility>
 
 #include "server/http_message.h"
 
 namespace flowrt::server {
-
-namespace {
-
-// Blocks until the change at `position` is durable or will never be (its status), or for
-// at most `limit` (nothing then).
-std::optional<Status> wait_durable_for(Engine& engine, uint64_t position, std::chrono::milliseconds limit) {
-  struct Wait {
-    std::mutex mu;
-    std::condition_variable done_cv;
-    bool done = false;
-  };
-  auto wait = std::make_shared<Wait>();  // shared: the writer may call back after the limit
-  engine.when_durable(position, [wait] {
-    {
-      std::lock_guard<std::mutex> lock(wait->mu);
-      wait->done = true;
-    }
-    wait->done_cv.notify_all();
-  });
-  std::unique_lock<std::mutex> lock(wait->mu);
-  if (!wait->done_cv.wait_for(lock, limit, [&] { return wait->done; })) return std::nullopt;
-  return engine.durable_state(position);
-}
-
-}  // namespace
 
 Reply answer_when_durable(Engine& engine, const std::function<Reply()>& handler,
                           std::chrono::milliseconds durable_within, std::chrono::milliseconds drain_within) {
@@ -63,7 +36,7 @@ Reply answer_when_durable(Engine& engine, const std::function<Reply()>& handler,
                               "(the store is retried): read it back to know");
       }
       // The drain: what was done is answered once written, if the store writes it in time.
-      s = wait_durable_for(engine, position, drain_within);
+      s = engine.wait_durable_for(position, drain_within);
       if (!s) {
         return error_response(http::status::service_unavailable,
                               "the server is stopping and the change, made in memory, is not written to the store "

@@ -7,8 +7,8 @@
 // reply's last poll blocks its I/O thread until the store has written the change or given
 // it up (what was done is answered; nothing else waits then), for at most `drain_within`:
 // then the answer is a 503 saying the change is not written and is lost unless the store
-// takes it while the engine stops (a full disk must not keep the server from stopping). A reply the handler
-// deferred itself (a call that waits for its context's end) is polled once the change is
+// takes it while the engine stops (a full disk must not keep the server from stopping).
+// A reply the handler deferred itself (a call that waits for its context's end) is polled once the change is
 // durable, and has its own deadline instead of `durable_within`. What a client is told
 // happened is durable, as when the handler waited.
 //

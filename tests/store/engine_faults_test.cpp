@@ -368,5 +368,29 @@ TEST_F(EngineFaultsTest, ADeferredInsertTheStoreNeverWrites_IsToldWithTheFailure
   engine_.reset();
 }
 
+// A bounded wait (the server's drain uses one): while the disk is full it ends at its limit
+// with no answer, and once the disk has room it answers that the insert is durable.
+TEST_F(EngineFaultsTest, ABoundedWaitForADeferredInsert_EndsAtItsLimitWhileTheDiskIsFull_ThenSeesItWritten) {
+  FaultVfs vfs("flowrt-fault-engine", /*make_default=*/true);
+  Engine& engine = open_with_o1_durable(options(Durability::kFull));  // the store retried without end
+
+  vfs.set_space(0);
+  uint64_t position = 0;
+  {
+    const DurabilityDeferral deferral;
+    ASSERT_TRUE(engine.insert("order", Value::object({{"sys_id", Value("o2")}})).is_ok());
+    position = deferral.position();
+  }
+  ASSERT_GT(position, 0u);
+  EXPECT_FALSE(engine.wait_durable_for(position, std::chrono::milliseconds(50)).has_value());
+  vfs.set_space(std::nullopt);
+  const std::optional<Status> written = engine.wait_durable_for(position, std::chrono::minutes(1));
+  ASSERT_TRUE(written.has_value()) << "not written within a minute of the disk having room";
+  EXPECT_TRUE(written->is_ok()) << written->message();
+  engine_.reset();
+  EXPECT_EQ(orders_after_reopen(), (std::vector<std::string>{"o1", "o2"}));
+  engine_.reset();
+}
+
 }  // namespace
 }  // namespace flowrt
