@@ -7,7 +7,6 @@
 #include <utility>
 
 namespace flowrt {
-namespace {
 
 const char* synchronous_pragma(SyncMode mode) {
   switch (mode) {
@@ -17,8 +16,6 @@ const char* synchronous_pragma(SyncMode mode) {
   }
   return "PRAGMA synchronous=FULL";
 }
-
-}  // namespace
 
 Result<std::unique_ptr<SqliteCheckpointer>> SqliteCheckpointer::start(const std::string& path, const std::string& vfs,
                                                                       SyncMode sync, Limits limits) {

@@ -2,23 +2,23 @@
 // connection of its own, so that the writer's commits never wait for a checkpoint's copying
 // and syncs.
 //
-// The writer's connection has SQLite's automatic checkpoint off (SqliteStore installs its
-// own WAL hook). After each commit the writer calls note_commit(wal_frames); once
-// Limits::checkpoint_frames frames have been added since the last request, the thread runs a
-// passive checkpoint (SQLITE_CHECKPOINT_PASSIVE: it takes no lock a writer or a reader
-// waits for). A passive checkpoint copies the frames committed before it began. The WAL
-// starts over from its beginning only when a writer begins a transaction with every frame
-// copied, which under steady writes seldom happens by itself; so once the WAL holds
-// Limits::wal_cap_frames frames, the writer calls wait_until_copied() before its next transaction:
-// it waits, holding no SQLite lock, for a checkpoint that begins after its last commit.
-// Nothing is written meanwhile, so that checkpoint copies every frame (unless a reader's
-// snapshot still needs some), and the next transaction starts the WAL over. That bounds
-// the WAL at about wal_cap_frames pages plus one batch.
+// The writer's connection has SQLite's automatic checkpoint off: its WAL hook (installed
+// by SqliteStore) calls note_commit(wal_frames) after each commit instead. Once
+// Limits::checkpoint_frames frames have been added since the last request, the thread
+// runs a passive checkpoint (SQLITE_CHECKPOINT_PASSIVE: it takes no lock a writer or a
+// reader waits for). A passive checkpoint copies the frames committed before it began. The
+// WAL starts over from its beginning only when a writer begins a transaction with every
+// frame copied, which under steady writes seldom happens by itself; so once the WAL holds
+// Limits::wal_cap_frames frames, the writer calls wait_until_copied() before its next
+// transaction: it waits, holding no SQLite lock, for a checkpoint that begins after its
+// last commit. Nothing is written meanwhile, so that checkpoint copies every frame (unless
+// a reader's snapshot still needs some), and the next transaction starts the WAL over.
+// That bounds the WAL at about wal_cap_frames pages plus one batch.
 //
-// That wait is kept short: from Limits::catch_up_frames on, a checkpoint is requested after every
-// commit, so only the last commits' frames are left to copy; and since SQLite syncs the
-// database file only in a checkpoint that copied every frame (the one the writer waits
-// for), this thread starts the write-back of the pages each checkpoint copied at once
+// That wait is kept short: from Limits::catch_up_frames on, a checkpoint is requested
+// after every commit, so only the last commits' frames are left to copy; and since SQLite
+// syncs the database file only in a checkpoint that copied every frame (the one the writer
+// waits for), this thread starts the write-back of the pages each checkpoint copied at once
 // (sync_file_range), and near the cap waits for it, so that the last sync has little
 // left to write. (`scripts/bench-http.sh --store sqlite --connections 8`: the writer's
 // wait at the cap is 3-4 ms on a quiet disk, once per 64 MiB of WAL, where SQLite's own
@@ -30,11 +30,12 @@
 // SyncMode::kNormal the checkpoint is what makes the batches before it durable
 // (docs/DURABILITY.md, "Durability levels").
 //
-// A failed checkpoint (a full disk, an I/O error) is counted and kept (last_error); the
-// next request tries again, and the writer's own writes report what is wrong with the file.
+// A failed checkpoint (a full disk, an I/O error) is counted and kept (failures,
+// last_error); the next request tries again. Nothing reports it further yet: a disk that
+// is full fails the writer's own writes too, which the journal logs and retries.
 //
-// Thread-safety: note_commit, wait_until_copied and set_sync_mode are called by the one
-// writer thread; wait_idle and the figures from any thread. The checkpoint thread is the
+// Thread-safety: note_commit (from the WAL hook), wait_until_copied and set_sync_mode are
+// called by the one writer thread; wait_idle and the figures from any thread. The checkpoint thread is the
 // only user of its connection. Ownership: owns the thread and the connection; the
 // destructor stops the thread (after the checkpoint in progress, if any) and closes the
 // connection.
@@ -51,6 +52,9 @@
 struct sqlite3;
 
 namespace flowrt {
+
+// "PRAGMA synchronous=..." for `mode`: the writer's connection and the checkpointer's.
+const char* synchronous_pragma(SyncMode mode);
 
 // When a SqliteCheckpointer checkpoints, in WAL frames (one page each: 4 KiB).
 struct SqliteCheckpointLimits {

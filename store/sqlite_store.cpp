@@ -219,17 +219,18 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
     holder.bind(3, std::string_view(now_text()));
     if (holder.run() != SQLITE_DONE) return store->error("cannot note who holds it");
     // Checkpoints move to a thread of their own: the hook replaces SQLite's automatic
-    // checkpoint (which would run inside a commit) and tells the writer the WAL's size.
+    // checkpoint (which would run inside a commit) and tells the checkpointer the WAL's
+    // size after each commit.
     Result<std::unique_ptr<SqliteCheckpointer>> checkpointer = SqliteCheckpointer::start(path, vfs, sync, checkpoints);
     if (!checkpointer) return checkpointer.error();
     store->checkpointer_ = std::move(*checkpointer);
     sqlite3_wal_hook(
         db,
-        [](void* self, sqlite3*, const char*, int frames) {
-          static_cast<SqliteStore*>(self)->wal_frames_ = frames;
+        [](void* target, sqlite3*, const char*, int frames) {
+          static_cast<SqliteCheckpointer*>(target)->note_commit(frames);
           return SQLITE_OK;
         },
-        store.get());
+        store->checkpointer_.get());
   }
   return store;
 }
@@ -238,6 +239,7 @@ SqliteStore::SqliteStore(std::string path, sqlite3* db, int lock_fd, bool read_o
     : path_(std::move(path)), db_(db), lock_fd_(lock_fd), read_only_(read_only) {}
 
 SqliteStore::~SqliteStore() {
+  if (checkpointer_) sqlite3_wal_hook(db_, nullptr, nullptr);  // the hook calls the checkpointer
   checkpointer_.reset();  // its connection closes first: the writer's close, the last, checkpoints
   statements_.reset();  // finalized before the connection closes
   sqlite3_close(reader_);
@@ -272,12 +274,7 @@ Status SqliteStore::exec(const char* sql) {
 Status SqliteStore::set_sync_mode(SyncMode mode) {
   if (read_only_) return Status::ok();
   if (checkpointer_) checkpointer_->set_sync_mode(mode);
-  switch (mode) {
-    case SyncMode::kFull: return exec("PRAGMA synchronous=FULL");
-    case SyncMode::kNormal: return exec("PRAGMA synchronous=NORMAL");
-    case SyncMode::kOff: return exec("PRAGMA synchronous=OFF");
-  }
-  return Status::ok();
+  return exec(synchronous_pragma(mode));
 }
 
 // In load(): returns the error of a query (whose row callbacks use FLOWRT_RETURN_IF_ERROR).
@@ -619,7 +616,6 @@ Status SqliteStore::write(const StoreBatch& batch) {
   }
   if (rc == SQLITE_DONE) rc = st.commit.run();
   if (rc == SQLITE_DONE) {
-    checkpointer_->note_commit(wal_frames_);
     ended_count_ = ended;
     return Status::ok();
   }

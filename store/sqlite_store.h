@@ -139,8 +139,7 @@ class SqliteStore final : public Store {
   int64_t ended_count_ = -1;  // ended contexts in the file (-1: not counted yet); the writer's
   Mutex read_mu_;             // one history reader at a time
   sqlite3* reader_ = nullptr; // a writer's read-only connection for history; null: db_ reads
-  std::unique_ptr<SqliteCheckpointer> checkpointer_;  // a writer's
-  int wal_frames_ = 0;        // frames in the WAL after the writer's last commit (its WAL hook)
+  std::unique_ptr<SqliteCheckpointer> checkpointer_;  // a writer's; told of each commit by db_'s WAL hook
 };
 
 }  // namespace flowrt

@@ -260,7 +260,7 @@ TEST_F(PowerCutTest, Normal_WhatIsLostIsTheLastBatchesSinceTheWalWasSynced_EachW
 }
 
 // kNormal syncs the WAL when the store's checkpointer checkpoints it (the WAL grown by
-// SqliteCheckpointer::kCheckpointFrames pages), on its own thread after a commit: large
+// SqliteCheckpointLimits::checkpoint_frames pages), on its own thread after a commit: large
 // batches until one is followed by that sync, then two more; a power cut keeps exactly
 // the batches up to the checkpoint and loses the two after it. The first sync is the
 // checkpointer's first checkpoint: commits sync nothing.
