@@ -491,6 +491,11 @@ EngineStats Engine::stats() const {
   s.worker_threads = c.workers.threads();
   s.lock_grants = c.dispatcher.lock_grants();
   s.lock_handoffs = c.dispatcher.lock_handoffs();
+  if (c.store) {
+    const StoreHealth h = c.store->health();
+    s.store_checkpoints = h.checkpoints;
+    s.store_checkpoint_failures = h.checkpoint_failures;
+  }
   return s;
 }
 

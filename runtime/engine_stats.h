@@ -24,6 +24,8 @@ struct EngineStats {
   uint64_t worker_threads = 0;
   uint64_t lock_grants = 0;
   uint64_t lock_handoffs = 0;      // grants to a context that waited in a queue
+  uint64_t store_checkpoints = 0;          // the store's background checkpoints (sqlite)
+  uint64_t store_checkpoint_failures = 0;  // of those, failed (each is tried again)
 
   Value to_value() const {
     auto n = [](uint64_t v) { return Value(static_cast<long long>(v)); };
@@ -40,7 +42,9 @@ struct EngineStats {
                           {"abandoned_threads", n(abandoned_threads)},
                           {"worker_threads", n(worker_threads)},
                           {"lock_grants", n(lock_grants)},
-                          {"lock_handoffs", n(lock_handoffs)}});
+                          {"lock_handoffs", n(lock_handoffs)},
+                          {"store_checkpoints", n(store_checkpoints)},
+                          {"store_checkpoint_failures", n(store_checkpoint_failures)}});
   }
 };
 

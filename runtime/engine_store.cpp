@@ -19,6 +19,7 @@ Status EngineCore::open_store() {
   so.url = options.store_url;
   so.lead_epoch = options.store_lead_epoch;
   so.sync = sync_mode_of(props().durability);
+  so.report = [](const std::string& message) { engine_log().warn("{}", message); };
   Result<std::unique_ptr<Store>> opened = ::flowrt::open_store(so);
   if (!opened) {
     store_status_ = opened.error();

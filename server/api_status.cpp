@@ -49,6 +49,11 @@ std::string metrics_text(ApiContext& api) {
   metric("contexts_kept", "gauge", "Context records in memory.", stats["contexts_kept"].as_double());
   metric("lock_grants_total", "counter", "Locks granted.", stats["lock_grants"].as_double());
   metric("lock_handoffs_total", "counter", "Locks granted to a context that waited.", stats["lock_handoffs"].as_double());
+  metric("store_checkpoints_total", "counter", "The store's background checkpoints (sqlite).",
+         stats["store_checkpoints"].as_double());
+  metric("store_checkpoint_failures_total", "counter",
+         "The store's checkpoints that failed (the WAL grows until one succeeds; the log says why).",
+         stats["store_checkpoint_failures"].as_double());
   metric("abandoned_calls_total", "counter", "Custom action calls given up on.", stats["abandoned_calls"].as_double());
   metric("contexts_per_second", "gauge", "Contexts started per second, the last seconds.", stats["contexts_per_s"].as_double());
   metric("http_connections", "gauge", "HTTP connections open.", stats["connections"].as_double());

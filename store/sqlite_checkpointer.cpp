@@ -18,7 +18,8 @@ const char* synchronous_pragma(SyncMode mode) {
 }
 
 Result<std::unique_ptr<SqliteCheckpointer>> SqliteCheckpointer::start(const std::string& path, const std::string& vfs,
-                                                                      SyncMode sync, Limits limits) {
+                                                                      SyncMode sync, Limits limits,
+                                                                      StoreReport report) {
   sqlite3* db = nullptr;
   if (const int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
                                      vfs.empty() ? nullptr : vfs.c_str());
@@ -37,14 +38,15 @@ Result<std::unique_ptr<SqliteCheckpointer>> SqliteCheckpointer::start(const std:
     sqlite3_close(db);
     return Error{message};
   }
-  std::unique_ptr<SqliteCheckpointer> c(new SqliteCheckpointer(path, db, sync, limits));
+  std::unique_ptr<SqliteCheckpointer> c(new SqliteCheckpointer(path, db, sync, limits, std::move(report)));
   c->db_fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   c->thread_ = std::thread([p = c.get()] { p->run(); });
   return c;
 }
 
-SqliteCheckpointer::SqliteCheckpointer(std::string path, sqlite3* db, SyncMode sync, Limits limits)
-    : path_(std::move(path)), limits_(limits), db_(db), applied_(sync), sync_(sync) {}
+SqliteCheckpointer::SqliteCheckpointer(std::string path, sqlite3* db, SyncMode sync, Limits limits,
+                                       StoreReport report)
+    : path_(std::move(path)), limits_(limits), report_(std::move(report)), db_(db), applied_(sync), sync_(sync) {}
 
 SqliteCheckpointer::~SqliteCheckpointer() {
   {
@@ -121,6 +123,13 @@ void SqliteCheckpointer::run() {
       running_ = true;
     }
     const std::string failed = checkpoint(mode);
+    // Told once per change, before the waiters go on (the report is the thread's alone).
+    if (!failed.empty() && failing_++ == 0 && report_) {
+      report_(failed + "; the WAL grows until a checkpoint succeeds (tried again at the next commits)");
+    } else if (failed.empty() && failing_ > 0) {
+      if (report_) report_(path_ + ": checkpoints succeed again, after " + std::to_string(failing_) + " failed");
+      failing_ = 0;
+    }
     {
       MutexLock lock(mu_);
       done_ = ticket;

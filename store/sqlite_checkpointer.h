@@ -31,8 +31,10 @@
 // (docs/DURABILITY.md, "Durability levels").
 //
 // A failed checkpoint (a full disk, an I/O error) is counted and kept (failures,
-// last_error); the next request tries again. Nothing reports it further yet: a disk that
-// is full fails the writer's own writes too, which the journal logs and retries.
+// last_error); the next request tries again. The first failure after a success is
+// reported (StoreReport: the engine logs it as a warning), and so is the first success
+// after failures, with how many failed: an operator learns that the WAL grows past its
+// cap, once, not once per commit.
 //
 // Thread-safety: note_commit (from the WAL hook), wait_until_copied and set_sync_mode are
 // called by the one writer thread; wait_idle and the figures from any thread. The checkpoint thread is the
@@ -73,8 +75,9 @@ class SqliteCheckpointer {
 
   // Opens a connection to the file at `path` through the SQLite VFS `vfs` ("": the
   // default) and starts the thread. `path` is named in errors.
+  // `report` (may be empty) is called on the thread, as the class comment says.
   static Result<std::unique_ptr<SqliteCheckpointer>> start(const std::string& path, const std::string& vfs,
-                                                           SyncMode sync, Limits limits = {});
+                                                           SyncMode sync, Limits limits = {}, StoreReport report = {});
   ~SqliteCheckpointer();
   SqliteCheckpointer(const SqliteCheckpointer&) = delete;
   SqliteCheckpointer& operator=(const SqliteCheckpointer&) = delete;
@@ -100,7 +103,7 @@ class SqliteCheckpointer {
   std::string last_error() const EXCLUDES(mu_);
 
  private:
-  SqliteCheckpointer(std::string path, sqlite3* db, SyncMode sync, Limits limits);
+  SqliteCheckpointer(std::string path, sqlite3* db, SyncMode sync, Limits limits, StoreReport report);
   void run() EXCLUDES(mu_);
   // One passive checkpoint with `mode` as the connection's setting; "" or what failed.
   std::string checkpoint(SyncMode mode);
@@ -108,6 +111,8 @@ class SqliteCheckpointer {
 
   const std::string path_;
   const Limits limits_;
+  const StoreReport report_;
+  uint64_t failing_ = 0;       // the thread's: failures since the last success
   sqlite3* const db_;          // the thread's connection (the constructor's until the thread starts)
   SyncMode applied_;           // the connection's setting (the thread's)
   int db_fd_ = -1;             // the database file, to start its write-back

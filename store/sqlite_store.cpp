@@ -136,7 +136,8 @@ class SqliteStore::Statements {
 };
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, SyncMode sync, bool read_only,
-                                                       const std::string& vfs, SqliteCheckpointer::Limits checkpoints) {
+                                                       const std::string& vfs, SqliteCheckpointer::Limits checkpoints,
+                                                       StoreReport report) {
   if (path.empty()) return Error{"the sqlite store needs a file name"};
   // SQLite counts every allocation it makes under one process-wide mutex unless told not
   // to; nothing reads those counts. Only possible before SQLite is first used in the
@@ -221,7 +222,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
     // Checkpoints move to a thread of their own: the hook replaces SQLite's automatic
     // checkpoint (which would run inside a commit) and tells the checkpointer the WAL's
     // size after each commit.
-    Result<std::unique_ptr<SqliteCheckpointer>> checkpointer = SqliteCheckpointer::start(path, vfs, sync, checkpoints);
+    Result<std::unique_ptr<SqliteCheckpointer>> checkpointer = SqliteCheckpointer::start(path, vfs, sync, checkpoints, std::move(report));
     if (!checkpointer) return checkpointer.error();
     store->checkpointer_ = std::move(*checkpointer);
     sqlite3_wal_hook(
@@ -269,6 +270,11 @@ Error SqliteStore::error(std::string_view what, sqlite3* db) const {
 Status SqliteStore::exec(const char* sql) {
   if (sqlite3_exec(db_, sql, nullptr, nullptr, nullptr) != SQLITE_OK) return error("cannot run " + std::string(sql).substr(0, 40));
   return Status::ok();
+}
+
+StoreHealth SqliteStore::health() const {
+  if (!checkpointer_) return {};
+  return StoreHealth{checkpointer_->checkpoints(), checkpointer_->failures()};
 }
 
 Status SqliteStore::set_sync_mode(SyncMode mode) {

@@ -71,10 +71,12 @@ class SqliteStore final : public Store {
 
   // Opens (creating when missing, unless read only) the file at `path`, through the SQLite
   // VFS named `vfs` ("": the default; tests pass a fault-injecting one).
-  // `checkpoints`: when the writer's checkpointer runs (tests make them small).
+  // `checkpoints`: when the writer's checkpointer runs (tests make them small); `report`:
+  // where it reports failed checkpoints.
   static Result<std::unique_ptr<SqliteStore>> open(const std::string& path, SyncMode sync, bool read_only = false,
                                                    const std::string& vfs = "",
-                                                   SqliteCheckpointer::Limits checkpoints = {});
+                                                   SqliteCheckpointer::Limits checkpoints = {},
+                                                   StoreReport report = {});
   ~SqliteStore() override;
   SqliteStore(const SqliteStore&) = delete;
   SqliteStore& operator=(const SqliteStore&) = delete;
@@ -92,6 +94,7 @@ class SqliteStore final : public Store {
                                         std::string_view fingerprint) override EXCLUDES(read_mu_);
   Status write(const StoreBatch& batch) override;
   Status set_sync_mode(SyncMode mode) override;
+  StoreHealth health() const override;
 
   const std::string& path() const { return path_; }
   // The schema version the file had when this store migrated it on open; 0 when it did not.

@@ -40,7 +40,7 @@ Value ended_trigger(const Value& trigger) {
 Result<std::unique_ptr<Store>> open_store(const StoreOptions& options) {
   if (options.kind == "memory") return std::unique_ptr<Store>(std::make_unique<MemoryStore>());
   if (options.kind == "sqlite") {
-    Result<std::unique_ptr<SqliteStore>> s = SqliteStore::open(options.path, options.sync, options.read_only, options.vfs);
+    Result<std::unique_ptr<SqliteStore>> s = SqliteStore::open(options.path, options.sync, options.read_only, options.vfs, {}, options.report);
     if (!s) return s.error();
     return std::unique_ptr<Store>(std::move(s).value());
   }

@@ -36,6 +36,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -219,6 +220,18 @@ struct ContextQuery {
   bool records_of_checkpointed = true;
 };
 
+// How a store's background work is going: SQLite's checkpoints, which run on a thread of
+// their own (store/sqlite_checkpointer.h). Zero for a store that has none.
+struct StoreHealth {
+  uint64_t checkpoints = 0;          // done so far
+  uint64_t checkpoint_failures = 0;  // failed so far (each is tried again)
+};
+
+// Where a store's background work tells an operator what went wrong, and when it works
+// again: called on that work's thread, once per change (not once per failure), with a
+// message naming the file. Empty: not told.
+using StoreReport = std::function<void(const std::string& message)>;
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -253,6 +266,8 @@ class Store {
   virtual Status write(const StoreBatch& batch) = 0;
   // How later batches are made durable.
   virtual Status set_sync_mode(SyncMode mode) = 0;
+  // From any thread.
+  virtual StoreHealth health() const { return {}; }
 };
 
 // Where a store is and how it opens.
@@ -268,6 +283,8 @@ struct StoreOptions {
   // every write checks it in its own transaction instead of the single writer's lock;
   // 0: not in a cluster.
   int64_t lead_epoch = 0;
+  // sqlite: where its checkpointer reports failed checkpoints (see StoreReport).
+  StoreReport report;
 };
 
 // Opens the store `options` names. Errors name the file (or database) and say what is wrong.

@@ -370,6 +370,9 @@ TEST_F(ApiRoutesTest, Skipped_StatsMetricsHealth) {
   ASSERT_EQ(metrics.status, 200);
   EXPECT_THAT(metrics.header("Content-Type"), HasSubstr("text/plain"));
   EXPECT_THAT(metrics.body, HasSubstr("# TYPE flowrt_contexts_started_total counter\nflowrt_contexts_started_total 2\n"));
+  // The store's checkpoint figures are there whatever the store (none fail here).
+  EXPECT_THAT(metrics.body, HasSubstr("\nflowrt_store_checkpoint_failures_total 0\n"));
+  EXPECT_EQ(now["store_checkpoint_failures"], Value(0)) << now.to_json();
   EXPECT_EQ(client().get("/healthz").status, 200);
   EXPECT_EQ(client().get("/readyz").json()["status"], Value("ready"));
   EXPECT_EQ(client().get("/api/whoami").json()["role"], Value("admin"));  // loopback, no tokens

@@ -283,6 +283,26 @@ TEST_F(DurableEngineTest, AFileInUse_IsRefusedNamingIt_AndAnEngineOnItRefusesOpe
   EXPECT_FALSE(third.load_text(kCopy).empty());
 }
 
+// The store's checkpoints show in the engine's figures (and so in /api/stats and
+// /metrics): a few MiB of records grow the WAL past the checkpointer's 1,000 pages.
+TEST_F(DurableEngineTest, TheStoresCheckpoints_AreInTheEnginesStats) {
+  Engine& engine = reopen({});
+  EXPECT_EQ(engine.stats().store_checkpoints, 0u);
+  const std::string text(3000, 'x');
+  for (int i = 0; i < 3000; ++i) {
+    ASSERT_TRUE(engine.insert("note", Value::object({{"text", Value(std::string_view(text))}})).is_ok());
+  }
+  engine.settle();
+  // The checkpointer runs on its own thread: wait until it has done what was asked.
+  auto* sqlite = dynamic_cast<SqliteStore*>(engine.core().store.get());
+  ASSERT_NE(sqlite, nullptr);
+  sqlite->checkpointer()->wait_idle();
+  const EngineStats s = engine.stats();
+  EXPECT_GE(s.store_checkpoints, 1u);
+  EXPECT_EQ(s.store_checkpoint_failures, 0u);
+  EXPECT_EQ(s.to_value()["store_checkpoints"], Value(static_cast<long long>(s.store_checkpoints)));
+}
+
 // The durability watermark: a context that a commit starts is queued only once that
 // commit is durable, and an operation returns only then. The store's writer is held at
 // its first write by a perturbation hook; meanwhile the insert has not returned and its

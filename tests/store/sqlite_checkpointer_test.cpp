@@ -1,12 +1,14 @@
 // SqliteCheckpointer (store/sqlite_checkpointer.h) through SqliteStore, with small limits:
 // checkpoints run on the checkpointer's thread once the WAL has grown, the WAL starts over
 // at its cap even with no other checkpoint, and a checkpoint that fails is counted, named,
-// and tried again. (Power cuts around checkpoints: power_cut_test.cpp.)
+// tried again, and reported once (and once more when checkpoints work again). (Power cuts
+// around checkpoints: power_cut_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -31,7 +33,11 @@ class SqliteCheckpointerTest : public ::testing::Test {
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_ + suffix);
   }
   std::unique_ptr<SqliteStore> open(SqliteCheckpointer::Limits limits, const std::string& vfs = "") {
-    Result<std::unique_ptr<SqliteStore>> s = SqliteStore::open(path_, SyncMode::kNormal, false, vfs, limits);
+    StoreReport report = [this](const std::string& message) {
+      std::lock_guard lock(reports_mu_);
+      reports_.push_back(message);
+    };
+    Result<std::unique_ptr<SqliteStore>> s = SqliteStore::open(path_, SyncMode::kNormal, false, vfs, limits, report);
     EXPECT_TRUE(s.is_ok()) << (s ? "" : s.message());
     return s ? std::move(s).value() : nullptr;
   }
@@ -62,7 +68,15 @@ class SqliteCheckpointerTest : public ::testing::Test {
     return n;
   }
 
+  // What the checkpointer reported (on its thread), in order.
+  std::vector<std::string> reports() {
+    std::lock_guard lock(reports_mu_);
+    return reports_;
+  }
+
   std::string path_;
+  std::mutex reports_mu_;
+  std::vector<std::string> reports_;
 };
 
 TEST_F(SqliteCheckpointerTest, OnceTheWalHasGrown_TheCheckpointerCopiesIt_OnItsOwnThread) {
@@ -84,6 +98,8 @@ TEST_F(SqliteCheckpointerTest, OnceTheWalHasGrown_TheCheckpointerCopiesIt_OnItsO
   EXPECT_GE(c.checkpoints(), static_cast<uint64_t>(written / 40));
   EXPECT_LE(c.checkpoints(), static_cast<uint64_t>(written / 20 + 1)) << "more than one checkpoint per 20 frames";
   EXPECT_EQ(c.failures(), 0u) << c.last_error();
+  EXPECT_EQ(s->health().checkpoints, c.checkpoints());
+  EXPECT_EQ(reports(), std::vector<std::string>{}) << "nothing failed, nothing to report";
   EXPECT_EQ(records_after_close(s), 160u);
 }
 
@@ -134,12 +150,20 @@ TEST_F(SqliteCheckpointerTest, ACheckpointOnAFullDisk_IsCountedAndNamed_AndTheNe
   EXPECT_EQ(c.failures(), 1u);
   EXPECT_NE(c.last_error().find(path_), std::string::npos) << c.last_error();
   EXPECT_NE(c.last_error().find("(the disk is full)"), std::string::npos) << c.last_error();
+  EXPECT_EQ(s->health().checkpoint_failures, 1u);
+  // Reported once, naming the file and the cause, before the failed write returned.
+  ASSERT_EQ(reports().size(), 1u);
+  EXPECT_NE(reports()[0].find(path_), std::string::npos) << reports()[0];
+  EXPECT_NE(reports()[0].find("(the disk is full)"), std::string::npos) << reports()[0];
   // Room again: the same batch waits for a checkpoint that copies the WAL, and starts it over.
   vfs.set_space(std::nullopt);
   ASSERT_TRUE(s->write(batch(b + 1)).is_ok());
   EXPECT_LT(c.wal_frames(), kCap);
   EXPECT_GE(c.checkpoints(), 1u);
   EXPECT_EQ(c.failures(), 1u);
+  // And the recovery, once, with how many failed.
+  ASSERT_EQ(reports().size(), 2u);
+  EXPECT_NE(reports()[1].find("checkpoints succeed again, after 1 failed"), std::string::npos) << reports()[1];
   EXPECT_EQ(records_after_close(s), 4 * (b + 1));
 }
 
