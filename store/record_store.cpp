@@ -227,7 +227,9 @@ Result<bool> RecordStore::commit_insert(std::string_view table_name, const Value
   Table& t = table(table_name);
   WriterLock lock(t.mu);
   const std::string_view sys_id = record.members()[0].value.as_string();
-  if (t.by_id.find(sys_id) != IdIndex::kNone) {
+  // Looked up and indexed in one probe; the row is appended below when it was not there.
+  const auto row = static_cast<uint32_t>(t.rows.size());
+  if (t.by_id.insert_unique(sys_id, row) != IdIndex::kNone) {
     if (id_number != 0) {
       // A record given this id earlier holds it: skip the number and build again.
       ids_.store(id_number, std::memory_order_release);
@@ -236,10 +238,8 @@ Result<bool> RecordStore::commit_insert(std::string_view table_name, const Value
     return Error{"table " + t.name + " already has a record with sys_id " + std::string(sys_id)};
   }
   if (id_number != 0) ids_.store(id_number, std::memory_order_release);
-  const auto row = static_cast<uint32_t>(t.rows.size());
   t.rows.push_back(record);
   t.positions.push_back(position);
-  t.by_id.insert(sys_id, row);
   ++t.live;
   total_.fetch_add(1, std::memory_order_relaxed);
   index_row(t, nullptr, &record, row);
@@ -526,8 +526,9 @@ void RecordStore::restore(uint64_t seed, uint64_t generated, std::vector<Restore
     for (size_t i = 0; i < restored.records.size(); ++i) {
       Value& record = restored.records[i];
       const std::string_view sys_id = record.members()[0].value.as_string();
-      if (t.by_id.find(sys_id) != IdIndex::kNone) continue;  // a store holds one record per sys_id
       const auto row = static_cast<uint32_t>(t.rows.size());
+      // A store holds one record per sys_id; the row is appended below when it was not there.
+      if (t.by_id.insert_unique(sys_id, row) != IdIndex::kNone) continue;
       t.positions.push_back(i < restored.positions.size() ? restored.positions[i] : i + 1);
       if (record.shape().is_null()) {
         // Read back from a store as key/value pairs: the table's shape again, as when written.
@@ -536,7 +537,6 @@ void RecordStore::restore(uint64_t seed, uint64_t generated, std::vector<Restore
         record = fields.build();
       }
       t.rows.push_back(std::move(record));
-      t.by_id.insert(t.rows.back().members()[0].value.as_string(), row);
       ++t.live;
       total_.fetch_add(1, std::memory_order_relaxed);
       index_row(t, nullptr, &t.rows.back(), row);
