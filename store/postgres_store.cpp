@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <thread>
 #include <optional>
@@ -104,6 +105,7 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const std::string& ur
   FLOWRT_RETURN_IF_ERROR(store->prepare_schema());
   if (!read_only) {
     FLOWRT_RETURN_IF_ERROR(store->prepare_statements());
+    FLOWRT_RETURN_IF_ERROR(store->read_highest_context());
     if (store->lead_epoch_ == 0) FLOWRT_RETURN_IF_ERROR(store->note_holder());
     FLOWRT_RETURN_IF_ERROR(store->set_sync_mode(sync));
   }
@@ -129,6 +131,17 @@ PostgresStore::~PostgresStore() {
   PQfinish(conn_);  // the session ends (and with it the lock, if the unlock did not run)
   MutexLock lock(read_mu_);
   if (reader_) PQfinish(reader_);
+}
+
+Status PostgresStore::read_highest_context() {
+  // A leader opens its store after taking the lead: every batch of the node before it
+  // that committed is seen here, and any later one is fenced.
+  ResultPtr r(PQexec(conn_,
+                     "SELECT GREATEST((SELECT COALESCE(max(seq), 0) FROM contexts), "
+                     "(SELECT COALESCE(max(seq), 0) FROM history))"));
+  if (!result_ok(r.get()) || PQntuples(r.get()) != 1) return error("cannot read its highest context");
+  places_ = ContextPlaces(std::strtoull(PQgetvalue(r.get(), 0, 0), nullptr, 10));
+  return Status::ok();
 }
 
 int PostgresStore::writer_backend_pid() const { return PQbackendPID(conn_); }
@@ -214,7 +227,9 @@ Status PostgresStore::set_sync_mode(SyncMode mode) {
 }
 
 Status PostgresStore::write(const StoreBatch& batch) {
+  using Place = ContextPlaces::Place;
   if (read_only_) return error_of("cannot write", "opened read only");
+  places_.discard();  // nothing pending from a batch that threw
   std::vector<Op> ops;
   ops.reserve(batch.changes.size() + 1);
   std::vector<std::string> new_tables;
@@ -278,7 +293,8 @@ Status PostgresStore::write(const StoreBatch& batch) {
             const StoredContext& x = c.context;
             // In history once it ended with its record, live until then; never in both.
             const bool to_history = is_final_context_status(x.status) && !x.record.is_null();
-            if (to_history) op("remove_context").integer(pg_clamp64(x.seq));
+            if (to_history && places_.place(x.seq) != Place::kNotLive) op("remove_context").integer(pg_clamp64(x.seq));
+            places_.note(x.seq, to_history ? Place::kNotLive : Place::kLive);
             Params& p = op(to_history ? "put_history" : "put_context");
             p.integer(pg_clamp64(x.seq));
             p.text(x.id);
@@ -304,12 +320,29 @@ Status PostgresStore::write(const StoreBatch& batch) {
             // A live context ending with its record moves to history; else its live row
             // changes (an ended one without its record stays there), or else its history
             // row (an ended context whose record changes). It is in one table only, so at
-            // most one of these finds it.
-            if (is_final_context_status(c.status)) fill(op("move_to_history"));
+            // most one of these finds it; where the writer knows which (places_), only
+            // that one is sent.
+            const bool final = is_final_context_status(c.status);
+            const Place place = places_.place(c.seq);
+            if (place == Place::kNotLive) {
+              fill(op("update_history"));
+              return;
+            }
+            if (final) fill(op("move_to_history"));
+            if (place == Place::kLive && final && !c.record.is_null()) {
+              places_.note(c.seq, Place::kNotLive);  // moved, as its record is given
+              return;
+            }
             Params& u = op("update_context");
             fill(u);
             u.json(c.checkpoint);
+            if (place == Place::kLive) {
+              // Still live; or, ended without a record given, moved only if its row had one.
+              if (final) places_.note(c.seq, Place::kUnknown);
+              return;
+            }
             fill(op("update_history"));
+            if (final && !c.record.is_null()) places_.note(c.seq, Place::kNotLive);
           } else if constexpr (std::is_same_v<T, LockPut>) {
             if (c.state.is_null()) {
               op("remove_lock").text(c.name);
@@ -343,7 +376,12 @@ Status PostgresStore::write(const StoreBatch& batch) {
   p.integer(pg_clamp64(k.sys_id_count));
   p.integer(k.clock);
   Status written = run_ops(ops, batch.changes.size());
-  if (written) tables_.insert(new_tables.begin(), new_tables.end());
+  if (written) {
+    tables_.insert(new_tables.begin(), new_tables.end());
+    places_.commit();
+  } else {
+    places_.discard();
+  }
   return written;
 }
 

@@ -65,6 +65,7 @@
 #include <string>
 
 #include "base/thread_annotations.h"
+#include "store/postgres_context_places.h"
 #include "store/store.h"
 
 struct pg_conn;
@@ -123,6 +124,8 @@ class PostgresStore final : public Store {
   Status prepare_schema();
   // Prepares the statements write() uses.
   Status prepare_statements();
+  // Reads the highest context seq the tables hold into places_.
+  Status read_highest_context();
   Status note_holder();
   // Runs the ops in one transaction (pipelined); the first failure rolls it back.
   Status run_ops(const std::vector<Op>& ops, size_t changes);
@@ -148,6 +151,7 @@ class PostgresStore final : public Store {
   bool fenced_ = false;  // a write found that lead_epoch_ no longer leads: every later write() fails
   int64_t lead_epoch_ = 0;  // set by open()
   std::set<std::string, std::less<>> tables_;  // the record tables the schema has (the writer's)
+  ContextPlaces places_;  // where the contexts' rows are (the writer's; set by open())
   Mutex read_mu_;
   pg_conn* reader_ = nullptr;  // REQUIRES read_mu_ after open
 };

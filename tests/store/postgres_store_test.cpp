@@ -318,6 +318,83 @@ TEST_F(PostgresStoreTest, ListContextsWhileABatchIsWritten_SeesWholeBatchesOnly)
 }
 
 // A record put where another record stands refuses the whole batch (as the sqlite store does).
+// The writer sends only the statement that applies where it knows which table a context's
+// row is in (store/postgres_context_places.h), and both where it does not: rows from
+// before the store opened, and a context that ended without its record given. Whichever
+// path each takes, every row ends in the table its status says, with its last values.
+TEST_F(PostgresStoreTest, ContextRows_EndInTheRightTable_WhereverTheWriterKnowsThemToBe) {
+  auto put = [](uint64_t seq, const char* status, Value record = Value()) {
+    StoredContext c;
+    c.seq = seq;
+    c.id = "ctx-" + std::to_string(seq);
+    c.flow = "f";
+    c.status = status;
+    c.trigger = json(R"({"type": "api"})");
+    c.record = std::move(record);
+    return StoreChange{ContextPut{std::move(c)}};
+  };
+  auto update = [](uint64_t seq, const char* status, Value record = Value()) {
+    return StoreChange{ContextUpdate{seq, status, 1, 2, std::move(record), Value()}};
+  };
+  auto rec = [](const char* status) { return json(std::string(R"({"status": ")") + status + R"("})"); };
+  auto where = [&](uint64_t seq) {
+    const std::string s = std::to_string(seq);
+    return sql_value("SELECT (SELECT count(*) FROM contexts WHERE seq = " + s + ") || '/' || (SELECT count(*) FROM history WHERE seq = " + s +
+                     ") || ' ' || COALESCE((SELECT status FROM contexts WHERE seq = " + s +
+                     "), (SELECT status FROM history WHERE seq = " + s + "), '-')");
+  };
+  {
+    std::unique_ptr<PostgresStore> store = open();
+    ASSERT_NE(store, nullptr);
+    // Before the reopen: 1 and 2 live, 3 in history.
+    write(*store, {put(1, "running"), put(2, "waiting"), put(3, "completed", rec("completed"))});
+  }
+  std::unique_ptr<PostgresStore> store = open();
+  ASSERT_NE(store, nullptr);
+  write(*store, {
+                    update(1, "completed", rec("completed")),  // from before: both tables' statements
+                    update(3, "completed", rec("completed again")),
+                    put(4, "running"),                          // new, live
+                    put(5, "completed", rec("completed")),      // new, straight to history
+                    put(6, "running"),
+                    put(7, "running"),
+                });
+  write(*store, {
+                    update(4, "waiting"),                        // known live: stays
+                    update(5, "completed", rec("changed")),      // known in history
+                    update(6, "completed", rec("completed")),    // known live: moves
+                    update(7, "error"),                          // ended, no record given: stays live
+                    update(2, "cancelled", rec("cancelled")),    // from before
+                });
+  write(*store, {
+                    update(4, "completed", rec("completed")),
+                    update(6, "completed", rec("changed after")),  // now in history
+                    update(7, "error", rec("error")),              // now moves
+                    put(8, "completed", rec("completed")),
+                });
+  EXPECT_EQ(where(1), "0/1 completed");
+  EXPECT_EQ(where(2), "0/1 cancelled");
+  EXPECT_EQ(where(3), "0/1 completed");
+  EXPECT_EQ(where(4), "0/1 completed");
+  EXPECT_EQ(where(5), "0/1 completed");
+  EXPECT_EQ(where(6), "0/1 completed");
+  EXPECT_EQ(where(7), "0/1 error");
+  EXPECT_EQ(where(8), "0/1 completed");
+  EXPECT_EQ(sql_value("SELECT record::jsonb->>'status' FROM history WHERE seq = 3"), "completed again");
+  EXPECT_EQ(sql_value("SELECT record::jsonb->>'status' FROM history WHERE seq = 5"), "changed");
+  EXPECT_EQ(sql_value("SELECT record::jsonb->>'status' FROM history WHERE seq = 6"), "changed after");
+  // A batch that fails changes no row, nor what the writer knows: 9 is live, a failed batch
+  // would have put it in history, and the next update finds it live still.
+  write(*store, {put(9, "running")});
+  StoreBatch failing;
+  failing.changes = {put(9, "completed", rec("lost")), StoreChange{RecordPut{"t", json(R"({"sys_id": "x"})"), 1}},
+                     StoreChange{RecordPut{"t", json(R"({"sys_id": "y"})"), 1}}};
+  ASSERT_FALSE(store->write(failing).is_ok());
+  EXPECT_EQ(where(9), "1/0 running");
+  write(*store, {update(9, "completed", rec("completed"))});
+  EXPECT_EQ(where(9), "0/1 completed");
+}
+
 TEST_F(PostgresStoreTest, ARecordPutWhereAnotherStands_RefusesTheWholeBatch) {
   std::unique_ptr<PostgresStore> store = open();
   ASSERT_NE(store, nullptr);

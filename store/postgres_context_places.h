@@ -1,0 +1,52 @@
+// ContextPlaces: which table a context's row is in, as far as the PostgreSQL store's writer
+// knows, so that a write sends the one statement that applies to it rather than one for
+// each table it could be in.
+//
+// A context's row is live (table `contexts`) until it ends with its record, then in
+// `history`, never in both. The writer knows where the rows it wrote went; of the others,
+// it knows only that a seq above the highest seq either table held when the store opened
+// is in neither unless it wrote it since. So a seq is:
+//  - kLive: written live by this writer and not moved since;
+//  - kNotLive: above that highest seq, and not written live since (or moved to history);
+//  - kUnknown: anything else (rows from before the store opened, or a write whose outcome
+//    the writer cannot tell): the store sends the statements for both tables, as when
+//    nothing is known.
+// A batch's notes are pending until the batch is written (commit) and are dropped when it
+// fails (discard): a failed transaction changed no row.
+//
+// Thread-safety: none; the store's writer alone uses it. Holds a seq per live context
+// written since the store opened (8 bytes and a hash node each).
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace flowrt {
+
+class ContextPlaces {
+ public:
+  enum class Place { kLive, kNotLive, kUnknown };
+
+  // `highest_at_open`: the highest seq in `contexts` or `history` when the store opened.
+  explicit ContextPlaces(uint64_t highest_at_open = UINT64_MAX) : highest_at_open_(highest_at_open) {}
+
+  // Where seq's row is, the current batch's notes included.
+  Place place(uint64_t seq) const;
+  // After the current batch, seq's row is at `place`.
+  void note(uint64_t seq, Place place) { pending_[seq] = place; }
+  // The current batch was written: its notes hold.
+  void commit();
+  // It was not: they are dropped.
+  void discard() { pending_.clear(); }
+
+  size_t live() const { return live_.size(); }
+
+ private:
+  uint64_t highest_at_open_;
+  std::unordered_set<uint64_t> live_;     // kLive
+  std::unordered_set<uint64_t> unknown_;  // kUnknown above highest_at_open_
+  std::unordered_map<uint64_t, Place> pending_;
+};
+
+}  // namespace flowrt
