@@ -53,9 +53,19 @@ void Journal::stop() {
   {
     MutexLock lock(mu_);
     stopped_ = true;
-    durable_cv_.notify_all();
+    wake_durable(UINT64_MAX);
+    delivered_cv_.notify_all();
   }
   call_watchers(UINT64_MAX);
+}
+
+void Journal::wake_durable(uint64_t position) {
+  const auto end = sleepers_.upper_bound(position);
+  for (auto it = sleepers_.begin(); it != end; ++it) {
+    it->second->woken = true;
+    it->second->cv.notify_one();
+  }
+  sleepers_.erase(sleepers_.begin(), end);
 }
 
 uint64_t Journal::append(JournalEntry entry) {
@@ -100,9 +110,14 @@ void Journal::release(const std::vector<uint64_t>& positions, std::optional<Stor
 Status Journal::wait_durable(uint64_t position) {
   if (durable() >= position) return Status::ok();
   MutexLock lock(mu_);
+  DurableSleeper me;
+  // The writer stores durable_ and wakes the sleepers under mu_: a sleeper added here
+  // after the check is woken by the batch that reaches its position.
   while (durable() < position) {
     if (stopped_) return never_written();
-    durable_cv_.wait(mu_);
+    me.woken = false;
+    sleepers_.emplace(position, &me);
+    while (!me.woken) me.cv.wait(mu_);
   }
   return Status::ok();
 }
@@ -110,10 +125,14 @@ Status Journal::wait_durable(uint64_t position) {
 std::optional<Status> Journal::wait_durable_until(uint64_t position, std::chrono::steady_clock::time_point deadline) {
   if (durable() >= position) return Status::ok();
   MutexLock lock(mu_);
+  DurableSleeper me;
   while (durable() < position) {
     if (stopped_) return never_written();
     if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-    durable_cv_.wait_until(mu_, deadline);
+    me.woken = false;
+    const auto entry = sleepers_.emplace(position, &me);
+    while (!me.woken && std::chrono::steady_clock::now() < deadline) me.cv.wait_until(mu_, deadline);
+    if (!me.woken) sleepers_.erase(entry);  // the deadline came first: it is still there
   }
   return Status::ok();
 }
@@ -160,7 +179,7 @@ void Journal::call_watchers(uint64_t position) {
 void Journal::wait_delivered(uint64_t position) {
   if (delivered_.load(std::memory_order_acquire) >= position) return;
   MutexLock lock(mu_);
-  while (delivered_.load(std::memory_order_acquire) < position && !stopped_) durable_cv_.wait(mu_);
+  while (delivered_.load(std::memory_order_acquire) < position && !stopped_) delivered_cv_.wait(mu_);
 }
 
 Status Journal::failure() const {
@@ -210,7 +229,8 @@ void Journal::run() {
         MutexLock lock(mu_);
         gave_up_ = true;
         stopped_ = true;
-        durable_cv_.notify_all();
+        wake_durable(UINT64_MAX);
+        delivered_cv_.notify_all();
       }
       call_watchers(UINT64_MAX);
       drop_until_stopped(entries);
@@ -225,13 +245,13 @@ void Journal::run() {
       entries.clear();
       MutexLock lock(mu_);
       delivered_.store(last, std::memory_order_release);
-      durable_cv_.notify_all();
+      delivered_cv_.notify_all();
       return;
     }
     {
       MutexLock lock(mu_);
       durable_.store(last, std::memory_order_release);
-      durable_cv_.notify_all();
+      wake_durable(last);
     }
     call_watchers(last);
     release(entries);
@@ -239,7 +259,7 @@ void Journal::run() {
     entries.clear();
     MutexLock lock(mu_);
     delivered_.store(last, std::memory_order_release);
-    durable_cv_.notify_all();
+    delivered_cv_.notify_all();
   }
 }
 

@@ -185,7 +185,17 @@ class Journal {
   Store& store_;
   Mutex mu_;
   CondVar work_cv_;      // the writer waits on it for entries (or the stop)
-  CondVar durable_cv_;   // wait_durable waits on it
+  // A thread in wait_durable(_until), in sleepers_ by the position it waits for: the
+  // writer wakes it once that position is durable (or the journal stopped), not at every
+  // batch, so that many threads waiting for later batches are not woken to sleep again.
+  struct DurableSleeper {
+    CondVar cv;
+    bool woken = false;  // GUARDED_BY(mu_); set as the writer takes it out of sleepers_
+  };
+  // Wakes (and takes out) the sleepers waiting for positions up to `position`.
+  void wake_durable(uint64_t position) REQUIRES(mu_);
+  std::multimap<uint64_t, DurableSleeper*> sleepers_ GUARDED_BY(mu_);
+  CondVar delivered_cv_;  // wait_delivered waits on it
   std::vector<JournalEntry> pending_ GUARDED_BY(mu_);
   std::multimap<uint64_t, std::function<void()>> watchers_ GUARDED_BY(mu_);  // when_durable's, by position
   StoreCounters counters_ GUARDED_BY(mu_);  // the latest, from entries appended under the commit lock

@@ -346,6 +346,40 @@ TEST_P(DurableEngineStoresTest, ACommitsContext_IsQueuedOnlyOnceTheCommitIsDurab
   EXPECT_EQ(engine.records("shipment").size(), 1u);
 }
 
+// Many threads blocked in their inserts, their entries in different batches: the writer is
+// held at the first batch (one insert) while eight more are appended. None returns while
+// held; once it goes on every one does (the journal wakes a waiter when its own position
+// is durable, not at every batch: a wake-up lost there hangs this test).
+TEST_P(DurableEngineStoresTest, ManyInsertsWaitingInLaterBatches_EachReturnsOnceItsEntryIsDurable) {
+  EngineOptions o = options();
+  o.simulation_seed.reset();
+  o.properties.durability = Durability::kNormal;
+  Engine& engine = reopen({}, o);
+  Journal& journal = *engine.core().journal;
+  const uint64_t start = journal.appended();
+  g_writes_seen = 0;
+  g_release_writes = false;
+  set_perturb_hook(&hold_writes);
+  constexpr int kThreads = 9;
+  std::atomic<int> returned{0};
+  std::vector<std::thread> inserts;
+  auto insert = [&](int i) {
+    EXPECT_TRUE(engine.insert("t", Value::object({{"n", Value(i)}})).is_ok());
+    returned.fetch_add(1);
+  };
+  inserts.emplace_back(insert, 0);
+  while (g_writes_seen.load() == 0) std::this_thread::yield();  // its batch is being written
+  for (int i = 1; i < kThreads; ++i) inserts.emplace_back(insert, i);
+  while (journal.appended() < start + kThreads) std::this_thread::yield();
+  EXPECT_EQ(returned.load(), 0) << "an insert returned before its entry was durable";
+  g_release_writes = true;
+  for (std::thread& t : inserts) t.join();
+  set_perturb_hook(nullptr);
+  EXPECT_EQ(returned.load(), kThreads);
+  EXPECT_GE(journal.durable(), start + kThreads);
+  EXPECT_EQ(engine.records("t").size(), static_cast<size_t>(kThreads));
+}
+
 // With the durability `off` an operation returns before its entry is written, but never
 // more than EngineCore::kOffBacklog entries ahead of the writer: held at its first write,
 // the writer lets the producer run that far and no further, and everything is written once
