@@ -115,6 +115,11 @@ Status EngineCore::set_property(std::string_view name, const Value& value) {
   return Status::ok();
 }
 
+FlowRegistry::PlanResult EngineCore::plan_of(FlowSlot& slot) {
+  if (std::shared_ptr<const Plan> plan = flows.current_plan(slot)) return FlowRegistry::PlanResult{std::move(plan), {}};
+  return flows.plan_for(slot, compile_options());
+}
+
 CompileOptions EngineCore::compile_options() const {
   const EngineProperties& p = props();
   CompileOptions o;
@@ -502,7 +507,7 @@ Result<StartedFlow> EngineCore::start_api_flow(std::string_view flow, const Valu
   if (!inputs.is_null() && !inputs.is_object()) return Error{"inputs must be an object, got " + shown_value(inputs)};
   // The flow's declared inputs (when it declares them) are enforced before it starts. A
   // flow that no longer compiles starts anyway and ends in error with the compile error.
-  FlowRegistry::PlanResult plan = flows.plan_for(*slot, compile_options());
+  FlowRegistry::PlanResult plan = plan_of(*slot);
   if (plan.plan) FLOWRT_RETURN_IF_ERROR(check_api_inputs(plan.plan->root(), inputs));
   TriggerData t;
   t.type = TriggerType::kApi;

@@ -65,6 +65,9 @@ class EngineCore {
   const EngineProperties& props() const { return *props_.load(std::memory_order_acquire); }
   Status set_property(std::string_view name, const Value& value) EXCLUDES(props_mu_);
   CompileOptions compile_options() const;
+  // The plan a new context of `slot` runs: the cached one when current, else plan_for's
+  // (which checks, and compiles if it must, with compile_options()).
+  FlowRegistry::PlanResult plan_of(FlowSlot& slot);
   // Now, in milliseconds, on the running-time clock.
   double run_clock_ms() const;
 

@@ -195,7 +195,7 @@ Status EngineCore::resume_from_checkpoint(Context& ctx, const Value& checkpoint,
     return Error{"its stored state cannot be read: " + std::string(checkpoint["unreadable"].as_string())};
   }
   if (version.empty()) return Error{"its stored state is not a checkpoint"};
-  FlowRegistry::PlanResult p = flows.plan_for(*ctx.flow, compile_options());
+  FlowRegistry::PlanResult p = plan_of(*ctx.flow);
   if (!p.plan || p.plan->version != version) {
     // The flow (or something it uses) changed since: the context resumes on its own
     // version, compiled from the versions the file keeps (once: readers wait for one

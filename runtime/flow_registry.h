@@ -73,6 +73,10 @@ class FlowRegistry {
   };
   // The plan new contexts of this flow run (published versions), from the cache.
   PlanResult plan_for(FlowSlot& slot, const CompileOptions& options);
+  // That plan when the cache holds it checked against every change so far, without
+  // compiling or reading the definitions; null when plan_for must be asked (something
+  // changed since, or the flow does not compile).
+  std::shared_ptr<const Plan> current_plan(const FlowSlot& slot) const { return slot.plan_if_current(epoch()); }
   // Compiles the flow's current version for test_flow: the draft if there is one, with
   // draft dependencies when it shows draft actions. Not cached.
   PlanResult plan_for_test(std::string_view flow_id, const CompileOptions& options);

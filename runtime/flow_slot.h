@@ -43,6 +43,13 @@ struct FlowSlot {
   // changed flow once. Lock order: compile_mu, then the registry's lock.
   Mutex compile_mu;
 
+  // The cached plan when it was checked against definitions epoch `epoch` and compiles,
+  // else null. One reference taken, under the spin lock: the path of every context start.
+  std::shared_ptr<const Plan> plan_if_current(uint64_t epoch) const {
+    SpinLockGuard lock(cache_mu_);
+    if (!cache_ || cache_->epoch != epoch) return nullptr;
+    return cache_->plan;
+  }
   // The cached plan (null when none or it does not compile).
   std::shared_ptr<const Plan> cached_plan() const {
     std::shared_ptr<const PlanEntry> e = cache();

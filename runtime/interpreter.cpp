@@ -124,7 +124,7 @@ bool Interpreter::start() {
     return false;
   }
   if (!ctx_.plan) {
-    FlowRegistry::PlanResult p = core_.flows.plan_for(*ctx_.flow, core_.compile_options());
+    FlowRegistry::PlanResult p = core_.plan_of(*ctx_.flow);
     if (!p.plan) {
       finish(ContextStatus::kError, error_value("flow '" + ctx_.flow->id + "' does not compile: " + p.error, Value()));
       return false;
