@@ -18,6 +18,7 @@
 // written since the store opened (8 bytes and a hash node each).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <unordered_map>
 #include <unordered_set>
@@ -40,7 +41,7 @@ class ContextPlaces {
   // It was not: they are dropped.
   void discard() { pending_.clear(); }
 
-  size_t live() const { return live_.size(); }
+  std::size_t live() const { return live_.size(); }
 
  private:
   uint64_t highest_at_open_;
