@@ -110,28 +110,33 @@ void Journal::release(const std::vector<uint64_t>& positions, std::optional<Stor
 Status Journal::wait_durable(uint64_t position) {
   if (durable() >= position) return Status::ok();
   MutexLock lock(mu_);
-  DurableSleeper me;
-  // The writer stores durable_ and wakes the sleepers under mu_: a sleeper added here
-  // after the check is woken by the batch that reaches its position.
-  while (durable() < position) {
-    if (stopped_) return never_written();
-    me.woken = false;
-    sleepers_.emplace(position, &me);
-    while (!me.woken) me.cv.wait(mu_);
-  }
-  return Status::ok();
+  return *sleep_until_durable(position, std::nullopt);
 }
 
 std::optional<Status> Journal::wait_durable_until(uint64_t position, std::chrono::steady_clock::time_point deadline) {
   if (durable() >= position) return Status::ok();
   MutexLock lock(mu_);
+  return sleep_until_durable(position, deadline);
+}
+
+std::optional<Status> Journal::sleep_until_durable(uint64_t position,
+                                                   std::optional<std::chrono::steady_clock::time_point> deadline) {
+  // The writer stores durable_ and wakes the sleepers under mu_: a sleeper added here
+  // after the check is woken by the batch that reaches its position.
+  auto before_deadline = [&] { return !deadline || std::chrono::steady_clock::now() < *deadline; };
   DurableSleeper me;
   while (durable() < position) {
     if (stopped_) return never_written();
-    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    if (!before_deadline()) return std::nullopt;
     me.woken = false;
     const auto entry = sleepers_.emplace(position, &me);
-    while (!me.woken && std::chrono::steady_clock::now() < deadline) me.cv.wait_until(mu_, deadline);
+    while (!me.woken && before_deadline()) {
+      if (deadline) {
+        me.cv.wait_until(mu_, *deadline);
+      } else {
+        me.cv.wait(mu_);
+      }
+    }
     if (!me.woken) sleepers_.erase(entry);  // the deadline came first: it is still there
   }
   return Status::ok();

@@ -194,6 +194,11 @@ class Journal {
   };
   // Wakes (and takes out) the sleepers waiting for positions up to `position`.
   void wake_durable(uint64_t position) REQUIRES(mu_);
+  // wait_durable(_until)'s sleep, as a DurableSleeper: OK once `position` is durable, an
+  // error once it never will be, nothing when `deadline` (none: no limit) came first.
+  std::optional<Status> sleep_until_durable(uint64_t position,
+                                            std::optional<std::chrono::steady_clock::time_point> deadline)
+      REQUIRES(mu_);
   std::multimap<uint64_t, DurableSleeper*> sleepers_ GUARDED_BY(mu_);
   CondVar delivered_cv_;  // wait_delivered waits on it
   std::vector<JournalEntry> pending_ GUARDED_BY(mu_);
