@@ -314,6 +314,12 @@ void hold_writes(PerturbPoint p) {
   g_writes_seen.fetch_add(1);
   while (!g_release_writes.load()) std::this_thread::yield();
 }
+// From now on the store's writer waits at each write until g_release_writes.
+void hold_store_writes() {
+  g_writes_seen = 0;
+  g_release_writes = false;
+  set_perturb_hook(&hold_writes);
+}
 
 TEST_P(DurableEngineStoresTest, ACommitsContext_IsQueuedOnlyOnceTheCommitIsDurable_AndTheInsertReturnsThen) {
   EngineOptions o = options();
@@ -321,9 +327,7 @@ TEST_P(DurableEngineStoresTest, ACommitsContext_IsQueuedOnlyOnceTheCommitIsDurab
   o.properties.worker_threads = 2;
   o.properties.durability = Durability::kNormal;
   Engine& engine = reopen({kCopy}, o);
-  g_writes_seen = 0;
-  g_release_writes = false;
-  set_perturb_hook(&hold_writes);
+  hold_store_writes();
   std::atomic<bool> returned{false};
   std::thread writer([&] {
     Result<Value> r = engine.insert("order", json(R"({"sys_id": "o1"})"));
@@ -346,40 +350,6 @@ TEST_P(DurableEngineStoresTest, ACommitsContext_IsQueuedOnlyOnceTheCommitIsDurab
   EXPECT_EQ(engine.records("shipment").size(), 1u);
 }
 
-// Many threads blocked in their inserts, their entries in different batches: the writer is
-// held at the first batch (one insert) while eight more are appended. None returns while
-// held; once it goes on every one does (the journal wakes a waiter when its own position
-// is durable, not at every batch: a wake-up lost there hangs this test).
-TEST_P(DurableEngineStoresTest, ManyInsertsWaitingInLaterBatches_EachReturnsOnceItsEntryIsDurable) {
-  EngineOptions o = options();
-  o.simulation_seed.reset();
-  o.properties.durability = Durability::kNormal;
-  Engine& engine = reopen({}, o);
-  Journal& journal = *engine.core().journal;
-  const uint64_t start = journal.appended();
-  g_writes_seen = 0;
-  g_release_writes = false;
-  set_perturb_hook(&hold_writes);
-  constexpr int kThreads = 9;
-  std::atomic<int> returned{0};
-  std::vector<std::thread> inserts;
-  auto insert = [&](int i) {
-    EXPECT_TRUE(engine.insert("t", Value::object({{"n", Value(i)}})).is_ok());
-    returned.fetch_add(1);
-  };
-  inserts.emplace_back(insert, 0);
-  while (g_writes_seen.load() == 0) std::this_thread::yield();  // its batch is being written
-  for (int i = 1; i < kThreads; ++i) inserts.emplace_back(insert, i);
-  while (journal.appended() < start + kThreads) std::this_thread::yield();
-  EXPECT_EQ(returned.load(), 0) << "an insert returned before its entry was durable";
-  g_release_writes = true;
-  for (std::thread& t : inserts) t.join();
-  set_perturb_hook(nullptr);
-  EXPECT_EQ(returned.load(), kThreads);
-  EXPECT_GE(journal.durable(), start + kThreads);
-  EXPECT_EQ(engine.records("t").size(), static_cast<size_t>(kThreads));
-}
-
 // With the durability `off` an operation returns before its entry is written, but never
 // more than EngineCore::kOffBacklog entries ahead of the writer: held at its first write,
 // the writer lets the producer run that far and no further, and everything is written once
@@ -392,9 +362,7 @@ TEST_P(DurableEngineStoresTest, DurabilityOff_OperationsRunAheadOfTheWriter_ButO
   Engine& engine = reopen({}, o);
   Journal& journal = *engine.core().journal;
   const uint64_t start = journal.appended();
-  g_writes_seen = 0;
-  g_release_writes = false;
-  set_perturb_hook(&hold_writes);
+  hold_store_writes();
   constexpr uint64_t kTotal = EngineCore::kOffBacklog + 100;
   std::atomic<uint64_t> returned{0};
   std::thread producer([&] {
@@ -423,7 +391,9 @@ TEST_P(DurableEngineStoresTest, DurabilityOff_OperationsRunAheadOfTheWriter_ButO
 
 // Group commit: commits that arrive while the writer writes go to the store together, in
 // one batch (one transaction). The writer is held at its first batch while more inserts
-// commit; once it lets go, one more batch takes all of them.
+// commit; once it lets go, one more batch takes all of them. No insert returns while
+// held, and each returns once its own batch is durable (the journal wakes a waiter for
+// its position, not at every batch: a wake-up lost there hangs this test).
 TEST_P(DurableEngineStoresTest, CommitsMadeWhileTheWriterWrites_GoToTheStoreInOneBatch) {
   EngineOptions o = options();
   o.simulation_seed.reset();
@@ -432,21 +402,25 @@ TEST_P(DurableEngineStoresTest, CommitsMadeWhileTheWriterWrites_GoToTheStoreInOn
   Engine& engine = reopen({}, o);
   Journal& journal = *engine.core().journal;
   const uint64_t batches_before = journal.batches();
-  g_writes_seen = 0;
-  g_release_writes = false;
-  set_perturb_hook(&hold_writes);
+  hold_store_writes();
+  std::atomic<int> returned{0};
+  auto insert = [&](int i) {
+    EXPECT_TRUE(engine.insert("t", Value::object({{"n", Value(i)}})).is_ok());
+    returned.fetch_add(1);
+  };
   std::vector<std::thread> threads;
-  threads.emplace_back([&] { EXPECT_TRUE(engine.insert("t", json(R"({"n": 0})")).is_ok()); });
+  threads.emplace_back(insert, 0);
   while (g_writes_seen.load() == 0) std::this_thread::yield();
   const uint64_t appended = journal.appended();
   constexpr int kMore = 20;
-  for (int i = 1; i <= kMore; ++i) {
-    threads.emplace_back([&engine, i] { EXPECT_TRUE(engine.insert("t", Value::object({{"n", Value(i)}})).is_ok()); });
-  }
-  while (journal.appended() < appended + kMore) std::this_thread::yield();
+  for (int i = 1; i <= kMore; ++i) threads.emplace_back(insert, i);
+  EXPECT_TRUE(test_support::WaitFor([&] { return journal.appended() >= appended + kMore; }));
+  EXPECT_EQ(returned.load(), 0) << "an insert returned before its entry was durable";
   g_release_writes = true;
   for (std::thread& t : threads) t.join();
   set_perturb_hook(nullptr);
+  EXPECT_EQ(returned.load(), kMore + 1);
+  EXPECT_GE(journal.durable(), appended + kMore);
   EXPECT_EQ(journal.batches() - batches_before, 2u) << "the held batch, then one batch of the other " << kMore;
   Engine& again = reopen({});
   EXPECT_EQ(again.records("t").size(), static_cast<size_t>(kMore + 1));
