@@ -100,6 +100,14 @@ const PgStatement kPgStatements[] = {
      "SELECT seq, id, flow, $2, commit_seq, " FLOWRT_PG_ENDED_TRIGGER ", inputs, cause, run_key, "
      "CASE WHEN $3 >= 0 THEN $3 ELSE started END, CASE WHEN $4 >= 0 THEN $4 ELSE ended END, COALESCE($5, record) "
      "FROM moved"},
+    // The same, with the row's ended trigger given ($6) where the writer kept it
+    // (ContextPlaces), rather than computed by the server from the row's trigger.
+    {"move_to_history_given", "btbbtt",
+     "WITH moved AS (DELETE FROM contexts WHERE seq = $1 AND COALESCE($5, record) IS NOT NULL RETURNING *) "
+     "INSERT INTO history(seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record) "
+     "SELECT seq, id, flow, $2, commit_seq, $6, inputs, cause, run_key, "
+     "CASE WHEN $3 >= 0 THEN $3 ELSE started END, CASE WHEN $4 >= 0 THEN $4 ELSE ended END, COALESCE($5, record) "
+     "FROM moved"},
     {"update_context", "btbbtt",
      "UPDATE contexts SET status = $2, started = CASE WHEN $3 >= 0 THEN $3 ELSE started END, "
      "ended = CASE WHEN $4 >= 0 THEN $4 ELSE ended END, record = COALESCE($5, record), "

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <thread>
 #include <optional>
+#include <string>
 #include <type_traits>
 
 #include "plans/time.h"
@@ -294,7 +295,13 @@ Status PostgresStore::write(const StoreBatch& batch) {
             // In history once it ended with its record, live until then; never in both.
             const bool to_history = is_final_context_status(x.status) && !x.record.is_null();
             if (to_history && places_.place(x.seq) != Place::kNotLive) op("remove_context").integer(pg_clamp64(x.seq));
-            places_.note(x.seq, to_history ? Place::kNotLive : Place::kLive);
+            if (to_history) {
+              places_.note(x.seq, Place::kNotLive);
+            } else {
+              std::string ended;
+              write_json(ended_trigger(x.trigger), ended);
+              places_.note(x.seq, Place::kLive, std::move(ended));
+            }
             Params& p = op(to_history ? "put_history" : "put_context");
             p.integer(pg_clamp64(x.seq));
             p.text(x.id);
@@ -328,7 +335,13 @@ Status PostgresStore::write(const StoreBatch& batch) {
               fill(op("update_history"));
               return;
             }
-            if (final) fill(op("move_to_history"));
+            const std::string* given = final && place == Place::kLive && !c.record.is_null() ? places_.ended_trigger(c.seq) : nullptr;
+            if (given) {
+              fill(op("move_to_history_given"));
+              ops.back().params.text(*given);
+            } else if (final) {
+              fill(op("move_to_history"));
+            }
             if (place == Place::kLive && final && !c.record.is_null()) {
               places_.note(c.seq, Place::kNotLive);  // moved, as its record is given
               return;

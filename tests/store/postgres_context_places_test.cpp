@@ -48,5 +48,55 @@ TEST(ContextPlacesTest, NotesHoldOnceTheBatchIsWritten_AndAreDroppedWhenItFails)
   EXPECT_EQ(places.place(12), Place::kNotLive);
 }
 
+// A live row's ended trigger is kept with it until the row moves, only once its batch is
+// written, and within the cap; past the cap rows are noted without one.
+TEST(ContextPlacesTest, ALiveRowsEndedTrigger_IsKeptUntilItMoves_WithinTheCap) {
+  ContextPlaces places(10);
+  places.note(11, Place::kLive, R"({"type":"api"})");
+  ASSERT_NE(places.ended_trigger(11), nullptr) << "the batch's own notes count within it";
+  EXPECT_EQ(*places.ended_trigger(11), R"({"type":"api"})");
+  places.discard();
+  EXPECT_EQ(places.ended_trigger(11), nullptr);
+  EXPECT_EQ(places.trigger_bytes(), 0u);
+  places.note(11, Place::kLive, "abc");
+  places.note(12, Place::kLive);  // none given
+  places.commit();
+  ASSERT_NE(places.ended_trigger(11), nullptr);
+  EXPECT_EQ(*places.ended_trigger(11), "abc");
+  EXPECT_EQ(places.ended_trigger(12), nullptr);
+  EXPECT_EQ(places.trigger_bytes(), 3u);
+  // Noted live again without one (a row put again): the old one is not kept.
+  places.note(11, Place::kLive);
+  EXPECT_EQ(places.ended_trigger(11), nullptr);
+  places.commit();
+  EXPECT_EQ(places.ended_trigger(11), nullptr);
+  EXPECT_EQ(places.trigger_bytes(), 0u);
+  places.note(11, Place::kLive, "abcd");
+  places.commit();
+  places.note(11, Place::kNotLive);  // moved
+  places.commit();
+  EXPECT_EQ(places.ended_trigger(11), nullptr);
+  EXPECT_EQ(places.trigger_bytes(), 0u);
+  EXPECT_EQ(places.live(), 1u);  // 12
+
+  // The cap counts the committed and the pending triggers.
+  const std::string half(ContextPlaces::kMaxTriggerBytes / 2, 'x');
+  places.note(20, Place::kLive, half);
+  places.commit();
+  places.note(21, Place::kLive, half);
+  places.note(22, Place::kLive, "y");  // past the cap
+  EXPECT_NE(places.ended_trigger(21), nullptr);
+  EXPECT_EQ(places.ended_trigger(22), nullptr);
+  EXPECT_EQ(places.place(22), Place::kLive) << "noted live all the same";
+  places.commit();
+  EXPECT_EQ(places.trigger_bytes(), ContextPlaces::kMaxTriggerBytes);
+  places.note(20, Place::kNotLive);
+  places.commit();
+  places.note(22, Place::kLive, "y");  // room again
+  places.commit();
+  ASSERT_NE(places.ended_trigger(22), nullptr);
+  EXPECT_EQ(places.trigger_bytes(), half.size() + 1);
+}
+
 }  // namespace
 }  // namespace flowrt

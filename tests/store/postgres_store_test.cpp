@@ -395,6 +395,44 @@ TEST_F(PostgresStoreTest, ContextRows_EndInTheRightTable_WhereverTheWriterKnowsT
   EXPECT_EQ(where(9), "0/1 completed");
 }
 
+// A row moved to history keeps its trigger without the copies of the record (ended_trigger):
+// sent by the writer for a live row it wrote, computed by the server for one from before
+// the store opened. Both come back the same, in the trigger's own order.
+TEST_F(PostgresStoreTest, AMovedRowsTrigger_IsTheEndedTrigger_WhetherTheWriterSentItOrNot) {
+  const Value trigger =
+      json(R"({"type": "record", "table": "t", "record": {"sys_id": "a"}, "previous": {"sys_id": "a"}, "operation": "update"})");
+  auto put = [&](uint64_t seq) {
+    StoredContext c;
+    c.seq = seq;
+    c.id = "ctx-" + std::to_string(seq);
+    c.flow = "f";
+    c.status = "running";
+    c.trigger = trigger;
+    return StoreChange{ContextPut{std::move(c)}};
+  };
+  auto end = [](uint64_t seq) {
+    return StoreChange{ContextUpdate{seq, "completed", 1, 2, json(R"({"status": "completed"})"), Value()}};
+  };
+  {
+    std::unique_ptr<PostgresStore> store = open();
+    ASSERT_NE(store, nullptr);
+    write(*store, {put(1)});  // from before the reopen
+  }
+  std::unique_ptr<PostgresStore> store = open();
+  ASSERT_NE(store, nullptr);
+  write(*store, {put(2)});
+  write(*store, {end(1), end(2)});
+  const Value ended = json(R"({"type": "record", "table": "t", "operation": "update"})");
+  for (uint64_t seq : {1, 2}) {
+    Result<std::optional<StoredContext>> c = store->load_context(seq);
+    ASSERT_TRUE(c.is_ok()) << c.message();
+    ASSERT_TRUE(c->has_value());
+    EXPECT_EQ((*c)->trigger, ended) << seq;
+    EXPECT_EQ((*c)->trigger.to_json(), ended.to_json()) << seq << ": in the trigger's own order";
+    EXPECT_EQ(sql_value("SELECT count(*) FROM history WHERE seq = " + std::to_string(seq)), "1");
+  }
+}
+
 TEST_F(PostgresStoreTest, ARecordPutWhereAnotherStands_RefusesTheWholeBatch) {
   std::unique_ptr<PostgresStore> store = open();
   ASSERT_NE(store, nullptr);
