@@ -207,13 +207,35 @@ std::vector<JournalEntry>::iterator Journal::ready_end() {
 
 void Journal::run() {
   std::vector<JournalEntry> entries;
+  // The batch written last, not finished yet (its waiters not woken, its contexts not
+  // delivered): finished while the next batch is in the store's hands, or at once when
+  // nothing is ready to follow it.
+  std::vector<JournalEntry> written;
+  uint64_t written_last = 0;
+  bool unfinished = false;
+  auto finish = [&] {
+    if (!unfinished) return false;
+    unfinished = false;
+    finish_batch(written, written_last);
+    written.clear();
+    return true;
+  };
+  const std::function<void()> finish_while_writing = [&] {
+    if (finish()) perturb(PerturbPoint::kPreviousBatchFinished);
+  };
   while (true) {
     StoreCounters counters;
     uint64_t last = 0;
+    bool next_ready;
+    {
+      MutexLock lock(mu_);
+      next_ready = !pending_.empty() && ready_end() != pending_.begin();
+    }
+    if (!next_ready) finish();  // nothing to overlap it with
     {
       MutexLock lock(mu_);
       while ((pending_.empty() || ready_end() == pending_.begin()) && !stopping_) work_cv_.wait(mu_);
-      if (pending_.empty()) return;  // stopping, and everything is written
+      if (pending_.empty()) return;  // stopping, and everything is written and finished
       const auto cut = ready_end();
       const uint64_t first = appended_.load(std::memory_order_acquire) - pending_.size() + 1;
       if (cut == pending_.end()) {
@@ -227,8 +249,8 @@ void Journal::run() {
       // they only grow, and a restart going on after them skips nothing it needs.
       counters = counters_;
     }
-    const Written written = write(entries, counters);
-    if (written == Written::kStoreLost) {
+    const Written result = write(entries, counters, finish_while_writing);
+    if (result == Written::kStoreLost) {
       // Nothing more is written or delivered: the waits for durability end with an error.
       {
         MutexLock lock(mu_);
@@ -241,7 +263,7 @@ void Journal::run() {
       drop_until_stopped(entries);
       return;
     }
-    if (written == Written::kStopping) {
+    if (result == Written::kStopping) {
       engine_log().error("{}: {} journal entries were not written before the engine stopped; the changes they hold "
                          "are in memory only",
                          store_.describe(), entries.size());
@@ -253,19 +275,24 @@ void Journal::run() {
       delivered_cv_.notify_all();
       return;
     }
-    {
-      MutexLock lock(mu_);
-      durable_.store(last, std::memory_order_release);
-      wake_durable(last);
-    }
-    call_watchers(last);
-    release(entries);
-    deliver(entries);
-    entries.clear();
-    MutexLock lock(mu_);
-    delivered_.store(last, std::memory_order_release);
-    delivered_cv_.notify_all();
+    written.swap(entries);
+    written_last = last;
+    unfinished = true;
   }
+}
+
+void Journal::finish_batch(std::vector<JournalEntry>& entries, uint64_t last) {
+  {
+    MutexLock lock(mu_);
+    durable_.store(last, std::memory_order_release);
+    wake_durable(last);
+  }
+  call_watchers(last);
+  release(entries);
+  deliver(entries);
+  MutexLock lock(mu_);
+  delivered_.store(last, std::memory_order_release);
+  delivered_cv_.notify_all();
 }
 
 StoreBatch Journal::batch_of(std::vector<JournalEntry>& entries, const StoreCounters& counters) {
@@ -293,7 +320,8 @@ StoreBatch Journal::batch_of(std::vector<JournalEntry>& entries, const StoreCoun
   return batch;
 }
 
-Journal::Written Journal::write(std::vector<JournalEntry>& entries, const StoreCounters& counters) {
+Journal::Written Journal::write(std::vector<JournalEntry>& entries, const StoreCounters& counters,
+                                const std::function<void()>& meanwhile) {
   const SyncMode wanted = sync_mode_of(core_.props().durability);
   if (wanted != sync_) {
     if (Status s = store_.set_sync_mode(wanted); s) {
@@ -307,9 +335,18 @@ Journal::Written Journal::write(std::vector<JournalEntry>& entries, const StoreC
   int tries_when_stopping = 0;
   const int64_t give_up_ms = core_.options.store_give_up_ms;
   std::chrono::steady_clock::time_point failing_since{};
+  // `meanwhile` runs once: by the store while the first try is in its hands, or else
+  // right after that try, so that a failing store does not hold it through the retries.
+  bool meanwhile_called = false;
+  const std::function<void()> once = [&] {
+    if (meanwhile_called) return;
+    meanwhile_called = true;
+    meanwhile();
+  };
   while (true) {
     perturb(PerturbPoint::kBeforeStoreWrite);
-    Status s = store_.write(batch);
+    Status s = store_.write_overlapped(batch, once);
+    once();
     if (s) {
       batches_.fetch_add(1, std::memory_order_relaxed);
       if (!failure()) {

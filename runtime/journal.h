@@ -11,7 +11,11 @@
 //
 // The durability watermark: what an entry would set going (contexts it queued, contexts a
 // write or a lock grant woke) waits in the entry and is delivered only after the batch
-// holding it is durable, in append order. So no context ever acts on a change that a
+// holding it is durable, in append order. Finishing a durable batch (waking its waiters,
+// delivering) overlaps the store's work on the next one when that is ready: the writer
+// takes the next batch first and finishes the last one while the store has it
+// (Store::write_overlapped; on PostgreSQL, once its first statements are sent), else at
+// once. Batches are still written one at a time, each after the last is durable. So no context ever acts on a change that a
 // crash could still lose, and the event queue keeps commit order. A deferred wake-up
 // counts as engine work from its commit until it is delivered, so settle() never mistakes
 // the moment in between for idleness. Operations from outside wait for their entry to be
@@ -164,8 +168,14 @@ class Journal {
   std::vector<JournalEntry>::iterator ready_end() REQUIRES(mu_);
   // Writes `entries` as one batch, retrying while it fails. kStopping: it gave up because
   // the journal is stopping; kStoreLost: the store failed past store_give_up_ms.
+  // `meanwhile` is called once, while the store works on the batch (or before it writes,
+  // for a store that cannot overlap; or after the first try, when that failed early).
   enum class Written { kYes, kStopping, kStoreLost };
-  Written write(std::vector<JournalEntry>& entries, const StoreCounters& counters);
+  Written write(std::vector<JournalEntry>& entries, const StoreCounters& counters,
+                const std::function<void()>& meanwhile);
+  // The batch holding `entries`, up to position `last`, is durable: wakes its waiters,
+  // calls its watchers, lets its ended contexts go and delivers what it holds.
+  void finish_batch(std::vector<JournalEntry>& entries, uint64_t last) EXCLUDES(mu_);
   StoreBatch batch_of(std::vector<JournalEntry>& entries, const StoreCounters& counters);
   void deliver(std::vector<JournalEntry>& entries);
   // Once the store is given up: drops `entries` and whatever is appended after them until

@@ -25,6 +25,7 @@ enum class PerturbPoint : uint8_t {
   kBeforeLockRelease,    // an unlock, before it takes the commit lock
   kSettleIdle,           // settle found the engine idle, before it looks at the timers
   kBeforeStoreWrite,     // the journal's writer has a batch, before it writes it to the store
+  kPreviousBatchFinished,  // the writer finished the batch before the one the store now writes
   kRecoveryBeforeLocks,  // recover() put back the contexts it read, not yet the locks' holders
 };
 

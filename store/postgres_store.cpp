@@ -227,7 +227,7 @@ Status PostgresStore::set_sync_mode(SyncMode mode) {
   return Status::ok();
 }
 
-Status PostgresStore::write(const StoreBatch& batch) {
+Status PostgresStore::write_overlapped(const StoreBatch& batch, const std::function<void()>& meanwhile) {
   using Place = ContextPlaces::Place;
   if (read_only_) return error_of("cannot write", "opened read only");
   places_.discard();  // nothing pending from a batch that threw
@@ -388,7 +388,7 @@ Status PostgresStore::write(const StoreBatch& batch) {
   p.integer(pg_clamp64(k.sys_id_seed));
   p.integer(pg_clamp64(k.sys_id_count));
   p.integer(k.clock);
-  Status written = run_ops(ops, batch.changes.size());
+  Status written = run_ops(ops, batch.changes.size(), meanwhile);
   if (written) {
     tables_.insert(new_tables.begin(), new_tables.end());
     places_.commit();
@@ -398,7 +398,7 @@ Status PostgresStore::write(const StoreBatch& batch) {
   return written;
 }
 
-Status PostgresStore::run_ops(const std::vector<Op>& ops, size_t changes) {
+Status PostgresStore::run_ops(const std::vector<Op>& ops, size_t changes, const std::function<void()>& meanwhile) {
   const std::string what = "cannot write a batch of " + std::to_string(changes) + " changes";
   if (fenced_) return error_of(what, "fenced: this node no longer leads the cluster");
   if (lost_) return error_of(what, "the connection was lost: open the store again");
@@ -429,9 +429,15 @@ Status PostgresStore::run_ops(const std::vector<Op>& ops, size_t changes) {
     }
     sent.push_back(Sent{&o, nullptr});
   };
-  // Syncs, then reads the results of what was sent and the sync's.
+  // Syncs, then reads the results of what was sent and the sync's; the first time, once
+  // sent, calls `meanwhile` while the server works.
+  bool meanwhile_called = false;
   auto sync_and_read = [&] {
     if (!lost && PQpipelineSync(c) != 1) lost = true;
+    if (!lost && !meanwhile_called) {
+      meanwhile_called = true;
+      if (meanwhile) meanwhile();
+    }
     for (const Sent& x : sent) {
       if (lost) break;
       ResultPtr r(PQgetResult(c));

@@ -103,7 +103,10 @@ class PostgresStore final : public Store {
   Result<std::vector<StoredContext>> list_contexts(const ContextQuery& query) override EXCLUDES(read_mu_);
   Result<Value> load_definition_version(std::string_view type, std::string_view id,
                                         std::string_view fingerprint) override EXCLUDES(read_mu_);
-  Status write(const StoreBatch& batch) override;
+  Status write(const StoreBatch& batch) override { return write_overlapped(batch, {}); }
+  // `meanwhile` runs once the batch's first statements (BEGIN and up to kPipelineDepth
+  // more) are sent, while the server runs them.
+  Status write_overlapped(const StoreBatch& batch, const std::function<void()>& meanwhile) override;
   Status set_sync_mode(SyncMode mode) override;
 
   // The server process of the writer's connection (pg_backend_pid()); for tests.
@@ -128,7 +131,7 @@ class PostgresStore final : public Store {
   Status read_highest_context();
   Status note_holder();
   // Runs the ops in one transaction (pipelined); the first failure rolls it back.
-  Status run_ops(const std::vector<Op>& ops, size_t changes);
+  Status run_ops(const std::vector<Op>& ops, size_t changes, const std::function<void()>& meanwhile);
   // A connection to read through, connected again when the last one was lost.
   Status ready_reader() REQUIRES(read_mu_);
   // Runs `read` (one statement on reader_; it sets its argument to the server's message

@@ -264,6 +264,15 @@ class Store {
                                                 std::string_view fingerprint) = 0;
   // Applies `batch` atomically; see the contract above.
   virtual Status write(const StoreBatch& batch) = 0;
+  // The same, with the caller's work overlapping the database's: `meanwhile` (when set) is
+  // called once, on this thread, while the batch is in the database's hands — sent, its
+  // outcome not known yet — or, by a store that cannot overlap, before the batch is
+  // written (this default). It may not call the store. A store that fails before it could
+  // send the batch does not call it.
+  virtual Status write_overlapped(const StoreBatch& batch, const std::function<void()>& meanwhile) {
+    if (meanwhile) meanwhile();
+    return write(batch);
+  }
   // How later batches are made durable.
   virtual Status set_sync_mode(SyncMode mode) = 0;
   // From any thread.

@@ -426,6 +426,77 @@ TEST_P(DurableEngineStoresTest, CommitsMadeWhileTheWriterWrites_GoToTheStoreInOn
   EXPECT_EQ(again.records("t").size(), static_cast<size_t>(kMore + 1));
 }
 
+// The writer finishes a batch (wakes its waiters, delivers what it holds) while the next
+// batch is in the store's hands: on PostgreSQL once its first statements are sent and
+// before its COMMIT; on SQLite, which cannot overlap, before it writes. The writer is held
+// at its first batch while a second insert commits, then, once it goes on, at the moment
+// it has finished the first batch inside the second's write: the first insert has
+// returned, the second has not, and a reader of the store finds the first record only.
+std::atomic<bool> g_hold_finished{false};
+std::atomic<bool> g_finished_seen{false};
+void hold_writes_then_the_finish(PerturbPoint p) {
+  if (p == PerturbPoint::kPreviousBatchFinished) {
+    g_finished_seen = true;
+    while (g_hold_finished.load()) std::this_thread::yield();
+    return;
+  }
+  hold_writes(p);
+}
+
+TEST_P(DurableEngineStoresTest, ABatchIsFinished_WhileTheNextBatchIsInTheStoresHands) {
+  EngineOptions o = options();
+  o.simulation_seed.reset();
+  o.properties.worker_threads = 1;
+  o.properties.durability = Durability::kNormal;
+  Engine& engine = reopen({}, o);
+  Journal& journal = *engine.core().journal;
+  g_writes_seen = 0;
+  g_release_writes = false;
+  g_finished_seen = false;
+  g_hold_finished = true;
+  set_perturb_hook(&hold_writes_then_the_finish);
+  std::atomic<bool> first_returned{false}, second_returned{false};
+  std::thread first([&] {
+    EXPECT_TRUE(engine.insert("t", json(R"({"sys_id": "first"})")).is_ok());
+    first_returned = true;
+  });
+  while (g_writes_seen.load() == 0) std::this_thread::yield();
+  const uint64_t first_position = journal.appended();
+  std::thread second([&] {
+    EXPECT_TRUE(engine.insert("t", json(R"({"sys_id": "second"})")).is_ok());
+    second_returned = true;
+  });
+  EXPECT_TRUE(test_support::WaitFor([&] { return journal.appended() > first_position; }));
+  EXPECT_FALSE(g_finished_seen.load()) << "finished before it was written";
+  g_release_writes = true;
+  ASSERT_TRUE(test_support::WaitFor([&] { return g_finished_seen.load(); }));
+  EXPECT_TRUE(test_support::WaitFor([&] { return first_returned.load(); }));
+  EXPECT_FALSE(second_returned.load()) << "returned before its batch was written";
+  EXPECT_EQ(journal.durable(), first_position);
+  {
+    StoreOptions so;
+    so.kind = url_.empty() ? "sqlite" : "postgresql";
+    so.path = path_;
+    so.url = url_;
+    so.read_only = true;
+    Result<std::unique_ptr<Store>> reader = open_store(so);
+    ASSERT_TRUE(reader.is_ok()) << reader.message();
+    Result<StoredState> state = (*reader)->load(false);
+    ASSERT_TRUE(state.is_ok()) << state.message();
+    std::vector<std::string> ids;
+    for (const StoredState::Table& t : state->tables) {
+      for (const Value& r : t.records) ids.emplace_back(r["sys_id"].as_string());
+    }
+    EXPECT_EQ(ids, std::vector<std::string>{"first"});
+  }
+  g_hold_finished = false;
+  first.join();
+  second.join();
+  set_perturb_hook(nullptr);
+  EXPECT_TRUE(second_returned.load());
+  EXPECT_EQ(engine.records("t").size(), 2u);
+}
+
 // A schedule occurrence and the context it starts reach the file together: at every batch
 // boundary (where a kill -9 can cut), an occurrence the file counts as fired has its
 // context. Each commit is made to wait until everything before it is written (so every
