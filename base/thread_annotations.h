@@ -5,8 +5,15 @@
 // are only called with it held. With other compilers the annotations compile to nothing.
 #pragma once
 
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <shared_mutex>
 #include <thread>
@@ -147,16 +154,61 @@ class CAPABILITY("mutex") SharedMutex {
   std::atomic<uint32_t> state_{0};
 };
 
-// An exclusive lock that spins briefly and then sleeps, like SharedMutex (whose writer side
-// it is), for hot locks that no condition variable waits on (the commit lock). A
-// std::mutex sleeps at once, and waking a sleeper costs a system call and a context switch.
+// An exclusive lock that spins briefly and then sleeps, for hot locks that no condition
+// variable waits on (the commit lock). A std::mutex sleeps at once, and waking a sleeper
+// costs a system call and a context switch. The word is 0 (free), 1 (held) or 2 (held,
+// perhaps with sleepers: "Futexes Are Tricky", Drepper, mutex 3): an unlock wakes one
+// sleeper, and only when the word said 2, so many threads queued on a busy lock are not
+// all woken by each unlock to find it taken again. Sleeps on a futex of its own on Linux
+// (std::atomic::wait on others: libstdc++'s spins with sched_yield first). Not fair.
 class CAPABILITY("mutex") SpinMutex {
  public:
-  void lock() ACQUIRE() { mu_.lock(); }
-  void unlock() RELEASE() { mu_.unlock(); }
+  void lock() ACQUIRE() {
+    uint32_t s = kFree;
+    if (!state_.compare_exchange_strong(s, kHeld, std::memory_order_acquire)) lock_contended(s);
+  }
+  void unlock() RELEASE() {
+    if (state_.exchange(kFree, std::memory_order_release) == kHeldWithSleepers) wake_one();
+  }
 
  private:
-  SharedMutex mu_;
+  static constexpr uint32_t kFree = 0, kHeld = 1, kHeldWithSleepers = 2;
+  static constexpr int kSpins = 40, kYields = 12;
+  void lock_contended(uint32_t s) {
+    // Briefly: the holder is usually about to let go. Then a few turns of giving the core
+    // away (the holder may be waiting for it: more runnable threads than cores).
+    for (int spins = 0; spins < kSpins + kYields; ++spins) {
+      if (spins < kSpins) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+      } else {
+        std::this_thread::yield();
+      }
+      s = state_.load(std::memory_order_relaxed);
+      if (s == kFree && state_.compare_exchange_weak(s, kHeld, std::memory_order_acquire)) return;
+    }
+    // Then asleep, marking the word so that the unlock wakes one; whoever takes it from
+    // here marks it too, since other sleepers may remain.
+    if (s != kHeldWithSleepers) s = state_.exchange(kHeldWithSleepers, std::memory_order_acquire);
+    while (s != kFree) {
+      sleep_while_marked();
+      s = state_.exchange(kHeldWithSleepers, std::memory_order_acquire);
+    }
+  }
+#if defined(__linux__)
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) && std::atomic<uint32_t>::is_always_lock_free);
+  uint32_t* word() { return reinterpret_cast<uint32_t*>(&state_); }
+  // Returns at once when the word is no longer kHeldWithSleepers, and may return early.
+  void sleep_while_marked() {
+    syscall(SYS_futex, word(), FUTEX_WAIT_PRIVATE, kHeldWithSleepers, nullptr, nullptr, 0);
+  }
+  void wake_one() { syscall(SYS_futex, word(), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0); }
+#else
+  void sleep_while_marked() { state_.wait(kHeldWithSleepers, std::memory_order_relaxed); }
+  void wake_one() { state_.notify_one(); }
+#endif
+  std::atomic<uint32_t> state_{kFree};
 };
 
 class SCOPED_CAPABILITY SpinMutexLock {

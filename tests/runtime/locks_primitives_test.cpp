@@ -88,5 +88,26 @@ TEST(LockPrimitivesTest, SpinMutex_NoLostUpdate) {
   EXPECT_EQ(s.n, 200000);
 }
 
+TEST(LockPrimitivesTest, SpinMutex_ManyWaitersOfAHolderThatKeepsItLong_AreEachLetIn) {
+  // More threads than cores, each holding past the others' spin: most waiters sleep, and
+  // each unlock wakes one of them; a wake-up lost there leaves a thread asleep for ever
+  // (the test's timeout).
+  struct {
+    SpinMutex mu;
+    long n GUARDED_BY(mu) = 0;
+  } s;
+  constexpr int kThreads = 16, kRounds = 300;
+  OnThreads(kThreads, [&](int) {
+    for (int i = 0; i < kRounds; ++i) {
+      SpinMutexLock lock(s.mu);
+      const long before = s.n;
+      HoldAWhile();
+      s.n = before + 1;
+    }
+  });
+  SpinMutexLock lock(s.mu);
+  EXPECT_EQ(s.n, long{kThreads} * kRounds);
+}
+
 }  // namespace
 }  // namespace flowrt
