@@ -176,7 +176,8 @@ class CAPABILITY("mutex") SpinMutex {
   static constexpr int kSpins = 40, kYields = 12;
   void lock_contended(uint32_t s) {
     // Briefly: the holder is usually about to let go. Then a few turns of giving the core
-    // away (the holder may be waiting for it: more runnable threads than cores).
+    // away (the holder may be waiting for it: more runnable threads than cores). Not when
+    // others sleep already: many waiters take turns, and spinning only burns their cores.
     for (int spins = 0; spins < kSpins + kYields; ++spins) {
       if (spins < kSpins) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -187,6 +188,7 @@ class CAPABILITY("mutex") SpinMutex {
       }
       s = state_.load(std::memory_order_relaxed);
       if (s == kFree && state_.compare_exchange_weak(s, kHeld, std::memory_order_acquire)) return;
+      if (s == kHeldWithSleepers) break;  // others sleep already: a queue, not a hand-off
     }
     // Then asleep, marking the word so that the unlock wakes one; whoever takes it from
     // here marks it too, since other sleepers may remain.
