@@ -189,7 +189,36 @@ Status PostgresStore::prepare_schema() {
   return Status::ok();
 }
 
+const char* PostgresStore::put_records_statement(size_t n) {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v(kPutGroup + 1);
+    for (size_t i = 2; i <= kPutGroup; ++i) v[i] = "put_records_" + std::to_string(i);
+    return v;
+  }();
+  return names.at(n).c_str();
+}
+
 Status PostgresStore::prepare_statements() {
+  // put_record for n records at once (n = 2 .. kPutGroup): one statement's set-up for all
+  // of them. RETURNING tells which were written: a position missing from it holds another
+  // record, and the batch is refused, naming it.
+  for (size_t n = 2; n <= kPutGroup; ++n) {
+    std::string sql = "INSERT INTO records(position, tbl, sys_id, body) VALUES";
+    std::vector<Oid> types;
+    for (size_t i = 0; i < n; ++i) {
+      const size_t b = i * 4;
+      sql += (i ? ", ($" : "($") + std::to_string(b + 3) + ", $" + std::to_string(b + 1) + ", $" + std::to_string(b + 2) +
+             ", $" + std::to_string(b + 4) + ")";
+      for (Oid t : {kTextOid, kTextOid, kInt8Oid, kTextOid}) types.push_back(t);
+    }
+    sql += " ON CONFLICT (position) DO UPDATE SET body = excluded.body WHERE records.tbl = excluded.tbl AND "
+           "records.sys_id = excluded.sys_id RETURNING position";
+    ResultPtr r(PQprepare(conn_, put_records_statement(n), sql.c_str(), static_cast<int>(types.size()), types.data()));
+    if (!result_ok(r.get())) {
+      return error_of("cannot prepare its statements",
+                      std::string(put_records_statement(n)) + ": " + one_line(PQresultErrorMessage(r.get())));
+    }
+  }
   for (const PgStatement& s : kPgStatements) {
     std::vector<Oid> types;
     for (const char* t = s.types; *t; ++t) types.push_back(*t == 'b' ? kInt8Oid : *t == 'o' ? kBoolOid : kTextOid);

@@ -45,7 +45,7 @@ int64_t pg_clamp64(uint64_t v) { return static_cast<int64_t>(std::min<uint64_t>(
 struct PostgresStore::Op {
   const char* statement;
   Params params;
-  const RecordPut* put = nullptr;
+  std::vector<const RecordPut*> puts;  // put_record(s): each must be written
   bool fence = false;  // the lead check: must touch its one row, else this node no longer leads
 };
 
@@ -235,8 +235,25 @@ Status PostgresStore::write_overlapped(const StoreBatch& batch, const std::funct
   ops.reserve(batch.changes.size() + 1);
   std::vector<std::string> new_tables;
   auto op = [&](const char* statement) -> Params& {
-    ops.push_back(Op{statement, {}, nullptr});
+    ops.push_back(Op{statement, {}, {}});
     return ops.back().params;
+  };
+  // Record puts wait in a group and go as one statement (put_records_N). Rows of other
+  // tables commute with them within the transaction; a remove, or a put at a position
+  // already in the group, sends the group first, so each position's changes keep their
+  // order.
+  std::vector<const RecordPut*> group;
+  auto send_group = [&] {
+    if (group.empty()) return;
+    Params& r = op(group.size() == 1 ? "put_record" : put_records_statement(group.size()));
+    for (const RecordPut* c : group) {
+      r.text(c->table);
+      r.text(c->record.members()[0].value.as_string());
+      r.integer(pg_clamp64(c->position));
+      r.json(c->record);
+    }
+    ops.back().puts = std::move(group);
+    group.clear();
   };
   if (lead_epoch_ > 0) {
     // First, so that the lead row is locked for the whole transaction: a takeover (which
@@ -258,13 +275,13 @@ Status PostgresStore::write_overlapped(const StoreBatch& batch, const std::funct
               t.integer(pg_clamp64(c.position));
               new_tables.push_back(c.table);
             }
-            Params& r = op("put_record");
-            r.text(c.table);
-            r.text(c.record.members()[0].value.as_string());
-            r.integer(pg_clamp64(c.position));
-            r.json(c.record);
-            ops.back().put = &c;
+            const bool repeated = std::any_of(group.begin(), group.end(),
+                                              [&](const RecordPut* g) { return g->position == c.position; });
+            if (repeated) send_group();
+            group.push_back(&c);
+            if (group.size() == kPutGroup) send_group();
           } else if constexpr (std::is_same_v<T, RecordRemove>) {
+            send_group();
             Params& r = op("remove_record");
             r.text(c.table);
             r.text(c.sys_id);
@@ -380,6 +397,7 @@ Status PostgresStore::write_overlapped(const StoreBatch& batch, const std::funct
         },
         change);
   }
+  send_group();
   const StoreCounters& k = batch.counters;
   Params& p = op("put_counters");
   p.integer(pg_clamp64(k.commit_seq));
@@ -452,11 +470,27 @@ Status PostgresStore::run_ops(const std::vector<Op>& ops, size_t changes, const 
           fail(error_of(what, "fenced: this node no longer leads the cluster (its lead epoch " +
                                   std::to_string(lead_epoch_) + " was taken over by another node)"));
         }
-        if (x.op && x.op->put && std::string_view(PQcmdTuples(r.get())) != "1") {
-          const RecordPut& put = *x.op->put;
-          fail(error_of(what, "record " + std::string(put.record.members()[0].value.as_string()) + " of table " +
-                                  put.table + " at position " + std::to_string(put.position) +
-                                  ": another record is there"));
+        if (x.op && !x.op->puts.empty()) {
+          // Each put's position comes back (RETURNING) when it was written; a single put
+          // tells by its row count.
+          const RecordPut* refused = nullptr;
+          if (x.op->puts.size() == 1) {
+            if (std::string_view(PQcmdTuples(r.get())) != "1") refused = x.op->puts[0];
+          } else {
+            std::vector<int64_t> written;
+            for (int row = 0; row < PQntuples(r.get()); ++row) written.push_back(cell_int(r.get(), row, 0));
+            for (const RecordPut* put : x.op->puts) {
+              if (std::find(written.begin(), written.end(), pg_clamp64(put->position)) == written.end()) {
+                refused = put;
+                break;
+              }
+            }
+          }
+          if (refused) {
+            fail(error_of(what, "record " + std::string(refused->record.members()[0].value.as_string()) + " of table " +
+                                    refused->table + " at position " + std::to_string(refused->position) +
+                                    ": another record is there"));
+          }
         }
         if (x.tag && std::string_view(PQcmdStatus(r.get())) != x.tag) {
           fail(error_of(what, std::string("the server answered ") + PQcmdStatus(r.get()) + " to " + x.tag));
@@ -487,7 +521,7 @@ Status PostgresStore::run_ops(const std::vector<Op>& ops, size_t changes, const 
   // is read before COMMIT is sent. Any other failure aborts the transaction on the server,
   // and a COMMIT sent with it answers ROLLBACK (a failure too).
   if (!lost && !failure &&
-      std::any_of(sent.begin(), sent.end(), [](const Sent& x) { return x.op && (x.op->put || x.op->fence); })) {
+      std::any_of(sent.begin(), sent.end(), [](const Sent& x) { return x.op && (!x.op->puts.empty() || x.op->fence); })) {
     sync_and_read();
   }
   if (!lost && !failure) {

@@ -80,6 +80,8 @@ class PostgresStore final : public Store {
   static constexpr int kSchemaVersion = 1;
   // Statements sent before their results are read, within one write()'s transaction.
   static constexpr size_t kPipelineDepth = 256;
+  // Record puts go to the server up to this many in one statement.
+  static constexpr size_t kPutGroup = 16;
 
   // Connects to `url` (a libpq connection URI or key=value string) and opens the store in
   // its current schema, creating the tables when there are none (unless read only).
@@ -127,6 +129,8 @@ class PostgresStore final : public Store {
   Status prepare_schema();
   // Prepares the statements write() uses.
   Status prepare_statements();
+  // The name of the statement that puts n records (2 <= n <= kPutGroup).
+  static const char* put_records_statement(size_t n);
   // Reads the highest context seq the tables hold into places_.
   Status read_highest_context();
   Status note_holder();

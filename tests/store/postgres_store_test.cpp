@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -431,6 +432,50 @@ TEST_F(PostgresStoreTest, AMovedRowsTrigger_IsTheEndedTrigger_WhetherTheWriterSe
     EXPECT_EQ((*c)->trigger.to_json(), ended.to_json()) << seq << ": in the trigger's own order";
     EXPECT_EQ(sql_value("SELECT count(*) FROM history WHERE seq = " + std::to_string(seq)), "1");
   }
+}
+
+// Record puts go to the server in groups (one statement for up to kPutGroup): each
+// position's changes still land in their order — a put, an update of it, a remove, a put
+// again in one batch — and other tables' rows are unaffected.
+TEST_F(PostgresStoreTest, RecordPutsGoInGroups_EachPositionsChangesKeepTheirOrder) {
+  std::unique_ptr<PostgresStore> store = open();
+  ASSERT_NE(store, nullptr);
+  std::vector<StoreChange> changes = records(0, 40);
+  changes.push_back(RecordPut{"t", json(R"({"sys_id": "r3", "n": 103})"), 4});  // joins the group of positions 33..40
+  changes.push_back(RecordPut{"t", json(R"({"sys_id": "r3", "n": 203})"), 4});  // twice in a row
+  changes.push_back(RecordRemove{"t", "r5", 6});
+  changes.push_back(RecordPut{"t", json(R"({"sys_id": "r5", "n": 305})"), 6});  // back, after its remove
+  changes.push_back(RecordRemove{"t", "r7", 8});
+  write(*store, changes, 45);
+  Result<StoredState> state = store->load();
+  ASSERT_TRUE(state.is_ok()) << state.message();
+  ASSERT_EQ(state->tables.size(), 1u);
+  std::map<std::string, Value> by_id;
+  for (const Value& r : state->tables[0].records) by_id[std::string(r["sys_id"].as_string())] = r;
+  EXPECT_EQ(by_id.size(), 39u);
+  EXPECT_EQ(by_id["r3"]["n"], Value(203));
+  EXPECT_EQ(by_id["r5"]["n"], Value(305));
+  EXPECT_EQ(by_id.count("r7"), 0u);
+  EXPECT_EQ(by_id["r39"]["n"], Value(39));
+  EXPECT_EQ(state->counters.commit_seq, 45u);
+}
+
+TEST_F(PostgresStoreTest, ARecordPutWhereAnotherStands_InTheMiddleOfAGroup_IsTheOneNamed) {
+  std::unique_ptr<PostgresStore> store = open();
+  ASSERT_NE(store, nullptr);
+  write(*store, records(0, 10), 10);
+  std::vector<StoreChange> clash = records(10, 5);
+  clash.push_back(RecordPut{"t", json(R"({"sys_id":"other"})"), 3});  // r2 stands there
+  for (StoreChange& c : records(15, 5)) clash.push_back(std::move(c));
+  StoreBatch batch;
+  batch.changes = std::move(clash);
+  Status s = store->write(batch);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("record other of table t at position 3: another record is there"), std::string::npos)
+      << s.message();
+  Result<StoredState> state = store->load();
+  ASSERT_TRUE(state.is_ok()) << state.message();
+  EXPECT_EQ(state->tables[0].records.size(), 10u) << "none of the refused batch";
 }
 
 TEST_F(PostgresStoreTest, ARecordPutWhereAnotherStands_RefusesTheWholeBatch) {
