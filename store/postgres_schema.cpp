@@ -189,34 +189,75 @@ Status PostgresStore::prepare_schema() {
   return Status::ok();
 }
 
+namespace {
+
+// The names of the statements that write n rows at once (n = 2 .. kPutGroup): "<base>_<n>".
+std::vector<std::string> group_names(const char* base) {
+  std::vector<std::string> v(PostgresStore::kPutGroup + 1);
+  for (size_t i = 2; i <= PostgresStore::kPutGroup; ++i) v[i] = std::string(base) + "_" + std::to_string(i);
+  return v;
+}
+
+// A statement writing n rows: `head` VALUES, then a row per n of `order.size()` parameters
+// of `types` (a PgStatement's letters), the k-th row's values being the parameters
+// `order` names (1-based), shifted by k rows; then `tail`.
+struct GroupStatement {
+  const char* head;
+  std::vector<int> order;
+  const char* types;
+  const char* tail;
+};
+
+std::string group_sql(const GroupStatement& g, size_t n, std::vector<Oid>* types) {
+  std::string sql = std::string(g.head) + " VALUES";
+  const size_t width = g.order.size();
+  for (size_t i = 0; i < n; ++i) {
+    sql += i ? ", (" : "(";
+    for (size_t k = 0; k < width; ++k) {
+      sql += (k ? ", $" : "$") + std::to_string(i * width + static_cast<size_t>(g.order[k]));
+    }
+    sql += ")";
+    for (const char* t = g.types; *t; ++t) types->push_back(*t == 'b' ? kInt8Oid : *t == 'o' ? kBoolOid : kTextOid);
+  }
+  return sql + " " + g.tail;
+}
+
+// put_record for n records: RETURNING tells which were written (a position missing from it
+// holds another record, and the batch is refused, naming it).
+const GroupStatement kPutRecords{"INSERT INTO records(position, tbl, sys_id, body)", {3, 1, 2, 4}, "ttbt",
+                                 "ON CONFLICT (position) DO UPDATE SET body = excluded.body WHERE records.tbl = "
+                                 "excluded.tbl AND records.sys_id = excluded.sys_id RETURNING position"};
+// put_context for n live rows.
+const GroupStatement kPutContexts{
+    "INSERT INTO contexts(seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record, "
+    "checkpoint)",
+    {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13},
+    "btttbttttbbtt",
+    "ON CONFLICT (seq) DO UPDATE SET " FLOWRT_PG_CONTEXT_UPDATES ", checkpoint = excluded.checkpoint"};
+
+}  // namespace
+
 const char* PostgresStore::put_records_statement(size_t n) {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> v(kPutGroup + 1);
-    for (size_t i = 2; i <= kPutGroup; ++i) v[i] = "put_records_" + std::to_string(i);
-    return v;
-  }();
+  static const std::vector<std::string> names = group_names("put_records");
+  return names.at(n).c_str();
+}
+
+const char* PostgresStore::put_contexts_statement(size_t n) {
+  static const std::vector<std::string> names = group_names("put_contexts");
   return names.at(n).c_str();
 }
 
 Status PostgresStore::prepare_statements() {
-  // put_record for n records at once (n = 2 .. kPutGroup): one statement's set-up for all
-  // of them. RETURNING tells which were written: a position missing from it holds another
-  // record, and the batch is refused, naming it.
+  // The statements that write up to kPutGroup rows at once: one statement's set-up for all.
   for (size_t n = 2; n <= kPutGroup; ++n) {
-    std::string sql = "INSERT INTO records(position, tbl, sys_id, body) VALUES";
-    std::vector<Oid> types;
-    for (size_t i = 0; i < n; ++i) {
-      const size_t b = i * 4;
-      sql += (i ? ", ($" : "($") + std::to_string(b + 3) + ", $" + std::to_string(b + 1) + ", $" + std::to_string(b + 2) +
-             ", $" + std::to_string(b + 4) + ")";
-      for (Oid t : {kTextOid, kTextOid, kInt8Oid, kTextOid}) types.push_back(t);
-    }
-    sql += " ON CONFLICT (position) DO UPDATE SET body = excluded.body WHERE records.tbl = excluded.tbl AND "
-           "records.sys_id = excluded.sys_id RETURNING position";
-    ResultPtr r(PQprepare(conn_, put_records_statement(n), sql.c_str(), static_cast<int>(types.size()), types.data()));
-    if (!result_ok(r.get())) {
-      return error_of("cannot prepare its statements",
-                      std::string(put_records_statement(n)) + ": " + one_line(PQresultErrorMessage(r.get())));
+    for (const auto& [statement, name] : {std::pair{&kPutRecords, put_records_statement(n)},
+                                          std::pair{&kPutContexts, put_contexts_statement(n)}}) {
+      std::vector<Oid> types;
+      const std::string sql = group_sql(*statement, n, &types);
+      ResultPtr r(PQprepare(conn_, name, sql.c_str(), static_cast<int>(types.size()), types.data()));
+      if (!result_ok(r.get())) {
+        return error_of("cannot prepare its statements", std::string(name) + ": " + one_line(PQresultErrorMessage(r.get())));
+      }
     }
   }
   for (const PgStatement& s : kPgStatements) {

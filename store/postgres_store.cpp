@@ -255,6 +255,34 @@ Status PostgresStore::write_overlapped(const StoreBatch& batch, const std::funct
     ops.back().puts = std::move(group);
     group.clear();
   };
+  // Live context rows (put_context) likewise; any other change of a row in the group sends
+  // the group first.
+  std::vector<const StoredContext*> live_group;
+  auto send_live_group = [&] {
+    if (live_group.empty()) return;
+    Params& p = op(live_group.size() == 1 ? "put_context" : put_contexts_statement(live_group.size()));
+    for (const StoredContext* x : live_group) {
+      p.integer(pg_clamp64(x->seq));
+      p.text(x->id);
+      p.text(x->flow);
+      p.text(x->status);
+      p.integer(pg_clamp64(x->commit_seq));
+      p.json(x->trigger);
+      p.json(x->inputs);
+      p.json(x->cause);
+      p.json(x->run_key);
+      p.integer(x->started);
+      p.integer(x->ended);
+      p.json(x->record);
+      p.json(x->checkpoint);
+    }
+    live_group.clear();
+  };
+  auto touch_context = [&](uint64_t seq) {
+    if (std::any_of(live_group.begin(), live_group.end(), [&](const StoredContext* x) { return x->seq == seq; })) {
+      send_live_group();
+    }
+  };
   if (lead_epoch_ > 0) {
     // First, so that the lead row is locked for the whole transaction: a takeover (which
     // updates that row) waits for this batch, or this batch finds the new epoch and fails.
@@ -309,31 +337,34 @@ Status PostgresStore::write_overlapped(const StoreBatch& batch, const std::funct
             p.integer(c.at);
           } else if constexpr (std::is_same_v<T, ContextPut>) {
             const StoredContext& x = c.context;
+            touch_context(x.seq);
             // In history once it ended with its record, live until then; never in both.
             const bool to_history = is_final_context_status(x.status) && !x.record.is_null();
-            if (to_history && places_.place(x.seq) != Place::kNotLive) op("remove_context").integer(pg_clamp64(x.seq));
-            if (to_history) {
-              places_.note(x.seq, Place::kNotLive);
-            } else {
+            if (!to_history) {
               std::string ended;
               write_json(ended_trigger(x.trigger), ended);
               places_.note(x.seq, Place::kLive, std::move(ended));
+              live_group.push_back(&x);
+              if (live_group.size() == kPutGroup) send_live_group();
+              return;
             }
-            Params& p = op(to_history ? "put_history" : "put_context");
+            if (places_.place(x.seq) != Place::kNotLive) op("remove_context").integer(pg_clamp64(x.seq));
+            places_.note(x.seq, Place::kNotLive);
+            Params& p = op("put_history");
             p.integer(pg_clamp64(x.seq));
             p.text(x.id);
             p.text(x.flow);
             p.text(x.status);
             p.integer(pg_clamp64(x.commit_seq));
-            p.json(to_history ? ended_trigger(x.trigger) : x.trigger);
+            p.json(ended_trigger(x.trigger));
             p.json(x.inputs);
             p.json(x.cause);
             p.json(x.run_key);
             p.integer(x.started);
             p.integer(x.ended);
             p.json(x.record);
-            if (!to_history) p.json(x.checkpoint);
           } else if constexpr (std::is_same_v<T, ContextUpdate>) {
+            touch_context(c.seq);
             auto fill = [&](Params& u) {
               u.integer(pg_clamp64(c.seq));
               u.text(c.status);
@@ -398,6 +429,7 @@ Status PostgresStore::write_overlapped(const StoreBatch& batch, const std::funct
         change);
   }
   send_group();
+  send_live_group();
   const StoreCounters& k = batch.counters;
   Params& p = op("put_counters");
   p.integer(pg_clamp64(k.commit_seq));

@@ -80,7 +80,7 @@ class PostgresStore final : public Store {
   static constexpr int kSchemaVersion = 1;
   // Statements sent before their results are read, within one write()'s transaction.
   static constexpr size_t kPipelineDepth = 256;
-  // Record puts go to the server up to this many in one statement.
+  // Record puts and live context rows go to the server up to this many in one statement.
   static constexpr size_t kPutGroup = 16;
 
   // Connects to `url` (a libpq connection URI or key=value string) and opens the store in
@@ -129,8 +129,10 @@ class PostgresStore final : public Store {
   Status prepare_schema();
   // Prepares the statements write() uses.
   Status prepare_statements();
-  // The name of the statement that puts n records (2 <= n <= kPutGroup).
+  // The names of the statements that put n records, and n live context rows
+  // (2 <= n <= kPutGroup).
   static const char* put_records_statement(size_t n);
+  static const char* put_contexts_statement(size_t n);
   // Reads the highest context seq the tables hold into places_.
   Status read_highest_context();
   Status note_holder();

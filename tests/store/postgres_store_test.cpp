@@ -460,6 +460,35 @@ TEST_F(PostgresStoreTest, RecordPutsGoInGroups_EachPositionsChangesKeepTheirOrde
   EXPECT_EQ(state->counters.commit_seq, 45u);
 }
 
+// Live context rows go in groups too: a row's later change in the same batch (its move to
+// history, its put straight to history) still comes after its put.
+TEST_F(PostgresStoreTest, LiveContextRowsGoInGroups_ALatersChangeOfOneStillComesAfterIt) {
+  auto put = [](uint64_t seq, const char* status, Value record = Value()) {
+    StoredContext c;
+    c.seq = seq;
+    c.id = "ctx-" + std::to_string(seq);
+    c.flow = "f";
+    c.status = status;
+    c.trigger = json(R"({"type": "api"})");
+    c.record = std::move(record);
+    return StoreChange{ContextPut{std::move(c)}};
+  };
+  const Value done = json(R"({"status": "completed"})");
+  std::unique_ptr<PostgresStore> store = open();
+  ASSERT_NE(store, nullptr);
+  std::vector<StoreChange> changes;
+  for (uint64_t seq = 1; seq <= 20; ++seq) changes.push_back(put(seq, "queued"));  // a group of 16, then 4
+  changes.push_back(StoreChange{ContextUpdate{18, "completed", 1, 2, done, Value()}});  // moves
+  changes.push_back(put(19, "completed", done));                                         // straight to history
+  changes.push_back(put(21, "queued"));
+  changes.push_back(StoreChange{ContextUpdate{21, "running", 1, -1, Value(), Value()}});
+  write(*store, changes);
+  EXPECT_EQ(sql_value("SELECT count(*) FROM contexts"), "19");
+  EXPECT_EQ(sql_value("SELECT string_agg(seq::text, ',' ORDER BY seq) FROM history"), "18,19");
+  EXPECT_EQ(sql_value("SELECT status FROM contexts WHERE seq = 21"), "running");
+  EXPECT_EQ(sql_value("SELECT status FROM contexts WHERE seq = 20"), "queued");
+}
+
 TEST_F(PostgresStoreTest, ARecordPutWhereAnotherStands_InTheMiddleOfAGroup_IsTheOneNamed) {
   std::unique_ptr<PostgresStore> store = open();
   ASSERT_NE(store, nullptr);
