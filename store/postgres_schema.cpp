@@ -62,7 +62,21 @@ CREATE TABLE holder(id integer PRIMARY KEY CHECK (id = 1), pid bigint NOT NULL, 
   "trigger = excluded.trigger, inputs = excluded.inputs, cause = excluded.cause, run_key = excluded.run_key, "    \
   "started = excluded.started, ended = excluded.ended, record = excluded.record"
 
-// write()'s statements: name, parameter types (b bigint, t text, o boolean), SQL.
+// A live row moved to history, `trigger` the SQL of its ended trigger.
+#define FLOWRT_PG_MOVE_TO_HISTORY(trigger)                                                                       \
+  "WITH moved AS (DELETE FROM contexts WHERE seq = $1 AND COALESCE($5, record) IS NOT NULL RETURNING *) "        \
+  "INSERT INTO history(seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record) " \
+  "SELECT seq, id, flow, $2, commit_seq, " trigger ", inputs, cause, run_key, "                                    \
+  "CASE WHEN $3 >= 0 THEN $3 ELSE started END, CASE WHEN $4 >= 0 THEN $4 ELSE ended END, COALESCE($5, record) "  \
+  "FROM moved"
+
+// The statements' parameter types: b bigint, t text, o boolean.
+void oids_of(const char* types, std::vector<Oid>* out) {
+  for (const char* t = types; *t; ++t) out->push_back(*t == 'b' ? kInt8Oid : *t == 'o' ? kBoolOid : kTextOid);
+}
+
+// write()'s statements: name, parameter types (as oids_of reads them), SQL. Record puts and
+// live context rows are put_records_N and put_contexts_N (below).
 struct PgStatement {
   const char* name;
   const char* types;
@@ -70,11 +84,6 @@ struct PgStatement {
 };
 const PgStatement kPgStatements[] = {
     {"put_table", "tb", "INSERT INTO record_tables(name, position) VALUES($1, $2) ON CONFLICT (name) DO NOTHING"},
-    // Inserted at its position, or the record there updated; a different record at that
-    // position is left as it is (no row: write() refuses the batch).
-    {"put_record", "ttbt",
-     "INSERT INTO records(position, tbl, sys_id, body) VALUES($3, $1, $2, $4) ON CONFLICT (position) DO UPDATE "
-     "SET body = excluded.body WHERE records.tbl = excluded.tbl AND records.sys_id = excluded.sys_id"},
     {"remove_record", "ttb", "DELETE FROM records WHERE position = $3 AND tbl = $1 AND sys_id = $2"},
     {"put_definition", "tttttobb",
      "INSERT INTO definitions(type, id, draft, published, fingerprint, active, activated_at, last_tick) "
@@ -84,30 +93,15 @@ const PgStatement kPgStatements[] = {
     {"put_definition_version", "tttt",
      "INSERT INTO definition_versions(type, id, fingerprint, body) VALUES($1, $2, $3, $4) ON CONFLICT DO NOTHING"},
     {"schedule_tick", "tb", "UPDATE definitions SET last_tick = $2 WHERE type = 'flow' AND id = $1"},
-    {"put_context", "btttbttttbbtt",
-     "INSERT INTO contexts(seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record, "
-     "checkpoint) VALUES(" FLOWRT_PG_CONTEXT_VALUES ", $13) ON CONFLICT (seq) DO UPDATE SET " FLOWRT_PG_CONTEXT_UPDATES
-     ", checkpoint = excluded.checkpoint"},
     {"put_history", "btttbttttbbt",
      "INSERT INTO history(seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record) "
      "VALUES(" FLOWRT_PG_CONTEXT_VALUES ") ON CONFLICT (seq) DO UPDATE SET " FLOWRT_PG_CONTEXT_UPDATES},
     {"remove_context", "b", "DELETE FROM contexts WHERE seq = $1"},
     // A live context ending with its record: its row moves to history, in one statement
-    // (none when it is not live, or has no record yet).
-    {"move_to_history", "btbbt",
-     "WITH moved AS (DELETE FROM contexts WHERE seq = $1 AND COALESCE($5, record) IS NOT NULL RETURNING *) "
-     "INSERT INTO history(seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record) "
-     "SELECT seq, id, flow, $2, commit_seq, " FLOWRT_PG_ENDED_TRIGGER ", inputs, cause, run_key, "
-     "CASE WHEN $3 >= 0 THEN $3 ELSE started END, CASE WHEN $4 >= 0 THEN $4 ELSE ended END, COALESCE($5, record) "
-     "FROM moved"},
-    // The same, with the row's ended trigger given ($6) where the writer kept it
-    // (ContextPlaces), rather than computed by the server from the row's trigger.
-    {"move_to_history_given", "btbbtt",
-     "WITH moved AS (DELETE FROM contexts WHERE seq = $1 AND COALESCE($5, record) IS NOT NULL RETURNING *) "
-     "INSERT INTO history(seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record) "
-     "SELECT seq, id, flow, $2, commit_seq, $6, inputs, cause, run_key, "
-     "CASE WHEN $3 >= 0 THEN $3 ELSE started END, CASE WHEN $4 >= 0 THEN $4 ELSE ended END, COALESCE($5, record) "
-     "FROM moved"},
+    // (none when it is not live, or has no record yet); its ended trigger computed by the
+    // server from the row's trigger, or given ($6) where the writer kept it (ContextPlaces).
+    {"move_to_history", "btbbt", FLOWRT_PG_MOVE_TO_HISTORY(FLOWRT_PG_ENDED_TRIGGER)},
+    {"move_to_history_given", "btbbtt", FLOWRT_PG_MOVE_TO_HISTORY("$6")},
     {"update_context", "btbbtt",
      "UPDATE contexts SET status = $2, started = CASE WHEN $3 >= 0 THEN $3 ELSE started END, "
      "ended = CASE WHEN $4 >= 0 THEN $4 ELSE ended END, record = COALESCE($5, record), "
@@ -191,10 +185,10 @@ Status PostgresStore::prepare_schema() {
 
 namespace {
 
-// The names of the statements that write n rows at once (n = 2 .. kPutGroup): "<base>_<n>".
+// The names of the statements that write n rows at once (n = 1 .. kPutGroup): "<base>_<n>".
 std::vector<std::string> group_names(const char* base) {
   std::vector<std::string> v(PostgresStore::kPutGroup + 1);
-  for (size_t i = 2; i <= PostgresStore::kPutGroup; ++i) v[i] = std::string(base) + "_" + std::to_string(i);
+  for (size_t i = 1; i <= PostgresStore::kPutGroup; ++i) v[i] = std::string(base) + "_" + std::to_string(i);
   return v;
 }
 
@@ -217,17 +211,18 @@ std::string group_sql(const GroupStatement& g, size_t n, std::vector<Oid>* types
       sql += (k ? ", $" : "$") + std::to_string(i * width + static_cast<size_t>(g.order[k]));
     }
     sql += ")";
-    for (const char* t = g.types; *t; ++t) types->push_back(*t == 'b' ? kInt8Oid : *t == 'o' ? kBoolOid : kTextOid);
+    oids_of(g.types, types);
   }
   return sql + " " + g.tail;
 }
 
-// put_record for n records: RETURNING tells which were written (a position missing from it
-// holds another record, and the batch is refused, naming it).
+// n records, each inserted at its position or the record there updated; a different record
+// at that position is left as it is. RETURNING tells which were written (a position missing
+// from it holds another record, and the batch is refused, naming it).
 const GroupStatement kPutRecords{"INSERT INTO records(position, tbl, sys_id, body)", {3, 1, 2, 4}, "ttbt",
                                  "ON CONFLICT (position) DO UPDATE SET body = excluded.body WHERE records.tbl = "
                                  "excluded.tbl AND records.sys_id = excluded.sys_id RETURNING position"};
-// put_context for n live rows.
+// n live context rows.
 const GroupStatement kPutContexts{
     "INSERT INTO contexts(seq, id, flow, status, commit_seq, trigger, inputs, cause, run_key, started, ended, record, "
     "checkpoint)",
@@ -249,7 +244,7 @@ const char* PostgresStore::put_contexts_statement(size_t n) {
 
 Status PostgresStore::prepare_statements() {
   // The statements that write up to kPutGroup rows at once: one statement's set-up for all.
-  for (size_t n = 2; n <= kPutGroup; ++n) {
+  for (size_t n = 1; n <= kPutGroup; ++n) {
     for (const auto& [statement, name] : {std::pair{&kPutRecords, put_records_statement(n)},
                                           std::pair{&kPutContexts, put_contexts_statement(n)}}) {
       std::vector<Oid> types;
@@ -262,7 +257,7 @@ Status PostgresStore::prepare_statements() {
   }
   for (const PgStatement& s : kPgStatements) {
     std::vector<Oid> types;
-    for (const char* t = s.types; *t; ++t) types.push_back(*t == 'b' ? kInt8Oid : *t == 'o' ? kBoolOid : kTextOid);
+    oids_of(s.types, &types);
     ResultPtr r(PQprepare(conn_, s.name, s.sql, static_cast<int>(types.size()), types.data()));
     if (!result_ok(r.get())) {
       return error_of("cannot prepare its statements", std::string(s.name) + ": " + one_line(PQresultErrorMessage(r.get())));
@@ -286,3 +281,4 @@ Status PostgresStore::prepare_statements() {
 #undef FLOWRT_PG_ENDED_TRIGGER
 #undef FLOWRT_PG_CONTEXT_VALUES
 #undef FLOWRT_PG_CONTEXT_UPDATES
+#undef FLOWRT_PG_MOVE_TO_HISTORY

@@ -45,7 +45,7 @@ int64_t pg_clamp64(uint64_t v) { return static_cast<int64_t>(std::min<uint64_t>(
 struct PostgresStore::Op {
   const char* statement;
   Params params;
-  std::vector<const RecordPut*> puts;  // put_record(s): each must be written
+  std::vector<const RecordPut*> puts;  // put_records_N: each must be written
   bool fence = false;  // the lead check: must touch its one row, else this node no longer leads
 };
 
@@ -238,14 +238,14 @@ Status PostgresStore::write_overlapped(const StoreBatch& batch, const std::funct
     ops.push_back(Op{statement, {}, {}});
     return ops.back().params;
   };
-  // Record puts wait in a group and go as one statement (put_records_N). Rows of other
-  // tables commute with them within the transaction; a remove, or a put at a position
-  // already in the group, sends the group first, so each position's changes keep their
-  // order.
+  // Record puts wait in a group and go as one statement (put_records_N, N <= kPutGroup).
+  // Rows of other tables commute with them within the transaction; a remove, or a put at a
+  // position already in the group, sends the group first, so each position's changes keep
+  // their order.
   std::vector<const RecordPut*> group;
   auto send_group = [&] {
     if (group.empty()) return;
-    Params& r = op(group.size() == 1 ? "put_record" : put_records_statement(group.size()));
+    Params& r = op(put_records_statement(group.size()));
     for (const RecordPut* c : group) {
       r.text(c->table);
       r.text(c->record.members()[0].value.as_string());
@@ -260,7 +260,7 @@ Status PostgresStore::write_overlapped(const StoreBatch& batch, const std::funct
   std::vector<const StoredContext*> live_group;
   auto send_live_group = [&] {
     if (live_group.empty()) return;
-    Params& p = op(live_group.size() == 1 ? "put_context" : put_contexts_statement(live_group.size()));
+    Params& p = op(put_contexts_statement(live_group.size()));
     for (const StoredContext* x : live_group) {
       p.integer(pg_clamp64(x->seq));
       p.text(x->id);
@@ -503,19 +503,14 @@ Status PostgresStore::run_ops(const std::vector<Op>& ops, size_t changes, const 
                                   std::to_string(lead_epoch_) + " was taken over by another node)"));
         }
         if (x.op && !x.op->puts.empty()) {
-          // Each put's position comes back (RETURNING) when it was written; a single put
-          // tells by its row count.
+          // Each put's position comes back (RETURNING) when it was written.
+          std::vector<int64_t> written;
+          for (int row = 0; row < PQntuples(r.get()); ++row) written.push_back(cell_int(r.get(), row, 0));
           const RecordPut* refused = nullptr;
-          if (x.op->puts.size() == 1) {
-            if (std::string_view(PQcmdTuples(r.get())) != "1") refused = x.op->puts[0];
-          } else {
-            std::vector<int64_t> written;
-            for (int row = 0; row < PQntuples(r.get()); ++row) written.push_back(cell_int(r.get(), row, 0));
-            for (const RecordPut* put : x.op->puts) {
-              if (std::find(written.begin(), written.end(), pg_clamp64(put->position)) == written.end()) {
-                refused = put;
-                break;
-              }
+          for (const RecordPut* put : x.op->puts) {
+            if (std::find(written.begin(), written.end(), pg_clamp64(put->position)) == written.end()) {
+              refused = put;
+              break;
             }
           }
           if (refused) {

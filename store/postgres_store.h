@@ -130,7 +130,7 @@ class PostgresStore final : public Store {
   // Prepares the statements write() uses.
   Status prepare_statements();
   // The names of the statements that put n records, and n live context rows
-  // (2 <= n <= kPutGroup).
+  // (1 <= n <= kPutGroup).
   static const char* put_records_statement(size_t n);
   static const char* put_contexts_statement(size_t n);
   // Reads the highest context seq the tables hold into places_.
