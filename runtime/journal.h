@@ -11,15 +11,16 @@
 //
 // The durability watermark: what an entry would set going (contexts it queued, contexts a
 // write or a lock grant woke) waits in the entry and is delivered only after the batch
-// holding it is durable, in append order. Finishing a durable batch (waking its waiters,
-// delivering) overlaps the store's work on the next one when that is ready: the writer
-// takes the next batch first and finishes the last one while the store has it
-// (Store::write_overlapped; on PostgreSQL, once its first statements are sent), else at
-// once. Batches are still written one at a time, each after the last is durable. So no context ever acts on a change that a
-// crash could still lose, and the event queue keeps commit order. A deferred wake-up
-// counts as engine work from its commit until it is delivered, so settle() never mistakes
-// the moment in between for idleness. Operations from outside wait for their entry to be
-// durable (wait_durable) before they return, except with the durability `off`.
+// holding it is durable, in append order. So no context ever acts on a change that a
+// crash could still lose, and the event queue keeps commit order. Finishing a durable batch
+// (waking its waiters, delivering) overlaps the store's work on the next one when that is
+// ready: the writer takes the next batch first and finishes the last one while the store
+// has it (Store::write_overlapped; on PostgreSQL, once its first statements are sent), else
+// at once. Batches are still written one at a time, each after the last is durable.
+// A deferred wake-up counts as engine work from its commit until it is delivered, so
+// settle() never mistakes the moment in between for idleness. Operations from outside
+// wait for their entry to be durable (wait_durable) before they return, except with the
+// durability `off`.
 //
 // Memory bounded by live work: once the batch holding a context's final record is durable,
 // the writer lets the context go (ContextStore::release; the archive likewise), and reads

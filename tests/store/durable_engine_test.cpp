@@ -314,11 +314,12 @@ void hold_writes(PerturbPoint p) {
   g_writes_seen.fetch_add(1);
   while (!g_release_writes.load()) std::this_thread::yield();
 }
-// From now on the store's writer waits at each write until g_release_writes.
-void hold_store_writes() {
+// From now on the store's writer waits at each write until g_release_writes (`hook`: one
+// that also holds elsewhere, passing kBeforeStoreWrite to hold_writes).
+void hold_store_writes(PerturbHook hook = &hold_writes) {
   g_writes_seen = 0;
   g_release_writes = false;
-  set_perturb_hook(&hold_writes);
+  set_perturb_hook(hook);
 }
 
 TEST_P(DurableEngineStoresTest, ACommitsContext_IsQueuedOnlyOnceTheCommitIsDurable_AndTheInsertReturnsThen) {
@@ -450,11 +451,9 @@ TEST_P(DurableEngineStoresTest, ABatchIsFinished_WhileTheNextBatchIsInTheStoresH
   o.properties.durability = Durability::kNormal;
   Engine& engine = reopen({}, o);
   Journal& journal = *engine.core().journal;
-  g_writes_seen = 0;
-  g_release_writes = false;
   g_finished_seen = false;
   g_hold_finished = true;
-  set_perturb_hook(&hold_writes_then_the_finish);
+  hold_store_writes(&hold_writes_then_the_finish);
   std::atomic<bool> first_returned{false}, second_returned{false};
   std::thread first([&] {
     EXPECT_TRUE(engine.insert("t", json(R"({"sys_id": "first"})")).is_ok());

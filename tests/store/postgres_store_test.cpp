@@ -44,6 +44,17 @@ class PostgresStoreTest : public ::testing::Test {
     Status s = store.write(batch);
     ASSERT_TRUE(s.is_ok()) << s.message();
   }
+  // Context seq of flow f, triggered by the API, as a put.
+  static StoreChange context_put(uint64_t seq, const char* status, Value record = Value()) {
+    StoredContext c;
+    c.seq = seq;
+    c.id = "ctx-" + std::to_string(seq);
+    c.flow = "f";
+    c.status = status;
+    c.trigger = json(R"({"type": "api"})");
+    c.record = std::move(record);
+    return StoreChange{ContextPut{std::move(c)}};
+  }
   // `n` records r<first>.. of table t, at positions first + 1...
   static std::vector<StoreChange> records(int first, int n) {
     std::vector<StoreChange> out;
@@ -324,16 +335,6 @@ TEST_F(PostgresStoreTest, ListContextsWhileABatchIsWritten_SeesWholeBatchesOnly)
 // before the store opened, and a context that ended without its record given. Whichever
 // path each takes, every row ends in the table its status says, with its last values.
 TEST_F(PostgresStoreTest, ContextRows_EndInTheRightTable_WhereverTheWriterKnowsThemToBe) {
-  auto put = [](uint64_t seq, const char* status, Value record = Value()) {
-    StoredContext c;
-    c.seq = seq;
-    c.id = "ctx-" + std::to_string(seq);
-    c.flow = "f";
-    c.status = status;
-    c.trigger = json(R"({"type": "api"})");
-    c.record = std::move(record);
-    return StoreChange{ContextPut{std::move(c)}};
-  };
   auto update = [](uint64_t seq, const char* status, Value record = Value()) {
     return StoreChange{ContextUpdate{seq, status, 1, 2, std::move(record), Value()}};
   };
@@ -348,17 +349,17 @@ TEST_F(PostgresStoreTest, ContextRows_EndInTheRightTable_WhereverTheWriterKnowsT
     std::unique_ptr<PostgresStore> store = open();
     ASSERT_NE(store, nullptr);
     // Before the reopen: 1 and 2 live, 3 in history.
-    write(*store, {put(1, "running"), put(2, "waiting"), put(3, "completed", rec("completed"))});
+    write(*store, {context_put(1, "running"), context_put(2, "waiting"), context_put(3, "completed", rec("completed"))});
   }
   std::unique_ptr<PostgresStore> store = open();
   ASSERT_NE(store, nullptr);
   write(*store, {
                     update(1, "completed", rec("completed")),  // from before: both tables' statements
                     update(3, "completed", rec("completed again")),
-                    put(4, "running"),                          // new, live
-                    put(5, "completed", rec("completed")),      // new, straight to history
-                    put(6, "running"),
-                    put(7, "running"),
+                    context_put(4, "running"),                          // new, live
+                    context_put(5, "completed", rec("completed")),      // new, straight to history
+                    context_put(6, "running"),
+                    context_put(7, "running"),
                 });
   write(*store, {
                     update(4, "waiting"),                        // known live: stays
@@ -371,7 +372,7 @@ TEST_F(PostgresStoreTest, ContextRows_EndInTheRightTable_WhereverTheWriterKnowsT
                     update(4, "completed", rec("completed")),
                     update(6, "completed", rec("changed after")),  // now in history
                     update(7, "error", rec("error")),              // now moves
-                    put(8, "completed", rec("completed")),
+                    context_put(8, "completed", rec("completed")),
                 });
   EXPECT_EQ(where(1), "0/1 completed");
   EXPECT_EQ(where(2), "0/1 cancelled");
@@ -386,9 +387,9 @@ TEST_F(PostgresStoreTest, ContextRows_EndInTheRightTable_WhereverTheWriterKnowsT
   EXPECT_EQ(sql_value("SELECT record::jsonb->>'status' FROM history WHERE seq = 6"), "changed after");
   // A batch that fails changes no row, nor what the writer knows: 9 is live, a failed batch
   // would have put it in history, and the next update finds it live still.
-  write(*store, {put(9, "running")});
+  write(*store, {context_put(9, "running")});
   StoreBatch failing;
-  failing.changes = {put(9, "completed", rec("lost")), StoreChange{RecordPut{"t", json(R"({"sys_id": "x"})"), 1}},
+  failing.changes = {context_put(9, "completed", rec("lost")), StoreChange{RecordPut{"t", json(R"({"sys_id": "x"})"), 1}},
                      StoreChange{RecordPut{"t", json(R"({"sys_id": "y"})"), 1}}};
   ASSERT_FALSE(store->write(failing).is_ok());
   EXPECT_EQ(where(9), "1/0 running");
@@ -463,24 +464,14 @@ TEST_F(PostgresStoreTest, RecordPutsGoInGroups_EachPositionsChangesKeepTheirOrde
 // Live context rows go in groups too: a row's later change in the same batch (its move to
 // history, its put straight to history) still comes after its put.
 TEST_F(PostgresStoreTest, LiveContextRowsGoInGroups_ALatersChangeOfOneStillComesAfterIt) {
-  auto put = [](uint64_t seq, const char* status, Value record = Value()) {
-    StoredContext c;
-    c.seq = seq;
-    c.id = "ctx-" + std::to_string(seq);
-    c.flow = "f";
-    c.status = status;
-    c.trigger = json(R"({"type": "api"})");
-    c.record = std::move(record);
-    return StoreChange{ContextPut{std::move(c)}};
-  };
   const Value done = json(R"({"status": "completed"})");
   std::unique_ptr<PostgresStore> store = open();
   ASSERT_NE(store, nullptr);
   std::vector<StoreChange> changes;
-  for (uint64_t seq = 1; seq <= 20; ++seq) changes.push_back(put(seq, "queued"));  // a group of 16, then 4
+  for (uint64_t seq = 1; seq <= 20; ++seq) changes.push_back(context_put(seq, "queued"));  // a group of 16, then 4
   changes.push_back(StoreChange{ContextUpdate{18, "completed", 1, 2, done, Value()}});  // moves
-  changes.push_back(put(19, "completed", done));                                         // straight to history
-  changes.push_back(put(21, "queued"));
+  changes.push_back(context_put(19, "completed", done));                                         // straight to history
+  changes.push_back(context_put(21, "queued"));
   changes.push_back(StoreChange{ContextUpdate{21, "running", 1, -1, Value(), Value()}});
   write(*store, changes);
   EXPECT_EQ(sql_value("SELECT count(*) FROM contexts"), "19");
