@@ -1,7 +1,6 @@
 // Two defects of the lock table's deadlock check that the seeded simulation found
-// (tests/simulation), reproduced on the lock table alone.  until fixed; the
-// simulation meanwhile accepts the engine's naming of cycles and keeps its scenarios from
-// queueing hundreds of lock holders (see tests/simulation/README.md, "Engine defects found").
+// (tests/simulation), reproduced on the lock table alone; both are fixed, and these tests
+// keep them so (tests/simulation/README.md, "Engine defects found").
 #include <gtest/gtest.h>
 
 #include <string>
