@@ -410,6 +410,7 @@ size_t Engine::shutdown() { return core_->shutdown(); }
 
 Status Engine::advance(DurationMs d) { return core_->advance(d); }
 void Engine::settle(DurationMs until) { core_->settle(until); }
+size_t Engine::run_queued_until(std::chrono::steady_clock::time_point until) { return core_->run_queued_until(until); }
 TimeMs Engine::now() const { return core_->clock.now(); }
 
 std::optional<ContextRecord> Engine::context(std::string_view id) const {

@@ -194,7 +194,8 @@ void EngineCore::run(Context* ctx) {
       switch (run_context(*ctx, 0)) {
         case Interpreter::Outcome::kAbandoned: return;  // the engine may be gone: touch nothing
         case Interpreter::Outcome::kYielded:
-          // The workers are stopping: it stays queued (and counted as work), as it is.
+          // The workers are stopping (it stays queued, and counted as work, as it is), or a
+          // caller that helped came to user code (a worker runs it on).
           workers.push_ready(ctx);
           return;
         case Interpreter::Outcome::kParked: break;
@@ -203,6 +204,21 @@ void EngineCore::run(Context* ctx) {
     }
   }
   work_done();
+}
+
+size_t EngineCore::run_queued_until(std::chrono::steady_clock::time_point until) {
+  // Simulated workers are the driving thread's alone (a helper would make the run depend
+  // on timing); on a worker (an action calling in) it would run contexts inside a step.
+  if (options.simulation_seed || stop_requested() || WorkerPool::on_worker_thread()) return 0;
+  WorkerPool::HelperScope helping;
+  size_t taken = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    Context* ctx = workers.take_start_for_helper();
+    if (!ctx) break;
+    ++taken;
+    run(ctx);  // as a worker runs it; handed back to the workers before any user code
+  }
+  return taken;
 }
 
 Interpreter::Outcome EngineCore::run_context(Context& ctx, uint32_t max_steps) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -86,6 +87,9 @@ class EngineCore {
   // ---- running contexts ----
   // Worker entry: runs a queued or ready context until it ends or parks.
   void run(Context* ctx);
+  // Engine::run_queued_until: new contexts run on the calling thread while any wait and
+  // `until` has not passed. Returns how many it took.
+  size_t run_queued_until(std::chrono::steady_clock::time_point until);
   // Runs at most `max_steps` steps of a context (0: no limit); true when it yielded and
   // is still in flight (run it again), false when it ended or parked.
   bool run_steps(Context* ctx, uint32_t max_steps);

@@ -57,6 +57,12 @@ std::string join_path(const Value& prefix, std::string_view segment) {
   return s;
 }
 
+// A step that calls an action registered in C++ (user code, under the watchdog).
+bool runs_user_code(const Node& node) {
+  const auto* step = std::get_if<ActionStep>(&node.op);
+  return step && step->kind == ActionKind::kCustom;
+}
+
 }  // namespace
 
 Interpreter::Interpreter(EngineCore& core, Context& ctx)
@@ -220,6 +226,8 @@ Interpreter::Flow Interpreter::loop() {
     if (max_steps_ > 0 && steps_taken_ == max_steps_) return Flow::kYielded;  // before the next step
     // The engine is stopping: no further step; the context stays queued as it is.
     if (core_.workers.stopping()) return Flow::kYielded;
+    // A caller's thread that helps hands the context to the workers before user code.
+    if (WorkerPool::helping_thread() && runs_user_code((*f.block)[f.pc])) return Flow::kYielded;
     ++steps_taken_;
     core_.workers.before_step();
     const uint32_t index = f.pc++;

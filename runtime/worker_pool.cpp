@@ -48,6 +48,7 @@ struct WorkerPool::RunNextSlot {
 };
 
 thread_local WorkerPool::RunNextSlot* WorkerPool::t_slot = nullptr;
+thread_local bool WorkerPool::t_helping = false;
 
 WorkerPool::WorkerPool(EventQueue& events, Runner runner)
     : impl_(std::make_unique<Impl>()), events_(events), runner_(std::move(runner)) {}
@@ -193,6 +194,19 @@ void WorkerPool::notify_events(size_t n) {
 }
 
 bool WorkerPool::has_queued() const { return impl_->has_ready() || events_.size_approx() > 0; }
+
+Context* WorkerPool::take_start_for_helper() {
+  if (stopping_.load(std::memory_order_acquire)) return nullptr;
+  // The token first, as a worker does: an item is taken only with the token that promised
+  // it, so no worker woken for it finds it gone.
+  if (!impl_->tokens.tryWait()) return nullptr;
+  Context* ctx = nullptr;
+  if (events_.try_pop(&ctx)) return ctx;
+  // The token promised a ready context (the workers'), or an event whose push is still
+  // finishing: handed back, it wakes a worker if one sleeps.
+  impl_->tokens.signal();
+  return nullptr;
+}
 
 Context* WorkerPool::take_queued() {
   Context* ctx = nullptr;

@@ -98,10 +98,34 @@ class WorkerPool {
   bool has_queued() const;
   Context* take_queued();
 
+  // A caller's thread that helps (Engine::run_queued_until): takes the next new context
+  // from the EventQueue, as a worker would take it, or null when none waits or the pool is
+  // stopping. Contexts made ready again (the ready queue) are left to the workers, so
+  // that a context a helper handed back is not taken by it again. Any thread but a
+  // worker, and only while the pool runs.
+  Context* take_start_for_helper();
+  // While alive, the calling thread is a helper: a context it runs is handed back to the
+  // workers before a step that runs user code (helping_thread()), so that a caller is
+  // never held by user code, nor given up on by the watchdog.
+  class HelperScope {
+   public:
+    HelperScope() : was_(t_helping) { t_helping = true; }
+    ~HelperScope() { t_helping = was_; }
+    HelperScope(const HelperScope&) = delete;
+    HelperScope& operator=(const HelperScope&) = delete;
+
+   private:
+    bool was_;
+  };
+  static bool helping_thread() { return t_helping; }
+  // The calling thread is one of a pool's workers.
+  static bool on_worker_thread() { return t_slot != nullptr; }
+
  private:
   struct RunNextSlot;
   // The calling worker's slot; null on other threads (callers, timers, the simulation).
   static thread_local RunNextSlot* t_slot;
+  static thread_local bool t_helping;
   // A worker's body; false when its thread was abandoned (then it must touch nothing).
   bool loop();
   // Starts one worker thread; false (logged) when the system refuses a new thread.
