@@ -44,6 +44,8 @@ int bench_command(const CommandArgs& args) {
   o.clients = static_cast<unsigned>(positive(args, "clients", 1));
   if (o.clients < 1 || o.clients > 1024) throw UsageError{"--clients must be 1 to 1024"};
   if (o.clients > 1 && o.rate > 0) throw UsageError{"--rate paces one client: leave out --clients"};
+  o.producer_runs = args.has("producer-runs");
+  if (o.producer_runs && o.rate <= 0) throw UsageError{"--producer-runs goes with --rate: without it the producer is never ahead"};
   o.retention = positive(args, "retention", 0);
   o.max_queued = positive(args, "max-queued", 0);
   o.store = args.get("store", !args.has("data")                   ? "memory"

@@ -28,7 +28,7 @@ constexpr const char* kUsage = R"(usage:
                    [--node NAME [--lease-ms MS] [--forward-timeout-ms MS]]
   flowrt validate DIR | PATH...
   flowrt plan PATH... --flow ID
-  flowrt bench [--workload triage|fanout|events|locks|compile|recovery] [--events N] [--workers K] [--rate R] [--clients N] [--max-queued N]
+  flowrt bench [--workload triage|fanout|events|locks|compile|recovery] [--events N] [--workers K] [--rate R [--producer-runs]] [--clients N] [--max-queued N]
                [--retention N] [--store memory|sqlite --data NEWFILE [--durability full|normal|off]] [--json]
   flowrt COMMAND --help     what COMMAND takes
   flowrt --version
@@ -197,6 +197,10 @@ int main(int argc, char** argv) {
 
   bool json = false;
   CLI::Option* json_flag = bench.app->add_flag("--json", json, "one JSON document, not a table");
+  bool producer_runs = false;
+  CLI::Option* producer_runs_flag = bench.app->add_flag(
+      "--producer-runs", producer_runs,
+      "with --rate: the producer runs queued contexts while it is ahead of its pace, instead of sleeping");
 
   // "--" ends the options: what follows it are positional words, even those that begin with
   // '-'. CLI11 reads the words before it; those after it are the command's, in order.
@@ -239,6 +243,8 @@ int main(int argc, char** argv) {
     collect(*chosen);
     if (json_flag->count() > 1) throw flowrt::cli::UsageError{"option --json given twice"};
     if (chosen == &bench && json_flag->count() > 0) bench.args.options["json"] = json ? "true" : "false";
+    if (producer_runs_flag->count() > 1) throw flowrt::cli::UsageError{"option --producer-runs given twice"};
+    if (chosen == &bench && producer_runs) bench.args.options["producer-runs"] = "true";
     if (chosen == &run) return flowrt::cli::run_command(run.args);
     if (chosen == &validate) return flowrt::cli::validate_command(validate.args);
     if (chosen == &plan) return flowrt::cli::plan_command(plan.args);

@@ -65,14 +65,18 @@ void insert_or_throw(Engine& engine, std::string_view table, const Value& row) {
   }
 }
 
+std::chrono::steady_clock::time_point Pacer::due(uint64_t done) const {
+  return start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(static_cast<double>(done) / rate_));
+}
+
 void Pacer::wait_for(uint64_t done) {
   if (rate_ <= 0) return;
-  const auto due = start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                std::chrono::duration<double>(static_cast<double>(done) / rate_));
+  const auto at = due(done);
   // Sleep, not spin: a spinning harness would take a core from the workers it measures.
   // Operations that fall due while it sleeps are then committed back to back.
   const auto now = std::chrono::steady_clock::now();
-  if (now < due) std::this_thread::sleep_until(due);
+  if (now < at) std::this_thread::sleep_until(at);
 }
 
 EngineOptions bench_engine_options(const BenchOptions& o) {
@@ -140,9 +144,14 @@ BenchResult drive(Engine& engine, uint64_t count, const std::function<void(uint6
            (backlog_journal ? static_cast<uint64_t>(backlog_journal->undelivered()) : 0);
   };
   std::atomic<uint64_t> peak_queued{0};
+  uint64_t producer_ran = 0;  // contexts the (one) producer ran itself (producer_runs)
   auto client = [&](unsigned c) {
     for (uint64_t i = c; i < count; i += clients) {
-      if (clients == 1) pacer.wait_for(i);
+      if (clients == 1) {
+        // Ahead of its pace, the producer may run what it queued, then sleeps the rest.
+        if (o.producer_runs && o.rate > 0) producer_ran += engine.run_queued_until(pacer.due(i));
+        pacer.wait_for(i);
+      }
       if (o.max_queued > 0 && ((i / clients) & 15) == 0) {
         uint64_t q = queued_now();
         uint64_t seen = peak_queued.load(std::memory_order_relaxed);
@@ -198,6 +207,7 @@ BenchResult drive(Engine& engine, uint64_t count, const std::function<void(uint6
                          static_cast<double>(minor_faults() - warm_faults) / static_cast<double>(steady));
   }
   r.extra.emplace_back("contexts_kept", static_cast<double>(kept));
+  if (o.producer_runs) r.extra.emplace_back("producer_ran_contexts", static_cast<double>(producer_ran));
   // The frozen records' own bytes (header and packed record, not what they reference nor
   // the allocator's rounding): the part of bytes_per_context that is the record itself.
   size_t frozen = 0, frozen_bytes = 0;

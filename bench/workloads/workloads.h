@@ -17,6 +17,9 @@ struct BenchOptions {
   unsigned workers = 2;
   double rate = 0;                  // operations per second to pace at; 0 = as fast as possible
   unsigned clients = 1;             // threads committing the operations at once (rate: one client only)
+  // With rate: while ahead of its pace, the producer runs queued contexts
+  // (Engine::run_queued_until) instead of sleeping.
+  bool producer_runs = false;
   // A closed loop: a client waits while this many contexts wait to start (queued, or
   // written and not yet delivered); 0 = open loop, the producers run ahead of the workers.
   uint64_t max_queued = 0;

@@ -64,6 +64,20 @@ TEST_F(CliTest, Bench_TableByDefault_BadOptionsExit2) {
   EXPECT_EQ(run("bench extra").code, 2);
   EXPECT_EQ(run("bench --json --json").code, 2);
   EXPECT_EQ(run("bench --workers 2 --workers 3").code, 2);
+  EXPECT_EQ(run("bench --producer-runs").code, 2) << "it goes with --rate";
+  EXPECT_EQ(run("bench --rate 1000 --producer-runs --producer-runs").code, 2);
+}
+
+TEST_F(CliTest, Bench_ProducerRuns_SaysHowManyContextsTheProducerRan) {
+  Output paced = run("bench --events 2000 --rate 200000 --producer-runs --json");
+  ASSERT_EQ(paced.code, 0) << paced.out;
+  Result<Value> doc = parse_json(paced.out);
+  ASSERT_TRUE(doc.is_ok()) << paced.out;
+  EXPECT_TRUE((*doc)["producer_ran_contexts"].is_number()) << paced.out;
+  EXPECT_LE((*doc)["producer_ran_contexts"].as_double(), (*doc)["contexts"].as_double());
+  Output unpaced = run("bench --events 2000 --rate 200000 --json");
+  ASSERT_EQ(unpaced.code, 0) << unpaced.out;
+  EXPECT_EQ(unpaced.out.find("producer_ran_contexts"), std::string::npos) << "only when asked";
 }
 
 TEST_F(CliTest, BadUsage_Exit2) {
