@@ -80,8 +80,10 @@ class Context : public std::enable_shared_from_this<Context> {
   // True for the first caller only: the Dispatcher releases what a context holds once.
   bool claim_end() { return !end_claimed_.exchange(true, std::memory_order_acq_rel); }
   // With EngineOptions::measure_latency: steady-clock ns when it was built (just before
-  // its commit) and when it ended.
+  // its commit), when a thread first took it to run (written by that thread, read after
+  // ended_ns), and when it ended.
   int64_t committed_ns = 0;
+  int64_t taken_ns = 0;
   std::atomic<int64_t> ended_ns{0};
 
   // ---- execution: owned by the running thread; released when the context ends ----

@@ -183,7 +183,15 @@ Interpreter::Outcome EngineCore::run_slice(Context& ctx, uint32_t max_steps, uin
   return Interpreter::Outcome::kFinished;
 }
 
+void EngineCore::sample_latency(const Context& ctx) {
+  const int64_t end = ctx.ended_ns.load(std::memory_order_acquire);
+  if (end <= 0 || ctx.committed_ns <= 0) return;
+  released_latencies.add(end - ctx.committed_ns);
+  if (ctx.taken_ns > 0) released_waits.add(ctx.taken_ns - ctx.committed_ns);
+}
+
 void EngineCore::run(Context* ctx) {
+  if (options.measure_latency && ctx->taken_ns == 0) ctx->taken_ns = steady_ns();
   {
     // Hold the context for the whole slice: once it finishes, the store may drop it. Let
     // go before the work is counted done: whoever sees the engine idle (settle) must not
@@ -490,9 +498,7 @@ void EngineCore::finish_context(Context& ctx, ContextStatus status, Value error)
     ended.ended.push_back(ctx.shared_from_this());
     journal->append(std::move(ended));
   } else if (options.measure_latency) {
-    // Its live form (which has the times) goes when it is frozen.
-    const int64_t end = ctx.ended_ns.load(std::memory_order_relaxed);
-    if (ctx.committed_ns > 0) released_latencies.add(end - ctx.committed_ns);
+    sample_latency(ctx);  // its live form (which has the times) goes when it is frozen
   }
   contexts.on_finished(ctx);
   end_watch->ended(ctx.id.as_string());

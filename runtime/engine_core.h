@@ -203,9 +203,14 @@ class EngineCore {
   std::unique_ptr<Store> store;
   std::unique_ptr<Journal> journal;
   ContextArchive archive;
-  // With options.measure_latency and a durable store: the latencies of the contexts that
-  // left memory (flowrt bench reads them with those still in memory).
+  // With options.measure_latency: the latencies (commit to end) of the contexts whose live
+  // form left memory, and of the same contexts the part spent waiting to be taken by a
+  // thread (commit to first run); flowrt bench reads them with those still in memory.
   LatencySample released_latencies;
+  LatencySample released_waits;
+  // Adds `ctx`'s two figures, when it has them: at its release (durable store) or its
+  // end (memory store), whichever lets go of its live form.
+  void sample_latency(const Context& ctx);
 
  private:
   // Runs a slice of `ctx` (parking it if it parks); a slice that throws ends the context

@@ -401,10 +401,7 @@ void Journal::drop(std::vector<JournalEntry>& entries) {
 void Journal::release(const std::vector<JournalEntry>& entries) {
   for (const JournalEntry& e : entries) {
     for (const std::shared_ptr<Context>& ctx : e.ended) {
-      if (core_.options.measure_latency) {
-        const int64_t end = ctx->ended_ns.load(std::memory_order_acquire);
-        if (end > 0 && ctx->committed_ns > 0) core_.released_latencies.add(end - ctx->committed_ns);
-      }
+      if (core_.options.measure_latency) core_.sample_latency(*ctx);
       core_.contexts.release(ctx->seq);
     }
     for (uint64_t seq : e.archived) core_.archive.remove(seq);

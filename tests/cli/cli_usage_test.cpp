@@ -28,6 +28,11 @@ TEST_F(CliTest, Bench_JsonReportsEveryFigure) {
       EXPECT_TRUE(doc[key].is_number()) << workload << " " << key;
     }
     for (const char* p : {"p50", "p99", "p999"}) EXPECT_GT(doc["latency_us"][p].as_double(), 0) << p;
+    // The wait to be taken by a thread is part of each context's latency: never above it.
+    ASSERT_TRUE(doc["wait_p50_us"].is_number() && doc["wait_p99_us"].is_number()) << workload;
+    EXPECT_GE(doc["wait_p50_us"].as_double(), 0) << workload;
+    EXPECT_LE(doc["wait_p50_us"].as_double(), doc["latency_us"]["p50"].as_double()) << workload;
+    EXPECT_LE(doc["wait_p99_us"].as_double(), doc["latency_us"]["p99"].as_double()) << workload;
     // The memory store keeps finished contexts frozen: the run says how large the records are.
     EXPECT_GT(doc["frozen_record_bytes"].as_double(), 0) << workload;
     if (std::string_view(workload) == "locks") {
