@@ -20,6 +20,8 @@
 // context yields at its next step, see Interpreter); join() waits until every worker has
 // ended or was given up on (retire: stuck in user code, abandoned by the watchdog), so a
 // stop never waits for user code beyond the watchdog's grace.
+// A caller's thread may take new contexts too (take_start_for_helper, for
+// Engine::run_queued_until), through the same tokens, leaving ready contexts to the workers.
 // Thread-safety: push_ready and notify may be called from any thread; before_step and
 // UserCodeScope act on the calling thread's slot only; the thread list is guarded by
 // threads_mu_.
