@@ -4,6 +4,11 @@
 #   scripts/fuzz.sh [TARGET...]            fuzz each target for FLOWRT_FUZZ_SECONDS (default
 #                                          60) seconds, starting from a copy of
 #                                          fuzz/corpus/TARGET and fuzz/regressions/TARGET
+#   scripts/fuzz.sh --ci [TARGET...]       CI's fixed share: each target from seed
+#                                          FLOWRT_FUZZ_SEED (default 1) for a fixed number
+#                                          of executions (about 30 s each on a 2-core
+#                                          machine), stopped at FLOWRT_FUZZ_SECONDS (default
+#                                          90) if slower; the same mutations on every run
 #   scripts/fuzz.sh --regress [TARGET...]  check that the corpus covers every compiler case
 #                                          and example (fuzz/make_corpus.py --check), then
 #                                          run each target once over every input in
@@ -12,21 +17,24 @@
 # never written to: new inputs go to a temporary directory, removed at the end. Inputs that
 # crash, leak, time out or run out of memory are kept in build/asan/artifacts/TARGET/;
 # when fixed, move them to fuzz/regressions/TARGET/. Exits 1 if any target failed.
-# Environment: FLOWRT_FUZZ_SECONDS, FLOWRT_FUZZ_KEEP=1 keeps the grown corpora (their directory is printed).
+# Environment: FLOWRT_FUZZ_SECONDS, FLOWRT_FUZZ_SEED (also without --ci: a run to repeat),
+# FLOWRT_FUZZ_KEEP=1 keeps the grown corpora (their directory is printed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 
 usage() {
-  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
 mode=fuzz
+ci=0
 targets=()
 for arg in "$@"; do
   case "$arg" in
     --regress) mode=regress ;;
+    --ci) ci=1 ;;
     definitions|events|templates|json|store|http) targets+=("$arg") ;;
     -h|--help) usage ;;
     *) echo "fuzz.sh: unknown argument '$arg'" >&2; usage ;;
@@ -34,7 +42,17 @@ for arg in "$@"; do
 done
 [ ${#targets[@]} -gt 0 ] || targets=(definitions events templates json store http)
 
-seconds="${FLOWRT_FUZZ_SECONDS:-60}"
+if [ "$ci" = 1 ]; then
+  seconds="${FLOWRT_FUZZ_SECONDS:-90}"
+  seed="${FLOWRT_FUZZ_SEED:-1}"
+else
+  seconds="${FLOWRT_FUZZ_SECONDS:-60}"
+  seed="${FLOWRT_FUZZ_SEED:-}"
+fi
+if [ -n "$seed" ] && ! [[ "$seed" =~ ^[1-9][0-9]{0,8}$ ]]; then
+  echo "fuzz.sh: FLOWRT_FUZZ_SEED must be a whole number from 1 to 999999999" >&2
+  exit 2
+fi
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
   echo "fuzz.sh: FLOWRT_FUZZ_SECONDS must be a whole number of seconds, at least 1" >&2
   exit 2
@@ -51,6 +69,19 @@ max_len() {
     json) echo 4096 ;;
     store) echo 4096 ;;
     http) echo 4096 ;;
+  esac
+}
+
+# CI's share (--ci): executions per target, about 30 s each on a 2-core machine. Fixed
+# with the seed, so every CI run tries the same inputs and a failure repeats by hand.
+ci_runs() {
+  case "$1" in
+    definitions) echo 40000 ;;
+    events) echo 2500 ;;
+    templates) echo 300000 ;;
+    json) echo 400000 ;;
+    store) echo 10000 ;;
+    http) echo 20000 ;;
   esac
 }
 
@@ -153,10 +184,20 @@ for t in "${targets[@]}"; do
   seeds=$(inputs_of "$corpus" | wc -l)
   extra=()
   if [ -n "$(inputs_of "fuzz/regressions/$t")" ]; then extra+=("fuzz/regressions/$t"); fi
-  echo "== fuzz: $t: ${seconds}s from $seeds seeds" >&2
+  budget=(-max_total_time="$seconds")
+  what="${seconds}s"
+  if [ "$ci" = 1 ]; then
+    budget+=(-runs="$(ci_runs "$t")")
+    what="$(ci_runs "$t") executions (at most ${seconds}s)"
+  fi
+  if [ -n "$seed" ]; then
+    budget+=(-seed="$seed")
+    what+=", seed $seed"
+  fi
+  echo "== fuzz: $t: $what from $seeds seeds" >&2
   rc=0
   # The first directory receives new inputs; the others are only read.
-  "$bin" -max_total_time="$seconds" -max_len="$(max_len "$t")" -timeout=10 -rss_limit_mb=2048 \
+  "$bin" "${budget[@]}" -max_len="$(max_len "$t")" -timeout=10 -rss_limit_mb=2048 \
     -dict=fuzz/flowrt.dict -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" "${extra[@]}" >"$log" 2>&1 || rc=$?
   elapsed=$(seconds_since "$start")
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
@@ -166,9 +207,9 @@ for t in "${targets[@]}"; do
   if [ "$rc" -ne 0 ]; then
     failed=1
     report_failure "$t" "$log" "$artifacts" "$stamp"
-    summary+=("fuzz: $t FAILED after $elapsed s, ${execs:-?} executions (exit $rc); see above")
+    summary+=("fuzz: $t FAILED after $elapsed s, ${execs:-?} executions${seed:+, seed $seed} (exit $rc); see above")
   else
-    summary+=("fuzz: $t ran clean for $elapsed s, ${execs:-?} executions (${rate:-?}/s; corpus $seeds -> $size inputs; peak RSS ${rss:-?} MB)")
+    summary+=("fuzz: $t ran clean for $elapsed s, ${execs:-?} executions${seed:+, seed $seed} (${rate:-?}/s; corpus $seeds -> $size inputs; peak RSS ${rss:-?} MB)")
   fi
 done
 

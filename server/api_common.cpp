@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <vector>
 
 #include "plans/value_json.h"
@@ -9,6 +10,111 @@
 #include "server/context_summary.h"
 
 namespace flowrt::server {
+
+namespace {
+
+void append_utf8(uint32_t cp, std::string& out) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+constexpr uint32_t kReplacement = 0xFFFD;
+
+// The four hex digits at text[i..i+4) as a number, or -1.
+int32_t hex4(std::string_view text, size_t i, size_t end) {
+  if (i + 4 > end) return -1;
+  int32_t v = 0;
+  for (size_t k = i; k < i + 4; ++k) {
+    const char c = text[k];
+    v <<= 4;
+    if (c >= '0' && c <= '9') v |= c - '0';
+    else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
+    else return -1;
+  }
+  return v;
+}
+
+// The JSON string whose opening quote is at text[*i], read up to its closing quote or
+// `end` (a string the error falls in is cut there), escapes decoded. Whatever a client
+// wrote, the result is well-formed UTF-8, because it goes back to the client inside a
+// JSON answer: bytes that are not UTF-8 and unpaired surrogates become U+FFFD. Leaves *i
+// on the closing quote (or at `end`).
+std::string read_key(std::string_view text, size_t* i, size_t end) {
+  std::string s;
+  size_t k = *i + 1;
+  while (k < end && text[k] != '"') {
+    const char c = text[k];
+    if (c == '\\') {
+      if (k + 1 >= end) break;
+      const char e = text[k + 1];
+      k += 2;
+      switch (e) {
+        case 'b': s += '\b'; break;
+        case 'f': s += '\f'; break;
+        case 'n': s += '\n'; break;
+        case 'r': s += '\r'; break;
+        case 't': s += '\t'; break;
+        case 'u': {
+          int32_t cp = hex4(text, k, end);
+          if (cp < 0) {
+            append_utf8(kReplacement, s);
+            break;
+          }
+          k += 4;
+          if (cp >= 0xD800 && cp <= 0xDBFF) {
+            const int32_t low = k + 1 < end && text[k] == '\\' && text[k + 1] == 'u' ? hex4(text, k + 2, end) : -1;
+            if (low >= 0xDC00 && low <= 0xDFFF) {
+              cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+              k += 6;
+            } else {
+              cp = kReplacement;
+            }
+          } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+            cp = kReplacement;
+          }
+          append_utf8(static_cast<uint32_t>(cp), s);
+          break;
+        }
+        default:  // \" \\ \/, and anything else a parser refuses
+          if (static_cast<unsigned char>(e) < 0x80) s += e;
+          else --k;  // a byte past ASCII is read below, as any other
+          break;
+      }
+      continue;
+    }
+    if (static_cast<unsigned char>(c) < 0x80) {
+      s += c;
+      ++k;
+      continue;
+    }
+    const size_t n = utf8_sequence_length(text.data() + k, text.data() + end);
+    if (n == 0) {
+      append_utf8(kReplacement, s);
+      ++k;
+    } else {
+      s.append(text.substr(k, n));
+      k += n;
+    }
+  }
+  *i = k;
+  return s;
+}
+
+}  // namespace
 
 std::string pointer_at(std::string_view text, size_t offset) {
   struct Level {
@@ -22,11 +128,7 @@ std::string pointer_at(std::string_view text, size_t offset) {
   for (size_t i = 0; i < end; ++i) {
     const char c = text[i];
     if (c == '"') {
-      std::string s;
-      for (++i; i < end && text[i] != '"'; ++i) {
-        if (text[i] == '\\' && i + 1 < end) ++i;
-        s.push_back(text[i]);
-      }
+      std::string s = read_key(text, &i, end);
       if (!stack.empty() && stack.back().object && stack.back().key_next) {
         stack.back().key = std::move(s);
         stack.back().key_next = false;
