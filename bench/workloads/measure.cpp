@@ -72,6 +72,7 @@ void insert_or_throw(Engine& engine, std::string_view table, const Value& row) {
 }
 
 std::chrono::steady_clock::time_point Pacer::due(uint64_t done) const {
+  if (rate_ <= 0) return start_;  // no pacing: everything is due from the start
   return start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                       std::chrono::duration<double>(static_cast<double>(done) / rate_));
 }

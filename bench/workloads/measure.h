@@ -24,7 +24,7 @@ class Pacer {
  public:
   explicit Pacer(double rate) : rate_(rate), start_(std::chrono::steady_clock::now()) {}
   void wait_for(uint64_t done);
-  // When operation `done` falls due.
+  // When operation `done` falls due (the start, without pacing).
   std::chrono::steady_clock::time_point due(uint64_t done) const;
 
  private:
