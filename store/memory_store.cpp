@@ -31,6 +31,7 @@ Result<StoredState> MemoryStore::load(bool with_contexts) {
     if (ran) s.run_once.push_back(RunOncePut{std::get<0>(key), std::get<1>(key), std::get<2>(key), true});
   }
   s.recoveries = recoveries_;
+  for (const auto& [key, k] : keyed_writes_) s.keyed_writes.push_back(k);
   return s;
 }
 
@@ -185,6 +186,10 @@ void MemoryStore::apply(const StoreChange& change) {
           recoveries_.push_back(c);
         } else if constexpr (std::is_same_v<T, HistoryPrune>) {
           prune(c);
+        } else if constexpr (std::is_same_v<T, KeyedWritePut>) {
+          keyed_writes_[{c.caller, c.key}] = c;
+        } else if constexpr (std::is_same_v<T, KeyedWritePrune>) {
+          std::erase_if(keyed_writes_, [&](const auto& entry) { return entry.second.at < c.before; });
         }
       },
       change);

@@ -51,6 +51,7 @@ class MemoryStore final : public Store {
   std::map<uint64_t, StoredContext> contexts_ GUARDED_BY(mu_);
   std::map<std::string, Value, std::less<>> locks_ GUARDED_BY(mu_);
   std::map<std::tuple<std::string, std::string, std::string>, bool> run_once_ GUARDED_BY(mu_);
+  std::map<std::pair<std::string, std::string>, KeyedWritePut> keyed_writes_ GUARDED_BY(mu_);  // by (caller, key)
   std::vector<RecoveryNote> recoveries_ GUARDED_BY(mu_);
   SyncMode sync_ GUARDED_BY(mu_) = SyncMode::kNormal;
 };

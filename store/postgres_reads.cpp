@@ -121,6 +121,27 @@ Result<StoredState> PostgresStore::load(bool with_contexts) {
     state.recoveries.push_back(std::move(n));
     return Status::ok();
   }));
+  // A schema no writer of this version opened has no such table (prepare_keyed_writes).
+  bool keyed = false;
+  FLOWRT_PG_CHECK(query("SELECT to_regclass('keyed_writes') IS NOT NULL", [&](const PGresult* r, int i) -> Status {
+    keyed = cell_view(r, i, 0) == "t";
+    return Status::ok();
+  }));
+  if (keyed) {
+    FLOWRT_PG_CHECK(query("SELECT caller, key, request, status, headers, body, at FROM keyed_writes ORDER BY caller, key",
+                          [&](const PGresult* r, int i) -> Status {
+                            KeyedWritePut k;
+                            k.caller = cell_text(r, i, 0);
+                            k.key = cell_text(r, i, 1);
+                            k.request = cell_text(r, i, 2);
+                            k.status = static_cast<int>(cell_int(r, i, 3));
+                            k.headers = cell_text(r, i, 4);
+                            k.body = cell_text(r, i, 5);
+                            k.at = cell_int(r, i, 6);
+                            state.keyed_writes.push_back(std::move(k));
+                            return Status::ok();
+                          }));
+  }
 #undef FLOWRT_PG_CHECK
   if (!read_only_) {
     for (const StoredState::Table& t : state.tables) tables_.insert(t.name);

@@ -70,6 +70,20 @@ CREATE TABLE holder(id integer PRIMARY KEY CHECK (id = 1), pid bigint NOT NULL, 
   "CASE WHEN $3 >= 0 THEN $3 ELSE started END, CASE WHEN $4 >= 0 THEN $4 ELSE ended END, COALESCE($5, record) "  \
   "FROM moved"
 
+// Keyed writes (runtime/keyed_writes.h): made by every writer when missing, apart from the
+// schema versions, as the sqlite store does (store/sqlite_schema.cpp): an older flowrt
+// neither reads nor writes the table.
+// (client_min_messages: no notice that they exist already.)
+const char* const kPgKeyedWrites = R"sql(
+BEGIN;
+SET LOCAL client_min_messages = warning;
+CREATE TABLE IF NOT EXISTS keyed_writes(caller text COLLATE "C" NOT NULL, key text COLLATE "C" NOT NULL,
+  request text NOT NULL, status bigint NOT NULL, headers text NOT NULL, body text NOT NULL, at bigint NOT NULL,
+  PRIMARY KEY (caller, key));
+CREATE INDEX IF NOT EXISTS keyed_writes_by_at ON keyed_writes(at);
+COMMIT;
+)sql";
+
 // The statements' parameter types: b bigint, t text, o boolean.
 void oids_of(const char* types, std::vector<Oid>* out) {
   for (const char* t = types; *t; ++t) out->push_back(*t == 'b' ? kInt8Oid : *t == 'o' ? kBoolOid : kTextOid);
@@ -120,6 +134,11 @@ const PgStatement kPgStatements[] = {
     {"run_once_remove", "ttt", "DELETE FROM run_once WHERE tbl = $1 AND sys_id = $2 AND flow = $3"},
     {"run_once_clear", "tt", "DELETE FROM run_once WHERE tbl = $1 AND sys_id = $2"},
     {"add_recovery", "bt", "INSERT INTO recoveries(at, report) VALUES($1, $2)"},
+    {"put_keyed_write", "tttbttb",
+     "INSERT INTO keyed_writes(caller, key, request, status, headers, body, at) VALUES($1, $2, $3, $4, $5, $6, $7) "
+     "ON CONFLICT (caller, key) DO UPDATE SET request = excluded.request, status = excluded.status, "
+     "headers = excluded.headers, body = excluded.body, at = excluded.at"},
+    {"prune_keyed_writes", "b", "DELETE FROM keyed_writes WHERE at < $1"},
     {"put_counters", "bbbbbb",
      "INSERT INTO counters(id, commit_seq, context_seq, fencing_token, sys_id_seed, sys_id_count, clock) "
      "VALUES(1, $1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO UPDATE SET commit_seq = excluded.commit_seq, "
@@ -180,6 +199,14 @@ Status PostgresStore::prepare_schema() {
                                        "): refused, the database was not changed");
   }
   // version < kSchemaVersion: no older version exists yet (kPgMigrations).
+  return Status::ok();
+}
+
+Status PostgresStore::prepare_keyed_writes() {
+  ResultPtr r(PQexec(conn_, kPgKeyedWrites));
+  if (!result_ok(r.get())) {
+    return error_of("cannot create its table of keyed writes", one_line(PQresultErrorMessage(r.get())));
+  }
   return Status::ok();
 }
 

@@ -105,6 +105,7 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const std::string& ur
   }
   FLOWRT_RETURN_IF_ERROR(store->prepare_schema());
   if (!read_only) {
+    FLOWRT_RETURN_IF_ERROR(store->prepare_keyed_writes());
     FLOWRT_RETURN_IF_ERROR(store->prepare_statements());
     FLOWRT_RETURN_IF_ERROR(store->read_highest_context());
     if (store->lead_epoch_ == 0) FLOWRT_RETURN_IF_ERROR(store->note_holder());
@@ -417,6 +418,17 @@ Status PostgresStore::write_overlapped(const StoreBatch& batch, const std::funct
             p.text(c.table);
             p.text(c.sys_id);
             if (!c.flow.empty()) p.text(c.flow);
+          } else if constexpr (std::is_same_v<T, KeyedWritePut>) {
+            Params& p = op("put_keyed_write");
+            p.text(c.caller);
+            p.text(c.key);
+            p.text(c.request);
+            p.integer(c.status);
+            p.text(c.headers);
+            p.text(c.body);
+            p.integer(c.at);
+          } else if constexpr (std::is_same_v<T, KeyedWritePrune>) {
+            op("prune_keyed_writes").integer(c.before);
           } else if constexpr (std::is_same_v<T, RecoveryNote>) {
             Params& p = op("add_recovery");
             p.integer(c.at);

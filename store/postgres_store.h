@@ -20,7 +20,9 @@
 //    batches, never part of one);
 //  - tables: meta (application, schema_version), counters, record_tables, records (by
 //    position: insertion order), definitions, definition_versions, contexts (live) and
-//    history (ended with their record; not loaded), locks, run_once, recoveries, holder.
+//    history (ended with their record; not loaded), locks, run_once, recoveries, holder,
+//    keyed_writes (made by every writer when missing, as the sqlite store does: a schema
+//    without it reads as having none).
 //    Values are stored as their JSON text (text columns: `json`/`jsonb` would refuse a
 //    \u0000 or reorder keys). A context ending with its record moves to history in one
 //    statement, its trigger summarised by the server (ended_trigger, in SQL over json_each
@@ -127,6 +129,8 @@ class PostgresStore final : public Store {
   Status take_lock();
   // Creates the tables in an empty schema, or checks the version of existing ones.
   Status prepare_schema();
+  // A writer's tables that need no schema version: keyed_writes, when missing.
+  Status prepare_keyed_writes();
   // Prepares the statements write() uses.
   Status prepare_statements();
   // The names of the statements that put n records, and n live context rows

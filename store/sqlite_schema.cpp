@@ -54,6 +54,17 @@ CREATE INDEX IF NOT EXISTS history_by_status ON history(status, seq);
 CREATE INDEX IF NOT EXISTS history_by_ended ON history(ended);
 )sql";
 
+// ---- Keyed writes, also apart from the numbered migrations ----
+// Made by every writer, as the history's indexes are: a table an older flowrt neither
+// reads nor writes (it refuses keyed writes), so a file with or without it is the same
+// layout to both, and a reader of a file without it finds no keyed writes (load()).
+const char* const kKeyedWrites = R"sql(
+CREATE TABLE IF NOT EXISTS keyed_writes(caller TEXT NOT NULL, key TEXT NOT NULL, request TEXT NOT NULL,
+  status INTEGER NOT NULL, headers TEXT NOT NULL, body TEXT NOT NULL, at INTEGER NOT NULL,
+  PRIMARY KEY (caller, key)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS keyed_writes_by_at ON keyed_writes(at);
+)sql";
+
 
 // What takes a file of version N - 1 to version N (kMigrations[N - 2]); each runs in the
 // transaction that also sets the new version.
@@ -186,6 +197,9 @@ Status SqliteStore::prepare_schema() {
 Status SqliteStore::prepare_history() {
   if (sqlite3_exec(db_, kHistoryIndexes, nullptr, nullptr, nullptr) != SQLITE_OK) {
     return error("cannot create the indexes of its history");
+  }
+  if (sqlite3_exec(db_, kKeyedWrites, nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return error("cannot create its table of keyed writes");
   }
   sqlite3_stmt* s = nullptr;
   if (sqlite3_prepare_v2(db_, "PRAGMA auto_vacuum", -1, &s, nullptr) != SQLITE_OK) return error("cannot read it");

@@ -68,6 +68,7 @@ class SqliteStore::Statements {
   Stmt put_lock, remove_lock;
   Stmt run_once_add, run_once_remove, run_once_clear;
   Stmt add_recovery;
+  Stmt put_keyed_write, prune_keyed_writes;
   Stmt put_counters;
   std::set<std::string, std::less<>> tables;  // the record tables the file has
 
@@ -124,6 +125,10 @@ class SqliteStore::Statements {
         {&run_once_remove, "DELETE FROM run_once WHERE tbl = ?1 AND sys_id = ?2 AND flow = ?3"},
         {&run_once_clear, "DELETE FROM run_once WHERE tbl = ?1 AND sys_id = ?2"},
         {&add_recovery, "INSERT INTO recoveries(at, report) VALUES(?1, ?2)"},
+        {&put_keyed_write,
+         "INSERT OR REPLACE INTO keyed_writes(caller, key, request, status, headers, body, at) "
+         "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+        {&prune_keyed_writes, "DELETE FROM keyed_writes WHERE at < ?1"},
         {&put_counters,
          "INSERT OR REPLACE INTO counters(id, commit_seq, context_seq, fencing_token, sys_id_seed, sys_id_count, clock) "
          "VALUES(1, ?1, ?2, ?3, ?4, ?5, ?6)"},
@@ -420,6 +425,28 @@ Result<StoredState> SqliteStore::load(bool with_contexts) {
     state.recoveries.push_back(std::move(n));
     return Status::ok();
   }));
+  // A file no writer of this version opened has no such table (store/sqlite_schema.cpp).
+  bool keyed = false;
+  CHECK_QUERY(query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'keyed_writes'",
+                    [&](sqlite3_stmt*) -> Status {
+                      keyed = true;
+                      return Status::ok();
+                    }));
+  if (keyed) {
+    CHECK_QUERY(query("SELECT caller, key, request, status, headers, body, at FROM keyed_writes ORDER BY caller, key",
+                      [&](sqlite3_stmt* s) -> Status {
+                        KeyedWritePut k;
+                        k.caller = column_text(s, 0);
+                        k.key = column_text(s, 1);
+                        k.request = column_text(s, 2);
+                        k.status = sqlite3_column_int(s, 3);
+                        k.headers = column_text(s, 4);
+                        k.body = column_text(s, 5);
+                        k.at = sqlite3_column_int64(s, 6);
+                        state.keyed_writes.push_back(std::move(k));
+                        return Status::ok();
+                      }));
+  }
   if (statements_) {
     for (const StoredState::Table& t : state.tables) statements_->tables.insert(t.name);
   }
@@ -571,6 +598,19 @@ Status SqliteStore::write(const StoreBatch& batch) {
             r.bind(2, std::string_view(c.sys_id));
             if (!c.flow.empty()) r.bind(3, std::string_view(c.flow));
             return ok(r.run());
+          } else if constexpr (std::is_same_v<T, KeyedWritePut>) {
+            Stmt& k = st.put_keyed_write;
+            k.bind(1, std::string_view(c.caller));
+            k.bind(2, std::string_view(c.key));
+            k.bind(3, std::string_view(c.request));
+            k.bind(4, static_cast<int64_t>(c.status));
+            k.bind(5, std::string_view(c.headers));
+            k.bind(6, std::string_view(c.body));
+            k.bind(7, c.at);
+            return ok(k.run());
+          } else if constexpr (std::is_same_v<T, KeyedWritePrune>) {
+            st.prune_keyed_writes.bind(1, c.before);
+            return ok(st.prune_keyed_writes.run());
           } else if constexpr (std::is_same_v<T, RecoveryNote>) {
             st.add_recovery.bind(1, c.at);
             st.add_recovery.bind_json(2, c.report);

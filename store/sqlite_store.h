@@ -8,9 +8,10 @@
 // definitions and definition_versions (every published version ever stored), contexts
 // (the live ones: queued, running, waiting, or ended without a record yet, with their
 // checkpoints), history (the ended ones with their record: a row written once, when the
-// record is, and appended in seq order), locks, run_once, recoveries, holder. A context is
-// in exactly one of contexts and history. meta.schema_version says which layout the file
-// has (kSchemaVersion).
+// record is, and appended in seq order), locks, run_once, recoveries, holder, keyed_writes
+// (made by every writer when missing: an older file without it reads as having none). A
+// context is in exactly one of contexts and history. meta.schema_version says which layout
+// the file has (kSchemaVersion).
 //
 // Only one engine opens a file for writing at a time: open() takes an exclusive advisory
 // lock (flock) on the file for the store's life and refuses when another holds it, naming
@@ -114,7 +115,7 @@ class SqliteStore final : public Store {
   // Creates the schema in a new file, or checks the version of an existing one.
   Status prepare_schema();
   // The history step (a writer, after the schema is ready): the indexes history reads and
-  // HistoryPrune use, and whether the file vacuums incrementally.
+  // HistoryPrune use, the keyed writes' table, and whether the file vacuums incrementally.
   Status prepare_history();
   // ", checkpoint", or ", NULL" for a file older than the column (read as it is).
   const char* checkpoint_column() const;

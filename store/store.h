@@ -18,7 +18,7 @@
 //  - load() returns the state as of the last batch written: counters, tables in the order
 //    first written and their records in insertion order, definitions, the contexts that
 //    have not ended (and any ended one whose record is missing) by seq, locks, run-once
-//    marks, recovery reports. Ended contexts (history) are not loaded: load_context and
+//    marks, recovery reports, keyed writes. Ended contexts (history) are not loaded: load_context and
 //    list_contexts read them when asked, so an engine's memory does not grow with them;
 //    load(false) leaves out the rest of the contexts too, for a reader that pages through
 //    them (ContextQuery::loaded_only);
@@ -29,6 +29,8 @@
 //    (ended_trigger);
 //  - a HistoryPrune in a batch deletes ended contexts past an age or a count, never one
 //    that has not ended.
+//  - a KeyedWritePut replaces what was kept for its (caller, key); a KeyedWritePrune
+//    forgets the keyed writes applied or answered before its time.
 // Thread-safety: one writer at a time (the engine's journal thread), loads before writes;
 // load_context and list_contexts may be called from any thread at any time, also while a
 // batch is written, and see the state as of a batch written whole (never half of one).
@@ -169,8 +171,22 @@ struct HistoryPrune {          // history_retention: deletes ended contexts (com
   TimeMs ended_before = -1;    // error) that ended before this (-1: none by age), and
   uint64_t keep = 0;           // all but the `keep` newest by seq (0: none by count)
 };
+// A write sent with an idempotency key, as a single server keeps it (runtime/keyed_writes.h):
+// what the same write sent again must get. Replaces what was kept for (caller, key).
+struct KeyedWritePut {
+  std::string caller;          // who sent it (the token's name)
+  std::string key;             // the client's Idempotency-Key
+  std::string request;         // what was sent (a digest of method, target and body)
+  int status = 0;              // the answer's status; 0: applied, but not answered (yet)
+  std::string headers;         // the answer's headers that matter, as a JSON object
+  std::string body;            // the answer's
+  TimeMs at = 0;               // when it was applied or answered
+};
+struct KeyedWritePrune {       // forgets the keyed writes whose `at` is before this
+  TimeMs before = 0;
+};
 using StoreChange = std::variant<RecordPut, RecordRemove, DefinitionPut, ScheduleTick, ContextPut, ContextUpdate,
-                                 LockPut, RunOncePut, RecoveryNote, HistoryPrune>;
+                                 LockPut, RunOncePut, RecoveryNote, HistoryPrune, KeyedWritePut, KeyedWritePrune>;
 
 // What write() applies in one transaction.
 struct StoreBatch {
@@ -199,6 +215,7 @@ struct StoredState {
   std::vector<StoredLock> locks;              // by name
   std::vector<RunOncePut> run_once;           // every (record, flow) that ran (ran = true)
   std::vector<RecoveryNote> recoveries;       // oldest first
+  std::vector<KeyedWritePut> keyed_writes;    // by (caller, key)
 };
 
 // Which contexts list_contexts returns: those matching every field given, in seq order.

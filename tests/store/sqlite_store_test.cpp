@@ -351,6 +351,7 @@ TEST_F(SqliteStoreTest, AnOlderFile_OpenedReadOnly_IsReadAsItIs) {
     Result<StoredState> state = reader->load();
     ASSERT_TRUE(state.is_ok()) << state.message();
     EXPECT_EQ(state->contexts.size(), version == 1 ? 3u : 2u);
+    EXPECT_TRUE(state->keyed_writes.empty()) << "no table of keyed writes: none";
     Result<std::vector<StoredContext>> listed = reader->list_contexts(ContextQuery{});
     ASSERT_TRUE(listed.is_ok()) << listed.message();
     EXPECT_EQ(listed->size(), 3u);
@@ -362,6 +363,25 @@ TEST_F(SqliteStoreTest, AnOlderFile_OpenedReadOnly_IsReadAsItIs) {
     EXPECT_EQ(schema_version(), version);
     EXPECT_EQ(file_bytes(), before);
   }
+}
+
+// The keyed writes' table needs no schema version: a writer of an older file makes it.
+TEST_F(SqliteStoreTest, AWriterOfAnOlderFile_MakesTheTableOfKeyedWrites_AndKeepsThem) {
+  make_from("schema_v3.sql");
+  {
+    std::unique_ptr<SqliteStore> s = open();
+    ASSERT_NE(s, nullptr);
+    StoreBatch batch;
+    batch.changes.push_back(KeyedWritePut{"ci", "k", "req", 201, "application/json", "{}", 7});
+    ASSERT_TRUE(s->write(batch).is_ok());
+  }
+  std::unique_ptr<SqliteStore> reader = open(/*read_only=*/true);
+  ASSERT_NE(reader, nullptr);
+  Result<StoredState> state = reader->load();
+  ASSERT_TRUE(state.is_ok()) << state.message();
+  ASSERT_EQ(state->keyed_writes.size(), 1u);
+  EXPECT_EQ(state->keyed_writes[0].key, "k");
+  EXPECT_EQ(state->keyed_writes[0].status, 201);
 }
 
 // Writes `n` ended contexts (seq from `first`), each with a record of about 2 KiB.

@@ -526,6 +526,28 @@ TYPED_TEST(StoreConformanceTest, RecoveryNotes_AccumulateOldestFirst) {
   EXPECT_EQ(s.recoveries[1].report.to_json(), R"({"n":2})");
 }
 
+TYPED_TEST(StoreConformanceTest, KeyedWrites_AreReplacedPerCallerAndKey_AndPrunedByTime) {
+  const std::string body = "{\"sys_id\":\"r1\",\"note\":\"caf\xC3\xA9\"}";
+  this->write({KeyedWritePut{"ci", "k1", "req-1", 0, "", "", 100},       // applied, not answered yet
+               KeyedWritePut{"ci", "k2", "req-2", 400, "application/json", "{}", 50},
+               KeyedWritePut{"ops", "k1", "req-3", 201, "application/json", "{}", 300}});
+  this->write({KeyedWritePut{"ci", "k1", "req-1", 201, R"({"Content-Type":"application/json"})", body, 150},  // now answered
+               KeyedWritePrune{120}});                                                    // forgets ci/k2 only
+  StoredState s = this->reload();
+  ASSERT_EQ(s.keyed_writes.size(), 2u);
+  const KeyedWritePut& a = s.keyed_writes[0];  // by (caller, key)
+  EXPECT_EQ(a.caller, "ci");
+  EXPECT_EQ(a.key, "k1");
+  EXPECT_EQ(a.request, "req-1");
+  EXPECT_EQ(a.status, 201);
+  EXPECT_EQ(a.headers, R"({"Content-Type":"application/json"})");
+  EXPECT_EQ(a.body, body);
+  EXPECT_EQ(a.at, 150);
+  EXPECT_EQ(s.keyed_writes[1].caller, "ops");
+  EXPECT_EQ(s.keyed_writes[1].key, "k1");
+  EXPECT_EQ(s.keyed_writes[1].status, 201);
+}
+
 TYPED_TEST(StoreConformanceTest, ManyBatches_AllComeBack) {
   for (int b = 0; b < 50; ++b) {
     std::vector<StoreChange> changes;
