@@ -4,7 +4,8 @@
 //   - parsing and answering never crash, hang or leak (ASan, UBSan, libFuzzer's timeouts);
 //   - every answer has a status from 200 to 599; a JSON answer's body is valid JSON, and an
 //     error's body is {"error": non-empty string, "pointer"?: string};
-//   - a viewer is never answered 2xx on a route that writes.
+//   - a viewer is never answered 2xx on a route that writes;
+//   - writes with an Idempotency-Key go through the single server's keyed writes.
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -19,6 +20,7 @@
 #include "runtime/engine.h"
 #include "server/api.h"
 #include "server/event_feed.h"
+#include "server/keyed_write_handler.h"
 #include "server/router.h"
 
 namespace {
@@ -57,6 +59,10 @@ struct World {
     api = std::make_unique<ApiContext>(*engine, feed);
     api->ready.store(true);
     add_api_routes(router, *api);
+    // Writes with an Idempotency-Key, as a single server answers them.
+    router.keyed_writes([this](const Request& req, const Caller& caller) {
+      return answer_keyed_write(*engine, router, req, caller);
+    });
   }
   std::unique_ptr<Engine> engine;
   std::shared_ptr<EventFeed> feed;

@@ -195,7 +195,10 @@ void Dispatcher::wake_locked(const std::shared_ptr<Context>& ctx, uint64_t wait_
 }
 
 void Dispatcher::journal_locked(Context* committer) {
-  if (!journal_) return;
+  if (!journal_) {
+    KeyedWrites::note_commit(nullptr);
+    return;
+  }
   for (const std::string& name : locks_.take_changed()) {
     std::optional<LockState> state = locks_.state(name);
     building_.changes.push_back(LockPut{name, state ? lock_state_value(*state) : Value()});
@@ -212,6 +215,8 @@ void Dispatcher::journal_locked(Context* committer) {
   const bool hold = committer && committer->checkpoint_step;
   building_.held = hold;
   building_.operation = OperationTag::note_commit();
+  // A keyed write's first commit carries its key's mark (runtime/keyed_writes.h).
+  KeyedWrites::note_commit(&building_.changes);
   const uint64_t position = journal_->append(std::move(building_));
   if (hold) committer->held_commits.push_back(position);
   building_ = JournalEntry{};

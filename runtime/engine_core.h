@@ -33,6 +33,7 @@
 #include "runtime/flow_registry.h"
 #include "runtime/interpreter.h"
 #include "runtime/journal.h"
+#include "runtime/keyed_writes.h"
 #include "runtime/latency_sample.h"
 #include "runtime/properties.h"
 #include "base/thread_annotations.h"
@@ -195,6 +196,8 @@ class EngineCore {
   WorkerPool workers;
   // Gives up on custom actions that do not return in time (not in simulation).
   Watchdog watchdog;
+  // The writes sent with an idempotency key (a single server's), restored by open_store.
+  KeyedWrites keyed_writes{clock};
   // Callbacks for contexts' ends (Engine::on_context_end); finish_context calls them.
   // Shared with the watchers, which may outlive the engine.
   const std::shared_ptr<ContextEndWatch> end_watch = std::make_shared<ContextEndWatch>();

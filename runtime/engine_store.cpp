@@ -50,12 +50,14 @@ Status EngineCore::open_store() {
       if (d.type == "flow" && d.active) recovery_.active.push_back(d);
     }
     recovery_.locks = std::move(state.locks);
+    keyed_writes.restore(std::move(state.keyed_writes));
     engine_log().info("{}: {} records, {} definitions, {} contexts so far, clock {}", store->describe(),
                       dispatcher.record_count(), state.definitions.size(), state.counters.context_seq,
                       format_time(clock.now()));
   }
   journal = std::make_unique<Journal>(*this, *store, counters);
   dispatcher.set_journal(journal.get());
+  keyed_writes.set_journal(journal.get());
   // Finished contexts leave memory once durable (the journal releases them).
   contexts.set_finished_elsewhere();
   return Status::ok();

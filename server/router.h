@@ -91,10 +91,11 @@ class Router {
   void otherwise(Fallback fallback) { fallback_ = std::move(fallback); }
 
   // What answers a write (POST, PUT, PATCH, DELETE) that carries an Idempotency-Key, before
-  // any route: a cluster node puts it in the inbox, which remembers the key
-  // (server/cluster_forwarder.h). Without one, such a write is refused (400): this server
-  // could not remember the key, and a client that relies on it would resend unsafely. A
-  // malformed key is refused either way, and so is a caller without a valid token (401).
+  // any route: a single server's engine remembers the key (server/keyed_write_handler.h),
+  // a cluster node puts the write in the inbox, which does (server/cluster_forwarder.h).
+  // A router without one refuses such a write (400): it could not remember the key, and a
+  // client that relies on it would resend unsafely. A malformed key is refused either way,
+  // and so is a caller without a valid token (401).
   void keyed_writes(Fallback keyed) { keyed_ = std::move(keyed); }
 
   // Wraps the handler call of every write route (POST, PUT, PATCH, DELETE) in dispatch:

@@ -13,6 +13,7 @@
 #include "runtime/project.h"
 #include "runtime/run_config.h"
 #include "server/durable_reply.h"
+#include "server/keyed_write_handler.h"
 
 namespace flowrt::server {
 
@@ -112,6 +113,12 @@ Result<std::unique_ptr<Service>, Diagnostics> Service::open(const ServeOptions& 
   s->drain_ms_ = options.drain_ms;
   s->router_.wrap_writes([engine_ptr, durable_within, drain_within](const std::function<Reply()>& handler) {
     return answer_when_durable(*engine_ptr, handler, durable_within, drain_within);
+  });
+  // A write with an Idempotency-Key: the engine remembers the key (a cluster node's
+  // more_routes puts such writes into the cluster's inbox instead).
+  Router* router = &s->router_;
+  s->router_.keyed_writes([engine_ptr, router](const Request& req, const Caller& caller) {
+    return answer_keyed_write(*engine_ptr, *router, req, caller);
   });
   if (options.more_routes) options.more_routes(s->router_);
   HttpServerOptions http;

@@ -381,16 +381,56 @@ TEST_F(ApiRoutesTest, Skipped_StatsMetricsHealth) {
 // A single server cannot remember an Idempotency-Key: a write that carries one is refused,
 // not applied as if it were safe to send again (a cluster's nodes honour it:
 // ClusterPostgresTest.AWriteWithAnIdempotencyKey_*). Reads ignore the header.
-TEST_F(ApiRoutesTest, AWriteWithAnIdempotencyKey_IsRefused_NothingWritten) {
-  HttpReply keyed = client().post_keyed("/api/tables/incident/records", R"({"number": "K1"})", "insert-K1");
-  EXPECT_EQ(keyed.status, 400) << keyed.body;
-  EXPECT_THAT(keyed.json()["error"].as_string(), HasSubstr("does not remember Idempotency-Key"));
-  HttpReply malformed = client().post_keyed("/api/tables/incident/records", R"({"number": "K1"})", "a key");
+// A single server remembers a keyed write's answer in its store (server/keyed_write_handler.h).
+TEST_F(ApiRoutesTest, AWriteWithAnIdempotencyKey_IsAppliedOnce_SentAgainItGetsTheFirstAnswer_AlsoAfterARestart) {
+  const std::string target = "/api/tables/incident/records";
+  auto count = [&](const std::string& number) {
+    HttpReply r = client().get(R"(/api/tables/incident/records?where={"field":"number","op":"eq","value":")" + number +
+                               R"("})");
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.json()["records"].size();
+  };
+  HttpReply first = client().post_keyed(target, R"({"number": "K1"})", "insert-K1");
+  ASSERT_EQ(first.status, 201) << first.body;
+  EXPECT_EQ(first.header("Idempotent-Replayed"), "");
+  HttpReply again = client().post_keyed(target, R"({"number": "K1"})", "insert-K1");
+  EXPECT_EQ(again.status, 201) << again.body;
+  EXPECT_EQ(again.body, first.body);
+  EXPECT_EQ(again.header("Location"), first.header("Location"));
+  EXPECT_EQ(again.header("Content-Type"), "application/json");
+  EXPECT_EQ(again.header("Idempotent-Replayed"), "true");
+  EXPECT_EQ(count("K1"), 1u);
+
+  // The key names one request: another body with it is refused, nothing written.
+  HttpReply other = client().post_keyed(target, R"({"number": "K2"})", "insert-K1");
+  EXPECT_EQ(other.status, 422) << other.body;
+  EXPECT_THAT(other.json()["error"].as_string(), HasSubstr("was sent before with another request"));
+  EXPECT_EQ(count("K2"), 0u);
+  HttpReply malformed = client().post_keyed(target, R"({"number": "K1"})", "a key");
   EXPECT_EQ(malformed.status, 400);
   EXPECT_THAT(malformed.json()["error"].as_string(), HasSubstr("1 to 200 visible ASCII characters"));
-  HttpReply records = client().get(R"(/api/tables/incident/records?where={"field":"number","op":"eq","value":"K1"})");
-  ASSERT_EQ(records.status, 200) << records.body;
-  EXPECT_EQ(records.json()["records"].size(), 0u);
+
+  // A refusal is an answer too: kept, and given again.
+  HttpReply refused = client().post_keyed("/api/flows/greet/call", R"({})", "greet-nobody");
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  HttpReply refused_again = client().post_keyed("/api/flows/greet/call", R"({})", "greet-nobody");
+  EXPECT_EQ(refused_again.status, 400);
+  EXPECT_EQ(refused_again.body, refused.body);
+  EXPECT_EQ(refused_again.header("Idempotent-Replayed"), "true");
+
+  // The store keeps the keys: after a restart the same request gets the same answer.
+  client_.reset();
+  service_.reset();
+  start();
+  HttpReply after = client().post_keyed(target, R"({"number": "K1"})", "insert-K1");
+  EXPECT_EQ(after.status, 201) << after.body;
+  EXPECT_EQ(after.body, first.body);
+  EXPECT_EQ(after.header("Location"), first.header("Location"));
+  EXPECT_EQ(after.header("Idempotent-Replayed"), "true");
+  EXPECT_EQ(count("K1"), 1u);
+  // And a new key is a new write.
+  EXPECT_EQ(client().post_keyed(target, R"({"number": "K1"})", "insert-K1-again").status, 201);
+  EXPECT_EQ(count("K1"), 2u);
 }
 
 TEST_F(ApiRoutesTest, UnknownRoutesAndMethods) {

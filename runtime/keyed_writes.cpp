@@ -1,0 +1,112 @@
+#include "runtime/keyed_writes.h"
+
+#include "runtime/clock.h"
+#include "runtime/journal.h"
+
+namespace flowrt {
+namespace {
+thread_local KeyedWrites::Scope* t_scope = nullptr;  // the calling thread's live Scope
+constexpr DurationMs kPruneEveryMs = 60 * 1000;
+}  // namespace
+
+void KeyedWrites::set_journal(Journal* journal) {
+  MutexLock lock(mu_);
+  journal_ = journal;
+}
+
+void KeyedWrites::restore(std::vector<KeyedWritePut> kept) {
+  MutexLock lock(mu_);
+  for (KeyedWritePut& k : kept) {
+    kept_[{std::move(k.caller), std::move(k.key)}] =
+        Kept{std::move(k.request), k.status, std::move(k.headers), std::move(k.body), k.at};
+  }
+}
+
+KeyedWrites::Claim KeyedWrites::claim(const std::string& caller, const std::string& key, const std::string& request) {
+  const TimeMs now = clock_.now();
+  MutexLock lock(mu_);
+  prune_locked(now);
+  auto [it, added] = kept_.try_emplace({caller, key});
+  Kept& k = it->second;
+  if (added) {
+    k.request = request;
+    k.at = now;
+    return Claim{};
+  }
+  Claim c;
+  c.at = k.at;
+  if (k.request != request) {
+    c.found = Found::kOtherRequest;
+  } else if (k.status < 0) {
+    c.found = Found::kInFlight;
+  } else if (k.status == 0) {
+    c.found = Found::kAppliedUnanswered;
+  } else {
+    c.found = Found::kAnswered;
+    c.answer = Answer{k.status, k.headers, k.body};
+  }
+  return c;
+}
+
+void KeyedWrites::finish(const std::string& caller, const std::string& key, std::optional<Answer> answer,
+                         bool committed) {
+  const TimeMs now = clock_.now();
+  MutexLock lock(mu_);
+  auto it = kept_.find({caller, key});
+  if (it == kept_.end() || it->second.status >= 0) return;  // not claimed
+  Kept& k = it->second;
+  if (!answer) {
+    if (!committed) {
+      kept_.erase(it);  // nothing was applied: the key is free again
+      return;
+    }
+    k.status = 0;  // its mark is journaled already, with the write's first commit
+    k.at = now;
+    return;
+  }
+  k.status = answer->status;
+  k.headers = std::move(answer->headers);
+  k.body = std::move(answer->body);
+  k.at = now;
+  if (journal_) {
+    JournalEntry e;
+    e.changes.push_back(KeyedWritePut{caller, key, k.request, k.status, k.headers, k.body, k.at});
+    journal_->append(std::move(e));
+  }
+}
+
+size_t KeyedWrites::size() const {
+  MutexLock lock(mu_);
+  return kept_.size();
+}
+
+void KeyedWrites::prune_locked(TimeMs now) {
+  if (now - last_prune_ < kPruneEveryMs) return;
+  last_prune_ = now;
+  const TimeMs before = now - kKeepMs;
+  const size_t had = kept_.size();
+  std::erase_if(kept_, [&](const auto& entry) { return entry.second.status >= 0 && entry.second.at < before; });
+  if (journal_ && kept_.size() != had) {
+    JournalEntry e;
+    e.changes.push_back(KeyedWritePrune{before});
+    journal_->append(std::move(e));
+  }
+}
+
+KeyedWrites::Scope::Scope(KeyedWrites& writes, std::string caller, std::string key, std::string request)
+    : previous_(t_scope) {
+  mark_ = KeyedWritePut{std::move(caller), std::move(key), std::move(request), 0, "", "", writes.clock_.now()};
+  t_scope = this;
+}
+
+KeyedWrites::Scope::~Scope() { t_scope = previous_; }
+
+void KeyedWrites::note_commit(std::vector<StoreChange>* changes) {
+  Scope* s = t_scope;
+  if (!s || s->committed_) return;
+  s->committed_ = true;
+  if (changes && s->mark_) changes->push_back(std::move(*s->mark_));
+  s->mark_.reset();
+}
+
+}  // namespace flowrt

@@ -1,0 +1,118 @@
+// KeyedWrites: the writes sent to one engine with an idempotency key (a single server's
+// Idempotency-Key, server/keyed_write_handler.h), so that the same write sent again gets the
+// first one's answer and is applied once.
+//
+// A write is claimed before it runs (claim): a new key is held while it runs, and a second
+// sending meanwhile is told so (kInFlight). While a Scope lives on the running thread, the
+// write's first commit carries the key's mark (a KeyedWritePut with status 0) in its own
+// journal entry, so the mark is durable exactly when the write's first change is: after a
+// crash, a key is either unknown (nothing of its write is there; run it) or marked (it was
+// applied). finish() then keeps the answer (journaled, not waited for: a crash before it is
+// durable leaves the mark, which answers "applied, answer not kept"). A write whose outcome
+// the server cannot tell (its answer a 503 or 504) keeps the mark when it committed and is
+// forgotten when it did not. Keys are kept for kKeepMs after their write was applied or
+// answered; pruned at most once a minute, in memory and in the store (KeyedWritePrune).
+// Every key kept is in memory, its answer's body too.
+//
+// Without a journal (the memory store) the same holds in memory, for the engine's life.
+//
+// Thread-safety: every method from any thread (one mutex); Scope and note_commit on the
+// thread that runs the write, note_commit under the commit lock. Owned by EngineCore.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/thread_annotations.h"
+#include "plans/time.h"
+#include "store/store.h"
+
+namespace flowrt {
+
+class EngineClock;
+class Journal;
+
+class KeyedWrites {
+ public:
+  // How long a key is kept after its write was applied or answered: a day.
+  static constexpr DurationMs kKeepMs = 24 * 3600 * 1000;
+
+  struct Answer {
+    int status = 0;
+    std::string headers;
+    std::string body;
+  };
+  enum class Found : uint8_t {
+    kNew,                // claimed: run the write under a Scope, then finish()
+    kAnswered,           // the same request was answered: `answer`
+    kAppliedUnanswered,  // the same request was applied; its answer was not kept
+    kOtherRequest,       // the key was used for another request
+    kInFlight,           // the same key is being written now
+  };
+  struct Claim {
+    Found found = Found::kNew;
+    Answer answer;  // kAnswered
+    TimeMs at = 0;  // when it was applied or answered (not kNew)
+  };
+
+  explicit KeyedWrites(const EngineClock& clock) : clock_(clock) {}
+  KeyedWrites(const KeyedWrites&) = delete;
+  KeyedWrites& operator=(const KeyedWrites&) = delete;
+
+  // Set once the store is open (a durable store only): where marks, answers and prunes go.
+  void set_journal(Journal* journal) EXCLUDES(mu_);
+  // The keys the store kept (before any claim).
+  void restore(std::vector<KeyedWritePut> kept) EXCLUDES(mu_);
+
+  // What (caller, key) is, for a request whose digest is `request`; kNew claims it.
+  Claim claim(const std::string& caller, const std::string& key, const std::string& request) EXCLUDES(mu_);
+  // Ends a claim: keeps `answer`, or (nullopt: its outcome is not known) keeps the mark
+  // when `committed`, else forgets the key.
+  void finish(const std::string& caller, const std::string& key, std::optional<Answer> answer, bool committed)
+      EXCLUDES(mu_);
+  // How many keys are kept (in flight included).
+  size_t size() const EXCLUDES(mu_);
+
+  // While one lives on a thread, the first commit made on it carries the claimed key's mark.
+  class Scope {
+   public:
+    Scope(KeyedWrites& writes, std::string caller, std::string key, std::string request);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    // Whether a commit was made on this thread under it.
+    bool committed() const { return committed_; }
+
+   private:
+    friend class KeyedWrites;
+    std::optional<StoreChange> mark_;  // until the first commit takes it
+    bool committed_ = false;
+    Scope* previous_;
+  };
+  // Called by the commit path for each commit, under the commit lock: the first commit
+  // under the calling thread's Scope appends its mark to `changes` (null: no journal).
+  static void note_commit(std::vector<StoreChange>* changes);
+
+ private:
+  struct Kept {
+    std::string request;
+    int status = -1;  // -1: in flight; 0: applied, not answered; else the answer's
+    std::string headers;
+    std::string body;
+    TimeMs at = 0;
+  };
+  // Forgets what is past kKeepMs, at most once a minute.
+  void prune_locked(TimeMs now) REQUIRES(mu_);
+
+  const EngineClock& clock_;
+  mutable Mutex mu_;
+  Journal* journal_ GUARDED_BY(mu_) = nullptr;
+  std::map<std::pair<std::string, std::string>, Kept> kept_ GUARDED_BY(mu_);  // by (caller, key)
+  TimeMs last_prune_ GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace flowrt

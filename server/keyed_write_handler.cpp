@@ -1,0 +1,152 @@
+#include "server/keyed_write_handler.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "plans/value_json.h"
+#include "runtime/engine_core.h"
+#include "runtime/keyed_writes.h"
+#include "server/http_message.h"
+
+namespace flowrt::server {
+namespace {
+
+// The answer's headers a replay gives back.
+constexpr http::field kKeptFields[] = {http::field::content_type, http::field::location, http::field::etag};
+
+std::string hex(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char b : bytes) {
+    out += kDigits[b >> 4];
+    out += kDigits[b & 15];
+  }
+  return out;
+}
+
+// What names a request: its method, target and body.
+std::string request_digest(const Request& req) {
+  std::string text(req.method_string());
+  text += ' ';
+  text += req.target();
+  text += '\n';
+  text += req.body();
+  return hex(sha256(text));
+}
+
+KeyedWrites::Answer answer_of(const Response& res) {
+  std::vector<Member> headers;
+  for (http::field f : kKeptFields) {
+    if (auto it = res.find(f); it != res.end()) {
+      headers.push_back(Member{Value(std::string(http::to_string(f))), Value(std::string(it->value()))});
+    }
+  }
+  std::string text;
+  write_json(Value::object(std::move(headers)), text);
+  return KeyedWrites::Answer{static_cast<int>(res.result_int()), std::move(text), res.body()};
+}
+
+Response replay(const KeyedWrites::Answer& a) {
+  Response res{static_cast<http::status>(a.status), 11};
+  if (Result<Value> headers = parse_json(a.headers); headers && headers->is_object()) {
+    for (const MemberRef m : headers->members()) {
+      if (m.key.is_string() && m.value.is_string()) res.set(m.key.as_string(), m.value.as_string());
+    }
+  }
+  res.set(http::field::cache_control, "no-store");
+  res.set(kReplayedHeader, "true");
+  res.body() = a.body;
+  res.prepare_payload();
+  return res;
+}
+
+// A claimed key until its write is answered: ends the claim once, with the answer, or as
+// "not known" when the reply is dropped unanswered.
+class OpenClaim {
+ public:
+  OpenClaim(KeyedWrites& writes, std::string caller, std::string key)
+      : writes_(writes), caller_(std::move(caller)), key_(std::move(key)) {}
+  ~OpenClaim() {
+    if (!finished_) writes_.finish(caller_, key_, std::nullopt, committed);
+  }
+  OpenClaim(const OpenClaim&) = delete;
+  OpenClaim& operator=(const OpenClaim&) = delete;
+
+  void answered(const Response& res) {
+    if (finished_) return;
+    finished_ = true;
+    const int status = res.result_int();
+    const bool unknown = status == 503 || status == 504;
+    writes_.finish(caller_, key_, unknown ? std::nullopt : std::optional(answer_of(res)), committed);
+  }
+
+  bool committed = false;  // set once the write's handler returned
+
+ private:
+  KeyedWrites& writes_;
+  const std::string caller_;
+  const std::string key_;
+  bool finished_ = false;
+};
+
+}  // namespace
+
+Reply answer_keyed_write(Engine& engine, const Router& router, const Request& req, const Caller& caller) {
+  KeyedWrites& writes = engine.core().keyed_writes;
+  const std::string key(req[kIdempotencyKeyHeader]);
+  const std::string digest = request_digest(req);
+  const KeyedWrites::Claim claim = writes.claim(caller.name, key, digest);
+  switch (claim.found) {
+    case KeyedWrites::Found::kAnswered:
+      return replay(claim.answer);
+    case KeyedWrites::Found::kAppliedUnanswered: {
+      Response res = json_response(
+          http::status::ok,
+          Value::object({{"applied", Value(true)},
+                         {"note", Value("applied before the server stopped; its answer was not kept, so look at what "
+                                        "it changed to learn more")}}));
+      res.set(kReplayedHeader, "true");
+      return res;
+    }
+    case KeyedWrites::Found::kOtherRequest:
+      return error_response(http::status::unprocessable_entity,
+                            "Idempotency-Key '" + key +
+                                "' was sent before with another request (method, target or body); a key names one "
+                                "request: use a new key for a new one");
+    case KeyedWrites::Found::kInFlight:
+      return error_response(http::status::conflict, "a request with Idempotency-Key '" + key +
+                                                        "' is being answered now; send it again once it is");
+    case KeyedWrites::Found::kNew:
+      break;
+  }
+  auto open = std::make_shared<OpenClaim>(writes, caller.name, key);
+  // The request as the routes take it: without the key, which this layer answers for.
+  Request plain = req;
+  plain.erase(kIdempotencyKeyHeader);
+  Reply reply;
+  {
+    KeyedWrites::Scope scope(writes, caller.name, key, digest);
+    try {
+      reply = router.dispatch(plain, caller);
+    } catch (...) {
+      open->committed = scope.committed();
+      throw;
+    }
+    open->committed = scope.committed();
+  }
+  if (!reply.poll) {
+    open->answered(reply.response);
+    return reply;
+  }
+  reply.poll = [inner = std::move(reply.poll), open](PollTurn turn) -> std::optional<Response> {
+    std::optional<Response> res = inner(turn);
+    if (res) open->answered(*res);
+    return res;
+  };
+  return reply;
+}
+
+}  // namespace flowrt::server

@@ -1,0 +1,33 @@
+// answer_keyed_write: how a single server (flowrt serve without --node) answers a write sent
+// with an Idempotency-Key (Router::keyed_writes), through the engine's KeyedWrites
+// (runtime/keyed_writes.h). The key is the caller's (keys of different callers are apart)
+// and names one request: its method, target and body (a SHA-256 digest of them).
+//  - New: the write runs as without the key (the routes, wrap_writes' wait for durability
+//    included), its first commit marking the key in the same store batch, and its answer
+//    is kept when it is given: every status but 503 and 504, which say the outcome is not
+//    known (the key then stays marked as applied when the write committed, and is free
+//    again when it did not). An answer never given (the client went away first) counts as
+//    not known.
+//  - Sent again: the same status, body, Content-Type, Location and ETag as the first
+//    answer, with `Idempotent-Replayed: true`, and nothing is done; when the server stopped
+//    after the write was applied and before its answer was kept, `200` {"applied": true,
+//    "note"}.
+//  - Sent with another request: `422`, nothing done. While the first is being answered:
+//    `409`, nothing done: send it again once it is.
+// Thread-safety: on the thread that dispatches the request, as Router::dispatch; the reply
+// it returns may be polled on another thread (the claim is ended there). The Engine
+// outlives every reply.
+#pragma once
+
+#include "runtime/engine.h"
+#include "server/auth.h"
+#include "server/router.h"
+
+namespace flowrt::server {
+
+// The header a replayed answer carries.
+inline constexpr std::string_view kReplayedHeader = "Idempotent-Replayed";
+
+Reply answer_keyed_write(Engine& engine, const Router& router, const Request& req, const Caller& caller);
+
+}  // namespace flowrt::server
