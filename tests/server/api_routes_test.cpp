@@ -418,6 +418,19 @@ TEST_F(ApiRoutesTest, AWriteWithAnIdempotencyKey_IsAppliedOnce_SentAgainItGetsTh
   EXPECT_EQ(refused_again.body, refused.body);
   EXPECT_EQ(refused_again.header("Idempotent-Replayed"), "true");
 
+  // A deferred answer (a call that waits for its context) is kept once it is given.
+  HttpReply waited = client().post_keyed("/api/flows/greet/call?wait=10s", R"({"name": "Kay"})", "greet-kay");
+  ASSERT_EQ(waited.status, 200) << waited.body;
+  EXPECT_EQ(waited.json()["status"], Value("completed"));
+  HttpReply waited_again = client().post_keyed("/api/flows/greet/call?wait=10s", R"({"name": "Kay"})", "greet-kay");
+  EXPECT_EQ(waited_again.status, 200);
+  EXPECT_EQ(waited_again.body, waited.body);
+  EXPECT_EQ(waited_again.header("Idempotent-Replayed"), "true");
+  settle();
+  size_t greetings = 0;
+  for (const ContextRecord& c : engine().contexts()) greetings += c.flow() == "greet" ? 1 : 0;
+  EXPECT_EQ(greetings, 1u) << "the call ran once";
+
   // The store keeps the keys: after a restart the same request gets the same answer.
   client_.reset();
   service_.reset();
