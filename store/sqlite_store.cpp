@@ -268,6 +268,14 @@ Error SqliteStore::error(std::string_view what, sqlite3* db) const {
     message += " (the data file is damaged: truncated or overwritten; restore it from a copy)";
   } else if (primary == SQLITE_FULL) {
     message += " (the disk is full)";
+  } else if (code == SQLITE_READONLY_ROLLBACK) {
+    // A reader cannot roll back a hot journal: a writer was cut off (killed, or the power
+    // went) in the middle of a write in rollback-journal mode, which a flowrt file is in
+    // only while it is created, before it holds anything acknowledged.
+    message = path_ + ": a write to it was cut off (a crash left " + path_ +
+              "-journal beside it; for a flowrt file this happens only while it is created, so it holds nothing "
+              "acknowledged yet): the next engine to open it for writing (flowrt run or serve with --data) rolls the "
+              "write back; a reader cannot";
   }
   return Error{message};
 }

@@ -365,6 +365,39 @@ TEST_F(SqliteStoreTest, AnOlderFile_OpenedReadOnly_IsReadAsItIs) {
   }
 }
 
+// A writer killed in the middle of a write in rollback-journal mode (for a flowrt file, only
+// while it creates the file) leaves a hot journal, which a reader cannot roll back.
+TEST_F(SqliteStoreTest, AHotRollbackJournal_IsRefusedByAReaderSayingWhy_AndTheNextWriterRollsItBack) {
+  fill(3);
+  const std::string src = path_ + ".src";
+  std::filesystem::copy_file(path_, src);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(src.c_str(), &db), SQLITE_OK);
+  auto run = [&](const char* sql) { ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db); };
+  run("PRAGMA journal_mode=DELETE");
+  run("PRAGMA cache_size=2");  // the transaction spills pages to the file, the originals in the journal
+  run("BEGIN");
+  run("WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 2000) "
+      "INSERT INTO records(tbl, sys_id, body) SELECT 't', 'x' || i, '{}' FROM c");
+  ASSERT_TRUE(std::filesystem::exists(src + "-journal"));
+  // The file and its journal as they are now: what a kill leaves.
+  std::filesystem::copy_file(src, path_, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(src + "-journal", path_ + "-journal");
+  sqlite3_close(db);
+  for (const char* suffix : {"", "-journal"}) std::filesystem::remove(src + suffix);
+
+  const std::string error = open_error(/*read_only=*/true);
+  EXPECT_NE(error.find(path_ + ": "), std::string::npos) << error;
+  EXPECT_NE(error.find("a crash left " + path_ + "-journal beside it"), std::string::npos) << error;
+  EXPECT_NE(error.find("the next engine to open it for writing"), std::string::npos) << error;
+  std::unique_ptr<SqliteStore> writer = open();
+  ASSERT_NE(writer, nullptr);
+  Result<StoredState> state = writer->load();
+  ASSERT_TRUE(state.is_ok()) << state.message();
+  EXPECT_EQ(state->tables[0].records.size(), 3u) << "the cut-off write rolled back";
+  std::filesystem::remove(path_ + "-journal");
+}
+
 // The keyed writes' table needs no schema version: a writer of an older file makes it.
 TEST_F(SqliteStoreTest, AWriterOfAnOlderFile_MakesTheTableOfKeyedWrites_AndKeepsThem) {
   make_from("schema_v3.sql");
