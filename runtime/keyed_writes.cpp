@@ -48,31 +48,30 @@ KeyedWrites::Claim KeyedWrites::claim(const std::string& caller, const std::stri
   return c;
 }
 
-void KeyedWrites::finish(const std::string& caller, const std::string& key, std::optional<Answer> answer,
-                         bool committed) {
+uint64_t KeyedWrites::finish(const std::string& caller, const std::string& key, std::optional<Answer> answer,
+                             bool committed) {
   const TimeMs now = clock_.now();
   MutexLock lock(mu_);
   auto it = kept_.find({caller, key});
-  if (it == kept_.end() || it->second.status >= 0) return;  // not claimed
+  if (it == kept_.end() || it->second.status >= 0) return 0;  // not claimed
   Kept& k = it->second;
   if (!answer) {
     if (!committed) {
       kept_.erase(it);  // nothing was applied: the key is free again
-      return;
+      return 0;
     }
     k.status = 0;  // its mark is journaled already, with the write's first commit
     k.at = now;
-    return;
+    return 0;
   }
   k.status = answer->status;
   k.headers = std::move(answer->headers);
   k.body = std::move(answer->body);
   k.at = now;
-  if (journal_) {
-    JournalEntry e;
-    e.changes.push_back(KeyedWritePut{caller, key, k.request, k.status, k.headers, k.body, k.at});
-    journal_->append(std::move(e));
-  }
+  if (!journal_) return 0;
+  JournalEntry e;
+  e.changes.push_back(KeyedWritePut{caller, key, k.request, k.status, k.headers, k.body, k.at});
+  return journal_->append(std::move(e));
 }
 
 size_t KeyedWrites::size() const {

@@ -7,8 +7,10 @@
 // write's first commit carries the key's mark (a KeyedWritePut with status 0) in its own
 // journal entry, so the mark is durable exactly when the write's first change is: after a
 // crash, a key is either unknown (nothing of its write is there; run it) or marked (it was
-// applied). finish() then keeps the answer (journaled, not waited for: a crash before it is
-// durable leaves the mark, which answers "applied, answer not kept"). A write whose outcome
+// applied). finish() then keeps the answer, in a journal entry of its own whose position it
+// returns: a caller that gives the answer once that is durable (as the server does) gives
+// it again after any crash; a crash before it is durable leaves the mark, which answers
+// "applied, answer not kept". A write whose outcome
 // the server cannot tell (its answer a 503 or 504) keeps the mark when it committed and is
 // forgotten when it did not. Keys are kept for kKeepMs after their write was applied or
 // answered; pruned at most once a minute, in memory and in the store (KeyedWritePrune).
@@ -71,8 +73,9 @@ class KeyedWrites {
   // What (caller, key) is, for a request whose digest is `request`; kNew claims it.
   Claim claim(const std::string& caller, const std::string& key, const std::string& request) EXCLUDES(mu_);
   // Ends a claim: keeps `answer`, or (nullopt: its outcome is not known) keeps the mark
-  // when `committed`, else forgets the key.
-  void finish(const std::string& caller, const std::string& key, std::optional<Answer> answer, bool committed)
+  // when `committed`, else forgets the key. Returns the journal position that holds the
+  // answer (Engine::durable_state tells when it is durable); 0 when nothing was journaled.
+  uint64_t finish(const std::string& caller, const std::string& key, std::optional<Answer> answer, bool committed)
       EXCLUDES(mu_);
   // How many keys are kept (in flight included).
   size_t size() const EXCLUDES(mu_);

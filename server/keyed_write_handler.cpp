@@ -1,5 +1,7 @@
 #include "server/keyed_write_handler.h"
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -9,6 +11,7 @@
 #include "runtime/engine_core.h"
 #include "runtime/keyed_writes.h"
 #include "server/http_message.h"
+#include "server/reply_waker.h"
 
 namespace flowrt::server {
 namespace {
@@ -75,12 +78,14 @@ class OpenClaim {
   OpenClaim(const OpenClaim&) = delete;
   OpenClaim& operator=(const OpenClaim&) = delete;
 
-  void answered(const Response& res) {
-    if (finished_) return;
+  // Keeps the answer the client is to get (none when its outcome is not known: 503, 504);
+  // returns the journal position to wait for before giving it (0: none).
+  uint64_t answered(const Response& res) {
+    if (finished_) return 0;
     finished_ = true;
     const int status = res.result_int();
     const bool unknown = status == 503 || status == 504;
-    writes_.finish(caller_, key_, unknown ? std::nullopt : std::optional(answer_of(res)), committed);
+    return writes_.finish(caller_, key_, unknown ? std::nullopt : std::optional(answer_of(res)), committed);
   }
 
   bool committed = false;  // set once the write's handler returned
@@ -91,6 +96,42 @@ class OpenClaim {
   const std::string key_;
   bool finished_ = false;
 };
+
+// `reply`, its response given only once the kept answer is durable too, so that the same
+// request sent again after any crash gets it again. The write itself is durable by then
+// (the routes answer so); if the answer is not durable by the reply's deadline, or the
+// server drains, the response is given all the same: sent again after a crash, the request
+// is then told it was applied.
+Reply answer_once_kept(Engine& engine, Reply reply, std::shared_ptr<OpenClaim> open) {
+  struct State {
+    std::optional<Response> ready;  // the answer, kept, waiting for its durability
+    uint64_t position = 0;
+  };
+  auto state = std::make_shared<State>();
+  std::function<std::optional<Response>(PollTurn)> inner = std::move(reply.poll);
+  if (!inner) {
+    state->position = open->answered(reply.response);
+    if (state->position == 0 || engine.durable_state(state->position)) return reply;
+    state->ready = std::move(reply.response);
+    reply.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  }
+  if (!reply.waker) reply.waker = std::make_shared<ReplyWaker>();
+  if (state->position != 0) engine.when_durable(state->position, [w = reply.waker] { w->wake(); });
+  reply.poll = [&engine, inner = std::move(inner), open, state, waker = reply.waker](PollTurn turn) -> std::optional<Response> {
+    if (!state->ready) {
+      std::optional<Response> res = inner(turn);
+      if (!res) return std::nullopt;
+      state->position = open->answered(*res);
+      if (state->position == 0 || turn != PollTurn::kWaiting || engine.durable_state(state->position)) return res;
+      state->ready = std::move(*res);
+      engine.when_durable(state->position, [waker] { waker->wake(); });
+      return std::nullopt;
+    }
+    if (turn == PollTurn::kWaiting && !engine.durable_state(state->position)) return std::nullopt;
+    return std::move(*state->ready);
+  };
+  return reply;
+}
 
 }  // namespace
 
@@ -137,16 +178,8 @@ Reply answer_keyed_write(Engine& engine, const Router& router, const Request& re
     }
     open->committed = scope.committed();
   }
-  if (!reply.poll) {
-    open->answered(reply.response);
-    return reply;
-  }
-  reply.poll = [inner = std::move(reply.poll), open](PollTurn turn) -> std::optional<Response> {
-    std::optional<Response> res = inner(turn);
-    if (res) open->answered(*res);
-    return res;
-  };
-  return reply;
+  if (reply.stream) return reply;  // no write answers with a stream
+  return answer_once_kept(engine, std::move(reply), std::move(open));
 }
 
 }  // namespace flowrt::server

@@ -3,11 +3,13 @@
 // (runtime/keyed_writes.h). The key is the caller's (keys of different callers are apart)
 // and names one request: its method, target and body (a SHA-256 digest of them).
 //  - New: the write runs as without the key (the routes, wrap_writes' wait for durability
-//    included), its first commit marking the key in the same store batch, and its answer
-//    is kept when it is given: every status but 503 and 504, which say the outcome is not
-//    known (the key then stays marked as applied when the write committed, and is free
-//    again when it did not). An answer never given (the client went away first) counts as
-//    not known.
+//    included), its first commit marking the key in the same store batch; its answer is
+//    kept, and given once that is durable too (for at most 5 s more, or until the server
+//    drains: then it is given all the same), so that after any crash the same request gets
+//    it again. Every status is kept but 503 and 504, which say the outcome is not known
+//    (the key then stays marked as applied when the write committed, and is free again
+//    when it did not). An answer never given (the client went away first) counts as not
+//    known.
 //  - Sent again: the same status, body, Content-Type, Location and ETag as the first
 //    answer, with `Idempotent-Replayed: true`, and nothing is done; when the server stopped
 //    after the write was applied and before its answer was kept, `200` {"applied": true,

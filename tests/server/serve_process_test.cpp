@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,59 @@ TEST_F(ServeProcessTest, SigtermDrainsAndExitsZero) {
   }
   EXPECT_EQ(status, Value("completed"));
   EXPECT_EQ(again.stop(SIGINT), 0);
+}
+
+// Writes with an Idempotency-Key through kill -9: a client that got no answer sends each
+// write again with its key, and every write is there exactly once; one that was answered
+// gets the same answer again (API.md, "Idempotency keys").
+TEST_F(ServeProcessTest, KeyedWritesSentAgainAfterAKill_AreEachAppliedExactlyOnce) {
+  constexpr int kRounds = 3, kPerRound = 30, kReadBeforeKill = 10;
+  auto body_of = [](int n) { return R"({"number": "KW)" + std::to_string(n) + R"("})"; };
+  auto key_of = [](int n) { return "kw-" + std::to_string(n); };
+  std::map<int, std::string> answered;  // the first answer's body, of those read before a kill
+  for (int round = 0; round < kRounds; ++round) {
+    ServeProcess p(dir_);
+    ASSERT_NE(p.port(), 0);
+    HttpClient c(p.port());
+    std::string pipelined;
+    for (int n = round * kPerRound; n < (round + 1) * kPerRound; ++n) {
+      const std::string body = body_of(n);
+      pipelined += "POST /api/tables/incident/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   "Idempotency-Key: " + key_of(n) + "\r\nContent-Length: " + std::to_string(body.size()) +
+                   "\r\n\r\n" + body;
+    }
+    c.write_raw(pipelined);
+    for (int i = 0; i < kReadBeforeKill; ++i) {
+      std::optional<HttpReply> r = c.read_reply();
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->status, 201) << r->body;
+      answered[round * kPerRound + i] = r->body;
+    }
+    EXPECT_EQ(p.stop(SIGKILL), -1);  // the rest in flight: some applied, some not
+  }
+  ServeProcess last(dir_);
+  HttpClient c(last.port());
+  int replayed = 0;
+  for (int n = 0; n < kRounds * kPerRound; ++n) {
+    HttpReply again = c.post_keyed("/api/tables/incident/records", body_of(n), key_of(n));
+    if (auto it = answered.find(n); it != answered.end()) {
+      EXPECT_EQ(again.status, 201) << n << ": " << again.body;
+      EXPECT_EQ(again.body, it->second) << n;
+      EXPECT_EQ(again.header("Idempotent-Replayed"), "true") << n;
+    } else {
+      // Not answered before the kill: applied now, or applied before (its answer kept, or not).
+      EXPECT_TRUE(again.status == 201 || (again.status == 200 && again.json()["applied"] == Value(true)))
+          << n << ": " << again.status << " " << again.body;
+    }
+    replayed += again.header("Idempotent-Replayed") == "true" ? 1 : 0;
+  }
+  EXPECT_GE(replayed, kRounds * kReadBeforeKill);
+  std::map<std::string, int> count;
+  const Value records = c.get("/api/tables/incident/records?limit=1000").json()["records"];
+  for (const Value& r : records.items()) ++count[std::string(r["number"].as_string())];
+  for (int n = 0; n < kRounds * kPerRound; ++n) EXPECT_EQ(count["KW" + std::to_string(n)], 1) << "KW" << n;
+  EXPECT_EQ(records.size(), static_cast<size_t>(kRounds * kPerRound));
+  EXPECT_EQ(last.stop(SIGTERM), 0);
 }
 
 // The same service with its state in PostgreSQL (--data postgresql://...): a context that
