@@ -46,6 +46,8 @@ class ContextPlaces {
   // After the current batch, seq's row is at `place`; a live row's ended trigger with it
   // when given (kept within the cap).
   void note(uint64_t seq, Place place, std::string ended_trigger = {});
+  // Whether no more ended triggers are kept (the cap is reached): a writer need not make one.
+  bool full() const { return trigger_bytes_ + pending_bytes_ >= kMaxTriggerBytes; }
   // The ended trigger noted with seq's live row, or null when none is kept.
   const std::string* ended_trigger(uint64_t seq) const;
   // The current batch was written: its notes hold.

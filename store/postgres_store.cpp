@@ -342,8 +342,8 @@ Status PostgresStore::write_overlapped(const StoreBatch& batch, const std::funct
             // In history once it ended with its record, live until then; never in both.
             const bool to_history = is_final_context_status(x.status) && !x.record.is_null();
             if (!to_history) {
-              std::string ended;
-              write_json(ended_trigger(x.trigger), ended);
+              std::string ended;  // none when the cap is reached: the move has the server make it
+              if (!places_.full()) write_json(ended_trigger(x.trigger), ended);
               places_.note(x.seq, Place::kLive, std::move(ended));
               live_group.push_back(&x);
               if (live_group.size() == kPutGroup) send_live_group();

@@ -81,6 +81,7 @@ TEST(ContextPlacesTest, ALiveRowsEndedTrigger_IsKeptUntilItMoves_WithinTheCap) {
 
   // The cap counts the committed and the pending triggers.
   const std::string half(ContextPlaces::kMaxTriggerBytes / 2, 'x');
+  EXPECT_FALSE(places.full());
   places.note(20, Place::kLive, half);
   places.commit();
   places.note(21, Place::kLive, half);
@@ -88,10 +89,13 @@ TEST(ContextPlacesTest, ALiveRowsEndedTrigger_IsKeptUntilItMoves_WithinTheCap) {
   EXPECT_NE(places.ended_trigger(21), nullptr);
   EXPECT_EQ(places.ended_trigger(22), nullptr);
   EXPECT_EQ(places.place(22), Place::kLive) << "noted live all the same";
+  EXPECT_TRUE(places.full()) << "the pending ones count";
   places.commit();
   EXPECT_EQ(places.trigger_bytes(), ContextPlaces::kMaxTriggerBytes);
+  EXPECT_TRUE(places.full());
   places.note(20, Place::kNotLive);
   places.commit();
+  EXPECT_FALSE(places.full());
   places.note(22, Place::kLive, "y");  // room again
   places.commit();
   ASSERT_NE(places.ended_trigger(22), nullptr);
