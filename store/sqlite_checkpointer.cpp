@@ -105,6 +105,11 @@ uint64_t SqliteCheckpointer::failures() const {
   return failures_;
 }
 
+StoreHealth SqliteCheckpointer::health() const {
+  MutexLock lock(mu_);
+  return StoreHealth{checkpoints_, failures_};
+}
+
 std::string SqliteCheckpointer::last_error() const {
   MutexLock lock(mu_);
   return last_error_;

@@ -101,6 +101,8 @@ class SqliteCheckpointer {
   uint64_t checkpoints() const EXCLUDES(mu_);
   uint64_t failures() const EXCLUDES(mu_);
   std::string last_error() const EXCLUDES(mu_);
+  // Both counts, as of one moment.
+  StoreHealth health() const EXCLUDES(mu_);
 
  private:
   SqliteCheckpointer(std::string path, sqlite3* db, SyncMode sync, Limits limits, StoreReport report);

@@ -287,7 +287,7 @@ Status SqliteStore::exec(const char* sql) {
 
 StoreHealth SqliteStore::health() const {
   if (!checkpointer_) return {};
-  return StoreHealth{checkpointer_->checkpoints(), checkpointer_->failures()};
+  return checkpointer_->health();
 }
 
 Status SqliteStore::set_sync_mode(SyncMode mode) {
