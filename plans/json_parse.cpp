@@ -322,18 +322,18 @@ class JsonParser {
         case 't': scratch_.push_back('\t'); break;
         case 'u': {
           uint32_t cp = 0;
-          if (!hex4(s, q, &cp)) return fail("invalid \\u escape: expected four hex digits", esc);
+          if (!parse_hex4(s, q, &cp)) return fail("invalid \\u escape: expected four hex digits", esc);
           s += 4;
           if (cp >= 0xDC00 && cp <= 0xDFFF) return fail("invalid \\u escape: a low surrogate without a high one", esc);
           if (cp >= 0xD800 && cp <= 0xDBFF) {
             uint32_t low = 0;
-            if (q - s < 6 || s[0] != '\\' || s[1] != 'u' || !hex4(s + 2, q, &low) || low < 0xDC00 || low > 0xDFFF) {
+            if (q - s < 6 || s[0] != '\\' || s[1] != 'u' || !parse_hex4(s + 2, q, &low) || low < 0xDC00 || low > 0xDFFF) {
               return fail("invalid \\u escape: a high surrogate must be followed by a low one", esc);
             }
             s += 6;
             cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
           }
-          append_utf8(cp);
+          append_utf8(cp, scratch_);
           break;
         }
         default: return fail("invalid escape in a string", esc);
@@ -347,40 +347,6 @@ class JsonParser {
   static std::string hex2(unsigned b) {
     static constexpr char kHex[] = "0123456789ABCDEF";
     return {kHex[b >> 4], kHex[b & 15]};
-  }
-
-  static bool hex4(const char* s, const char* limit, uint32_t* out) {
-    if (limit - s < 4) return false;
-    uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) {
-      const char c = s[i];
-      uint32_t d = 0;
-      if (c >= '0' && c <= '9') d = static_cast<uint32_t>(c - '0');
-      else if (c >= 'a' && c <= 'f') d = static_cast<uint32_t>(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') d = static_cast<uint32_t>(c - 'A' + 10);
-      else return false;
-      v = v * 16 + d;
-    }
-    *out = v;
-    return true;
-  }
-
-  void append_utf8(uint32_t cp) {
-    if (cp < 0x80) {
-      scratch_.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      scratch_.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      scratch_.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      scratch_.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      scratch_.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      scratch_.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      scratch_.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      scratch_.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      scratch_.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      scratch_.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
   }
 
   size_t utf8_sequence(const char* s) const { return utf8_sequence_length(s, end_); }
@@ -440,6 +406,40 @@ Result<Value> parse_json(std::string_view text, const JsonLimits& limits) {
   JsonParseError e;
   if (!parse_json(text, &v, &e, limits)) return Error{e.describe()};
   return v;
+}
+
+bool parse_hex4(const char* s, const char* end, uint32_t* out) {
+  if (end - s < 4) return false;
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) {
+    const char c = s[i];
+    uint32_t d = 0;
+    if (c >= '0' && c <= '9') d = static_cast<uint32_t>(c - '0');
+    else if (c >= 'a' && c <= 'f') d = static_cast<uint32_t>(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F') d = static_cast<uint32_t>(c - 'A' + 10);
+    else return false;
+    v = v * 16 + d;
+  }
+  *out = v;
+  return true;
+}
+
+void append_utf8(uint32_t cp, std::string& out) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
 }
 
 size_t utf8_sequence_length(const char* s, const char* end) {

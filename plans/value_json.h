@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -58,5 +59,9 @@ std::string to_pretty_json(const Value& v);
 bool is_well_formed_utf8(std::string_view text);
 // The length of the well-formed sequence of two to four bytes at `s` (before `end`), or 0.
 size_t utf8_sequence_length(const char* s, const char* end);
+// Appends code point `cp` (at most U+10FFFF, not a surrogate) as UTF-8.
+void append_utf8(uint32_t cp, std::string& out);
+// The four hex digits at `s` (before `end`) as a number; false when they are not that.
+bool parse_hex4(const char* s, const char* end, uint32_t* out);
 
 }  // namespace flowrt

@@ -13,39 +13,13 @@ namespace flowrt::server {
 
 namespace {
 
-void append_utf8(uint32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
 constexpr uint32_t kReplacement = 0xFFFD;
 
 // The four hex digits at text[i..i+4) as a number, or -1.
 int32_t hex4(std::string_view text, size_t i, size_t end) {
-  if (i + 4 > end) return -1;
-  int32_t v = 0;
-  for (size_t k = i; k < i + 4; ++k) {
-    const char c = text[k];
-    v <<= 4;
-    if (c >= '0' && c <= '9') v |= c - '0';
-    else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-    else return -1;
-  }
-  return v;
+  uint32_t v = 0;
+  if (i > end || !parse_hex4(text.data() + i, text.data() + end, &v)) return -1;
+  return static_cast<int32_t>(v);
 }
 
 // The JSON string whose opening quote is at text[*i], read up to its closing quote or
