@@ -34,7 +34,6 @@ KeyedWrites::Claim KeyedWrites::claim(const std::string& caller, const std::stri
     return Claim{};
   }
   Claim c;
-  c.at = k.at;
   if (k.request != request) {
     c.found = Found::kOtherRequest;
   } else if (k.status < 0) {

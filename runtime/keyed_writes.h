@@ -58,7 +58,6 @@ class KeyedWrites {
   struct Claim {
     Found found = Found::kNew;
     Answer answer;  // kAnswered
-    TimeMs at = 0;  // when it was applied or answered (not kNew)
   };
 
   explicit KeyedWrites(const EngineClock& clock) : clock_(clock) {}

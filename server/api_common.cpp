@@ -15,13 +15,6 @@ namespace {
 
 constexpr uint32_t kReplacement = 0xFFFD;
 
-// The four hex digits at text[i..i+4) as a number, or -1.
-int32_t hex4(std::string_view text, size_t i, size_t end) {
-  uint32_t v = 0;
-  if (i > end || !parse_hex4(text.data() + i, text.data() + end, &v)) return -1;
-  return static_cast<int32_t>(v);
-}
-
 // The JSON string whose opening quote is at text[*i], read up to its closing quote or
 // `end` (a string the error falls in is cut there), escapes decoded. Whatever a client
 // wrote, the result is well-formed UTF-8, because it goes back to the client inside a
@@ -43,15 +36,17 @@ std::string read_key(std::string_view text, size_t* i, size_t end) {
         case 'r': s += '\r'; break;
         case 't': s += '\t'; break;
         case 'u': {
-          int32_t cp = hex4(text, k, end);
-          if (cp < 0) {
+          const char* at = text.data() + k;
+          const char* stop = text.data() + end;
+          uint32_t cp = 0, low = 0;
+          if (!parse_hex4(at, stop, &cp)) {
             append_utf8(kReplacement, s);
             break;
           }
           k += 4;
           if (cp >= 0xD800 && cp <= 0xDBFF) {
-            const int32_t low = k + 1 < end && text[k] == '\\' && text[k + 1] == 'u' ? hex4(text, k + 2, end) : -1;
-            if (low >= 0xDC00 && low <= 0xDFFF) {
+            if (stop - at >= 10 && at[4] == '\\' && at[5] == 'u' && parse_hex4(at + 6, stop, &low) && low >= 0xDC00 &&
+                low <= 0xDFFF) {
               cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
               k += 6;
             } else {
@@ -60,7 +55,7 @@ std::string read_key(std::string_view text, size_t* i, size_t end) {
           } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
             cp = kReplacement;
           }
-          append_utf8(static_cast<uint32_t>(cp), s);
+          append_utf8(cp, s);
           break;
         }
         default:  // \" \\ \/, and anything else a parser refuses

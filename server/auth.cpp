@@ -49,6 +49,17 @@ std::string sha256(std::string_view text) {
   return std::string(reinterpret_cast<const char*>(digest), size);
 }
 
+std::string to_hex(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char b : bytes) {
+    out += kDigits[b >> 4];
+    out += kDigits[b & 15];
+  }
+  return out;
+}
+
 std::optional<std::string> from_hex(std::string_view hex) {
   if (hex.size() != 64) return std::nullopt;
   auto nibble = [](char c) -> int {

@@ -45,6 +45,8 @@ struct Caller {
 
 // The SHA-256 of `text`, 32 raw bytes (OpenSSL's libcrypto).
 std::string sha256(std::string_view text);
+// Bytes -> lower-case hex digits, two per byte.
+std::string to_hex(std::string_view bytes);
 // 64 hex digits (either case) -> 32 bytes; nullopt when not exactly that.
 std::optional<std::string> from_hex(std::string_view hex);
 

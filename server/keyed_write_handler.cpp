@@ -19,17 +19,6 @@ namespace {
 // The answer's headers a replay gives back.
 constexpr http::field kKeptFields[] = {http::field::content_type, http::field::location, http::field::etag};
 
-std::string hex(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (unsigned char b : bytes) {
-    out += kDigits[b >> 4];
-    out += kDigits[b & 15];
-  }
-  return out;
-}
-
 // What names a request: its method, target and body.
 std::string request_digest(const Request& req) {
   std::string text(req.method_string());
@@ -37,7 +26,7 @@ std::string request_digest(const Request& req) {
   text += req.target();
   text += '\n';
   text += req.body();
-  return hex(sha256(text));
+  return to_hex(sha256(text));
 }
 
 KeyedWrites::Answer answer_of(const Response& res) {

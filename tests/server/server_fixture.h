@@ -42,12 +42,7 @@ inline constexpr const char* kFlows[][2] = {
 // The SHA-256 of each test token, as config.json holds it.
 inline std::string config_with_tokens(const std::string& limits = "") {
   auto entry = [](const char* name, const char* role) {
-    std::string hex;
-    for (unsigned char c : server::sha256(std::string(name) + "-secret")) {
-      static const char* digits = "0123456789abcdef";
-      hex += digits[c >> 4];
-      hex += digits[c & 15];
-    }
+    const std::string hex = server::to_hex(server::sha256(std::string(name) + "-secret"));
     return std::string("{\"name\": \"") + name + "\", \"role\": \"" + role + "\", \"token_sha256\": \"" + hex + "\"}";
   };
   return std::string("{\"server\": {\"tokens\": [") + entry("viewer", "viewer") + ", " + entry("operator", "operator") +

@@ -80,6 +80,8 @@ TEST(AuthenticatorTest, TokensByTheirHash) {
   EXPECT_FALSE(open.authenticate("", false));
   EXPECT_EQ(sha256("abc").size(), 32u);
   EXPECT_EQ(from_hex("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"), sha256("abc"));
+  EXPECT_EQ(to_hex(sha256("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(to_hex(std::string("\x00\x0f\xf0", 3)), "000ff0");
   EXPECT_FALSE(from_hex("zz"));
 }
 
