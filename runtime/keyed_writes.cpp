@@ -7,7 +7,14 @@ namespace flowrt {
 namespace {
 thread_local KeyedWrites::Scope* t_scope = nullptr;  // the calling thread's live Scope
 constexpr DurationMs kPruneEveryMs = 60 * 1000;
+constexpr DurationMs kForcedPruneEveryMs = 1000;
 }  // namespace
+
+size_t KeyedWrites::cost(const std::pair<std::string, std::string>& id, const Kept& k) {
+  // The map's node (its links and the pair in place) and every string's characters.
+  constexpr size_t kNode = 4 * sizeof(void*) + sizeof(std::pair<const std::pair<std::string, std::string>, Kept>);
+  return kNode + id.first.size() + id.second.size() + k.request.size() + k.headers.size() + k.body.size();
+}
 
 void KeyedWrites::set_journal(Journal* journal) {
   MutexLock lock(mu_);
@@ -17,20 +24,30 @@ void KeyedWrites::set_journal(Journal* journal) {
 void KeyedWrites::restore(std::vector<KeyedWritePut> kept) {
   MutexLock lock(mu_);
   for (KeyedWritePut& k : kept) {
-    kept_[{std::move(k.caller), std::move(k.key)}] =
-        Kept{std::move(k.request), k.status, std::move(k.headers), std::move(k.body), k.at};
+    auto [it, added] = kept_.try_emplace({std::move(k.caller), std::move(k.key)});
+    if (!added) bytes_ -= cost(it->first, it->second);
+    it->second = Kept{std::move(k.request), k.status, std::move(k.headers), std::move(k.body), k.at};
+    bytes_ += cost(it->first, it->second);
   }
 }
 
 KeyedWrites::Claim KeyedWrites::claim(const std::string& caller, const std::string& key, const std::string& request) {
   const TimeMs now = clock_.now();
   MutexLock lock(mu_);
-  prune_locked(now);
+  prune_locked(now, /*force=*/false);
   auto [it, added] = kept_.try_emplace({caller, key});
   Kept& k = it->second;
   if (added) {
     k.request = request;
     k.at = now;
+    const size_t c = cost(it->first, k);
+    if (bytes_ + c > limit_bytes_) {
+      kept_.erase(it);
+      prune_locked(now, /*force=*/true);
+      if (bytes_ + c > limit_bytes_) return Claim{Found::kFull, {}};
+      it = kept_.try_emplace({caller, key}, Kept{request, -1, "", "", now}).first;
+    }
+    bytes_ += c;
     return Claim{};
   }
   Claim c;
@@ -56,6 +73,7 @@ uint64_t KeyedWrites::finish(const std::string& caller, const std::string& key, 
   Kept& k = it->second;
   if (!answer) {
     if (!committed) {
+      bytes_ -= cost(it->first, k);
       kept_.erase(it);  // nothing was applied: the key is free again
       return 0;
     }
@@ -63,10 +81,12 @@ uint64_t KeyedWrites::finish(const std::string& caller, const std::string& key, 
     k.at = now;
     return 0;
   }
+  bytes_ -= cost(it->first, k);
   k.status = answer->status;
   k.headers = std::move(answer->headers);
   k.body = std::move(answer->body);
   k.at = now;
+  bytes_ += cost(it->first, k);
   if (!journal_) return 0;
   JournalEntry e;
   e.changes.push_back(KeyedWritePut{caller, key, k.request, k.status, k.headers, k.body, k.at});
@@ -78,12 +98,31 @@ size_t KeyedWrites::size() const {
   return kept_.size();
 }
 
-void KeyedWrites::prune_locked(TimeMs now) {
-  if (now - last_prune_ < kPruneEveryMs) return;
+size_t KeyedWrites::bytes() const {
+  MutexLock lock(mu_);
+  return bytes_;
+}
+
+void KeyedWrites::set_limit_bytes(size_t limit) {
+  MutexLock lock(mu_);
+  limit_bytes_ = limit;
+}
+
+size_t KeyedWrites::limit_bytes() const {
+  MutexLock lock(mu_);
+  return limit_bytes_;
+}
+
+void KeyedWrites::prune_locked(TimeMs now, bool force) {
+  if (now - last_prune_ < (force ? kForcedPruneEveryMs : kPruneEveryMs)) return;
   last_prune_ = now;
   const TimeMs before = now - kKeepMs;
   const size_t had = kept_.size();
-  std::erase_if(kept_, [&](const auto& entry) { return entry.second.status >= 0 && entry.second.at < before; });
+  std::erase_if(kept_, [&](const auto& entry) {
+    if (entry.second.status < 0 || entry.second.at >= before) return false;
+    bytes_ -= cost(entry.first, entry.second);
+    return true;
+  });
   if (journal_ && kept_.size() != had) {
     JournalEntry e;
     e.changes.push_back(KeyedWritePrune{before});

@@ -14,7 +14,10 @@
 // the server cannot tell (its answer a 503 or 504) keeps the mark when it committed and is
 // forgotten when it did not. Keys are kept for kKeepMs after their write was applied or
 // answered; pruned at most once a minute, in memory and in the store (KeyedWritePrune).
-// Every key kept is in memory, its answer's body too.
+// Every key kept is in memory, its answer's body too, within a budget of bytes
+// (set_limit_bytes): a new key that would pass it is refused (kFull) once the keys past
+// kKeepMs are pruned, so that no client can grow the server without end; the keys kept
+// stay answered. Keys restored from the store are kept whatever the budget.
 //
 // Without a journal (the memory store) the same holds in memory, for the engine's life.
 //
@@ -54,6 +57,7 @@ class KeyedWrites {
     kAppliedUnanswered,  // the same request was applied; its answer was not kept
     kOtherRequest,       // the key was used for another request
     kInFlight,           // the same key is being written now
+    kFull,               // a new key, refused: the keys kept fill the budget (limit_bytes)
   };
   struct Claim {
     Found found = Found::kNew;
@@ -78,6 +82,13 @@ class KeyedWrites {
       EXCLUDES(mu_);
   // How many keys are kept (in flight included).
   size_t size() const EXCLUDES(mu_);
+  // The bytes the keys kept take, as counted against the budget.
+  size_t bytes() const EXCLUDES(mu_);
+
+  // The budget for the keys kept, in bytes (kDefaultLimitBytes until set).
+  static constexpr size_t kDefaultLimitBytes = size_t{64} << 20;
+  void set_limit_bytes(size_t limit) EXCLUDES(mu_);
+  size_t limit_bytes() const EXCLUDES(mu_);
 
   // While one lives on a thread, the first commit made on it carries the claimed key's mark.
   class Scope {
@@ -107,14 +118,19 @@ class KeyedWrites {
     std::string body;
     TimeMs at = 0;
   };
-  // Forgets what is past kKeepMs, at most once a minute.
-  void prune_locked(TimeMs now) REQUIRES(mu_);
+  // What a kept key counts against the budget: its strings and the map's node.
+  static size_t cost(const std::pair<std::string, std::string>& id, const Kept& k);
+  // Forgets what is past kKeepMs: at most once a minute, or (`force`, when the budget is
+  // full) once a second.
+  void prune_locked(TimeMs now, bool force) REQUIRES(mu_);
 
   const EngineClock& clock_;
   mutable Mutex mu_;
   Journal* journal_ GUARDED_BY(mu_) = nullptr;
   std::map<std::pair<std::string, std::string>, Kept> kept_ GUARDED_BY(mu_);  // by (caller, key)
   TimeMs last_prune_ GUARDED_BY(mu_) = 0;
+  size_t bytes_ GUARDED_BY(mu_) = 0;  // the sum of cost() over kept_
+  size_t limit_bytes_ GUARDED_BY(mu_) = kDefaultLimitBytes;
 };
 
 }  // namespace flowrt

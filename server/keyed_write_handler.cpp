@@ -91,7 +91,8 @@ class OpenClaim {
 // (the routes answer so); if the answer is not durable by the reply's deadline, or the
 // server drains, the response is given all the same: sent again after a crash, the request
 // is then told it was applied.
-Reply answer_once_kept(Engine& engine, Reply reply, std::shared_ptr<OpenClaim> open) {
+Reply answer_once_kept(Engine& engine, Reply reply, std::shared_ptr<OpenClaim> open,
+                      std::chrono::milliseconds answer_within) {
   struct State {
     std::optional<Response> ready;  // the answer, kept, waiting for its durability
     uint64_t position = 0;
@@ -102,7 +103,7 @@ Reply answer_once_kept(Engine& engine, Reply reply, std::shared_ptr<OpenClaim> o
     state->position = open->answered(reply.response);
     if (state->position == 0 || engine.durable_state(state->position)) return reply;
     state->ready = std::move(reply.response);
-    reply.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    reply.deadline = std::chrono::steady_clock::now() + answer_within;
   }
   if (!reply.waker) reply.waker = std::make_shared<ReplyWaker>();
   if (state->position != 0) engine.when_durable(state->position, [w = reply.waker] { w->wake(); });
@@ -124,7 +125,8 @@ Reply answer_once_kept(Engine& engine, Reply reply, std::shared_ptr<OpenClaim> o
 
 }  // namespace
 
-Reply answer_keyed_write(Engine& engine, const Router& router, const Request& req, const Caller& caller) {
+Reply answer_keyed_write(Engine& engine, const Router& router, const Request& req, const Caller& caller,
+                         std::chrono::milliseconds answer_within) {
   KeyedWrites& writes = engine.core().keyed_writes;
   const std::string key(req[kIdempotencyKeyHeader]);
   const std::string digest = request_digest(req);
@@ -149,6 +151,15 @@ Reply answer_keyed_write(Engine& engine, const Router& router, const Request& re
     case KeyedWrites::Found::kInFlight:
       return error_response(http::status::conflict, "a request with Idempotency-Key '" + key +
                                                         "' is being answered now; send it again once it is");
+    case KeyedWrites::Found::kFull: {
+      Response res = error_response(
+          http::status::too_many_requests,
+          "the server keeps at most " + std::to_string(writes.limit_bytes()) +
+              " bytes of idempotency keys and their answers (the limit idempotency_key_bytes), and they are full; "
+              "a key is forgotten a day after its write: send this again later, or without the key");
+      res.set(http::field::retry_after, "60");
+      return res;
+    }
     case KeyedWrites::Found::kNew:
       break;
   }
@@ -168,7 +179,7 @@ Reply answer_keyed_write(Engine& engine, const Router& router, const Request& re
     open->committed = scope.committed();
   }
   if (reply.stream) return reply;  // no write answers with a stream
-  return answer_once_kept(engine, std::move(reply), std::move(open));
+  return answer_once_kept(engine, std::move(reply), std::move(open), answer_within);
 }
 
 }  // namespace flowrt::server

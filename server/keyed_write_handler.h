@@ -4,9 +4,9 @@
 // and names one request: its method, target and body (a SHA-256 digest of them).
 //  - New: the write runs as without the key (the routes, wrap_writes' wait for durability
 //    included), its first commit marking the key in the same store batch; its answer is
-//    kept, and given once that is durable too (for at most 5 s more, or until the server
-//    drains: then it is given all the same), so that after any crash the same request gets
-//    it again. Every status is kept but 503 and 504, which say the outcome is not known
+//    kept, and given once that is durable too (for at most `answer_within` more, or until
+//    the server drains: then it is given all the same), so that after any crash the same
+//    request gets it again. Every status is kept but 503 and 504, which say the outcome is not known
 //    (the key then stays marked as applied when the write committed, and is free again
 //    when it did not). An answer never given (the client went away first) counts as not
 //    known.
@@ -16,10 +16,14 @@
 //    "note"}.
 //  - Sent with another request: `422`, nothing done. While the first is being answered:
 //    `409`, nothing done: send it again once it is.
+//  - A new key while the keys kept fill their budget (KeyedWrites::set_limit_bytes): `429`
+//    with Retry-After, nothing done.
 // Thread-safety: on the thread that dispatches the request, as Router::dispatch; the reply
 // it returns may be polled on another thread (the claim is ended there). The Engine
 // outlives every reply.
 #pragma once
+
+#include <chrono>
 
 #include "runtime/engine.h"
 #include "server/auth.h"
@@ -30,6 +34,10 @@ namespace flowrt::server {
 // The header a replayed answer carries.
 inline constexpr std::string_view kReplayedHeader = "Idempotent-Replayed";
 
-Reply answer_keyed_write(Engine& engine, const Router& router, const Request& req, const Caller& caller);
+// How long an answer waits for its kept copy to be durable, unless the caller says.
+inline constexpr std::chrono::milliseconds kKeptAnswerWithin{5000};
+
+Reply answer_keyed_write(Engine& engine, const Router& router, const Request& req, const Caller& caller,
+                         std::chrono::milliseconds answer_within = kKeptAnswerWithin);
 
 }  // namespace flowrt::server

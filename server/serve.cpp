@@ -2,6 +2,7 @@
 
 #include <boost/asio/ip/address.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +10,7 @@
 
 #include "plans/value_json.h"
 #include "runtime/engine.h"
+#include "runtime/engine_core.h"
 #include "runtime/engine_log.h"
 #include "runtime/project.h"
 #include "runtime/run_config.h"
@@ -117,8 +119,10 @@ Result<std::unique_ptr<Service>, Diagnostics> Service::open(const ServeOptions& 
   // A write with an Idempotency-Key: the engine remembers the key (a cluster node's
   // more_routes puts such writes into the cluster's inbox instead).
   Router* router = &s->router_;
-  s->router_.keyed_writes([engine_ptr, router](const Request& req, const Caller& caller) {
-    return answer_keyed_write(*engine_ptr, *router, req, caller);
+  s->engine_->core().keyed_writes.set_limit_bytes(config.limits.idempotency_key_bytes);
+  const std::chrono::milliseconds kept_answer_within = std::min(kKeptAnswerWithin, durable_within);
+  s->router_.keyed_writes([engine_ptr, router, kept_answer_within](const Request& req, const Caller& caller) {
+    return answer_keyed_write(*engine_ptr, *router, req, caller, kept_answer_within);
   });
   if (options.more_routes) options.more_routes(s->router_);
   HttpServerOptions http;

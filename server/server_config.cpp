@@ -84,15 +84,17 @@ bool read_server_config(const Value* section, const std::string& file, ServerCon
         for (const auto& m : limits->members()) {
           const std::string_view key = m.key.as_string();
           if (key != "body_bytes" && key != "header_bytes" && key != "request_timeout_ms" && key != "idle_timeout_ms" &&
-              key != "connections" && key != "stream_heartbeat_ms" && key != "durable_answer_ms") {
+              key != "connections" && key != "stream_heartbeat_ms" && key != "durable_answer_ms" &&
+              key != "idempotency_key_bytes") {
             diags->add(file, pointer_append("/server/limits", key),
                        "unknown limit (expected body_bytes, header_bytes, request_timeout_ms, idle_timeout_ms, "
-                       "connections, stream_heartbeat_ms, durable_answer_ms)");
+                       "connections, stream_heartbeat_ms, durable_answer_ms, idempotency_key_bytes)");
           }
         }
         ServerLimits& l = config.limits;
         int64_t body = static_cast<int64_t>(l.body_bytes), header = static_cast<int64_t>(l.header_bytes),
-                connections = static_cast<int64_t>(l.connections);
+                connections = static_cast<int64_t>(l.connections),
+                key_bytes = static_cast<int64_t>(l.idempotency_key_bytes);
         read_limit(*limits, "body_bytes", int64_t{1} << 30, file, &body, diags);
         read_limit(*limits, "header_bytes", int64_t{1} << 20, file, &header, diags);
         read_limit(*limits, "request_timeout_ms", 3600000, file, &l.request_timeout_ms, diags);
@@ -100,9 +102,11 @@ bool read_server_config(const Value* section, const std::string& file, ServerCon
         read_limit(*limits, "connections", 100000, file, &connections, diags);
         read_limit(*limits, "stream_heartbeat_ms", 3600000, file, &l.stream_heartbeat_ms, diags);
         read_limit(*limits, "durable_answer_ms", 86400000, file, &l.durable_answer_ms, diags);
+        read_limit(*limits, "idempotency_key_bytes", int64_t{1} << 40, file, &key_bytes, diags);
         l.body_bytes = static_cast<size_t>(body);
         l.header_bytes = static_cast<size_t>(header);
         l.connections = static_cast<size_t>(connections);
+        l.idempotency_key_bytes = static_cast<size_t>(key_bytes);
       }
     }
   }

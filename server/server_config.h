@@ -5,7 +5,7 @@
 //              "limits": {"body_bytes": 1048576, "header_bytes": 16384,
 //                         "request_timeout_ms": 30000, "idle_timeout_ms": 60000,
 //                         "connections": 512, "stream_heartbeat_ms": 15000,
-//                         "durable_answer_ms": 3600000}}
+//                         "durable_answer_ms": 3600000, "idempotency_key_bytes": 67108864}}
 //
 // The file holds no secret: a token is kept as the SHA-256 of its text. Plain data; the
 // reader reports every problem at once, each with the config's name and JSON pointer.
@@ -30,6 +30,9 @@ struct ServerLimits {
   size_t connections = 512;             // connections at once; more are answered 503 and closed
   int64_t stream_heartbeat_ms = 15000;  // an event stream sends a comment this often
   int64_t durable_answer_ms = 3600000;  // a write not durable within this is answered 503
+  // The memory kept for Idempotency-Keys and their answers (a single server's); a new key
+  // past it is answered 429 (runtime/keyed_writes.h).
+  size_t idempotency_key_bytes = size_t{64} << 20;
 };
 
 struct ServerConfig {

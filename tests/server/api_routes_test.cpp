@@ -378,10 +378,8 @@ TEST_F(ApiRoutesTest, Skipped_StatsMetricsHealth) {
   EXPECT_EQ(client().get("/api/whoami").json()["role"], Value("admin"));  // loopback, no tokens
 }
 
-// A single server cannot remember an Idempotency-Key: a write that carries one is refused,
-// not applied as if it were safe to send again (a cluster's nodes honour it:
-// ClusterPostgresTest.AWriteWithAnIdempotencyKey_*). Reads ignore the header.
-// A single server remembers a keyed write's answer in its store (server/keyed_write_handler.h).
+// A single server remembers a keyed write's answer in its store (server/keyed_write_handler.h;
+// a cluster's nodes in its inbox: ClusterPostgresTest.AWriteWithAnIdempotencyKey_*).
 TEST_F(ApiRoutesTest, AWriteWithAnIdempotencyKey_IsAppliedOnce_SentAgainItGetsTheFirstAnswer_AlsoAfterARestart) {
   const std::string target = "/api/tables/incident/records";
   auto count = [&](const std::string& number) {

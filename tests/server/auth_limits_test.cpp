@@ -123,7 +123,7 @@ TEST(ServeConfigTest, ABrokenServerSectionNamesThePointer) {
   const fs::path dir = fs::temp_directory_path() / ("flowrt-serve-config-" + std::to_string(::getpid()));
   fs::create_directories(dir / "flows");
   std::ofstream(dir / "config.json")
-      << R"({"server": {"tokens": [{"name": "a", "role": "boss", "token_sha256": "abc"}], "limits": {"body_bytes": 0, "durable_answer_ms": 0}, "x": 1}})";
+      << R"({"server": {"tokens": [{"name": "a", "role": "boss", "token_sha256": "abc"}], "limits": {"body_bytes": 0, "durable_answer_ms": 0, "idempotency_key_bytes": -1}, "x": 1}})";
   server::ServeOptions options;
   options.dir = dir.string();
   options.listen = "127.0.0.1:0";
@@ -134,6 +134,7 @@ TEST(ServeConfigTest, ABrokenServerSectionNamesThePointer) {
   EXPECT_THAT(d, HasSubstr("/server/tokens/0/token_sha256"));
   EXPECT_THAT(d, HasSubstr("/server/limits/body_bytes"));
   EXPECT_THAT(d, HasSubstr("/server/limits/durable_answer_ms"));
+  EXPECT_THAT(d, HasSubstr("/server/limits/idempotency_key_bytes"));
   EXPECT_THAT(d, HasSubstr("/server/x"));
   fs::remove_all(dir);
 }
@@ -142,7 +143,7 @@ class LimitsTest : public ServerFixture {
  protected:
   void SetUp() override {
     serve(R"({"server": {"limits": {"body_bytes": 1000, "header_bytes": 2000, "request_timeout_ms": 300,
-                                    "idle_timeout_ms": 300, "connections": 4}}})");
+                                    "idle_timeout_ms": 300, "connections": 4, "idempotency_key_bytes": 800}}})");
   }
 };
 
@@ -205,6 +206,31 @@ TEST_F(LimitsTest, ConnectionsPastTheLimitAre503) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 503);
   EXPECT_THAT(r->json()["error"].as_string(), HasSubstr("too many connections"));
+}
+
+// The keys a single server keeps have a budget (idempotency_key_bytes): a new key past it
+// is 429 with Retry-After and writes nothing; a key kept is still answered, and a write
+// without a key goes on as before.
+TEST_F(LimitsTest, ANewIdempotencyKeyPastTheBudgetIs429_NothingWritten) {
+  auto count = [&](const std::string& number) {
+    HttpReply r = client().get(R"(/api/tables/incident/records?where={"field":"number","op":"eq","value":")" + number +
+                               R"("})");
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.json()["records"].size();
+  };
+  HttpReply first = client().post_keyed("/api/tables/incident/records", R"({"number": "K1"})", "k1");
+  ASSERT_EQ(first.status, 201) << first.body;
+  HttpReply full = client().post_keyed("/api/tables/incident/records", R"({"number": "K2"})", "k2");
+  EXPECT_EQ(full.status, 429) << full.body;
+  EXPECT_EQ(full.header("Retry-After"), "60");
+  EXPECT_THAT(full.json()["error"].as_string(), HasSubstr("(the limit idempotency_key_bytes), and they are full"));
+  EXPECT_EQ(count("K2"), 0u);
+  HttpReply again = client().post_keyed("/api/tables/incident/records", R"({"number": "K1"})", "k1");
+  EXPECT_EQ(again.status, 201);
+  EXPECT_EQ(again.body, first.body);
+  EXPECT_EQ(again.header("Idempotent-Replayed"), "true");
+  EXPECT_EQ(client().post("/api/tables/incident/records", R"({"number": "K2"})").status, 201);
+  EXPECT_EQ(count("K1"), 1u);
 }
 
 }  // namespace

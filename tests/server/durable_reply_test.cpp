@@ -136,6 +136,32 @@ TEST_F(DurableReplyTest, AnInsertNotWrittenWithinDurableAnswerMs_IsAnswered503_N
   service_.reset();
 }
 
+// A keyed write's answer is given once its kept copy is durable, but not held for the disk
+// past durable_answer_ms (or 5 s): here a refusal (nothing committed, so the copy is the only
+// change) while the disk is full is answered within the limit, though its copy is not
+// written, and the same request sent again gets it from memory meanwhile.
+TEST_F(DurableReplyTest, AKeyedAnswerWhoseKeptCopyIsNotWritten_IsGivenWithinDurableAnswerMs) {
+  testing::FaultVfs vfs("flowrt-fault-serve", /*make_default=*/true);
+  serve_giving_up_after(0, R"({"server": {"limits": {"durable_answer_ms": 300}}})");
+  vfs.set_space(0);
+  const std::string call = "POST /api/flows/greet/call HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                           "Idempotency-Key: greet-nobody\r\nContent-Length: 2\r\n\r\n{}";
+  client().write_raw(call);
+  std::optional<HttpReply> answered = answer_within_30s();
+  ASSERT_TRUE(answered) << "no answer within 30 s of a 300 ms durable_answer_ms";
+  EXPECT_EQ(answered->status, 400) << answered->body;
+  EXPECT_LT(journal().durable(), journal().appended()) << "the kept answer was written: the disk was not full";
+  client().write_raw(call);
+  std::optional<HttpReply> again = answer_within_30s();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 400);
+  EXPECT_EQ(again->body, answered->body);
+  EXPECT_EQ(again->header("Idempotent-Replayed"), "true");
+  vfs.set_space(std::nullopt);
+  EXPECT_TRUE(journal().wait_durable(journal().appended()).is_ok());
+  service_.reset();
+}
+
 // A call that waits for its context has its own wait instead of durable_answer_ms: when
 // the start is not written by then, that is the answer (not a 202 for a start that may be
 // lost, nor a wait of an hour).

@@ -183,6 +183,46 @@ TEST(KeyedWritesTest, InFlight_OtherRequest_AndOutcomesNotKnown) {
   EXPECT_EQ(keys.claim("ci", "k", "req").found, KeyedWrites::Found::kAppliedUnanswered);
 }
 
+// The keys kept have a budget of bytes: a new key past it is refused (kFull) and nothing
+// claimed, the keys kept are still answered, and once kept keys are a day old the claim
+// that finds the budget full prunes them and is let in.
+TEST(KeyedWritesTest, ANewKeyPastTheBudget_IsRefused_TheKeptStayAnswered_ADayLaterThereIsRoom) {
+  EngineOptions o;
+  o.simulation_seed = 7;
+  Engine engine(o);
+  KeyedWrites& keys = engine.core().keyed_writes;
+  EXPECT_EQ(keys.limit_bytes(), KeyedWrites::kDefaultLimitBytes);
+  ASSERT_EQ(keys.claim("ci", "k0", "req").found, KeyedWrites::Found::kNew);
+  keys.finish("ci", "k0", KeyedWrites::Answer{201, "{}", std::string(100, 'x')}, true);
+  const size_t one = keys.bytes();
+  ASSERT_GT(one, 100u) << "the answer's body counts";
+  keys.set_limit_bytes(3 * one);
+  ASSERT_EQ(keys.claim("ci", "k1", "req").found, KeyedWrites::Found::kNew);
+  keys.finish("ci", "k1", KeyedWrites::Answer{201, "{}", std::string(100, 'x')}, true);
+  ASSERT_EQ(keys.claim("ci", "k2", "req").found, KeyedWrites::Found::kNew);  // in flight: it counts
+  EXPECT_EQ(keys.claim("ci", "k3", "req").found, KeyedWrites::Found::kFull);
+  EXPECT_EQ(keys.claim("ops", "k3", "req").found, KeyedWrites::Found::kFull) << "the budget is the server's";
+  EXPECT_EQ(keys.size(), 3u) << "a refused key is not kept";
+  // The keys kept are answered as before, and one freed makes room.
+  EXPECT_EQ(keys.claim("ci", "k0", "req").found, KeyedWrites::Found::kAnswered);
+  EXPECT_EQ(keys.claim("ci", "k2", "req").found, KeyedWrites::Found::kInFlight);
+  keys.finish("ci", "k2", std::nullopt, /*committed=*/false);
+  EXPECT_EQ(keys.claim("ci", "k3", "req").found, KeyedWrites::Found::kNew);
+  keys.finish("ci", "k3", KeyedWrites::Answer{201, "{}", std::string(100, 'x')}, true);
+  EXPECT_EQ(keys.claim("ci", "k4", "req").found, KeyedWrites::Found::kFull);
+  // Not yet a day: still full (that claim pruned, finding nothing old enough).
+  ASSERT_TRUE(engine.advance(KeyedWrites::kKeepMs - 30 * 1000).is_ok());
+  EXPECT_EQ(keys.claim("ci", "k4", "req").found, KeyedWrites::Found::kFull);
+  // 31 s later the keys are past their day: a full budget prunes them at once (a second
+  // after the last prune, not the minute a prune otherwise waits).
+  ASSERT_TRUE(engine.advance(31 * 1000).is_ok());
+  EXPECT_EQ(keys.claim("ci", "k4", "req").found, KeyedWrites::Found::kNew);
+  EXPECT_EQ(keys.size(), 1u);
+  keys.finish("ci", "k4", std::nullopt, /*committed=*/false);
+  EXPECT_EQ(keys.size(), 0u);
+  EXPECT_EQ(keys.bytes(), 0u) << "every byte counted in is counted out";
+}
+
 TEST_P(DurableEngineStoresTest, RecordsContextsAndCounters_ComeBackInTheNextEngine) {
   Engine& first = reopen({kCopy});
   Result<Value> a = first.insert("order", json(R"({"sys_id": "o1", "item": "laptop"})"));
