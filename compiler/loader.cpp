@@ -31,7 +31,7 @@ void parse_definitions(std::string_view text, const std::string& file, std::vect
   Value doc;
   JsonParseError error;
   if (!parse_json(text, &doc, &error, options.json)) {
-    diags->add(file, "", error.describe());
+    diags->add(file, error.pointer, error.describe());
     return;
   }
   auto add_one = [&](const Value& v, const std::string& pointer) {

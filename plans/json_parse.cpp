@@ -33,6 +33,8 @@ constexpr size_t kPairwiseKeyCheck = 16;
 // JsonLimits::shared_shapes: objects with at most this many keys share key lists (objects
 // with more are indexed by key, a layout of their own).
 constexpr size_t kMaxSharedShapeKeys = 16;
+// The longest pointer an error names (JsonParseError::pointer).
+constexpr size_t kMaxErrorPointerBytes = 256;
 
 // Parses one document. Not reentrant: one per parse.
 class JsonParser {
@@ -53,12 +55,60 @@ class JsonParser {
   const std::string& error() const { return error_; }
   size_t error_offset() const { return static_cast<size_t>(error_at_ - begin_); }
 
+  // After a failed parse: the pointer of the value the error is in (JsonParseError::pointer),
+  // read off the open arrays and objects. Each frame's items and members are the run of the
+  // shared scratch vectors from its `first` to the next inner frame's of its kind. Tokens are
+  // added from the outside in while the pointer stays within kMaxErrorPointerBytes, so a
+  // deep or long-keyed document names the deepest enclosing value whose pointer fits.
+  std::string error_pointer() const {
+    struct Step {
+      const Value* key;  // an object's member, or null: an array's item
+      size_t index;
+    };
+    std::vector<Step> steps;  // innermost first
+    size_t members_end = members_.size();
+    size_t items_end = items_.size();
+    for (size_t i = stack_.size(); i-- > 0;) {
+      const Frame& f = stack_[i];
+      const bool innermost = i + 1 == stack_.size();
+      if (f.is_object) {
+        // No member to name while a key is read, or before the first one.
+        if (!(innermost && in_key_) && members_end > f.first) steps.push_back(Step{&members_[members_end - 1].key, 0});
+        members_end = f.first;
+      } else {
+        const size_t count = items_end - f.first;
+        steps.push_back(Step{nullptr, innermost && placed_ ? count - 1 : count});
+        items_end = f.first;
+      }
+    }
+    std::string out;
+    for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+      if (it->key && it->key->as_string().size() > kMaxErrorPointerBytes) break;  // cannot fit
+      std::string token = it->key ? escaped(*it->key) : std::to_string(it->index);
+      if (out.size() + 1 + token.size() > kMaxErrorPointerBytes) break;
+      out += '/';
+      out += token;
+    }
+    return out;
+  }
+
  private:
   // An open array or object: where its items start in the scratch vectors.
   struct Frame {
     bool is_object;
     size_t first;  // index into items_ or members_
   };
+
+  // A key as a pointer's token: '~' as "~0", '/' as "~1".
+  static std::string escaped(const Value& key) {
+    std::string out;
+    for (char c : key.as_string()) {
+      if (c == '~') out += "~0";
+      else if (c == '/') out += "~1";
+      else out += c;
+    }
+    return out;
+  }
 
   bool fail(std::string message, const char* at) {
     error_ = std::move(message);
@@ -89,6 +139,7 @@ class JsonParser {
           v = is_object ? Value::empty_object() : Value::empty_array();
         } else {
           stack_.push_back(Frame{is_object, is_object ? members_.size() : items_.size()});
+          placed_ = false;
           if (is_object && !parse_key()) return false;
           continue;  // its first value
         }
@@ -107,11 +158,13 @@ class JsonParser {
         } else {
           items_.push_back(std::move(v));
         }
+        placed_ = true;
         skip_space();
         if (p_ == end_) return fail(f.is_object ? "unexpected end of input; expected ',' or '}'"
                                                 : "unexpected end of input; expected ',' or ']'", p_);
         if (*p_ == ',') {
           ++p_;
+          placed_ = false;
           skip_space();
           if (f.is_object && !parse_key()) return false;
           break;  // the next value
@@ -129,6 +182,7 @@ class JsonParser {
 
   // A member's key and its colon; the member waits in members_ for its value.
   bool parse_key() {
+    in_key_ = true;
     if (p_ == end_) return fail("unexpected end of input; expected a string as the member's key", p_);
     if (*p_ != '"') return fail("expected a string as the member's key", p_);
     Value key;
@@ -139,6 +193,7 @@ class JsonParser {
     ++p_;
     skip_space();
     members_.push_back(Member{std::move(key), Value()});
+    in_key_ = false;
     return true;
   }
 
@@ -362,6 +417,10 @@ class JsonParser {
   Value result_;
   std::string error_;
   const char* error_at_ = nullptr;
+  // Where the parse is, for error_pointer: reading a member's key and colon; or the
+  // innermost open array or object has just been given a value (its separator is next).
+  bool in_key_ = false;
+  bool placed_ = false;
 };
 
 void locate(std::string_view text, size_t offset, JsonParseError* e) {
@@ -389,12 +448,14 @@ bool parse_json(std::string_view text, Value* out, JsonParseError* error, const 
   if (text.size() > limits.max_bytes) {
     error->message = "document of " + std::to_string(text.size()) + " bytes is larger than the limit of " +
                      std::to_string(limits.max_bytes) + " bytes";
+    error->pointer.clear();
     locate(text, 0, error);
     return false;
   }
   JsonParser parser(text, limits);
   if (!parser.parse(out)) {
     error->message = parser.error();
+    error->pointer = parser.error_pointer();
     locate(text, parser.error_offset(), error);
     return false;
   }

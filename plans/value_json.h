@@ -35,6 +35,11 @@ struct JsonParseError {
   size_t offset = 0;    // byte offset of the error
   size_t line = 1;      // 1-based
   size_t column = 1;    // 1-based, in bytes
+  // The JSON pointer (RFC 6901) of the value the error is in: the member or item being read
+  // or just read; an object's own when the error is in one of its keys or between its
+  // members; "" for the document. Made of keys the parser decoded, so always UTF-8. At most
+  // 256 bytes: past that, the deepest enclosing value's whose pointer fits.
+  std::string pointer;
   // "line L, column C: message"
   std::string describe() const;
 };

@@ -138,7 +138,7 @@ bool read_run_config_text(std::string_view text, const std::string& name, Engine
   Value doc;
   JsonParseError error;
   if (!parse_json(text, &doc, &error)) {
-    diags->add(name, "", error.describe());
+    diags->add(name, error.pointer, error.describe());
     return false;
   }
   return read_run_config(doc, name, options, diags);

@@ -11,129 +11,6 @@
 
 namespace flowrt::server {
 
-namespace {
-
-constexpr uint32_t kReplacement = 0xFFFD;
-
-// The JSON string whose opening quote is at text[*i], read up to its closing quote or
-// `end` (a string the error falls in is cut there), escapes decoded. Whatever a client
-// wrote, the result is well-formed UTF-8, because it goes back to the client inside a
-// JSON answer: bytes that are not UTF-8 and unpaired surrogates become U+FFFD. Leaves *i
-// on the closing quote (or at `end`).
-std::string read_key(std::string_view text, size_t* i, size_t end) {
-  std::string s;
-  size_t k = *i + 1;
-  while (k < end && text[k] != '"') {
-    const char c = text[k];
-    if (c == '\\') {
-      if (k + 1 >= end) break;
-      const char e = text[k + 1];
-      k += 2;
-      switch (e) {
-        case 'b': s += '\b'; break;
-        case 'f': s += '\f'; break;
-        case 'n': s += '\n'; break;
-        case 'r': s += '\r'; break;
-        case 't': s += '\t'; break;
-        case 'u': {
-          const char* at = text.data() + k;
-          const char* stop = text.data() + end;
-          uint32_t cp = 0, low = 0;
-          if (!parse_hex4(at, stop, &cp)) {
-            append_utf8(kReplacement, s);
-            break;
-          }
-          k += 4;
-          if (cp >= 0xD800 && cp <= 0xDBFF) {
-            if (stop - at >= 10 && at[4] == '\\' && at[5] == 'u' && parse_hex4(at + 6, stop, &low) && low >= 0xDC00 &&
-                low <= 0xDFFF) {
-              cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-              k += 6;
-            } else {
-              cp = kReplacement;
-            }
-          } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            cp = kReplacement;
-          }
-          append_utf8(cp, s);
-          break;
-        }
-        default:  // \" \\ \/, and anything else a parser refuses
-          if (static_cast<unsigned char>(e) < 0x80) s += e;
-          else --k;  // a byte past ASCII is read below, as any other
-          break;
-      }
-      continue;
-    }
-    if (static_cast<unsigned char>(c) < 0x80) {
-      s += c;
-      ++k;
-      continue;
-    }
-    const size_t n = utf8_sequence_length(text.data() + k, text.data() + end);
-    if (n == 0) {
-      append_utf8(kReplacement, s);
-      ++k;
-    } else {
-      s.append(text.substr(k, n));
-      k += n;
-    }
-  }
-  *i = k;
-  return s;
-}
-
-}  // namespace
-
-std::string pointer_at(std::string_view text, size_t offset) {
-  struct Level {
-    bool object;
-    std::string key;   // objects: the last key read
-    size_t index = 0;  // arrays: the item's position
-    bool key_next = true;
-  };
-  std::vector<Level> stack;
-  const size_t end = std::min(offset, text.size());
-  for (size_t i = 0; i < end; ++i) {
-    const char c = text[i];
-    if (c == '"') {
-      std::string s = read_key(text, &i, end);
-      if (!stack.empty() && stack.back().object && stack.back().key_next) {
-        stack.back().key = std::move(s);
-        stack.back().key_next = false;
-      }
-    } else if (c == '{') {
-      stack.push_back(Level{true, "", 0, true});
-    } else if (c == '[') {
-      stack.push_back(Level{false, "", 0, false});
-    } else if (c == '}' || c == ']') {
-      if (!stack.empty()) stack.pop_back();
-    } else if (c == ',' && !stack.empty()) {
-      if (stack.back().object) {
-        stack.back().key_next = true;
-        stack.back().key.clear();
-      } else {
-        ++stack.back().index;
-      }
-    }
-  }
-  std::string pointer;
-  for (const Level& l : stack) {
-    if (l.object && l.key.empty()) break;
-    pointer += '/';
-    if (!l.object) {
-      pointer += std::to_string(l.index);
-      continue;
-    }
-    for (char ch : l.key) {
-      if (ch == '~') pointer += "~0";
-      else if (ch == '/') pointer += "~1";
-      else pointer += ch;
-    }
-  }
-  return pointer;
-}
-
 std::optional<Value> json_body(const ApiRequest& req, Response* error, std::optional<Value> empty) {
   const std::string& body = req.http.body();
   if (body.find_first_not_of(" \t\r\n") == std::string::npos) {
@@ -145,7 +22,7 @@ std::optional<Value> json_body(const ApiRequest& req, Response* error, std::opti
   JsonParseError e;
   if (!parse_json(body, &v, &e)) {
     *error = error_response(http::status::bad_request, "the body is not valid JSON: " + e.describe(),
-                            pointer_at(body, e.offset));
+                            e.pointer);
     return std::nullopt;
   }
   return v;

@@ -26,9 +26,6 @@ namespace flowrt::server {
 // JSON pointer of the value it was in). An empty body reads as `empty` when given.
 std::optional<Value> json_body(const ApiRequest& req, Response* error, std::optional<Value> empty = std::nullopt);
 
-// The JSON pointer of the value that `offset` of JSON text `text` falls in ("" the root).
-std::string pointer_at(std::string_view text, size_t offset);
-
 // ?name=N as an integer in [min, max]; `fallback` when absent; the 400 when bad.
 std::optional<int64_t> int_param(const ApiRequest& req, std::string_view name, int64_t fallback, int64_t min,
                                  int64_t max, Response* error);

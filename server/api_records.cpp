@@ -18,7 +18,7 @@ std::optional<Value> where_param(const ApiRequest& req, Response* error) {
   JsonParseError e;
   if (!parse_json(*text, &v, &e)) {
     *error = error_response(http::status::bad_request, "query parameter where is not valid JSON: " + e.describe(),
-                            pointer_at(*text, e.offset));
+                            e.pointer);
     return std::nullopt;
   }
   return v;

@@ -112,6 +112,40 @@ TEST(JsonParseTest, Errors_NameWhatAndWhere) {
   EXPECT_EQ(e.message, "unexpected text after the document");
 }
 
+// The pointer of the value an error is in: the member or item being read or just read; the
+// object's own while one of its keys is read; "" for the document. Keys are decoded.
+TEST(JsonParseTest, Errors_NameThePointerOfTheValueTheyAreIn) {
+  auto pointer_of = [](std::string_view text) {
+    Value v;
+    JsonParseError e;
+    EXPECT_FALSE(parse_json(text, &v, &e)) << text;
+    EXPECT_TRUE(is_well_formed_utf8(e.pointer)) << e.pointer;
+    return e.pointer;
+  };
+  EXPECT_EQ(pointer_of(R"({"a": {"b": [1, 2, x)"), "/a/b/2");
+  EXPECT_EQ(pointer_of(R"({"a~/b": tru)"), "/a~0~1b");
+  EXPECT_EQ(pointer_of(R"([{"x": 1}, {"y": )"), "/1/y");
+  EXPECT_EQ(pointer_of(R"({"s": "a,b\"c", "t": ?)"), "/t");
+  EXPECT_EQ(pointer_of(R"([[], [1, {"k": [true, nul)"), "/1/1/k/1");
+  // Between items and members: the one just read.
+  EXPECT_EQ(pointer_of("[1, 2 x"), "/1");
+  EXPECT_EQ(pointer_of(R"({"a": 1 x)"), "/a");
+  EXPECT_EQ(pointer_of(R"({"a": {"b": 1} x)"), "/a");
+  EXPECT_EQ(pointer_of(R"({"a": [] x)"), "/a");
+  // In a key, or where one should be: the object.
+  EXPECT_EQ(pointer_of(R"({"a": {"b": 1, x)"), "/a");
+  EXPECT_EQ(pointer_of(R"({"a": 1, "b" 2})"), "");
+  EXPECT_EQ(pointer_of("{\"caf\xC3\xA9\xC3\": 1}"), "");  // invalid UTF-8 in the key
+  EXPECT_EQ(pointer_of(R"({"\ud800x": 1})"), "");           // an unpaired surrogate in the key
+  EXPECT_EQ(pointer_of("{"), "");
+  EXPECT_EQ(pointer_of(""), "");
+  EXPECT_EQ(pointer_of(R"({"a": 1} {)"), "") << "after the document";
+  // Keys as decoded, escaped for the pointer.
+  EXPECT_EQ(pointer_of(R"({"a\nb\u00e9\ud83d\ude00\/": x)"), "/a\nb\xC3\xA9\xF0\x9F\x98\x80~1");
+  // The body the HTTP fuzzer found: an error inside a key holding a lone lead byte.
+  EXPECT_EQ(pointer_of(std::string_view("{\"definitrigger.!x\\\xF2\x1FV\0\0.\": 1}", 30)), "");
+}
+
 // Valid documents of every kind, and each of them cut and with bytes changed: nlohmann and
 // parse_json accept and refuse the same texts, and agree on every value.
 TEST(JsonParseTest, Differential_SeededDocumentsAndMutations) {

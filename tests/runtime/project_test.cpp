@@ -122,7 +122,7 @@ TEST_F(ProjectTest, Read_ConfigNotJson_NamesLineAndColumn) {
   Write("config.json", "{\n  \"properties\": {,}\n}");
   Result<Project, Diagnostics> p = read_project(Dir());
   ASSERT_FALSE(p.is_ok());
-  EXPECT_THAT(p.error().describe(), HasSubstr(Path("config.json") + ": /: line 2, column"));
+  EXPECT_THAT(p.error().describe(), HasSubstr(Path("config.json") + ": /properties: line 2, column"));
 }
 
 TEST_F(ProjectTest, Read_ConfigNamedButMissing_IsAnError) {

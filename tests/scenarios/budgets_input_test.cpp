@@ -115,7 +115,8 @@ TEST_F(InputBudgetsTest, JsonDepth_AtTheLimitLoads_OnePastIsRefusedWithLineAndCo
   EXPECT_EQ(LoadError(NestedDefinition(8)), "");
   const std::string past = NestedDefinition(9);
   const size_t column = past.find('[') + 7;  // the ninth level opens at the seventh bracket
-  EXPECT_EQ(LoadError(past), "test.json: /: line 1, column " + std::to_string(column) +
+  // Named by the pointer of the value that goes too deep: the sixth array's first item.
+  EXPECT_EQ(LoadError(past), "test.json: /variables/v/0/0/0/0/0/0: line 1, column " + std::to_string(column) +
                                  ": nesting deeper than the limit of 8 levels (max_json_depth)");
 }
 
@@ -136,7 +137,10 @@ TEST_F(InputBudgetsTest, JsonDepth_HostileBrackets_AreRefusedCleanly_InDefinitio
   for (int i = 0; i < 500000; ++i) objects += "{\"a\":";
   for (const std::string* bomb : {&brackets, static_cast<const std::string*>(&objects)}) {
     const std::string error = LoadError(*bomb);
-    EXPECT_EQ(error, "test.json: /: line 1, column " + std::string(bomb == &brackets ? "257" : "1281") +
+    // The pointer is that of the deepest enclosing value whose pointer fits in 256 bytes.
+    std::string pointer;
+    for (int i = 0; i < 128; ++i) pointer += bomb == &brackets ? "/0" : "/a";
+    EXPECT_EQ(error, "test.json: " + pointer + ": line 1, column " + std::string(bomb == &brackets ? "257" : "1281") +
                          ": nesting deeper than the limit of 256 levels (max_json_depth)");
     EXPECT_EQ(engine().load({Write("bomb.json", *bomb)}).list().front().message,
               error.substr(error.find("line 1")));
@@ -157,7 +161,7 @@ TEST_F(InputBudgetsTest, StringBytes_AtTheLimitLoads_OnePastIsRefusedWhereItStar
   };
   EXPECT_EQ(LoadError(flow(std::string(16, 'x'))), "");
   EXPECT_EQ(LoadError(flow(std::string(17, 'x'))),
-            "test.json: /: line 1, column 21: string longer than the limit of 16 bytes (max_string_bytes)");
+            "test.json: /name: line 1, column 21: string longer than the limit of 16 bytes (max_string_bytes)");
   // In an events line too; an escape counts as written.
   Status ok = Events(R"({"op": "insert", "table": "t", "values": {"s": "0123456789abcd\n"}})");
   EXPECT_TRUE(ok.is_ok()) << ok.message();
@@ -179,7 +183,7 @@ TEST_F(InputBudgetsTest, StringBytes_A100MegabyteString_IsRefusedClearly_InADefi
   SetProperty("max_definition_file_bytes", 1ll << 30);
   SetProperty("max_events_file_bytes", 1ll << 30);
   EXPECT_EQ(LoadError(definition),
-            "test.json: /: line 1, column 23: string longer than the limit of 16777216 bytes (max_string_bytes)");
+            "test.json: /name: line 1, column 23: string longer than the limit of 16777216 bytes (max_string_bytes)");
   Status s = Events(event);
   EXPECT_EQ(s.message(), "events.jsonl:1: column 46: string longer than the limit of 16777216 bytes (max_string_bytes)");
   ExpectStillWorking();
