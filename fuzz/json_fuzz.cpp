@@ -2,12 +2,14 @@
 // parser; tests/support/json_reference.h). Checks:
 //   - both parsers accept the text with the same value (numbers of the same kind), or both
 //     refuse it;
-//   - a refusal has a message and a position inside the text;
+//   - a refusal has a message, a position inside the text and a JSON pointer (RFC 6901:
+//     "" or tokens after '/', '~' only as "~0" or "~1") of at most 256 bytes of UTF-8;
 //   - what was accepted, written back as JSON, parses again to the same value.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include "plans/value_json.h"
@@ -21,6 +23,15 @@ namespace {
   std::abort();
 }
 
+bool well_formed_pointer(const std::string& p) {
+  if (p.size() > 256 || !flowrt::is_well_formed_utf8(p)) return false;
+  if (!p.empty() && p[0] != '/') return false;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] == '~' && (i + 1 == p.size() || (p[i + 1] != '0' && p[i + 1] != '1'))) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -32,6 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   JsonParseError e;
   if (!parse_json(text, &parsed, &e)) {
     if (e.message.empty() || e.offset > text.size()) fail("a refusal without a message or a position", text, v.ours, "");
+    if (!well_formed_pointer(e.pointer)) fail("a refusal whose pointer is not a JSON pointer", text, e.pointer, "");
     return 0;
   }
   Value again;

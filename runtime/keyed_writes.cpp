@@ -118,11 +118,14 @@ void KeyedWrites::prune_locked(TimeMs now, bool force) {
   last_prune_ = now;
   const TimeMs before = now - kKeepMs;
   const size_t had = kept_.size();
-  std::erase_if(kept_, [&](const auto& entry) {
-    if (entry.second.status < 0 || entry.second.at >= before) return false;
-    bytes_ -= cost(entry.first, entry.second);
-    return true;
-  });
+  for (auto it = kept_.begin(); it != kept_.end();) {
+    if (it->second.status >= 0 && it->second.at < before) {
+      bytes_ -= cost(it->first, it->second);
+      it = kept_.erase(it);
+    } else {
+      ++it;
+    }
+  }
   if (journal_ && kept_.size() != had) {
     JournalEntry e;
     e.changes.push_back(KeyedWritePrune{before});
