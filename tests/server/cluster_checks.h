@@ -212,6 +212,29 @@ inline Tally check_outcome(Cluster& c, std::vector<Attempt>& attempts, int timeo
   }
   EXPECT_EQ(contexts->size(), jobs->size());
 
+  // Each job's waiting flow (on_job_later: its wait outlasts a lease, so many wait through a
+  // kill or a takeover and are resumed by another leader) ended once, completed, and wrote
+  // its record once.
+  std::optional<std::vector<Value>> later = all_records(c, "later");
+  std::optional<std::vector<Value>> waited = all_contexts(c, "&flow=on_job_later");
+  if (later && waited) {
+    std::map<std::string, int> waited_starts;
+    for (const Value& x : *waited) {
+      ++waited_starts[std::string(x["trigger"]["sys_id"].as_string())];
+      EXPECT_EQ(x["status"], Value("completed")) << x.to_json();
+    }
+    std::map<std::string, int> later_keys;
+    for (const Value& r : *later) ++later_keys[std::string(r["key"].as_string())];
+    for (const auto& [sys_id, key] : job_key_of) {
+      EXPECT_EQ(waited_starts[sys_id], 1) << "job " << key << " started on_job_later " << waited_starts[sys_id]
+                                          << " times";
+      EXPECT_EQ(later_keys[key], 1) << "job " << key << "'s waiting flow wrote its record " << later_keys[key]
+                                    << " times";
+    }
+    EXPECT_EQ(waited->size(), jobs->size());
+    EXPECT_EQ(later->size(), jobs->size());
+  }
+
   // One entered record per job; the counter's values each once, in lock-token order: no
   // two contexts held the lock at once.
   std::map<std::string, int> entered_keys;

@@ -1,13 +1,15 @@
 // `flowrt serve --node` as processes: a cluster of nodes on one PostgreSQL schema
 // (server/cluster_node.h), under seeded faults.
 //
-// The project's one flow runs on each insert into `job`: it takes the lock "counter",
+// The project's first flow runs on each insert into `job`: it takes the lock "counter",
 // reads the counter record, waits a moment, writes an `entered` record holding the
 // counter's value and its lock token, moves the counter on and unlocks. So:
 //  - every job record has exactly one context and one `entered` record (a start lost or
 //    made twice shows);
 //  - the `entered` values are 0, 1, 2, ... each once, and the counter ends at their count:
 //    two contexts holding the lock at once would both read one value and write it twice.
+// Its second flow waits 1.5 s (longer than a lease) and writes a `later` record: every job
+// has exactly one, written by one completed context, though most waits span a fault.
 //
 // Clients insert jobs, each with a key of its own, through any node that is up, and note
 // what each insert was answered: acknowledged (2xx), accepted (an "operation" number: it
@@ -60,11 +62,22 @@ constexpr const char* kOnJob = R"({"id": "on_job", "trigger": {"type": "record",
   {"action": "unlock", "inputs": {"key": "counter"}}
  ]})";
 
+// The second flow: each job also starts a context that waits longer than a lease (kLeaseMs)
+// and then writes a `later` record, so that many contexts are waiting when a leader is
+// killed or stopped and must be resumed by the next one, and finish once.
+constexpr const char* kOnJobLater = R"({"id": "on_job_later", "trigger": {"type": "record", "table": "job", "when": "created"},
+ "actions": [
+  {"action": "wait", "inputs": {"duration": "1500ms"}},
+  {"action": "create_record", "inputs": {"table": "later",
+   "values": {"key": "{{trigger.record.key}}", "context": "{{context.id}}"}}}
+ ]})";
+
 fs::path write_project(const std::string& test) {
   const fs::path dir = fs::temp_directory_path() / ("flowrt-cluster-" + std::to_string(::getpid()) + "-" + test);
   fs::remove_all(dir);
   fs::create_directories(dir / "flows");
   std::ofstream(dir / "flows" / "on_job.json") << kOnJob;
+  std::ofstream(dir / "flows" / "on_job_later.json") << kOnJobLater;
   return dir;
 }
 
