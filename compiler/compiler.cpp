@@ -4,6 +4,7 @@
 
 #include "compiler/expr_compiler.h"
 #include "compiler/plan_builder.h"
+#include "plans/value_json.h"
 
 namespace flowrt {
 namespace {

@@ -38,19 +38,4 @@ std::string Diagnostics::describe() const {
   return out;
 }
 
-std::string pointer_append(std::string_view pointer, std::string_view token) {
-  std::string out(pointer);
-  out += '/';
-  for (char c : token) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
-  }
-  return out;
-}
-
-std::string pointer_append(std::string_view pointer, size_t index) {
-  return pointer_append(pointer, std::to_string(index));
-}
-
 }  // namespace flowrt

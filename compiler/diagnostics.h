@@ -45,8 +45,4 @@ class Diagnostics {
   size_t reported_ = 0;
 };
 
-// Appends a reference token to a JSON pointer, escaping "~" and "/".
-std::string pointer_append(std::string_view pointer, std::string_view token);
-std::string pointer_append(std::string_view pointer, size_t index);
-
 }  // namespace flowrt

@@ -6,6 +6,8 @@
 #include <map>
 #include <system_error>
 
+#include "plans/value_json.h"
+
 namespace flowrt {
 
 namespace fs = std::filesystem;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "compiler/unit_compiler.h"
+#include "plans/value_json.h"
 
 namespace flowrt {
 

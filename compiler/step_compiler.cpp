@@ -3,6 +3,7 @@
 
 #include "compiler/unit_compiler.h"
 #include "plans/time.h"
+#include "plans/value_json.h"
 
 namespace flowrt {
 namespace {

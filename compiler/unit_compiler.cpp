@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "plans/value_json.h"
+
 namespace flowrt {
 namespace {
 

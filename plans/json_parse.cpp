@@ -84,10 +84,9 @@ class JsonParser {
     std::string out;
     for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
       if (it->key && it->key->as_string().size() > kMaxErrorPointerBytes) break;  // cannot fit
-      std::string token = it->key ? escaped(*it->key) : std::to_string(it->index);
-      if (out.size() + 1 + token.size() > kMaxErrorPointerBytes) break;
-      out += '/';
-      out += token;
+      std::string longer = it->key ? pointer_append(out, it->key->as_string()) : pointer_append(out, it->index);
+      if (longer.size() > kMaxErrorPointerBytes) break;
+      out = std::move(longer);
     }
     return out;
   }
@@ -98,17 +97,6 @@ class JsonParser {
     bool is_object;
     size_t first;  // index into items_ or members_
   };
-
-  // A key as a pointer's token: '~' as "~0", '/' as "~1".
-  static std::string escaped(const Value& key) {
-    std::string out;
-    for (char c : key.as_string()) {
-      if (c == '~') out += "~0";
-      else if (c == '/') out += "~1";
-      else out += c;
-    }
-    return out;
-  }
 
   bool fail(std::string message, const char* at) {
     error_ = std::move(message);
@@ -467,6 +455,21 @@ Result<Value> parse_json(std::string_view text, const JsonLimits& limits) {
   JsonParseError e;
   if (!parse_json(text, &v, &e, limits)) return Error{e.describe()};
   return v;
+}
+
+std::string pointer_append(std::string_view pointer, std::string_view token) {
+  std::string out(pointer);
+  out += '/';
+  for (char c : token) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
+}
+
+std::string pointer_append(std::string_view pointer, size_t index) {
+  return pointer_append(pointer, std::to_string(index));
 }
 
 bool parse_hex4(const char* s, const char* end, uint32_t* out) {

@@ -69,4 +69,8 @@ void append_utf8(uint32_t cp, std::string& out);
 // The four hex digits at `s` (before `end`) as a number; false when they are not that.
 bool parse_hex4(const char* s, const char* end, uint32_t* out);
 
+// `pointer` with one more reference token (RFC 6901: '~' as "~0", '/' as "~1").
+std::string pointer_append(std::string_view pointer, std::string_view token);
+std::string pointer_append(std::string_view pointer, size_t index);
+
 }  // namespace flowrt

@@ -1,5 +1,7 @@
 #include "server/server_config.h"
 
+#include "plans/value_json.h"
+
 namespace flowrt::server {
 namespace {
 
