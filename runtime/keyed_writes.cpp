@@ -10,10 +10,10 @@ constexpr DurationMs kPruneEveryMs = 60 * 1000;
 constexpr DurationMs kForcedPruneEveryMs = 1000;
 }  // namespace
 
-size_t KeyedWrites::cost(const std::pair<std::string, std::string>& id, const Kept& k) {
+size_t KeyedWrites::cost(const std::string& caller, const std::string& key, const Kept& k) {
   // The map's node (its links and the pair in place) and every string's characters.
   constexpr size_t kNode = 4 * sizeof(void*) + sizeof(std::pair<const std::pair<std::string, std::string>, Kept>);
-  return kNode + id.first.size() + id.second.size() + k.request.size() + k.headers.size() + k.body.size();
+  return kNode + caller.size() + key.size() + k.request.size() + k.headers.size() + k.body.size();
 }
 
 void KeyedWrites::set_journal(Journal* journal) {
@@ -25,9 +25,9 @@ void KeyedWrites::restore(std::vector<KeyedWritePut> kept) {
   MutexLock lock(mu_);
   for (KeyedWritePut& k : kept) {
     auto [it, added] = kept_.try_emplace({std::move(k.caller), std::move(k.key)});
-    if (!added) bytes_ -= cost(it->first, it->second);
+    if (!added) bytes_ -= cost(it->first.first, it->first.second, it->second);
     it->second = Kept{std::move(k.request), k.status, std::move(k.headers), std::move(k.body), k.at};
-    bytes_ += cost(it->first, it->second);
+    bytes_ += cost(it->first.first, it->first.second, it->second);
   }
 }
 
@@ -35,21 +35,19 @@ KeyedWrites::Claim KeyedWrites::claim(const std::string& caller, const std::stri
   const TimeMs now = clock_.now();
   MutexLock lock(mu_);
   prune_locked(now, /*force=*/false);
-  auto [it, added] = kept_.try_emplace({caller, key});
-  Kept& k = it->second;
-  if (added) {
-    k.request = request;
-    k.at = now;
-    const size_t c = cost(it->first, k);
+  auto it = kept_.find({caller, key});
+  if (it == kept_.end()) {
+    Kept fresh{request, -1, "", "", now};
+    const size_t c = cost(caller, key, fresh);
     if (bytes_ + c > limit_bytes_) {
-      kept_.erase(it);
       prune_locked(now, /*force=*/true);
       if (bytes_ + c > limit_bytes_) return Claim{Found::kFull, {}};
-      it = kept_.try_emplace({caller, key}, Kept{request, -1, "", "", now}).first;
     }
+    kept_.emplace(std::make_pair(caller, key), std::move(fresh));
     bytes_ += c;
     return Claim{};
   }
+  const Kept& k = it->second;
   Claim c;
   if (k.request != request) {
     c.found = Found::kOtherRequest;
@@ -73,7 +71,7 @@ uint64_t KeyedWrites::finish(const std::string& caller, const std::string& key, 
   Kept& k = it->second;
   if (!answer) {
     if (!committed) {
-      bytes_ -= cost(it->first, k);
+      bytes_ -= cost(it->first.first, it->first.second, k);
       kept_.erase(it);  // nothing was applied: the key is free again
       return 0;
     }
@@ -81,12 +79,12 @@ uint64_t KeyedWrites::finish(const std::string& caller, const std::string& key, 
     k.at = now;
     return 0;
   }
-  bytes_ -= cost(it->first, k);
+  bytes_ -= cost(it->first.first, it->first.second, k);
   k.status = answer->status;
   k.headers = std::move(answer->headers);
   k.body = std::move(answer->body);
   k.at = now;
-  bytes_ += cost(it->first, k);
+  bytes_ += cost(it->first.first, it->first.second, k);
   if (!journal_) return 0;
   JournalEntry e;
   e.changes.push_back(KeyedWritePut{caller, key, k.request, k.status, k.headers, k.body, k.at});
@@ -120,7 +118,7 @@ void KeyedWrites::prune_locked(TimeMs now, bool force) {
   const size_t had = kept_.size();
   for (auto it = kept_.begin(); it != kept_.end();) {
     if (it->second.status >= 0 && it->second.at < before) {
-      bytes_ -= cost(it->first, it->second);
+      bytes_ -= cost(it->first.first, it->first.second, it->second);
       it = kept_.erase(it);
     } else {
       ++it;

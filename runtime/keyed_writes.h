@@ -119,7 +119,7 @@ class KeyedWrites {
     TimeMs at = 0;
   };
   // What a kept key counts against the budget: its strings and the map's node.
-  static size_t cost(const std::pair<std::string, std::string>& id, const Kept& k);
+  static size_t cost(const std::string& caller, const std::string& key, const Kept& k);
   // Forgets what is past kKeepMs: at most once a minute, or (`force`, when the budget is
   // full) once a second.
   void prune_locked(TimeMs now, bool force) REQUIRES(mu_);

@@ -6,9 +6,9 @@
 //    included), its first commit marking the key in the same store batch; its answer is
 //    kept, and given once that is durable too (for at most `answer_within` more, or until
 //    the server drains: then it is given all the same), so that after any crash the same
-//    request gets it again. Every status is kept but 503 and 504, which say the outcome is not known
-//    (the key then stays marked as applied when the write committed, and is free again
-//    when it did not). An answer never given (the client went away first) counts as not
+//    request gets it again. Every status is kept but 503 and 504, which say the outcome is
+//    not known (the key then stays marked as applied when the write committed, and is free
+//    again when it did not). An answer never given (the client went away first) counts as not
 //    known.
 //  - Sent again: the same status, body, Content-Type, Location and ETag as the first
 //    answer, with `Idempotent-Replayed: true`, and nothing is done; when the server stopped
