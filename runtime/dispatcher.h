@@ -69,7 +69,8 @@ class Dispatcher {
                        const Value& while_holding = Value()) EXCLUDES(mu_);
   Result<Value> remove(std::string_view table, std::string_view sys_id, Origin origin,
                        const Value& while_holding = Value()) EXCLUDES(mu_);
-  // Each record matching `where` (in insertion order), as one operation each.
+  // Each record matching `where` (in insertion order), a commit each; the commits go to the
+  // journal as one entry, so they are durable (one store transaction) all or none.
   Result<size_t> update_where(std::string_view table, const Condition& where, const Value& values, Origin origin)
       EXCLUDES(mu_);
   Result<size_t> remove_where(std::string_view table, const Condition& where, Origin origin) EXCLUDES(mu_);
@@ -239,6 +240,14 @@ class Dispatcher {
   // Removes a record and commits it: its starts, waiters, run states, entry.
   Status commit_remove_locked(std::string_view table, std::string_view sys_id, std::vector<Prepared>& prepared,
                               Origin origin, Batch* batch, Value* removed) REQUIRES(mu_);
+  Result<size_t> update_where_locked(std::string_view table, const Condition& where, const Value& values,
+                                     Origin origin, Batch* batch) REQUIRES(mu_);
+  Result<size_t> remove_where_locked(std::string_view table, const Condition& where, Origin origin, Batch* batch)
+      REQUIRES(mu_);
+  // The commits of one operation made while one_entry_ was set (end_commit left them in
+  // building_; the last commit number before them: `commits_before`) go to the journal as
+  // one entry, also when the operation failed part way.
+  void end_one_entry(Origin origin, uint64_t commits_before) REQUIRES(mu_);
   Status check_holding(Origin origin, const Value& while_holding) REQUIRES(mu_);
   // max_queued_events: an error when `starts` more events would not fit in the queue.
   Status check_queue_room(size_t starts) REQUIRES(mu_);
@@ -308,6 +317,7 @@ class Dispatcher {
   std::atomic<uint64_t> lock_handoffs_{0};
   Journal* journal_ = nullptr;                 // set before the engine starts; then constant
   JournalEntry building_ GUARDED_BY(mu_);      // this critical section's changes (journal_ only)
+  bool one_entry_ GUARDED_BY(mu_) = false;     // end_commit leaves building_ open (end_one_entry)
 };
 
 }  // namespace flowrt

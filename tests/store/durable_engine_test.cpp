@@ -555,6 +555,47 @@ TEST_P(DurableEngineStoresTest, CommitsMadeWhileTheWriterWrites_GoToTheStoreInOn
   EXPECT_EQ(again.records("t").size(), static_cast<size_t>(kMore + 1));
 }
 
+// An update or delete by `where` commits each record in turn, but its commits go to the
+// journal as one entry, which the writer never splits: the store gets them in one
+// transaction, so a crash (or a leader's death) leaves all of them or none, never the
+// records before the cut. A flow started by each update is in the same entry.
+TEST_P(DurableEngineStoresTest, AnUpdateOrDeleteByWhere_IsOneJournalEntry_AllOfItDurableOrNone) {
+  constexpr const char* kOnUpdate = R"({"id": "touched", "trigger": {"type": "record", "table": "t", "when": "updated"},
+    "actions": [{"action": "log", "inputs": {"message": "touched {{trigger.sys_id}}"}}]})";
+  EngineOptions o = options();
+  o.properties.durability = Durability::kNormal;
+  Engine& engine = reopen({kOnUpdate}, o);
+  for (int i = 1; i <= 4; ++i) ASSERT_TRUE(engine.insert("t", Value::object({{"n", Value(i)}})).is_ok());
+  engine.settle();
+  Journal& journal = *engine.core().journal;
+
+  uint64_t before = journal.appended();
+  Result<size_t> updated =
+      engine.update_where("t", json(R"({"field": "n", "op": "ge", "value": 2})"), json(R"({"done": true})"));
+  ASSERT_TRUE(updated.is_ok()) << updated.message();
+  EXPECT_EQ(*updated, 3u);
+  EXPECT_EQ(journal.appended() - before, 1u) << "three commits, one journal entry";
+  engine.settle();
+  EXPECT_EQ(engine.contexts("touched").size(), 3u);
+
+  before = journal.appended();
+  Result<size_t> removed = engine.remove_where("t", json(R"({"field": "done", "op": "eq", "value": true})"));
+  ASSERT_TRUE(removed.is_ok()) << removed.message();
+  EXPECT_EQ(*removed, 3u);
+  EXPECT_EQ(journal.appended() - before, 1u) << "three removes, one journal entry";
+
+  before = journal.appended();
+  Result<size_t> none = engine.update_where("t", json(R"({"field": "n", "op": "gt", "value": 9})"), json(R"({"x": 1})"));
+  ASSERT_TRUE(none.is_ok()) << none.message();
+  EXPECT_EQ(*none, 0u);
+  EXPECT_EQ(journal.appended(), before) << "nothing committed, nothing journaled";
+
+  Engine& again = reopen({kOnUpdate});
+  ASSERT_EQ(again.records("t").size(), 1u);
+  EXPECT_EQ(again.records("t")[0]["n"], Value(1));
+  EXPECT_EQ(again.contexts("touched").size(), 3u);
+}
+
 // The writer finishes a batch (wakes its waiters, delivers what it holds) while the next
 // batch is in the store's hands: on PostgreSQL once its first statements are sent and
 // before its COMMIT; on SQLite, which cannot overlap, before it writes. The writer is held
