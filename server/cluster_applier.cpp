@@ -23,8 +23,14 @@ bool is_read(const std::string& method) { return method == "GET" || method == "H
 
 }  // namespace
 
-ClusterApplier::ClusterApplier(std::string url, const Router& router, uint64_t applied, std::string address)
-    : url_(std::move(url)), router_(router), applied_(applied), address_(std::move(address)) {}
+ClusterApplier::ClusterApplier(std::string url, const Router& router, int64_t epoch, uint64_t applied,
+                               std::string address, std::function<void(const std::string&)> on_fenced)
+    : url_(std::move(url)),
+      router_(router),
+      epoch_(epoch),
+      applied_(applied),
+      address_(std::move(address)),
+      on_fenced_(std::move(on_fenced)) {}
 
 ClusterApplier::~ClusterApplier() { stop(); }
 
@@ -148,11 +154,21 @@ Status ClusterApplier::answer_finished(PostgresCluster& link) {
     record(&answers, seq, Reply(std::move(*res)));
   }
   // One transaction for the round: one commit, one notification.
-  Status s = link.answer_all(answers);
-  if (!s) {
-    engine_log().warn("cluster: {} answers not recorded yet: {}", answers.size(), s.message());
+  Result<bool> recorded = link.answer_all(answers, epoch_);
+  if (!recorded) {
+    engine_log().warn("cluster: {} answers not recorded yet: {}", answers.size(), recorded.message());
     unrecorded_ = std::move(answers);  // again, on a new connection
-    return s;
+    return recorded.status();
+  }
+  if (!*recorded) {
+    // Another node took the lead: these answers may say "refused" of entries that it
+    // applies. It answers them (again, from what is durable); this node takes no more.
+    fenced_ = true;
+    const std::string why = "its answers to the inbox were fenced: another node took the lead after epoch " +
+                            std::to_string(epoch_) + " (" + std::to_string(answers.size()) + " answers not recorded)";
+    engine_log().error("cluster: {}", why);
+    if (on_fenced_) on_fenced_(why);
+    return Status::ok();
   }
   answered_.fetch_add(answers.size(), std::memory_order_relaxed);
   return Status::ok();
@@ -162,7 +178,7 @@ void ClusterApplier::run() {
   std::unique_ptr<PostgresCluster> link;
   uint64_t cursor = 0;  // entries up to here are started
   auto last_prune = std::chrono::steady_clock::now();
-  while (!stopping_.load()) {
+  while (!stopping_.load() && !fenced_) {
     if (!link) {
       Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);
       if (!c || !(*c)->listen("flowrt_inbox")) {

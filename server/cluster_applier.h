@@ -8,7 +8,10 @@
 // ("applied by the last leader"): each operation is applied exactly once. Reads (GET, HEAD)
 // are always answered again. An entry that waits (?wait=) hands its wait to a list polled
 // between entries, so the entries behind it are not held up. An event stream is not
-// forwarded (503 naming the leader's address).
+// forwarded (503 naming the leader's address). Its answers are fenced by its epoch, as its
+// store batches are: a leader that lost the lead without knowing it yet (paused, cut off)
+// may have refused an entry that the next leader applies, and must not be the one to
+// answer it.
 //
 // Order with overlap: each entry runs on one of kHandlerThreads (a write waits for its
 // commit to be durable there), and the next entry starts once this one has made its first
@@ -49,9 +52,13 @@ class ClusterApplier {
   // client may send such a request again for a day and get its first answer.
   static constexpr int64_t kKeepKeyedSeconds = 86400;
 
-  // `applied` is the lead's applied_op when this node took the lead; `address` is where
-  // this node listens (named to clients of an event stream).
-  ClusterApplier(std::string url, const Router& router, uint64_t applied, std::string address);
+  // `epoch` and `applied` are the lead's epoch and applied_op when this node took the
+  // lead; `address` is where this node listens (named to clients of an event stream).
+  // Answers are fenced by `epoch` (PostgresCluster::answer_all): once another node has
+  // taken the lead, none is recorded, the applier stops taking entries, and `on_fenced`
+  // is called once, on the applier's thread, saying why.
+  ClusterApplier(std::string url, const Router& router, int64_t epoch, uint64_t applied, std::string address,
+                 std::function<void(const std::string&)> on_fenced);
   ~ClusterApplier();
   ClusterApplier(const ClusterApplier&) = delete;
   ClusterApplier& operator=(const ClusterApplier&) = delete;
@@ -88,9 +95,12 @@ class ClusterApplier {
 
   const std::string url_;
   const Router& router_;
+  const int64_t epoch_;
   const uint64_t applied_;
   const std::string address_;
+  const std::function<void(const std::string&)> on_fenced_;
   std::atomic<bool> stopping_{false};
+  bool fenced_ = false;  // the applier thread's: another node leads; nothing more is taken
   std::atomic<uint64_t> answered_{0};
   std::mutex mu_;
   std::condition_variable cv_;

@@ -188,7 +188,8 @@ Status ClusterNode::start_leading(int64_t epoch, uint64_t applied) {
   follower_server_.reset();
   forwarder_.reset();
   const std::string address = setup_.host + ":" + std::to_string(port_.load());
-  applier_ = std::make_unique<ClusterApplier>(url_, service_->router(), applied, address);
+  applier_ = std::make_unique<ClusterApplier>(url_, service_->router(), epoch, applied, address,
+                                              [this](const std::string& why) { lost_lead(why); });
   applier_->start();
   leads_.store(true);
   return Status::ok();

@@ -18,7 +18,8 @@
 // leader that could not renew it for a whole lease, whose store writes have failed for a
 // whole lease (a cut writer connection never writes again: the engine gives the store up,
 // EngineOptions::store_give_up_ms, also while the node loads the state to lead), or that
-// finds another incarnation in the lead row, has lost the lead: it calls on_lost_lead (the
+// finds another incarnation in the lead row, or whose answers to the inbox are fenced
+// (ClusterApplier), has lost the lead: it calls on_lost_lead (the
 // command line exits with status 3; restarted, it joins again as a new incarnation). Its
 // writes are fenced either way. While a node loads the state to lead, its heartbeat thread
 // watches the lead row (the loading may wait for a write that the next leader fenced).

@@ -455,16 +455,23 @@ Result<std::vector<InboxEntry>> PostgresCluster::unanswered(uint64_t after, size
   return out;
 }
 
-Status PostgresCluster::answer(uint64_t seq, const InboxReply& reply) { return answer_all({{seq, reply}}); }
+Result<bool> PostgresCluster::answer(uint64_t seq, const InboxReply& reply, int64_t epoch) {
+  return answer_all({{seq, reply}}, epoch);
+}
 
-Status PostgresCluster::answer_all(const std::vector<std::pair<uint64_t, InboxReply>>& answers) {
-  if (answers.empty()) return Status::ok();
+Result<bool> PostgresCluster::answer_all(const std::vector<std::pair<uint64_t, InboxReply>>& answers, int64_t epoch) {
+  if (answers.empty()) return true;
   // Not waiting for the flush: an answer lost with the database is answered again by the
   // next leader ("applied before"), while the effects it reports are durable already (the
   // leader's store batch).
   return in_transaction(
       conn_, "BEGIN; SET LOCAL synchronous_commit = off",
-      [&]() -> Status {
+      [&]() -> Result<bool> {
+        Params e;
+        e.integer(epoch);
+        ResultPtr lead(exec_params(conn_, "SELECT 1 FROM cluster_lead WHERE id = 1 AND epoch = $1::bigint FOR SHARE", e));
+        if (!result_ok(lead.get())) return error("cannot answer");
+        if (PQntuples(lead.get()) == 0) return false;  // fenced: nothing written
         for (const auto& [seq, reply] : answers) {
           Params p;
           p.integer(static_cast<int64_t>(seq));
@@ -481,9 +488,9 @@ Status PostgresCluster::answer_all(const std::vector<std::pair<uint64_t, InboxRe
         c.text(channel("flowrt_answers"));
         ResultPtr notify(exec_params(conn_, "SELECT pg_notify($1::text, '')", c));
         if (!result_ok(notify.get())) return error("cannot answer");
-        return Status::ok();
+        return true;
       },
-      [&] { return error("cannot answer"); });
+      [&]() -> Result<bool> { return error("cannot answer"); });
 }
 
 Result<std::vector<std::pair<uint64_t, InboxReply>>> PostgresCluster::answers(const std::vector<uint64_t>& seqs) {

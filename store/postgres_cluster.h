@@ -158,11 +158,16 @@ class PostgresCluster {
   bool connected() const;
   // Entries after `after` without an answer, oldest first, at most `limit`.
   Result<std::vector<InboxEntry>> unanswered(uint64_t after, size_t limit);
-  // Records the answer to entry `seq` (once: a second answer is ignored) and notifies.
-  Status answer(uint64_t seq, const InboxReply& reply);
+  // Records the answer of the leader of `epoch` to entry `seq` (once: a second answer is
+  // ignored) and notifies. Fenced as the leader's store batches are: false, and nothing
+  // recorded, when `epoch` no longer leads (another node took the lead since). The check
+  // locks the lead row for the transaction, so a takeover and an answer are serialised: a
+  // stale leader, which may have refused or failed an entry the next leader applies, can
+  // never answer it.
+  Result<bool> answer(uint64_t seq, const InboxReply& reply, int64_t epoch);
   // The same for many, in one transaction (one commit, one notification). Answers are
   // committed without waiting for the database's flush (synchronous_commit off).
-  Status answer_all(const std::vector<std::pair<uint64_t, InboxReply>>& answers);
+  Result<bool> answer_all(const std::vector<std::pair<uint64_t, InboxReply>>& answers, int64_t epoch);
   // The answers among `seqs` that are there.
   Result<std::vector<std::pair<uint64_t, InboxReply>>> answers(const std::vector<uint64_t>& seqs);
   // Entry `seq` (without its body; with its key), nullopt when there is none (never, or pruned).

@@ -54,6 +54,8 @@ class PostgresClusterTest : public ::testing::Test {
               "");
   }
   std::string sql_value(const std::string& sql) const { return postgres_value(url_, sql); }
+  // An answer was recorded (not failed, not fenced). Epoch 0 is the lead row's until a node leads.
+  static bool recorded(const Result<bool>& r) { return r.is_ok() && *r; }
   static StoreBatch batch_of_record(int n, uint64_t applied_op = 0) {
     StoreBatch b;
     b.changes.push_back(RecordPut{"t", json(R"({"sys_id":"r)" + std::to_string(n) + R"("})"), static_cast<uint64_t>(n)});
@@ -165,6 +167,41 @@ TEST_F(PostgresClusterTest, AStaleLeadersStoreWrite_IsFenced_WholeBatchRefused_T
   EXPECT_EQ(sql_value("SELECT applied_op FROM cluster_lead"), "9") << "applied_op never goes back";
 }
 
+// A stale leader's answers are fenced as its store batches are. Found by the fault runs: a
+// leader paused past its lease refused an entry (its store was fenced: "refused, nothing
+// was written"), the next leader applied it, and the stale leader's answer came first, so
+// the client was told "refused" of an insert that is there.
+TEST_F(PostgresClusterTest, AStaleLeadersAnswer_IsFenced_TheNewLeadersAnswerStands) {
+  std::unique_ptr<PostgresCluster> a = link(), b = link();
+  ASSERT_TRUE(a && b);
+  const int64_t ia = join(*a, "a"), ib = join(*b, "b");
+  const int64_t old_epoch = (*a->try_lead(ia))->epoch;
+  Result<std::vector<InboxAppended>> done =
+      b->append(ib, {InboxRequest{"POST", "/x", "t", "operator", true, "", "", ""},
+                     InboxRequest{"POST", "/y", "t", "operator", true, "", "", ""}}, "b.1");
+  ASSERT_TRUE(done.is_ok()) << done.message();
+  const std::vector<uint64_t> seqs = entry_numbers(*done);
+  ASSERT_TRUE(recorded(a->answer(seqs[0], InboxReply{201, "text/plain", "by a"}, old_epoch))) << "a leads: recorded";
+
+  expire(ia);
+  Result<std::optional<ClusterLead>> lb = b->try_lead(ib);
+  ASSERT_TRUE(lb.is_ok() && lb->has_value());
+  Result<bool> stale = a->answer(seqs[1], InboxReply{503, "text/plain", "refused by a"}, old_epoch);
+  ASSERT_TRUE(stale.is_ok()) << stale.message();
+  EXPECT_FALSE(*stale) << "fenced: another node leads";
+  Result<std::optional<InboxStatus>> e = b->entry(seqs[1]);
+  ASSERT_TRUE(e.is_ok() && e->has_value());
+  EXPECT_FALSE((*e)->reply.has_value()) << "the stale leader's answer is not there";
+
+  ASSERT_TRUE(recorded(b->answer(seqs[1], InboxReply{201, "text/plain", "by b"}, (*lb)->epoch)));
+  e = b->entry(seqs[1]);
+  ASSERT_TRUE(e.is_ok() && e->has_value() && (*e)->reply.has_value());
+  EXPECT_EQ((*e)->reply->body, "by b");
+  Result<bool> late = a->answer(seqs[1], InboxReply{500, "text/plain", "late"}, old_epoch);
+  ASSERT_TRUE(late.is_ok()) << late.message();
+  EXPECT_FALSE(*late);
+}
+
 TEST_F(PostgresClusterTest, ATakeoverWaitsForTheBatchInFlight_ThenFencesTheNext) {
   std::unique_ptr<PostgresCluster> a = link(), b = link();
   ASSERT_TRUE(a && b);
@@ -226,7 +263,7 @@ TEST_F(PostgresClusterTest, InboxAppendsFromManyConnections_AreNumberedInCommitO
     for (const InboxEntry& e : *seen) {
       ASSERT_EQ(e.seq, cursor + 1) << "a gap: an entry numbered before one already seen committed after it";
       EXPECT_EQ(e.request.body, std::string("{\"\\u0000\":1}\0raw", 16)) << "bodies are bytes, kept whole";
-      ASSERT_TRUE(reader->answer(e.seq, InboxReply{200, "text/plain", "ok"}).is_ok());
+      ASSERT_TRUE(recorded(reader->answer(e.seq, InboxReply{200, "text/plain", "ok"}, /*epoch=*/0)));
       cursor = e.seq;
     }
     if (last && seen->empty()) break;
@@ -246,8 +283,8 @@ TEST_F(PostgresClusterTest, AnAnswerIsRecordedOnce_AndWakesAListener) {
   Result<std::vector<InboxAppended>> done = c->append(node, {InboxRequest{"GET", "/x", "t", "viewer", false, "", "", ""}}, "n.1");
   ASSERT_TRUE(done.is_ok());
   const std::vector<uint64_t> seqs = entry_numbers(*done);
-  ASSERT_TRUE(c->answer(seqs[0], InboxReply{201, "application/json", "{\"a\":1}"}).is_ok());
-  ASSERT_TRUE(c->answer(seqs[0], InboxReply{500, "text/plain", "second"}).is_ok());
+  ASSERT_TRUE(recorded(c->answer(seqs[0], InboxReply{201, "application/json", "{\"a\":1}"}, /*epoch=*/0)));
+  ASSERT_TRUE(recorded(c->answer(seqs[0], InboxReply{500, "text/plain", "second"}, /*epoch=*/0)));
   Result<bool> woke = listener->wait(10000);
   ASSERT_TRUE(woke.is_ok());
   EXPECT_TRUE(*woke);
@@ -372,7 +409,7 @@ TEST_F(PostgresClusterTest, Pruning_KeepsKeyedEntriesLonger_AndUnansweredOnesAlw
   Result<std::vector<InboxAppended>> done = c->append(node, {plain, keyed, plain}, "n.1");
   ASSERT_TRUE(done.is_ok()) << done.message();
   const std::vector<uint64_t> seqs = entry_numbers(*done);
-  ASSERT_TRUE(c->answer_all({{seqs[0], InboxReply{202, "", ""}}, {seqs[1], InboxReply{202, "", ""}}}).is_ok());
+  ASSERT_TRUE(recorded(c->answer_all({{seqs[0], InboxReply{202, "", ""}}, {seqs[1], InboxReply{202, "", ""}}}, /*epoch=*/0)));
   auto age = [&](uint64_t seq, const char* by) {
     ASSERT_EQ(postgres_exec(url_, "UPDATE cluster_inbox SET accepted = accepted - interval '" + std::string(by) +
                                       "', answered = answered - interval '" + by + "' WHERE seq = " +
