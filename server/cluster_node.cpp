@@ -14,6 +14,7 @@
 #include "server/cluster_applier.h"
 #include "server/cluster_forwarder.h"
 #include "server/http_message.h"
+#include "server/stream_relay.h"
 #include "store/postgres_cluster.h"
 
 namespace flowrt::server {
@@ -97,6 +98,9 @@ Result<std::unique_ptr<ClusterNode>, Diagnostics> ClusterNode::open(const ServeO
     return json_response(http::status::ok, Value::object({{"status", Value("ready")}, {"role", Value("follower")}}));
   });
   add_viewer_routes(n->follower_router_);  // the viewer's files are in the binary: served here
+  // The event stream: the leader's, passed on (server/stream_relay.h).
+  n->follower_router_.add(http::verb::get, "/api/stream", Permission::kRead,
+                          [self](const ApiRequest& req) -> Reply { return self->relay_stream(req); });
   n->follower_router_.otherwise([self](const Request& req, const Caller& caller) -> Reply {
     return self->forwarder_->forward(req, caller);
   });
@@ -193,6 +197,59 @@ Status ClusterNode::start_leading(int64_t epoch, uint64_t applied) {
   applier_->start();
   leads_.store(true);
   return Status::ok();
+}
+
+Result<std::string> ClusterNode::leader_address() {
+  std::lock_guard lock(info_mu_);
+  if (!info_link_) {
+    Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);
+    if (!c) return c.error();
+    info_link_ = std::move(c).value();
+  }
+  Result<ClusterLead> lead = info_link_->lead();
+  Result<std::vector<ClusterNodeRow>> nodes = lead ? info_link_->nodes() : Result<std::vector<ClusterNodeRow>>(lead.error());
+  if (!lead || !nodes) {
+    info_link_.reset();
+    return !lead ? lead.error() : nodes.error();
+  }
+  for (const ClusterNodeRow& r : *nodes) {
+    if (lead->incarnation != 0 && r.incarnation == lead->incarnation && r.alive && !r.address.empty()) return r.address;
+  }
+  return Error{"no node leads the cluster now (a change of leader is under way)"};
+}
+
+Reply ClusterNode::relay_stream(const ApiRequest& req) {
+  auto unavailable = [](const std::string& why) {
+    Response res = error_response(http::status::service_unavailable, why + "; try again in a moment");
+    res.set(http::field::retry_after, "1");
+    return res;
+  };
+  Result<std::string> address = leader_address();
+  if (!address) return unavailable("the event stream is the leader's, passed on: " + address.message());
+  // "host:port", the host in brackets when it is an IPv6 address.
+  const std::string& a = *address;
+  const size_t colon = a.rfind(':');
+  uint16_t port = 0;
+  const auto parsed = std::from_chars(a.data() + colon + 1, a.data() + a.size(), port);
+  if (colon == std::string::npos || parsed.ec != std::errc() || port == 0) {
+    return unavailable("the leader's address '" + utf8_prefix(a, 100) + "' is not host:port");
+  }
+  StreamRelay::Upstream up;
+  up.host = a.substr(0, colon);
+  if (up.host.size() > 2 && up.host.front() == '[' && up.host.back() == ']') up.host = up.host.substr(1, up.host.size() - 2);
+  up.port = port;
+  up.target = std::string(req.http.target());
+  if (auto h = req.http.find(http::field::authorization); h != req.http.end()) up.authorization = std::string(h->value());
+  if (auto h = req.http.find("Last-Event-ID"); h != req.http.end()) up.last_event_id = std::string(h->value());
+  // The leader sends a comment every stream_heartbeat_ms: two missed, and it is gone.
+  const std::chrono::milliseconds idle(2 * setup_.config.limits.stream_heartbeat_ms + 1000);
+  Result<StreamRelay::Opened> opened = StreamRelay::open(up, std::chrono::milliseconds(3000), idle);
+  if (!opened) return unavailable("the leader's event stream at " + a + " cannot be opened: " + opened.message());
+  if (opened->answer) return std::move(*opened->answer);  // the leader's refusal, as it gave it
+  Reply reply;
+  reply.stream = std::move(opened->relay);
+  reply.stream_after = 0;
+  return reply;
 }
 
 void ClusterNode::add_cluster_routes(Router& router) {

@@ -85,6 +85,10 @@ class ClusterNode {
   Status start_following();
   Status start_leading(int64_t epoch, uint64_t applied);
   void add_cluster_routes(Router& router);
+  // A follower's GET /api/stream: the leader's stream, passed on (server/stream_relay.h).
+  Reply relay_stream(const ApiRequest& req);
+  // Where the leading node listens ("host:port"); an error while none leads.
+  Result<std::string> leader_address();
   void heartbeat_loop();
   void control_loop();
   void lost_lead(const std::string& why);

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "plans/value.h"
+#include "server/stream_source.h"
 
 namespace flowrt {
 class Engine;
@@ -30,13 +31,7 @@ class Engine;
 
 namespace flowrt::server {
 
-struct FeedEvent {
-  uint64_t id = 0;
-  std::string type;  // "context", "lock" or "reset"
-  std::string data;  // JSON text
-};
-
-class EventFeed {
+class EventFeed final : public StreamSource {
  public:
   EventFeed(Engine& engine, int64_t period_ms = 100, size_t capacity = 10000);
   ~EventFeed();
@@ -49,7 +44,9 @@ class EventFeed {
 
   // The changes after `after` (at most `max`); a single "reset" event when some of those
   // are no longer held.
-  std::vector<FeedEvent> after(uint64_t after, size_t max = 1000) const;
+  std::vector<FeedEvent> after(uint64_t after, size_t max) const override;
+  std::vector<FeedEvent> after(uint64_t after) const { return this->after(after, 1000); }
+  bool ended() const override { return false; }  // the server's own feed ends with the server
   uint64_t last_id() const;
 
   // One look at the engine now (the thread calls it; tests call it to step the feed).
@@ -58,8 +55,8 @@ class EventFeed {
   // A stream client came or went: the feed reads contexts only while one is connected.
   // subscribe returns the id a new client follows from (after the reset, when it was the
   // first: the client has just loaded what it shows).
-  uint64_t subscribe();
-  void unsubscribe();
+  uint64_t subscribe() override;
+  void unsubscribe() override;
 
   // What the feed measured: contexts started per second over the last seconds.
   struct Figures {

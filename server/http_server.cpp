@@ -10,7 +10,7 @@
 #include <unordered_map>
 
 #include "runtime/engine_log.h"
-#include "server/event_feed.h"
+#include "server/stream_source.h"
 
 namespace flowrt::server {
 
@@ -318,10 +318,11 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void stream_tick() {
     if (state_->stopping.load()) return close();
-    for (const FeedEvent& e : feed_->after(stream_after_)) {
+    for (const FeedEvent& e : feed_->after(stream_after_, 1000)) {
       out_ += "id: " + std::to_string(e.id) + "\nevent: " + e.type + "\ndata: " + e.data + "\n\n";
       stream_after_ = std::max(stream_after_, e.id);
     }
+    if (out_.empty() && feed_->ended()) return close();  // all it had is written
     if (out_.empty() && Clock::now() - last_heartbeat_ > std::chrono::milliseconds(limits().stream_heartbeat_ms)) {
       out_ = ": heartbeat\n\n";  // a comment: keeps proxies and the client's connection alive
     }
@@ -380,7 +381,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool busy_ = false;
   bool streaming_ = false;
   bool closed_ = false;
-  std::shared_ptr<EventFeed> feed_;
+  std::shared_ptr<StreamSource> feed_;
   uint64_t stream_after_ = 0;
   std::string out_;
   Clock::time_point last_heartbeat_;

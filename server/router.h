@@ -23,7 +23,7 @@
 
 namespace flowrt::server {
 
-class EventFeed;
+class StreamSource;
 
 // One request as a handler sees it.
 struct ApiRequest {
@@ -62,9 +62,9 @@ struct Reply {
   // Set when another thread knows the moment the answer comes (it wakes the reply): the
   // server then polls at once, and otherwise every max_poll_interval (a fallback).
   std::shared_ptr<ReplyWaker> waker;
-  // An event stream: the server writes the feed's events after `stream_after` (none: after
-  // the last one when the client subscribes, EventFeed::subscribe).
-  std::shared_ptr<EventFeed> stream;
+  // An event stream: the server writes the source's events after `stream_after` (none:
+  // from where StreamSource::subscribe says, for the server's own feed after its last).
+  std::shared_ptr<StreamSource> stream;
   std::optional<uint64_t> stream_after;
 };
 

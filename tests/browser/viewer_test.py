@@ -397,8 +397,9 @@ def node_roles(roles):
 
 async def cluster_test(env):
     """Two nodes on the PostgreSQL test server: the viewer, opened on the follower, shows
-    both with their roles and leases; the leader is killed and the page shows the follower
-    taking over and the leader gone, without a reload."""
+    both with their roles and leases, and a context started on the leader live (the
+    follower passes the leader's event stream on); the leader is killed and the page shows
+    the follower taking over and the leader gone, without a reload."""
     url_file = os.environ.get("FLOWRT_PG_URL_FILE", "")
     if not url_file or not os.path.exists(url_file):
         raise Failure(f"no PostgreSQL test server: {url_file or 'FLOWRT_PG_URL_FILE'} is missing "
@@ -419,6 +420,20 @@ async def cluster_test(env):
     await tab.wait("both nodes, a leading", node_roles({"a": "leader", "b": "follower"}))
     await env.shot(tab, "viewer-cluster")
     step("the cluster page shows a leading and b following")
+    # The contexts page from b follows the leader's stream, passed on by b: a context
+    # started through a appears live, without a reload.
+    await go(tab, "#/contexts")
+    await tab.wait("the event stream through the follower to be live",
+                   "document.getElementById('stream-status').dataset.state === 'live'")
+    await tab.js("window.__flowrtSameDocument = true")
+    a.api("POST", "/api/tables/incident/records", {"number": "INC0200", "short_description": "via a", "priority": 1})
+    ctx = a.wait_api("the context on_incident started on a",
+                     lambda: next((c["id"] for c in a.api("GET", "/api/contexts?flow=on_incident")["contexts"]), None))
+    await tab.wait(f"row {ctx} to appear in #contexts-table on b's page", f"!!{q(row(ctx))}")
+    await tab.wait(f"row {ctx}'s status to show completed", f"{text(row(ctx) + ' td.status')} === 'completed'")
+    await expect_same_document(tab, "the new context was shown through the follower")
+    step(f"{ctx}, started on the leader, appeared live on the follower's page")
+    await go(tab, "#/cluster")
     a.kill9()
     step("a killed (kill -9)")
     await tab.wait("b to take over and a to show gone", node_roles({"b": "leader", "a": "gone"}), timeout=60)

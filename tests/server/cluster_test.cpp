@@ -24,6 +24,8 @@
 #include "server/cluster_node.h"
 #include "store/postgres_cluster.h"
 #include "tests/server/server_fixture.h"
+#include "tests/server/sse_reader.h"
+#include "tests/support/test_support.h"
 #include "tests/support/postgres_support.h"
 
 namespace flowrt::testing_http {
@@ -148,6 +150,80 @@ TEST_F(ClusterPostgresTest, AFollowerAnswersWithTheLeadersAnswer_InOneCommitOrde
   EXPECT_EQ(cluster.json()["lead"]["node"].as_string(), "a");
   EXPECT_EQ(cluster.json()["nodes"].items().size(), 2u);
   EXPECT_EQ(to_a.get("/api/cluster").json()["node"]["role"].as_string(), "leader");
+}
+
+// A follower passes the leader's event stream on (server/stream_relay.h): the same events
+// with the same ids, resumable by Last-Event-ID through any node; the client's token is
+// checked by the follower and again by the leader; the stream ends when the leader goes
+// (the node that then follows too: its relay's upstream ended), and the client, sent again,
+// follows the new leader's.
+TEST_F(ClusterPostgresTest, AFollowerPassesTheLeadersEventStreamOn_ResumableByItsIds_EndingWhenTheLeaderGoes) {
+  std::ofstream(dir_ / "config.json") << config_with_tokens();
+  server::ClusterNode& a = join("a");
+  server::ClusterNode& b = join("b");
+  server::ClusterNode& c = join("c");
+  ASSERT_TRUE(a.leads());
+  auto stream_request = [](const std::string& token, const std::string& extra = "") {
+    return "GET /api/stream?access_token=" + token + " HTTP/1.1\r\nHost: x\r\n" + extra + "\r\n";
+  };
+  HttpClient to_b(b.port());
+  EXPECT_EQ(to_b.get("/api/stream?access_token=not-a-token").status, 401) << "the follower checks the token";
+  {
+    StreamReader bad(b.port(), stream_request(token("viewer"), "Last-Event-ID: x\r\n"));
+    EXPECT_TRUE(bad.opened());
+    EXPECT_THAT(bad.head(), HasSubstr("400")) << "the leader's refusal of a bad Last-Event-ID, passed on";
+  }
+
+  StreamReader from_b(b.port(), stream_request(token("viewer")));
+  StreamReader from_c(c.port(), stream_request(token("viewer")));
+  ASSERT_TRUE(from_b.opened()) << from_b.head();
+  ASSERT_TRUE(from_c.opened()) << from_c.head();
+  EXPECT_THAT(from_b.head(), HasSubstr("Content-Type: text/event-stream"));
+  HttpReply fired = to_b.post("/api/events/ping", R"({"n": 1})", token("operator"));
+  ASSERT_EQ(fired.status / 100, 2) << fired.body;
+  auto on_ping = [](const char* change) {
+    return [change](const SseEvent& e) {
+      return e.type == "context" && e.data["context"]["flow"] == Value("on_ping") && e.data["change"] == Value(change);
+    };
+  };
+  std::optional<SseEvent> started = from_b.until(on_ping("started"));
+  ASSERT_TRUE(started) << from_b.seen();
+  std::optional<SseEvent> ended = from_b.until(on_ping("ended"));
+  ASSERT_TRUE(ended) << from_b.seen();
+  std::optional<SseEvent> same = from_c.until(on_ping("started"));
+  ASSERT_TRUE(same) << from_c.seen();
+  EXPECT_EQ(same->id, started->id) << "the leader's ids, whichever follower passes them on";
+
+  // Resumed through the other follower: the rest, after the id named.
+  StreamReader resumed(c.port(), stream_request(token("viewer"), "Last-Event-ID: " + std::to_string(started->id) + "\r\n"));
+  std::optional<SseEvent> next = resumed.until(on_ping("ended"));
+  ASSERT_TRUE(next) << resumed.seen();
+  EXPECT_EQ(next->id, ended->id);
+  EXPECT_EQ(next->data, ended->data);
+
+  // The leader goes: every stream through a follower ends, the one that takes the lead and
+  // the one that stays a follower alike.
+  a.stop();
+  for (StreamReader* s : {&from_b, &from_c, &resumed}) {
+    EXPECT_FALSE(s->until([](const SseEvent&) { return false; }));
+    EXPECT_TRUE(s->closed()) << "the stream ends, not falls silent: " << s->seen();
+  }
+  ASSERT_TRUE(WaitFor([&] { return b.leads() || c.leads(); })) << "one of them takes the lead";
+  server::ClusterNode& follower = b.leads() ? c : b;
+  // Sent again to the one still following, with its last id: the new leader's feed did not
+  // give it, so the client is told to reload. (Until the new leader listens, the follower
+  // answers 503 with Retry-After, as a client's EventSource retries.)
+  std::unique_ptr<StreamReader> again;
+  for (int attempt = 0; attempt < 200; ++attempt) {  // as an EventSource retries: 100 ms apart, 20 s at most
+    again = std::make_unique<StreamReader>(
+        follower.port(), stream_request(token("viewer"), "Last-Event-ID: " + std::to_string(ended->id) + "\r\n"));
+    if (again->opened() && again->head().find(" 200 ") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_THAT(again->head(), HasSubstr(" 200 "));
+  std::optional<SseEvent> reset = again->next();
+  ASSERT_TRUE(reset) << again->head();
+  EXPECT_EQ(reset->type, "reset");
 }
 
 TEST_F(ClusterPostgresTest, ManyOperationsForwardedAtOnce_CommitInInboxOrder) {

@@ -1,0 +1,93 @@
+// StreamRelay: a cluster follower's `GET /api/stream`, passed on from the leader's. The
+// follower opens the leader's stream with the client's own credentials (its Authorization
+// header or ?access_token=, which the leader checks again) and Last-Event-ID, and its HTTP
+// server writes the leader's events, ids unchanged, to the client: so a viewer opened on
+// any node shows the executions live, and a client that reconnects to another node
+// resumes from the same ids as long as the same node leads.
+//
+// One relay per client stream, one upstream connection each, read by a thread of the
+// relay's own (its own I/O context). The relay ends when the leader's stream ends (the
+// leader stopped or died, or another node took the lead), when nothing came for `idle`
+// (the leader sends a comment every stream_heartbeat_ms), or when the client keeps more
+// than kMaxHeld events unread; the follower then ends the client's stream, and its
+// EventSource reconnects (with its Last-Event-ID: a new leader's feed answers a `reset`).
+//
+// Thread-safety: after, ended, subscribe and unsubscribe from any thread (one mutex guards
+// the events held); the reading thread alone uses the connection. The destructor closes
+// the connection and joins the thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "plans/result.h"
+#include "server/http_message.h"
+#include "server/stream_source.h"
+
+namespace flowrt::server {
+
+class StreamRelay final : public StreamSource {
+ public:
+  // Events read from the leader and not yet written to the client, at most.
+  static constexpr size_t kMaxHeld = 10000;
+  // A line of the leader's stream, at most (its events are single-line JSON).
+  static constexpr size_t kMaxLine = 1 << 20;
+
+  // Where the leader's stream is, and the client's request to pass on.
+  struct Upstream {
+    std::string host;           // a name or an address (IPv6 without brackets)
+    uint16_t port = 0;
+    std::string target;         // the client's target: "/api/stream", perhaps "?access_token=..."
+    std::string authorization;  // the client's Authorization header ("": none)
+    std::string last_event_id;  // the client's Last-Event-ID ("": none)
+  };
+  // What opening gave: a relay once the leader answered 200, else the leader's own answer
+  // (a 401 for a token it does not know, a 400 for a bad Last-Event-ID, ...) to pass on.
+  struct Opened {
+    std::shared_ptr<StreamRelay> relay;
+    std::optional<Response> answer;
+  };
+  // Connects, sends the request and reads the answer's head, all within `timeout`: an
+  // error when the leader cannot be reached or does not answer in time.
+  static Result<Opened> open(const Upstream& upstream, std::chrono::milliseconds timeout,
+                             std::chrono::milliseconds idle);
+
+  ~StreamRelay() override;
+  StreamRelay(const StreamRelay&) = delete;
+  StreamRelay& operator=(const StreamRelay&) = delete;
+
+  // The leader's stream already starts where the client asked: every event is new to it.
+  uint64_t subscribe() override { return 0; }
+  // The client went: the upstream connection is closed.
+  void unsubscribe() override;
+  std::vector<FeedEvent> after(uint64_t after, size_t max) const override;
+  bool ended() const override;
+
+ private:
+  struct Connection;  // the Asio side (stream_relay.cpp)
+  explicit StreamRelay(std::chrono::milliseconds idle);
+  void read_more();        // the reading thread
+  bool take_lines();       // the reading thread: false when it must end (too much held)
+  void take_line(std::string_view line);
+  void finish();           // the reading thread: the upstream is done
+  void close_upstream();   // any thread
+
+  const std::chrono::milliseconds idle_;
+  std::unique_ptr<Connection> conn_;
+  std::thread reader_;
+  FeedEvent partial_;  // the reading thread's: the event its lines build
+
+  mutable std::mutex mu_;
+  mutable std::deque<FeedEvent> held_;  // guarded by mu_; after() drops what the client has
+  bool upstream_done_ = false;          // guarded by mu_
+  bool closing_ = false;                // guarded by mu_
+};
+
+}  // namespace flowrt::server

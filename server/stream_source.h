@@ -1,0 +1,36 @@
+// StreamSource: what an event stream (`GET /api/stream`) writes to its client: the
+// changes after an id, as Server-Sent Events. A server's own EventFeed is one; on a
+// cluster follower a StreamRelay, which passes the leader's stream on, is the other.
+//
+// The HTTP server (server/http_server.cpp) subscribes once when the stream opens,
+// asks for the changes after the last id it wrote every 100 ms, unsubscribes when the
+// connection closes, and closes the stream once the source has ended and given all it had.
+// Thread-safety: implementations are called from the stream's I/O thread while their own
+// threads fill them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace flowrt::server {
+
+struct FeedEvent {
+  uint64_t id = 0;
+  std::string type;  // "context", "lock" or "reset"
+  std::string data;  // JSON text
+};
+
+class StreamSource {
+ public:
+  virtual ~StreamSource() = default;
+  // A client came: the id it follows from when it named none.
+  virtual uint64_t subscribe() = 0;
+  virtual void unsubscribe() = 0;
+  // The changes after `after` (at most `max`).
+  virtual std::vector<FeedEvent> after(uint64_t after, size_t max) const = 0;
+  // True once nothing more will come and nothing is left to give: the stream then ends.
+  virtual bool ended() const = 0;
+};
+
+}  // namespace flowrt::server
