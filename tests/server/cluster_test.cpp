@@ -545,6 +545,44 @@ TEST_F(ClusterPostgresTest, AStaleHoldersWriteWhileHoldingALock_IsRefused_TheNex
   EXPECT_EQ(to_b.get("/api/locks").json()["locks"].size(), 0u) << "the lock is free";
 }
 
+// A context parked across many leaders: it waits longer than three changes of leader
+// take. Each leader leaves (a clean stop: its lease ends at once and the node that joined
+// just before takes the lead) while the context waits; every new leader loads it from its
+// last durable step with the time it has left, and it ends once, writing its record once,
+// on whichever node leads when its time comes.
+constexpr const char* kParked = R"({"id": "parked", "trigger": {"type": "api"},
+  "actions": [{"action": "wait", "inputs": {"duration": "8s"}},
+              {"action": "create_record", "inputs": {"table": "woke", "values": {"n": 1}}}]})";
+
+TEST_F(ClusterPostgresTest, AContextParkedAcrossThreeChangesOfLeader_EndsOnce) {
+  std::ofstream(dir_ / "flows" / "parked.json") << kParked;
+  server::ClusterNode* leader = &join("a", 900);
+  ASSERT_TRUE(leader->leads());
+  HttpReply call = HttpClient(leader->port()).post("/api/flows/parked/call", "{}");
+  ASSERT_EQ(call.status / 100, 2) << call.body;
+  const std::string context(call.json()["context_id"].as_string());
+  leader->service()->engine().settle(0);
+  int changes = 0;
+  for (const char* name : {"b", "c", "d"}) {
+    server::ClusterNode& next = join(name, 900);
+    ASSERT_FALSE(next.leads());
+    HttpReply waiting = HttpClient(leader->port()).get("/api/contexts/" + context);
+    if (waiting.json()["status"] != Value("waiting")) break;  // the machine was slow: fewer changes
+    leader->stop();
+    ASSERT_TRUE(WaitFor([&] { return next.leads(); })) << name << " takes the lead";
+    leader = &next;
+    ++changes;
+  }
+  EXPECT_GE(changes, 2) << "the context waited through at least two changes of leader";
+  leader->service()->engine().settle(30000);  // until its wait has ended and it has run
+  HttpClient to_leader(leader->port());
+  HttpReply one = to_leader.get("/api/contexts/" + context);
+  ASSERT_EQ(one.status, 200) << one.body;
+  EXPECT_EQ(one.json()["status"], Value("completed")) << one.body;
+  EXPECT_EQ(one.json()["steps"].size(), 2u) << "the wait and the insert, each once: " << one.body;
+  EXPECT_EQ(to_leader.get("/api/tables/woke/records").json()["records"].size(), 1u) << "its record, once";
+}
+
 // Cuts every connection named `g_cut_name` at the first store write once armed, and waits
 // until the server has ended them: the store of the node using that name never writes
 // again (a store does not reconnect). Set before arming; the hook runs on a journal thread.
