@@ -551,7 +551,7 @@ TEST_F(ClusterPostgresTest, AStaleHoldersWriteWhileHoldingALock_IsRefused_TheNex
 // last durable step with the time it has left, and it ends once, writing its record once,
 // on whichever node leads when its time comes.
 constexpr const char* kParked = R"({"id": "parked", "trigger": {"type": "api"},
-  "actions": [{"action": "wait", "inputs": {"duration": "8s"}},
+  "actions": [{"action": "wait", "inputs": {"duration": "12s"}},
               {"action": "create_record", "inputs": {"table": "woke", "values": {"n": 1}}}]})";
 
 TEST_F(ClusterPostgresTest, AContextParkedAcrossThreeChangesOfLeader_EndsOnce) {
@@ -573,7 +573,7 @@ TEST_F(ClusterPostgresTest, AContextParkedAcrossThreeChangesOfLeader_EndsOnce) {
     leader = &next;
     ++changes;
   }
-  EXPECT_GE(changes, 2) << "the context waited through at least two changes of leader";
+  EXPECT_GE(changes, 2) << "the context waited through at least two changes of leader (12 s; about 1 s each)";
   leader->service()->engine().settle(30000);  // until its wait has ended and it has run
   HttpClient to_leader(leader->port());
   HttpReply one = to_leader.get("/api/contexts/" + context);
