@@ -180,6 +180,11 @@ std::vector<FeedEvent> StreamRelay::after(uint64_t after, size_t max) const {
   return out;
 }
 
+bool StreamRelay::upstream_ended() const {
+  std::lock_guard lock(mu_);
+  return upstream_done_;
+}
+
 bool StreamRelay::ended() const {
   std::lock_guard lock(mu_);
   return upstream_done_ && held_.empty();

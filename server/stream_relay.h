@@ -69,6 +69,9 @@ class StreamRelay final : public StreamSource {
   void unsubscribe() override;
   std::vector<FeedEvent> after(uint64_t after, size_t max) const override;
   bool ended() const override;
+  // The upstream is done (closed, silent past `idle`, or cut for a client that lagged);
+  // what is held may still be given out.
+  bool upstream_ended() const;
 
  private:
   struct Connection;  // the Asio side (stream_relay.cpp)

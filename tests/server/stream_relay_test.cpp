@@ -1,0 +1,208 @@
+// StreamRelay (server/stream_relay.h) against a scripted upstream on a loopback socket:
+// the events it passes on as Server-Sent Events frame them (CRLF, comments, a line split
+// across reads, several data lines), the client's credentials and Last-Event-ID go up, a
+// refusal comes back as the leader gave it, and the relay ends when the upstream closes,
+// falls silent past `idle`, or its client leaves too many events unread.
+#include <gtest/gtest.h>
+
+#include <boost/asio.hpp>
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/stream_relay.h"
+#include "tests/support/test_support.h"
+
+namespace flowrt::server {
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using test_support::WaitFor;
+using namespace std::chrono_literals;
+
+// One connection's worth of a leader: accepts, reads the request's head, then the test
+// writes what it likes, when it likes.
+class ScriptedUpstream {
+ public:
+  ScriptedUpstream() : acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {}
+  uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  // Accepts on a thread of its own (open() connects meanwhile); the request's head is kept.
+  void accept_in_background() {
+    thread_ = std::thread([this] {
+      socket_ = std::make_unique<tcp::socket>(io_);
+      acceptor_.accept(*socket_);
+      asio::streambuf buf;
+      asio::read_until(*socket_, buf, "\r\n\r\n");
+      request_.assign(asio::buffers_begin(buf.data()), asio::buffers_end(buf.data()));
+    });
+  }
+  void join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  void send(const std::string& bytes) { asio::write(*socket_, asio::buffer(bytes)); }
+  void close() {
+    boost::system::error_code ignored;
+    socket_->close(ignored);
+  }
+  const std::string& request() const { return request_; }
+  ~ScriptedUpstream() { join(); }
+
+ private:
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  std::unique_ptr<tcp::socket> socket_;
+  std::thread thread_;
+  std::string request_;
+};
+
+constexpr const char* kStreamHead =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\nretry: 1000\n\n";
+
+StreamRelay::Upstream upstream_at(uint16_t port) {
+  StreamRelay::Upstream up;
+  up.host = "127.0.0.1";
+  up.port = port;
+  up.target = "/api/stream?access_token=t0k";
+  up.authorization = "Bearer abc";
+  up.last_event_id = "41";
+  return up;
+}
+
+// Everything the relay gives until it has `n` events (bounded by WaitFor's limit).
+std::vector<FeedEvent> take(StreamRelay& relay, size_t n) {
+  std::vector<FeedEvent> got;
+  EXPECT_TRUE(WaitFor([&] {
+    for (FeedEvent& e : relay.after(got.empty() ? 0 : got.back().id, 1000)) got.push_back(std::move(e));
+    return got.size() >= n;
+  })) << "only " << got.size() << " of " << n << " events came";
+  return got;
+}
+
+TEST(StreamRelayTest, PassesTheEventsOnAsServerSentEventsFrameThem_AndEndsWhenTheUpstreamCloses) {
+  ScriptedUpstream leader;
+  leader.accept_in_background();
+  std::thread answer([&] {
+    leader.join();
+    leader.send(std::string(kStreamHead) + ": heartbeat\n\nid: 42\nevent: context\ndata: {\"a\":1}\n\nid: 43\r\nevent: lock\r\ndata: {\"b\":");
+  });
+  Result<StreamRelay::Opened> opened = StreamRelay::open(upstream_at(leader.port()), 5000ms, 20000ms);
+  answer.join();
+  ASSERT_TRUE(opened.is_ok()) << opened.message();
+  ASSERT_TRUE(opened->relay);
+  EXPECT_FALSE(opened->answer);
+  StreamRelay& relay = *opened->relay;
+  EXPECT_NE(leader.request().find("GET /api/stream?access_token=t0k HTTP/1.1\r\n"), std::string::npos) << leader.request();
+  EXPECT_NE(leader.request().find("Authorization: Bearer abc\r\n"), std::string::npos) << leader.request();
+  EXPECT_NE(leader.request().find("Last-Event-ID: 41\r\n"), std::string::npos) << leader.request();
+
+  std::vector<FeedEvent> got = take(relay, 1);
+  ASSERT_EQ(got.size(), 1u) << "the second event's lines are not all there yet";
+  EXPECT_EQ(got[0].id, 42u);
+  EXPECT_EQ(got[0].type, "context");
+  EXPECT_EQ(got[0].data, "{\"a\":1}");
+  EXPECT_FALSE(relay.ended());
+
+  leader.send("2}\r\n\r\nid: 44\ndata: line one\ndata:line two\n\n");
+  got = take(relay, 2);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].id, 43u);
+  EXPECT_EQ(got[0].type, "lock");
+  EXPECT_EQ(got[0].data, "{\"b\":2}") << "one line, split between two reads";
+  EXPECT_EQ(got[1].id, 44u);
+  EXPECT_EQ(got[1].type, "message") << "an event without a type is a message";
+  EXPECT_EQ(got[1].data, "line one\nline two");
+
+  leader.send("id: 45\nevent: context\ndata: {}\n\n");
+  leader.close();
+  EXPECT_TRUE(WaitFor([&] { return relay.upstream_ended(); }));
+  EXPECT_FALSE(relay.ended()) << "not before the event still held is given out";
+  got = take(relay, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].id, 45u);
+  EXPECT_TRUE(relay.ended()) << "the upstream closed and all it sent is given out";
+}
+
+TEST(StreamRelayTest, TheLeadersRefusal_IsPassedOnAsItGaveIt) {
+  ScriptedUpstream leader;
+  leader.accept_in_background();
+  std::thread answer([&] {
+    leader.join();
+    const std::string body = "{\"error\":\"a valid token is needed\"}\n";
+    leader.send("HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nWWW-Authenticate: Bearer\r\n"
+                "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  });
+  Result<StreamRelay::Opened> opened = StreamRelay::open(upstream_at(leader.port()), 5000ms, 20000ms);
+  answer.join();
+  ASSERT_TRUE(opened.is_ok()) << opened.message();
+  EXPECT_FALSE(opened->relay);
+  ASSERT_TRUE(opened->answer);
+  EXPECT_EQ(opened->answer->result(), http::status::unauthorized);
+  EXPECT_EQ(opened->answer->body(), "{\"error\":\"a valid token is needed\"}\n");
+  EXPECT_EQ((*opened->answer)[http::field::www_authenticate], "Bearer");
+}
+
+TEST(StreamRelayTest, ALeaderThatCannotBeReachedOrDoesNotAnswer_IsAnError) {
+  uint16_t closed_port = 0;
+  {
+    ScriptedUpstream gone;  // bound, then closed: nothing listens there any more
+    closed_port = gone.port();
+  }
+  Result<StreamRelay::Opened> refused = StreamRelay::open(upstream_at(closed_port), 5000ms, 20000ms);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.message().find("connect"), std::string::npos) << refused.message();
+
+  ScriptedUpstream silent;  // accepts and reads, never answers
+  silent.accept_in_background();
+  Result<StreamRelay::Opened> no_answer = StreamRelay::open(upstream_at(silent.port()), 300ms, 20000ms);
+  ASSERT_FALSE(no_answer.is_ok());
+  EXPECT_NE(no_answer.message().find("read"), std::string::npos) << no_answer.message();
+}
+
+TEST(StreamRelayTest, AnUpstreamSilentPastIdle_EndsTheRelay) {
+  ScriptedUpstream leader;
+  leader.accept_in_background();
+  std::thread answer([&] {
+    leader.join();
+    leader.send(kStreamHead);
+  });
+  Result<StreamRelay::Opened> opened = StreamRelay::open(upstream_at(leader.port()), 5000ms, 200ms);
+  answer.join();
+  ASSERT_TRUE(opened.is_ok() && opened->relay) << (opened ? "" : opened.message());
+  EXPECT_TRUE(WaitFor([&] { return opened->relay->ended(); })) << "nothing came for longer than idle";
+}
+
+TEST(StreamRelayTest, AClientThatLeavesTooManyEventsUnread_EndsTheRelay_AfterTakingWhatIsHeld) {
+  ScriptedUpstream leader;
+  leader.accept_in_background();
+  std::thread answer([&] {
+    leader.join();
+    leader.send(kStreamHead);
+  });
+  Result<StreamRelay::Opened> opened = StreamRelay::open(upstream_at(leader.port()), 5000ms, 60000ms);
+  answer.join();
+  ASSERT_TRUE(opened.is_ok() && opened->relay) << (opened ? "" : opened.message());
+  StreamRelay& relay = *opened->relay;
+  std::string many;
+  const size_t n = StreamRelay::kMaxHeld + 100;
+  for (size_t i = 1; i <= n; ++i) many += "id: " + std::to_string(i) + "\nevent: context\ndata: {}\n\n";
+  std::thread sender([&] {
+    try {
+      leader.send(many);  // the upstream stays open: only the client's lag ends the relay
+    } catch (const std::exception&) {
+      // the relay closed the connection while the rest was on its way
+    }
+  });
+  std::vector<FeedEvent> got;
+  ASSERT_TRUE(WaitFor([&] { return relay.upstream_ended(); })) << "more than kMaxHeld events unread end the relay";
+  for (std::vector<FeedEvent> some; !(some = relay.after(0, 1000)).empty();) got.insert(got.end(), some.begin(), some.end());
+  EXPECT_GT(got.size(), StreamRelay::kMaxHeld) << "what it held is still given out";
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i].id, i + 1) << "in order, none lost before the end";
+  EXPECT_TRUE(relay.ended());
+  sender.join();
+}
+
+}  // namespace
+}  // namespace flowrt::server
