@@ -71,6 +71,19 @@ StreamRelay::Upstream upstream_at(uint16_t port) {
   return up;
 }
 
+// A relay on `leader`, which answers the stream's head and nothing more (yet).
+std::shared_ptr<StreamRelay> relay_on_a_quiet_stream(ScriptedUpstream& leader, std::chrono::milliseconds idle) {
+  leader.accept_in_background();
+  std::thread answer([&] {
+    leader.join();
+    leader.send(kStreamHead);
+  });
+  Result<StreamRelay::Opened> opened = StreamRelay::open(upstream_at(leader.port()), 5000ms, idle);
+  answer.join();
+  EXPECT_TRUE(opened.is_ok()) << (opened ? "" : opened.message());
+  return opened ? opened->relay : nullptr;
+}
+
 // Everything the relay gives until it has `n` events (bounded by WaitFor's limit).
 std::vector<FeedEvent> take(StreamRelay& relay, size_t n) {
   std::vector<FeedEvent> got;
@@ -163,28 +176,16 @@ TEST(StreamRelayTest, ALeaderThatCannotBeReachedOrDoesNotAnswer_IsAnError) {
 
 TEST(StreamRelayTest, AnUpstreamSilentPastIdle_EndsTheRelay) {
   ScriptedUpstream leader;
-  leader.accept_in_background();
-  std::thread answer([&] {
-    leader.join();
-    leader.send(kStreamHead);
-  });
-  Result<StreamRelay::Opened> opened = StreamRelay::open(upstream_at(leader.port()), 5000ms, 200ms);
-  answer.join();
-  ASSERT_TRUE(opened.is_ok() && opened->relay) << (opened ? "" : opened.message());
-  EXPECT_TRUE(WaitFor([&] { return opened->relay->ended(); })) << "nothing came for longer than idle";
+  std::shared_ptr<StreamRelay> relay = relay_on_a_quiet_stream(leader, 200ms);
+  ASSERT_TRUE(relay);
+  EXPECT_TRUE(WaitFor([&] { return relay->ended(); })) << "nothing came for longer than idle";
 }
 
 TEST(StreamRelayTest, AClientThatLeavesTooManyEventsUnread_EndsTheRelay_AfterTakingWhatIsHeld) {
   ScriptedUpstream leader;
-  leader.accept_in_background();
-  std::thread answer([&] {
-    leader.join();
-    leader.send(kStreamHead);
-  });
-  Result<StreamRelay::Opened> opened = StreamRelay::open(upstream_at(leader.port()), 5000ms, 60000ms);
-  answer.join();
-  ASSERT_TRUE(opened.is_ok() && opened->relay) << (opened ? "" : opened.message());
-  StreamRelay& relay = *opened->relay;
+  std::shared_ptr<StreamRelay> quiet = relay_on_a_quiet_stream(leader, 60000ms);
+  ASSERT_TRUE(quiet);
+  StreamRelay& relay = *quiet;
   std::string many;
   const size_t n = StreamRelay::kMaxHeld + 100;
   for (size_t i = 1; i <= n; ++i) many += "id: " + std::to_string(i) + "\nevent: context\ndata: {}\n\n";
