@@ -78,7 +78,10 @@ void check(const Request& req, const Reply& reply, bool viewer) {
     res = *last;
   }
   if (reply.stream) {
-    (void)reply.stream->after(reply.stream_after.value_or(reply.stream->last_id()));
+    // As the server does: subscribe, read what follows, leave.
+    const uint64_t from = reply.stream->subscribe();
+    (void)reply.stream->after(reply.stream_after.value_or(from), 1000);
+    reply.stream->unsubscribe();
     return;
   }
   const int status = res.result_int();
