@@ -174,7 +174,11 @@ Result<std::optional<ClusterLead>> PostgresCluster::try_lead(int64_t incarnation
       [&]() -> Outcome {
         Params me;
         me.integer(incarnation);
-        // Locks the lead row: a leader's store batch in flight (which updates it) finishes first.
+        // Locks the lead row: a leader's store batch in flight (which updates it) finishes
+        // first, and so does a recording of answers (FOR KEY SHARE, which only FOR UPDATE
+        // waits for: the leader's own batches and answers do not wait for each other).
+        ResultPtr locked(PQexec(conn_, "SELECT 1 FROM cluster_lead WHERE id = 1 FOR UPDATE"));
+        if (!result_ok(locked.get())) return error("cannot try to lead");
         ResultPtr r(exec_params(conn_,
                                 "UPDATE cluster_lead l SET incarnation = $1::bigint, epoch = l.epoch + 1, since = "
                                 "clock_timestamp() WHERE l.id = 1 AND (l.incarnation IS NULL OR NOT EXISTS (SELECT 1 "
@@ -469,7 +473,7 @@ Result<bool> PostgresCluster::answer_all(const std::vector<std::pair<uint64_t, I
       [&]() -> Result<bool> {
         Params e;
         e.integer(epoch);
-        ResultPtr lead(exec_params(conn_, "SELECT 1 FROM cluster_lead WHERE id = 1 AND epoch = $1::bigint FOR SHARE", e));
+        ResultPtr lead(exec_params(conn_, kAnswerFence, e));
         if (!result_ok(lead.get())) return error("cannot answer");
         if (PQntuples(lead.get()) == 0) return false;  // fenced: nothing written
         for (const auto& [seq, reply] : answers) {

@@ -168,6 +168,10 @@ class PostgresCluster {
   // The same for many, in one transaction (one commit, one notification). Answers are
   // committed without waiting for the database's flush (synchronous_commit off).
   Result<bool> answer_all(const std::vector<std::pair<uint64_t, InboxReply>>& answers, int64_t epoch);
+  // The fence of answer_all ($1: the epoch): FOR KEY SHARE, which the takeover's FOR UPDATE
+  // waits for and the leader's own store batches (an UPDATE of the row) do not.
+  static constexpr const char* kAnswerFence =
+      "SELECT 1 FROM cluster_lead WHERE id = 1 AND epoch = $1::bigint FOR KEY SHARE";
   // The answers among `seqs` that are there.
   Result<std::vector<std::pair<uint64_t, InboxReply>>> answers(const std::vector<uint64_t>& seqs);
   // Entry `seq` (without its body; with its key), nullopt when there is none (never, or pruned).
