@@ -199,21 +199,35 @@ Status ClusterNode::start_leading(int64_t epoch, uint64_t applied) {
   return Status::ok();
 }
 
-Result<std::string> ClusterNode::leader_address() {
-  std::lock_guard lock(info_mu_);
+Result<PostgresCluster*> ClusterNode::info_link_locked() {
   if (!info_link_) {
     Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);
     if (!c) return c.error();
     info_link_ = std::move(c).value();
   }
-  Result<ClusterLead> lead = info_link_->lead();
-  Result<std::vector<ClusterNodeRow>> nodes = lead ? info_link_->nodes() : Result<std::vector<ClusterNodeRow>>(lead.error());
+  return info_link_.get();
+}
+
+Result<ClusterNode::Members> ClusterNode::members_locked() {
+  Result<PostgresCluster*> link = info_link_locked();
+  if (!link) return link.error();
+  Result<ClusterLead> lead = (*link)->lead();
+  Result<std::vector<ClusterNodeRow>> nodes = lead ? (*link)->nodes() : Result<std::vector<ClusterNodeRow>>(lead.error());
   if (!lead || !nodes) {
-    info_link_.reset();
+    info_link_.reset();  // on a new connection next time
     return !lead ? lead.error() : nodes.error();
   }
-  for (const ClusterNodeRow& r : *nodes) {
-    if (lead->incarnation != 0 && r.incarnation == lead->incarnation && r.alive && !r.address.empty()) return r.address;
+  return Members{*lead, std::move(nodes).value()};
+}
+
+Result<std::string> ClusterNode::leader_address() {
+  std::lock_guard lock(info_mu_);
+  Result<Members> m = members_locked();
+  if (!m) return m.error();
+  for (const ClusterNodeRow& r : m->nodes) {
+    if (m->lead.incarnation != 0 && r.incarnation == m->lead.incarnation && r.alive && !r.address.empty()) {
+      return r.address;
+    }
   }
   return Error{"no node leads the cluster now (a change of leader is under way)"};
 }
@@ -255,17 +269,10 @@ Reply ClusterNode::relay_stream(const ApiRequest& req) {
 void ClusterNode::add_cluster_routes(Router& router) {
   router.add(http::verb::get, "/api/cluster", Permission::kRead, [this](const ApiRequest&) -> Reply {
     std::lock_guard lock(info_mu_);
-    if (!info_link_) {
-      Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);
-      if (!c) return error_response(http::status::service_unavailable, c.error().message);
-      info_link_ = std::move(c).value();
-    }
-    Result<ClusterLead> lead = info_link_->lead();
-    Result<std::vector<ClusterNodeRow>> nodes = lead ? info_link_->nodes() : Result<std::vector<ClusterNodeRow>>(lead.error());
-    if (!lead || !nodes) {
-      info_link_.reset();
-      return error_response(http::status::service_unavailable, !lead ? lead.error().message : nodes.error().message);
-    }
+    Result<Members> members = members_locked();
+    if (!members) return error_response(http::status::service_unavailable, members.message());
+    const ClusterLead* lead = &members->lead;
+    const std::vector<ClusterNodeRow>* nodes = &members->nodes;
     std::vector<Value> list;
     std::string leader_name;
     for (const ClusterNodeRow& r : *nodes) {
@@ -311,12 +318,9 @@ void ClusterNode::add_cluster_routes(Router& router) {
       return error_response(http::status::bad_request, "'" + utf8_prefix(text, 40) + "' is not an operation number");
     }
     std::lock_guard lock(info_mu_);
-    if (!info_link_) {
-      Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);
-      if (!c) return error_response(http::status::service_unavailable, c.error().message);
-      info_link_ = std::move(c).value();
-    }
-    Result<std::optional<InboxStatus>> e = info_link_->entry(seq);
+    Result<PostgresCluster*> link = info_link_locked();
+    if (!link) return error_response(http::status::service_unavailable, link.message());
+    Result<std::optional<InboxStatus>> e = (*link)->entry(seq);
     if (!e) {
       info_link_.reset();
       return error_response(http::status::service_unavailable, e.error().message);

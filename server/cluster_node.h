@@ -36,14 +36,12 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "compiler/diagnostics.h"
 #include "plans/result.h"
 #include "server/serve.h"
-
-namespace flowrt {
-class PostgresCluster;
-}
+#include "store/postgres_cluster.h"
 
 namespace flowrt::server {
 
@@ -89,6 +87,14 @@ class ClusterNode {
   Reply relay_stream(const ApiRequest& req);
   // Where the leading node listens ("host:port"); an error while none leads.
   Result<std::string> leader_address();
+  // The API's reads of the cluster, info_mu_ held: its connection (opened when missing),
+  // and who leads with every node, read together (the connection dropped on a failure).
+  struct Members {
+    ClusterLead lead;
+    std::vector<ClusterNodeRow> nodes;
+  };
+  Result<PostgresCluster*> info_link_locked();
+  Result<Members> members_locked();
   void heartbeat_loop();
   void control_loop();
   void lost_lead(const std::string& why);
