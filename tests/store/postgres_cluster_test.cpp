@@ -55,6 +55,29 @@ class PostgresClusterTest : public ::testing::Test {
               "");
   }
   std::string sql_value(const std::string& sql) const { return postgres_value(url_, sql); }
+  // Nodes a and b joined, a leading, with a store opened on its epoch (the leader's writer).
+  struct ALeads {
+    std::unique_ptr<PostgresCluster> a, b;
+    int64_t ia = 0, ib = 0, epoch = 0;
+    std::unique_ptr<PostgresStore> store;
+  };
+  ALeads a_leads() {
+    ALeads l;
+    l.a = link();
+    l.b = link();
+    EXPECT_TRUE(l.a && l.b);
+    if (!l.a || !l.b) return l;
+    l.ia = join(*l.a, "a");
+    l.ib = join(*l.b, "b");
+    Result<std::optional<ClusterLead>> lead = l.a->try_lead(l.ia);
+    EXPECT_TRUE(lead.is_ok() && lead->has_value());
+    if (!lead || !*lead) return l;
+    l.epoch = (*lead)->epoch;
+    Result<std::unique_ptr<PostgresStore>> store = PostgresStore::open(url_, SyncMode::kNormal, false, l.epoch);
+    EXPECT_TRUE(store.is_ok()) << store.message();
+    if (store) l.store = std::move(store).value();
+    return l;
+  }
   // An answer was recorded (not failed, not fenced). Epoch 0 is the lead row's until a node leads.
   static bool recorded(const Result<bool>& r) { return r.is_ok() && *r; }
   static StoreBatch batch_of_record(int n, uint64_t applied_op = 0) {
@@ -209,12 +232,12 @@ TEST_F(PostgresClusterTest, AStaleLeadersAnswer_IsFenced_TheNewLeadersAnswerStan
 // the leader's batches would queue behind its own answers (and its followers' answers run
 // 5-7% slower: SCALING.md).
 TEST_F(PostgresClusterTest, AnAnswerInFlight_HoldsUpATakeover_NotTheLeadersOwnBatches) {
-  std::unique_ptr<PostgresCluster> a = link(), b = link();
-  ASSERT_TRUE(a && b);
-  const int64_t ia = join(*a, "a"), ib = join(*b, "b");
-  const int64_t epoch = (*a->try_lead(ia))->epoch;
-  Result<std::unique_ptr<PostgresStore>> store = PostgresStore::open(url_, SyncMode::kNormal, false, epoch);
-  ASSERT_TRUE(store.is_ok()) << store.message();
+  ALeads l = a_leads();
+  ASSERT_TRUE(l.store);
+  PostgresCluster* a = l.a.get();
+  PostgresCluster* b = l.b.get();
+  const int64_t ia = l.ia, ib = l.ib, epoch = l.epoch;
+  PostgresStore* store = l.store.get();
 
   // Declared before the connection, so that on a failure the connection closes first
   // (its lock goes) and the threads these wait for can end.
@@ -238,7 +261,7 @@ TEST_F(PostgresClusterTest, AnAnswerInFlight_HoldsUpATakeover_NotTheLeadersOwnBa
     ASSERT_EQ(PQntuples(fence.get()), 1) << PQerrorMessage(answering);
   }
 
-  batch = std::async(std::launch::async, [&] { return (*store)->write(batch_of_record(1, 1)); });
+  batch = std::async(std::launch::async, [&] { return store->write(batch_of_record(1, 1)); });
   ASSERT_EQ(batch.wait_for(std::chrono::seconds(20)), std::future_status::ready)
       << "the leader's batch waited for its own answer";
   EXPECT_TRUE(batch.get().is_ok());
@@ -261,19 +284,18 @@ TEST_F(PostgresClusterTest, AnAnswerInFlight_HoldsUpATakeover_NotTheLeadersOwnBa
 }
 
 TEST_F(PostgresClusterTest, ATakeoverWaitsForTheBatchInFlight_ThenFencesTheNext) {
-  std::unique_ptr<PostgresCluster> a = link(), b = link();
-  ASSERT_TRUE(a && b);
-  const int64_t ia = join(*a, "a"), ib = join(*b, "b");
-  const int64_t epoch = (*a->try_lead(ia))->epoch;
-  Result<std::unique_ptr<PostgresStore>> store = PostgresStore::open(url_, SyncMode::kNormal, false, epoch);
-  ASSERT_TRUE(store.is_ok()) << store.message();
+  ALeads l = a_leads();
+  ASSERT_TRUE(l.store);
+  PostgresCluster* b = l.b.get();
+  const int64_t ia = l.ia, ib = l.ib;
+  PostgresStore* store = l.store.get();
   expire(ia);
   // Many batches race one takeover: every batch that committed did so before the
   // takeover (its applied_op is what the new leader starts from), none after.
   std::atomic<uint64_t> last_ok{0};
   std::thread writer([&] {
     for (int n = 1; n <= 400; ++n) {
-      if (!(*store)->write(batch_of_record(n, static_cast<uint64_t>(n))).is_ok()) return;
+      if (!store->write(batch_of_record(n, static_cast<uint64_t>(n))).is_ok()) return;
       last_ok.store(static_cast<uint64_t>(n));
     }
   });
