@@ -60,6 +60,10 @@ class Context : public std::enable_shared_from_this<Context> {
   // (A context that ended in the memory store is kept frozen, and its record shows the
   // trigger without the record versions, so they go with the live form.)
   const TriggerData trigger;
+  // The row of its table where the store installed trigger.record, or UINT32_MAX: spares a
+  // lookup when a step reads or updates that record by its sys_id (RowHint). Set by the
+  // Dispatcher before the context is published; constant afterwards; never stored.
+  uint32_t trigger_row = UINT32_MAX;
   std::unique_ptr<const Cause> cause;  // null for contexts outside operations started
   const Value inputs;         // API inputs (object) or null
   // The chain of the contexts this one causes: its own chain plus its flow, built on first

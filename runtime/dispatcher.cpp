@@ -150,6 +150,12 @@ void Dispatcher::prepare_record(std::string_view table, RecordOperation op, cons
   }
 }
 
+void Dispatcher::note_row(std::vector<Prepared>& prepared, uint32_t row) {
+  // Under the commit lock, before commit_prepared publishes the contexts: no one else sees
+  // them yet.
+  for (Prepared& p : prepared) p.context->trigger_row = row;
+}
+
 CommitEntry Dispatcher::begin_commit(CommitEntry::Kind kind, Origin origin) {
   CommitEntry entry;
   entry.seq = ++last_commit_;
@@ -339,9 +345,11 @@ Result<Value> Dispatcher::insert(std::string_view table, const Value& values, Or
       FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
       FLOWRT_RETURN_IF_ERROR(check_queue_room(prepared.size()));
       // Its position is the commit seq begin_commit gives it next (the commit lock is held).
-      Result<bool> installed = store_.commit_insert(table, *record, id_number, last_commit_ + 1);
+      uint32_t row = UINT32_MAX;
+      Result<bool> installed = store_.commit_insert(table, *record, id_number, last_commit_ + 1, &row);
       if (!installed) return installed.error();
       if (!*installed) continue;  // its id was numbered before another commit: build again
+      note_row(prepared, row);
       CommitEntry entry = begin_commit(CommitEntry::Kind::kInsert, origin);
       entry.table = table;
       entry.record = &*record;
@@ -354,14 +362,14 @@ Result<Value> Dispatcher::insert(std::string_view table, const Value& values, Or
 }
 
 Result<Value> Dispatcher::update(std::string_view table, std::string_view sys_id, const Value& values, Origin origin,
-                                 const Value& while_holding) {
+                                 const Value& while_holding, RowHint hint) {
   // Optimistic: build the new version and its starts from the current one without the
   // commit lock; under it, install them only if no other write came first (otherwise
   // build again from the newer version).
   FLOWRT_RETURN_IF_ERROR(RecordStore::check_value_sizes(values, core_.props().max_record_value_bytes));
   while (true) {
     uint32_t row = 0;
-    Value current = store_.get(table, sys_id, &row);  // the store's own read lock; no commit lock
+    Value current = store_.get(table, sys_id, &row, hint);  // the store's own read lock; no commit lock
     if (current.is_null()) return Error{"no record in " + std::string(table) + " with sys_id " + std::string(sys_id)};
     Result<RecordChange> change = RecordStore::build_update(current, sys_id, values, core_.clock.now(), origin.caller);
     if (!change) return change.error();
@@ -377,15 +385,16 @@ Result<Value> Dispatcher::update(std::string_view table, std::string_view sys_id
       FLOWRT_RETURN_IF_ERROR(check_holding(origin, while_holding));
       FLOWRT_RETURN_IF_ERROR(check_queue_room(prepared.size()));
       uint64_t position = 0;
-      if (!store_.commit_update(table, sys_id, *change, &position)) continue;  // another write came first
-      commit_update_locked(table, *change, position, prepared, origin, &batch);
+      if (!store_.commit_update(table, sys_id, *change, &position, &row)) continue;  // another write came first
+      commit_update_locked(table, *change, position, row, prepared, origin, &batch);
     }
     return change->record;
   }
 }
 
 void Dispatcher::commit_update_locked(std::string_view table, const RecordChange& change, uint64_t position,
-                                      std::vector<Prepared>& prepared, Origin origin, Batch* batch) {
+                                      uint32_t row, std::vector<Prepared>& prepared, Origin origin, Batch* batch) {
+  note_row(prepared, row);
   CommitEntry entry = begin_commit(CommitEntry::Kind::kUpdate, origin);
   entry.table = table;
   entry.record = &change.record;
@@ -492,14 +501,15 @@ Result<size_t> Dispatcher::update_where_locked(std::string_view table, const Con
   size_t n = 0;
   for (Planned& p : planned) {
     uint64_t position = 0;
-    if (!store_.commit_update(table, p.change.record["sys_id"].as_string(), p.change, &position)) {
+    uint32_t row = UINT32_MAX;
+    if (!store_.commit_update(table, p.change.record["sys_id"].as_string(), p.change, &position, &row)) {
       // Cannot happen while every write holds the commit lock; if it ever did, say so
       // rather than report a write that was not stored.
       return Error{"internal error: record " + std::string(p.change.record["sys_id"].as_string()) + " of " +
                    std::string(table) + " changed during update_where; " + std::to_string(n) +
                    " records were updated"};
     }
-    commit_update_locked(table, p.change, position, p.prepared, origin, batch);
+    commit_update_locked(table, p.change, position, row, p.prepared, origin, batch);
     ++n;
   }
   return n;
@@ -594,7 +604,9 @@ Result<StartedFlow> Dispatcher::start_flow(FlowSlot& flow, TriggerData trigger, 
 }
 
 // Reads take the store's table locks only: they never wait for the commit lock.
-Value Dispatcher::get(std::string_view table, std::string_view sys_id) { return store_.get(table, sys_id); }
+Value Dispatcher::get(std::string_view table, std::string_view sys_id, RowHint hint) {
+  return store_.get(table, sys_id, nullptr, hint);
+}
 
 Result<Value> Dispatcher::find(const RecordQuery& query) { return store_.find(query); }
 

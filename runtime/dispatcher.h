@@ -65,8 +65,9 @@ class Dispatcher {
   // holds that lock at that moment; otherwise it fails with lock_lost and writes nothing.
   Result<Value> insert(std::string_view table, const Value& values, Origin origin,
                        const Value& while_holding = Value()) EXCLUDES(mu_);
+  // `hint` (RowHint) may spare the lookup of the record by sys_id; it never changes what is read.
   Result<Value> update(std::string_view table, std::string_view sys_id, const Value& values, Origin origin,
-                       const Value& while_holding = Value()) EXCLUDES(mu_);
+                       const Value& while_holding = Value(), RowHint hint = {}) EXCLUDES(mu_);
   Result<Value> remove(std::string_view table, std::string_view sys_id, Origin origin,
                        const Value& while_holding = Value()) EXCLUDES(mu_);
   // Each record matching `where` (in insertion order), a commit each; the commits go to the
@@ -80,7 +81,7 @@ class Dispatcher {
   Result<StartedFlow> start_flow(FlowSlot& flow, TriggerData trigger, Value inputs, Origin origin,
                                  std::shared_ptr<const Plan> plan = nullptr) EXCLUDES(mu_);
 
-  Value get(std::string_view table, std::string_view sys_id) EXCLUDES(mu_);
+  Value get(std::string_view table, std::string_view sys_id, RowHint hint = {}) EXCLUDES(mu_);
   Result<Value> find(const RecordQuery& query) EXCLUDES(mu_);
   std::vector<std::string> table_names() EXCLUDES(mu_);
   std::vector<Value> records(std::string_view table) EXCLUDES(mu_);
@@ -234,9 +235,11 @@ class Dispatcher {
   void wake_waiters(std::string_view table, const Value& record, const Value* previous, bool deleted)
       REQUIRES(mu_);
   // The commit of an update already installed in the store (at `position`: the record's
-  // RecordPut::position): its starts, waiters, entry.
-  void commit_update_locked(std::string_view table, const RecordChange& change, uint64_t position,
+  // RecordPut::position; at `row` of its table): its starts, waiters, entry.
+  void commit_update_locked(std::string_view table, const RecordChange& change, uint64_t position, uint32_t row,
                             std::vector<Prepared>& prepared, Origin origin, Batch* batch) REQUIRES(mu_);
+  // The row the starts' record was installed at, into their contexts (Context::trigger_row).
+  void note_row(std::vector<Prepared>& prepared, uint32_t row) REQUIRES(mu_);
   // Removes a record and commits it: its starts, waiters, run states, entry.
   Status commit_remove_locked(std::string_view table, std::string_view sys_id, std::vector<Prepared>& prepared,
                               Origin origin, Batch* batch, Value* removed) REQUIRES(mu_);

@@ -34,6 +34,15 @@ class Entered {
 
 Error given_up_error() { return Error{std::string(ContextHost::kGivenUpMessage)}; }
 
+// Where the context's trigger record was installed, when a step names that very record.
+RowHint trigger_row(const Context& ctx, std::string_view table, std::string_view sys_id) {
+  const TriggerData& trigger = ctx.trigger;
+  if (ctx.trigger_row == UINT32_MAX || trigger.table.as_string() != table || trigger.sys_id.as_string() != sys_id) {
+    return {};
+  }
+  return RowHint{ctx.trigger_row, &trigger.record};
+}
+
 }  // namespace
 
 TimeMs ContextHost::now() const {
@@ -72,7 +81,8 @@ Result<Value> ContextHost::update_record(const Value& table, const Value& sys_id
   if (!t) return t.error();
   Result<std::string_view> id = name_arg("sys_id", sys_id);
   if (!id) return id.error();
-  return core_.dispatcher.update(*t, *id, values, Origin{&ctx_, Value()}, while_holding);
+  return core_.dispatcher.update(*t, *id, values, Origin{&ctx_, Value()}, while_holding,
+                                 trigger_row(ctx_, *t, *id));
 }
 
 Result<bool> ContextHost::delete_record(const Value& table, const Value& sys_id, const Value& while_holding) {
@@ -96,7 +106,7 @@ Result<Value> ContextHost::find_records(const RecordQuery& query) {
 Value ContextHost::read_record(std::string_view table, std::string_view sys_id) {
   Entered in(call_);
   if (!in) return Value();
-  return core_.dispatcher.get(table, sys_id);
+  return core_.dispatcher.get(table, sys_id, trigger_row(ctx_, table, sys_id));
 }
 
 Status ContextHost::fire_event(const Value& name, const Value& payload) {

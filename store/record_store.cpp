@@ -219,7 +219,7 @@ Result<Value> RecordStore::build_insert(const Value& values, TimeMs now, uint64_
 }
 
 Result<bool> RecordStore::commit_insert(std::string_view table_name, const Value& record, uint64_t id_number,
-                                        uint64_t position) {
+                                        uint64_t position, uint32_t* row_out) {
   if (table_name.empty()) return Error{"a table name cannot be empty"};
   // Writes are serialized: no other commit moves ids_ while this one runs.
   const uint64_t committed = ids_.load(std::memory_order_relaxed);
@@ -243,6 +243,7 @@ Result<bool> RecordStore::commit_insert(std::string_view table_name, const Value
   ++t.live;
   total_.fetch_add(1, std::memory_order_relaxed);
   index_row(t, nullptr, &record, row);
+  if (row_out) *row_out = row;
   return true;
 }
 
@@ -298,7 +299,7 @@ Result<RecordChange> RecordStore::build_update(const Value& previous, std::strin
 }
 
 bool RecordStore::commit_update(std::string_view table_name, std::string_view sys_id, const RecordChange& change,
-                                uint64_t* position) {
+                                uint64_t* position, uint32_t* row_out) {
   Table* t = find_table(table_name);
   if (!t) return false;
   WriterLock lock(t->mu);
@@ -309,6 +310,7 @@ bool RecordStore::commit_update(std::string_view table_name, std::string_view sy
   if (row == IdIndex::kNone || !t->rows[row].same_storage(change.previous)) return false;
   t->rows[row] = change.record;
   if (position) *position = t->positions[row];
+  if (row_out) *row_out = row;
   index_row(*t, &change.previous, &change.record, row);
   return true;
 }
@@ -417,11 +419,17 @@ void RecordStore::compact(Table& t) {
   for (const std::string& f : fields) index(t, f);
 }
 
-Value RecordStore::get(std::string_view table_name, std::string_view sys_id, uint32_t* row_out) const {
+Value RecordStore::get(std::string_view table_name, std::string_view sys_id, uint32_t* row_out, RowHint hint) const {
   const Table* t = find_table(table_name);
   if (!t) return Value();
   ReaderLock lock(t->mu);
-  const uint32_t row = t->by_id.find(sys_id);
+  // The hinted row answers when it holds the very version hinted (alive in the caller, so
+  // no other record has its storage) and that version has this sys_id (its first member):
+  // then it is the row the lookup would find, as sys_ids are unique in a table.
+  const bool hinted = hint.version && hint.version->is_object() && hint.version->size() != 0 &&
+                      hint.row < t->rows.size() && t->rows[hint.row].same_storage(*hint.version) &&
+                      hint.version->members()[0].value.as_string() == sys_id;
+  const uint32_t row = hinted ? hint.row : t->by_id.find(sys_id);
   if (row_out) *row_out = row;
   return row == IdIndex::kNone ? Value() : t->rows[row];
 }

@@ -47,6 +47,15 @@ struct RecordChange {
   uint32_t row_hint = UINT32_MAX;
 };
 
+// Where a caller saw a record last: `row` of its table, holding `version`. Only a hint:
+// get() reads that row when it still holds that very version of the record with the
+// sys_id asked for, and looks the sys_id up otherwise, so the answer is the same either
+// way. A context carries one for its trigger record (Context::trigger_row).
+struct RowHint {
+  uint32_t row = UINT32_MAX;
+  const Value* version = nullptr;
+};
+
 class RecordStore {
  public:
   explicit RecordStore(uint64_t seed = 0);
@@ -68,14 +77,16 @@ class RecordStore {
   // insert's commit seq). False (nothing installed) when its generated
   // id is no longer the next one, or a record given that id took it meanwhile: build it
   // again (the taken number is then skipped). An error when a given sys_id is taken.
-  Result<bool> commit_insert(std::string_view table, const Value& record, uint64_t id_number, uint64_t position = 0);
+  // *row (when given) receives the row it was installed at (a RowHint for later reads).
+  Result<bool> commit_insert(std::string_view table, const Value& record, uint64_t id_number, uint64_t position = 0,
+                             uint32_t* row = nullptr);
   static Result<RecordChange> build_update(const Value& current, std::string_view sys_id, const Value& patch,
                                            TimeMs now, const Value& by = Value());
   // Installs change.record if the record is still change.previous; false when another
   // update came first (build again from the new version). *position (when given) receives
-  // the record's position.
+  // the record's position, *row (when given) its row.
   bool commit_update(std::string_view table, std::string_view sys_id, const RecordChange& change,
-                     uint64_t* position = nullptr);
+                     uint64_t* position = nullptr, uint32_t* row = nullptr);
   // Removes the record and returns it as it was; *position (when given) receives where it was.
   Result<Value> remove(std::string_view table, std::string_view sys_id, uint64_t* position = nullptr);
 
@@ -85,7 +96,8 @@ class RecordStore {
   static Status check_value_sizes(const Value& values, size_t max_bytes);
 
   // The record, or null; `row`, when given, receives where it was (RecordChange::row_hint).
-  Value get(std::string_view table, std::string_view sys_id, uint32_t* row = nullptr) const;
+  // `hint` (see RowHint) may save the lookup by sys_id; it never changes the answer.
+  Value get(std::string_view table, std::string_view sys_id, uint32_t* row = nullptr, RowHint hint = {}) const;
   // Records matching the query, as an array (see RecordQuery).
   Result<Value> find(const RecordQuery& query);
 

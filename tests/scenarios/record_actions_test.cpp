@@ -44,6 +44,41 @@ TEST_F(RecordActionsTest, UpdateRecord_MergesValues_CountsModifications) {
   EXPECT_EQ(OnlyContext("bump").step("u")["outputs"]["record"], now);
 }
 
+// A step that updates its own trigger record reads it at the row the trigger was installed
+// at (RowHint) only while that row still holds the trigger's version: written meanwhile,
+// or by the step before, the update merges into the newest version.
+TEST_F(RecordActionsTest, UpdateRecord_OfItsTriggerRecord_MergesIntoTheNewestVersion) {
+  ASSERT_TRUE(Load(R"([
+    {"id": "later", "trigger": {"type": "record", "table": "doc", "when": "created"}, "actions": [
+      {"action": "wait", "inputs": {"duration": "1m"}},
+      {"action": "update_record", "inputs": {"table": "doc", "sys_id": "{{trigger.sys_id}}", "values": {"state": "seen"}}},
+      {"action": "update_record", "inputs": {"table": "doc", "sys_id": "{{trigger.sys_id}}", "values": {"n": 2}}}]},
+    {"id": "on_update", "trigger": {"type": "record", "table": "task", "when": "updated"}, "actions": [
+      {"action": "update_record", "inputs": {"table": "task", "sys_id": "{{trigger.sys_id}}", "values": {"seen": true}}},
+      {"action": "wait_for_condition", "inputs": {"table": "task", "sys_id": "{{trigger.sys_id}}",
+       "condition": {"field": "seen", "op": "eq", "value": true}}}]}])"));
+  Value doc = Insert("doc", Json(R"({"title": "a", "n": 1})"));
+  Settle();
+  Update("doc", doc["sys_id"].as_string(), Json(R"({"title": "b"})"));
+  Advance("1m");
+  Settle();
+  Value now = engine().record("doc", doc["sys_id"].as_string());
+  EXPECT_EQ(now["title"], Value("b")) << "the harness's write is kept";
+  EXPECT_EQ(now["state"], Value("seen"));
+  EXPECT_EQ(now["n"], Value(2));
+  EXPECT_EQ(now["sys_mod_count"], Value(3));
+  EXPECT_THAT(OnlyContext("later"), HasStatus("completed"));
+
+  // Started by an update: the trigger's row is the updated record's.
+  Value task = Insert("task", Json(R"({"title": "t"})"));
+  Update("task", task["sys_id"].as_string(), Json(R"({"title": "u"})"));
+  Settle();
+  EXPECT_THAT(OnlyContext("on_update"), HasStatus("completed"));
+  Value t = engine().record("task", task["sys_id"].as_string());
+  EXPECT_EQ(t["title"], Value("u"));
+  EXPECT_EQ(t["seen"], Value(true));
+}
+
 TEST_F(RecordActionsTest, UpdateRecord_UnknownSysId_IsStepError) {
   ASSERT_TRUE(Load(R"({"id": "bad", "trigger": {"type": "event", "name": "go"}, "actions": [
       {"id": "u", "action": "update_record", "inputs": {"table": "doc", "sys_id": "nope", "values": {}}}]})"));

@@ -122,6 +122,68 @@ TEST(RecordStoreTest, CommitUpdate_RowHintIsOnlyAHint) {
   EXPECT_FALSE(store.commit_update("t", b, gone));
 }
 
+// get's RowHint (a context's trigger record) reads the hinted row only when it holds the
+// very version hinted, of the record asked for; any other hint reads what no hint reads.
+TEST(RecordStoreTest, Get_RowHintIsOnlyAHint) {
+  RecordStore store;
+  Result<Value> built_a = store.build_insert(json(R"({"sys_id": "a", "n": 1})"), 1000);
+  Result<Value> built_b = store.build_insert(json(R"({"sys_id": "b", "n": 2})"), 1000);
+  ASSERT_TRUE(built_a.is_ok() && built_b.is_ok());
+  uint32_t row_a = UINT32_MAX, row_b = UINT32_MAX;
+  ASSERT_TRUE(*store.commit_insert("t", *built_a, 0, 1, &row_a));
+  ASSERT_TRUE(*store.commit_insert("t", *built_b, 0, 2, &row_b));
+  ASSERT_NE(row_a, row_b);
+  const Value version_a = store.get("t", "a");
+  const Value version_b = store.get("t", "b");
+
+  // The right hint: that row, that record.
+  uint32_t row = UINT32_MAX;
+  EXPECT_TRUE(store.get("t", "a", &row, RowHint{row_a, &version_a}).same_storage(version_a));
+  EXPECT_EQ(row, row_a);
+  // Another record's row and version, or a row past the end: the record asked for.
+  EXPECT_EQ(store.get("t", "a", &row, RowHint{row_b, &version_b})["n"], Value(1));
+  EXPECT_EQ(row, row_a);
+  EXPECT_EQ(store.get("t", "a", &row, RowHint{1u << 30, &version_a})["n"], Value(1));
+  // The hinted version on another table's row of the same number: not that table's record.
+  Result<Value> built_c = store.build_insert(json(R"({"sys_id": "a", "n": 3})"), 1000);
+  ASSERT_TRUE(*store.commit_insert("u", *built_c, 0, 3));
+  EXPECT_EQ(store.get("u", "a", nullptr, RowHint{row_a, &version_a})["n"], Value(3));
+
+  // The record updated since: the new version, not the hinted one.
+  uint32_t updated_row = UINT32_MAX;
+  RecordChange change = *RecordStore::build_update(version_a, "a", json(R"({"n": 10})"), 2000);
+  ASSERT_TRUE(store.commit_update("t", "a", change, nullptr, &updated_row));
+  EXPECT_EQ(updated_row, row_a);
+  EXPECT_EQ(store.get("t", "a", nullptr, RowHint{row_a, &version_a})["n"], Value(10));
+
+  // The record removed: null, also with a null version hinted at its emptied row.
+  ASSERT_TRUE(store.remove("t", "b").is_ok());
+  EXPECT_TRUE(store.get("t", "b", nullptr, RowHint{row_b, &version_b}).is_null());
+  const Value none;
+  EXPECT_TRUE(store.get("t", "b", nullptr, RowHint{row_b, &none}).is_null());
+
+  // Rows moved by the compaction that many removes bring: r1..r500 and r601..r1601 removed
+  // (past 1,024 rows, fewer than half live), r600 moves from row 599 to row 99, and row 599
+  // holds r2101: the hinted row is not the answer.
+  RecordStore moved;
+  std::vector<Value> versions;
+  for (int i = 1; i <= 3000; ++i) {
+    Result<Value> built = moved.build_insert(Value::object({{"sys_id", Value("r" + std::to_string(i))}}), 1000);
+    ASSERT_TRUE(built.is_ok() && *moved.commit_insert("t", *built, 0, i));
+    versions.push_back(*built);
+  }
+  for (int i = 1; i <= 1601; ++i) {
+    if (i <= 500 || i > 600) {
+      ASSERT_TRUE(moved.remove("t", "r" + std::to_string(i)).is_ok());
+    }
+  }
+  uint32_t now_at = UINT32_MAX;
+  ASSERT_EQ(moved.get("t", "r2101", &now_at)["sys_id"], Value("r2101"));
+  ASSERT_EQ(now_at, 599u) << "the compaction moved the rows as this test expects";
+  EXPECT_EQ(moved.get("t", "r600", &now_at, RowHint{599, &versions[599]})["sys_id"], Value("r600"));
+  EXPECT_EQ(now_at, 99u);
+}
+
 TEST(RecordStoreTest, SysIds_AreDeterministicForASeed) {
   RecordStore a(7), b(7), c(8);
   const Value x = (*a.insert("t", Value(), 0))["sys_id"];
