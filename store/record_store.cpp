@@ -459,21 +459,32 @@ Result<Value> RecordStore::find(const RecordQuery& q) {
   }
   Scope scope = q.scope ? *q.scope : Scope{};
   scope.previous = nullptr;
-  // The equality's value, and its index, before the table is read: building an index
-  // takes the table's lock exclusively, once.
+  // The equality's value before the table is read; an index is used when its value can key one.
   Value eq_value;
-  bool use_index = false;
+  std::string_view eq_field;
   if (eq) {
     Result<Value> v = render(eq->value, scope);
     if (!v) return v.error();
     eq_value = std::move(v).value();
     std::string key;
-    if (FieldIndex::key_of(eq_value, &key)) {
-      ensure_index(t, eq->subject.path.front().key.as_string());
-      use_index = true;
+    if (FieldIndex::key_of(eq_value, &key)) eq_field = eq->subject.path.front().key.as_string();
+  }
+  // One reader lock when the index is there (indexes are never dropped); building one
+  // takes the table's lock exclusively, once, and then the table is read again.
+  {
+    ReaderLock lock(t.mu);
+    if (eq_field.empty()) return matching(t, q, eq_value, scope, nullptr);
+    if (auto it = t.indexes.find(eq_field); it != t.indexes.end()) {
+      return matching(t, q, eq_value, scope, &it->second);
     }
   }
+  ensure_index(t, eq_field);
   ReaderLock lock(t.mu);
+  return matching(t, q, eq_value, scope, &t.indexes.find(eq_field)->second);
+}
+
+Result<Value> RecordStore::matching(const Table& t, const RecordQuery& q, const Value& eq_value, Scope scope,
+                                    const FieldIndex* index) {
   std::vector<Value> matches;
   const bool early_stop = q.limit > 0 && q.order_by.empty();
   auto consider = [&](uint32_t row) NO_THREAD_SAFETY_ANALYSIS -> Result<bool> {
@@ -489,10 +500,8 @@ Result<Value> RecordStore::find(const RecordQuery& q) {
     return early_stop && matches.size() >= q.limit;
   };
 
-  const std::vector<uint32_t>* bucket = nullptr;
-  if (use_index) bucket = t.indexes.find(eq->subject.path.front().key.as_string())->second.rows(eq_value);
-  if (use_index) {
-    if (bucket) {
+  if (index) {
+    if (const std::vector<uint32_t>* bucket = index->rows(eq_value)) {
       for (uint32_t row : *bucket) {
         Result<bool> stop = consider(row);
         if (!stop) return stop.error();

@@ -151,6 +151,10 @@ class RecordStore {
   void ensure_index(Table& t, std::string_view field) EXCLUDES(t.mu);
   void index_row(Table& t, const Value* before, const Value* after, uint32_t row) REQUIRES(t.mu);
   void compact(Table& t) REQUIRES(t.mu);
+  // find's scan: the rows of `index`'s bucket for `eq_value` (every row when null) that
+  // meet the query, in insertion order, then ordered and limited as it asks.
+  static Result<Value> matching(const Table& t, const RecordQuery& q, const Value& eq_value, Scope scope,
+                                const FieldIndex* index) REQUIRES_SHARED(t.mu);
 
   uint64_t seed_;
   const uint64_t instance_;  // tells stores apart in per-thread caches
