@@ -34,7 +34,7 @@
 #include "runtime/interpreter.h"
 #include "runtime/journal.h"
 #include "runtime/keyed_writes.h"
-#include "runtime/latency_sample.h"
+#include "runtime/latency_histogram.h"
 #include "runtime/properties.h"
 #include "base/thread_annotations.h"
 #include "runtime/context_end_watch.h"
@@ -209,8 +209,8 @@ class EngineCore {
   // With options.measure_latency: the latencies (commit to end) of the contexts whose live
   // form left memory, and of the same contexts the part spent waiting to be taken by a
   // thread (commit to first run); flowrt bench reads them with those still in memory.
-  LatencySample released_latencies;
-  LatencySample released_waits;
+  LatencyHistogram released_latencies;
+  LatencyHistogram released_waits;
   // Adds `ctx`'s two figures, when it has them: at its release (durable store) or its
   // end (memory store), whichever lets go of its live form.
   void sample_latency(const Context& ctx);

@@ -33,9 +33,8 @@ uint64_t status_kb(const char* field) {
 }
 
 // The p-th percentile of `ns` (sorted), in µs.
-double percentile_us(const std::vector<int64_t>& ns, double p) {
-  const size_t i = static_cast<size_t>(p * static_cast<double>(ns.size() - 1));
-  return static_cast<double>(ns[i]) / 1000.0;
+double percentile_us(const LatencyHistogram::Counts& ns, double p) {
+  return static_cast<double>(ns.percentile(p)) / 1000.0;
 }
 
 }  // namespace
@@ -107,25 +106,23 @@ void fill_latency(EngineCore& core, BenchResult* r) {
   // Those whose live form left memory (released by a durable store; frozen by the memory
   // store, counted when they finished), then, with a durable store, those finished but not
   // released yet. Each whole (commit to end), and its wait (commit to first taken).
-  std::vector<int64_t> ns = core.released_latencies.values();
-  std::vector<int64_t> waits = core.released_waits.values();
+  LatencyHistogram::Counts ns = core.released_latencies.counts();
+  LatencyHistogram::Counts waits = core.released_waits.counts();
   if (core.journal) {
     core.contexts.for_each([&](const KeptContext& kept) {
       const std::shared_ptr<Context>& c = kept.live();
       if (!c) return;
       const int64_t end = c->ended_ns.load(std::memory_order_acquire);
       if (end <= 0 || c->committed_ns <= 0) return;
-      ns.push_back(end - c->committed_ns);
-      if (c->taken_ns > 0) waits.push_back(c->taken_ns - c->committed_ns);
+      ns.add(end - c->committed_ns);
+      if (c->taken_ns > 0) waits.add(c->taken_ns - c->committed_ns);
     });
   }
-  if (ns.empty()) return;
-  std::sort(ns.begin(), ns.end());
+  if (ns.total() == 0) return;
   r->p50_us = percentile_us(ns, 0.50);
   r->p99_us = percentile_us(ns, 0.99);
   r->p999_us = percentile_us(ns, 0.999);
-  if (waits.empty()) return;
-  std::sort(waits.begin(), waits.end());
+  if (waits.total() == 0) return;
   r->extra.emplace_back("wait_p50_us", percentile_us(waits, 0.50));
   r->extra.emplace_back("wait_p99_us", percentile_us(waits, 0.99));
 }
