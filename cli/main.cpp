@@ -25,7 +25,7 @@ constexpr const char* kUsage = R"(usage:
   flowrt run --flows DIR --events FILE [--config|-c FILE] [--format|-f table|json] [--out|-o FILE] [--data FILE]
   flowrt inspect --data FILE [--flow ID] [--status STATUS] [--format|-f table|json]
   flowrt serve DIR [--listen HOST:PORT] [--data FILE] [--io-threads N] [--log-level LEVEL]
-                   [--node NAME [--lease-ms MS] [--forward-timeout-ms MS]]
+                   [--node NAME [--lease-ms MS] [--forward-timeout-ms MS] [--advertise HOST[:PORT]]]
   flowrt validate DIR | PATH...
   flowrt plan PATH... --flow ID
   flowrt bench [--workload triage|fanout|events|locks|compile|recovery] [--events N] [--workers K] [--rate R [--producer-runs]] [--clients N] [--max-queued N]
@@ -194,6 +194,9 @@ int main(int argc, char** argv) {
   add_value(serve, "--lease-ms", "lease-ms", "MS", "with --node: how long a node's lease lasts past each heartbeat (3000)");
   add_value(serve, "--forward-timeout-ms", "forward-timeout-ms", "MS",
             "with --node: how long a request forwarded to the leader waits for its answer (30000)");
+  add_value(serve, "--advertise", "advertise", "HOST[:PORT]",
+            "with --node: where the other nodes and clients reach this node (default: the --listen address, "
+            "which must then not be 0.0.0.0 or ::)");
 
   bool json = false;
   CLI::Option* json_flag = bench.app->add_flag("--json", json, "one JSON document, not a table");

@@ -67,6 +67,8 @@ int serve_command(const CommandArgs& args) {
     // One node of a cluster on a postgresql store (docs/SCALING.md).
     server::ClusterOptions cluster;
     cluster.node = args.get("node");
+    cluster.advertise = args.get("advertise");
+    if (args.has("advertise") && cluster.advertise.empty()) throw UsageError{"--advertise needs HOST or HOST:PORT"};
     if (args.has("lease-ms")) cluster.lease_ms = parse_count(args.get("lease-ms"), "--lease-ms", 300, 600000);
     if (args.has("forward-timeout-ms")) {
       cluster.forward_timeout =
@@ -79,10 +81,12 @@ int serve_command(const CommandArgs& args) {
     }
     std::cout << "flowrt serve: listening on " << host << ":" << (*node)->port() << " as node " << cluster.node
               << " (incarnation " << (*node)->incarnation() << ", " << ((*node)->leads() ? "leader" : "follower")
-              << ")" << std::endl;
+              << "); reached at " << (*node)->advertised_address() << std::endl;
     return drain_on_signal(signals, [&] { (*node)->stop(); });
   }
-  if (args.has("lease-ms") || args.has("forward-timeout-ms")) throw UsageError{"--lease-ms and --forward-timeout-ms need --node"};
+  if (args.has("lease-ms") || args.has("forward-timeout-ms") || args.has("advertise")) {
+    throw UsageError{"--lease-ms, --forward-timeout-ms and --advertise need --node"};
+  }
   auto service = server::Service::open(options);
   if (!service) {
     for (const Diagnostic& d : service.error().list()) std::cerr << "flowrt serve: " << d.describe() << "\n";

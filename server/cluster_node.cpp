@@ -36,6 +36,50 @@ bool valid_node_name(const std::string& name) {
   return true;
 }
 
+// `text` as --advertise takes it: HOST or HOST:PORT (an IPv6 HOST in brackets); an error
+// saying what is wrong. *port is 0 when it names none.
+Status parse_advertise(const std::string& text, std::string* host, uint16_t* port) {
+  auto bad = [&](const std::string& why) {
+    return Error{"'" + utf8_prefix(text, 100) + "' is not HOST or HOST:PORT: " + why};
+  };
+  std::string h = text;
+  std::string p;
+  if (!h.empty() && h.front() == '[') {
+    const size_t close = h.find(']');
+    if (close == std::string::npos) return bad("an IPv6 address in brackets needs its ']'");
+    if (close + 1 < h.size()) {
+      if (h[close + 1] != ':') return bad("after ']' only ':PORT' may follow");
+      p = h.substr(close + 2);
+      if (p.empty()) return bad("the port after ':' is missing");
+    }
+    h = h.substr(0, close + 1);
+  } else if (const size_t colon = h.rfind(':'); colon != std::string::npos) {
+    if (h.find(':') != colon) return bad("an IPv6 address goes in brackets ([::1]:8480)");
+    p = h.substr(colon + 1);
+    h = h.substr(0, colon);
+    if (p.empty()) return bad("the port after ':' is missing");
+  }
+  if (h.empty() || h == "[]") return bad("the host is missing");
+  for (char c : h) {
+    if (static_cast<unsigned char>(c) <= ' ' || c == '/' || c == '@' || c == '?' || c == '#') {
+      return bad("a host holds no spaces, '/', '@', '?' or '#'");
+    }
+  }
+  *port = 0;
+  if (!p.empty()) {
+    unsigned value = 0;
+    const auto parsed = std::from_chars(p.data(), p.data() + p.size(), value);
+    if (parsed.ec != std::errc() || parsed.ptr != p.data() + p.size() || value < 1 || value > 65535) {
+      return bad("the port must be a number from 1 to 65535");
+    }
+    *port = static_cast<uint16_t>(value);
+  }
+  *host = h;
+  return Status::ok();
+}
+
+bool wildcard_host(const std::string& host) { return host == "0.0.0.0" || host == "::" || host == "[::]"; }
+
 Value reply_body(const InboxReply& a) {
   if (a.content_type.starts_with("application/json")) {
     if (Result<Value> v = parse_json(a.body)) return *v;
@@ -57,8 +101,22 @@ Result<std::unique_ptr<ClusterNode>, Diagnostics> ClusterNode::open(const ServeO
     diags.add("--lease-ms", "", "a lease must last from 300 to 600000 ms");
     return diags;
   }
+  std::string advertised_host;
+  uint16_t advertised_port = 0;
+  if (!cluster.advertise.empty()) {
+    if (Status s = parse_advertise(cluster.advertise, &advertised_host, &advertised_port); !s) {
+      diags.add("--advertise", "", s.message());
+      return diags;
+    }
+  }
   Result<ServeSetup, Diagnostics> setup = read_serve_setup(options);
   if (!setup) return setup.error();
+  if (cluster.advertise.empty() && wildcard_host(setup->host)) {
+    diags.add("--advertise", "", "listening on " + setup->host +
+                                     ", which no other node can connect to: give --advertise HOST[:PORT], where the "
+                                     "other nodes and clients reach this one");
+    return diags;
+  }
   EngineOptions store_options = setup->project.options;
   if (!options.data.empty()) use_data_store(options.data, &store_options);
   if (store_options.store != "postgresql") {
@@ -123,7 +181,7 @@ Result<std::unique_ptr<ClusterNode>, Diagnostics> ClusterNode::open(const ServeO
     diags.add("--listen", "", started.message());
     return diags;
   }
-  const std::string address = n->setup_.host + ":" + std::to_string(n->port_.load());
+  const std::string address = n->advertised_address();
   (void)(*link)->set_address(n->incarnation_, address);
   {
     // The server already answers: /api/cluster reads these under info_mu_.
@@ -191,12 +249,24 @@ Status ClusterNode::start_leading(int64_t epoch, uint64_t applied) {
   port_ = service_->port();
   follower_server_.reset();
   forwarder_.reset();
-  const std::string address = setup_.host + ":" + std::to_string(port_.load());
+  const std::string address = advertised_address();
   applier_ = std::make_unique<ClusterApplier>(url_, service_->router(), epoch, applied, address,
                                               [this](const std::string& why) { lost_lead(why); });
   applier_->start();
   leads_.store(true);
   return Status::ok();
+}
+
+std::string ClusterNode::advertised_address() const {
+  std::string host = setup_.host;
+  uint16_t port = port_.load();
+  if (!cluster_.advertise.empty()) {
+    uint16_t given = 0;
+    (void)parse_advertise(cluster_.advertise, &host, &given);  // checked by open
+    if (given != 0) port = given;
+  }
+  if (host.find(':') != std::string::npos && host.front() != '[') host = "[" + host + "]";
+  return host + ":" + std::to_string(port);
 }
 
 Result<PostgresCluster*> ClusterNode::info_link_locked() {

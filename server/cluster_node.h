@@ -52,6 +52,11 @@ struct ClusterOptions {
   std::string node;                                     // the node's name (--node)
   int lease_ms = 3000;                                  // a lease's length past each heartbeat
   std::chrono::milliseconds forward_timeout{30000};    // how long a forwarded request waits
+  // Where other nodes and clients reach this node (--advertise): "HOST" (with the port it
+  // listens on) or "HOST:PORT" (a port mapped elsewhere), HOST a name or an IP address
+  // ("[::1]" for IPv6). Empty: the --listen host and port, which must then not be a
+  // wildcard (0.0.0.0, ::), as no other machine can reach that.
+  std::string advertise;
   // Called once, from the node's thread, when it led and lost the lead; by default the
   // process exits with status 3 (kLostLeadExit) at once.
   std::function<void(const std::string& why)> on_lost_lead;
@@ -70,6 +75,9 @@ class ClusterNode {
   ClusterNode& operator=(const ClusterNode&) = delete;
 
   uint16_t port() const { return port_.load(); }
+  // Where this node says it is reached ("host:port"): ClusterOptions::advertise, or the
+  // --listen host and the port listened on.
+  std::string advertised_address() const;
   bool leads() const { return leads_.load(); }
   int64_t incarnation() const { return incarnation_; }
   // The leader's service (null while following); for tests.

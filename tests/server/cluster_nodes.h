@@ -291,7 +291,7 @@ inline bool await_listening(Node& n, std::string* why, int timeout_ms = 30000) {
     line.append(c, static_cast<size_t>(got));
   }
   line = line.substr(0, line.find('\n'));
-  // flowrt serve: listening on 127.0.0.1:PORT as node NAME (incarnation N, leader|follower)
+  // flowrt serve: listening on 127.0.0.1:PORT as node NAME (incarnation N, leader|follower); reached at ADDRESS
   const std::string on = "listening on 127.0.0.1:";
   const size_t at = line.find(on);
   const size_t inc = line.find("(incarnation ");

@@ -61,13 +61,14 @@ class ClusterPostgresTest : public ::testing::Test {
                                                                   const std::string& url) {
     server::ServeOptions options;
     options.dir = dir_.string();
-    options.listen = "127.0.0.1:0";
+    options.listen = listen_;
     options.log_level = "error";
     options.data = url;
     server::ClusterOptions cluster;
     cluster.node = name;
     cluster.lease_ms = lease_ms;
     cluster.forward_timeout = forward_timeout_;
+    cluster.advertise = advertise_;
     cluster.on_lost_lead = [this, name](const std::string& why) {
       std::lock_guard lock(lost_mu_);
       lost_[name].set_value(why);
@@ -101,6 +102,8 @@ class ClusterPostgresTest : public ::testing::Test {
   std::string url_;
   fs::path dir_;
   std::chrono::milliseconds forward_timeout_{20000};  // of the nodes joined from then on
+  std::string listen_ = "127.0.0.1:0";                // --listen of the nodes joined from then on
+  std::string advertise_;                             // --advertise of the nodes joined from then on
   std::vector<std::unique_ptr<server::ClusterNode>> nodes_;
   std::mutex lost_mu_;
   std::map<std::string, std::promise<std::string>> lost_;
@@ -157,6 +160,44 @@ TEST_F(ClusterPostgresTest, AFollowerAnswersWithTheLeadersAnswer_InOneCommitOrde
 // checked by the follower and again by the leader; the stream ends when the leader goes
 // (the node that then follows too: its relay's upstream ended), and the client, sent again,
 // follows the new leader's.
+// A node listening on every address (0.0.0.0) must say where it is reached (--advertise):
+// without it, it is refused before it joins; with a host name and no port, it is reached
+// at that name and the port it listens on, which /api/cluster shows and a follower's
+// relayed event stream connects to (by name). A malformed --advertise is a clear error.
+TEST_F(ClusterPostgresTest, ANodeListeningOnEveryAddress_IsReachedAtItsAdvertisedAddress) {
+  std::ofstream(dir_ / "config.json") << config_with_tokens();
+  listen_ = "0.0.0.0:0";
+  auto refused = open("a", 3000, url_);
+  ASSERT_FALSE(refused);
+  EXPECT_THAT(refused.error().describe(), HasSubstr("listening on 0.0.0.0, which no other node can connect to"));
+  EXPECT_THAT(refused.error().describe(), HasSubstr("--advertise HOST[:PORT]"));
+  for (const char* bad : {"h:0", "h:70000", "h:", "::1", "[::1", ":8480", "a b", "[::1]x"}) {
+    advertise_ = bad;
+    auto wrong = open("a", 3000, url_);
+    ASSERT_FALSE(wrong) << bad;
+    EXPECT_THAT(wrong.error().describe(), HasSubstr("is not HOST or HOST:PORT")) << bad;
+  }
+
+  advertise_ = "localhost";
+  server::ClusterNode& a = join("a");
+  ASSERT_TRUE(a.leads());
+  const std::string reached = "localhost:" + std::to_string(a.port());
+  EXPECT_EQ(a.advertised_address(), reached);
+  listen_ = "127.0.0.1:0";
+  advertise_ = "";
+  server::ClusterNode& b = join("b");
+  EXPECT_EQ(b.advertised_address(), "127.0.0.1:" + std::to_string(b.port()));
+  HttpClient to_b(b.port());
+  const Value cluster = to_b.get("/api/cluster", token("viewer")).json();
+  ASSERT_EQ(cluster["lead"]["node"], Value("a")) << cluster.to_json();
+  bool listed = false;
+  for (const Value& n : cluster["nodes"].items()) listed |= n["name"] == Value("a") && n["address"] == Value(reached);
+  EXPECT_TRUE(listed) << cluster.to_json();
+  StreamReader relayed(b.port(), "GET /api/stream?access_token=" + token("viewer") + " HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_TRUE(relayed.opened());
+  EXPECT_THAT(relayed.head(), HasSubstr(" 200 ")) << "the follower reached the leader at " << reached;
+}
+
 TEST_F(ClusterPostgresTest, AFollowerPassesTheLeadersEventStreamOn_ResumableByItsIds_EndingWhenTheLeaderGoes) {
   std::ofstream(dir_ / "config.json") << config_with_tokens();
   server::ClusterNode& a = join("a");

@@ -22,6 +22,7 @@ namespace flowrt::testing_http {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // A running `flowrt serve DIR --listen 127.0.0.1:0`, its stdout read through a pipe.
 class ServeProcess {
@@ -247,7 +248,17 @@ TEST_F(ServeProcessTest, NodeAndServerOptions_BadValuesAreClearErrors) {
   EXPECT_THAT(out.out, HasSubstr("'a b' is not a node name"));
   out = run("--lease-ms 1000");
   EXPECT_EQ(out.code, 2) << out.out;
-  EXPECT_THAT(out.out, HasSubstr("--lease-ms and --forward-timeout-ms need --node"));
+  EXPECT_THAT(out.out, HasSubstr("--lease-ms, --forward-timeout-ms and --advertise need --node"));
+  out = run("--advertise node-a.example:8480");
+  EXPECT_EQ(out.code, 2) << out.out;
+  EXPECT_THAT(out.out, HasSubstr("--lease-ms, --forward-timeout-ms and --advertise need --node"));
+  out = run("--node a --advertise ''");
+  EXPECT_EQ(out.code, 2) << out.out;
+  EXPECT_THAT(out.out, HasSubstr("--advertise needs HOST or HOST:PORT"));
+  out = run("--node a --advertise 'h:99999' --data postgresql://nobody@127.0.0.1:1/x");
+  EXPECT_EQ(out.code, 1) << out.out;
+  EXPECT_THAT(out.out, HasSubstr("'h:99999' is not HOST or HOST:PORT: the port must be a number from 1 to 65535"));
+  EXPECT_THAT(out.out, Not(HasSubstr("cannot connect"))) << "checked before the database is reached";
   out = run("--node a --lease-ms 5");
   EXPECT_EQ(out.code, 2) << out.out;
   EXPECT_THAT(out.out, HasSubstr("--lease-ms must be a number from 300 to 600000"));
