@@ -10,6 +10,9 @@
 //    two contexts holding the lock at once would both read one value and write it twice.
 // Its second flow waits 1.5 s (longer than a lease) and writes a `later` record: every job
 // has exactly one, written by one completed context, though most waits span a fault.
+// A third flow runs once, on the `gate` record made before the faults, and waits for the
+// gate to be opened, which happens after the last fault: one context waiting through every
+// kill, stop, cut and restart of the run, resumed by each new leader, ending once.
 //
 // Clients insert jobs, each with a key of its own, through any node that is up, and note
 // what each insert was answered: acknowledged (2xx), accepted (an "operation" number: it
@@ -72,12 +75,21 @@ constexpr const char* kOnJobLater = R"({"id": "on_job_later", "trigger": {"type"
    "values": {"key": "{{trigger.record.key}}", "context": "{{context.id}}"}}}
  ]})";
 
+// The third flow: one context that waits through the whole run (see the top).
+constexpr const char* kOnGate = R"({"id": "on_gate", "trigger": {"type": "record", "table": "gate", "when": "created"},
+ "actions": [
+  {"action": "wait_for_condition", "inputs": {"table": "gate", "sys_id": "{{trigger.sys_id}}",
+   "condition": {"field": "open", "op": "eq", "value": true}, "timeout": "1h"}},
+  {"action": "create_record", "inputs": {"table": "through", "values": {"context": "{{context.id}}"}}}
+ ]})";
+
 fs::path write_project(const std::string& test) {
   const fs::path dir = fs::temp_directory_path() / ("flowrt-cluster-" + std::to_string(::getpid()) + "-" + test);
   fs::remove_all(dir);
   fs::create_directories(dir / "flows");
   std::ofstream(dir / "flows" / "on_job.json") << kOnJob;
   std::ofstream(dir / "flows" / "on_job_later.json") << kOnJobLater;
+  std::ofstream(dir / "flows" / "on_gate.json") << kOnGate;
   return dir;
 }
 
@@ -178,6 +190,22 @@ void run_faults(FaultRun run) {
     } while (counter.status != 201 && Clock::now() < give_up);
     ASSERT_EQ(counter.status, 201) << counter.describe();
   }
+  // The gate, and with it the context that waits through the whole run; sent with a key
+  // until definite, as the counter is.
+  auto until_definite = [&](const char* method, const std::string& target, const std::string& body,
+                            const std::string& key, int want) {
+    Answer a;
+    const Clock::time_point give_up = Clock::now() + std::chrono::seconds(30);
+    do {
+      a = call(c.node(1).port, method, target, body, kClientTimeoutMs, key);
+    } while (a.status != want && Clock::now() < give_up);
+    return a;
+  };
+  {
+    const Answer gate = until_definite("POST", "/api/tables/gate/records", R"({"sys_id": "the-gate", "open": false})",
+                                       "the-gate", 201);
+    ASSERT_EQ(gate.status, 201) << gate.describe();
+  }
 
   std::vector<Fault>& faults = run.faults;
   std::shuffle(faults.begin(), faults.end(), rng);
@@ -268,11 +296,25 @@ void run_faults(FaultRun run) {
   // Settles: one leader, no context left to run, every accepted operation answered.
   std::string last;
   ASSERT_TRUE(c.settled_leader(30000, &last)) << "no single leader that every node agrees on within 30 s: " << last;
+  {
+    // The gate opens: the context that waited through every fault goes on.
+    const Answer opened = until_definite("PATCH", "/api/tables/gate/records/the-gate", R"({"open": true})",
+                                         "open-the-gate", 200);
+    ASSERT_EQ(opened.status, 200) << opened.describe();
+  }
   ASSERT_TRUE(quiet(c, 60000, &last)) << "contexts still queued, running or waiting after 60 s: " << last;
   std::vector<Attempt> attempts = c.attempts();
   const Tally t = check_outcome(c, attempts, 60000);
   // Still settled after the checks (no context was left waiting to resume).
   EXPECT_TRUE(quiet(c, 5000, &last)) << last;
+  // The context that waited through the run: one, completed, and one record written.
+  if (std::optional<std::vector<Value>> gated = all_contexts(c, "&flow=on_gate")) {
+    ASSERT_EQ(gated->size(), 1u) << "the gate's flow started once";
+    EXPECT_EQ(gated->front()["status"], Value("completed")) << gated->front().to_json();
+  }
+  if (std::optional<std::vector<Value>> through = all_records(c, "through")) {
+    ASSERT_EQ(through->size(), 1u) << "the waiting context wrote once";
+  }
 
   int64_t refused_ms = 0;
   std::ostringstream summary;
