@@ -18,7 +18,6 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
-#include <memory>
 #include <thread>
 #include <vector>
 
