@@ -24,28 +24,10 @@ done
 command -v wrk >/dev/null || apt-get install -y -qq wrk >/dev/null
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/scripts/serve-port.sh"
-work=$(mktemp -d)
-schema="bench_$$"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  psql "$url" -qc "DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-psql "$url" -qc "CREATE SCHEMA $schema" >/dev/null
-data="$url$([[ "$url" == *\?* ]] && echo '&' || echo '?')options=-csearch_path%3D$schema"
-cp -r "$here/examples/incident-triage/flows" "$work/flows"
+. "$here/scripts/cluster-workspace.sh"
+cluster_workspace bench
 echo '{"properties": {"durability": "normal", "context_retention": 1000}}' > "$work/config.json"
-ports=()
-for i in $(seq 1 "$nodes"); do
-  "$flowrt" serve "$work" --data "$data" --node "n$i" --listen 127.0.0.1:0 --log-level warn \
-    > "$work/n$i.out" 2> "$work/n$i.err" &
-  pids+=($!)
-  port=$(serve_port "$work/n$i.out" "$work/n$i.err")
-  ports+=("$port")
-done
+start_nodes "$nodes"
 echo "nodes $nodes connections $connections seconds $seconds"
 echo "== to the leader (n1)"
 wrk -t 1 -c "$connections" -d "${seconds}s" --latency -s "$here/bench/http/insert.lua" "http://127.0.0.1:${ports[0]}" \

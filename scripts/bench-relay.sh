@@ -19,26 +19,9 @@ while [ $# -gt 0 ]; do
 done
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/scripts/serve-port.sh"
-work=$(mktemp -d)
-schema="relay_$$"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  psql "$url" -qc "DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-psql "$url" -qc "CREATE SCHEMA $schema" >/dev/null
-data="$url$([[ "$url" == *\?* ]] && echo '&' || echo '?')options=-csearch_path%3D$schema"
-cp -r "$here/examples/incident-triage/flows" "$work/flows"
-ports=() node_pids=()
-for i in 1 2; do
-  "$flowrt" serve "$work" --data "$data" --node "n$i" --listen 127.0.0.1:0 --log-level warn \
-    > "$work/n$i.out" 2> "$work/n$i.err" &
-  pids+=($!); node_pids+=($!)
-  ports+=("$(serve_port "$work/n$i.out" "$work/n$i.err")")
-done
+. "$here/scripts/cluster-workspace.sh"
+cluster_workspace relay
+start_nodes 2
 follower=${node_pids[1]}
 status() { awk -v what="$1" '$1 == what":" {print $2}' "/proc/$follower/status"; }
 insert() {
