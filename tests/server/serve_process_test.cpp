@@ -240,36 +240,28 @@ TEST_F(ServeProcessTest, NodeAndServerOptions_BadValuesAreClearErrors) {
     return test_support::run_command(std::string(FLOWRT_BINARY) + " serve " + dir_.string() + " --listen 127.0.0.1:0 " +
                                      args + " 2>&1");
   };
-  test_support::Output out = run("--node a --data " + (dir_ / "state.db").string());
-  EXPECT_EQ(out.code, 1) << out.out;
-  EXPECT_THAT(out.out, HasSubstr("several nodes share a postgresql store"));
-  out = run("--node 'a b' --data postgresql://nobody@127.0.0.1:1/x");
-  EXPECT_EQ(out.code, 1) << out.out;
-  EXPECT_THAT(out.out, HasSubstr("'a b' is not a node name"));
-  out = run("--lease-ms 1000");
-  EXPECT_EQ(out.code, 2) << out.out;
-  EXPECT_THAT(out.out, HasSubstr("--lease-ms, --forward-timeout-ms and --advertise need --node"));
-  out = run("--advertise node-a.example:8480");
-  EXPECT_EQ(out.code, 2) << out.out;
-  EXPECT_THAT(out.out, HasSubstr("--lease-ms, --forward-timeout-ms and --advertise need --node"));
-  out = run("--node a --advertise ''");
-  EXPECT_EQ(out.code, 2) << out.out;
-  EXPECT_THAT(out.out, HasSubstr("--advertise needs HOST or HOST:PORT"));
-  out = run("--node a --advertise 'h:99999' --data postgresql://nobody@127.0.0.1:1/x");
-  EXPECT_EQ(out.code, 1) << out.out;
-  EXPECT_THAT(out.out, HasSubstr("'h:99999' is not HOST or HOST:PORT: the port must be a number from 1 to 65535"));
+  // Runs with `args`; expects exit status `code` and `says` in the output. Returns it.
+  auto expect = [&](const std::string& args, int code, const std::string& says) {
+    test_support::Output out = run(args);
+    EXPECT_EQ(out.code, code) << args << ": " << out.out;
+    EXPECT_THAT(out.out, HasSubstr(says)) << args;
+    return out;
+  };
+  const std::string unreachable = " --data postgresql://nobody@127.0.0.1:1/x";
+  const std::string need_node = "--lease-ms, --forward-timeout-ms and --advertise need --node";
+  expect("--node a --data " + (dir_ / "state.db").string(), 1, "several nodes share a postgresql store");
+  expect("--node 'a b'" + unreachable, 1, "'a b' is not a node name");
+  expect("--lease-ms 1000", 2, need_node);
+  expect("--advertise node-a.example:8480", 2, need_node);
+  expect("--node a --advertise ''", 2, "--advertise needs HOST or HOST:PORT");
+  test_support::Output out = expect("--node a --advertise 'h:99999'" + unreachable, 1,
+                                    "'h:99999' is not HOST or HOST:PORT: the port must be a number from 1 to 65535");
   EXPECT_THAT(out.out, Not(HasSubstr("cannot connect"))) << "checked before the database is reached";
-  out = run("--node a --lease-ms 5");
-  EXPECT_EQ(out.code, 2) << out.out;
-  EXPECT_THAT(out.out, HasSubstr("--lease-ms must be a number from 300 to 600000"));
-  out = run("--node a --data postgresql://nobody@127.0.0.1:1/x");
-  EXPECT_EQ(out.code, 1) << out.out;
-  EXPECT_THAT(out.out, HasSubstr("postgresql database 127.0.0.1:1/x"));
+  expect("--node a --lease-ms 5", 2, "--lease-ms must be a number from 300 to 600000");
+  out = expect("--node a" + unreachable, 1, "postgresql database 127.0.0.1:1/x");
   EXPECT_THAT(out.out, HasSubstr("cannot connect"));
   for (const char* bad : {"0", "65", "x", "-1", ""}) {
-    out = run(std::string("--io-threads '") + bad + "'");
-    EXPECT_EQ(out.code, 2) << bad << ": " << out.out;
-    EXPECT_THAT(out.out, HasSubstr("--io-threads must be a number from 1 to 64")) << bad;
+    expect(std::string("--io-threads '") + bad + "'", 2, "--io-threads must be a number from 1 to 64");
   }
 }
 

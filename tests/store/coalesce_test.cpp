@@ -81,7 +81,7 @@ TEST(StoreCoalesceTest, ACoalescedBatch_LeavesTheStoreAsTheOriginal) {
 
   MemoryStore folded_memory;
   const std::string path = test_support::temp_path("flowrt-coalesce") + ".db";
-  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+  test_support::remove_sqlite_files(path);
   Result<std::unique_ptr<SqliteStore>> sqlite = SqliteStore::open(path, SyncMode::kOff);
   ASSERT_TRUE(sqlite.is_ok());
   size_t context_changes = 0;
@@ -100,7 +100,7 @@ TEST(StoreCoalesceTest, ACoalescedBatch_LeavesTheStoreAsTheOriginal) {
   EXPECT_EQ(state_of(folded_memory), want);
   EXPECT_EQ(state_of(**sqlite), want);
   sqlite->reset();
-  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+  test_support::remove_sqlite_files(path);
 }
 
 }  // namespace

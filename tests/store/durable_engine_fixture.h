@@ -36,7 +36,7 @@ class DurableEngineTest : public ::testing::Test {
     remove_files();
   }
   void remove_files() {
-    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_ + suffix);
+    test_support::remove_sqlite_files(path_);
   }
   virtual EngineOptions options() const {
     EngineOptions o;

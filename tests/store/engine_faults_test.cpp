@@ -46,7 +46,7 @@ class EngineFaultsTest : public ::testing::Test {
     remove_files();
   }
   void remove_files() {
-    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_ + suffix);
+    test_support::remove_sqlite_files(path_);
   }
   EngineOptions options(Durability durability) const {
     EngineOptions o;

@@ -44,7 +44,7 @@ class HistoryTest : public ::testing::Test {
     remove_files();
   }
   void remove_files() {
-    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_ + suffix);
+    test_support::remove_sqlite_files(path_);
   }
   Engine& open(const std::string& store = "sqlite", EngineProperties props = {}) {
     engine_.reset();

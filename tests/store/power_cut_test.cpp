@@ -88,7 +88,7 @@ class PowerCutTest : public ::testing::Test {
   }
   void TearDown() override { remove_files(); }
   void remove_files() {
-    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_ + suffix);
+    test_support::remove_sqlite_files(path_);
   }
   std::unique_ptr<SqliteStore> open(SyncMode sync) {
     Result<std::unique_ptr<SqliteStore>> s = SqliteStore::open(path_, sync, false, vfs_.name());

@@ -30,7 +30,7 @@ class SqliteCheckpointerTest : public ::testing::Test {
   }
   void TearDown() override { remove_files(); }
   void remove_files() {
-    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_ + suffix);
+    test_support::remove_sqlite_files(path_);
   }
   std::unique_ptr<SqliteStore> open(SqliteCheckpointer::Limits limits, const std::string& vfs = "") {
     StoreReport report = [this](const std::string& message) {

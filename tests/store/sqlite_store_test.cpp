@@ -31,7 +31,7 @@ class SqliteStoreTest : public ::testing::Test {
   }
   void TearDown() override { remove_files(); }
   void remove_files() {
-    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_ + suffix);
+    test_support::remove_sqlite_files(path_);
   }
   std::unique_ptr<SqliteStore> open(bool read_only = false) {
     Result<std::unique_ptr<SqliteStore>> s = SqliteStore::open(path_, SyncMode::kNormal, read_only);

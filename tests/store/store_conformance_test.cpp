@@ -98,7 +98,7 @@ class StoreConformanceTest : public ::testing::Test {
     if constexpr (requires { Kind::forget(path_); }) Kind::forget(path_);
   }
   void remove_files() {
-    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_ + suffix);
+    test_support::remove_sqlite_files(path_);
   }
   void write(std::vector<StoreChange> changes, StoreCounters counters = {}) {
     StoreBatch batch;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -27,6 +28,11 @@ inline Value json(std::string_view text) {
 // builds or two checkouts running at once never share (and delete) each other's files.
 inline std::string temp_path(const std::string& stem) {
   return ::testing::TempDir() + stem + "-" + std::to_string(::getpid());
+}
+
+// Removes a SQLite database file and its write-ahead log and shared-memory files.
+inline void remove_sqlite_files(const std::string& path) {
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
 }
 
 inline constexpr DurationMs kMinute = 60 * 1000;
