@@ -3,6 +3,14 @@
 // instead of one timer per lease and per request: a lock hand-off replaces one holder's
 // lease by the next one's, nearly always in the same millisecond, so the timer rarely
 // needs re-arming (each timer add and cancel cost a lock, an allocation and a closure).
+//
+// Every hand-off cancels the next holder's give-up deadline, added long before: with a
+// million requests queued, a search of any ordered structure of them is a walk through
+// cold memory. So a cancel does not search. Deadlines live in a slab of nodes, reused; a
+// handle names its node and the node's generation (bumped each time the node is freed),
+// so a spent handle is recognised and ignored. The nodes of one millisecond form a list in
+// the order added (ties come out first added first), and an ordered map holds one entry
+// per millisecond that has any.
 // Plain data: not thread-safe; the Dispatcher guards it with its commit lock.
 #pragma once
 
@@ -31,33 +39,42 @@ struct LockDeadline {
 class LockDeadlines {
  public:
   // The handle identifies the deadline for cancel (as a TimerHandle identifies a timer).
-  TimerHandle add(TimeMs at, LockDeadline deadline) {
-    const TimerHandle h{at, next_seq_++};
-    by_time_.emplace(std::make_pair(h.deadline, h.seq), std::move(deadline));
-    return h;
-  }
-  // Harmless for a handle already taken or never valid.
-  void cancel(const TimerHandle& h) {
-    if (h.valid()) by_time_.erase(std::make_pair(h.deadline, h.seq));
-  }
+  TimerHandle add(TimeMs at, LockDeadline deadline);
+  // Harmless for a handle already taken, already cancelled or never valid.
+  void cancel(const TimerHandle& h);
   std::optional<TimeMs> earliest() const {
-    if (by_time_.empty()) return std::nullopt;
-    return by_time_.begin()->first.first;
+    if (by_ms_.empty()) return std::nullopt;
+    return by_ms_.begin()->first;
   }
-  // Removes and returns the deadlines at or before `now`, earliest first.
-  std::vector<LockDeadline> take_due(TimeMs now) {
-    std::vector<LockDeadline> due;
-    while (!by_time_.empty() && by_time_.begin()->first.first <= now) {
-      due.push_back(std::move(by_time_.begin()->second));
-      by_time_.erase(by_time_.begin());
-    }
-    return due;
-  }
-  size_t size() const { return by_time_.size(); }
+  // Removes and returns the deadlines at or before `now`, earliest first, ties in the
+  // order they were added.
+  std::vector<LockDeadline> take_due(TimeMs now);
+  size_t size() const { return live_; }
+  // Nodes allocated, free ones included: the most deadlines ever pending at once.
+  size_t capacity() const { return nodes_.size(); }
 
  private:
-  std::map<std::pair<TimeMs, uint64_t>, LockDeadline> by_time_;
-  uint64_t next_seq_ = 0;
+  static constexpr uint32_t kNone = UINT32_MAX;
+  struct Node {
+    uint32_t generation = 0;
+    bool live = false;
+    uint32_t prev = kNone;  // within its millisecond, in the order added
+    uint32_t next = kNone;
+    TimeMs at = 0;
+    LockDeadline deadline;
+  };
+  struct Millisecond {
+    uint32_t first = kNone;
+    uint32_t last = kNone;
+  };
+
+  uint32_t allocate();
+  void release(uint32_t index);
+
+  std::vector<Node> nodes_;
+  std::vector<uint32_t> free_;
+  std::map<TimeMs, Millisecond> by_ms_;  // never holds an empty millisecond
+  size_t live_ = 0;
 };
 
 }  // namespace flowrt

@@ -4,6 +4,8 @@
 #   scripts/bench-ab.sh OLD_FLOWRT NEW_FLOWRT [ROUNDS] [-- bench args]
 #   e.g. scripts/bench-ab.sh /tmp/flowrt-old build/release/cli/flowrt 7 -- --workload triage --events 500000
 # An old binary: git worktree add /tmp/old REV && (cd /tmp/old && scripts/build.sh release --target flowrt).
+# METRIC=NAME compares another figure of the bench's output instead of contexts/s, e.g.
+#   METRIC=contended_handoffs_per_s scripts/bench-ab.sh OLD NEW 7 -- --workload locks
 set -euo pipefail
 if [ $# -lt 2 ]; then
   echo "usage: scripts/bench-ab.sh OLD_FLOWRT NEW_FLOWRT [ROUNDS] [-- bench args]" >&2
@@ -17,9 +19,11 @@ if [ $# -gt 0 ] && [ "$1" = "--" ]; then shift; fi
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(--workload triage --events 500000)
 
-# One run: "contexts/s cpu_us_per_context".
+metric="${METRIC:-contexts/s}"
+
+# One run: "METRIC cpu_us_per_context".
 one() {
-  "$1" bench "${args[@]}" 2>&1 | awk '/^contexts\/s/ {r=$2} /^CPU per context/ {c=$4} END {print r, c}'
+  "$1" bench "${args[@]}" 2>&1 | awk -v m="$metric" '$1 == m {r=$2} /^CPU per context/ {c=$4} END {print r, c}'
 }
 median() { sort -n | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
@@ -31,5 +35,5 @@ for ((i = 1; i <= rounds; i++)); do
 done
 om=$(printf '%s\n' "${old_rate[@]}" | median) nm=$(printf '%s\n' "${new_rate[@]}" | median)
 oc=$(printf '%s\n' "${old_cpu[@]}" | median) nc=$(printf '%s\n' "${new_cpu[@]}" | median)
-echo "median contexts/s: old $om, new $nm ($(awk -v o="$om" -v n="$nm" 'BEGIN {printf "%+.1f%%", (n - o) * 100 / o}'))"
+echo "median $metric: old $om, new $nm ($(awk -v o="$om" -v n="$nm" 'BEGIN {printf "%+.1f%%", (n - o) * 100 / o}'))"
 echo "median CPU per context: old $oc us, new $nc us ($(awk -v o="$oc" -v n="$nc" 'BEGIN {printf "%+.1f%%", (n - o) * 100 / o}'))"

@@ -45,13 +45,18 @@ void run_contended_phase(Engine& engine, const std::vector<Value>& jobs, BenchRe
   engine.settle(0);  // every job waits in a lock queue
   const uint64_t handoffs_before = engine.core().dispatcher.lock_handoffs();
   const auto start = std::chrono::steady_clock::now();
+  const double cpu_before = process_cpu_seconds();
   if (!engine.update("gate", "g", Value::object({{"open", Value(true)}}))) throw std::runtime_error("cannot open the gate");
   engine.settle(0);
   const double seconds = seconds_since(start);
+  const double cpu_seconds = process_cpu_seconds() - cpu_before;
   const double handoffs = static_cast<double>(engine.core().dispatcher.lock_handoffs() - handoffs_before);
   r->extra.emplace_back("contended_handoffs", handoffs);
   r->extra.emplace_back("contended_seconds", seconds);
   r->extra.emplace_back("contended_handoffs_per_s", handoffs / seconds);
+  // CPU per hand-off (both workers' and the settling thread's): steadier than the rate on
+  // a shared machine, and what a change to the hand-off path moves.
+  r->extra.emplace_back("contended_cpu_us_per_handoff", handoffs > 0 ? cpu_seconds * 1e6 / handoffs : 0.0);
 }
 
 // Two phases on one engine. Free-running: the jobs are inserted as fast as possible and

@@ -109,5 +109,49 @@ TEST(LockDeadlinesTest, ManyCancelledOutOfOrder_TheRestComeOutInOrder) {
   EXPECT_EQ(d.size(), 0u);
 }
 
+// Nodes are reused: the slab grows to the most deadlines pending at once, not to the
+// number ever added.
+TEST(LockDeadlinesTest, NodesAreReused_TheSlabIsTheMostPendingAtOnce) {
+  LockDeadlines d;
+  std::vector<TimerHandle> pending;
+  for (int i = 0; i < 100; ++i) pending.push_back(d.add(10 + i % 7, give_up("a", i)));
+  for (int round = 0; round < 10000; ++round) {
+    d.cancel(pending[static_cast<size_t>(round % 100)]);
+    pending[static_cast<size_t>(round % 100)] = d.add(10 + round % 13, give_up("a", round));
+  }
+  EXPECT_EQ(d.size(), 100u);
+  EXPECT_EQ(d.capacity(), 100u);
+  EXPECT_EQ(d.take_due(1000).size(), 100u);
+  EXPECT_EQ(d.capacity(), 100u);
+}
+
+// A spent handle whose node now holds another deadline (even at the same millisecond)
+// cancels nothing.
+TEST(LockDeadlinesTest, AHandleToAReusedNode_CancelsNothing) {
+  LockDeadlines d;
+  const TimerHandle cancelled = d.add(10, give_up("a", 1));
+  d.cancel(cancelled);
+  const TimerHandle reused = d.add(10, give_up("a", 2));  // the same node, a new generation
+  d.cancel(cancelled);
+  EXPECT_EQ(d.size(), 1u);
+  const TimerHandle taken = reused;
+  EXPECT_EQ(ids(d.take_due(10)), std::vector<int64_t>{2});
+  d.add(10, give_up("a", 3));
+  d.cancel(taken);
+  EXPECT_EQ(d.size(), 1u);
+  EXPECT_EQ(ids(d.take_due(10)), std::vector<int64_t>{3});
+}
+
+// A handle cancels only its own deadline, also once its millisecond holds newer ones.
+TEST(LockDeadlinesTest, AHandleFromAnEmptiedMillisecond_CancelsNothingAddedThereLater) {
+  LockDeadlines d;
+  const TimerHandle old = d.add(10, give_up("a", 1));
+  d.cancel(old);
+  d.add(10, give_up("a", 2));
+  d.cancel(old);
+  EXPECT_EQ(d.size(), 1u);
+  EXPECT_EQ(ids(d.take_due(10)), std::vector<int64_t>{2});
+}
+
 }  // namespace
 }  // namespace flowrt
