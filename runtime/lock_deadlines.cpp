@@ -1,5 +1,7 @@
 #include "runtime/lock_deadlines.h"
 
+#include <algorithm>
+
 namespace flowrt {
 
 namespace {
@@ -41,6 +43,7 @@ void LockDeadlines::cancel(const TimerHandle& h) {
   if (n.prev != kNone) nodes_[n.prev].next = n.next;
   if (n.next != kNone) nodes_[n.next].prev = n.prev;
   release(index);
+  if (live_ == 0) give_back();
 }
 
 std::vector<LockDeadline> LockDeadlines::take_due(TimeMs now) {
@@ -54,6 +57,7 @@ std::vector<LockDeadline> LockDeadlines::take_due(TimeMs now) {
     }
     by_ms_.erase(by_ms_.begin());
   }
+  if (live_ == 0) give_back();
   return due;
 }
 
@@ -64,6 +68,7 @@ uint32_t LockDeadlines::allocate() {
     return index;
   }
   nodes_.emplace_back();
+  nodes_.back().generation = fresh_generation_;
   return static_cast<uint32_t>(nodes_.size() - 1);
 }
 
@@ -75,6 +80,13 @@ void LockDeadlines::release(uint32_t index) {
   n.prev = n.next = kNone;
   --live_;
   free_.push_back(index);
+}
+
+void LockDeadlines::give_back() {
+  if (nodes_.empty()) return;
+  for (const Node& n : nodes_) fresh_generation_ = std::max(fresh_generation_, n.generation + 1);
+  std::vector<Node>().swap(nodes_);
+  std::vector<uint32_t>().swap(free_);
 }
 
 }  // namespace flowrt

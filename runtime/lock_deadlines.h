@@ -10,7 +10,9 @@
 // handle names its node and the node's generation (bumped each time the node is freed),
 // so a spent handle is recognised and ignored. The nodes of one millisecond form a list in
 // the order added (ties come out first added first), and an ordered map holds one entry
-// per millisecond that has any.
+// per millisecond that has any. The slab grows to the most deadlines pending at once and
+// is given back whenever none is pending (the end of a burst of queued requests); new
+// nodes then start at a generation above every one given out before.
 // Plain data: not thread-safe; the Dispatcher guards it with its commit lock.
 #pragma once
 
@@ -50,7 +52,8 @@ class LockDeadlines {
   // order they were added.
   std::vector<LockDeadline> take_due(TimeMs now);
   size_t size() const { return live_; }
-  // Nodes allocated, free ones included: the most deadlines ever pending at once.
+  // Nodes allocated, free ones included: the most deadlines pending at once since none
+  // was last pending.
   size_t capacity() const { return nodes_.size(); }
 
  private:
@@ -70,11 +73,14 @@ class LockDeadlines {
 
   uint32_t allocate();
   void release(uint32_t index);
+  // With nothing pending: lets go of the slab.
+  void give_back();
 
   std::vector<Node> nodes_;
   std::vector<uint32_t> free_;
   std::map<TimeMs, Millisecond> by_ms_;  // never holds an empty millisecond
   size_t live_ = 0;
+  uint32_t fresh_generation_ = 0;  // above every generation of a slab given back
 };
 
 }  // namespace flowrt
