@@ -13,7 +13,6 @@ TimerHandle LockDeadlines::add(TimeMs at, LockDeadline deadline) {
   const uint32_t index = allocate();
   Millisecond& ms = by_ms_[at];
   Node& n = nodes_[index];
-  n.live = true;
   n.at = at;
   n.deadline = std::move(deadline);
   n.prev = ms.last;
@@ -33,7 +32,7 @@ void LockDeadlines::cancel(const TimerHandle& h) {
   const auto index = static_cast<uint32_t>(h.seq);
   if (index >= nodes_.size()) return;
   Node& n = nodes_[index];
-  if (!n.live || n.generation != static_cast<uint32_t>(h.seq >> 32) || n.at != h.deadline) return;
+  if (n.generation != static_cast<uint32_t>(h.seq >> 32)) return;  // spent
   if (n.prev == kNone || n.next == kNone) {  // the first or last of its millisecond
     auto ms = by_ms_.find(n.at);
     if (n.prev == kNone) ms->second.first = n.next;
@@ -74,7 +73,6 @@ uint32_t LockDeadlines::allocate() {
 
 void LockDeadlines::release(uint32_t index) {
   Node& n = nodes_[index];
-  n.live = false;
   ++n.generation;  // every handle to it is spent now
   n.deadline = LockDeadline{};  // lets go of the context now
   n.prev = n.next = kNone;
@@ -83,7 +81,7 @@ void LockDeadlines::release(uint32_t index) {
 }
 
 void LockDeadlines::give_back() {
-  if (nodes_.empty()) return;
+  if (nodes_.size() <= kKeptNodes) return;
   for (const Node& n : nodes_) fresh_generation_ = std::max(fresh_generation_, n.generation + 1);
   std::vector<Node>().swap(nodes_);
   std::vector<uint32_t>().swap(free_);

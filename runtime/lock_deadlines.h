@@ -10,9 +10,11 @@
 // handle names its node and the node's generation (bumped each time the node is freed),
 // so a spent handle is recognised and ignored. The nodes of one millisecond form a list in
 // the order added (ties come out first added first), and an ordered map holds one entry
-// per millisecond that has any. The slab grows to the most deadlines pending at once and
-// is given back whenever none is pending (the end of a burst of queued requests); new
-// nodes then start at a generation above every one given out before.
+// per millisecond that has any. The slab grows to the most deadlines pending at once; a
+// slab of more than kKeptNodes is given back once none is pending (the end of a burst of
+// queued requests), and new nodes then start at a generation above every one given out
+// before. A smaller one is kept, so that taking and releasing one lock at a time does
+// not allocate the slab anew each time.
 // Plain data: not thread-safe; the Dispatcher guards it with its commit lock.
 #pragma once
 
@@ -52,15 +54,15 @@ class LockDeadlines {
   // order they were added.
   std::vector<LockDeadline> take_due(TimeMs now);
   size_t size() const { return live_; }
-  // Nodes allocated, free ones included: the most deadlines pending at once since none
-  // was last pending.
+  // Nodes allocated, free ones included: the most deadlines pending at once since the
+  // slab was last given back.
   size_t capacity() const { return nodes_.size(); }
+  static constexpr size_t kKeptNodes = 1024;
 
  private:
   static constexpr uint32_t kNone = UINT32_MAX;
   struct Node {
-    uint32_t generation = 0;
-    bool live = false;
+    uint32_t generation = 0;  // bumped when freed: a handle matches only while it is live
     uint32_t prev = kNone;  // within its millisecond, in the order added
     uint32_t next = kNone;
     TimeMs at = 0;
@@ -73,7 +75,7 @@ class LockDeadlines {
 
   uint32_t allocate();
   void release(uint32_t index);
-  // With nothing pending: lets go of the slab.
+  // With nothing pending: lets go of a slab larger than kKeptNodes.
   void give_back();
 
   std::vector<Node> nodes_;

@@ -110,7 +110,7 @@ TEST(LockDeadlinesTest, ManyCancelledOutOfOrder_TheRestComeOutInOrder) {
 }
 
 // Nodes are reused: the slab grows to the most deadlines pending at once, not to the
-// number ever added.
+// number ever added; a small slab is kept when none is pending.
 TEST(LockDeadlinesTest, NodesAreReused_TheSlabIsTheMostPendingAtOnce) {
   LockDeadlines d;
   std::vector<TimerHandle> pending;
@@ -122,22 +122,22 @@ TEST(LockDeadlinesTest, NodesAreReused_TheSlabIsTheMostPendingAtOnce) {
   EXPECT_EQ(d.size(), 100u);
   EXPECT_EQ(d.capacity(), 100u);
   EXPECT_FALSE(d.take_due(15).empty());
-  ASSERT_GT(d.size(), 0u);  // some pending still: the slab is kept
+  ASSERT_GT(d.size(), 0u);
   EXPECT_EQ(d.capacity(), 100u);
   d.take_due(1000);
-  EXPECT_EQ(d.capacity(), 0u);  // none pending: given back
+  EXPECT_EQ(d.size(), 0u);
+  EXPECT_EQ(d.capacity(), 100u);  // none pending, but small: kept for the next lock
 }
 
-// Once the slab is given back, a handle from before it cancels nothing added after, though
-// the new deadline sits in a node of the same index.
-TEST(LockDeadlinesTest, AHandleFromAGivenBackSlab_CancelsNothing) {
+// A slab larger than kKeptNodes is given back once none is pending; a handle from before
+// cancels nothing added after, though the new deadline sits in a node of the same index.
+TEST(LockDeadlinesTest, ABurstsSlabIsGivenBack_AHandleFromItCancelsNothingAddedAfter) {
   LockDeadlines d;
   std::vector<TimerHandle> old;
-  for (int i = 0; i < 3; ++i) old.push_back(d.add(10, give_up("a", i)));
-  for (int i = 0; i < 5; ++i) {  // generations move on in node 0
-    d.cancel(d.add(10, give_up("a", 100 + i)));
-  }
-  EXPECT_EQ(ids(d.take_due(10)), (std::vector<int64_t>{0, 1, 2}));
+  for (size_t i = 0; i <= LockDeadlines::kKeptNodes; ++i) old.push_back(d.add(10, give_up("a", 0)));
+  d.cancel(old.back());
+  EXPECT_EQ(d.capacity(), LockDeadlines::kKeptNodes + 1) << "some pending still: kept";
+  d.take_due(10);
   EXPECT_EQ(d.capacity(), 0u);
   for (int i = 0; i < 3; ++i) d.add(10, give_up("b", 10 + i));
   for (const TimerHandle& h : old) d.cancel(h);
