@@ -38,14 +38,33 @@ Value lock_state_value(const LockState& s) {
                         {"waiters", Value::array(std::move(waiters))}});
 }
 
-LockTable::Entry& LockTable::entry(std::string_view name) {
+LockTable::Locks::iterator LockTable::entry(std::string_view name) {
   auto it = locks_.find(name);
   if (it == locks_.end()) it = locks_.emplace(std::string(name), Entry{}).first;
-  return it->second;
+  return it;
+}
+
+const LockTable::ContextLocks* LockTable::context_locks(uint64_t who) const {
+  auto it = contexts_.find(who);
+  return it == contexts_.end() ? nullptr : &it->second;
+}
+
+void LockTable::forget_context_if_idle(std::unordered_map<uint64_t, ContextLocks>::iterator it) {
+  if (it->second.idle()) contexts_.erase(it);
+}
+
+bool LockTable::holds_any(uint64_t who) const {
+  const ContextLocks* c = context_locks(who);
+  return c && !c->held.empty();
+}
+
+bool LockTable::waiting(uint64_t who) const {
+  const ContextLocks* c = context_locks(who);
+  return c && c->waiting_for;
 }
 
 void LockTable::set_limit(std::string_view name, int64_t limit) {
-  Entry& e = entry(name);
+  Entry& e = entry(name)->second;
   e.limit = limit;
   e.declared = true;
 }
@@ -80,14 +99,15 @@ void LockTable::restore_last_token(int64_t token) { next_token_ = std::max(next_
 
 bool LockTable::restore_holder(uint64_t who, void* owner, std::string_view name, int64_t weight, int64_t token,
                                TimeMs acquired_at, TimeMs expires_at) {
-  Entry& e = entry(name);
+  auto it = entry(name);
+  Entry& e = it->second;
   if (weight < 1 || e.held + weight > e.limit || holds(who, name)) {
     forget_if_idle(name);
     return false;
   }
   e.holders.push_back(Holder{who, owner, weight, token, acquired_at, expires_at, TimerHandle{}});
   e.held += weight;
-  holding_[who].push_back(std::string(name));
+  contexts_[who].held.push_back(&it->first);
   next_token_ = std::max(next_token_, token + 1);
   note_changed(name);
   return true;
@@ -101,11 +121,13 @@ void LockTable::forget_if_idle(std::string_view name) {
   }
 }
 
-LockGrant LockTable::grant(Entry& e, const LockRequest& r, TimeMs now, bool queued) {
+LockGrant LockTable::grant(Locks::value_type& lock, ContextLocks& c, const LockRequest& r, TimeMs now, bool queued) {
+  const std::string& name = lock.first;
+  Entry& e = lock.second;
   LockGrant g;
   g.who = r.who;
   g.owner = r.owner;
-  g.name = r.name;
+  g.name = name;
   g.weight = r.weight;
   // Tokens come from one counter over all names: they grow at every grant of any name,
   // so also at every grant of this one, and survive an idle name being forgotten.
@@ -120,11 +142,13 @@ LockGrant LockTable::grant(Entry& e, const LockRequest& r, TimeMs now, bool queu
   g.delay = r.delay;
   e.holders.push_back(Holder{r.who, r.owner, r.weight, g.token, now, g.expires_at, TimerHandle{}});
   e.held += r.weight;
-  holding_[r.who].push_back(r.name);
+  c.held.push_back(&name);
   return g;
 }
 
-void LockTable::grant_waiters(Entry& e, const std::string& name, TimeMs now, std::vector<LockGrant>* granted) {
+void LockTable::grant_waiters(Locks::value_type& lock, TimeMs now, std::vector<LockGrant>* granted) {
+  const std::string& name = lock.first;
+  Entry& e = lock.second;
   // First come, first served: the head is granted when it fits, and nobody passes it.
   while (!e.queue.empty() && e.held + e.queue.front().weight() <= e.limit) {
     Waiter w = std::move(e.queue.front());
@@ -133,9 +157,9 @@ void LockTable::grant_waiters(Entry& e, const std::string& name, TimeMs now, std
       violation_ = "lock '" + name + "' granted " + ctx_name(w.who()) + " out of queue order";
     }
     e.last_granted_order = w.order;
-    waiting_on_.erase(w.who());
-    w.request.name = name;
-    LockGrant g = grant(e, w.request, now, true);
+    ContextLocks& c = contexts_[w.who()];
+    c.waiting_for = nullptr;
+    LockGrant g = grant(lock, c, w.request, now, true);
     g.give_up_timer = w.give_up_timer;
     granted->push_back(std::move(g));
   }
@@ -158,7 +182,8 @@ AcquireOutcome LockTable::acquire(const LockRequest& r) { return acquire(r, r.no
 
 AcquireOutcome LockTable::acquire(const LockRequest& r, TimeMs now) {
   AcquireOutcome out;
-  Entry& e = entry(r.name);
+  const auto it = entry(r.name);
+  Entry& e = it->second;
   for (const Holder& h : e.holders) {
     if (h.who == r.who) {
       out.kind = AcquireOutcome::Kind::kReentered;
@@ -182,7 +207,7 @@ AcquireOutcome LockTable::acquire(const LockRequest& r, TimeMs now) {
   }
   if (e.queue.empty() && e.held + r.weight <= e.limit) {
     out.kind = AcquireOutcome::Kind::kGranted;
-    out.grant = grant(e, r, now, false);
+    out.grant = grant(*it, contexts_[r.who], r, now, false);
     note_changed(r.name);
     return out;
   }
@@ -200,20 +225,22 @@ AcquireOutcome LockTable::acquire(const LockRequest& r, TimeMs now) {
   out.ahead = e.queue.size();
   for (const Holder& h : e.holders) out.holders.push_back(h.who);
   e.queue.push_back(Waiter{r, TimerHandle{}, next_order_++});
-  waiting_on_[r.who] = r.name;
+  contexts_[r.who].waiting_for = &it->first;
   note_changed(r.name);
   return out;
 }
 
-void LockTable::drop_holder(Entry& e, std::vector<Holder>::iterator it, uint64_t who, std::string_view name) {
+void LockTable::drop_holder(Locks::value_type& lock, std::vector<Holder>::iterator it) {
+  const std::string& name = lock.first;
+  Entry& e = lock.second;
+  const uint64_t who = it->who;
   e.held -= it->weight;
   e.holders.erase(it);
-  auto h = holding_.find(who);
-  if (h != holding_.end()) {
-    auto& names = h->second;
-    names.erase(std::find(names.begin(), names.end(), name));
-    if (names.empty()) holding_.erase(h);
-  }
+  auto c = contexts_.find(who);
+  if (c == contexts_.end()) return;
+  auto& held = c->second.held;
+  held.erase(std::find(held.begin(), held.end(), &name));
+  forget_context_if_idle(c);
 }
 
 bool LockTable::release(uint64_t who, std::string_view name, TimeMs now, std::vector<LockGrant>* granted) {
@@ -222,8 +249,8 @@ bool LockTable::release(uint64_t who, std::string_view name, TimeMs now, std::ve
   Entry& e = it->second;
   auto h = std::find_if(e.holders.begin(), e.holders.end(), [&](const Holder& x) { return x.who == who; });
   if (h == e.holders.end()) return false;
-  drop_holder(e, h, who, name);
-  grant_waiters(e, it->first, now, granted);
+  drop_holder(*it, h);
+  grant_waiters(*it, now, granted);
   forget_if_idle(name);
   return true;
 }
@@ -238,9 +265,12 @@ bool LockTable::give_up(uint64_t who, std::string_view name, uint64_t wait_id, T
   if (request) *request = w->request;
   if (give_up_timer) *give_up_timer = w->give_up_timer;
   e.queue.erase(w);
-  waiting_on_.erase(who);
+  if (auto c = contexts_.find(who); c != contexts_.end()) {
+    c->second.waiting_for = nullptr;
+    forget_context_if_idle(c);
+  }
   // The head may have been the one blocking the others.
-  grant_waiters(e, it->first, now, granted);
+  grant_waiters(*it, now, granted);
   forget_if_idle(name);
   return true;
 }
@@ -253,37 +283,45 @@ bool LockTable::expire(uint64_t who, std::string_view name, int64_t token, TimeM
   auto h = std::find_if(e.holders.begin(), e.holders.end(),
                         [&](const Holder& x) { return x.who == who && x.token == token; });
   if (h == e.holders.end()) return false;
-  drop_holder(e, h, who, name);
-  grant_waiters(e, it->first, now, granted);
+  drop_holder(*it, h);
+  grant_waiters(*it, now, granted);
   forget_if_idle(name);
   return true;
 }
 
 void LockTable::release_all(uint64_t who, TimeMs now, std::vector<std::string>* released,
                             std::vector<TimerHandle>* timers, std::vector<LockGrant>* granted) {
-  if (auto w = waiting_on_.find(who); w != waiting_on_.end()) {
-    const std::string name = w->second;
-    Entry& e = entry(name);
+  auto c = contexts_.find(who);
+  if (c == contexts_.end()) return;
+  if (const std::string* waiting_for = c->second.waiting_for) {
+    const std::string name = *waiting_for;  // the entry may be forgotten below
+    c->second.waiting_for = nullptr;
+    auto l = locks_.find(name);
+    Entry& e = l->second;
     auto q = std::find_if(e.queue.begin(), e.queue.end(), [&](const Waiter& x) { return x.who() == who; });
     if (q != e.queue.end()) {
       timers->push_back(q->give_up_timer);
       e.queue.erase(q);
     }
-    waiting_on_.erase(who);
-    grant_waiters(e, name, now, granted);
+    grant_waiters(*l, now, granted);
     forget_if_idle(name);
   }
-  auto h = holding_.find(who);
-  if (h == holding_.end()) return;
-  const std::vector<std::string> names = h->second;
+  // Copied: drop_holder edits the record, and erases it once nothing is left.
+  std::vector<std::string> names;
+  c = contexts_.find(who);
+  if (c != contexts_.end()) {
+    for (const std::string* name : c->second.held) names.push_back(*name);
+    forget_context_if_idle(c);
+  }
   for (const std::string& name : names) {
-    Entry& e = entry(name);
+    auto l = locks_.find(name);
+    Entry& e = l->second;
     auto it = std::find_if(e.holders.begin(), e.holders.end(), [&](const Holder& x) { return x.who == who; });
     if (it == e.holders.end()) continue;
     timers->push_back(it->lease_timer);
-    drop_holder(e, it, who, name);
+    drop_holder(*l, it);
     released->push_back(name);
-    grant_waiters(e, name, now, granted);
+    grant_waiters(*l, now, granted);
     forget_if_idle(name);
   }
 }
@@ -331,7 +369,7 @@ std::string LockTable::find_deadlock(const LockRequest& r, const Entry& target) 
   // A requester that holds nothing cannot close a cycle: nobody waits for it (it is in no
   // queue yet, and only holders and those ahead in a queue are waited for), and no cycle
   // exists already (each would have been refused). The common case costs nothing.
-  if (holding_.count(r.who) == 0) return "";
+  if (!holds_any(r.who)) return "";
   // Suppose the requester waits, at the end of the target's queue. Which contexts can still
   // get what they wait for? One that waits for nothing will release what it holds. A
   // waiter can be granted once everyone queued ahead of it can, and the holders that
@@ -345,7 +383,7 @@ std::string LockTable::find_deadlock(const LockRequest& r, const Entry& target) 
   // cost is linear in the waiters and what they hold (counted in last_deadlock_check_work).
   std::unordered_set<uint64_t> proceeds;
   // Waits for something (so does the requester, supposedly): may be stuck.
-  auto waits = [&](uint64_t who) { return who == r.who || waiting_on_.count(who) > 0; };
+  auto waits = [&](uint64_t who) { return who == r.who || waiting(who); };
   auto stuck_now = [&](uint64_t who) { return waits(who) && !proceeds.count(who); };
   struct Progress {
     int64_t stuck_weight = 0;  // held by contexts not known to proceed
@@ -377,15 +415,17 @@ std::string LockTable::find_deadlock(const LockRequest& r, const Entry& target) 
       ++p.next;
     }
   };
-  for (const auto& [who, name] : waiting_on_) evaluate(locks_.find(name)->second);
+  for (const auto& [who, c] : contexts_) {
+    if (c.waiting_for) evaluate(locks_.find(*c.waiting_for)->second);
+  }
   evaluate(target);
   while (!freed.empty()) {
     const uint64_t who = freed.back();
     freed.pop_back();
-    auto h = holding_.find(who);
-    if (h == holding_.end()) continue;
-    for (const std::string& name : h->second) {
-      const Entry& e = locks_.find(name)->second;
+    const ContextLocks* c = context_locks(who);
+    if (!c) continue;
+    for (const std::string* name : c->held) {
+      const Entry& e = locks_.find(*name)->second;
       Progress& p = progress_of(e);
       for (const Holder& holder : e.holders) {
         ++last_deadlock_check_work_;
@@ -425,9 +465,9 @@ std::string LockTable::name_cycle(const LockRequest& r, const Entry& target,
     const uint64_t who = frontier.front();
     frontier.pop_front();
     const bool is_requester = who == r.who;
-    auto w = waiting_on_.find(who);
-    if (!is_requester && w == waiting_on_.end()) continue;
-    const std::string& name = is_requester ? r.name : w->second;
+    const ContextLocks* c = context_locks(who);
+    if (!is_requester && !(c && c->waiting_for)) continue;
+    const std::string& name = is_requester ? r.name : *c->waiting_for;
     const Entry& e = is_requester ? target : locks_.find(name)->second;
     blockers(who, e, name, [&](uint64_t next, const Edge& edge) {
       if (next == r.who) {
@@ -473,11 +513,16 @@ std::vector<LockState> LockTable::snapshot() const {
 
 std::string LockTable::check_invariants() const {
   if (!violation_.empty()) return violation_;
-  size_t queued = 0;
+  size_t queued = 0, held = 0;
   for (const auto& [name, e] : locks_) {
     int64_t sum = 0;
     for (const Holder& h : e.holders) {
       sum += h.weight;
+      const ContextLocks* c = context_locks(h.who);
+      if (!c || std::find(c->held.begin(), c->held.end(), &name) == c->held.end()) {
+        return ctx_name(h.who) + " holds lock '" + name + "' but is not indexed";
+      }
+      ++held;
       for (const Waiter& w : e.queue) {
         if (w.who() == h.who) return ctx_name(h.who) + " both holds and waits for lock '" + name + "'";
       }
@@ -488,12 +533,19 @@ std::string LockTable::check_invariants() const {
       return "lock '" + name + "' has a waiter that fits but was not granted";
     }
     for (const Waiter& w : e.queue) {
-      auto it = waiting_on_.find(w.who());
-      if (it == waiting_on_.end() || it->second != name) return ctx_name(w.who()) + " is queued but not indexed";
+      const ContextLocks* c = context_locks(w.who());
+      if (!c || c->waiting_for != &name) return ctx_name(w.who()) + " is queued but not indexed";
       ++queued;
     }
   }
-  if (queued != waiting_on_.size()) return "the index of waiters does not match the queues";
+  size_t indexed_waits = 0, indexed_holds = 0;
+  for (const auto& [who, c] : contexts_) {
+    if (c.idle()) return ctx_name(who) + " is indexed but neither holds nor waits";
+    indexed_waits += c.waiting_for ? 1 : 0;
+    indexed_holds += c.held.size();
+  }
+  if (queued != indexed_waits) return "the index of waiters does not match the queues";
+  if (held != indexed_holds) return "the index of holders does not match the holders";
   return "";
 }
 

@@ -25,6 +25,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "plans/time.h"
 #include "plans/value.h"
 #include "runtime/clock.h"
@@ -128,8 +130,8 @@ class LockTable {
                    std::vector<LockGrant>* granted);
 
   bool holds(uint64_t who, std::string_view name) const;
-  bool holds_any(uint64_t who) const { return holding_.count(who) > 0; }
-  bool waiting(uint64_t who) const { return waiting_on_.count(who) > 0; }
+  bool holds_any(uint64_t who) const;
+  bool waiting(uint64_t who) const;
   // Remembers a holder's lease timer or a waiter's give-up timer, to cancel them later.
   void set_lease_timer(uint64_t who, std::string_view name, TimerHandle timer);
   void set_give_up_timer(uint64_t who, std::string_view name, TimerHandle timer);
@@ -154,8 +156,9 @@ class LockTable {
   void track_changes(bool on) { track_changes_ = on; }
   std::vector<std::string> take_changed();
   // "" when every invariant holds: held weights fit their limits and equal the holders'
-  // sum, no one holds and waits for one name, the index of waiters matches the queues,
-  // no waiter that fits is left waiting, and queued requests were granted in join order.
+  // sum, no one holds and waits for one name, the index by context matches the holders and
+  // queues (and keeps no one who neither holds nor waits), no waiter that fits is left
+  // waiting, and queued requests were granted in join order.
   std::string check_invariants() const;
   bool empty() const { return locks_.empty(); }
   // What the last deadlock check looked at (holders and queue positions): linear in the
@@ -188,10 +191,27 @@ class LockTable {
     std::deque<Waiter> queue;
   };
 
-  Entry& entry(std::string_view name);
-  LockGrant grant(Entry& e, const LockRequest& request, TimeMs now, bool queued);
-  void grant_waiters(Entry& e, const std::string& name, TimeMs now, std::vector<LockGrant>* granted);
-  void drop_holder(Entry& e, std::vector<Holder>::iterator it, uint64_t who, std::string_view name);
+  // What one context holds and waits for: the reverse of the entries' holders and queues,
+  // which release_all and deadlock detection read. The names are the keys of `locks_`,
+  // which stay where they are while anyone holds or waits for them (forget_if_idle erases
+  // an entry only when no one does). A hand-off changes the two contexts' records in
+  // place: nothing is allocated per grant.
+  struct ContextLocks {
+    const std::string* waiting_for = nullptr;
+    boost::container::small_vector<const std::string*, 2> held;
+    bool idle() const { return waiting_for == nullptr && held.empty(); }
+  };
+  using Locks = std::map<std::string, Entry, std::less<>>;
+
+  Locks::iterator entry(std::string_view name);
+  const ContextLocks* context_locks(uint64_t who) const;
+  // Erases `who`'s record once it neither holds nor waits.
+  void forget_context_if_idle(std::unordered_map<uint64_t, ContextLocks>::iterator it);
+  // The functions below take a lock as its map element, so that what they index is its
+  // key (which stays put), never a copy of the name.
+  LockGrant grant(Locks::value_type& lock, ContextLocks& c, const LockRequest& request, TimeMs now, bool queued);
+  void grant_waiters(Locks::value_type& lock, TimeMs now, std::vector<LockGrant>* granted);
+  void drop_holder(Locks::value_type& lock, std::vector<Holder>::iterator it);
   void forget_if_idle(std::string_view name);
   void note_changed(std::string_view name);
   // The cycle `request` would close, described; "" when there is none.
@@ -202,14 +222,13 @@ class LockTable {
                          const std::function<bool(uint64_t)>& can_proceed) const;
   mutable uint64_t last_deadlock_check_work_ = 0;
 
-  std::map<std::string, Entry, std::less<>> locks_;
+  Locks locks_;
   int64_t next_token_ = 1;
   uint64_t next_order_ = 1;
   std::string violation_;  // the first broken rule seen while granting, for check_invariants
   bool track_changes_ = false;
   std::vector<std::string> changed_;
-  std::unordered_map<uint64_t, std::string> waiting_on_;                // who -> the name it waits for
-  std::unordered_map<uint64_t, std::vector<std::string>> holding_;      // who -> names it holds
+  std::unordered_map<uint64_t, ContextLocks> contexts_;  // who -> what it holds and waits for
 };
 
 }  // namespace flowrt
