@@ -2,9 +2,10 @@
 # What a follower's relayed event streams cost (docs/SCALING.md): two `flowrt serve --node`
 # processes on one PostgreSQL database (a fresh schema of the server URL given),
 # examples/incident-triage's flows, and V viewers (curl) holding GET /api/stream open on
-# the follower, each passed on from the leader over a connection of its own. Prints the
-# follower's threads and resident memory before and with the viewers, and how long E
-# incidents inserted on the leader took to reach every viewer.
+# the follower, each passed on from the leader over a connection of its own (all of them
+# read on one thread of the follower). Prints the follower's threads and resident memory
+# before and with the viewers, and how long E incidents inserted on the leader took to
+# reach every viewer.
 #   scripts/bench-relay.sh FLOWRT PGURL [--viewers V] [--events E]
 # PGURL: a server's URL (scripts/pg-test-server.sh start DIR writes one to DIR/url).
 set -euo pipefail

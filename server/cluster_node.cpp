@@ -327,7 +327,13 @@ Reply ClusterNode::relay_stream(const ApiRequest& req) {
   if (auto h = req.http.find("Last-Event-ID"); h != req.http.end()) up.last_event_id = std::string(h->value());
   // The leader sends a comment every stream_heartbeat_ms: two missed, and it is gone.
   const std::chrono::milliseconds idle(2 * setup_.config.limits.stream_heartbeat_ms + 1000);
-  Result<StreamRelay::Opened> opened = StreamRelay::open(up, std::chrono::milliseconds(3000), idle);
+  std::shared_ptr<RelayIo> io;
+  {
+    std::lock_guard lock(relay_mu_);
+    if (!relay_io_) relay_io_ = RelayIo::start();
+    io = relay_io_;
+  }
+  Result<StreamRelay::Opened> opened = StreamRelay::open(io, up, std::chrono::milliseconds(3000), idle);
   if (!opened) return unavailable("the leader's event stream at " + a + " cannot be opened: " + opened.message());
   if (opened->answer) return std::move(*opened->answer);  // the leader's refusal, as it gave it
   Reply reply;
@@ -530,6 +536,11 @@ void ClusterNode::stop() {
   if (heartbeat_.joinable()) heartbeat_.join();
   if (forwarder_) forwarder_->stop();
   if (follower_server_) follower_server_->stop();
+  {
+    // After the server: no stream is passed on any more. A relay still held closes itself.
+    std::lock_guard lock(relay_mu_);
+    if (relay_io_) relay_io_->stop();
+  }
   if (keyed_forwarder_) keyed_forwarder_->stop();  // its waiting requests are answered (accepted or not)
   if (applier_) applier_->stop();
   if (service_) service_->stop();  // drains and checkpoints while this node still leads

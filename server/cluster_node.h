@@ -40,6 +40,7 @@
 
 #include "compiler/diagnostics.h"
 #include "plans/result.h"
+#include "server/relay_io.h"
 #include "server/serve.h"
 #include "store/postgres_cluster.h"
 
@@ -133,6 +134,10 @@ class ClusterNode {
   // Leading: what puts writes with an Idempotency-Key into the inbox (made before the
   // service answers, kept until the node stops).
   std::unique_ptr<ClusterForwarder> keyed_forwarder_;
+  // The thread every event stream passed on from the leader is read on (made at the
+  // first one; stopped when the node stops). Guarded by relay_mu_.
+  std::mutex relay_mu_;
+  std::shared_ptr<RelayIo> relay_io_;
 
   std::mutex mu_;                  // guards stopping_ for the threads' waits
   std::condition_variable cv_;

@@ -13,22 +13,33 @@ namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
 
 struct StreamRelay::Connection {
-  asio::io_context io;
-  beast::tcp_stream stream{io};
+  explicit Connection(std::shared_ptr<RelayIo> relay_io) : io(std::move(relay_io)), stream(io->io()) {}
+  std::shared_ptr<RelayIo> io;  // declared first: outlives the stream on it
+  beast::tcp_stream stream;
   beast::flat_buffer buffer;
 };
 
-StreamRelay::StreamRelay(std::chrono::milliseconds idle) : idle_(idle), conn_(std::make_unique<Connection>()) {}
+StreamRelay::StreamRelay(std::shared_ptr<RelayIo> io, std::chrono::milliseconds idle)
+    : idle_(idle), conn_(std::make_unique<Connection>(std::move(io))) {}
 
 StreamRelay::~StreamRelay() {
   close_upstream();
-  if (reader_.joinable()) reader_.join();
+  // The close ends the pending read on the RelayIo's thread. A stopped RelayIo runs no
+  // handler any more: then nothing but this touches the connection.
+  std::unique_lock lock(mu_);
+  while ((reading_ || close_pending_) && !conn_->io->stopped()) {
+    read_ended_.wait_for(lock, std::chrono::milliseconds(20));
+  }
 }
 
-Result<StreamRelay::Opened> StreamRelay::open(const Upstream& up, std::chrono::milliseconds timeout,
-                                               std::chrono::milliseconds idle) {
-  std::shared_ptr<StreamRelay> relay(new StreamRelay(idle));
+Result<StreamRelay::Opened> StreamRelay::open(const std::shared_ptr<RelayIo>& io, const Upstream& up,
+                                               std::chrono::milliseconds timeout, std::chrono::milliseconds idle) {
+  std::shared_ptr<StreamRelay> relay(new StreamRelay(io, idle));
   Connection& c = *relay->conn_;
+  // The handshake runs here, on an I/O context of its own; the connection then moves to
+  // the RelayIo, whose thread reads it.
+  asio::io_context setup;
+  beast::tcp_stream handshake(setup);
   http::request<http::empty_body> req{http::verb::get, up.target, 11};
   req.set(http::field::host, up.host + ":" + std::to_string(up.port));
   req.set(http::field::accept, "text/event-stream");
@@ -45,27 +56,26 @@ Result<StreamRelay::Opened> StreamRelay::open(const Upstream& up, std::chrono::m
   if (const asio::ip::address address = asio::ip::make_address(up.host, ec); !ec) {
     endpoints.emplace_back(address, up.port);
   } else {
-    tcp::resolver resolver(c.io);
+    tcp::resolver resolver(setup);
     for (const auto& r : resolver.resolve(up.host, std::to_string(up.port), ec)) endpoints.push_back(r.endpoint());
     if (ec || endpoints.empty()) return Error{"cannot resolve '" + up.host + "': " + ec.message()};
   }
-  c.stream.expires_after(timeout);
-  c.stream.async_connect(endpoints, [&](beast::error_code connected, const tcp::endpoint&) {
+  handshake.expires_after(timeout);
+  handshake.async_connect(endpoints, [&](beast::error_code connected, const tcp::endpoint&) {
     if (connected) return void(failed = "connect: " + connected.message());
-    http::async_write(c.stream, req, [&](beast::error_code sent, size_t) {
+    http::async_write(handshake, req, [&](beast::error_code sent, size_t) {
       if (sent) return void(failed = "send: " + sent.message());
-      http::async_read_header(c.stream, c.buffer, parser, [&](beast::error_code head, size_t) {
+      http::async_read_header(handshake, c.buffer, parser, [&](beast::error_code head, size_t) {
         if (head) return void(failed = "read: " + head.message());
         if (parser.get().result() == http::status::ok) return void(whole = true);
-        http::async_read(c.stream, c.buffer, parser, [&](beast::error_code body, size_t) {
+        http::async_read(handshake, c.buffer, parser, [&](beast::error_code body, size_t) {
           if (body) return void(failed = "read: " + body.message());
           whole = true;
         });
       });
     });
   });
-  c.io.run();
-  c.io.restart();
+  setup.run();
   if (!whole) {
     return Error{failed.empty() ? std::string("no answer in time") : failed};
   }
@@ -78,11 +88,17 @@ Result<StreamRelay::Opened> StreamRelay::open(const Upstream& up, std::chrono::m
   }
   // The bytes after the head, already read, are the stream's first.
   if (!relay->take_lines()) return Error{"the leader's stream began with an over-long line"};
-  StreamRelay* self = relay.get();
-  relay->reader_ = std::thread([self] {
-    self->read_more();
-    self->conn_->io.run();
-  });
+  tcp::socket socket = handshake.release_socket();
+  const tcp::endpoint local = socket.local_endpoint(ec);
+  const tcp::socket::native_handle_type fd = ec ? -1 : socket.release(ec);
+  if (!ec) c.stream.socket().assign(local.protocol(), fd, ec);
+  if (ec) return Error{"cannot hand the leader's stream to the relay's thread: " + ec.message()};
+  {
+    std::lock_guard lock(relay->mu_);
+    relay->reading_ = true;
+  }
+  StreamRelay* self = relay.get();  // kept until its read ends (the destructor waits)
+  asio::post(c.stream.get_executor(), [self] { self->read_more(); });
   out.relay = std::move(relay);
   return out;
 }
@@ -149,18 +165,26 @@ void StreamRelay::finish() {
   conn_->stream.socket().close(ignored);
   std::lock_guard lock(mu_);
   upstream_done_ = true;
+  reading_ = false;  // the last thing this thread does with the relay
+  read_ended_.notify_all();
 }
 
 void StreamRelay::close_upstream() {
   {
     std::lock_guard lock(mu_);
-    if (closing_) return;
+    const bool first = !closing_;
     closing_ = true;
+    if (!first || !reading_) return;  // asked before, or no read pending: nothing to end
+    close_pending_ = true;
   }
-  // On the reading thread, which alone uses the connection: the pending read ends.
-  asio::post(conn_->io, [this] {
+  // On the reading thread, which alone uses the connection: the pending read ends. The
+  // destructor waits for this too.
+  asio::post(conn_->stream.get_executor(), [this] {
     beast::error_code ignored;
     conn_->stream.socket().close(ignored);
+    std::lock_guard lock(mu_);
+    close_pending_ = false;
+    read_ended_.notify_all();
   });
 }
 

@@ -5,30 +5,33 @@
 // any node shows the executions live, and a client that reconnects to another node
 // resumes from the same ids as long as the same node leads.
 //
-// One relay per client stream, one upstream connection each, read by a thread of the
-// relay's own (its own I/O context). The relay ends when the leader's stream ends (the
+// One relay per client stream, one upstream connection each. Every relay of a node is
+// read on one thread, its RelayIo's (server/relay_io.h): a viewer costs the follower a
+// socket and its buffers, not a thread. The relay ends when the leader's stream ends (the
 // leader stopped or died, or another node took the lead), when nothing came for `idle`
 // (the leader sends a comment every stream_heartbeat_ms), or when the client keeps more
 // than kMaxHeld events unread; the follower then ends the client's stream, and its
 // EventSource reconnects (with its Last-Event-ID: a new leader's feed answers a `reset`).
 //
 // Thread-safety: after, ended, subscribe and unsubscribe from any thread (one mutex guards
-// the events held); the reading thread alone uses the connection. The destructor closes
-// the connection and joins the thread.
+// the events held); the RelayIo's thread alone uses the connection once open() returned.
+// The destructor closes the connection and waits for its last read to end (not at all
+// once the RelayIo is stopped); it must not run on the RelayIo's thread.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "plans/result.h"
 #include "server/http_message.h"
+#include "server/relay_io.h"
 #include "server/stream_source.h"
 
 namespace flowrt::server {
@@ -54,10 +57,11 @@ class StreamRelay final : public StreamSource {
     std::shared_ptr<StreamRelay> relay;
     std::optional<Response> answer;
   };
-  // Connects, sends the request and reads the answer's head, all within `timeout`: an
-  // error when the leader cannot be reached or does not answer in time.
-  static Result<Opened> open(const Upstream& upstream, std::chrono::milliseconds timeout,
-                             std::chrono::milliseconds idle);
+  // Connects, sends the request and reads the answer's head, all within `timeout` and on
+  // the calling thread: an error when the leader cannot be reached or does not answer in
+  // time. The stream is then read on `io`'s thread.
+  static Result<Opened> open(const std::shared_ptr<RelayIo>& io, const Upstream& upstream,
+                             std::chrono::milliseconds timeout, std::chrono::milliseconds idle);
 
   ~StreamRelay() override;
   StreamRelay(const StreamRelay&) = delete;
@@ -75,7 +79,7 @@ class StreamRelay final : public StreamSource {
 
  private:
   struct Connection;  // the Asio side (stream_relay.cpp)
-  explicit StreamRelay(std::chrono::milliseconds idle);
+  StreamRelay(std::shared_ptr<RelayIo> io, std::chrono::milliseconds idle);
   void read_more();        // the reading thread
   bool take_lines();       // the reading thread: false when it must end (too much held)
   void take_line(std::string_view line);
@@ -84,13 +88,15 @@ class StreamRelay final : public StreamSource {
 
   const std::chrono::milliseconds idle_;
   std::unique_ptr<Connection> conn_;
-  std::thread reader_;
   FeedEvent partial_;  // the reading thread's: the event its lines build
 
   mutable std::mutex mu_;
+  std::condition_variable read_ended_;  // notified when reading_ goes false
   mutable std::deque<FeedEvent> held_;  // guarded by mu_; after() drops what the client has
   bool upstream_done_ = false;          // guarded by mu_
   bool closing_ = false;                // guarded by mu_
+  bool reading_ = false;                // guarded by mu_: a read is pending on the RelayIo
+  bool close_pending_ = false;          // guarded by mu_: close_upstream's handler is yet to run
 };
 
 }  // namespace flowrt::server

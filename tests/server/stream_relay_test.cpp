@@ -2,10 +2,13 @@
 // the events it passes on as Server-Sent Events frame them (CRLF, comments, a line split
 // across reads, several data lines), the client's credentials and Last-Event-ID go up, a
 // refusal comes back as the leader gave it, and the relay ends when the upstream closes,
-// falls silent past `idle`, or its client leaves too many events unread.
+// falls silent past `idle`, or its client leaves too many events unread. Many relays are
+// read on one thread, and a relay outliving its stopped RelayIo is let go without waiting.
 #include <gtest/gtest.h>
 
 #include <boost/asio.hpp>
+
+#include <filesystem>
 
 #include <memory>
 #include <string>
@@ -61,6 +64,18 @@ class ScriptedUpstream {
 constexpr const char* kStreamHead =
     "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\nretry: 1000\n\n";
 
+// The reading thread the relays of this test binary share (a node has one, too).
+const std::shared_ptr<RelayIo>& relay_io() {
+  static const std::shared_ptr<RelayIo> io = RelayIo::start();
+  return io;
+}
+
+size_t threads_of_this_process() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& task : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
 StreamRelay::Upstream upstream_at(uint16_t port) {
   StreamRelay::Upstream up;
   up.host = "127.0.0.1";
@@ -72,13 +87,14 @@ StreamRelay::Upstream upstream_at(uint16_t port) {
 }
 
 // A relay on `leader`, which answers the stream's head and nothing more (yet).
-std::shared_ptr<StreamRelay> relay_on_a_quiet_stream(ScriptedUpstream& leader, std::chrono::milliseconds idle) {
+std::shared_ptr<StreamRelay> relay_on_a_quiet_stream(ScriptedUpstream& leader, std::chrono::milliseconds idle,
+                                                     const std::shared_ptr<RelayIo>& io = relay_io()) {
   leader.accept_in_background();
   std::thread answer([&] {
     leader.join();
     leader.send(kStreamHead);
   });
-  Result<StreamRelay::Opened> opened = StreamRelay::open(upstream_at(leader.port()), 5000ms, idle);
+  Result<StreamRelay::Opened> opened = StreamRelay::open(io, upstream_at(leader.port()), 5000ms, idle);
   answer.join();
   EXPECT_TRUE(opened.is_ok()) << (opened ? "" : opened.message());
   return opened ? opened->relay : nullptr;
@@ -101,7 +117,7 @@ TEST(StreamRelayTest, PassesTheEventsOnAsServerSentEventsFrameThem_AndEndsWhenTh
     leader.join();
     leader.send(std::string(kStreamHead) + ": heartbeat\n\nid: 42\nevent: context\ndata: {\"a\":1}\n\nid: 43\r\nevent: lock\r\ndata: {\"b\":");
   });
-  Result<StreamRelay::Opened> opened = StreamRelay::open(upstream_at(leader.port()), 5000ms, 20000ms);
+  Result<StreamRelay::Opened> opened = StreamRelay::open(relay_io(), upstream_at(leader.port()), 5000ms, 20000ms);
   answer.join();
   ASSERT_TRUE(opened.is_ok()) << opened.message();
   ASSERT_TRUE(opened->relay);
@@ -147,7 +163,7 @@ TEST(StreamRelayTest, TheLeadersRefusal_IsPassedOnAsItGaveIt) {
     leader.send("HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nWWW-Authenticate: Bearer\r\n"
                 "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
   });
-  Result<StreamRelay::Opened> opened = StreamRelay::open(upstream_at(leader.port()), 5000ms, 20000ms);
+  Result<StreamRelay::Opened> opened = StreamRelay::open(relay_io(), upstream_at(leader.port()), 5000ms, 20000ms);
   answer.join();
   ASSERT_TRUE(opened.is_ok()) << opened.message();
   EXPECT_FALSE(opened->relay);
@@ -163,13 +179,13 @@ TEST(StreamRelayTest, ALeaderThatCannotBeReachedOrDoesNotAnswer_IsAnError) {
     ScriptedUpstream gone;  // bound, then closed: nothing listens there any more
     closed_port = gone.port();
   }
-  Result<StreamRelay::Opened> refused = StreamRelay::open(upstream_at(closed_port), 5000ms, 20000ms);
+  Result<StreamRelay::Opened> refused = StreamRelay::open(relay_io(), upstream_at(closed_port), 5000ms, 20000ms);
   ASSERT_FALSE(refused.is_ok());
   EXPECT_NE(refused.message().find("connect"), std::string::npos) << refused.message();
 
   ScriptedUpstream silent;  // accepts and reads, never answers
   silent.accept_in_background();
-  Result<StreamRelay::Opened> no_answer = StreamRelay::open(upstream_at(silent.port()), 300ms, 20000ms);
+  Result<StreamRelay::Opened> no_answer = StreamRelay::open(relay_io(), upstream_at(silent.port()), 300ms, 20000ms);
   ASSERT_FALSE(no_answer.is_ok());
   EXPECT_NE(no_answer.message().find("read"), std::string::npos) << no_answer.message();
 }
@@ -203,6 +219,46 @@ TEST(StreamRelayTest, AClientThatLeavesTooManyEventsUnread_EndsTheRelay_AfterTak
   for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i].id, i + 1) << "in order, none lost before the end";
   EXPECT_TRUE(relay.ended());
   sender.join();
+}
+
+TEST(StreamRelayTest, ManyRelays_AreReadOnOneThread_EachGivesItsOwnEvents) {
+  constexpr size_t kRelays = 16;
+  (void)relay_io();  // its thread is counted before
+  std::vector<std::unique_ptr<ScriptedUpstream>> leaders;
+  std::vector<std::shared_ptr<StreamRelay>> relays;
+  const size_t threads_before = threads_of_this_process();
+  for (size_t i = 0; i < kRelays; ++i) {
+    leaders.push_back(std::make_unique<ScriptedUpstream>());
+    relays.push_back(relay_on_a_quiet_stream(*leaders.back(), 60000ms));
+    ASSERT_TRUE(relays.back());
+  }
+  EXPECT_EQ(threads_of_this_process(), threads_before) << "a relay takes no thread of its own";
+  for (size_t i = 0; i < kRelays; ++i) {
+    leaders[i]->send("id: " + std::to_string(100 + i) + "\nevent: context\ndata: {\"relay\":" + std::to_string(i) + "}\n\n");
+  }
+  for (size_t i = 0; i < kRelays; ++i) {
+    std::vector<FeedEvent> got = take(*relays[i], 1);
+    ASSERT_EQ(got.size(), 1u) << "relay " << i;
+    EXPECT_EQ(got[0].id, 100 + i);
+    EXPECT_EQ(got[0].data, "{\"relay\":" + std::to_string(i) + "}");
+  }
+  relays.clear();  // each closes its connection and waits for its read to end
+  for (auto& leader : leaders) leader->close();
+}
+
+TEST(StreamRelayTest, ARelayOutlivingItsStoppedRelayIo_IsLetGoWithoutWaiting) {
+  std::shared_ptr<RelayIo> io = RelayIo::start();
+  ScriptedUpstream leader;
+  std::shared_ptr<StreamRelay> relay = relay_on_a_quiet_stream(leader, 60000ms, io);
+  ASSERT_TRUE(relay);
+  leader.send("id: 7\nevent: context\ndata: {}\n\n");
+  std::vector<FeedEvent> got = take(*relay, 1);
+  ASSERT_EQ(got.size(), 1u);
+  io->stop();  // as a node stops: its read stays pending, and no handler runs any more
+  EXPECT_TRUE(io->stopped());
+  io.reset();  // the relay keeps the stopped I/O context alive for its socket
+  relay.reset();  // closes its socket itself; would wait forever for a read that cannot end
+  leader.close();
 }
 
 }  // namespace
