@@ -194,8 +194,9 @@ class LockTable {
   // What one context holds and waits for: the reverse of the entries' holders and queues,
   // which release_all and deadlock detection read. The names are the keys of `locks_`,
   // which stay where they are while anyone holds or waits for them (forget_if_idle erases
-  // an entry only when no one does). A hand-off changes the two contexts' records in
-  // place: nothing is allocated per grant.
+  // an entry only when no one does). A hand-off (a queued request granted) changes the two
+  // contexts' records in place and allocates nothing: the waiter's record was made when
+  // it queued. A context's record goes once it neither holds nor waits.
   struct ContextLocks {
     const std::string* waiting_for = nullptr;
     boost::container::small_vector<const std::string*, 2> held;

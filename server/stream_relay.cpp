@@ -24,8 +24,9 @@ StreamRelay::StreamRelay(std::shared_ptr<RelayIo> io, std::chrono::milliseconds 
 
 StreamRelay::~StreamRelay() {
   close_upstream();
-  // The close ends the pending read on the RelayIo's thread. A stopped RelayIo runs no
-  // handler any more: then nothing but this touches the connection.
+  // The close ends the pending read on the RelayIo's thread, which then notifies. A
+  // stopped RelayIo runs no handler any more (then nothing but this touches the
+  // connection), and stop() notifies no relay: so the wait looks again every 20 ms.
   std::unique_lock lock(mu_);
   while ((reading_ || close_pending_) && !conn_->io->stopped()) {
     read_ended_.wait_for(lock, std::chrono::milliseconds(20));
