@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <initializer_list>
 #include <thread>
+#include <unordered_set>
 #include <utility>
 
 #include "store/postgres_rows.h"
@@ -51,6 +53,23 @@ CREATE UNIQUE INDEX IF NOT EXISTS cluster_inbox_key ON cluster_inbox(caller, ide
 
 // A timestamptz column as ISO 8601 in UTC with milliseconds, as the rest of the API writes times.
 #define FLOWRT_PG_ISO(col) "to_char((" col ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+
+// Rows of a multi-row statement per statement: a few hundred parameters each, far below
+// the protocol's 65,535.
+constexpr size_t kRowsPerStatement = 256;
+
+// "($N::cast, ...)" for a row whose parameters start after the `before` already in the
+// statement, one per cast ("" for none: the column's type decides).
+std::string placeholders(int before, std::initializer_list<const char*> casts) {
+  std::string out = "(";
+  int n = before;
+  for (const char* cast : casts) {
+    if (n > before) out += ", ";
+    ++n;
+    out += "$" + std::to_string(n) + cast;
+  }
+  return out + ")";
+}
 
 std::string bytes_of(const PGresult* res, int r, int c) {
   size_t n = 0;
@@ -292,6 +311,40 @@ size_t earlier_with_key(const std::vector<InboxRequest>& requests, size_t i) {
   return std::string::npos;
 }
 
+// The INSERT of requests[rows[from]] .. requests[rows[to - 1]] as inbox entries numbered
+// `base` + 1 on, in order: `base` is SQL naming that number (a parameter, or a column of
+// what `sources` puts before the rows in FROM). Adds the incarnation, the batch and the
+// rows' values to `p`.
+std::string inbox_insert(std::string_view base, std::string_view sources, const std::vector<InboxRequest>& requests,
+                         const std::vector<size_t>& rows, size_t from, size_t to, int64_t incarnation,
+                         std::string_view batch, Params& p) {
+  p.integer(incarnation);
+  const std::string incarnation_param = "$" + std::to_string(p.size());
+  p.text(batch);
+  const std::string batch_param = "$" + std::to_string(p.size());
+  std::string values;
+  for (size_t k = from; k < to; ++k) {
+    const InboxRequest& q = requests[rows[k]];
+    values += (k == from ? "" : ", ") + placeholders(p.size(), {"::bigint", "::text", "::text", "::text", "::text",
+                                                               "::boolean", "::text", "::bytea", "::text"});
+    p.integer(static_cast<int64_t>(k - from + 1));
+    p.text(q.method);
+    p.text(q.target);
+    p.text(q.caller);
+    p.text(q.role);
+    p.boolean(q.authenticated);
+    p.text(q.content_type);
+    p.text(q.body);  // raw bytes (binary format) into bytea
+    if (q.idempotency_key.empty()) p.null();
+    else p.text(q.idempotency_key);
+  }
+  return "INSERT INTO cluster_inbox(seq, incarnation, method, target, caller, role, authenticated, content_type, "
+         "body, batch, idem_key) SELECT " + std::string(base) + " + v.ord, " + incarnation_param +
+         "::bigint, v.method, v.target, v.caller, v.role, v.authenticated, v.content_type, v.body, " + batch_param +
+         "::text, v.idem_key FROM " + std::string(sources) + "(VALUES " + values +
+         ") AS v(ord, method, target, caller, role, authenticated, content_type, body, idem_key)";
+}
+
 }  // namespace
 
 Result<std::vector<InboxAppended>> PostgresCluster::append(int64_t incarnation, const std::vector<InboxRequest>& requests,
@@ -299,6 +352,29 @@ Result<std::vector<InboxAppended>> PostgresCluster::append(int64_t incarnation, 
   using Kind = InboxAppended::Kind;
   using Outcome = Result<std::vector<InboxAppended>>;
   if (requests.empty()) return std::vector<InboxAppended>{};
+  const bool keyed = std::any_of(requests.begin(), requests.end(),
+                                 [](const InboxRequest& q) { return !q.idempotency_key.empty(); });
+  if (!keyed && requests.size() <= kRowsPerStatement) {
+    // Every request is new: one statement numbers them (the head row, locked until its
+    // transaction commits: appends are numbered in commit order), inserts them and notifies
+    // the leader, in one round trip.
+    std::vector<size_t> rows(requests.size());
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = i;
+    Params p;
+    p.integer(static_cast<int64_t>(requests.size()));
+    const std::string insert = inbox_insert("head.base", "head, ", requests, rows, 0, rows.size(), incarnation, batch, p);
+    p.text(channel("flowrt_inbox"));
+    const std::string sql =
+        "WITH head AS (UPDATE cluster_inbox_head SET seq = seq + $1::bigint WHERE id = 1 RETURNING seq - $1::bigint "
+        "AS base), appended AS (" + insert + ") SELECT base, pg_notify($" + std::to_string(p.size()) +
+        "::text, '') FROM head";
+    ResultPtr r(exec_params(conn_, sql.c_str(), p));
+    if (!result_ok(r.get()) || PQntuples(r.get()) != 1) return error("cannot append to the inbox");
+    const auto base = static_cast<uint64_t>(cell_int(r.get(), 0, 0));
+    std::vector<InboxAppended> out(requests.size());
+    for (size_t i = 0; i < out.size(); ++i) out[i] = {base + i + 1, Kind::kNew};
+    return out;
+  }
   return in_transaction(
       conn_, "BEGIN",
       [&]() -> Outcome {
@@ -308,8 +384,6 @@ Result<std::vector<InboxAppended>> PostgresCluster::append(int64_t incarnation, 
         // so no other append adds that key meanwhile.
         std::vector<bool> fresh(requests.size(), true);
         std::vector<size_t> same_as(requests.size(), std::string::npos);
-        const bool keyed = std::any_of(requests.begin(), requests.end(),
-                                       [](const InboxRequest& q) { return !q.idempotency_key.empty(); });
         if (keyed) {
           ResultPtr lock(PQexec(conn_, "SELECT seq FROM cluster_inbox_head WHERE id = 1 FOR UPDATE"));
           if (!result_ok(lock.get())) return error("cannot lock the inbox's head");
@@ -337,29 +411,20 @@ Result<std::vector<InboxAppended>> PostgresCluster::append(int64_t incarnation, 
           if (!result_ok(head.get()) || PQntuples(head.get()) != 1) return error("cannot number the inbox's entries");
           next = static_cast<uint64_t>(cell_int(head.get(), 0, 0)) - count + 1;
         }
+        // The new entries' rows, kRowsPerStatement to a statement: a round trip each while
+        // the head row is locked, rather than one per request.
+        std::vector<size_t> rows;
         for (size_t i = 0; i < requests.size(); ++i) {
-          if (!fresh[i]) continue;
-          const InboxRequest& q = requests[i];
+          if (fresh[i]) rows.push_back(i);
+        }
+        for (size_t from = 0; from < rows.size(); from += kRowsPerStatement) {
+          const size_t to = std::min(rows.size(), from + kRowsPerStatement);
           Params p;
-          p.integer(static_cast<int64_t>(next));
-          p.integer(incarnation);
-          p.text(q.method);
-          p.text(q.target);
-          p.text(q.caller);
-          p.text(q.role);
-          p.boolean(q.authenticated);
-          p.text(q.content_type);
-          p.text(q.body);  // raw bytes (binary format) into bytea
-          p.text(batch);
-          if (q.idempotency_key.empty()) p.null();
-          else p.text(q.idempotency_key);
-          ResultPtr r(exec_params(conn_,
-                                  "INSERT INTO cluster_inbox(seq, incarnation, method, target, caller, role, "
-                                  "authenticated, content_type, body, batch, idem_key) VALUES($1::bigint, $2::bigint, "
-                                  "$3, $4, $5, $6, $7::boolean, $8, $9::bytea, $10, $11)",
-                                  p));
+          p.integer(static_cast<int64_t>(next - 1));
+          const std::string sql = inbox_insert("$1::bigint", "", requests, rows, from, to, incarnation, batch, p);
+          ResultPtr r(exec_params(conn_, sql.c_str(), p));
           if (!result_ok(r.get())) return error("cannot append to the inbox");
-          out[i] = {next++, Kind::kNew};
+          for (size_t k = from; k < to; ++k) out[rows[k]] = {next++, Kind::kNew};
         }
         for (size_t i = 0; i < requests.size(); ++i) {
           if (const size_t j = same_as[i]; j != std::string::npos) {
@@ -464,37 +529,48 @@ Result<bool> PostgresCluster::answer(uint64_t seq, const InboxReply& reply, int6
 }
 
 Result<bool> PostgresCluster::answer_all(const std::vector<std::pair<uint64_t, InboxReply>>& answers, int64_t epoch) {
-  if (answers.empty()) return true;
-  // Not waiting for the flush: an answer lost with the database is answered again by the
-  // next leader ("applied before"), while the effects it reports are durable already (the
-  // leader's store batch).
-  return in_transaction(
-      conn_, "BEGIN; SET LOCAL synchronous_commit = off",
-      [&]() -> Result<bool> {
-        Params e;
-        e.integer(epoch);
-        ResultPtr lead(exec_params(conn_, kAnswerFence, e));
-        if (!result_ok(lead.get())) return error("cannot answer");
-        if (PQntuples(lead.get()) == 0) return false;  // fenced: nothing written
-        for (const auto& [seq, reply] : answers) {
-          Params p;
-          p.integer(static_cast<int64_t>(seq));
-          p.integer(reply.status);
-          p.text(reply.content_type);
-          p.text(reply.body);
-          ResultPtr r(exec_params(conn_,
-                                  "UPDATE cluster_inbox SET status = $2::integer, reply_type = $3, reply = $4::bytea, "
-                                  "answered = clock_timestamp() WHERE seq = $1::bigint AND answered IS NULL",
-                                  p));
-          if (!result_ok(r.get())) return error("cannot answer inbox entry " + std::to_string(seq));
-        }
-        Params c;
-        c.text(channel("flowrt_answers"));
-        ResultPtr notify(exec_params(conn_, "SELECT pg_notify($1::text, '')", c));
-        if (!result_ok(notify.get())) return error("cannot answer");
-        return true;
-      },
-      [&]() -> Result<bool> { return error("cannot answer"); });
+  // The first answer to each entry; an entry answered already keeps its answer.
+  std::vector<const std::pair<uint64_t, InboxReply>*> rows;
+  std::unordered_set<uint64_t> seen;
+  for (const auto& a : answers) {
+    if (seen.insert(a.first).second) rows.push_back(&a);
+  }
+  // kRowsPerStatement answers to a statement, each statement its own transaction: one
+  // round trip. The fence (kAnswerFence's lock) holds the lead row until that transaction
+  // commits, so a takeover waits for it; when the epoch no longer leads, nothing is
+  // updated and nobody notified. Not waiting for the flush: an answer lost with the
+  // database is answered again by the next leader ("applied before"), while the effects it
+  // reports are durable already (the leader's store batch).
+  for (size_t from = 0; from < rows.size(); from += kRowsPerStatement) {
+    const size_t to = std::min(rows.size(), from + kRowsPerStatement);
+    Params p;
+    p.integer(epoch);
+    p.text(channel("flowrt_answers"));
+    std::string values;
+    for (size_t k = from; k < to; ++k) {
+      const auto& [seq, reply] = *rows[k];
+      values += (k == from ? "" : ", ") + placeholders(p.size(), {"::bigint", "::integer", "::text", "::bytea"});
+      p.integer(static_cast<int64_t>(seq));
+      p.integer(reply.status);
+      p.text(reply.content_type);
+      p.text(reply.body);
+    }
+    const std::string sql =
+        std::string("WITH fence AS (") + kAnswerFence +
+        "), recorded AS (UPDATE cluster_inbox AS i SET status = a.status, reply_type = a.reply_type, "
+        "reply = a.reply, answered = clock_timestamp() FROM (VALUES " + values +
+        ") AS a(seq, status, reply_type, reply) WHERE i.seq = a.seq AND i.answered IS NULL AND "
+        "EXISTS (SELECT 1 FROM fence) RETURNING 1) "
+        "SELECT EXISTS (SELECT 1 FROM fence), set_config('synchronous_commit', 'off', true), "
+        "CASE WHEN EXISTS (SELECT 1 FROM fence) THEN pg_notify($2::text, '') END";
+    ResultPtr r(exec_params(conn_, sql.c_str(), p));
+    if (!result_ok(r.get()) || PQntuples(r.get()) != 1) {
+      return error("cannot answer inbox entries " + std::to_string(rows[from]->first) + " to " +
+                   std::to_string(rows[to - 1]->first));
+    }
+    if (cell_view(r.get(), 0, 0) != "t") return false;  // fenced: nothing written
+  }
+  return true;
 }
 
 Result<std::vector<std::pair<uint64_t, InboxReply>>> PostgresCluster::answers(const std::vector<uint64_t>& seqs) {

@@ -165,8 +165,11 @@ class PostgresCluster {
   // stale leader, which may have refused or failed an entry the next leader applies, can
   // never answer it.
   Result<bool> answer(uint64_t seq, const InboxReply& reply, int64_t epoch);
-  // The same for many, in one transaction (one commit, one notification). Answers are
-  // committed without waiting for the database's flush (synchronous_commit off).
+  // The same for many: one statement, transaction and notification for up to a few
+  // hundred answers (more take a transaction for each such share, each fenced alike; false
+  // from the first fenced one, and those before it stay recorded). An entry answered twice
+  // keeps the first answer. Answers are committed without waiting for the database's flush
+  // (synchronous_commit off).
   Result<bool> answer_all(const std::vector<std::pair<uint64_t, InboxReply>>& answers, int64_t epoch);
   // The fence of answer_all ($1: the epoch): FOR KEY SHARE, which the takeover's FOR UPDATE
   // waits for and the leader's own store batches (an UPDATE of the row) do not.

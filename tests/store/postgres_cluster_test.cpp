@@ -355,6 +355,59 @@ TEST_F(PostgresClusterTest, InboxAppendsFromManyConnections_AreNumberedInCommitO
   EXPECT_EQ(answers->size(), 3u) << "entries 1, 2 and the last are answered; the one after the last does not exist";
 }
 
+// Appends and answers go a few hundred rows to a statement: more than that take several
+// statements (an append: in its one transaction; answers: a transaction for each share),
+// and every entry still gets the number of its place and its own request, keyed ones as
+// well, and every answer lands on its entry; an entry answered twice in one call keeps the
+// first answer. (Fails if a share's rows are numbered from the wrong place, or a share is
+// left out.)
+TEST_F(PostgresClusterTest, AppendsAndAnswersOfHundreds_GoInShares_EachEntryItsPlaceAndItsAnswer) {
+  std::unique_ptr<PostgresCluster> c = link();
+  ASSERT_TRUE(c);
+  const int64_t node = join(*c, "n");
+  auto request = [](size_t i, std::string key) {
+    return InboxRequest{"POST", "/r/" + std::to_string(i), "t", "operator", true, "application/json",
+                        std::string("{\"i\":") + std::to_string(i) + std::string("}\0x", 3), std::move(key)};
+  };
+  std::vector<InboxRequest> plain, mixed;
+  for (size_t i = 0; i < 600; ++i) plain.push_back(request(i, ""));
+  for (size_t i = 600; i < 900; ++i) mixed.push_back(request(i, i % 3 == 0 ? "k" + std::to_string(i) : ""));
+  mixed.push_back(mixed[0]);  // its key again, in the same append: the same entry
+  Result<std::vector<InboxAppended>> first = c->append(node, plain, "n.1");
+  ASSERT_TRUE(first.is_ok()) << first.message();
+  Result<std::vector<InboxAppended>> second = c->append(node, mixed, "n.2");
+  ASSERT_TRUE(second.is_ok()) << second.message();
+  std::vector<uint64_t> seqs = entry_numbers(*first);
+  for (size_t i = 0; i + 1 < mixed.size(); ++i) seqs.push_back((*second)[i].seq);
+  for (size_t i = 0; i < seqs.size(); ++i) ASSERT_EQ(seqs[i], i + 1) << "entry of request " << i;
+  EXPECT_EQ(second->back(), (InboxAppended{601, InboxAppended::Kind::kAgain}));
+
+  Result<std::vector<InboxEntry>> seen = c->unanswered(0, 2000);
+  ASSERT_TRUE(seen.is_ok()) << seen.message();
+  ASSERT_EQ(seen->size(), 900u);
+  for (size_t i = 0; i < seen->size(); ++i) {
+    ASSERT_EQ((*seen)[i].seq, i + 1);
+    ASSERT_EQ((*seen)[i].request.target, "/r/" + std::to_string(i)) << "entry " << i + 1 << " holds another request";
+    ASSERT_EQ((*seen)[i].request.body, request(i, "").body);
+  }
+  EXPECT_EQ(sql_value("SELECT count(*) FROM cluster_inbox WHERE idem_key IS NOT NULL"), "100");
+
+  std::vector<std::pair<uint64_t, InboxReply>> answers;
+  for (uint64_t seq = 1; seq <= 900; ++seq) answers.emplace_back(seq, InboxReply{200, "text/plain", std::to_string(seq)});
+  answers.emplace_back(7, InboxReply{500, "text/plain", "second"});
+  ASSERT_TRUE(recorded(c->answer_all(answers, /*epoch=*/0)));
+  std::vector<uint64_t> all(900);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i + 1;
+  Result<std::vector<std::pair<uint64_t, InboxReply>>> got = c->answers(all);
+  ASSERT_TRUE(got.is_ok()) << got.message();
+  ASSERT_EQ(got->size(), 900u);
+  for (const auto& [seq, reply] : *got) {
+    ASSERT_EQ(reply.body, std::to_string(seq)) << "entry " << seq;
+    ASSERT_EQ(reply.status, 200);
+  }
+  EXPECT_EQ(c->unanswered(0, 10)->size(), 0u);
+}
+
 TEST_F(PostgresClusterTest, AnAnswerIsRecordedOnce_AndWakesAListener) {
   std::unique_ptr<PostgresCluster> c = link(), listener = link();
   ASSERT_TRUE(c && listener);
