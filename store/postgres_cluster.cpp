@@ -311,17 +311,16 @@ size_t earlier_with_key(const std::vector<InboxRequest>& requests, size_t i) {
   return std::string::npos;
 }
 
-// The INSERT of requests[rows[from]] .. requests[rows[to - 1]] as inbox entries numbered
-// `base` + 1 on, in order: `base` is SQL naming that number (a parameter, or a column of
-// what `sources` puts before the rows in FROM). Adds the incarnation, the batch and the
-// rows' values to `p`.
-std::string inbox_insert(std::string_view base, std::string_view sources, const std::vector<InboxRequest>& requests,
-                         const std::vector<size_t>& rows, size_t from, size_t to, int64_t incarnation,
-                         std::string_view batch, Params& p) {
+}  // namespace
+
+Result<uint64_t> PostgresCluster::append_rows(int64_t incarnation, const std::vector<InboxRequest>& requests,
+                                              const std::vector<size_t>& rows, size_t from, size_t to,
+                                              std::string_view batch) {
+  Params p;
+  p.integer(static_cast<int64_t>(to - from));
   p.integer(incarnation);
-  const std::string incarnation_param = "$" + std::to_string(p.size());
   p.text(batch);
-  const std::string batch_param = "$" + std::to_string(p.size());
+  p.text(channel("flowrt_inbox"));
   std::string values;
   for (size_t k = from; k < to; ++k) {
     const InboxRequest& q = requests[rows[k]];
@@ -338,14 +337,17 @@ std::string inbox_insert(std::string_view base, std::string_view sources, const 
     if (q.idempotency_key.empty()) p.null();
     else p.text(q.idempotency_key);
   }
-  return "INSERT INTO cluster_inbox(seq, incarnation, method, target, caller, role, authenticated, content_type, "
-         "body, batch, idem_key) SELECT " + std::string(base) + " + v.ord, " + incarnation_param +
-         "::bigint, v.method, v.target, v.caller, v.role, v.authenticated, v.content_type, v.body, " + batch_param +
-         "::text, v.idem_key FROM " + std::string(sources) + "(VALUES " + values +
-         ") AS v(ord, method, target, caller, role, authenticated, content_type, body, idem_key)";
+  const std::string sql =
+      "WITH head AS (UPDATE cluster_inbox_head SET seq = seq + $1::bigint WHERE id = 1 RETURNING seq - $1::bigint AS "
+      "base), appended AS (INSERT INTO cluster_inbox(seq, incarnation, method, target, caller, role, authenticated, "
+      "content_type, body, batch, idem_key) SELECT head.base + v.ord, $2::bigint, v.method, v.target, v.caller, "
+      "v.role, v.authenticated, v.content_type, v.body, $3::text, v.idem_key FROM head, (VALUES " + values +
+      ") AS v(ord, method, target, caller, role, authenticated, content_type, body, idem_key)) "
+      "SELECT base + 1, pg_notify($4::text, '') FROM head";
+  ResultPtr r(exec_params(conn_, sql.c_str(), p));
+  if (!result_ok(r.get()) || PQntuples(r.get()) != 1) return error("cannot append to the inbox");
+  return static_cast<uint64_t>(cell_int(r.get(), 0, 0));
 }
-
-}  // namespace
 
 Result<std::vector<InboxAppended>> PostgresCluster::append(int64_t incarnation, const std::vector<InboxRequest>& requests,
                                                            std::string_view batch) {
@@ -355,24 +357,13 @@ Result<std::vector<InboxAppended>> PostgresCluster::append(int64_t incarnation, 
   const bool keyed = std::any_of(requests.begin(), requests.end(),
                                  [](const InboxRequest& q) { return !q.idempotency_key.empty(); });
   if (!keyed && requests.size() <= kRowsPerStatement) {
-    // Every request is new: one statement numbers them (the head row, locked until its
-    // transaction commits: appends are numbered in commit order), inserts them and notifies
-    // the leader, in one round trip.
-    std::vector<size_t> rows(requests.size());
-    for (size_t i = 0; i < rows.size(); ++i) rows[i] = i;
-    Params p;
-    p.integer(static_cast<int64_t>(requests.size()));
-    const std::string insert = inbox_insert("head.base", "head, ", requests, rows, 0, rows.size(), incarnation, batch, p);
-    p.text(channel("flowrt_inbox"));
-    const std::string sql =
-        "WITH head AS (UPDATE cluster_inbox_head SET seq = seq + $1::bigint WHERE id = 1 RETURNING seq - $1::bigint "
-        "AS base), appended AS (" + insert + ") SELECT base, pg_notify($" + std::to_string(p.size()) +
-        "::text, '') FROM head";
-    ResultPtr r(exec_params(conn_, sql.c_str(), p));
-    if (!result_ok(r.get()) || PQntuples(r.get()) != 1) return error("cannot append to the inbox");
-    const auto base = static_cast<uint64_t>(cell_int(r.get(), 0, 0));
+    // Every request is new, and one statement takes them all: its own transaction.
+    std::vector<size_t> all(requests.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    Result<uint64_t> first = append_rows(incarnation, requests, all, 0, all.size(), batch);
+    if (!first) return first.error();
     std::vector<InboxAppended> out(requests.size());
-    for (size_t i = 0; i < out.size(); ++i) out[i] = {base + i + 1, Kind::kNew};
+    for (size_t i = 0; i < out.size(); ++i) out[i] = {*first + i, Kind::kNew};
     return out;
   }
   return in_transaction(
@@ -400,42 +391,22 @@ Result<std::vector<InboxAppended>> PostgresCluster::append(int64_t incarnation, 
             same_as[i] = j;
           }
         }
-        const size_t count = static_cast<size_t>(std::count(fresh.begin(), fresh.end(), true));
-        uint64_t next = 0;
-        if (count > 0) {
-          Params n;
-          n.integer(static_cast<int64_t>(count));
-          // The head row stays locked until COMMIT: appends are numbered in commit order.
-          ResultPtr head(
-              exec_params(conn_, "UPDATE cluster_inbox_head SET seq = seq + $1::bigint WHERE id = 1 RETURNING seq", n));
-          if (!result_ok(head.get()) || PQntuples(head.get()) != 1) return error("cannot number the inbox's entries");
-          next = static_cast<uint64_t>(cell_int(head.get(), 0, 0)) - count + 1;
-        }
-        // The new entries' rows, kRowsPerStatement to a statement: a round trip each while
-        // the head row is locked, rather than one per request.
+        // The new entries, kRowsPerStatement to a statement, numbered on from the head row
+        // (locked until COMMIT: appends are numbered in commit order).
         std::vector<size_t> rows;
         for (size_t i = 0; i < requests.size(); ++i) {
           if (fresh[i]) rows.push_back(i);
         }
         for (size_t from = 0; from < rows.size(); from += kRowsPerStatement) {
           const size_t to = std::min(rows.size(), from + kRowsPerStatement);
-          Params p;
-          p.integer(static_cast<int64_t>(next - 1));
-          const std::string sql = inbox_insert("$1::bigint", "", requests, rows, from, to, incarnation, batch, p);
-          ResultPtr r(exec_params(conn_, sql.c_str(), p));
-          if (!result_ok(r.get())) return error("cannot append to the inbox");
-          for (size_t k = from; k < to; ++k) out[rows[k]] = {next++, Kind::kNew};
+          Result<uint64_t> first = append_rows(incarnation, requests, rows, from, to, batch);
+          if (!first) return first.error();
+          for (size_t k = from; k < to; ++k) out[rows[k]] = {*first + (k - from), Kind::kNew};
         }
         for (size_t i = 0; i < requests.size(); ++i) {
           if (const size_t j = same_as[i]; j != std::string::npos) {
             out[i] = {out[j].seq, same_request(requests[j].method, requests[j].target, requests[j].body, requests[i]) ? Kind::kAgain : Kind::kKeyReused};
           }
-        }
-        if (count > 0) {
-          Params c;
-          c.text(channel("flowrt_inbox"));
-          ResultPtr notify(exec_params(conn_, "SELECT pg_notify($1::text, '')", c));
-          if (!result_ok(notify.get())) return error("cannot notify the leader");
         }
         return out;
       },

@@ -209,6 +209,12 @@ class PostgresCluster {
   // For each of `requests`, the entry its key names (nullopt: none, or no key); one
   // statement for all.
   Result<std::vector<std::optional<KeyedEntry>>> keyed_entries(const std::vector<InboxRequest>& requests);
+  // Appends requests[rows[from]] .. requests[rows[to - 1]] as new entries in one statement:
+  // numbered on from the head row (which stays locked until the transaction commits, so
+  // appends are numbered in commit order), inserted, and the leader notified. The first
+  // entry's number; the rest follow in order.
+  Result<uint64_t> append_rows(int64_t incarnation, const std::vector<InboxRequest>& requests,
+                               const std::vector<size_t>& rows, size_t from, size_t to, std::string_view batch);
   Error error(std::string_view what) const;
   std::string channel(std::string_view name) const;
 

@@ -395,7 +395,10 @@ TEST_F(PostgresClusterTest, AppendsAndAnswersOfHundreds_GoInShares_EachEntryItsP
   std::vector<std::pair<uint64_t, InboxReply>> answers;
   for (uint64_t seq = 1; seq <= 900; ++seq) answers.emplace_back(seq, InboxReply{200, "text/plain", std::to_string(seq)});
   answers.emplace_back(7, InboxReply{500, "text/plain", "second"});
+  const Result<std::string> session_commit = c->setting("synchronous_commit");
   ASSERT_TRUE(recorded(c->answer_all(answers, /*epoch=*/0)));
+  EXPECT_EQ(c->setting("synchronous_commit").value(), session_commit.value())
+      << "the answers' commit is not flushed, the session's next ones are as before";
   std::vector<uint64_t> all(900);
   for (size_t i = 0; i < all.size(); ++i) all[i] = i + 1;
   Result<std::vector<std::pair<uint64_t, InboxReply>>> got = c->answers(all);
