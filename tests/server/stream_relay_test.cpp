@@ -9,7 +9,6 @@
 #include <boost/asio.hpp>
 
 #include <filesystem>
-
 #include <memory>
 #include <string>
 #include <thread>
