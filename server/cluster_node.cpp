@@ -439,6 +439,17 @@ void ClusterNode::heartbeat_loop() {
       if (cv_.wait_for(lock, again ? std::chrono::milliseconds(0) : period, [&] { return stopping_; })) return;
     }
     again = false;
+    // Checked before renewing, as the control thread checks: a leader that resumes after
+    // a stop longer than its lease must not renew it first and lead on, whether or not
+    // another node took the lead meanwhile.
+    if (!lost_.load() && lease_lapsed()) {
+      lost_lead(lease_lapsed_why());
+      continue;
+    }
+    // The lease runs from when the database renewed it, which is after this (connecting
+    // may wait on the database too): a renewal answered late (the node was stopped, or the
+    // database held it up) is not counted as newer than it is.
+    const int64_t asked = steady_ms();
     bool fresh = false;
     if (!link) {
       Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);
@@ -450,7 +461,7 @@ void ClusterNode::heartbeat_loop() {
       fresh = true;
     }
     if (Status s = link->heartbeat(incarnation_, cluster_.lease_ms); s) {
-      last_renewal_ms_.store(steady_ms());
+      last_renewal_ms_.store(asked);
       // While this node takes the lead its control thread is busy loading the state, and a
       // store write there that the next leader fenced is retried for ever: the lead row is
       // checked here meanwhile, so that a node that lost the lead while loading exits.
@@ -480,8 +491,8 @@ void ClusterNode::control_loop() {
       if (cv_.wait_for(lock, period, [&] { return stopping_; })) return;
     }
     if (lost_.load()) continue;
-    if (leads_.load() && steady_ms() - last_renewal_ms_.load() > cluster_.lease_ms) {
-      lost_lead("its lease could not be renewed for " + std::to_string(cluster_.lease_ms) + " ms");
+    if (lease_lapsed()) {
+      lost_lead(lease_lapsed_why());
       continue;
     }
     if (!link) {
@@ -511,6 +522,15 @@ void ClusterNode::control_loop() {
                       (*lead)->epoch);
     if (Status s = start_leading((*lead)->epoch, (*lead)->applied_op); !s) lost_lead(s.message());
   }
+}
+
+bool ClusterNode::lease_lapsed() const {
+  // From the moment it took the lead (epoch set), while it loads the state too.
+  return epoch_.load() > 0 && steady_ms() - last_renewal_ms_.load() > cluster_.lease_ms;
+}
+
+std::string ClusterNode::lease_lapsed_why() const {
+  return "its lease could not be renewed for " + std::to_string(cluster_.lease_ms) + " ms";
 }
 
 void ClusterNode::lost_lead(const std::string& why) {

@@ -106,6 +106,12 @@ class ClusterNode {
   Result<Members> members_locked();
   void heartbeat_loop();
   void control_loop();
+  // True when this node took the lead (it leads, or loads the state to) and its lease went
+  // unrenewed for a whole lease, counted from when the last renewal was asked for (the
+  // node was stopped or starved, or the database answered late): it must give the lead
+  // up, not renew the lease.
+  bool lease_lapsed() const;
+  std::string lease_lapsed_why() const;
   void lost_lead(const std::string& why);
 
   ServeOptions options_;

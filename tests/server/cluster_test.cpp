@@ -493,6 +493,24 @@ TEST_F(ClusterPostgresTest, ALeaderThatFindsAnotherInTheLeadRow_GivesUp) {
   EXPECT_THAT(why.get(), HasSubstr("took the lead"));
 }
 
+// A leader whose renewal is answered only after its lease ran out (the node, or its link
+// to the database, stalled) gives the lead up even when no other node took it: a renewal
+// counts from when it was asked for, and the heartbeat and the control thread both look
+// at the lease before they go on. Here the database holds the cluster's tables for two
+// leases, so a's renewal and its read of the lead row both wait, and the renewal is
+// answered late. (The seeded kill run found it, seed 42: a leader resumed from SIGSTOP
+// renewed its lease before it looked, and led on.)
+TEST_F(ClusterPostgresTest, ALeaderWhoseRenewalIsAnsweredAfterItsLeaseRanOut_GivesTheLeadUp_WithNoOtherNode) {
+  server::ClusterNode& a = join("a", 900);
+  ASSERT_TRUE(a.leads());
+  std::future<std::string> why = lost_lead_of("a");
+  EXPECT_EQ(postgres_exec(url_, "BEGIN; LOCK TABLE cluster_nodes, cluster_lead IN ACCESS EXCLUSIVE MODE; "
+                                "SELECT pg_sleep(1.8); COMMIT"),
+            "");
+  ASSERT_EQ(why.wait_for(std::chrono::seconds(20)), std::future_status::ready) << "a led on";
+  EXPECT_THAT(why.get(), HasSubstr("its lease could not be renewed for 900 ms"));
+}
+
 // A leader whose lead was taken while it ran (as after it stalled past its lease) still
 // applies inbox entries, but its answers are fenced: none is recorded (the next leader
 // answers the entry), and it gives the lead up. The heartbeat, which also finds the lead
