@@ -2,10 +2,10 @@
 # What a follower's relayed event streams cost (docs/SCALING.md): two `flowrt serve --node`
 # processes on one PostgreSQL database (a fresh schema of the server URL given),
 # examples/incident-triage's flows, and V viewers (curl) holding GET /api/stream open on
-# the follower, each passed on from the leader over a connection of its own (all of them
-# read on one thread of the follower). Prints the follower's threads and resident memory
-# before and with the viewers, and how long E incidents inserted on the leader took to
-# reach every viewer.
+# the follower, all passed on from one stream of the leader's (server/shared_stream.h).
+# Prints the follower's threads and resident memory before and with the viewers, the
+# connections open to the leader's port, and how long E incidents inserted on the leader
+# took to reach every viewer.
 #   scripts/bench-relay.sh FLOWRT PGURL [--viewers V] [--events E]
 # PGURL: a server's URL (scripts/pg-test-server.sh start DIR writes one to DIR/url).
 set -euo pipefail
@@ -60,6 +60,7 @@ done
 [ "$(insert INC-FIRST)" = 201 ] || { echo "the first insert failed" >&2; exit 1; }
 until_seen 1 > /dev/null
 echo "follower with the viewers: threads $(status Threads), VmRSS $(status VmRSS) kB"
+echo "connections to the leader's port: $(ss -Htn state established "( dport = :${ports[0]} )" | wc -l)"
 start=$(date +%s.%N)
 for e in $(seq 1 "$events"); do [ "$(insert "INC-$e")" = 201 ] || { echo "insert $e failed" >&2; exit 1; }; done
 until_seen $((events + 1)) > /dev/null

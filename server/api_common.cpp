@@ -28,6 +28,21 @@ std::optional<Value> json_body(const ApiRequest& req, Response* error, std::opti
   return v;
 }
 
+bool last_event_id(const ApiRequest& req, std::optional<uint64_t>* id, Response* error) {
+  id->reset();
+  const auto last = req.http.find("Last-Event-ID");
+  if (last == req.http.end()) return true;
+  const std::string_view v = last->value();
+  uint64_t n = 0;
+  const auto r = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (r.ec != std::errc() || r.ptr != v.data() + v.size()) {
+    *error = error_response(http::status::bad_request, "Last-Event-ID must be an event id (digits)");
+    return false;
+  }
+  *id = n;
+  return true;
+}
+
 std::optional<int64_t> int_param(const ApiRequest& req, std::string_view name, int64_t fallback, int64_t min,
                                  int64_t max, Response* error) {
   const std::string* text = req.query_value(name);

@@ -30,6 +30,10 @@ std::optional<Value> json_body(const ApiRequest& req, Response* error, std::opti
 std::optional<int64_t> int_param(const ApiRequest& req, std::string_view name, int64_t fallback, int64_t min,
                                  int64_t max, Response* error);
 
+// The request's Last-Event-ID (an event stream's, API.md "The event stream"): nullopt
+// when absent, false with the 400 to answer when it is not digits below 2^64.
+bool last_event_id(const ApiRequest& req, std::optional<uint64_t>* id, Response* error);
+
 // {"p50", "p95", "p99", "count"} of `ms` (nearest rank); null when empty.
 Value percentiles(std::vector<double> ms);
 

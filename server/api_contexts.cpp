@@ -1,6 +1,5 @@
 // Routes over context records: the list (newest first, paged), one record, cancel, and
 // the skipped starts.
-#include <charconv>
 #include <chrono>
 
 #include "plans/time.h"
@@ -105,16 +104,14 @@ void add_context_routes(Router& router, ApiContext& api) {
   router.add(http::verb::get, "/api/stream", Permission::kRead, [feed](const ApiRequest& req) -> Reply {
     Reply reply;
     reply.stream = feed;
-    uint64_t after = 0;
-    auto last = req.http.find("Last-Event-ID");
-    if (last != req.http.end()) {
-      const std::string_view v = last->value();
-      const auto r = std::from_chars(v.data(), v.data() + v.size(), after);
-      if (r.ec != std::errc() || r.ptr != v.data() + v.size()) {
-        return error_response(http::status::bad_request, "Last-Event-ID must be an event id (digits)");
-      }
-      reply.stream_after = after;
+    // A cluster follower's shared stream (server/shared_stream.h) asks for all that is
+    // held, so that it can resume its own viewers as this feed would.
+    if (auto from = req.http.find("X-Flowrt-Stream-From"); from != req.http.end() && from->value() == "held") {
+      reply.stream_after = feed->held_after();
+      return reply;
     }
+    Response error;
+    if (!last_event_id(req, &reply.stream_after, &error)) return error;
     return reply;
   });
 }

@@ -8,7 +8,7 @@
 // ("applied by the last leader"): each operation is applied exactly once. Reads (GET, HEAD)
 // are always answered again. An entry that waits (?wait=) hands its wait to a list polled
 // between entries, so the entries behind it are not held up. An event stream is not
-// forwarded through the inbox (a follower passes the leader's on, server/stream_relay.h);
+// forwarded through the inbox (a follower passes the leader's on, server/shared_stream.h);
 // one that reaches it is answered 503 naming the leader's address. Its answers are fenced by its epoch, as its
 // store batches are: a leader that lost the lead without knowing it yet (paused, cut off)
 // may have refused an entry that the next leader applies, and must not be the one to

@@ -11,9 +11,11 @@
 #include "runtime/engine_log.h"
 #include "runtime/run_config.h"
 #include "server/api.h"
+#include "server/api_common.h"
 #include "server/cluster_applier.h"
 #include "server/cluster_forwarder.h"
 #include "server/http_message.h"
+#include "server/shared_stream.h"
 #include "server/stream_relay.h"
 #include "store/postgres_cluster.h"
 
@@ -308,6 +310,16 @@ Reply ClusterNode::relay_stream(const ApiRequest& req) {
     res.set(http::field::retry_after, "1");
     return res;
   };
+  Reply reply;
+  Response bad;
+  if (!last_event_id(req, &reply.stream_after, &bad)) return bad;
+  {
+    std::lock_guard lock(relay_mu_);
+    if (std::shared_ptr<SharedStream> shared = shared_stream_.lock(); shared && shared->open_to_viewers()) {
+      reply.stream = std::move(shared);
+      return reply;
+    }
+  }
   Result<std::string> address = leader_address();
   if (!address) return unavailable("the event stream is the leader's, passed on: " + address.message());
   // "host:port", the host in brackets when it is an IPv6 address.
@@ -318,13 +330,15 @@ Reply ClusterNode::relay_stream(const ApiRequest& req) {
   if (colon == std::string::npos || parsed.ec != std::errc() || port == 0) {
     return unavailable("the leader's address '" + utf8_prefix(a, 100) + "' is not host:port");
   }
+  // Opened with this viewer's credentials, which the leader checks again; later viewers'
+  // are checked here only (every node has the same tokens).
   StreamRelay::Upstream up;
   up.host = a.substr(0, colon);
   if (up.host.size() > 2 && up.host.front() == '[' && up.host.back() == ']') up.host = up.host.substr(1, up.host.size() - 2);
   up.port = port;
   up.target = std::string(req.http.target());
   if (auto h = req.http.find(http::field::authorization); h != req.http.end()) up.authorization = std::string(h->value());
-  if (auto h = req.http.find("Last-Event-ID"); h != req.http.end()) up.last_event_id = std::string(h->value());
+  up.from_held = true;
   // The leader sends a comment every stream_heartbeat_ms: two missed, and it is gone.
   const std::chrono::milliseconds idle(2 * setup_.config.limits.stream_heartbeat_ms + 1000);
   std::shared_ptr<RelayIo> io;
@@ -336,9 +350,18 @@ Reply ClusterNode::relay_stream(const ApiRequest& req) {
   Result<StreamRelay::Opened> opened = StreamRelay::open(io, up, std::chrono::milliseconds(3000), idle);
   if (!opened) return unavailable("the leader's event stream at " + a + " cannot be opened: " + opened.message());
   if (opened->answer) return std::move(*opened->answer);  // the leader's refusal, as it gave it
-  Reply reply;
-  reply.stream = std::move(opened->relay);
-  reply.stream_after = 0;
+  auto shared = std::make_shared<SharedStream>(std::move(opened->relay), opened->after, opened->now);
+  {
+    // Another viewer may have opened one meanwhile: all share the first (this one's
+    // upstream closes as it goes).
+    std::lock_guard lock(relay_mu_);
+    if (std::shared_ptr<SharedStream> first = shared_stream_.lock(); first && first->open_to_viewers()) {
+      shared = std::move(first);
+    } else {
+      shared_stream_ = shared;
+    }
+  }
+  reply.stream = std::move(shared);
   return reply;
 }
 

@@ -41,6 +41,7 @@
 #include "compiler/diagnostics.h"
 #include "plans/result.h"
 #include "server/relay_io.h"
+#include "server/shared_stream.h"
 #include "server/serve.h"
 #include "store/postgres_cluster.h"
 
@@ -92,7 +93,8 @@ class ClusterNode {
   Status start_following();
   Status start_leading(int64_t epoch, uint64_t applied);
   void add_cluster_routes(Router& router);
-  // A follower's GET /api/stream: the leader's stream, passed on (server/stream_relay.h).
+  // A follower's GET /api/stream: the leader's stream, passed on to every viewer through
+  // one upstream (server/shared_stream.h).
   Reply relay_stream(const ApiRequest& req);
   // Where the leading node listens ("host:port"); an error while none leads.
   Result<std::string> leader_address();
@@ -140,10 +142,12 @@ class ClusterNode {
   // Leading: what puts writes with an Idempotency-Key into the inbox (made before the
   // service answers, kept until the node stops).
   std::unique_ptr<ClusterForwarder> keyed_forwarder_;
-  // The thread every event stream passed on from the leader is read on (made at the
-  // first one; stopped when the node stops). Guarded by relay_mu_.
+  // The thread the leader's event stream is read on (made at the first viewer; stopped
+  // when the node stops), and the stream the viewers share while one is open (held by
+  // the viewers' connections). Both guarded by relay_mu_.
   std::mutex relay_mu_;
   std::shared_ptr<RelayIo> relay_io_;
+  std::weak_ptr<SharedStream> shared_stream_;
 
   std::mutex mu_;                  // guards stopping_ for the threads' waits
   std::condition_variable cv_;

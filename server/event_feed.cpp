@@ -133,6 +133,11 @@ std::vector<FeedEvent> EventFeed::after(uint64_t after, size_t max) const {
   return out;
 }
 
+uint64_t EventFeed::held_after() const {
+  std::lock_guard lock(mu_);
+  return ring_.empty() ? next_id_ - 1 : ring_.front().id - 1;
+}
+
 uint64_t EventFeed::last_id() const {
   std::lock_guard lock(mu_);
   return next_id_ - 1;

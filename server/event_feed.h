@@ -48,6 +48,11 @@ class EventFeed final : public StreamSource {
   std::vector<FeedEvent> after(uint64_t after) const { return this->after(after, 1000); }
   bool ended() const override { return false; }  // the server's own feed ends with the server
   uint64_t last_id() const;
+  // The id after which the feed holds every event: before its oldest one held (its last
+  // id when it holds none).
+  uint64_t held_after() const;
+  // Streams open on the feed now.
+  int clients() const { return subscribers_.load(); }
 
   // One look at the engine now (the thread calls it; tests call it to step the feed).
   void poll();

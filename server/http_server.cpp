@@ -298,7 +298,9 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_after_ = reply.stream_after.value_or(now);
     out_ =
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
-        "Connection: close\r\nX-Accel-Buffering: no\r\n\r\nretry: 1000\n\n";
+        "Connection: close\r\nX-Accel-Buffering: no\r\nX-Flowrt-Stream-After: " +
+        std::to_string(stream_after_) + "\r\nX-Flowrt-Stream-Now: " + std::to_string(now) +
+        "\r\n\r\nretry: 1000\n\n";
     last_heartbeat_ = Clock::now();
     write_stream();
   }

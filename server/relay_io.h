@@ -1,6 +1,6 @@
-// RelayIo: the one thread on which a cluster follower reads every leader stream it passes
-// on (server/stream_relay.h), so that a viewer costs the follower a socket and its
-// buffers, not a thread.
+// RelayIo: the one thread on which a cluster follower reads the leader streams it passes
+// on (server/stream_relay.h; one at a time since they are shared, server/shared_stream.h,
+// but a stream just replaced may still be closing).
 //
 // Ownership: shared. The node that makes it keeps it while it serves, and each relay keeps
 // it while the relay lives, so that the I/O context outlives every socket on it. Its

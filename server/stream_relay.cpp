@@ -46,6 +46,7 @@ Result<StreamRelay::Opened> StreamRelay::open(const std::shared_ptr<RelayIo>& io
   req.set(http::field::accept, "text/event-stream");
   if (!up.authorization.empty()) req.set(http::field::authorization, up.authorization);
   if (!up.last_event_id.empty()) req.set("Last-Event-ID", up.last_event_id);
+  if (up.from_held) req.set("X-Flowrt-Stream-From", "held");
   http::response_parser<http::string_body> parser;
   parser.body_limit(64 * 1024);  // a refusal's JSON; a stream's body is read apart
   std::string failed;            // what went wrong, in words
@@ -87,6 +88,16 @@ Result<StreamRelay::Opened> StreamRelay::open(const std::shared_ptr<RelayIo>& io
     out.answer = std::move(answer);
     return out;
   }
+  auto id_in = [&](std::string_view field) -> uint64_t {
+    const auto h = parser.get().find(field);
+    if (h == parser.get().end()) return 0;
+    const std::string_view v = h->value();
+    uint64_t id = 0;
+    const auto r = std::from_chars(v.data(), v.data() + v.size(), id);
+    return r.ec == std::errc() && r.ptr == v.data() + v.size() ? id : 0;
+  };
+  out.after = id_in("X-Flowrt-Stream-After");
+  out.now = id_in("X-Flowrt-Stream-Now");
   // The bytes after the head, already read, are the stream's first.
   if (!relay->take_lines()) return Error{"the leader's stream began with an over-long line"};
   tcp::socket socket = handshake.release_socket();

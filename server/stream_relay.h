@@ -1,17 +1,15 @@
-// StreamRelay: a cluster follower's `GET /api/stream`, passed on from the leader's. The
-// follower opens the leader's stream with the client's own credentials (its Authorization
-// header or ?access_token=, which the leader checks again) and Last-Event-ID, and its HTTP
-// server writes the leader's events, ids unchanged, to the client: so a viewer opened on
-// any node shows the executions live, and a client that reconnects to another node
-// resumes from the same ids as long as the same node leads.
+// StreamRelay: one connection to a cluster leader's `GET /api/stream`, read as
+// Server-Sent Events. A follower opens one with the credentials of the viewer that
+// arrived first (its Authorization header or ?access_token=, which the leader checks
+// again), asking for every event the leader holds, and shares it among its viewers
+// (server/shared_stream.h), who get the leader's events with their ids unchanged: so a
+// viewer opened on any node shows the executions live.
 //
-// One relay per client stream, one upstream connection each. Every relay of a node is
-// read on one thread, its RelayIo's (server/relay_io.h): a viewer costs the follower a
-// socket and its buffers, not a thread. The relay ends when the leader's stream ends (the
-// leader stopped or died, or another node took the lead), when nothing came for `idle`
-// (the leader sends a comment every stream_heartbeat_ms), or when the client keeps more
-// than kMaxHeld events unread; the follower then ends the client's stream, and its
-// EventSource reconnects (with its Last-Event-ID: a new leader's feed answers a `reset`).
+// It has one reader, which takes what arrived (after() hands each event out once).
+// Every relay of a node is read on one thread, its RelayIo's (server/relay_io.h). The
+// relay ends when the leader's stream ends (the leader stopped or died, or another node
+// took the lead), when nothing came for `idle` (the leader sends a comment every
+// stream_heartbeat_ms), or when its reader leaves more than kMaxHeld events untaken.
 //
 // Thread-safety: after, ended, subscribe and unsubscribe from any thread (one mutex guards
 // the events held); the RelayIo's thread alone uses the connection once open() returned.
@@ -50,12 +48,19 @@ class StreamRelay final : public StreamSource {
     std::string target;         // the client's target: "/api/stream", perhaps "?access_token=..."
     std::string authorization;  // the client's Authorization header ("": none)
     std::string last_event_id;  // the client's Last-Event-ID ("": none)
+    // Asks for every event the leader still holds (X-Flowrt-Stream-From: held), whatever
+    // last_event_id says: what a SharedStream opens with.
+    bool from_held = false;
   };
   // What opening gave: a relay once the leader answered 200, else the leader's own answer
   // (a 401 for a token it does not know, a 400 for a bad Last-Event-ID, ...) to pass on.
   struct Opened {
     std::shared_ptr<StreamRelay> relay;
     std::optional<Response> answer;
+    // From the leader's head (X-Flowrt-Stream-After, X-Flowrt-Stream-Now): the id its
+    // stream follows from, and the last id it had given. Zero when it did not say.
+    uint64_t after = 0;
+    uint64_t now = 0;
   };
   // Connects, sends the request and reads the answer's head, all within `timeout` and on
   // the calling thread: an error when the leader cannot be reached or does not answer in

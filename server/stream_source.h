@@ -1,6 +1,7 @@
 // StreamSource: what an event stream (`GET /api/stream`) writes to its client: the
 // changes after an id, as Server-Sent Events. A server's own EventFeed is one; on a
-// cluster follower a StreamRelay, which passes the leader's stream on, is the other.
+// cluster follower a SharedStream, which passes the leader's stream on to every viewer,
+// is the other.
 //
 // The HTTP server (server/http_server.cpp) subscribes once when the stream opens,
 // asks for the changes after the last id it wrote every 100 ms, unsubscribes when the

@@ -212,7 +212,7 @@ TEST_F(ClusterPostgresTest, AFollowerPassesTheLeadersEventStreamOn_ResumableByIt
   {
     StreamReader bad(b.port(), stream_request(token("viewer"), "Last-Event-ID: x\r\n"));
     EXPECT_TRUE(bad.opened());
-    EXPECT_THAT(bad.head(), HasSubstr("400")) << "the leader's refusal of a bad Last-Event-ID, passed on";
+    EXPECT_THAT(bad.head(), HasSubstr("400")) << "a bad Last-Event-ID, refused as the leader refuses it";
   }
 
   StreamReader from_b(b.port(), stream_request(token("viewer")));
@@ -241,6 +241,18 @@ TEST_F(ClusterPostgresTest, AFollowerPassesTheLeadersEventStreamOn_ResumableByIt
   ASSERT_TRUE(next) << resumed.seen();
   EXPECT_EQ(next->id, ended->id);
   EXPECT_EQ(next->data, ended->data);
+  // A follower's viewers share one stream from the leader (server/shared_stream.h): five
+  // viewers on two followers are two streams at the leader. A viewer resuming through a
+  // follower whose shared stream opened after its id is given what the leader still held.
+  {
+    StreamReader more_on_b(b.port(), stream_request(token("viewer")));
+    StreamReader from_start(b.port(), stream_request(token("viewer"), "Last-Event-ID: " + std::to_string(started->id - 1) + "\r\n"));
+    ASSERT_TRUE(more_on_b.opened() && from_start.opened());
+    std::optional<SseEvent> replayed = from_start.until(on_ping("started"));
+    ASSERT_TRUE(replayed) << from_start.seen();
+    EXPECT_EQ(replayed->id, started->id);
+    EXPECT_EQ(a.service()->feed().clients(), 2) << "one stream per follower, however many viewers";
+  }
 
   // The leader goes: every stream through a follower ends, the one that takes the lead and
   // the one that stays a follower alike.

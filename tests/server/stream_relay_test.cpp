@@ -6,8 +6,6 @@
 // read on one thread, and a relay outliving its stopped RelayIo is let go without waiting.
 #include <gtest/gtest.h>
 
-#include <boost/asio.hpp>
-
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -15,59 +13,17 @@
 #include <vector>
 
 #include "server/stream_relay.h"
+#include "tests/support/scripted_upstream.h"
 #include "tests/support/test_support.h"
 
 namespace flowrt::server {
 namespace {
 
-namespace asio = boost::asio;
-using tcp = asio::ip::tcp;
+using test_support::kStreamHead;
+using test_support::relay_io;
+using test_support::ScriptedUpstream;
 using test_support::WaitFor;
 using namespace std::chrono_literals;
-
-// One connection's worth of a leader: accepts, reads the request's head, then the test
-// writes what it likes, when it likes.
-class ScriptedUpstream {
- public:
-  ScriptedUpstream() : acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {}
-  uint16_t port() const { return acceptor_.local_endpoint().port(); }
-  // Accepts on a thread of its own (open() connects meanwhile); the request's head is kept.
-  void accept_in_background() {
-    thread_ = std::thread([this] {
-      socket_ = std::make_unique<tcp::socket>(io_);
-      acceptor_.accept(*socket_);
-      asio::streambuf buf;
-      asio::read_until(*socket_, buf, "\r\n\r\n");
-      request_.assign(asio::buffers_begin(buf.data()), asio::buffers_end(buf.data()));
-    });
-  }
-  void join() {
-    if (thread_.joinable()) thread_.join();
-  }
-  void send(const std::string& bytes) { asio::write(*socket_, asio::buffer(bytes)); }
-  void close() {
-    boost::system::error_code ignored;
-    socket_->close(ignored);
-  }
-  const std::string& request() const { return request_; }
-  ~ScriptedUpstream() { join(); }
-
- private:
-  asio::io_context io_;
-  tcp::acceptor acceptor_;
-  std::unique_ptr<tcp::socket> socket_;
-  std::thread thread_;
-  std::string request_;
-};
-
-constexpr const char* kStreamHead =
-    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\nretry: 1000\n\n";
-
-// The reading thread the relays of this test binary share (a node has one, too).
-const std::shared_ptr<RelayIo>& relay_io() {
-  static const std::shared_ptr<RelayIo> io = RelayIo::start();
-  return io;
-}
 
 size_t threads_of_this_process() {
   size_t n = 0;

@@ -172,6 +172,39 @@ TEST_F(StreamTest, AFreshClientIsNotSentTheResetItsArrivalMade) {
   EXPECT_EQ(first->data["change"], Value("started"));
 }
 
+// A cluster follower shares one stream among its viewers (server/shared_stream.h): it asks
+// for every event the feed holds (X-Flowrt-Stream-From: held, whatever Last-Event-ID says),
+// and every stream's head says where it follows from and the last id given when it opened.
+TEST_F(StreamTest, AStreamFromWhatIsHeld_BeginsAtTheOldestEventHeld_AndEveryHeadSaysWhereItStands) {
+  server::EventFeed& feed = service_->feed();
+  feed.subscribe();
+  client().request(http::verb::post, "/api/flows/greet/call?wait=10s", R"({"name": "a"})", token("operator"));
+  feed.poll();
+  const std::vector<server::FeedEvent> held = feed.after(feed.held_after());
+  ASSERT_GE(held.size(), 2u) << "the gap's reset, then the context";
+  const uint64_t oldest = held.front().id;
+  EXPECT_EQ(feed.held_after(), oldest - 1);
+
+  StreamReader all(service_->port(), stream_request("X-Flowrt-Stream-From: held\r\nLast-Event-ID: " +
+                                                    std::to_string(held.back().id) + "\r\n"));
+  ASSERT_TRUE(all.opened()) << all.head();
+  EXPECT_THAT(all.head(), HasSubstr("X-Flowrt-Stream-After: " + std::to_string(oldest - 1) + "\n"));
+  EXPECT_THAT(all.head(), HasSubstr("X-Flowrt-Stream-Now: " + std::to_string(feed.last_id()) + "\n"));
+  for (const server::FeedEvent& e : held) {
+    std::optional<SseEvent> got = all.next();
+    ASSERT_TRUE(got) << "event " << e.id;
+    EXPECT_EQ(got->id, e.id) << "every event held, the oldest first";
+    EXPECT_EQ(got->type, e.type);
+  }
+
+  StreamReader plain(service_->port(), stream_request());
+  ASSERT_TRUE(plain.opened()) << plain.head();
+  const std::string now = std::to_string(feed.last_id());
+  EXPECT_THAT(plain.head(), HasSubstr("X-Flowrt-Stream-After: " + now + "\n")) << "a fresh client follows from now";
+  EXPECT_THAT(plain.head(), HasSubstr("X-Flowrt-Stream-Now: " + now + "\n"));
+  feed.unsubscribe();
+}
+
 TEST_F(StreamTest, NeedsATokenAndAnIdThatIsANumber) {
   std::optional<HttpReply> bad = client().raw(stream_request("Last-Event-ID: 12abc\r\n"));
   ASSERT_TRUE(bad);
