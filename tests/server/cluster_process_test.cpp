@@ -450,5 +450,75 @@ TEST(ClusterPostgresProcessTest, TwoNodesStartingAtOnce_NeverApplyAnOperationTwi
   if (!HasFailure()) fs::remove_all(dir);
 }
 
+// A dead leader's contexts are claimed by the node that takes the lead, and two nodes
+// that try at once cannot both take it (each epoch is taken once, and a stale leader's
+// writes are fenced: SCALING.md, "Several nodes"). So contexts that a killed leader left
+// waiting (each job's on_job_later waits 1.5 s) and perhaps queued or running (on_job),
+// with two nodes started at the same moment, each run once and end once, wherever they
+// had got to: the claim the issue asks two nodes never to make twice, as this design
+// makes it (for the whole engine, by the lead).
+TEST(ClusterPostgresProcessTest, ContextsADeadLeaderLeft_TwoNodesStartingAtOnce_RunEachOnce) {
+  const uint32_t seed = seed_of(20261205);
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const fs::path dir = write_project("claim");
+  size_t waiting_at_kill = 0, jobs = 0;
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    ClusterSetup setup;
+    setup.lease_ms = kStartLeaseMs;
+    setup.forward_timeout_ms = kForwardTimeoutMs;
+    setup.dir = dir;
+    setup.url = test_support::fresh_postgres_schema("cluster_claim");
+    ASSERT_FALSE(setup.url.empty());
+    const std::string r = std::to_string(round);
+    Cluster c(setup, {"p" + r, "x" + r, "y" + r});
+    ASSERT_TRUE(c.start(0));
+    Node& dead = c.node(0);
+    const Answer counter =
+        call(dead.port, "POST", "/api/tables/counter/records", R"({"name": "main", "n": 0})", kClientTimeoutMs);
+    ASSERT_EQ(counter.status, 201) << counter.describe();
+    const int n = 10 + static_cast<int>(rng() % 10);
+    for (int k = 0; k < n; ++k) {
+      Attempt a;
+      a.key = "j" + r + "-" + std::to_string(k);
+      a.node = dead.name;
+      a.answer = call(dead.port, "POST", "/api/tables/job/records", "{\"key\": \"" + a.key + "\"}", kClientTimeoutMs);
+      ASSERT_EQ(a.answer.status, 201) << a.answer.describe();
+      c.record(std::move(a));
+    }
+    const Answer stats = call(dead.port, "GET", "/api/stats", "", kClientTimeoutMs);
+    ASSERT_EQ(stats.status, 200) << stats.describe();
+    const int64_t waiting = stats.json()["waiting_contexts"].as_int();
+    EXPECT_GT(waiting, 0) << "the leader is killed while contexts wait: " << stats.body;
+    waiting_at_kill += static_cast<size_t>(waiting);
+    jobs += static_cast<size_t>(n);
+    c.kill(0);
+    dead.stopped = true;  // stays dead: watch() does not start it again
+    pause_ms(static_cast<int>(rng() % static_cast<uint32_t>(setup.lease_ms)));  // its lease may or may not have run out
+    for (size_t i = 1; i < 3; ++i) spawn(setup, c.node(i), 0);  // both at the same moment
+    int leaders = 0;
+    for (size_t i = 1; i < 3; ++i) {
+      std::string why;
+      ASSERT_TRUE(await_listening(c.node(i), &why)) << why;
+      leaders += c.node(i).led_at_start ? 1 : 0;
+    }
+    EXPECT_LE(leaders, 1) << "two nodes say they lead";
+    std::string last;
+    const std::optional<size_t> leader = c.settled_leader(20000, &last);
+    ASSERT_TRUE(leader) << last;
+    ASSERT_TRUE(quiet(c, 30000, &last)) << last;
+    std::vector<Attempt> attempts = c.attempts();
+    const Tally t = check_outcome(c, attempts, 10000);
+    EXPECT_EQ(t.acknowledged, static_cast<size_t>(n));
+    EXPECT_EQ(c.lost_lead_summary(), "0");
+    c.stop_all(leader);
+    if (!HasFailure()) drop_schema(setup.url);
+  }
+  std::cout << "[ cluster  ] 3 rounds of a leader killed while " << waiting_at_kill << " contexts of " << jobs
+            << " jobs waited, then two nodes started at once" << std::endl;
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace flowrt::cluster_process_test
