@@ -1,113 +1,31 @@
-// Cluster nodes in this process (server/cluster_node.h) on a real PostgreSQL server: a
-// follower answers with the leader's answer, in one commit order with the leader's own
-// requests; the leader checks the caller the follower forwarded; an operation whose effects
-// were durable when its leader stopped, but whose answer was not, is not applied again by
-// the next leader; a leader that finds another in the lead row gives up, and so does a node
-// whose store is cut while it loads the state to lead; a stale leader's lock holder's write
-// is refused, and the next leader resumes the holder; writes with an Idempotency-Key are
-// applied once, whichever node they are sent to. Waits are on the cluster's own
-// signals (an answer's notification, the lost-lead callback), bounded; without the
-// give-up, the loading node's open would wait without end (the test's timeout ends it).
+// Cluster nodes in this process on a real PostgreSQL server (tests/server/cluster_fixture.h):
+// the API through any node. A follower answers with the leader's answer, in one commit
+// order with the leader's own requests; a node listening on every address is reached at
+// the address it advertises; a follower passes the leader's event stream on, one stream
+// for all its viewers; operations forwarded at once commit in inbox order; writes with an
+// Idempotency-Key are applied once, whichever node they are sent to; the leader checks the
+// caller the follower forwarded; an operation whose effects were durable when its leader
+// stopped, but whose answer was not, is not applied again by the next leader. Waits are
+// on the cluster's own signals (an answer's notification), bounded.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <future>
-#include <thread>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
-#include "runtime/engine_core.h"
-#include "runtime/journal.h"
-#include "runtime/perturb.h"
 #include "server/cluster_node.h"
 #include "store/postgres_cluster.h"
-#include "tests/server/server_fixture.h"
+#include "tests/server/cluster_fixture.h"
 #include "tests/server/sse_reader.h"
-#include "tests/support/test_support.h"
-#include "tests/support/postgres_support.h"
 
 namespace flowrt::testing_http {
 namespace {
 
 using ::testing::HasSubstr;
 using namespace flowrt::test_support;
-
-class ClusterPostgresTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    url_ = fresh_postgres_schema(::testing::UnitTest::GetInstance()->current_test_info()->name());
-    ASSERT_FALSE(url_.empty());
-    dir_ = fs::temp_directory_path() / ("flowrt-cluster-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_ / "flows");
-    for (const auto& f : kFlows) std::ofstream(dir_ / "flows" / f[0]) << f[1];
-  }
-  void TearDown() override {
-    nodes_.clear();
-    fs::remove_all(dir_);
-  }
-  // Node `name` joins (and leads when no live node does).
-  server::ClusterNode& join(const std::string& name, int lease_ms = 3000) {
-    auto node = open(name, lease_ms, url_);
-    EXPECT_TRUE(node) << (node ? "" : node.error().describe());
-    nodes_.push_back(std::move(node).value());
-    return *nodes_.back();
-  }
-  // Node `name` on `url` (the test's schema, with connection parameters of its own).
-  Result<std::unique_ptr<server::ClusterNode>, Diagnostics> open(const std::string& name, int lease_ms,
-                                                                  const std::string& url) {
-    server::ServeOptions options;
-    options.dir = dir_.string();
-    options.listen = listen_;
-    options.log_level = "error";
-    options.data = url;
-    server::ClusterOptions cluster;
-    cluster.node = name;
-    cluster.lease_ms = lease_ms;
-    cluster.forward_timeout = forward_timeout_;
-    cluster.advertise = advertise_;
-    cluster.on_lost_lead = [this, name](const std::string& why) {
-      std::lock_guard lock(lost_mu_);
-      lost_[name].set_value(why);
-    };
-    {
-      std::lock_guard lock(lost_mu_);
-      lost_.try_emplace(name);  // a future may be taken before the node opens
-    }
-    return server::ClusterNode::open(options, cluster);
-  }
-  std::future<std::string> lost_lead_of(const std::string& name) {
-    std::lock_guard lock(lost_mu_);
-    return lost_[name].get_future();
-  }
-  std::unique_ptr<PostgresCluster> link() {
-    Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);
-    EXPECT_TRUE(c.is_ok());
-    return std::move(c).value();
-  }
-  std::string sql_value(const std::string& sql) const { return postgres_value(url_, sql); }
-  // Waits (at most 20 s) for entry `seq`'s answer.
-  std::optional<InboxStatus> answered(PostgresCluster& listener, uint64_t seq) {
-    for (int i = 0; i < 200; ++i) {
-      Result<std::optional<InboxStatus>> e = listener.entry(seq);
-      if (e && *e && (*e)->reply) return **e;
-      (void)listener.wait(100);
-    }
-    return std::nullopt;
-  }
-
-  std::string url_;
-  fs::path dir_;
-  std::chrono::milliseconds forward_timeout_{20000};  // of the nodes joined from then on
-  std::string listen_ = "127.0.0.1:0";                // --listen of the nodes joined from then on
-  std::string advertise_;                             // --advertise of the nodes joined from then on
-  std::vector<std::unique_ptr<server::ClusterNode>> nodes_;
-  std::mutex lost_mu_;
-  std::map<std::string, std::promise<std::string>> lost_;
-};
 
 TEST_F(ClusterPostgresTest, AFollowerAnswersWithTheLeadersAnswer_InOneCommitOrderWithTheLeadersOwn) {
   server::ClusterNode& a = join("a");
@@ -486,220 +404,6 @@ TEST_F(ClusterPostgresTest, AnOperationDurableButUnanswered_IsNotAppliedAgainByT
   const Value list = records.json()["records"];
   for (const Value& r : list.items()) numbers.emplace_back(r["number"].as_string());
   EXPECT_THAT(numbers, ::testing::UnorderedElementsAre("INC7", "INC8")) << "INC7 once: not applied again";
-}
-
-TEST_F(ClusterPostgresTest, ALeaderThatFindsAnotherInTheLeadRow_GivesUp) {
-  server::ClusterNode& a = join("a", 900);
-  server::ClusterNode& b = join("b", 900);
-  ASSERT_TRUE(a.leads());
-  // b takes the lead as it would once a's lease had run out (a stalled meanwhile).
-  ASSERT_EQ(postgres_exec(url_, "UPDATE cluster_lead SET incarnation = " + std::to_string(b.incarnation()) +
-                                    ", epoch = epoch + 1"),
-            "");
-  std::future<std::string> why;
-  {
-    std::lock_guard lock(lost_mu_);
-    why = lost_["a"].get_future();
-  }
-  ASSERT_EQ(why.wait_for(std::chrono::seconds(20)), std::future_status::ready) << "a noticed within a few periods";
-  EXPECT_THAT(why.get(), HasSubstr("took the lead"));
-}
-
-// A leader whose renewal is answered only after its lease ran out (the node, or its link
-// to the database, stalled) gives the lead up even when no other node took it: a renewal
-// counts from when it was asked for, and the heartbeat and the control thread both look
-// at the lease before they go on. Here the database holds the cluster's tables for two
-// leases, so a's renewal and its read of the lead row both wait, and the renewal is
-// answered late. (The seeded kill run found it, seed 42: a leader resumed from SIGSTOP
-// renewed its lease before it looked, and led on.)
-TEST_F(ClusterPostgresTest, ALeaderWhoseRenewalIsAnsweredAfterItsLeaseRanOut_GivesTheLeadUp_WithNoOtherNode) {
-  server::ClusterNode& a = join("a", 900);
-  ASSERT_TRUE(a.leads());
-  std::future<std::string> why = lost_lead_of("a");
-  EXPECT_EQ(postgres_exec(url_, "BEGIN; LOCK TABLE cluster_nodes, cluster_lead IN ACCESS EXCLUSIVE MODE; "
-                                "SELECT pg_sleep(1.8); COMMIT"),
-            "");
-  ASSERT_EQ(why.wait_for(std::chrono::seconds(20)), std::future_status::ready) << "a led on";
-  EXPECT_THAT(why.get(), HasSubstr("its lease could not be renewed for 900 ms"));
-}
-
-// A leader whose lead was taken while it ran (as after it stalled past its lease) still
-// applies inbox entries, but its answers are fenced: none is recorded (the next leader
-// answers the entry), and it gives the lead up. The heartbeat, which also finds the lead
-// row changed, may say so first (every lease/3, here 10 s): either way nothing is recorded.
-TEST_F(ClusterPostgresTest, AStaleLeadersAnswerToAnInboxEntry_IsNotRecorded_AndItGivesTheLeadUp) {
-  server::ClusterNode& a = join("a", 30000);
-  ASSERT_TRUE(a.leads());
-  std::future<std::string> why = lost_lead_of("a");
-  ASSERT_EQ(postgres_exec(url_, "UPDATE cluster_lead SET epoch = epoch + 1"), "");
-  std::unique_ptr<PostgresCluster> c = link();
-  const int64_t client = *c->join("client", "", 60000);
-  Result<std::vector<InboxAppended>> appended =
-      c->append(client, {InboxRequest{"GET", "/api/tables", "t", "viewer", true, "", "", ""}}, "test.1");
-  ASSERT_TRUE(appended.is_ok()) << appended.message();
-  const uint64_t seq = entry_numbers(*appended)[0];
-  ASSERT_EQ(why.wait_for(std::chrono::seconds(20)), std::future_status::ready) << "a gave the lead up";
-  EXPECT_THAT(why.get(), ::testing::AnyOf(HasSubstr("answers to the inbox were fenced"), HasSubstr("took the lead")));
-  // Unfenced, the read's answer is recorded within milliseconds of its append.
-  for (int i = 0; i < 10; ++i) {
-    Result<std::optional<InboxStatus>> e = c->entry(seq);
-    ASSERT_TRUE(e.is_ok() && e->has_value());
-    ASSERT_FALSE((*e)->reply.has_value()) << "a stale leader's answer was recorded: " << (*e)->reply->body;
-    (void)c->wait(100);
-  }
-}
-
-// Holds the lock "desk" for four seconds, then writes while holding it.
-constexpr const char* kGuarded = R"({"id": "guarded", "trigger": {"type": "api"},
-  "actions": [{"id": "take", "action": "lock", "inputs": {"key": "desk", "max_attempts": 3600, "delay": "1s"}},
-              {"action": "wait", "inputs": {"duration": "4s"}},
-              {"action": "create_record", "inputs": {"table": "entered", "while_holding": "desk",
-               "values": {"token": "{{steps.take.token}}"}}},
-              {"action": "unlock", "inputs": {"key": "desk"}}]})";
-
-// A stale holder: a leader whose lead was taken while it ran (as after it stalled past its
-// lease) still runs a context holding the lock "desk". When its wait ends, the context
-// writes while holding the lock, in the stale leader's memory; the write is refused by
-// the fence (every store batch carries the leader's epoch), so it is not in the database.
-// The next leader resumes the context from its last durable step, still holding the lock
-// with the same token, and the guarded write lands once. (A write from outside to the
-// stale leader is not acknowledged either: its wait for durability ends with an error.)
-// Real clock: the takeover must come within the context's four-second wait.
-TEST_F(ClusterPostgresTest, AStaleHoldersWriteWhileHoldingALock_IsRefused_TheNextLeaderResumesTheHolder) {
-  std::ofstream(dir_ / "flows" / "guarded.json") << kGuarded;
-  server::ClusterNode& a = join("a", 900);
-  ASSERT_TRUE(a.leads());
-  HttpClient to_a(a.port());
-  HttpReply call = to_a.post("/api/flows/guarded/call", "{}");
-  ASSERT_EQ(call.status / 100, 2) << call.body;
-  const std::string context(call.json()["context_id"].as_string());
-  Engine& stale = a.service()->engine();
-  stale.settle(0);
-  Journal& journal = *stale.core().journal;
-  ASSERT_TRUE(journal.wait_durable(journal.appended()).is_ok()) << "the holder waits, durably";
-  HttpReply held = to_a.get("/api/locks");
-  ASSERT_EQ(held.json()["locks"].at(0)["holders"].at(0)["context"], Value(context)) << held.body;
-  const Value token = held.json()["locks"].at(0)["holders"].at(0)["token"];
-
-  // Another incarnation takes the lead row, as it would once a's lease had run out.
-  std::unique_ptr<PostgresCluster> c = link();
-  const int64_t ghost = *c->join("ghost", "", 60000);
-  ASSERT_EQ(postgres_exec(url_, "UPDATE cluster_lead SET incarnation = " + std::to_string(ghost) + ", epoch = epoch + 1"),
-            "");
-  // a, stale, goes on: the holder's wait ends and it writes while holding the lock.
-  stale.settle(10000);
-  EXPECT_EQ(to_a.get("/api/tables/entered/records").json()["records"].size(), 1u)
-      << "the stale holder wrote, in its own memory";
-  HttpReply refused = to_a.post("/api/tables/note/records", R"({"n": 1})");
-  EXPECT_NE(refused.status / 100, 2) << "a stale leader acknowledged a write: " << refused.body;
-  EXPECT_EQ(lost_lead_of("a").wait_for(std::chrono::seconds(20)), std::future_status::ready);
-
-  // The ghost's lease runs out; b takes the lead from what is in the database.
-  ASSERT_EQ(postgres_exec(url_, "UPDATE cluster_nodes SET lease_until = clock_timestamp() - interval '1 second' "
-                                "WHERE incarnation = " + std::to_string(ghost)),
-            "");
-  server::ClusterNode& b = join("b", 900);
-  ASSERT_TRUE(b.leads());
-  HttpClient to_b(b.port());
-  // Its wait is over: the resumed holder writes at once (b may have done so already).
-  b.service()->engine().settle(10000);
-  EXPECT_EQ(to_b.get("/api/tables/note/records").json()["records"].size(), 0u) << "the refused write is not there";
-  const Value entered = to_b.get("/api/tables/entered/records").json()["records"];
-  ASSERT_EQ(entered.size(), 1u) << "the guarded write, once: the stale one is not there";
-  EXPECT_EQ(entered.at(0)["token"], token) << "written by the same holding, with the same token";
-  EXPECT_EQ(to_b.get("/api/contexts/" + context).json()["status"], Value("completed"));
-  EXPECT_EQ(to_b.get("/api/locks").json()["locks"].size(), 0u) << "the lock is free";
-}
-
-// A context parked across many leaders: it waits longer than three changes of leader
-// take. Each leader leaves (a clean stop: its lease ends at once and the node that joined
-// just before takes the lead) while the context waits; every new leader loads it from its
-// last durable step with the time it has left, and it ends once, writing its record once,
-// on whichever node leads when its time comes.
-constexpr const char* kParked = R"({"id": "parked", "trigger": {"type": "api"},
-  "actions": [{"action": "wait", "inputs": {"duration": "12s"}},
-              {"action": "create_record", "inputs": {"table": "woke", "values": {"n": 1}}}]})";
-
-TEST_F(ClusterPostgresTest, AContextParkedAcrossThreeChangesOfLeader_EndsOnce) {
-  std::ofstream(dir_ / "flows" / "parked.json") << kParked;
-  server::ClusterNode* leader = &join("a", 900);
-  ASSERT_TRUE(leader->leads());
-  HttpReply call = HttpClient(leader->port()).post("/api/flows/parked/call", "{}");
-  ASSERT_EQ(call.status / 100, 2) << call.body;
-  const std::string context(call.json()["context_id"].as_string());
-  leader->service()->engine().settle(0);
-  int changes = 0;
-  for (const char* name : {"b", "c", "d"}) {
-    server::ClusterNode& next = join(name, 900);
-    ASSERT_FALSE(next.leads());
-    HttpReply waiting = HttpClient(leader->port()).get("/api/contexts/" + context);
-    if (waiting.json()["status"] != Value("waiting")) break;  // the machine was slow: fewer changes
-    leader->stop();
-    ASSERT_TRUE(WaitFor([&] { return next.leads(); })) << name << " takes the lead";
-    leader = &next;
-    ++changes;
-  }
-  EXPECT_GE(changes, 2) << "the context waited through at least two changes of leader (12 s; about 1 s each)";
-  leader->service()->engine().settle(30000);  // until its wait has ended and it has run
-  HttpClient to_leader(leader->port());
-  HttpReply one = to_leader.get("/api/contexts/" + context);
-  ASSERT_EQ(one.status, 200) << one.body;
-  EXPECT_EQ(one.json()["status"], Value("completed")) << one.body;
-  EXPECT_EQ(one.json()["steps"].size(), 2u) << "the wait and the insert, each once: " << one.body;
-  EXPECT_EQ(to_leader.get("/api/tables/woke/records").json()["records"].size(), 1u) << "its record, once";
-}
-
-// Cuts every connection named `g_cut_name` at the first store write once armed, and waits
-// until the server has ended them: the store of the node using that name never writes
-// again (a store does not reconnect). Set before arming; the hook runs on a journal thread.
-std::string g_cut_name;
-std::atomic<bool> g_cut_armed{false};
-std::atomic<int> g_cuts{0};
-void cut_at_first_write(PerturbPoint p) {
-  if (p != PerturbPoint::kBeforeStoreWrite || !g_cut_armed.exchange(false)) return;
-  const std::string server = postgres_server_url();
-  const std::string named = "application_name = '" + g_cut_name + "'";
-  const std::string pids = postgres_value(server, "SELECT string_agg(pid::text, ',') FROM pg_stat_activity WHERE " + named);
-  if (pids.empty()) return;
-  (void)postgres_exec(server, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid IN (" + pids + ")");
-  for (int i = 0; i < 1000; ++i) {
-    if (postgres_value(server, "SELECT count(*) FROM pg_stat_activity WHERE pid IN (" + pids + ")") == "0") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the backends exit (bounded: 10 s)
-  }
-  g_cuts.fetch_add(1);
-}
-
-// The store's connection is cut while a node loads the state to lead (its load waits for
-// the write of the definitions it loads): it gives the lead up once its writes have failed
-// for a lease, rather than keep the lead and wait without end; the next node leads.
-TEST_F(ClusterPostgresTest, ANodeWhoseStoreIsCutWhileItLoadsTheStateToLead_GivesTheLeadUp) {
-  {
-    server::ClusterNode& a = join("a", 900);
-    ASSERT_TRUE(a.leads());
-    HttpClient to_a(a.port());
-    ASSERT_EQ(to_a.post("/api/tables/incident/records", R"({"number": "INC1"})").status, 201);
-    a.stop();  // it leaves: the next node to join leads from the start, loading the state in open
-  }
-  g_cut_name = "flowrt_cut_" + std::to_string(::getpid());
-  std::future<std::string> why = lost_lead_of("b");
-  g_cuts = 0;
-  g_cut_armed = true;
-  set_perturb_hook(&cut_at_first_write);
-  auto b = open("b", 900, url_ + "&application_name=" + g_cut_name);
-  set_perturb_hook(nullptr);
-  EXPECT_EQ(g_cuts.load(), 1) << "b's store was cut while it loaded";
-  ASSERT_FALSE(b) << "b cannot have loaded the state";
-  EXPECT_THAT(b.error().describe(), HasSubstr("gave its store up"));
-  ASSERT_EQ(why.wait_for(std::chrono::seconds(20)), std::future_status::ready);
-  EXPECT_THAT(why.get(), HasSubstr("its store could not be written"));
-
-  // Not wedged: b left the lead, and the next node leads with the state a left.
-  server::ClusterNode& c = join("c", 900);
-  ASSERT_TRUE(c.leads());
-  HttpClient to_c(c.port());
-  HttpReply found = to_c.get("/api/tables/incident/records");
-  ASSERT_EQ(found.status, 200);
-  EXPECT_THAT(found.body, HasSubstr("INC1"));
 }
 
 }  // namespace
