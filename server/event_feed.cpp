@@ -119,18 +119,10 @@ std::vector<FeedEvent> EventFeed::after(uint64_t after, size_t max) const {
   // Ids it no longer holds, or never gave (another process's): the client must reload.
   if (after >= next_id_ || ring_.empty() || ring_.front().id > after + 1) {
     // Some of what the client missed is gone: it must reload, then follow from here.
-    out.push_back(FeedEvent{next_id_ - 1, "reset", "{\"reason\":\"events missed\"}"});
+    out.push_back(missed_reset(next_id_ - 1));
     return out;
   }
-  for (auto it = ring_.begin() + static_cast<std::ptrdiff_t>(after + 1 - ring_.front().id);
-       it != ring_.end() && out.size() < max; ++it) {
-    if (it->type == "reset") {  // a gap: the client reloads and follows from here
-      out.assign(1, *it);
-      break;
-    }
-    out.push_back(*it);
-  }
-  return out;
+  return held_events_after(ring_, after, max);
 }
 
 uint64_t EventFeed::held_after() const {

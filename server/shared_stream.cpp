@@ -51,18 +51,10 @@ std::vector<FeedEvent> SharedStream::after(uint64_t after, size_t max) const {
   if (after < base_ || after > known) {
     // Some of what the viewer missed is not held, or it names an id never given: it must
     // reload, then follow from here.
-    out.push_back(FeedEvent{known, "reset", "{\"reason\":\"events missed\"}"});
+    out.push_back(missed_reset(known));
     return out;
   }
-  for (auto it = ring_.begin() + static_cast<std::ptrdiff_t>(after - base_); it != ring_.end() && out.size() < max;
-       ++it) {
-    if (it->type == "reset") {  // a gap: the viewer reloads and follows from here
-      out.assign(1, *it);
-      break;
-    }
-    out.push_back(*it);
-  }
-  return out;
+  return held_events_after(ring_, after, max);  // the ring holds (base_, last_], and after < last_
 }
 
 bool SharedStream::ended() const {

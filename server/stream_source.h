@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,16 @@ struct FeedEvent {
   std::string type;  // "context", "lock" or "reset"
   std::string data;  // JSON text
 };
+
+// The `reset` ("events missed") a client gets when it names an id whose events are not
+// all held, or one never given: it reloads, then follows from `last`, the last id given.
+FeedEvent missed_reset(uint64_t last);
+
+// The events of `ring` (consecutive ids, the oldest first) after `after`, at most `max`;
+// `after` is at least the id before the ring's first and below its last. A gap's `reset`
+// among them is given alone, without the events before it: the client reloads and
+// follows from it. (What EventFeed and SharedStream give a client from what they hold.)
+std::vector<FeedEvent> held_events_after(const std::deque<FeedEvent>& ring, uint64_t after, size_t max);
 
 class StreamSource {
  public:

@@ -1,0 +1,21 @@
+#include "server/stream_source.h"
+
+namespace flowrt::server {
+
+FeedEvent missed_reset(uint64_t last) { return FeedEvent{last, "reset", "{\"reason\":\"events missed\"}"}; }
+
+std::vector<FeedEvent> held_events_after(const std::deque<FeedEvent>& ring, uint64_t after, size_t max) {
+  std::vector<FeedEvent> out;
+  if (ring.empty()) return out;
+  for (auto it = ring.begin() + static_cast<std::ptrdiff_t>(after + 1 - ring.front().id);
+       it != ring.end() && out.size() < max; ++it) {
+    if (it->type == "reset") {
+      out.assign(1, *it);
+      break;
+    }
+    out.push_back(*it);
+  }
+  return out;
+}
+
+}  // namespace flowrt::server
