@@ -377,6 +377,35 @@ TEST(ClusterPostgresProcessTest, ThreeNodes_DatabaseRestartsAndStatementTimeouts
   run_faults(run);
 }
 
+// The setup of the tests that start nodes at the same moment, on a fresh schema. No node
+// is killed while they start, so the lease only decides when a node starved of the CPU
+// counts as dead: the default lease, not the fault tests' short one, keeps their checks
+// about nodes starting at once, not about the machine's load.
+ClusterSetup start_setup(const fs::path& dir, const std::string& schema) {
+  ClusterSetup setup;
+  setup.lease_ms = kStartLeaseMs;
+  setup.forward_timeout_ms = kForwardTimeoutMs;
+  setup.dir = dir;
+  setup.url = test_support::fresh_postgres_schema(schema);
+  return setup;
+}
+
+// Starts nodes `from` to the last of `c` at the same moment (each forked before any is
+// waited for); how many of them lead once listening, or nullopt when one did not listen.
+std::optional<int> start_at_once(const ClusterSetup& setup, Cluster& c, size_t from) {
+  for (size_t i = from; i < c.size(); ++i) spawn(setup, c.node(i), 0);
+  int leaders = 0;
+  for (size_t i = from; i < c.size(); ++i) {
+    std::string why;
+    if (!await_listening(c.node(i), &why)) {
+      ADD_FAILURE() << "node " << c.node(i).name << ": " << why;
+      return std::nullopt;
+    }
+    leaders += c.node(i).led_at_start ? 1 : 0;
+  }
+  return leaders;
+}
+
 TEST(ClusterPostgresProcessTest, TwoNodesStartingAtOnce_NeverApplyAnOperationTwice) {
   const uint32_t seed = seed_of(20261203);
   SCOPED_TRACE("seed " + std::to_string(seed));
@@ -385,25 +414,12 @@ TEST(ClusterPostgresProcessTest, TwoNodesStartingAtOnce_NeverApplyAnOperationTwi
   size_t acknowledged = 0, sent = 0;
   for (int round = 0; round < 5; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
-    ClusterSetup setup;
-    // No node is killed here, so the lease only decides when a node starved of the CPU
-    // counts as dead: the default lease, not the fault tests' short one, keeps the check
-    // below about two nodes starting at once, not about the machine's load.
-    setup.lease_ms = kStartLeaseMs;
-    setup.forward_timeout_ms = kForwardTimeoutMs;
-    setup.dir = dir;
-    setup.url = test_support::fresh_postgres_schema("cluster_two");
+    const ClusterSetup setup = start_setup(dir, "cluster_two");
     ASSERT_FALSE(setup.url.empty());
     Cluster c(setup, {"x" + std::to_string(round), "y" + std::to_string(round)});
-    // Both at the same moment: forked before either is waited for.
-    for (size_t i = 0; i < 2; ++i) spawn(setup, c.node(i), 0);
-    int leaders = 0;
-    for (size_t i = 0; i < 2; ++i) {
-      std::string why;
-      ASSERT_TRUE(await_listening(c.node(i), &why)) << why;
-      leaders += c.node(i).led_at_start ? 1 : 0;
-    }
-    EXPECT_EQ(leaders, 1) << "each node says it " << (leaders ? "leads" : "follows");
+    const std::optional<int> leaders = start_at_once(setup, c, 0);
+    ASSERT_TRUE(leaders);
+    EXPECT_EQ(*leaders, 1) << "each node says it " << (*leaders ? "leads" : "follows");
     const Answer counter = call(c.node(rng() % 2).port, "POST", "/api/tables/counter/records",
                                 R"({"name": "main", "n": 0})", kClientTimeoutMs);
     ASSERT_EQ(counter.status, 201) << counter.describe();
@@ -465,11 +481,7 @@ TEST(ClusterPostgresProcessTest, ContextsADeadLeaderLeft_TwoNodesStartingAtOnce_
   size_t waiting_at_kill = 0, jobs = 0;
   for (int round = 0; round < 3; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
-    ClusterSetup setup;
-    setup.lease_ms = kStartLeaseMs;
-    setup.forward_timeout_ms = kForwardTimeoutMs;
-    setup.dir = dir;
-    setup.url = test_support::fresh_postgres_schema("cluster_claim");
+    const ClusterSetup setup = start_setup(dir, "cluster_claim");
     ASSERT_FALSE(setup.url.empty());
     const std::string r = std::to_string(round);
     Cluster c(setup, {"p" + r, "x" + r, "y" + r});
@@ -496,14 +508,9 @@ TEST(ClusterPostgresProcessTest, ContextsADeadLeaderLeft_TwoNodesStartingAtOnce_
     c.kill(0);
     dead.stopped = true;  // stays dead: watch() does not start it again
     pause_ms(static_cast<int>(rng() % static_cast<uint32_t>(setup.lease_ms)));  // its lease may or may not have run out
-    for (size_t i = 1; i < 3; ++i) spawn(setup, c.node(i), 0);  // both at the same moment
-    int leaders = 0;
-    for (size_t i = 1; i < 3; ++i) {
-      std::string why;
-      ASSERT_TRUE(await_listening(c.node(i), &why)) << why;
-      leaders += c.node(i).led_at_start ? 1 : 0;
-    }
-    EXPECT_LE(leaders, 1) << "two nodes say they lead";
+    const std::optional<int> leaders = start_at_once(setup, c, 1);
+    ASSERT_TRUE(leaders);
+    EXPECT_LE(*leaders, 1) << "two nodes say they lead";
     std::string last;
     const std::optional<size_t> leader = c.settled_leader(20000, &last);
     ASSERT_TRUE(leader) << last;
