@@ -148,6 +148,14 @@ Status PostgresStore::read_highest_context() {
 
 int PostgresStore::writer_backend_pid() const { return PQbackendPID(conn_); }
 
+Result<std::string> PostgresStore::writer_setting(std::string_view name) {
+  Params p;
+  p.text(name);
+  ResultPtr r(exec_params(conn_, "SELECT current_setting($1)", p));
+  if (!result_ok(r.get()) || PQntuples(r.get()) != 1) return error("cannot read a setting", conn_);
+  return cell_text(r.get(), 0, 0);
+}
+
 Error PostgresStore::error_of(std::string_view what, std::string_view message) const {
   return Error{"postgresql database " + where_ + ": " + std::string(what) + ": " + std::string(message)};
 }

@@ -115,6 +115,10 @@ class PostgresStore final : public Store {
 
   // The server process of the writer's connection (pg_backend_pid()); for tests.
   int writer_backend_pid() const;
+  // A setting of the writer's session (current_setting), as the server shows it; for tests
+  // that check what the session was given. Not while write() runs (it is the writer's
+  // connection).
+  Result<std::string> writer_setting(std::string_view name);
   // The schema the store's tables are in.
   const std::string& schema() const { return schema_; }
 

@@ -12,7 +12,9 @@
 #include <array>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -36,9 +38,11 @@ inline Output run_with_env(const std::string& env, const std::string& args) {
   return run_command("env " + env + " " + std::string(FLOWRT_BINARY) + " " + args + " 2>&1");
 }
 
-// Runs flowrt with `args`, sends `sig` once its stderr (its engine log) shows `cue`, and
-// returns its exit code and stdout.
-inline Output run_and_signal(const std::vector<std::string>& args, int sig, const std::string& cue) {
+// Runs flowrt with `args` (and `env`, NAME=VALUE each, added to its environment), sends
+// `sig` once its stdout or its stderr (its engine log) shows `cue`, and returns its exit
+// code and stdout; `log`, when given, gets all of its stderr.
+inline Output run_and_signal(const std::vector<std::string>& args, int sig, const std::string& cue,
+                             std::string* log = nullptr, const std::vector<std::string>& env = {}) {
   int out_pipe[2], err_pipe[2];
   if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) return Output{-1, "pipe failed"};
   const pid_t pid = fork();
@@ -47,6 +51,7 @@ inline Output run_and_signal(const std::vector<std::string>& args, int sig, cons
     dup2(err_pipe[1], STDERR_FILENO);
     close(out_pipe[0]);
     close(err_pipe[0]);
+    for (const std::string& e : env) putenv(strdup(e.c_str()));
     std::vector<char*> argv{const_cast<char*>(FLOWRT_BINARY)};
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -55,34 +60,34 @@ inline Output run_and_signal(const std::vector<std::string>& args, int sig, cons
   }
   close(out_pipe[1]);
   close(err_pipe[1]);
-  std::string err;
+  std::string out, err;
   char buf[4096];
-  while (err.find(cue) == std::string::npos) {
-    const ssize_t n = read(err_pipe[0], buf, sizeof buf);
-    if (n <= 0) break;
-    err.append(buf, static_cast<size_t>(n));
-  }
-  kill(pid, sig);
-  // Drain both pipes to their ends, so that the child never blocks writing either.
-  std::string out;
+  // Reads both pipes, so that the child never blocks writing either, until `until` holds
+  // or both have ended.
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
   int open_fds = 2;
-  while (open_fds > 0 && poll(fds, 2, -1) > 0) {
-    for (pollfd& f : fds) {
-      if (f.fd < 0 || !(f.revents & (POLLIN | POLLHUP))) continue;
-      const ssize_t n = read(f.fd, buf, sizeof buf);
-      if (n <= 0) {
-        f.fd = -1;
-        --open_fds;
-      } else if (&f == &fds[0]) {
-        out.append(buf, static_cast<size_t>(n));
+  auto read_until = [&](const std::function<bool()>& until) {
+    while (open_fds > 0 && !until() && poll(fds, 2, -1) > 0) {
+      for (pollfd& f : fds) {
+        if (f.fd < 0 || !(f.revents & (POLLIN | POLLHUP))) continue;
+        const ssize_t n = read(f.fd, buf, sizeof buf);
+        if (n <= 0) {
+          f.fd = -1;
+          --open_fds;
+        } else {
+          (&f == &fds[0] ? out : err).append(buf, static_cast<size_t>(n));
+        }
       }
     }
-  }
+  };
+  read_until([&] { return out.find(cue) != std::string::npos || err.find(cue) != std::string::npos; });
+  kill(pid, sig);
+  read_until([] { return false; });
   close(out_pipe[0]);
   close(err_pipe[0]);
   int status = 0;
   waitpid(pid, &status, 0);
+  if (log) *log = err;
   return Output{WIFEXITED(status) ? WEXITSTATUS(status) : 1000 + WTERMSIG(status), out};
 }
 

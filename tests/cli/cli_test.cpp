@@ -104,6 +104,45 @@ TEST_F(CliTest, Run_LogLevel_FromTheOptionOrFlowrtLogLevel) {
   EXPECT_EQ(run("run " + dir() + " --log-level loud").code, 2);
 }
 
+// `flowrt serve` logs at info unless FLOWRT_LOG_LEVEL or --log-level, which wins, says
+// otherwise; a level it does not know is bad usage as an option (exit 2, nothing served)
+// and a warning from the environment, the level then warn.
+TEST_F(CliTest, Serve_LogLevel_InfoUnlessTheOptionOrFlowrtLogLevelSaysOtherwise) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  const std::string listening = "flowrt serve: listening on";
+  auto serve = [&](std::vector<std::string> extra, std::vector<std::string> env, std::string* log) {
+    std::vector<std::string> args = {"serve", dir(), "--listen", "127.0.0.1:0", "--data", dir() + "/data.db"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_and_signal(args, SIGTERM, listening, log, env);
+  };
+  std::string log;
+  Output plain = serve({}, {}, &log);
+  EXPECT_EQ(plain.code, 0) << plain.out << log;
+  EXPECT_NE(log.find("flowrt info: serving on 127.0.0.1:"), std::string::npos) << log;
+
+  Output quiet = serve({"--log-level", "warn"}, {"FLOWRT_LOG_LEVEL=debug"}, &log);
+  EXPECT_EQ(quiet.code, 0) << quiet.out << log;
+  EXPECT_EQ(log.find("flowrt info:"), std::string::npos) << log;
+  EXPECT_NE(quiet.out.find(listening), std::string::npos) << quiet.out;
+
+  Output from_env = serve({}, {"FLOWRT_LOG_LEVEL=error"}, &log);
+  EXPECT_EQ(from_env.code, 0) << from_env.out << log;
+  EXPECT_EQ(log.find("flowrt info:"), std::string::npos) << log;
+
+  Output typo = serve({}, {"FLOWRT_LOG_LEVEL=loud"}, &log);
+  EXPECT_EQ(typo.code, 0) << typo.out << log;
+  EXPECT_NE(log.find("FLOWRT_LOG_LEVEL=loud is not off, error, warn, info or debug; the level stays warn"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("flowrt info:"), std::string::npos) << log;
+
+  Output bad = run("serve " + dir() + " --listen 127.0.0.1:0 --log-level loud");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("flowrt serve: --log-level must be off, error, warn, info or debug"), std::string::npos)
+      << bad.out;
+  EXPECT_EQ(bad.out.find(listening), std::string::npos) << bad.out;
+}
+
 // start_time must be a real instant inside the engine's range (1970 to 9999); a time
 // before 1970 used to give every context null times.
 TEST_F(CliTest, Run_StartTimeNotRealOrOutsideTheRange_Exit1_NamesIt) {

@@ -216,6 +216,41 @@ TEST_F(ApiRoutesTest, Flows_ListGetPlanAndLifecycle) {
   EXPECT_EQ(client().post("/api/flows/nope/publish", "").status, 404);
 }
 
+// A lifecycle change the engine refuses: a draft that does not compile is a 422 with the
+// compiler's reason, and the running version stays; activating or deactivating a subflow
+// (a definition that is not a flow) is a 404 `no flow`, its definition unchanged.
+TEST_F(ApiRoutesTest, Flows_LifecycleRefusals_422ForADraftThatDoesNotCompile_404NoFlowForASubflow) {
+  const std::string revision(client().get("/api/flows/greet").json()["revision"].as_string());
+  const std::string broken =
+      R"({"id": "greet", "trigger": {"type": "api"}, "actions": [{"id": "x", "action": "no_such_action"}]})";
+  ASSERT_EQ(client()
+                .request(http::verb::put, "/api/flows/greet",
+                         R"({"definition": )" + broken + R"(, "revision": ")" + revision + R"("})")
+                .status,
+            200);
+  for (const char* change : {"publish", "activate"}) {
+    HttpReply refused = client().post(std::string("/api/flows/greet/") + change, "");
+    EXPECT_EQ(refused.status, 422) << change << ": " << refused.body;
+    EXPECT_THAT(refused.json()["error"].as_string(), HasSubstr("no_such_action")) << change;
+  }
+  HttpReply ran = client().post("/api/flows/greet/call?wait=10s", R"({"name": "Ed"})");
+  EXPECT_EQ(ran.json()["logs"].at(0)["message"], Value("hello Ed")) << "the published version still runs";
+
+  const std::string subflow =
+      R"({"id": "helper", "type": "subflow", "outputs": [{"name": "n", "type": "integer"}], "actions": []})";
+  HttpReply saved = client().request(http::verb::put, "/api/flows/helper",
+                                     R"({"definition": )" + subflow + R"(, "revision": "0"})");
+  ASSERT_EQ(saved.status, 200) << saved.body;
+  ASSERT_EQ(client().post("/api/flows/helper/publish", "").status, 200);
+  const std::string published(client().get("/api/flows/helper").json()["revision"].as_string());
+  for (const char* change : {"activate", "deactivate"}) {
+    HttpReply refused = client().post(std::string("/api/flows/helper/") + change, "");
+    EXPECT_EQ(refused.status, 404) << change << ": " << refused.body;
+    EXPECT_EQ(refused.json()["error"], Value("no flow 'helper'")) << change;
+  }
+  EXPECT_EQ(client().get("/api/flows/helper").json()["revision"], Value(published));
+}
+
 TEST_F(ApiRoutesTest, Flows_PutSavesADraftAtItsRevisionAndRefusesAStaleOne) {
   const Value read = client().get("/api/flows/greet").json();
   const std::string revision(read["revision"].as_string());

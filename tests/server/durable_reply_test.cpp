@@ -131,6 +131,33 @@ TEST_F(DurableReplyTest, AnInsertTheStoreNeverWrites_IsAnswered503_NamingTheFail
   service_.reset();
 }
 
+// While the store cannot write, a lifecycle change (publish, activate, deactivate) is
+// refused with a 503 naming why, as other writes are, and changes nothing; once the disk
+// has room the engine goes on and the same change is taken.
+TEST_F(DurableReplyTest, ALifecycleChangeWhileTheStoreCannotWrite_Is503_AndChangesNothing) {
+  testing::FaultVfs vfs("flowrt-fault-serve", /*make_default=*/true);
+  serve_giving_up_after(0);
+  vfs.set_space(0);
+  client().write_raw(kInsert);
+  wait_committed_and_failing();
+  HttpClient other(port_);
+  const Value before = other.get("/api/flows/greet").json();
+  HttpReply refused = other.post("/api/flows/greet/deactivate", "");
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  EXPECT_NE(refused.json()["error"].as_string().find("cannot write its state"), std::string::npos) << refused.body;
+  EXPECT_EQ(other.get("/api/flows/greet").json()["state"], Value("active"));
+  EXPECT_EQ(other.get("/api/flows/greet").json()["revision"], before["revision"]);
+
+  vfs.set_space(std::nullopt);
+  std::optional<HttpReply> answered = answer_within_30s();
+  ASSERT_TRUE(answered) << "no answer within 30 s of the disk having room";
+  EXPECT_EQ(answered->status, 201) << answered->body;
+  HttpReply taken = other.post("/api/flows/greet/deactivate", "");
+  EXPECT_EQ(taken.status, 200) << taken.body;
+  EXPECT_EQ(taken.json()["state"], Value("inactive"));
+  service_.reset();
+}
+
 // The store is retried without end (a single server's default), so the writer never ends
 // the wait: past durable_answer_ms the client is told the change is not written yet, and
 // no I/O thread blocks on the disk. The change is still written once the disk has room.

@@ -145,6 +145,25 @@ class SilentListener {
 
 // A store closed and opened again at once (an engine restarted) finds the lock free: the
 // closing store lets go of it before it disconnects, not once the server's backend exits.
+// A writer's session ends a transaction its client left idle (flowrt died or was cut off
+// in the middle of a batch, without the server noticing) after kIdleInTransactionTimeoutMs,
+// as the cluster's sessions do (PostgresClusterTest.ItsSessionsEndATransactionLeftIdle):
+// a leader's batch locks the lead row for its fence, and would otherwise wedge the
+// takeover until the server's TCP keepalive noticed. A read-only store writes nothing and
+// is not limited.
+TEST_F(PostgresStoreTest, TheWritersSession_EndsATransactionLeftIdle) {
+  std::unique_ptr<PostgresStore> writer = open();
+  ASSERT_TRUE(writer);
+  Result<std::string> shown = writer->writer_setting("idle_in_transaction_session_timeout");
+  ASSERT_TRUE(shown.is_ok()) << shown.message();
+  EXPECT_EQ(*shown, "10s");
+  std::unique_ptr<PostgresStore> reader = open(/*read_only=*/true);
+  ASSERT_TRUE(reader);
+  Result<std::string> reader_shown = reader->writer_setting("idle_in_transaction_session_timeout");
+  ASSERT_TRUE(reader_shown.is_ok()) << reader_shown.message();
+  EXPECT_EQ(*reader_shown, "0");
+}
+
 TEST_F(PostgresStoreTest, ClosedAndOpenedAgainAtOnce_IsNeverRefused) {
   for (int i = 0; i < 30; ++i) {
     std::unique_ptr<PostgresStore> store = open();
