@@ -151,40 +151,68 @@ Result<StoredState> PostgresStore::load(bool with_contexts) {
 
 namespace {
 
-// Reads the contexts `sql` selects (stored_rows::kContextColumns and a checkpoint) on `conn`.
+// Reads the contexts `sql` selects (stored_rows::kContextColumns and a checkpoint) on `conn`;
+// `sql` names a prepared statement when `prepared`.
 Status pg_read_contexts(PGconn* conn, const std::string& sql, const Params& params, const std::string& where,
-                        bool with_record, std::string* server_error, std::vector<StoredContext>* out) {
-  return for_each_row(conn, sql, params, server_error, [&](const PGresult* r, int i) -> Status {
-    StoredContext c;
-    FLOWRT_RETURN_IF_ERROR(context_of_row(r, i, where, with_record, &c));
-    out->push_back(std::move(c));
-    return Status::ok();
-  });
+                        bool with_record, std::string* server_error, std::vector<StoredContext>* out,
+                        bool prepared = false) {
+  return for_each_row(
+      conn, sql, params, server_error,
+      [&](const PGresult* r, int i) -> Status {
+        StoredContext c;
+        FLOWRT_RETURN_IF_ERROR(context_of_row(r, i, where, with_record, &c));
+        out->push_back(std::move(c));
+        return Status::ok();
+      },
+      prepared);
 }
 
 }  // namespace
 
-Status PostgresStore::read_on_reader(std::string_view what, const std::function<Status(std::string*)>& read) {
+// (The analysis cannot follow a lock taken by try_lock in a loop: the reader is held from
+// here to the end, and let go by `release`.)
+Status PostgresStore::read_on_reader(std::string_view what, const std::function<Status(PGconn*, std::string*)>& read)
+    NO_THREAD_SAFETY_ANALYSIS {
+  // The first reader free, else the next in turn, waited for.
+  Reader* reader = nullptr;
+  for (Reader& r : readers_) {
+    if (r.mu.try_lock()) {
+      reader = &r;
+      break;
+    }
+  }
+  if (!reader) {
+    reader = &readers_[next_reader_.fetch_add(1, std::memory_order_relaxed) % kReaders];
+    reader->mu.lock();
+  }
+  struct Release {
+    Reader* r;
+    ~Release() NO_THREAD_SAFETY_ANALYSIS { r->mu.unlock(); }
+  } release{reader};
   for (int attempt = 0;; ++attempt) {
-    FLOWRT_RETURN_IF_ERROR(ready_reader());
+    FLOWRT_RETURN_IF_ERROR(ready_reader(*reader));
     std::string server_error;
-    Status s = read(&server_error);
+    Status s = read(reader->conn, &server_error);
     if (s || server_error.empty()) return s;
     // A lost connection is connected again, once.
-    if (attempt > 0 || PQstatus(reader_) == CONNECTION_OK) return error_of(what, server_error);
+    if (attempt > 0 || PQstatus(reader->conn) == CONNECTION_OK) return error_of(what, server_error);
   }
 }
 
+const std::string& PostgresStore::load_context_sql() {
+  static const std::string sql = std::string("SELECT ") + stored_rows::kContextColumns +
+                                 ", checkpoint FROM contexts WHERE seq = $1 UNION ALL SELECT " +
+                                 stored_rows::kContextColumns + ", NULL FROM history WHERE seq = $1";
+  return sql;
+}
+
 Result<std::optional<StoredContext>> PostgresStore::load_context(uint64_t seq) {
-  const std::string sql = std::string("SELECT ") + stored_rows::kContextColumns + ", checkpoint FROM contexts WHERE seq = $1 " +
-                          "UNION ALL SELECT " + stored_rows::kContextColumns + ", NULL FROM history WHERE seq = $1";
   Params p;
   p.integer(static_cast<int64_t>(std::min<uint64_t>(seq, INT64_MAX)));
   std::vector<StoredContext> rows;
-  MutexLock lock(read_mu_);
-  FLOWRT_RETURN_IF_ERROR(read_on_reader("cannot read a context", [&](std::string* server_error) {
+  FLOWRT_RETURN_IF_ERROR(read_on_reader("cannot read a context", [&](PGconn* reader, std::string* server_error) {
     rows.clear();
-    return pg_read_contexts(reader_, sql, p, describe(), true, server_error, &rows);
+    return pg_read_contexts(reader, kLoadContext, p, describe(), true, server_error, &rows, /*prepared=*/true);
   }));
   if (rows.empty()) return std::optional<StoredContext>();
   return std::optional<StoredContext>(std::move(rows.front()));
@@ -217,10 +245,9 @@ Result<std::vector<StoredContext>> PostgresStore::list_contexts(const ContextQue
           limit + "::bigint)) AS page" + order + limit + "::bigint";
   }
   std::vector<StoredContext> rows;
-  MutexLock lock(read_mu_);
-  FLOWRT_RETURN_IF_ERROR(read_on_reader("cannot read its contexts", [&](std::string* server_error) {
+  FLOWRT_RETURN_IF_ERROR(read_on_reader("cannot read its contexts", [&](PGconn* reader, std::string* server_error) {
     rows.clear();
-    return pg_read_contexts(reader_, sql, p, describe(), q.records_of_checkpointed, server_error, &rows);
+    return pg_read_contexts(reader, sql, p, describe(), q.records_of_checkpointed, server_error, &rows);
   }));
   return rows;
 }
@@ -232,11 +259,10 @@ Result<Value> PostgresStore::load_definition_version(std::string_view type, std:
   p.text(id);
   p.text(fingerprint);
   Value out;
-  MutexLock lock(read_mu_);
-  FLOWRT_RETURN_IF_ERROR(read_on_reader("cannot read a definition version", [&](std::string* server_error) {
+  FLOWRT_RETURN_IF_ERROR(read_on_reader("cannot read a definition version", [&](PGconn* reader, std::string* server_error) {
     out = Value();
     return for_each_row(
-        reader_,
+        reader,
         "SELECT body FROM definition_versions WHERE type = $1::text AND id = $2::text AND fingerprint = $3::text", p,
         server_error, [&](const PGresult* r, int i) -> Status {
           return cell_json(r, i, 0, describe(),

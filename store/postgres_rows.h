@@ -152,14 +152,20 @@ auto in_transaction(PGconn* conn, const char* begin, Body&& body, Fail&& fail) -
 // Runs one query on `conn`, its rows one at a time (libpq's single-row mode: a big table is
 // never in memory twice), calling `row(res, 0)` for each; the first error (the server's,
 // as "" and its message in *server_error, or row's) ends it. Every result is read, so the
-// connection is ready for the next statement however it ends.
+// connection is ready for the next statement however it ends. `sql` is the statement's
+// text, or with `prepared` the name of a statement prepared on `conn`.
 template <class RowFn>
-Status for_each_row(PGconn* conn, const std::string& sql, const Params& params, std::string* server_error, RowFn&& row) {
+Status for_each_row(PGconn* conn, const std::string& sql, const Params& params, std::string* server_error, RowFn&& row,
+                    bool prepared = false) {
   std::vector<const char*> values;
   std::vector<int> lengths, formats;
   params.arrays(&values, &lengths, &formats);
   server_error->clear();
-  if (PQsendQueryParams(conn, sql.c_str(), params.size(), nullptr, values.data(), lengths.data(), formats.data(), 0) != 1) {
+  const int sent =
+      prepared ? PQsendQueryPrepared(conn, sql.c_str(), params.size(), values.data(), lengths.data(), formats.data(), 0)
+               : PQsendQueryParams(conn, sql.c_str(), params.size(), nullptr, values.data(), lengths.data(),
+                                   formats.data(), 0);
+  if (sent != 1) {
     *server_error = one_line(PQerrorMessage(conn));
     return Error{""};
   }

@@ -112,8 +112,8 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const std::string& ur
     FLOWRT_RETURN_IF_ERROR(store->set_sync_mode(sync));
   }
   {
-    MutexLock lock(store->read_mu_);
-    FLOWRT_RETURN_IF_ERROR(store->ready_reader());
+    MutexLock lock(store->readers_[0].mu);
+    FLOWRT_RETURN_IF_ERROR(store->ready_reader(store->readers_[0]));
   }
   return store;
 }
@@ -131,8 +131,10 @@ PostgresStore::~PostgresStore() {
     ResultPtr u(exec_params(conn_, "SELECT pg_advisory_unlock(hashtext('flowrt'), hashtext($1::text))", p));
   }
   PQfinish(conn_);  // the session ends (and with it the lock, if the unlock did not run)
-  MutexLock lock(read_mu_);
-  if (reader_) PQfinish(reader_);
+  for (Reader& r : readers_) {
+    MutexLock lock(r.mu);
+    if (r.conn) PQfinish(r.conn);
+  }
 }
 
 Status PostgresStore::read_highest_context() {
@@ -164,25 +166,28 @@ Error PostgresStore::error(std::string_view what, pg_conn* conn) const {
   return error_of(what, one_line(PQerrorMessage(conn ? conn : conn_)));
 }
 
-Status PostgresStore::ready_reader() {
-  if (reader_ && PQstatus(reader_) == CONNECTION_OK) return Status::ok();
-  if (reader_) {
-    PQreset(reader_);  // the same parameters, a new session
+Status PostgresStore::ready_reader(Reader& reader) {
+  if (reader.conn && PQstatus(reader.conn) == CONNECTION_OK) return Status::ok();
+  if (reader.conn) {
+    PQreset(reader.conn);  // the same parameters, a new session
   } else {
-    reader_ = connect_to(url_);
-    if (!reader_) return error_of("cannot open a connection to read it", "out of memory");
+    reader.conn = connect_to(url_);
+    if (!reader.conn) return error_of("cannot open a connection to read it", "out of memory");
   }
-  if (PQstatus(reader_) != CONNECTION_OK) return error("cannot open a connection to read it", reader_);
-  ResultPtr r(exec_params(reader_, "SELECT set_config('search_path', $1::text, false)", [&] {
+  if (PQstatus(reader.conn) != CONNECTION_OK) return error("cannot open a connection to read it", reader.conn);
+  ResultPtr r(exec_params(reader.conn, "SELECT set_config('search_path', $1::text, false)", [&] {
     Params p;  // the writer's schema, whatever the URL's search_path
     std::string quoted;  // an identifier: its double quotes doubled
     for (char ch : schema_) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
     p.text("\"" + quoted + "\"");
     return p;
   }()));
-  if (!result_ok(r.get())) return error("cannot open a connection to read it", reader_);
-  ResultPtr ro(PQexec(reader_, "SET default_transaction_read_only = on"));
-  if (!result_ok(ro.get())) return error("cannot open a connection to read it", reader_);
+  if (!result_ok(r.get())) return error("cannot open a connection to read it", reader.conn);
+  ResultPtr ro(PQexec(reader.conn, "SET default_transaction_read_only = on"));
+  if (!result_ok(ro.get())) return error("cannot open a connection to read it", reader.conn);
+  const Oid seq_type = kInt8Oid;
+  ResultPtr prepared(PQprepare(reader.conn, kLoadContext, load_context_sql().c_str(), 1, &seq_type));
+  if (!result_ok(prepared.get())) return error("cannot open a connection to read it", reader.conn);
   return Status::ok();
 }
 

@@ -45,22 +45,28 @@
 // it. A read-only store (flowrt inspect) takes no lock and reads while an engine writes.
 // A cluster's leader takes no lock either: its lead epoch fences its writes (open()).
 //
-// Connections: `conn_` (the writer's, also used by load()) and `reader_`, through which
-// load_context, list_contexts and load_definition_version read, one at a time under
-// read_mu_, from any thread, also while write() runs: each read is one statement (live
-// and history rows merged by the server), so it sees the state as of a whole batch.
+// Connections: `conn_` (the writer's, also used by load()) and up to kReaders readers,
+// through which load_context, list_contexts and load_definition_version read, from any
+// thread, also while write() runs: each read is one statement (live and history rows
+// merged by the server), so it sees the state as of a whole batch. A read takes the first
+// reader no other read holds (opening its connection when it has none), or waits for one:
+// as many reads run at once as threads ask, up to kReaders, and a store read one at a
+// time keeps one connection.
 // Connecting waits at most connect_timeout (10 s unless the URL says otherwise); TCP
 // keepalives (and tcp_user_timeout) end a connection to a server that went away instead of
 // waiting forever. No statement_timeout is set (a big batch takes as long as it takes); a
 // URL can set one (options=-cstatement_timeout%3D...). When the writer's connection is lost
 // the store stops: every later write() fails and the engine must open the store again (the
-// lock may meanwhile be another's); a lost reader connection is reconnected by the next read.
+// lock may meanwhile be another's); a lost reader connection is reconnected by the next read
+// on it.
 //
 // Thread-safety: load() and write() are not for concurrent use (the engine's journal
 // thread is the one writer, after load()); the readers as above. Owns its connections (and
 // so its lock), all let go by the destructor.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <set>
@@ -80,6 +86,8 @@ class PostgresStore final : public Store {
   // How long a writer tries for the lock a killed writer's session still holds, ms.
   static constexpr int kLockRetryMs = 3000;
   static constexpr int kSchemaVersion = 1;
+  // Connections that read at once, at most (each opened when a read first needs it).
+  static constexpr size_t kReaders = 4;
   // Statements sent before their results are read, within one write()'s transaction.
   static constexpr size_t kPipelineDepth = 256;
   // Record puts and live context rows go to the server up to this many in one statement.
@@ -103,10 +111,10 @@ class PostgresStore final : public Store {
 
   using Store::load;
   Result<StoredState> load(bool with_contexts) override;
-  Result<std::optional<StoredContext>> load_context(uint64_t seq) override EXCLUDES(read_mu_);
-  Result<std::vector<StoredContext>> list_contexts(const ContextQuery& query) override EXCLUDES(read_mu_);
+  Result<std::optional<StoredContext>> load_context(uint64_t seq) override;
+  Result<std::vector<StoredContext>> list_contexts(const ContextQuery& query) override;
   Result<Value> load_definition_version(std::string_view type, std::string_view id,
-                                        std::string_view fingerprint) override EXCLUDES(read_mu_);
+                                        std::string_view fingerprint) override;
   Status write(const StoreBatch& batch) override { return write_overlapped(batch, {}); }
   // `meanwhile` runs once the batch's first statements (BEGIN and up to kPipelineDepth
   // more) are sent, while the server runs them.
@@ -146,13 +154,23 @@ class PostgresStore final : public Store {
   Status note_holder();
   // Runs the ops in one transaction (pipelined); the first failure rolls it back.
   Status run_ops(const std::vector<Op>& ops, size_t changes, const std::function<void()>& meanwhile);
-  // A connection to read through, connected again when the last one was lost.
-  Status ready_reader() REQUIRES(read_mu_);
-  // Runs `read` (one statement on reader_; it sets its argument to the server's message
-  // when the server failed it) on the reader connection, connected first; a read that
-  // failed because the connection was lost runs once more on a new one. `what` starts the
-  // error's message.
-  Status read_on_reader(std::string_view what, const std::function<Status(std::string*)>& read) REQUIRES(read_mu_);
+  // One connection history is read through, and the lock a read holds it by.
+  struct Reader {
+    Mutex mu;
+    pg_conn* conn GUARDED_BY(mu) = nullptr;
+  };
+  // load_context's statement, prepared on every reader's connection as kLoadContext (one
+  // context is what the API reads most: a parse and a plan spared each time).
+  static constexpr const char* kLoadContext = "load_context";
+  static const std::string& load_context_sql();
+  // Reader `r`'s connection, connected (again, when the last one was lost), its statements
+  // prepared.
+  Status ready_reader(Reader& r) REQUIRES(r.mu);
+  // Runs `read` (one statement on the connection it is given; it sets its second argument
+  // to the server's message when the server failed it) on a reader (see the class
+  // comment), connected first; a read that failed because the connection was lost runs
+  // once more on a new one. `what` starts the error's message.
+  Status read_on_reader(std::string_view what, const std::function<Status(pg_conn*, std::string*)>& read);
   // An error naming the database: "postgresql database W: WHAT: libpq's message".
   Error error(std::string_view what, pg_conn* conn = nullptr) const;
   Error error_of(std::string_view what, std::string_view message) const;
@@ -169,8 +187,8 @@ class PostgresStore final : public Store {
   int64_t lead_epoch_ = 0;  // set by open()
   std::set<std::string, std::less<>> tables_;  // the record tables the schema has (the writer's)
   ContextPlaces places_;  // where the contexts' rows are (the writer's; set by open())
-  Mutex read_mu_;
-  pg_conn* reader_ = nullptr;  // REQUIRES read_mu_ after open
+  std::array<Reader, kReaders> readers_;
+  std::atomic<size_t> next_reader_{0};  // which reader a read waits for when none is free
 };
 
 }  // namespace flowrt

@@ -1,5 +1,7 @@
 #include "store/store.h"
 
+#include <charconv>
+
 #include "store/memory_store.h"
 #include "store/postgres_store.h"
 #include "store/sqlite_store.h"
@@ -25,6 +27,14 @@ bool parse_sync_mode(std::string_view name, SyncMode* out) {
 
 bool is_final_context_status(std::string_view status) {
   return status == "completed" || status == "cancelled" || status == "error";
+}
+
+std::optional<uint64_t> context_seq_of(std::string_view id) {
+  if (!id.starts_with("ctx-")) return std::nullopt;
+  uint64_t seq = 0;
+  auto r = std::from_chars(id.data() + 4, id.data() + id.size(), seq);
+  if (r.ec != std::errc() || r.ptr != id.data() + id.size()) return std::nullopt;
+  return seq;
 }
 
 Value ended_trigger(const Value& trigger) {

@@ -87,6 +87,8 @@ struct StoredDefinition {
 // the record's statuses: "in_progress", "waiting", "completed", "cancelled", "error".
 inline constexpr std::string_view kQueuedStatus = "queued";
 bool is_final_context_status(std::string_view status);
+// The seq of a context id ("ctx-N": N, its seq); nothing when `id` is not one.
+std::optional<uint64_t> context_seq_of(std::string_view id);
 // What a context that ended with its record keeps of its trigger event: all but the copies
 // of the triggering record ("record", "previous": the record as it was then, and before);
 // the sys_id names it, and the context's record shows what the flow read and did. Keeps the

@@ -164,6 +164,63 @@ TEST_F(PostgresStoreTest, TheWritersSession_EndsATransactionLeftIdle) {
   EXPECT_EQ(*reader_shown, "0");
 }
 
+// Reads run at once on up to kReaders connections of their own: six threads reading while
+// a lock held from outside holds every read up in the server find kReaders of them waiting
+// there, each on its own connection (the other two wait for one in flowrt), and each gets
+// its context once the lock goes. Reads one at a time keep one connection, and a reader
+// connection the server ended is connected again (its statements prepared again) by the
+// next read on it. The store's sessions are told apart by their application_name.
+TEST_F(PostgresStoreTest, ReadsRunAtOnce_OnUpToKReadersConnections_OneAtATimeOnOne_ALostOneIsConnectedAgain) {
+  const std::string app = "flowrt_readers_" + std::to_string(::getpid());
+  const std::string plain = url_;  // the test's own sessions, not counted
+  url_ += "&application_name=" + app;
+  std::unique_ptr<PostgresStore> store = open();
+  auto sql_value = [&](const std::string& sql) { return postgres_value(plain, sql); };
+  ASSERT_TRUE(store);
+  std::vector<StoreChange> ended;
+  for (int i = 1; i <= 6; ++i) ended.push_back(context_put(i, "completed", json(R"({"n": )" + std::to_string(i) + "}")));
+  write(*store, std::move(ended));
+  const std::string sessions = "SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + app + "'";
+  const std::string readers = sessions + " AND pid <> " + std::to_string(store->writer_backend_pid());
+  for (int i = 1; i <= 6; ++i) ASSERT_TRUE(store->load_context(i).is_ok());
+  EXPECT_EQ(sql_value(readers), "1") << "reads one at a time keep one connection";
+
+  PGconn* holder = PQconnectdb(plain.c_str());
+  ASSERT_EQ(PQstatus(holder), CONNECTION_OK);
+  PGresult* locked = PQexec(holder, "BEGIN; LOCK TABLE history IN ACCESS EXCLUSIVE MODE");
+  ASSERT_EQ(PQresultStatus(locked), PGRES_COMMAND_OK);
+  PQclear(locked);
+  std::vector<std::thread> threads;
+  std::vector<Result<std::optional<StoredContext>>> read(6, Result<std::optional<StoredContext>>(std::nullopt));
+  for (int i = 0; i < 6; ++i) threads.emplace_back([&, i] { read[i] = store->load_context(i + 1); });
+  const std::string waiting = readers + " AND wait_event_type = 'Lock'";
+  for (int turn = 0; turn < 2000 && sql_value(waiting) != std::to_string(PostgresStore::kReaders); ++turn) {
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(sql_value(waiting), std::to_string(PostgresStore::kReaders)) << "reads held up in the server at once";
+  EXPECT_EQ(sql_value(readers), std::to_string(PostgresStore::kReaders)) << "no more connections than kReaders";
+  PGresult* done = PQexec(holder, "COMMIT");
+  PQclear(done);
+  PQfinish(holder);
+  for (std::thread& t : threads) t.join();
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(read[i].is_ok()) << read[i].message();
+    ASSERT_TRUE(*read[i]);
+    EXPECT_EQ((*read[i])->record, json(R"({"n": )" + std::to_string(i + 1) + "}"));
+  }
+
+  // The server ends every reader's session: the next reads connect again.
+  EXPECT_EQ(sql_value("SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity WHERE application_name = '" +
+                      app + "' AND pid <> " + std::to_string(store->writer_backend_pid())),
+            std::to_string(PostgresStore::kReaders));
+  for (int i = 1; i <= 6; ++i) {
+    Result<std::optional<StoredContext>> again = store->load_context(i);
+    ASSERT_TRUE(again.is_ok()) << again.message();
+    ASSERT_TRUE(*again);
+    EXPECT_EQ((*again)->record, json(R"({"n": )" + std::to_string(i) + "}"));
+  }
+}
+
 TEST_F(PostgresStoreTest, ClosedAndOpenedAgainAtOnce_IsNeverRefused) {
   for (int i = 0; i < 30; ++i) {
     std::unique_ptr<PostgresStore> store = open();
