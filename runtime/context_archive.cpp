@@ -1,6 +1,6 @@
 #include "runtime/context_archive.h"
+#include "store/store.h"
 
-#include <charconv>
 
 namespace flowrt {
 
@@ -15,12 +15,10 @@ void ContextArchive::remove(uint64_t seq) {
 }
 
 std::optional<Value> ContextArchive::find(std::string_view id) const {
-  if (!id.starts_with("ctx-")) return std::nullopt;
-  uint64_t seq = 0;
-  auto r = std::from_chars(id.data() + 4, id.data() + id.size(), seq);
-  if (r.ec != std::errc() || r.ptr != id.data() + id.size()) return std::nullopt;
+  const std::optional<uint64_t> seq = context_seq_of(id);
+  if (!seq) return std::nullopt;
   MutexLock lock(mu_);
-  auto it = by_seq_.find(seq);
+  auto it = by_seq_.find(*seq);
   if (it == by_seq_.end()) return std::nullopt;
   return it->second.record;
 }

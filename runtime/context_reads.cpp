@@ -1,26 +1,18 @@
 #include "runtime/context_reads.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <utility>
 
 #include "runtime/engine_core.h"
 #include "runtime/engine_log.h"
+#include "store/store.h"
 
 namespace flowrt {
 namespace {
 
 // A page of history read at a time.
 constexpr size_t kPage = 1000;
-
-std::optional<uint64_t> seq_of(std::string_view id) {
-  if (!id.starts_with("ctx-")) return std::nullopt;
-  uint64_t seq = 0;
-  auto r = std::from_chars(id.data() + 4, id.data() + id.size(), seq);
-  if (r.ec != std::errc() || r.ptr != id.data() + id.size()) return std::nullopt;
-  return seq;
-}
 
 // The store's history is read only with a journal (a durable store); a memory store's
 // contexts all live in the engine.
@@ -47,7 +39,7 @@ std::optional<Value> read_context_record(const EngineCore& core, std::string_vie
   if (const KeptContext c = core.contexts.find(id)) return memory_record(core, c, core.props().record_value_limit);
   if (std::optional<Value> archived = core.archive.find(id)) return archived;
   Store* store = history(core);
-  const std::optional<uint64_t> seq = seq_of(id);
+  const std::optional<uint64_t> seq = context_seq_of(id);
   if (!store || !seq) return std::nullopt;
   Result<std::optional<StoredContext>> stored = store->load_context(*seq);
   if (!stored) {

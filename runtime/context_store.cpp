@@ -1,6 +1,6 @@
 #include "runtime/context_store.h"
+#include "store/store.h"
 
-#include <charconv>
 
 namespace flowrt {
 
@@ -47,11 +47,8 @@ KeptContext ContextStore::find(uint64_t seq) const {
 }
 
 KeptContext ContextStore::find(std::string_view id) const {
-  if (!id.starts_with("ctx-")) return KeptContext();
-  uint64_t seq = 0;
-  auto r = std::from_chars(id.data() + 4, id.data() + id.size(), seq);
-  if (r.ec != std::errc() || r.ptr != id.data() + id.size()) return KeptContext();
-  return find(seq);
+  const std::optional<uint64_t> seq = context_seq_of(id);
+  return seq ? find(*seq) : KeptContext();
 }
 
 void ContextStore::for_each_newest_first(uint64_t below, const std::function<bool(const KeptContext&)>& visit) const {

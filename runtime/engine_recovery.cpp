@@ -104,14 +104,7 @@ Value failure(const StoredContext& c, const std::string& reason) {
 
 // The seq of "ctx-N"; 0 when it is not one.
 uint64_t seq_of(const Value& id) {
-  const std::string_view s = id.is_string() ? id.as_string() : std::string_view();
-  if (s.size() <= 4 || s.substr(0, 4) != "ctx-") return 0;
-  uint64_t n = 0;
-  for (char ch : s.substr(4)) {
-    if (ch < '0' || ch > '9') return 0;
-    n = n * 10 + static_cast<uint64_t>(ch - '0');
-  }
-  return n;
+  return context_seq_of(id.is_string() ? id.as_string() : std::string_view()).value_or(0);
 }
 
 TimeMs time_of(const Value& v) {

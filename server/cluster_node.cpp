@@ -14,6 +14,7 @@
 #include "server/api_common.h"
 #include "server/cluster_applier.h"
 #include "server/cluster_forwarder.h"
+#include "server/history_reader.h"
 #include "server/http_message.h"
 #include "server/shared_stream.h"
 #include "server/stream_relay.h"
@@ -158,6 +159,15 @@ Result<std::unique_ptr<ClusterNode>, Diagnostics> ClusterNode::open(const ServeO
     return json_response(http::status::ok, Value::object({{"status", Value("ready")}, {"role", Value("follower")}}));
   });
   add_viewer_routes(n->follower_router_);  // the viewer's files are in the binary: served here
+  // An ended context's record: from the database when it is there, else the leader's
+  // answer (server/history_reader.h).
+  n->history_ = std::make_unique<HistoryReader>(n->url_);
+  n->follower_router_.add(http::verb::get, "/api/contexts/{id}", Permission::kRead, [self](const ApiRequest& req) -> Reply {
+    if (std::optional<Value> record = self->history_->ended_record(req.param("id"))) {
+      return json_response(http::status::ok, *record);
+    }
+    return self->forwarder_->forward(req.http, req.caller);
+  });
   // The event stream: the leader's, passed on (server/stream_relay.h).
   n->follower_router_.add(http::verb::get, "/api/stream", Permission::kRead,
                           [self](const ApiRequest& req) -> Reply { return self->relay_stream(req); });

@@ -5,7 +5,9 @@
 // the engine (a Service whose store writes are fenced by that epoch: a batch committed
 // after another node took over is refused) and applies what the others forward
 // (ClusterApplier). The others follow: their HTTP API forwards every request to the leader
-// through the inbox (ClusterForwarder) and answers with the leader's answer; each tries to
+// through the inbox (ClusterForwarder) and answers with the leader's answer, except a read
+// of an ended context, which a follower answers from the database when it holds it
+// (HistoryReader: such a record no longer changes); each tries to
 // take the lead whenever the leader's lease has run out. The node that takes over opens
 // the store, which resumes every context from its last durable step, as a restart does,
 // and listens on the same port it did as a follower. Writes that carry an
@@ -49,6 +51,7 @@ namespace flowrt::server {
 
 class ClusterApplier;
 class ClusterForwarder;
+class HistoryReader;
 
 struct ClusterOptions {
   std::string node;                                     // the node's name (--node)
@@ -136,6 +139,9 @@ class ClusterNode {
   std::unique_ptr<Authenticator> auth_;
   Router follower_router_;
   std::unique_ptr<ClusterForwarder> forwarder_;
+  // Following: where the reads of ended contexts are answered from (made by open, kept
+  // for the node's life: the follower's routes hold it).
+  std::unique_ptr<HistoryReader> history_;
   std::unique_ptr<HttpServer> follower_server_;
   std::unique_ptr<Service> service_;
   std::unique_ptr<ClusterApplier> applier_;

@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/engine_core.h"
+#include "runtime/journal.h"
 #include "server/cluster_node.h"
 #include "store/postgres_cluster.h"
 #include "tests/server/cluster_fixture.h"
@@ -82,6 +84,62 @@ TEST_F(ClusterPostgresTest, AFollowerAnswersWithTheLeadersAnswer_InOneCommitOrde
 // without it, it is refused before it joins; with a host name and no port, it is reached
 // at that name and the port it listens on, which /api/cluster shows and a follower's
 // relayed event stream connects to (by name). A malformed --advertise is a clear error.
+// A follower answers a read of an ended context from the database (server/history_reader.h):
+// the leader's very answer, without an inbox entry (no X-Flowrt-Operation, the inbox as it
+// was). A context that has not ended, and one the database does not have, are the leader's
+// to answer: those reads go through the inbox as before. A caller the read is not allowed
+// to is refused either way.
+TEST_F(ClusterPostgresTest, AFollowerAnswersAReadOfAnEndedContextFromTheDatabase_AnyOtherContextReadIsTheLeaders) {
+  std::ofstream(dir_ / "config.json") << config_with_tokens();
+  server::ClusterNode& a = join("a");
+  server::ClusterNode& b = join("b");
+  ASSERT_TRUE(a.leads());
+  HttpClient to_a(a.port()), to_b(b.port());
+  const auto viewer = token("viewer"), op = token("operator");
+
+  HttpReply called = to_a.post("/api/flows/greet/call?wait=10s", R"({"name": "Ada"})", op);
+  ASSERT_EQ(called.status, 200) << called.body;  // answered once its end is durable
+  const std::string ended(called.json()["id"].as_string());
+  HttpReply gate = to_a.post("/api/tables/gate/records", R"({"open": false})", op);
+  ASSERT_EQ(gate.status, 201) << gate.body;
+  const std::string gate_id(gate.json()["sys_id"].as_string());
+  HttpReply held = to_a.post("/api/flows/hold_desk/call", R"({"gate": ")" + gate_id + R"("})", op);
+  ASSERT_EQ(held.status, 202) << held.body;
+  const std::string waiting(held.json()["context_id"].as_string());
+  a.service()->engine().settle(0);
+
+  const std::string inbox = sql_value("SELECT count(*) FROM cluster_inbox");
+  HttpReply local = to_b.get("/api/contexts/" + ended, viewer);
+  ASSERT_EQ(local.status, 200) << local.body;
+  EXPECT_EQ(local.header("X-Flowrt-Operation"), "") << "read from the database, not through the inbox";
+  EXPECT_EQ(sql_value("SELECT count(*) FROM cluster_inbox"), inbox);
+  EXPECT_EQ(local.json(), to_a.get("/api/contexts/" + ended, viewer).json()) << "the leader's answer";
+  EXPECT_EQ(local.json()["logs"].at(0)["message"], Value("hello Ada"));
+
+  HttpReply running = to_b.get("/api/contexts/" + waiting, viewer);
+  ASSERT_EQ(running.status, 200) << running.body;
+  EXPECT_NE(running.header("X-Flowrt-Operation"), "") << "a context not ended is the leader's to answer";
+  EXPECT_EQ(running.json()["status"], Value("waiting"));
+  for (const std::string id : {"ctx-999999", "nonsense"}) {
+    HttpReply missing = to_b.get("/api/contexts/" + id, viewer);
+    EXPECT_EQ(missing.status, 404) << id << ": " << missing.body;
+    EXPECT_NE(missing.header("X-Flowrt-Operation"), "") << id;
+    EXPECT_EQ(missing.json(), to_a.get("/api/contexts/" + id, viewer).json()) << id;
+  }
+  EXPECT_EQ(to_b.get("/api/contexts/" + ended).status, 401) << "no token, no read: from the database neither";
+
+  // Once it has ended (and its end is durable), the follower has it from the database too.
+  ASSERT_EQ(to_a.request(http::verb::patch, "/api/tables/gate/records/" + gate_id, R"({"open": true})", op).status, 200);
+  a.service()->engine().settle(0);
+  Journal& journal = *a.service()->engine().core().journal;
+  ASSERT_TRUE(journal.wait_durable(journal.appended()).is_ok());
+  HttpReply after = to_b.get("/api/contexts/" + waiting, viewer);
+  ASSERT_EQ(after.status, 200) << after.body;
+  EXPECT_EQ(after.header("X-Flowrt-Operation"), "");
+  EXPECT_EQ(after.json()["status"], Value("completed"));
+  EXPECT_EQ(after.json(), to_a.get("/api/contexts/" + waiting, viewer).json());
+}
+
 TEST_F(ClusterPostgresTest, ANodeListeningOnEveryAddress_IsReachedAtItsAdvertisedAddress) {
   std::ofstream(dir_ / "config.json") << config_with_tokens();
   listen_ = "0.0.0.0:0";
