@@ -71,6 +71,25 @@ std::string placeholders(int before, std::initializer_list<const char*> casts) {
   return out + ")";
 }
 
+// Runs statement `name` with `params` on `conn`, first preparing it from `sql()` when
+// `prepared` does not have it yet (then adding it). The inbox's statements run several
+// times a second on every node, and parsing and planning them anew each time was a third
+// of their connections' server time; the sessions plan them once (generic plans: connect()
+// sets plan_cache_mode). A failed prepare is returned as the statement's result.
+template <class Sql>
+ResultPtr exec_prepared(PGconn* conn, std::unordered_set<std::string>* prepared, const std::string& name, Sql&& sql,
+                        const Params& params) {
+  if (!prepared->contains(name)) {
+    ResultPtr r(PQprepare(conn, name.c_str(), std::string(sql()).c_str(), params.size(), nullptr));
+    if (!result_ok(r.get())) return r;
+    prepared->insert(name);
+  }
+  std::vector<const char*> values;
+  std::vector<int> lengths, formats;
+  params.arrays(&values, &lengths, &formats);
+  return ResultPtr(PQexecPrepared(conn, name.c_str(), params.size(), values.data(), lengths.data(), formats.data(), 0));
+}
+
 std::string bytes_of(const PGresult* res, int r, int c) {
   size_t n = 0;
   unsigned char* raw = PQunescapeBytea(reinterpret_cast<const unsigned char*>(PQgetvalue(res, r, c)), &n);
@@ -105,6 +124,10 @@ Result<std::unique_ptr<PostgresCluster>> PostgresCluster::connect(const std::str
   }
   std::unique_ptr<PostgresCluster> c(new PostgresCluster(conn.release(), *where));
   ResultPtr quiet(PQexec(c->conn_, "SET client_min_messages = warning"));  // no "already exists" notices
+  // The prepared statements' plans made once (exec_prepared): none of them gains from a plan
+  // for its parameters' values.
+  ResultPtr generic(PQexec(c->conn_, "SET plan_cache_mode = force_generic_plan"));
+  if (!result_ok(generic.get())) return c->error("cannot set its session's plans");
   if (!limit_idle_transactions(c->conn_)) return c->error("cannot set its session's limits");
   ResultPtr r(PQexec(c->conn_, "SELECT current_schema()"));
   if (!result_ok(r.get()) || PQntuples(r.get()) != 1 || cell_null(r.get(), 0, 0)) {
@@ -316,16 +339,15 @@ size_t earlier_with_key(const std::vector<InboxRequest>& requests, size_t i) {
 Result<uint64_t> PostgresCluster::append_rows(int64_t incarnation, const std::vector<InboxRequest>& requests,
                                               const std::vector<size_t>& rows, size_t from, size_t to,
                                               std::string_view batch) {
+  const std::initializer_list<const char*> kRow = {"::bigint", "::text",    "::text", "::text",  "::text",
+                                                       "::boolean", "::text", "::bytea", "::text"};
   Params p;
   p.integer(static_cast<int64_t>(to - from));
   p.integer(incarnation);
   p.text(batch);
   p.text(channel("flowrt_inbox"));
-  std::string values;
   for (size_t k = from; k < to; ++k) {
     const InboxRequest& q = requests[rows[k]];
-    values += (k == from ? "" : ", ") + placeholders(p.size(), {"::bigint", "::text", "::text", "::text", "::text",
-                                                               "::boolean", "::text", "::bytea", "::text"});
     p.integer(static_cast<int64_t>(k - from + 1));
     p.text(q.method);
     p.text(q.target);
@@ -337,14 +359,21 @@ Result<uint64_t> PostgresCluster::append_rows(int64_t incarnation, const std::ve
     if (q.idempotency_key.empty()) p.null();
     else p.text(q.idempotency_key);
   }
-  const std::string sql =
-      "WITH head AS (UPDATE cluster_inbox_head SET seq = seq + $1::bigint WHERE id = 1 RETURNING seq - $1::bigint AS "
-      "base), appended AS (INSERT INTO cluster_inbox(seq, incarnation, method, target, caller, role, authenticated, "
-      "content_type, body, batch, idem_key) SELECT head.base + v.ord, $2::bigint, v.method, v.target, v.caller, "
-      "v.role, v.authenticated, v.content_type, v.body, $3::text, v.idem_key FROM head, (VALUES " + values +
-      ") AS v(ord, method, target, caller, role, authenticated, content_type, body, idem_key)) "
-      "SELECT base + 1, pg_notify($4::text, '') FROM head";
-  ResultPtr r(exec_params(conn_, sql.c_str(), p));
+  // One statement for each count of rows, as its placeholders depend on it.
+  auto sql = [&] {
+    std::string values;
+    for (size_t k = 0; k < to - from; ++k) {
+      values += (k == 0 ? "" : ", ") + placeholders(static_cast<int>(4 + k * kRow.size()), kRow);
+    }
+    return "WITH head AS (UPDATE cluster_inbox_head SET seq = seq + $1::bigint WHERE id = 1 RETURNING seq - $1::bigint AS "
+           "base), appended AS (INSERT INTO cluster_inbox(seq, incarnation, method, target, caller, role, authenticated, "
+           "content_type, body, batch, idem_key) SELECT head.base + v.ord, $2::bigint, v.method, v.target, v.caller, "
+           "v.role, v.authenticated, v.content_type, v.body, $3::text, v.idem_key FROM head, (VALUES " +
+           values +
+           ") AS v(ord, method, target, caller, role, authenticated, content_type, body, idem_key)) "
+           "SELECT base + 1, pg_notify($4::text, '') FROM head";
+  };
+  ResultPtr r(exec_prepared(conn_, &prepared_, "append_" + std::to_string(to - from), sql, p));
   if (!result_ok(r.get()) || PQntuples(r.get()) != 1) return error("cannot append to the inbox");
   return static_cast<uint64_t>(cell_int(r.get(), 0, 0));
 }
@@ -467,16 +496,24 @@ Result<std::string> PostgresCluster::setting(std::string_view name) {
   return cell_text(r.get(), 0, 0);
 }
 
+Result<std::map<std::string, int64_t>> PostgresCluster::prepared_statements() {
+  ResultPtr r(PQexec(conn_, "SELECT name, custom_plans FROM pg_prepared_statements"));
+  if (!result_ok(r.get())) return error("cannot read its prepared statements");
+  std::map<std::string, int64_t> out;
+  for (int i = 0; i < PQntuples(r.get()); ++i) out[cell_text(r.get(), i, 0)] = cell_int(r.get(), i, 1);
+  return out;
+}
+
 bool PostgresCluster::connected() const { return PQstatus(conn_) == CONNECTION_OK; }
 
 Result<std::vector<InboxEntry>> PostgresCluster::unanswered(uint64_t after, size_t limit) {
   Params p;
   p.integer(static_cast<int64_t>(after));
   p.integer(static_cast<int64_t>(limit));
-  ResultPtr r(exec_params(conn_,
-                          "SELECT seq, incarnation, method, target, caller, role, authenticated, content_type, body "
-                          "FROM cluster_inbox WHERE answered IS NULL AND seq > $1::bigint ORDER BY seq LIMIT $2::bigint",
-                          p));
+  ResultPtr r(exec_prepared(conn_, &prepared_, "unanswered", [] {
+    return "SELECT seq, incarnation, method, target, caller, role, authenticated, content_type, body "
+           "FROM cluster_inbox WHERE answered IS NULL AND seq > $1::bigint ORDER BY seq LIMIT $2::bigint";
+  }, p));
   if (!result_ok(r.get())) return error("cannot read the inbox");
   std::vector<InboxEntry> out;
   for (int i = 0; i < PQntuples(r.get()); ++i) {
@@ -514,27 +551,33 @@ Result<bool> PostgresCluster::answer_all(const std::vector<std::pair<uint64_t, I
   // reports are durable already (the leader's store batch).
   for (size_t from = 0; from < rows.size(); from += kRowsPerStatement) {
     const size_t to = std::min(rows.size(), from + kRowsPerStatement);
+    const std::initializer_list<const char*> kRow = {"::bigint", "::integer", "::text", "::bytea"};
     Params p;
     p.integer(epoch);
     p.text(channel("flowrt_answers"));
-    std::string values;
     for (size_t k = from; k < to; ++k) {
       const auto& [seq, reply] = *rows[k];
-      values += (k == from ? "" : ", ") + placeholders(p.size(), {"::bigint", "::integer", "::text", "::bytea"});
       p.integer(static_cast<int64_t>(seq));
       p.integer(reply.status);
       p.text(reply.content_type);
       p.text(reply.body);
     }
-    const std::string sql =
-        std::string("WITH fence AS (") + kAnswerFence +
-        "), recorded AS (UPDATE cluster_inbox AS i SET status = a.status, reply_type = a.reply_type, "
-        "reply = a.reply, answered = clock_timestamp() FROM (VALUES " + values +
-        ") AS a(seq, status, reply_type, reply) WHERE i.seq = a.seq AND i.answered IS NULL AND "
-        "EXISTS (SELECT 1 FROM fence) RETURNING 1) "
-        "SELECT EXISTS (SELECT 1 FROM fence), set_config('synchronous_commit', 'off', true), "
-        "CASE WHEN EXISTS (SELECT 1 FROM fence) THEN pg_notify($2::text, '') END";
-    ResultPtr r(exec_params(conn_, sql.c_str(), p));
+    // One statement for each count of answers, as its placeholders depend on it.
+    auto sql = [&] {
+      std::string values;
+      for (size_t k = 0; k < to - from; ++k) {
+        values += (k == 0 ? "" : ", ") + placeholders(static_cast<int>(2 + k * kRow.size()), kRow);
+      }
+      return std::string("WITH fence AS (") + kAnswerFence +
+             "), recorded AS (UPDATE cluster_inbox AS i SET status = a.status, reply_type = a.reply_type, "
+             "reply = a.reply, answered = clock_timestamp() FROM (VALUES " +
+             values +
+             ") AS a(seq, status, reply_type, reply) WHERE i.seq = a.seq AND i.answered IS NULL AND "
+             "EXISTS (SELECT 1 FROM fence) RETURNING 1) "
+             "SELECT EXISTS (SELECT 1 FROM fence), set_config('synchronous_commit', 'off', true), "
+             "CASE WHEN EXISTS (SELECT 1 FROM fence) THEN pg_notify($2::text, '') END";
+    };
+    ResultPtr r(exec_prepared(conn_, &prepared_, "answer_" + std::to_string(to - from), sql, p));
     if (!result_ok(r.get()) || PQntuples(r.get()) != 1) {
       return error("cannot answer inbox entries " + std::to_string(rows[from]->first) + " to " +
                    std::to_string(rows[to - 1]->first));
@@ -551,10 +594,10 @@ Result<std::vector<std::pair<uint64_t, InboxReply>>> PostgresCluster::answers(co
   for (size_t i = 0; i < seqs.size(); ++i) list += (i ? "," : "") + std::to_string(seqs[i]);
   Params p;
   p.text(list);
-  ResultPtr r(exec_params(conn_,
-                          "SELECT seq, status, reply_type, reply FROM cluster_inbox WHERE seq = ANY(string_to_array($1::text, ',')::bigint[]) AND "
-                          "answered IS NOT NULL",
-                          p));
+  ResultPtr r(exec_prepared(conn_, &prepared_, "answers", [] {
+    return "SELECT seq, status, reply_type, reply FROM cluster_inbox WHERE seq = "
+           "ANY(string_to_array($1::text, ',')::bigint[]) AND answered IS NOT NULL";
+  }, p));
   if (!result_ok(r.get())) return error("cannot read the inbox's answers");
   for (int i = 0; i < PQntuples(r.get()); ++i) {
     InboxReply a;

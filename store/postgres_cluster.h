@@ -27,10 +27,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "plans/result.h"
@@ -195,6 +197,9 @@ class PostgresCluster {
   // A setting of this connection's session (current_setting), as the server shows it;
   // for tests that check what a session was given.
   Result<std::string> setting(std::string_view name);
+  // The statements prepared on this connection, each with how many times the server
+  // planned it for its parameters' values (pg_prepared_statements.custom_plans); for tests.
+  Result<std::map<std::string, int64_t>> prepared_statements();
   const std::string& schema() const { return schema_; }
 
  private:
@@ -221,6 +226,9 @@ class PostgresCluster {
   pg_conn* conn_;
   std::string where_;
   std::string schema_;
+  // The statements prepared on conn_ (exec_prepared, in the .cpp): the inbox's appends,
+  // reads and answers, each parsed and planned once per connection.
+  std::unordered_set<std::string> prepared_;
 };
 
 }  // namespace flowrt

@@ -361,6 +361,42 @@ TEST_F(PostgresClusterTest, InboxAppendsFromManyConnections_AreNumberedInCommitO
 // well, and every answer lands on its entry; an entry answered twice in one call keeps the
 // first answer. (Fails if a share's rows are numbered from the wrong place, or a share is
 // left out.)
+// The inbox's statements, which every node runs several times a second, are prepared once
+// per session (an append and an answer statement for each count of rows) and planned once:
+// rounds of appends, reads and answers leave the same statements, none ever planned for its
+// parameters' values.
+TEST_F(PostgresClusterTest, TheInboxStatements_ArePreparedOncePerSession_AndPlannedOnce) {
+  std::unique_ptr<PostgresCluster> c = link();
+  ASSERT_TRUE(c);
+  const int64_t node = join(*c, "n");
+  EXPECT_EQ(c->setting("plan_cache_mode").value(), "force_generic_plan");
+  const InboxRequest request{"POST", "/r", "t", "operator", true, "application/json", "{}", ""};
+  uint64_t last = 0;
+  for (int round = 0; round < 8; ++round) {
+    Result<std::vector<InboxAppended>> one = c->append(node, {request}, "n.a" + std::to_string(round));
+    Result<std::vector<InboxAppended>> three = c->append(node, {request, request, request}, "n.b" + std::to_string(round));
+    ASSERT_TRUE(one.is_ok() && three.is_ok()) << one.message() << three.message();
+    Result<std::vector<InboxEntry>> seen = c->unanswered(last, 100);
+    ASSERT_TRUE(seen.is_ok()) << seen.message();
+    ASSERT_EQ(seen->size(), 4u);
+    ASSERT_TRUE(recorded(c->answer_all({{seen->at(0).seq, InboxReply{200, "text/plain", "a"}},
+                                        {seen->at(1).seq, InboxReply{200, "text/plain", "b"}}},
+                                       /*epoch=*/0)));
+    Result<std::vector<std::pair<uint64_t, InboxReply>>> got = c->answers({seen->at(0).seq, seen->at(1).seq});
+    ASSERT_TRUE(got.is_ok()) << got.message();
+    EXPECT_EQ(got->size(), 2u);
+    ASSERT_TRUE(recorded(c->answer_all({{seen->at(2).seq, InboxReply{200, "text/plain", "c"}},
+                                        {seen->at(3).seq, InboxReply{200, "text/plain", "d"}}},
+                                       /*epoch=*/0)));
+    last = seen->back().seq;
+  }
+  Result<std::map<std::string, int64_t>> prepared = c->prepared_statements();
+  ASSERT_TRUE(prepared.is_ok()) << prepared.message();
+  const std::map<std::string, int64_t> once = {
+      {"answer_2", 0}, {"answers", 0}, {"append_1", 0}, {"append_3", 0}, {"unanswered", 0}};
+  EXPECT_EQ(*prepared, once);
+}
+
 TEST_F(PostgresClusterTest, AppendsAndAnswersOfHundreds_GoInShares_EachEntryItsPlaceAndItsAnswer) {
   std::unique_ptr<PostgresCluster> c = link();
   ASSERT_TRUE(c);
