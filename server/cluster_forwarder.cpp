@@ -83,6 +83,15 @@ void ClusterForwarder::stop() {
   if (answerer_.joinable()) answerer_.join();
 }
 
+bool ClusterForwarder::wait_answered(std::chrono::milliseconds limit) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, limit, [&] {
+    return stopping_ || (queued_.empty() && std::all_of(appended_.begin(), appended_.end(), [](const auto& p) {
+                           return p->answer.has_value() || p->abandoned;
+                         }));
+  });
+}
+
 ClusterForwarder::ClientWait::~ClientWait() {
   std::lock_guard lock(forwarder->mu_);
   pending->abandoned = true;
@@ -264,12 +273,15 @@ void ClusterForwarder::answer_loop() {
         link.reset();
         continue;
       }
-      std::lock_guard lock(mu_);
-      for (const auto& [seq, a] : *answers) {
-        for (const auto& p : appended_) {
-          if (p->seq == seq) settle(*p, response_of(seq, a));
+      {
+        std::lock_guard lock(mu_);
+        for (const auto& [seq, a] : *answers) {
+          for (const auto& p : appended_) {
+            if (p->seq == seq) settle(*p, response_of(seq, a));
+          }
         }
       }
+      cv_.notify_all();  // wait_answered
     }
     // Until a notification, or the bounded poll; sooner when new requests were appended.
     {

@@ -58,6 +58,10 @@ class ClusterForwarder {
   void start();
   // Answers every request still waiting (503, naming its entry) and ends the threads.
   void stop();
+  // Waits until every request forwarded so far has its answer (or its client went away),
+  // at most `limit`: a node that takes the lead lets its own applier answer what its
+  // follower forwarded before it stops forwarding. True when none is left waiting.
+  bool wait_answered(std::chrono::milliseconds limit);
   // The deferred reply to `req` from `caller`.
   Reply forward(const Request& req, const Caller& caller);
 

@@ -224,11 +224,23 @@ Status ClusterNode::start_following() {
 }
 
 Status ClusterNode::start_leading(int64_t epoch, uint64_t applied) {
+  // The follower's port goes on answering while this node loads the state to lead (what it
+  // forwards meanwhile waits in the inbox for this node's applier), and is handed to the
+  // leader's service, a second descriptor of the same socket: no connection to this node
+  // is refused during the takeover.
+  std::shared_ptr<ListeningSocket> listener;
   if (follower_server_) {
-    forwarder_->stop();  // answers the forwarded requests (503: accepted, see the operation)
-    follower_server_->stop();
+    Result<std::shared_ptr<ListeningSocket>> shared = follower_server_->share_listener();
+    if (shared) {
+      listener = std::move(shared).value();
+    } else {
+      engine_log().warn("cluster: {}; the port refuses connections while this node loads the state", shared.message());
+      forwarder_->stop();  // answers the forwarded requests (503: accepted, see the operation)
+      follower_server_->stop();
+    }
   }
   ServeOptions o = options_;
+  o.listener = listener;
   if (port_) o.listen = (setup_.host.find(':') != std::string::npos ? "[" + setup_.host + "]" : setup_.host) + ":" +
                         std::to_string(port_.load());
   o.lead_epoch = epoch;
@@ -259,12 +271,20 @@ Status ClusterNode::start_leading(int64_t epoch, uint64_t applied) {
     service_ = std::move(service).value();
   }
   port_ = service_->port();
-  follower_server_.reset();
-  forwarder_.reset();
   const std::string address = advertised_address();
   applier_ = std::make_unique<ClusterApplier>(url_, service_->router(), epoch, applied, address,
                                               [this](const std::string& why) { lost_lead(why); });
   applier_->start();
+  if (follower_server_) {
+    // What the follower forwarded is answered as the applier answers its entries; what is
+    // still waiting after kHandOverGraceMs (or comes in the moment before the follower's
+    // server stops) gets 503: accepted, see the operation.
+    (void)forwarder_->wait_answered(std::chrono::milliseconds(kHandOverGraceMs));
+    forwarder_->stop();
+    follower_server_->stop();
+  }
+  follower_server_.reset();
+  forwarder_.reset();
   leads_.store(true);
   return Status::ok();
 }
@@ -306,6 +326,9 @@ Result<std::string> ClusterNode::leader_address() {
   std::lock_guard lock(info_mu_);
   Result<Members> m = members_locked();
   if (!m) return m.error();
+  // This node has taken the lead and still loads the state: its own follower routes
+  // answer until it leads (a stream passed on from itself would come back to them).
+  if (m->lead.incarnation == incarnation_) return Error{"this node is taking the lead and loads the state"};
   for (const ClusterNodeRow& r : m->nodes) {
     if (m->lead.incarnation != 0 && r.incarnation == m->lead.incarnation && r.alive && !r.address.empty()) {
       return r.address;

@@ -10,7 +10,10 @@
 // (HistoryReader: such a record no longer changes); each tries to
 // take the lead whenever the leader's lease has run out. The node that takes over opens
 // the store, which resumes every context from its last durable step, as a restart does,
-// and listens on the same port it did as a follower. Writes that carry an
+// and answers on the same port it did as a follower: its follower's server goes on (what it
+// forwards meanwhile waits in the inbox) until the leader's service answers on that very
+// socket (HttpServer::share_listener), so the port never refuses a connection; the
+// follower's forwarded requests are then answered by this node's applier. Writes that carry an
 // Idempotency-Key go through the inbox on every node, the leader too: the inbox
 // remembers the key, so a client may send such a write again, to any node, and it is
 // applied once (docs/API.md, "Idempotency keys").
@@ -71,6 +74,11 @@ inline constexpr int kLostLeadExit = 3;
 
 class ClusterNode {
  public:
+  // When this node takes the lead, how long its follower may wait for the answers to what
+  // it forwarded (its applier answers them) once the leader's service answers on the same
+  // port, ms.
+  static constexpr int64_t kHandOverGraceMs = 2000;
+
   // Joins the cluster in the store `options.data` names (a postgresql:// URL), takes the lead
   // when no live node has it, and starts listening. Every problem at once.
   static Result<std::unique_ptr<ClusterNode>, Diagnostics> open(const ServeOptions& options,

@@ -4,7 +4,12 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -423,18 +428,48 @@ HttpServer::HttpServer(HttpServerOptions options, const Router& router, const Au
 
 HttpServer::~HttpServer() { stop(0); }
 
+ListeningSocket::~ListeningSocket() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+int ListeningSocket::take() { return std::exchange(fd_, -1); }
+
+Result<std::shared_ptr<ListeningSocket>> HttpServer::share_listener() const {
+  // The acceptor's descriptor is set by start() and closed by stop() only.
+  const int fd = ::dup(state_->acceptor.native_handle());
+  if (fd < 0) return Error{std::string("cannot hand its port over: ") + std::strerror(errno)};
+  return std::make_shared<ListeningSocket>(fd);
+}
+
 Status HttpServer::start() {
   beast::error_code ec;
-  const asio::ip::address address = asio::ip::make_address(options_.host, ec);
-  if (ec) return Error{"cannot listen on '" + options_.host + "': not an IP address"};
   tcp::acceptor& acceptor = state_->acceptor;
-  const tcp::endpoint endpoint(address, options_.port);
-  acceptor.open(endpoint.protocol(), ec);
-  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor.bind(endpoint, ec);
-  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
-    return Error{"cannot listen on " + options_.host + ":" + std::to_string(options_.port) + ": " + ec.message()};
+  if (options_.listener) {
+    // A socket listening already (a second descriptor of another server's): accepted on
+    // as it is, its address its own.
+    const int fd = options_.listener->take();
+    sockaddr_storage bound{};
+    socklen_t size = sizeof bound;
+    if (fd < 0 || ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &size) != 0) {
+      if (fd >= 0) ::close(fd);
+      return Error{"cannot listen on the port handed over: it is not an open socket"};
+    }
+    acceptor.assign(bound.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fd, ec);
+    if (ec) {
+      ::close(fd);
+      return Error{"cannot listen on the port handed over: " + ec.message()};
+    }
+  } else {
+    const asio::ip::address address = asio::ip::make_address(options_.host, ec);
+    if (ec) return Error{"cannot listen on '" + options_.host + "': not an IP address"};
+    const tcp::endpoint endpoint(address, options_.port);
+    acceptor.open(endpoint.protocol(), ec);
+    if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor.bind(endpoint, ec);
+    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return Error{"cannot listen on " + options_.host + ":" + std::to_string(options_.port) + ": " + ec.message()};
+    }
   }
   port_ = acceptor.local_endpoint().port();
   state_->accept();

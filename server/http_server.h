@@ -30,11 +30,31 @@
 
 namespace flowrt::server {
 
+// A listening socket handed from one server to the next on the same port: a cluster node
+// that takes the lead hands its follower's port to its leader's service, so that the port
+// never refuses a connection meanwhile. Owns its descriptor, closed unless a server took it.
+// Thread-safety: none (one owner at a time).
+class ListeningSocket {
+ public:
+  explicit ListeningSocket(int fd) : fd_(fd) {}
+  ~ListeningSocket();
+  ListeningSocket(const ListeningSocket&) = delete;
+  ListeningSocket& operator=(const ListeningSocket&) = delete;
+  // The descriptor, now the caller's; -1 when it was taken already.
+  int take();
+
+ private:
+  int fd_;
+};
+
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8480;  // 0: any free port (port() says which)
   ServerLimits limits;
   int io_threads = 2;
+  // When set: the server accepts on this socket (taken by start()) instead of binding
+  // host:port.
+  std::shared_ptr<ListeningSocket> listener;
 };
 
 class HttpServer {
@@ -48,6 +68,11 @@ class HttpServer {
   Status start();
   // The port it listens on (after start).
   uint16_t port() const { return port_; }
+  // A second descriptor of the socket it listens on (after start, before stop): the socket
+  // goes on listening after this server stops, for the next server to accept on
+  // (HttpServerOptions::listener); while both run, each new connection goes to one of
+  // them. An error when it cannot be duplicated.
+  Result<std::shared_ptr<ListeningSocket>> share_listener() const;
   // Stops accepting, closes idle connections and event streams, lets requests in flight
   // finish (their connections close after the response), and returns once every
   // connection has closed or `grace_ms` has passed; then stops the I/O threads.

@@ -130,6 +130,7 @@ Result<std::unique_ptr<Service>, Diagnostics> Service::open(const ServeOptions& 
   http.port = port;
   http.limits = config.limits;
   http.io_threads = options.io_threads;
+  http.listener = options.listener;
   s->server_ = std::make_unique<HttpServer>(http, s->router_, *s->auth_);
   HttpServer* server = s->server_.get();
   s->api_->connections = [server] { return server->connections(); };

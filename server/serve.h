@@ -40,6 +40,9 @@ struct ServeOptions {
   std::function<void(const std::string& why)> on_store_lost;
   // Routes added next to the API's (the cluster's), before the server starts.
   std::function<void(Router&)> more_routes;
+  // When set, the service accepts on this socket instead of binding `listen`'s address (a
+  // cluster node that takes the lead: its follower's port, handed over).
+  std::shared_ptr<ListeningSocket> listener;
 };
 
 // What `flowrt serve` reads before it opens anything: the listen address, the project, and

@@ -206,6 +206,65 @@ void cut_at_first_write(PerturbPoint p) {
   g_cuts.fetch_add(1);
 }
 
+// Held at kRecoveryBeforeLocks once armed: the node loading the state to lead waits there
+// until the test lets it go on.
+std::atomic<bool> g_hold_armed{false};
+std::promise<void>* g_held = nullptr;
+std::shared_future<void> g_go_on;
+
+void hold_in_recovery(PerturbPoint p) {
+  if (p != PerturbPoint::kRecoveryBeforeLocks || !g_hold_armed.exchange(false)) return;
+  g_held->set_value();
+  g_go_on.wait();
+}
+
+// A node taking the lead answers on its port all the while it loads the state: its
+// follower's routes go on (its port is handed to the leader's service, not closed and
+// bound again), a request sent to it meanwhile goes into the inbox and is applied and
+// answered once it leads, and its event stream, which it would pass on from itself, is a
+// 503 to try again.
+TEST_F(ClusterPostgresTest, ANodeTakingTheLead_AnswersOnItsPortWhileItLoads_AndAppliesWhatCameMeanwhile) {
+  server::ClusterNode& a = join("a", 900);
+  server::ClusterNode& b = join("b", 900);
+  ASSERT_TRUE(a.leads());
+  ASSERT_FALSE(b.leads());
+  std::promise<void> held, go_on;
+  g_held = &held;
+  g_go_on = go_on.get_future().share();
+  g_hold_armed = true;
+  set_perturb_hook(&hold_in_recovery);
+  a.stop();  // it leaves: b takes the lead at its next look and loads the state
+  ASSERT_EQ(held.get_future().wait_for(std::chrono::seconds(20)), std::future_status::ready) << "b did not load";
+
+  HttpClient to_b(b.port());
+  HttpReply ready = to_b.get("/readyz");
+  EXPECT_EQ(ready.status, 200);
+  EXPECT_EQ(ready.json()["role"], Value("follower")) << "its follower's routes answer while it loads";
+  HttpReply stream = to_b.get("/api/stream");
+  EXPECT_EQ(stream.status, 503) << stream.body;
+  EXPECT_EQ(stream.header("Retry-After"), "1");
+  std::future<HttpReply> inserted = std::async(std::launch::async, [port = b.port()] {
+    return HttpClient(port).post("/api/tables/incident/records", R"({"number": "INC9"})");
+  });
+  const auto appended_by = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (sql_value("SELECT count(*) FROM cluster_inbox") != "1" && std::chrono::steady_clock::now() < appended_by) {
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(sql_value("SELECT count(*) FROM cluster_inbox WHERE answered IS NULL"), "1") << "in the inbox, waiting";
+
+  go_on.set_value();
+  HttpReply r = inserted.get();
+  set_perturb_hook(nullptr);
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_NE(r.header("X-Flowrt-Operation"), "") << "forwarded while b loaded, applied once it led";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!b.leads() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  ASSERT_TRUE(b.leads());
+  HttpClient after(b.port());
+  EXPECT_EQ(after.get("/api/cluster").json()["node"]["role"], Value("leader"));
+  EXPECT_EQ(after.get("/api/tables/incident/records/" + std::string(r.json()["sys_id"].as_string())).status, 200);
+}
+
 // The store's connection is cut while a node loads the state to lead (its load waits for
 // the write of the definitions it loads): it gives the lead up once its writes have failed
 // for a lease, rather than keep the lead and wait without end; the next node leads.

@@ -1,7 +1,8 @@
 // HttpServer::stop: with a request's handler still running, the answer it gives once stop
 // has begun is still written (the I/O threads run until stop lets them go); and
 // the port is free the moment stop returns, while the stopped server still lives (a
-// cluster node that takes the lead listens on its port again at once).
+// cluster node that takes the lead listens on its port again at once); and a port handed
+// over from one server to the next (share_listener) refuses no connection meanwhile.
 #include <gtest/gtest.h>
 
 #include <poll.h>
@@ -88,6 +89,47 @@ TEST(HttpServerStopTest, ThePortIsFreeAtOnceAfterStop) {
     next->stop(0);
     last = std::move(next);  // the stopped server lives on while the next one listens
   }
+}
+
+// A port handed over (a cluster node taking the lead): a second descriptor of the first
+// server's socket keeps it listening once that server has stopped, so a client that
+// connects between the two is not refused; its request waits in the backlog and the next
+// server, which accepts on that socket, answers it, on the same port.
+TEST(HttpServerStopTest, APortHandedOver_RefusesNoConnection_TheNextServerAnswersOnIt) {
+  auto router_saying = [](const char* who) {
+    auto r = std::make_unique<server::Router>();
+    r->add(http::verb::get, "/who", server::Permission::kRead, [who](const server::ApiRequest&) {
+      return server::Reply(server::json_response(http::status::ok, Value::object({{"who", Value(who)}})));
+    });
+    return r;
+  };
+  std::unique_ptr<server::Router> first_routes = router_saying("first"), next_routes = router_saying("next");
+  server::Authenticator auth({});
+  server::HttpServerOptions options;
+  options.port = 0;
+  server::HttpServer first(options, *first_routes, auth);
+  ASSERT_TRUE(first.start().is_ok());
+  const uint16_t port = first.port();
+  EXPECT_EQ(HttpClient(port).get("/who").json()["who"], Value("first"));
+  Result<std::shared_ptr<server::ListeningSocket>> handed = first.share_listener();
+  ASSERT_TRUE(handed.is_ok()) << handed.message();
+  first.stop(0);
+
+  EXPECT_FALSE(refused(port)) << "the socket goes on listening between the two servers";
+  HttpClient waiting(port);  // connected, not yet accepted by any server
+  waiting.write_raw("GET /who HTTP/1.1\r\nHost: x\r\n\r\n");
+  options.listener = *handed;
+  server::HttpServer next(options, *next_routes, auth);
+  ASSERT_TRUE(next.start().is_ok());
+  EXPECT_EQ(next.port(), port);
+  pollfd readable{waiting.socket().native_handle(), POLLIN, 0};
+  ASSERT_EQ(poll(&readable, 1, 30000), 1) << "the request waiting in the backlog was not answered";
+  std::optional<HttpReply> answered = waiting.read_reply();
+  ASSERT_TRUE(answered);
+  EXPECT_EQ(answered->json()["who"], Value("next"));
+  EXPECT_EQ(handed.value()->take(), -1) << "the next server took the descriptor";
+  next.stop(0);
+  EXPECT_TRUE(refused(port)) << "closed with the last server";
 }
 
 }  // namespace
