@@ -5,35 +5,78 @@
 #include "store/store.h"
 
 namespace flowrt::server {
+namespace {
 
-HistoryReader::HistoryReader(std::string url) : url_(std::move(url)) {}
+int64_t reader_now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+HistoryReader::HistoryReader(const std::string& url) : url_(with_timeouts(url)) {}
 
 HistoryReader::~HistoryReader() = default;
+
+std::string HistoryReader::with_timeouts(const std::string& url) {
+  const std::string connect = std::to_string(kTimeoutSeconds);
+  const std::string user = std::to_string(kTimeoutSeconds * 1000);
+  if (url.starts_with("postgresql://") || url.starts_with("postgres://")) {
+    return url + (url.find('?') == std::string::npos ? "?" : "&") + "connect_timeout=" + connect +
+           "&tcp_user_timeout=" + user;
+  }
+  return url + " connect_timeout=" + connect + " tcp_user_timeout=" + user;  // key=value form
+}
 
 PostgresStore* HistoryReader::store() {
   std::lock_guard lock(mu_);
   if (store_) return store_.get();
-  const auto now = std::chrono::steady_clock::now();
-  if (now < next_try_) return nullptr;
   Result<std::unique_ptr<PostgresStore>> opened = PostgresStore::open(url_, SyncMode::kNormal, /*read_only=*/true);
   if (!opened) {
-    next_try_ = now + std::chrono::milliseconds(kRetryOpenMs);
-    engine_log().warn("cluster: reads of ended contexts go to the leader for now: {}", opened.message());
+    failed("opening the database to read ended contexts", opened.message());
     return nullptr;
   }
   store_ = std::move(opened).value();
   return store_.get();
 }
 
+bool HistoryReader::may_read(bool* probe) {
+  *probe = false;
+  if (!failing_.load(std::memory_order_acquire)) return true;
+  if (reader_now_ms() < retry_at_ms_.load(std::memory_order_acquire)) return false;
+  if (probing_.exchange(true, std::memory_order_acq_rel)) return false;  // another read tries
+  *probe = true;
+  return true;
+}
+
+void HistoryReader::failed(std::string_view what, const std::string& why) {
+  retry_at_ms_.store(reader_now_ms() + kRetryMs, std::memory_order_release);
+  if (!failing_.exchange(true, std::memory_order_acq_rel)) {
+    engine_log().warn("cluster: {}: {}; reads of ended contexts go to the leader until it can be read", what, why);
+  }
+}
+
 std::optional<Value> HistoryReader::ended_record(std::string_view id) {
   const std::optional<uint64_t> seq = context_seq_of(id);
   if (!seq) return std::nullopt;
+  bool probe = false;
+  if (!may_read(&probe)) return std::nullopt;
+  struct EndProbe {
+    std::atomic<bool>* probing;
+    bool held;
+    ~EndProbe() {
+      if (held) probing->store(false, std::memory_order_release);
+    }
+  } end_probe{&probing_, probe};
   PostgresStore* s = store();
   if (!s) return std::nullopt;
   Result<std::optional<StoredContext>> stored = s->load_context(*seq);
   if (!stored) {
-    engine_log().warn("cluster: reading context {} from the database: {}", id, stored.message());
+    failed("reading context " + std::string(id) + " from the database", stored.message());
     return std::nullopt;
+  }
+  if (failing_.exchange(false, std::memory_order_acq_rel)) {
+    engine_log().info("cluster: the database is read again for ended contexts");
   }
   // As the leader reads a context that left its memory (runtime/context_reads.cpp): only
   // an ended one, with its record.

@@ -10,16 +10,20 @@
 // not the follower's to answer from the database: the caller forwards that read to the
 // leader, as every other request.
 //
-// The store is a read-only PostgresStore (no writer's lock; its reads on one connection of
-// its own, reconnected when lost), opened at the first read and, after an open that failed
-// (no leader has made the tables yet, the database is away), again at the first read a
-// second later; until it opens, every read is forwarded.
+// The store is a read-only PostgresStore (no writer's lock; its reads on connections of
+// its own, reconnected when lost), opened at the first read. These reads run on the HTTP
+// server's I/O threads, so a database that cannot be reached must not hold them up: the
+// store's connections give up after kTimeoutSeconds (connect_timeout, tcp_user_timeout),
+// and after an open or a read that failed, every read is the leader's for kRetryMs, then
+// one read at a time tries the database until one succeeds.
 //
-// Thread-safety: ended_record from any thread (the open under mu_; the store's reads one at
-// a time under its own lock). Owns the store.
+// Thread-safety: ended_record from any thread (the open under mu_; the store's reads one
+// per connection under its own locks). Owns the store.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -36,26 +40,38 @@ namespace flowrt::server {
 
 class HistoryReader {
  public:
-  // How long after a failed open the next read tries again, ms.
-  static constexpr int kRetryOpenMs = 1000;
+  // After a failed open or read, how long the reads go to the leader, ms.
+  static constexpr int kRetryMs = 1000;
+  // How long the database may take to be connected to, or to take a read's bytes, s.
+  static constexpr int kTimeoutSeconds = 2;
 
-  explicit HistoryReader(std::string url);
+  explicit HistoryReader(const std::string& url);
   ~HistoryReader();
   HistoryReader(const HistoryReader&) = delete;
   HistoryReader& operator=(const HistoryReader&) = delete;
 
   // The record of context `id` ("ctx-N") when the database holds it ended; nothing when it
-  // does not (not ended, not there, `id` names no context) or cannot be read now.
+  // does not (not ended, not there, `id` names no context), cannot be read now, or is not
+  // tried now (after a failure, see above).
   std::optional<Value> ended_record(std::string_view id);
 
+  // The connection URL the store is opened with: `url` with the timeouts above (for tests).
+  static std::string with_timeouts(const std::string& url);
+
  private:
-  // The store, opened now if it is not yet and may be tried; null when it is not open.
+  // The store, opened now if it is not yet; null when it is not open.
   PostgresStore* store();
+  // Whether this read may go to the database; `probe` set when it is the one read that
+  // tries it again after a failure.
+  bool may_read(bool* probe);
+  void failed(std::string_view what, const std::string& why);
 
   const std::string url_;
-  std::mutex mu_;                            // guards store_ and next_try_
-  std::unique_ptr<PostgresStore> store_;     // once set, kept for the reader's life
-  std::chrono::steady_clock::time_point next_try_;  // no open is tried before it
+  std::mutex mu_;                         // guards store_
+  std::unique_ptr<PostgresStore> store_;  // once set, kept for the reader's life
+  std::atomic<bool> failing_{false};      // the last open or read failed
+  std::atomic<int64_t> retry_at_ms_{0};   // steady ms before which no read is tried
+  std::atomic<bool> probing_{false};      // a read tries the database again now
 };
 
 }  // namespace flowrt::server

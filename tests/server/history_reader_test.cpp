@@ -1,0 +1,72 @@
+// HistoryReader (server/history_reader.h): a follower's reads of ended contexts from the
+// database: only an ended context's record is given; a database that cannot be read gives
+// nothing (the read is the leader's), and is read again once it can be.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "plans/value_json.h"
+#include "server/history_reader.h"
+#include "store/postgres_store.h"
+#include "tests/support/postgres_support.h"
+
+namespace flowrt::testing_http {
+namespace {
+
+using test_support::fresh_postgres_schema;
+using test_support::postgres_exec;
+
+StoreChange context(uint64_t seq, const char* status, Value record) {
+  StoredContext c;
+  c.seq = seq;
+  c.id = "ctx-" + std::to_string(seq);
+  c.flow = "f";
+  c.status = status;
+  c.trigger = Value::object({{"type", Value("api")}});
+  c.record = std::move(record);
+  return StoreChange{ContextPut{std::move(c)}};
+}
+
+TEST(HistoryReaderTest, GivesAnEndedContextsRecordOnly_NothingWhileTheDatabaseCannotBeRead_ThenReadsItAgain) {
+  const std::string url = fresh_postgres_schema("history_reader");
+  ASSERT_FALSE(url.empty());
+  {
+    Result<std::unique_ptr<PostgresStore>> writer = PostgresStore::open(url, SyncMode::kNormal);
+    ASSERT_TRUE(writer.is_ok()) << writer.message();
+    StoreBatch batch;
+    batch.changes.push_back(context(1, "completed", Value::object({{"n", Value(1)}})));
+    batch.changes.push_back(context(2, "waiting", Value::object({{"n", Value(2)}})));
+    ASSERT_TRUE((*writer)->write(batch).is_ok());
+  }
+  server::HistoryReader reader(url);
+  std::optional<Value> ended = reader.ended_record("ctx-1");
+  ASSERT_TRUE(ended);
+  EXPECT_EQ((*ended)["n"], Value(1));
+  EXPECT_FALSE(reader.ended_record("ctx-2")) << "not ended: the leader's to answer";
+  EXPECT_FALSE(reader.ended_record("ctx-3")) << "not there";
+  EXPECT_FALSE(reader.ended_record("nonsense"));
+
+  // The history table goes away: the read fails, and gives nothing.
+  ASSERT_EQ(postgres_exec(url, "ALTER TABLE history RENAME TO history_away"), "");
+  EXPECT_FALSE(reader.ended_record("ctx-1"));
+  ASSERT_EQ(postgres_exec(url, "ALTER TABLE history_away RENAME TO history"), "");
+  // Read again once the database can be read (after HistoryReader::kRetryMs).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!reader.ended_record("ctx-1") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  EXPECT_TRUE(reader.ended_record("ctx-1")) << "never read again";
+}
+
+TEST(HistoryReaderTest, ItsConnectionsGiveUpOnADatabaseThatCannotBeReached_BothUrlForms) {
+  EXPECT_EQ(server::HistoryReader::with_timeouts("postgresql://u@h:5/db"),
+            "postgresql://u@h:5/db?connect_timeout=2&tcp_user_timeout=2000");
+  EXPECT_EQ(server::HistoryReader::with_timeouts("postgresql://u@h:5/db?options=-csearch_path%3Ds"),
+            "postgresql://u@h:5/db?options=-csearch_path%3Ds&connect_timeout=2&tcp_user_timeout=2000");
+  EXPECT_EQ(server::HistoryReader::with_timeouts("host=h dbname=db"),
+            "host=h dbname=db connect_timeout=2 tcp_user_timeout=2000");
+}
+
+}  // namespace
+}  // namespace flowrt::testing_http
