@@ -9,8 +9,8 @@
 # --keyed: every insert carries an Idempotency-Key of its own (so goes through the inbox,
 # on the leader too).
 # --reads: then reads of the ended contexts' records (GET /api/contexts/ctx-N, N at
-# random), to the leader and through the followers alike; wrk counts an answer other than
-# 200 as an error.
+# random), to the leader and through the followers alike; wrk counts an answer of 400 or
+# more (a context not found) as an error.
 # PGURL: a server's URL (scripts/pg-test-server.sh start DIR writes one to DIR/url).
 set -euo pipefail
 flowrt=$(realpath "$1"); url="$2"; shift 2

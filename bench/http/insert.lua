@@ -13,11 +13,5 @@ request = function()
   local body = string.format('{"number": "INC%d", "priority": %d, "assignment_group": "network"}', n, (n % 4) + 1)
   return wrk.format("POST", "/api/tables/incident/records", headers, body)
 end
-done = function(summary, latency, requests)
-  io.write(string.format("requests %d\nerrors %d\nseconds %.3f\nrequests_per_s %.0f\n", summary.requests,
-    summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout,
-    summary.duration / 1e6, summary.requests / (summary.duration / 1e6)))
-  for _, p in ipairs({50, 90, 99, 99.9}) do
-    io.write(string.format("latency_p%s_ms %.3f\n", tostring(p), latency:percentile(p) / 1000))
-  end
-end
+-- The report every script of bench/http gives (report.lua, beside this one).
+done = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "report.lua")
