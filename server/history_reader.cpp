@@ -5,16 +5,14 @@
 #include "store/store.h"
 
 namespace flowrt::server {
-namespace {
 
-int64_t reader_now_ms() {
+int64_t HistoryReader::steady_now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
-}  // namespace
-
-HistoryReader::HistoryReader(const std::string& url) : url_(with_timeouts(url)) {}
+HistoryReader::HistoryReader(const std::string& url, std::function<int64_t()> now_ms)
+    : url_(with_timeouts(url)), now_ms_(std::move(now_ms)) {}
 
 HistoryReader::~HistoryReader() = default;
 
@@ -43,14 +41,14 @@ PostgresStore* HistoryReader::store() {
 bool HistoryReader::may_read(bool* probe) {
   *probe = false;
   if (!failing_.load(std::memory_order_acquire)) return true;
-  if (reader_now_ms() < retry_at_ms_.load(std::memory_order_acquire)) return false;
+  if (now_ms_() < retry_at_ms_.load(std::memory_order_acquire)) return false;
   if (probing_.exchange(true, std::memory_order_acq_rel)) return false;  // another read tries
   *probe = true;
   return true;
 }
 
 void HistoryReader::failed(std::string_view what, const std::string& why) {
-  retry_at_ms_.store(reader_now_ms() + kRetryMs, std::memory_order_release);
+  retry_at_ms_.store(now_ms_() + kRetryMs, std::memory_order_release);
   if (!failing_.exchange(true, std::memory_order_acq_rel)) {
     engine_log().warn("cluster: {}: {}; reads of ended contexts go to the leader until it can be read", what, why);
   }

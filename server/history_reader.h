@@ -24,6 +24,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -45,7 +46,8 @@ class HistoryReader {
   // How long the database may take to be connected to, or to take a read's bytes, s.
   static constexpr int kTimeoutSeconds = 2;
 
-  explicit HistoryReader(const std::string& url);
+  // `now_ms`: a steady clock in ms (tests give their own); the back-off is counted on it.
+  explicit HistoryReader(const std::string& url, std::function<int64_t()> now_ms = steady_now_ms);
   ~HistoryReader();
   HistoryReader(const HistoryReader&) = delete;
   HistoryReader& operator=(const HistoryReader&) = delete;
@@ -57,6 +59,8 @@ class HistoryReader {
 
   // The connection URL the store is opened with: `url` with the timeouts above (for tests).
   static std::string with_timeouts(const std::string& url);
+  // std::chrono::steady_clock's time, ms.
+  static int64_t steady_now_ms();
 
  private:
   // The store, opened now if it is not yet; null when it is not open.
@@ -67,6 +71,7 @@ class HistoryReader {
   void failed(std::string_view what, const std::string& why);
 
   const std::string url_;
+  const std::function<int64_t()> now_ms_;
   std::mutex mu_;                         // guards store_
   std::unique_ptr<PostgresStore> store_;  // once set, kept for the reader's life
   std::atomic<bool> failing_{false};      // the last open or read failed
