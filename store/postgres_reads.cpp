@@ -218,10 +218,10 @@ Result<std::optional<StoredContext>> PostgresStore::load_context(uint64_t seq) {
   return std::optional<StoredContext>(std::move(rows.front()));
 }
 
-Result<std::vector<StoredContext>> PostgresStore::list_contexts(const ContextQuery& q) {
+std::string PostgresStore::list_contexts_sql(const ContextQuery& q, postgres_rows::Params* params) {
   // One statement: the page of live rows and the page of history rows, merged by seq by the
   // server (one snapshot: a context that moves to history meanwhile is seen once).
-  Params p;
+  Params& p = *params;
   auto param = [&](auto&& fill) {
     fill(p);
     return "$" + std::to_string(p.size());
@@ -244,12 +244,33 @@ Result<std::vector<StoredContext>> PostgresStore::list_contexts(const ContextQue
     sql = "SELECT * FROM (" + sql + " UNION ALL (SELECT " + stored_rows::kContextColumns + ", NULL FROM history" + w + order +
           limit + "::bigint)) AS page" + order + limit + "::bigint";
   }
+  return sql;
+}
+
+Result<std::vector<StoredContext>> PostgresStore::list_contexts(const ContextQuery& q) {
+  Params p;
+  const std::string sql = list_contexts_sql(q, &p);
   std::vector<StoredContext> rows;
   FLOWRT_RETURN_IF_ERROR(read_on_reader("cannot read its contexts", [&](PGconn* reader, std::string* server_error) {
     rows.clear();
     return pg_read_contexts(reader, sql, p, describe(), q.records_of_checkpointed, server_error, &rows);
   }));
   return rows;
+}
+
+Result<std::string> PostgresStore::explain_list_contexts(const ContextQuery& q) {
+  Params p;
+  const std::string sql = "EXPLAIN " + list_contexts_sql(q, &p);
+  std::string plan;
+  FLOWRT_RETURN_IF_ERROR(read_on_reader("cannot explain a list of its contexts", [&](PGconn* reader, std::string* server_error) {
+    plan.clear();
+    return for_each_row(reader, sql, p, server_error, [&](const PGresult* r, int i) -> Status {
+      plan += cell_text(r, i, 0);
+      plan += '\n';
+      return Status::ok();
+    });
+  }));
+  return plan;
 }
 
 Result<Value> PostgresStore::load_definition_version(std::string_view type, std::string_view id,

@@ -80,6 +80,10 @@ struct pg_conn;
 
 namespace flowrt {
 
+namespace postgres_rows {
+class Params;
+}
+
 class PostgresStore final : public Store {
  public:
   // The schema version this build writes (meta.schema_version).
@@ -127,6 +131,10 @@ class PostgresStore final : public Store {
   // that check what the session was given. Not while write() runs (it is the writer's
   // connection).
   Result<std::string> writer_setting(std::string_view name);
+  // The plan the server chooses for list_contexts(query) now, on a reader's session
+  // (EXPLAIN's lines); for diagnosis, and tests that check the plan does not depend on the
+  // tables' statistics (ready_reader).
+  Result<std::string> explain_list_contexts(const ContextQuery& query);
   // The schema the store's tables are in.
   const std::string& schema() const { return schema_; }
 
@@ -163,8 +171,10 @@ class PostgresStore final : public Store {
   // context is what the API reads most: a parse and a plan spared each time).
   static constexpr const char* kLoadContext = "load_context";
   static const std::string& load_context_sql();
-  // Reader `r`'s connection, connected (again, when the last one was lost), its statements
-  // prepared.
+  // list_contexts' statement for `query`, its parameters added to *params.
+  static std::string list_contexts_sql(const ContextQuery& query, postgres_rows::Params* params);
+  // Reader `r`'s connection, connected (again, when the last one was lost), its session's
+  // settings made and its statements prepared.
   Status ready_reader(Reader& r) REQUIRES(r.mu);
   // Runs `read` (one statement on the connection it is given; it sets its second argument
   // to the server's message when the server failed it) on a reader (see the class

@@ -405,6 +405,53 @@ TEST_F(PostgresStoreTest, ListContextsWhileABatchIsWritten_SeesWholeBatchesOnly)
   EXPECT_EQ((*ended)->trigger.to_json(), R"({"type":"record","name":"go"})") << "summarised as it moved to history";
 }
 
+// A page of a list reads in seq order by an index, whatever the tables' statistics say: here
+// they say nothing (autovacuum off, never analyzed), as they do for up to a minute after a
+// burst of inserts, when the server would otherwise take a bitmap scan, reading every
+// matching row and sorting them for the page (docs/SCALING.md, "Limits, as built").
+TEST_F(PostgresStoreTest, AListsPlan_ReadsInSeqOrderByAnIndex_WithoutStatistics_NeverABitmapAndASort) {
+  std::unique_ptr<PostgresStore> store = open();
+  ASSERT_NE(store, nullptr);
+  for (const char* table : {"contexts", "history"}) {
+    ASSERT_EQ(postgres_exec(url_, std::string("ALTER TABLE ") + table + " SET (autovacuum_enabled = off)"), "");
+  }
+  // 20,000 contexts, each put live and then ended (its row moved to history), as an engine
+  // writes them: the history rows, and a dead row each in contexts.
+  constexpr uint64_t kContexts = 20000, kPerBatch = 1000;
+  for (uint64_t first = 1; first <= kContexts; first += kPerBatch) {
+    std::vector<StoreChange> started, ended;
+    for (uint64_t seq = first; seq < first + kPerBatch; ++seq) {
+      started.push_back(context_put(seq, "running"));
+      ended.push_back(ContextUpdate{seq, "completed", 10, 20, json(R"({"id":"ctx-)" + std::to_string(seq) + R"("})"),
+                                    Value()});
+    }
+    write(*store, std::move(started), first);
+    write(*store, std::move(ended), first);
+  }
+  ASSERT_EQ(sql_value("SELECT count(*) FROM history"), std::to_string(kContexts));
+  ContextQuery by_status;
+  by_status.status = "completed";
+  by_status.newest_first = true;
+  by_status.limit = 50;
+  ContextQuery by_flow;
+  by_flow.flow = "f";
+  by_flow.limit = 50;
+  ContextQuery all;
+  all.newest_first = true;
+  all.limit = 50;
+  for (const ContextQuery* q : {&by_status, &by_flow, &all}) {
+    Result<std::string> plan = store->explain_list_contexts(*q);
+    ASSERT_TRUE(plan.is_ok()) << plan.message();
+    EXPECT_EQ(plan->find("Bitmap"), std::string::npos) << *plan;
+    EXPECT_EQ(plan->find("Sort  ("), std::string::npos) << "no sort node: " << *plan;
+    EXPECT_EQ(plan->find("Seq Scan"), std::string::npos) << *plan;
+    Result<std::vector<StoredContext>> page = store->list_contexts(*q);
+    ASSERT_TRUE(page.is_ok()) << page.message();
+    ASSERT_EQ(page->size(), 50u);
+    EXPECT_EQ(page->front().seq, q->newest_first ? kContexts : 1) << *plan;
+  }
+}
+
 // A record put where another record stands refuses the whole batch (as the sqlite store does).
 // The writer sends only the statement that applies where it knows which table a context's
 // row is in (store/postgres_context_places.h), and both where it does not: rows from
