@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <barrier>
+#include <thread>
+
 #include "plans/value_json.h"
 #include "tests/server/server_fixture.h"
 
@@ -285,6 +288,40 @@ TEST_F(ApiRoutesTest, Flows_PutSavesADraftAtItsRevisionAndRefusesAStaleOne) {
             Value("/definition/id"));
   EXPECT_EQ(client().request(http::verb::put, "/api/flows/greet", R"({"definition": {"id": "greet"}})").json()["pointer"],
             Value("/revision"));
+}
+
+// Two editors saving at the same revision at once: one wins, the other is refused with the
+// winner's revision, and the draft is the winner's. Each round both wait at a barrier,
+// then send; which one wins is the server's choice, that exactly one does is the contract.
+TEST_F(ApiRoutesTest, Flows_TwoPutsAtTheSameRevisionAtOnce_OneWins_TheOtherIsToldTheWinnersRevision) {
+  constexpr int kRounds = 40;
+  HttpClient second(service_->port());
+  HttpClient* editors[2] = {&client(), &second};
+  std::barrier ready(2);
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string revision(client().get("/api/flows/greet").json()["revision"].as_string());
+    HttpReply replies[2];
+    auto put = [&](int editor) {
+      const std::string message = "round " + std::to_string(round) + " editor " + std::to_string(editor);
+      const std::string body = R"({"definition": {"id": "greet", "trigger": {"type": "api"}, "actions": [{"action": "log", "inputs": {"message": ")" +
+                               message + R"("}}]}, "revision": ")" + revision + R"("})";
+      ready.arrive_and_wait();
+      replies[editor] = editors[editor]->request(http::verb::put, "/api/flows/greet", body);
+    };
+    std::thread other(put, 1);
+    put(0);
+    other.join();
+    const int winner = replies[0].status == 200 ? 0 : 1;
+    ASSERT_EQ(replies[winner].status, 200) << "round " << round << ": " << replies[0].body << " / " << replies[1].body;
+    ASSERT_EQ(replies[1 - winner].status, 409) << "round " << round << ": " << replies[1 - winner].body;
+    const std::string won(replies[winner].json()["revision"].as_string());
+    EXPECT_NE(won, revision);
+    EXPECT_EQ(replies[1 - winner].json()["revision"], Value(won)) << "the loser is told the winner's revision";
+    const Value now = client().get("/api/flows/greet").json();
+    EXPECT_EQ(now["revision"], Value(won));
+    EXPECT_EQ(now["definition"]["actions"].at(0)["inputs"]["message"],
+              Value("round " + std::to_string(round) + " editor " + std::to_string(winner)));
+  }
 }
 
 TEST_F(ApiRoutesTest, Validate_HeldDefinitionsOrAPostedOne) {
