@@ -161,6 +161,11 @@ Status SqliteStore::prepare_schema() {
   rc = sqlite3_step(s);
   if (rc == SQLITE_ROW) version = sqlite3_column_int(s, 0);
   sqlite3_finalize(s);
+  if (rc == SQLITE_DONE) {
+    // A flowrt file (its application id) whose meta table has lost its row: a power cut
+    // that kept some of the file's unsynced writes and not others (durability off).
+    return Error{path_ + ": cannot read its schema version: its meta table holds none" + kDamaged};
+  }
   if (rc != SQLITE_ROW) return error("cannot read its schema version");
   if (version > kSchemaVersion) {
     return Error{path_ + ": written by a newer flowrt (data schema version " + std::to_string(version) +

@@ -265,7 +265,7 @@ Error SqliteStore::error(std::string_view what, sqlite3* db) const {
   const int primary = code & 0xff;
   std::string message = path_ + ": " + std::string(what) + ": " + sqlite3_errmsg(db);
   if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB) {
-    message += " (the data file is damaged: truncated or overwritten; restore it from a copy)";
+    message += kDamaged;
   } else if (primary == SQLITE_FULL) {
     message += " (the disk is full)";
   } else if (code == SQLITE_READONLY_ROLLBACK) {

@@ -110,6 +110,8 @@ class SqliteStore final : public Store {
   SqliteCheckpointer* checkpointer() const { return checkpointer_.get(); }
 
  private:
+  // What an error about a damaged file adds to SQLite's message (error()).
+  static constexpr const char* kDamaged = " (the data file is damaged: truncated or overwritten; restore it from a copy)";
   class Statements;  // the prepared statements of write()
   SqliteStore(std::string path, sqlite3* db, int lock_fd, bool read_only);
   // Creates the schema in a new file, or checks the version of an existing one.
