@@ -415,10 +415,19 @@ TEST_P(DurableEngineStoresTest, AnUpdateOrDeleteByWhere_IsOneJournalEntry_AllOfI
 // at its first batch while a second insert commits, then, once it goes on, at the moment
 // it has finished the first batch inside the second's write: the first insert has
 // returned, the second has not, and a reader of the store finds the first record only.
+// Only the finish of the batch holding position g_finish_to_hold of g_finish_journal
+// counts: a batch the engine wrote before the test's first insert (at open) may still be
+// unfinished when that insert's batch is written, and is then finished inside it, while
+// the first insert's own batch is in the store's hands; held there, that batch's
+// transaction sat idle until the server ended it.
 std::atomic<bool> g_hold_finished{false};
 std::atomic<bool> g_finished_seen{false};
+std::atomic<uint64_t> g_finish_to_hold{0};  // 0: none yet
+std::atomic<Journal*> g_finish_journal{nullptr};
 void hold_writes_then_the_finish(PerturbPoint p) {
   if (p == PerturbPoint::kPreviousBatchFinished) {
+    const uint64_t position = g_finish_to_hold.load();
+    if (position == 0 || g_finish_journal.load()->durable() < position) return;
     g_finished_seen = true;
     while (g_hold_finished.load()) std::this_thread::yield();
     return;
@@ -435,6 +444,8 @@ TEST_P(DurableEngineStoresTest, ABatchIsFinished_WhileTheNextBatchIsInTheStoresH
   Journal& journal = *engine.core().journal;
   g_finished_seen = false;
   g_hold_finished = true;
+  g_finish_to_hold = 0;
+  g_finish_journal = &journal;
   hold_store_writes(&hold_writes_then_the_finish);
   std::atomic<bool> first_returned{false}, second_returned{false};
   std::thread first([&] {
@@ -443,6 +454,7 @@ TEST_P(DurableEngineStoresTest, ABatchIsFinished_WhileTheNextBatchIsInTheStoresH
   });
   while (g_writes_seen.load() == 0) std::this_thread::yield();
   const uint64_t first_position = journal.appended();
+  g_finish_to_hold = first_position;
   std::thread second([&] {
     EXPECT_TRUE(engine.insert("t", json(R"({"sys_id": "second"})")).is_ok());
     second_returned = true;
