@@ -239,7 +239,8 @@ Status PostgresStore::note_holder() {
 
 Status PostgresStore::set_sync_mode(SyncMode mode) {
   if (read_only_) return Status::ok();
-  if (lost_) return error_of("cannot set its durability", "the connection was lost: open the store again");
+  sync_ = mode;  // a reconnected session is given it too
+  if (lost_) return Status::ok();
   Params p;
   p.text(mode == SyncMode::kFull ? "on" : mode == SyncMode::kNormal ? "local" : "off");
   ResultPtr r(exec_params(conn_, "SELECT set_config('synchronous_commit', $1::text, false)", p));
@@ -247,9 +248,33 @@ Status PostgresStore::set_sync_mode(SyncMode mode) {
   return Status::ok();
 }
 
+Status PostgresStore::reconnect_writer() {
+  PQreset(conn_);  // the same parameters, a new session
+  if (PQstatus(conn_) != CONNECTION_OK) return error("cannot connect again");
+  if (!limit_idle_transactions(conn_)) return error("cannot set its session's limits");
+  // Refused, naming the holder, when another writer opened the schema meanwhile: this
+  // store then writes no more (lost_ stays set).
+  FLOWRT_RETURN_IF_ERROR(take_lock());
+  FLOWRT_RETURN_IF_ERROR(prepare_statements());
+  // Where the context rows are is read anew: the batch that was cut may have committed.
+  FLOWRT_RETURN_IF_ERROR(read_highest_context());
+  FLOWRT_RETURN_IF_ERROR(note_holder());
+  lost_ = false;
+  Status sync = set_sync_mode(sync_);
+  if (!sync) lost_ = true;
+  return sync;
+}
+
 Status PostgresStore::write_overlapped(const StoreBatch& batch, const std::function<void()>& meanwhile) {
   using Place = ContextPlaces::Place;
   if (read_only_) return error_of("cannot write", "opened read only");
+  if (lost_ && !fenced_ && lead_epoch_ == 0) {
+    if (Status again = reconnect_writer(); !again) {
+      return error_of("cannot write a batch of " + std::to_string(batch.changes.size()) + " changes",
+                      "its connection was lost, and connecting again failed: " + again.message());
+    }
+    ++reconnects_;
+  }
   places_.discard();  // nothing pending from a batch that threw
   std::vector<Op> ops;
   ops.reserve(batch.changes.size() + 1);
@@ -594,12 +619,18 @@ Status PostgresStore::run_ops(const std::vector<Op>& ops, size_t changes, const 
   if (fenced_) lost_ = true;  // a fenced store writes nothing more
   if (!lost) PQexitPipelineMode(c);
   if (lost || PQstatus(c) == CONNECTION_BAD) {
-    // The server rolls back a transaction whose session ends; the store stops here.
+    // The server rolls back a transaction whose session ends, unless its COMMIT had gone
+    // through: the next write connects again (a cluster leader's store does not: it stops
+    // here, and its node gives the lead up), and the batch written again lands once
+    // whichever it was (every statement puts a row's values, or removes it; but for a
+    // recovery's note, which is added).
     lost_ = true;
+    const char* next = lead_epoch_ == 0 ? " (the connection is lost: the next write connects again)"
+                                        : " (the connection is lost: open the store again)";
+    if (failure) return Error{failure->message + next};
     std::string message = one_line(PQerrorMessage(c));
     if (message.empty()) message = "the connection was lost";
-    if (failure) return *failure;
-    return error_of(what, message + " (the connection is lost: open the store again)");
+    return error_of(what, message + next);
   }
   if (failure) return *failure;
   return Status::ok();

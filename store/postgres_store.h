@@ -56,9 +56,12 @@
 // keepalives (and tcp_user_timeout) end a connection to a server that went away instead of
 // waiting forever. No statement_timeout is set (a big batch takes as long as it takes); a
 // URL can set one (options=-cstatement_timeout%3D...). When the writer's connection is lost
-// the store stops: every later write() fails and the engine must open the store again (the
-// lock may meanwhile be another's); a lost reader connection is reconnected by the next read
-// on it.
+// (the server restarted, the session was ended) the write fails, and the next write()
+// connects again and takes the lock again (reconnect_writer): the engine's writer, which
+// retries a failed batch, goes on once the server is back. Refused when another writer
+// holds the lock meanwhile (then every later write fails). A cluster leader's store
+// (lead_epoch > 0) does not connect again: it stops, and its node gives the lead up. A lost
+// reader connection is reconnected by the next read on it.
 //
 // Thread-safety: load() and write() are not for concurrent use (the engine's journal
 // thread is the one writer, after load()); the readers as above. Owns its connections (and
@@ -127,6 +130,8 @@ class PostgresStore final : public Store {
 
   // The server process of the writer's connection (pg_backend_pid()); for tests.
   int writer_backend_pid() const;
+  // How many times the writer connected again after its connection was lost; for tests.
+  uint64_t reconnects() const { return reconnects_; }
   // A setting of the writer's session (current_setting), as the server shows it; for tests
   // that check what the session was given. Not while write() runs (it is the writer's
   // connection).
@@ -147,6 +152,11 @@ class PostgresStore final : public Store {
   PostgresStore(std::string url, std::string where, pg_conn* conn, bool read_only);
   // Takes the writer's lock; refuses naming the holder.
   Status take_lock();
+  // After the writer's connection was lost: a new session, set up as open() set up the
+  // first (its limits, the lock, its statements, its durability), and where the context
+  // rows are read anew. An error (the store stays lost) when the server cannot be reached,
+  // or another writer holds the lock now.
+  Status reconnect_writer();
   // Creates the tables in an empty schema, or checks the version of existing ones.
   Status prepare_schema();
   // A writer's tables that need no schema version: keyed_writes, when missing.
@@ -192,7 +202,9 @@ class PostgresStore final : public Store {
   pg_conn* conn_;
   const bool read_only_;
   std::string schema_;
-  bool lost_ = false;  // the writer's connection failed: every later write() fails
+  bool lost_ = false;  // the writer's connection failed: the next write() connects again (not a leader's)
+  uint64_t reconnects_ = 0;  // the writer's
+  SyncMode sync_ = SyncMode::kNormal;  // the session's durability (set_sync_mode)
   bool fenced_ = false;  // a write found that lead_epoch_ no longer leads: every later write() fails
   int64_t lead_epoch_ = 0;  // set by open()
   std::set<std::string, std::less<>> tables_;  // the record tables the schema has (the writer's)

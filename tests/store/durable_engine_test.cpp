@@ -490,6 +490,30 @@ TEST_P(DurableEngineStoresTest, ABatchIsFinished_WhileTheNextBatchIsInTheStoresH
   EXPECT_EQ(engine.records("t").size(), 2u);
 }
 
+// An engine on PostgreSQL whose writer's session ends (the server restarted, an
+// administrator ended it) goes on: the journal writes the failed batch again, the store
+// connects again for it, and the insert that waited for that batch returns once it is
+// written. Nothing is refused after that.
+TEST_P(DurableEngineStoresTest, AStoreWhoseSessionEnded_ConnectsAgain_TheWaitingInsertReturnsOnceWritten) {
+  if (url_.empty()) GTEST_SKIP() << "a PostgreSQL store's session";
+  EngineOptions o = options();
+  o.simulation_seed.reset();
+  o.properties.durability = Durability::kNormal;
+  o.store_give_up_ms = 15000;  // a store that never writes again fails the insert, not hangs it
+  Engine& engine = reopen({}, o);
+  ASSERT_TRUE(engine.insert("t", json(R"({"sys_id": "before"})")).is_ok());
+  // The writer's session: the backend its holder row names.
+  ASSERT_EQ(postgres_value(url_, "SELECT pg_terminate_backend(backend_pid::integer, 5000) FROM holder"), "t");
+  Result<Value> after = engine.insert("t", json(R"({"sys_id": "after"})"));
+  ASSERT_TRUE(after.is_ok()) << after.message();
+  ASSERT_TRUE(engine.insert("t", json(R"({"sys_id": "later"})")).is_ok());
+  EXPECT_TRUE(engine.core().journal->failure().is_ok());
+  Engine& again = reopen({}, o);
+  std::vector<std::string> ids;
+  for (const Value& r : again.records("t")) ids.emplace_back(r["sys_id"].as_string());
+  EXPECT_EQ(ids, (std::vector<std::string>{"before", "after", "later"}));
+}
+
 // A schedule occurrence and the context it starts reach the file together: at every batch
 // boundary (where a kill -9 can cut), an occurrence the file counts as fired has its
 // context. Each commit is made to wait until everything before it is written (so every

@@ -301,7 +301,7 @@ TEST_F(PostgresStoreTest, BadUrlsAndUnreachableServers_GiveClearErrorsQuickly_Ne
   EXPECT_EQ(store->describe().substr(store->describe().size() - 9), "/postgres") << store->describe();
 }
 
-TEST_F(PostgresStoreTest, AConnectionDroppedDuringABatch_FailsTheWrite_AndTheReopenedStoreHasNoPartOfIt) {
+TEST_F(PostgresStoreTest, AConnectionDroppedDuringABatch_FailsTheWrite_TheNextConnectsAgain_NoPartOfTheCutBatchIsThere) {
   std::unique_ptr<PostgresStore> store = open();
   ASSERT_NE(store, nullptr);
   write(*store, records(0, 10), 10);
@@ -330,19 +330,81 @@ TEST_F(PostgresStoreTest, AConnectionDroppedDuringABatch_FailsTheWrite_AndTheReo
   ASSERT_TRUE(killed.load()) << "the batch ended before its connection could be dropped";
   ASSERT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("cannot write a batch of 100000 changes"), std::string::npos) << s.message();
-  // The store stops there: the lock went with the session.
-  Status after = store->write(StoreBatch{});
-  ASSERT_FALSE(after.is_ok());
-  EXPECT_NE(after.message().find("open the store again"), std::string::npos) << after.message();
+  EXPECT_NE(s.message().find("the next write connects again"), std::string::npos) << s.message();
+  EXPECT_EQ(store->reconnects(), 0u);
+  {
+    std::unique_ptr<PostgresStore> reader = open(/*read_only=*/true);
+    ASSERT_NE(reader, nullptr);
+    Result<StoredState> state = reader->load();
+    ASSERT_TRUE(state.is_ok()) << state.message();
+    ASSERT_EQ(state->tables.size(), 1u);
+    EXPECT_EQ(state->tables[0].records.size(), 10u) << "nothing of the dropped batch";
+    EXPECT_EQ(state->counters.commit_seq, 10u);
+  }
+  // The next write connects again, on a new session that holds the lock.
+  write(*store, records(10, 5), 15);
+  EXPECT_EQ(store->reconnects(), 1u);
+  EXPECT_NE(store->writer_backend_pid(), pid);
+  Result<std::string> sync = store->writer_setting("synchronous_commit");
+  ASSERT_TRUE(sync.is_ok()) << sync.message();
+  EXPECT_EQ(*sync, "local") << "the new session keeps the store's durability";
   store.reset();
   std::unique_ptr<PostgresStore> reopened = open();
   ASSERT_NE(reopened, nullptr);
   Result<StoredState> state = reopened->load();
   ASSERT_TRUE(state.is_ok()) << state.message();
   ASSERT_EQ(state->tables.size(), 1u);
-  EXPECT_EQ(state->tables[0].records.size(), 10u) << "nothing of the dropped batch";
-  EXPECT_EQ(state->counters.commit_seq, 10u);
-  write(*reopened, records(10, 5), 15);
+  EXPECT_EQ(state->tables[0].records.size(), 15u);
+  EXPECT_EQ(state->counters.commit_seq, 15u);
+}
+
+// A writer whose session ends (the server restarted, an administrator ended it) connects
+// again at its next write, taking the lock again; the batch written again after a cut
+// lands once whether or not the cut one had committed. When another writer opened the
+// schema meanwhile, connecting again is refused naming it, and the first writes no more.
+TEST_F(PostgresStoreTest, AWriterWhoseSessionEnded_ConnectsAgain_UnlessAnotherWriterHasTheSchemaNow) {
+  std::unique_ptr<PostgresStore> store = open();
+  ASSERT_NE(store, nullptr);
+  const Value done = json(R"({"status": "completed"})");
+  write(*store, {context_put(1, "running"), context_put(2, "running"), StoreChange{RecordPut{"t", json(R"({"sys_id": "a"})"), 1}}}, 1);
+  auto end_session = [&] {
+    EXPECT_EQ(postgres_value(postgres_server_url(),
+                             "SELECT pg_terminate_backend(" + std::to_string(store->writer_backend_pid()) + ", 5000)"),
+              "t");
+  };
+  end_session();
+  // This batch finds the session gone; written again, it lands once. Context 1 moves to
+  // history: the writer knew it live, and after connecting again reads where rows are anew.
+  StoreBatch second;
+  second.changes = {StoreChange{ContextUpdate{1, "completed", 1, 2, done, Value()}},
+                    StoreChange{RecordPut{"t", json(R"({"sys_id": "b"})"), 2}}};
+  second.counters.commit_seq = 2;
+  Status cut = store->write(second);
+  ASSERT_FALSE(cut.is_ok());
+  ASSERT_TRUE(store->write(second).is_ok());
+  ASSERT_TRUE(store->write(second).is_ok()) << "the same batch again: every statement puts its row's values";
+  EXPECT_EQ(store->reconnects(), 1u);
+  EXPECT_EQ(sql_value("SELECT string_agg(seq::text, ',') FROM history"), "1");
+  EXPECT_EQ(sql_value("SELECT string_agg(seq::text, ',') FROM contexts"), "2");
+  EXPECT_EQ(sql_value("SELECT string_agg(sys_id, ',' ORDER BY position) FROM records"), "a,b");
+  write(*store, {StoreChange{ContextUpdate{2, "completed", 1, 2, done, Value()}}}, 3);
+  EXPECT_EQ(sql_value("SELECT string_agg(seq::text, ',' ORDER BY seq) FROM history"), "1,2");
+
+  // Cut again, and another writer opens the schema before this one writes.
+  end_session();
+  std::unique_ptr<PostgresStore> other = open();
+  ASSERT_NE(other, nullptr);
+  StoreBatch third;
+  third.changes = {StoreChange{RecordPut{"t", json(R"({"sys_id": "c"})"), 3}}};
+  third.counters.commit_seq = 4;
+  (void)store->write(third);  // finds the session gone
+  Status refused = store->write(third);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.message().find("connecting again failed"), std::string::npos) << refused.message();
+  EXPECT_NE(refused.message().find("in use"), std::string::npos) << refused.message();
+  EXPECT_EQ(sql_value("SELECT count(*) FROM records WHERE sys_id = 'c'"), "0");
+  write(*other, {StoreChange{RecordPut{"t", json(R"({"sys_id": "d"})"), 3}}}, 4);
+  EXPECT_EQ(sql_value("SELECT string_agg(sys_id, ',' ORDER BY position) FROM records"), "a,b,d");
 }
 
 // The writer ends the contexts of the last batch (they move to history) and queues as many
