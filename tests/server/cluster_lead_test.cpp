@@ -188,7 +188,8 @@ TEST_F(ClusterPostgresTest, AContextParkedAcrossThreeChangesOfLeader_EndsOnce) {
 
 // Cuts every connection named `g_cut_name` at the first store write once armed, and waits
 // until the server has ended them: the store of the node using that name never writes
-// again (a store does not reconnect). Set before arming; the hook runs on a journal thread.
+// again (a leader's store does not connect again). Set before arming; the hook runs on a
+// journal thread.
 std::string g_cut_name;
 std::atomic<bool> g_cut_armed{false};
 std::atomic<int> g_cuts{0};
