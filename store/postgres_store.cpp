@@ -187,8 +187,8 @@ Status PostgresStore::ready_reader(Reader& reader) {
   // scan of (flow or status, seq) or of the key gives directly; with a bitmap scan the
   // server reads every matching row and sorts them for the page. It takes the bitmap scan
   // when the tables' statistics say they are small, and they say so until autovacuum's
-  // next analyze after a burst of inserts (docs/SCALING.md, "Limits, as built": 110 lists
-  // a second then, against thousands). Reads by key are not affected.
+  // next analyze after a burst of inserts (docs/SCALING.md, "Limits, as built"). Reads by
+  // key are not affected.
   ResultPtr ro(PQexec(reader.conn, "SET default_transaction_read_only = on; SET enable_bitmapscan = off"));
   if (!result_ok(ro.get())) return error("cannot open a connection to read it", reader.conn);
   const Oid seq_type = kInt8Oid;
