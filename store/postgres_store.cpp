@@ -96,20 +96,16 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const std::string& ur
     store->schema_ = cell_text(r.get(), 0, 0);
   }
   store->lead_epoch_ = read_only ? 0 : lead_epoch;
-  if (!read_only && !limit_idle_transactions(store->conn_)) return store->error("cannot set its session's limits");
   if (read_only) {
     ResultPtr r(PQexec(store->conn_, "SET default_transaction_read_only = on"));
     if (!result_ok(r.get())) return store->error("cannot start a read-only session");
-  } else if (store->lead_epoch_ == 0) {
-    FLOWRT_RETURN_IF_ERROR(store->take_lock());
+  } else {
+    FLOWRT_RETURN_IF_ERROR(store->start_writer_session());
   }
   FLOWRT_RETURN_IF_ERROR(store->prepare_schema());
   if (!read_only) {
     FLOWRT_RETURN_IF_ERROR(store->prepare_keyed_writes());
-    FLOWRT_RETURN_IF_ERROR(store->prepare_statements());
-    FLOWRT_RETURN_IF_ERROR(store->read_highest_context());
-    if (store->lead_epoch_ == 0) FLOWRT_RETURN_IF_ERROR(store->note_holder());
-    FLOWRT_RETURN_IF_ERROR(store->set_sync_mode(sync));
+    FLOWRT_RETURN_IF_ERROR(store->ready_writes(sync));
   }
   {
     MutexLock lock(store->readers_[0].mu);
@@ -248,21 +244,29 @@ Status PostgresStore::set_sync_mode(SyncMode mode) {
   return Status::ok();
 }
 
+Status PostgresStore::start_writer_session() {
+  if (!limit_idle_transactions(conn_)) return error("cannot set its session's limits");
+  return lead_epoch_ == 0 ? take_lock() : Status::ok();
+}
+
+Status PostgresStore::ready_writes(SyncMode sync) {
+  FLOWRT_RETURN_IF_ERROR(prepare_statements());
+  FLOWRT_RETURN_IF_ERROR(read_highest_context());
+  if (lead_epoch_ == 0) FLOWRT_RETURN_IF_ERROR(note_holder());
+  return set_sync_mode(sync);
+}
+
 Status PostgresStore::reconnect_writer() {
   PQreset(conn_);  // the same parameters, a new session
   if (PQstatus(conn_) != CONNECTION_OK) return error("cannot connect again");
-  if (!limit_idle_transactions(conn_)) return error("cannot set its session's limits");
-  // Refused, naming the holder, when another writer opened the schema meanwhile: this
-  // store then writes no more (lost_ stays set).
-  FLOWRT_RETURN_IF_ERROR(take_lock());
-  FLOWRT_RETURN_IF_ERROR(prepare_statements());
-  // Where the context rows are is read anew: the batch that was cut may have committed.
-  FLOWRT_RETURN_IF_ERROR(read_highest_context());
-  FLOWRT_RETURN_IF_ERROR(note_holder());
-  lost_ = false;
-  Status sync = set_sync_mode(sync_);
-  if (!sync) lost_ = true;
-  return sync;
+  // As open() sets a session up. The lock is refused, naming the holder, when another
+  // writer opened the schema meanwhile: this store then writes no more. Where the context
+  // rows are is read anew: the batch that was cut may have committed.
+  lost_ = false;  // set_sync_mode sets the session's durability only on a live one
+  Status ready = start_writer_session();
+  if (ready) ready = ready_writes(sync_);
+  if (!ready) lost_ = true;
+  return ready;
 }
 
 Status PostgresStore::write_overlapped(const StoreBatch& batch, const std::function<void()>& meanwhile) {

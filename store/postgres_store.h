@@ -152,10 +152,15 @@ class PostgresStore final : public Store {
   PostgresStore(std::string url, std::string where, pg_conn* conn, bool read_only);
   // Takes the writer's lock; refuses naming the holder.
   Status take_lock();
-  // After the writer's connection was lost: a new session, set up as open() set up the
-  // first (its limits, the lock, its statements, its durability), and where the context
-  // rows are read anew. An error (the store stays lost) when the server cannot be reached,
-  // or another writer holds the lock now.
+  // A writer's session, before it reads the schema: its limits, and the lock (not a
+  // leader's: its epoch fences its writes).
+  Status start_writer_session();
+  // Then, the schema there: write()'s statements prepared, where the context rows are
+  // read, the holder noted (not a leader), the session's durability set.
+  Status ready_writes(SyncMode sync);
+  // After the writer's connection was lost: a new session, set up as open() sets the
+  // first up (start_writer_session, ready_writes). An error (the store stays lost) when
+  // the server cannot be reached, or another writer holds the lock now.
   Status reconnect_writer();
   // Creates the tables in an empty schema, or checks the version of existing ones.
   Status prepare_schema();
