@@ -133,7 +133,12 @@ const PgStatement kPgStatements[] = {
     {"run_once_add", "ttt", "INSERT INTO run_once(tbl, sys_id, flow) VALUES($1, $2, $3) ON CONFLICT DO NOTHING"},
     {"run_once_remove", "ttt", "DELETE FROM run_once WHERE tbl = $1 AND sys_id = $2 AND flow = $3"},
     {"run_once_clear", "tt", "DELETE FROM run_once WHERE tbl = $1 AND sys_id = $2"},
-    {"add_recovery", "bt", "INSERT INTO recoveries(at, report) VALUES($1, $2)"},
+    // A note equal to one there (the same time and report) is that note written again: a
+    // batch whose COMMIT was cut may have committed, and is written again (one writer per
+    // schema, so nothing adds the same note meanwhile).
+    {"add_recovery", "bt",
+     "INSERT INTO recoveries(at, report) SELECT $1, $2 "
+     "WHERE NOT EXISTS (SELECT 1 FROM recoveries WHERE at = $1 AND report = $2)"},
     {"put_keyed_write", "tttbttb",
      "INSERT INTO keyed_writes(caller, key, request, status, headers, body, at) VALUES($1, $2, $3, $4, $5, $6, $7) "
      "ON CONFLICT (caller, key) DO UPDATE SET request = excluded.request, status = excluded.status, "

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "store/coalesce.h"
 #include "store/postgres_store.h"
 #include "store/store.h"
 #include "tests/store/postgres_store_fixture.h"
@@ -311,6 +312,45 @@ TEST_F(PostgresStoreTest, AWriterWhoseSessionEnded_ConnectsAgain_UnlessAnotherWr
   EXPECT_EQ(sql_value("SELECT count(*) FROM records WHERE sys_id = 'c'"), "0");
   write(*other, {StoreChange{RecordPut{"t", json(R"({"sys_id": "d"})"), 3}}}, 4);
   EXPECT_EQ(sql_value("SELECT string_agg(sys_id, ',' ORDER BY position) FROM records"), "a,b,d");
+}
+
+// A batch whose COMMIT was cut may have committed, and the engine writes it again: every
+// kind of change a (coalesced) batch carries then lands once, a recovery's note too.
+TEST_F(PostgresStoreTest, ABatchThatCommittedBeforeItsSessionEnded_WrittenAgain_LandsOnce_ItsRecoveryNoteToo) {
+  std::unique_ptr<PostgresStore> store = open();
+  ASSERT_NE(store, nullptr);
+  StoreBatch batch;
+  batch.changes = {StoreChange{RecordPut{"t", json(R"({"sys_id": "a"})"), 1}},
+                   StoreChange{RecordPut{"t", json(R"({"sys_id": "b"})"), 2}},
+                   StoreChange{RecordRemove{"t", "b", 2}},
+                   context_put(1, "queued"),
+                   StoreChange{ContextUpdate{1, "completed", 1, 2, json(R"({"status": "completed"})"), Value()}},
+                   context_put(2, "queued"),
+                   StoreChange{ContextUpdate{2, "waiting", 1, -1, json(R"({"status": "waiting"})"), Value()}},
+                   StoreChange{LockPut{"L", json(R"({"holder": "ctx-2", "token": 1})")}},
+                   StoreChange{RunOncePut{"t", "a", "f", true}},
+                   StoreChange{RecoveryNote{30, json(R"({"resumed": ["ctx-2"]})")}},
+                   StoreChange{KeyedWritePut{"ci", "k1", "req-1", 201, "{}", "{}", 40}}};
+  batch.counters.commit_seq = 2;
+  coalesce_context_changes(batch);  // as the engine's journal sends every batch
+  ASSERT_TRUE(store->write(batch).is_ok());
+  EXPECT_EQ(postgres_value(postgres_server_url(),
+                           "SELECT pg_terminate_backend(" + std::to_string(store->writer_backend_pid()) + ", 5000)"),
+            "t");
+  ASSERT_FALSE(store->write(batch).is_ok()) << "finds the session gone";
+  ASSERT_TRUE(store->write(batch).is_ok());
+  ASSERT_TRUE(store->write(batch).is_ok());
+  EXPECT_EQ(store->reconnects(), 1u);
+  EXPECT_EQ(sql_value("SELECT string_agg(sys_id, ',') FROM records"), "a");
+  EXPECT_EQ(sql_value("SELECT string_agg(seq::text, ',') FROM history"), "1");
+  EXPECT_EQ(sql_value("SELECT string_agg(seq::text || ' ' || status, ',') FROM contexts"), "2 waiting");
+  EXPECT_EQ(sql_value("SELECT count(*) FROM locks"), "1");
+  EXPECT_EQ(sql_value("SELECT count(*) FROM run_once"), "1");
+  EXPECT_EQ(sql_value("SELECT count(*) FROM keyed_writes"), "1");
+  EXPECT_EQ(sql_value("SELECT count(*) FROM recoveries"), "1") << "a note written again is that note";
+  // Another recovery's note is one of its own, even with the same report.
+  write(*store, {StoreChange{RecoveryNote{50, json(R"({"resumed": ["ctx-2"]})")}}}, 3);
+  EXPECT_EQ(sql_value("SELECT string_agg(at::text, ',' ORDER BY id) FROM recoveries"), "30,50");
 }
 
 }  // namespace
