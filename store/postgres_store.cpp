@@ -626,8 +626,8 @@ Status PostgresStore::run_ops(const std::vector<Op>& ops, size_t changes, const 
     // The server rolls back a transaction whose session ends, unless its COMMIT had gone
     // through: the next write connects again (a cluster leader's store does not: it stops
     // here, and its node gives the lead up), and the batch written again lands once
-    // whichever it was (every statement puts a row's values, or removes it; but for a
-    // recovery's note, which is added).
+    // whichever it was (every statement puts a row's values or removes it, and a
+    // recovery's note equal to one there is not added again).
     lost_ = true;
     const char* next = lead_epoch_ == 0 ? " (the connection is lost: the next write connects again)"
                                         : " (the connection is lost: open the store again)";
