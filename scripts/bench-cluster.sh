@@ -16,7 +16,8 @@
 # after the burst (docs/SCALING.md, "Limits, as built"): each list route (GET
 # /api/contexts, ?status=completed, ?flow=assign_incident) read from the leader for 5 s
 # with 16 connections, the tables' statistics as autovacuum left them (none yet, on a
-# fresh schema); with --analyze, ANALYZE runs first.
+# fresh schema); with --analyze, ANALYZE runs first. With N > 1, then ?status=completed
+# and the unfiltered list from a follower.
 # PGURL: a server's URL (scripts/pg-test-server.sh start DIR writes one to DIR/url).
 set -euo pipefail
 flowrt=$(realpath "$1"); url="$2"; shift 2
@@ -85,4 +86,12 @@ if [ "$lists" = 1 ]; then
     echo "== GET /api/contexts$q, to the leader (n1)"
     wrk -t 1 -c 16 -d 5s --latency "http://127.0.0.1:${ports[0]}/api/contexts$q" | grep -E 'Requests/sec|^ +(50|99)%'
   done
+  if [ "$nodes" -gt 1 ]; then
+    # A follower lists ended contexts by status from the database; any other list is the
+    # leader's, through the inbox.
+    for q in "?status=completed" ""; do
+      echo "== GET /api/contexts$q, to a follower (n2)"
+      wrk -t 1 -c 16 -d 5s --latency "http://127.0.0.1:${ports[1]}/api/contexts$q" | grep -E 'Requests/sec|^ +(50|99)%'
+    done
+  fi
 fi

@@ -1,60 +1,29 @@
 // Routes over context records: the list (newest first, paged), one record, cancel, and
 // the skipped starts.
 #include <chrono>
+#include <vector>
 
-#include "plans/time.h"
 #include "runtime/engine.h"
 #include "server/api.h"
 #include "server/api_common.h"
+#include "server/context_list.h"
 #include "server/context_summary.h"
 #include "server/event_feed.h"
 
 namespace flowrt::server {
 namespace {
 
-// GET /api/contexts?flow=F&status=S&since=T&limit=N&cursor=C. The cursor is the seq the
-// next page starts below; `since` (ISO 8601) keeps contexts started at or after it, and
-// ends the list at the first one started before (seqs follow start order).
+// GET /api/contexts (server/context_list.h): the page from the engine, memory and store.
 Reply list_contexts(Engine& engine, const ApiRequest& req) {
   Response error;
-  const std::optional<int64_t> limit = int_param(req, "limit", 50, 1, 1000, &error);
-  const std::optional<int64_t> cursor = int_param(req, "cursor", INT64_MAX, 1, INT64_MAX, &error);
-  if (!limit || !cursor) return error;
-  std::string since;
-  if (const std::string* s = req.query_value("since")) {
-    Result<TimeMs> t = parse_time(*s);
-    if (!t) return error_response(http::status::bad_request, "query parameter since must be an ISO 8601 time: " + t.message());
-    since = format_time(*t);
-  }
-  const std::string* flow = req.query_value("flow");
-  const std::string* status = req.query_value("status");
-  if (status && *status == "queued") {
-    // A context has no record until it starts: queued ones are counted, not listed.
-    return error_response(http::status::bad_request,
-                          "queued contexts are not listed: a context has no record until it starts; "
-                          "GET /api/stats counts them (queue_depth)");
-  }
-  if (status && *status != "in_progress" && *status != "waiting" && !is_final_status(*status)) {
-    return error_response(http::status::bad_request,
-                          "query parameter status must be in_progress, waiting, completed, cancelled or error, got '" +
-                              utf8_prefix(*status, 100) + "'");
-  }
+  const std::optional<ContextListQuery> q = parse_context_list(req, &error);
+  if (!q) return error;
   // One more than the page: whether a next page exists.
-  std::vector<ContextRecord> page = engine.context_page(flow ? *flow : "", status ? *status : "",
-                                                        static_cast<uint64_t>(*cursor), static_cast<size_t>(*limit) + 1);
-  bool more = page.size() > static_cast<size_t>(*limit);
-  if (more) page.pop_back();
-  std::vector<Value> out;
-  for (const ContextRecord& r : page) {
-    const Value& started = r.value()["started_at"];
-    if (!since.empty() && started.is_string() && started.as_string() < since) {
-      more = false;
-      break;
-    }
-    out.push_back(context_summary(r.value()));
-  }
-  Value next = more && !out.empty() ? Value(std::to_string(out.back()["seq"].as_int())) : Value();
-  return json_response(http::status::ok, Value::object({{"contexts", Value::array(std::move(out))}, {"next", next}}));
+  std::vector<ContextRecord> records = engine.context_page(q->flow, q->status, q->before_seq, q->limit + 1);
+  std::vector<Value> page;
+  page.reserve(records.size());
+  for (const ContextRecord& r : records) page.push_back(r.value());
+  return context_list_response(*q, page);
 }
 
 // POST /api/contexts/{id}/cancel: asks the context to stop and waits up to 2 s for it to

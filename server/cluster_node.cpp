@@ -14,6 +14,8 @@
 #include "server/api_common.h"
 #include "server/cluster_applier.h"
 #include "server/cluster_forwarder.h"
+#include "server/context_list.h"
+#include "server/context_summary.h"
 #include "server/history_reader.h"
 #include "server/http_message.h"
 #include "server/shared_stream.h"
@@ -165,6 +167,20 @@ Result<std::unique_ptr<ClusterNode>, Diagnostics> ClusterNode::open(const ServeO
   n->follower_router_.add(http::verb::get, "/api/contexts/{id}", Permission::kRead, [self](const ApiRequest& req) -> Reply {
     if (std::optional<Value> record = self->history_->ended_record(req.param("id"))) {
       return json_response(http::status::ok, *record);
+    }
+    return self->forwarder_->forward(req.http, req.caller);
+  });
+  // A list of contexts that ended with a given status likewise (server/context_list.h);
+  // any other list is the leader's, which alone knows the contexts that have not ended.
+  n->follower_router_.add(http::verb::get, "/api/contexts", Permission::kRead, [self](const ApiRequest& req) -> Reply {
+    Response error;
+    const std::optional<ContextListQuery> q = parse_context_list(req, &error);
+    if (!q) return error;
+    if (is_final_status(q->status)) {
+      // One more than the page, as the leader reads it: whether a next page exists.
+      std::optional<std::vector<Value>> page =
+          self->history_->ended_page(q->flow, q->status, q->before_seq, q->limit + 1);
+      if (page) return context_list_response(*q, *page);
     }
     return self->forwarder_->forward(req.http, req.caller);
   });

@@ -54,9 +54,8 @@ void HistoryReader::failed(std::string_view what, const std::string& why) {
   }
 }
 
-std::optional<Value> HistoryReader::ended_record(std::string_view id) {
-  const std::optional<uint64_t> seq = context_seq_of(id);
-  if (!seq) return std::nullopt;
+template <class T, class Read>
+std::optional<T> HistoryReader::from_database(const std::string& what, Read&& read) {
   bool probe = false;
   if (!may_read(&probe)) return std::nullopt;
   struct EndProbe {
@@ -68,18 +67,55 @@ std::optional<Value> HistoryReader::ended_record(std::string_view id) {
   } end_probe{&probing_, probe};
   PostgresStore* s = store();
   if (!s) return std::nullopt;
-  Result<std::optional<StoredContext>> stored = s->load_context(*seq);
-  if (!stored) {
-    failed("reading context " + std::string(id) + " from the database", stored.message());
+  Result<T> got = read(*s);
+  if (!got) {
+    failed(what, got.message());
     return std::nullopt;
   }
   if (failing_.exchange(false, std::memory_order_acq_rel)) {
     engine_log().info("cluster: the database is read again for ended contexts");
   }
+  return std::move(got).value();
+}
+
+std::optional<Value> HistoryReader::ended_record(std::string_view id) {
+  const std::optional<uint64_t> seq = context_seq_of(id);
+  if (!seq) return std::nullopt;
+  std::optional<std::optional<StoredContext>> stored = from_database<std::optional<StoredContext>>(
+      "reading context " + std::string(id) + " from the database", [&](PostgresStore& s) { return s.load_context(*seq); });
   // As the leader reads a context that left its memory (runtime/context_reads.cpp): only
   // an ended one, with its record.
-  if (!*stored || !is_final_context_status((*stored)->status) || !(*stored)->record.is_object()) return std::nullopt;
-  return std::move((*stored)->record);
+  if (!stored || !*stored || !is_final_context_status((**stored).status) || !(**stored).record.is_object()) {
+    return std::nullopt;
+  }
+  return std::move((**stored).record);
+}
+
+std::optional<std::vector<Value>> HistoryReader::ended_page(std::string_view flow, std::string_view status,
+                                                           uint64_t before_seq, size_t limit) {
+  if (!is_final_context_status(status)) return std::nullopt;
+  if (limit == 0 || before_seq <= 1) return std::vector<Value>();
+  // The query the leader's page asks of its store (runtime/context_reads.cpp).
+  ContextQuery q;
+  q.flow = std::string(flow);
+  q.status = std::string(status);
+  q.ended_only = true;
+  q.newest_first = true;
+  q.up_to_seq = before_seq - 1;
+  q.limit = limit;
+  std::vector<Value> page;
+  while (true) {
+    std::optional<std::vector<StoredContext>> rows = from_database<std::vector<StoredContext>>(
+        "listing contexts from the database", [&](PostgresStore& s) { return s.list_contexts(q); });
+    if (!rows) return std::nullopt;
+    // A context that ended without its record yet (the leader lists it from its memory)
+    // is left out, and the page filled from further down.
+    for (StoredContext& c : *rows) {
+      if (c.record.is_object() && page.size() < limit) page.push_back(std::move(c.record));
+    }
+    if (page.size() == limit || rows->size() < q.limit || rows->back().seq <= 1) return page;
+    q.up_to_seq = rows->back().seq - 1;
+  }
 }
 
 }  // namespace flowrt::server

@@ -17,7 +17,7 @@
 // and after an open or a read that failed, every read is the leader's for kRetryMs, then
 // one read at a time tries the database until one succeeds.
 //
-// Thread-safety: ended_record from any thread (the open under mu_; the store's reads one
+// Thread-safety: ended_record and ended_page from any thread (the open under mu_; the store's reads one
 // per connection under its own locks). Owns the store.
 #pragma once
 
@@ -30,6 +30,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "plans/value.h"
 
@@ -56,6 +57,13 @@ class HistoryReader {
   // does not (not ended, not there, `id` names no context), cannot be read now, or is not
   // tried now (after a failure, see above).
   std::optional<Value> ended_record(std::string_view id);
+  // The records of up to `limit` contexts of `flow` ("": any) that ended with `status`
+  // (completed, cancelled or error), of seqs below `before_seq`, newest first, as the
+  // database holds them; nothing when it cannot be read now, or is not tried now. What the
+  // leader would have listed about when the last durable batch was cut: ends are durable
+  // in the order the contexts ended.
+  std::optional<std::vector<Value>> ended_page(std::string_view flow, std::string_view status, uint64_t before_seq,
+                                               size_t limit);
 
   // The connection URL the store is opened with: `url` with the timeouts above (for tests).
   static std::string with_timeouts(const std::string& url);
@@ -69,6 +77,10 @@ class HistoryReader {
   // tries it again after a failure.
   bool may_read(bool* probe);
   void failed(std::string_view what, const std::string& why);
+  // `read(store)` when this read may go to the database (see above); nothing when it may
+  // not, or the read failed (`what` names it in the log).
+  template <class T, class Read>
+  std::optional<T> from_database(const std::string& what, Read&& read);
 
   const std::string url_;
   const std::function<int64_t()> now_ms_;

@@ -140,6 +140,67 @@ TEST_F(ClusterPostgresTest, AFollowerAnswersAReadOfAnEndedContextFromTheDatabase
   EXPECT_EQ(after.json(), to_a.get("/api/contexts/" + waiting, viewer).json());
 }
 
+TEST_F(ClusterPostgresTest, AFollowerListsContextsThatEndedWithAStatusFromTheDatabase_AnyOtherListIsTheLeaders) {
+  std::ofstream(dir_ / "config.json") << config_with_tokens();
+  server::ClusterNode& a = join("a");
+  server::ClusterNode& b = join("b");
+  ASSERT_TRUE(a.leads());
+  HttpClient to_a(a.port()), to_b(b.port());
+  const auto viewer = token("viewer"), op = token("operator");
+  for (const char* name : {"Ada", "Brian", "Chen"}) {
+    HttpReply called = to_a.post("/api/flows/greet/call?wait=10s", std::string(R"({"name": ")") + name + R"("})", op);
+    ASSERT_EQ(called.status, 200) << called.body;
+  }
+  HttpReply gate = to_a.post("/api/tables/gate/records", R"({"open": false})", op);
+  ASSERT_EQ(gate.status, 201) << gate.body;
+  HttpReply held = to_a.post("/api/flows/hold_desk/call", std::string(R"({"gate": ")") +
+                                                              std::string(gate.json()["sys_id"].as_string()) + R"("})",
+                             op);
+  ASSERT_EQ(held.status, 202) << held.body;
+  a.service()->engine().settle(0);
+  Journal& journal = *a.service()->engine().core().journal;
+  ASSERT_TRUE(journal.wait_durable(journal.appended()).is_ok());
+
+  // Lists of ended contexts by status, pages and `since` included: the follower's own
+  // answer, the leader's body, no inbox entry.
+  const std::string inbox = sql_value("SELECT count(*) FROM cluster_inbox");
+  HttpReply first = to_b.get("/api/contexts?status=completed&limit=2", viewer);
+  ASSERT_EQ(first.status, 200) << first.body;
+  EXPECT_EQ(first.header("X-Flowrt-Operation"), "") << "read from the database, not through the inbox";
+  ASSERT_EQ(first.json()["contexts"].size(), 2u) << first.body;
+  ASSERT_TRUE(first.json()["next"].is_string()) << first.body;
+  const std::string second_page = "/api/contexts?status=completed&limit=2&cursor=" + std::string(first.json()["next"].as_string());
+  for (const std::string& target :
+       {std::string("/api/contexts?status=completed&limit=2"), second_page, std::string("/api/contexts?status=completed&flow=greet"),
+        std::string("/api/contexts?status=completed&flow=hold_desk"), std::string("/api/contexts?status=error"),
+        std::string("/api/contexts?status=completed&since=2999-01-01T00:00:00Z")}) {
+    HttpReply local = to_b.get(target, viewer);
+    ASSERT_EQ(local.status, 200) << target << ": " << local.body;
+    EXPECT_EQ(local.header("X-Flowrt-Operation"), "") << target;
+    EXPECT_EQ(local.json(), to_a.get(target, viewer).json()) << target << ": the leader's answer";
+  }
+  EXPECT_EQ(to_b.get(second_page, viewer).json()["contexts"].size(), 1u);
+  EXPECT_EQ(sql_value("SELECT count(*) FROM cluster_inbox"), inbox);
+  // A bad query is answered alike by both, and goes nowhere.
+  for (const std::string target : {"/api/contexts?status=queued", "/api/contexts?status=done", "/api/contexts?status=completed&limit=0",
+                                   "/api/contexts?status=completed&since=yesterday"}) {
+    HttpReply bad = to_b.get(target, viewer);
+    EXPECT_EQ(bad.status, 400) << target << ": " << bad.body;
+    EXPECT_EQ(bad.json(), to_a.get(target, viewer).json()) << target;
+  }
+  EXPECT_EQ(sql_value("SELECT count(*) FROM cluster_inbox"), inbox);
+  EXPECT_EQ(to_b.get("/api/contexts?status=completed").status, 401) << "no token, no list: from the database neither";
+
+  // Lists that hold contexts not ended are the leader's: through the inbox.
+  for (const std::string target : {"/api/contexts", "/api/contexts?status=waiting", "/api/contexts?flow=hold_desk"}) {
+    HttpReply forwarded = to_b.get(target, viewer);
+    ASSERT_EQ(forwarded.status, 200) << target << ": " << forwarded.body;
+    EXPECT_NE(forwarded.header("X-Flowrt-Operation"), "") << target;
+    EXPECT_EQ(forwarded.json(), to_a.get(target, viewer).json()) << target;
+  }
+  EXPECT_EQ(to_b.get("/api/contexts?status=waiting", viewer).json()["contexts"].size(), 1u);
+}
+
 TEST_F(ClusterPostgresTest, ANodeListeningOnEveryAddress_IsReachedAtItsAdvertisedAddress) {
   std::ofstream(dir_ / "config.json") << config_with_tokens();
   listen_ = "0.0.0.0:0";
