@@ -123,14 +123,7 @@ std::vector<Value> read_context_page(const EngineCore& core, std::string_view fl
     all.push_back(Entry{seq, 1, KeptContext(), std::move(record)});
   }
   if (Store* store = history(core)) {
-    ContextQuery q;
-    q.flow = std::string(flow);
-    q.status = std::string(status);
-    q.ended_only = true;
-    q.newest_first = true;
-    q.up_to_seq = before_seq - 1;
-    q.limit = limit;
-    Result<std::vector<StoredContext>> page = store->list_contexts(q);
+    Result<std::vector<StoredContext>> page = store->list_contexts(newest_ended_page(flow, status, before_seq, limit));
     if (!page) {
       engine_log().error("{}: reading contexts: {}", store->describe(), page.message());
     } else {

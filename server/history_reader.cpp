@@ -95,14 +95,8 @@ std::optional<std::vector<Value>> HistoryReader::ended_page(std::string_view flo
                                                            uint64_t before_seq, size_t limit) {
   if (!is_final_context_status(status)) return std::nullopt;
   if (limit == 0 || before_seq <= 1) return std::vector<Value>();
-  // The query the leader's page asks of its store (runtime/context_reads.cpp).
-  ContextQuery q;
-  q.flow = std::string(flow);
-  q.status = std::string(status);
-  q.ended_only = true;
-  q.newest_first = true;
-  q.up_to_seq = before_seq - 1;
-  q.limit = limit;
+  // The page the leader's list asks of its store (runtime/context_reads.cpp).
+  ContextQuery q = newest_ended_page(flow, status, before_seq, limit);
   std::vector<Value> page;
   while (true) {
     std::optional<std::vector<StoredContext>> rows = from_database<std::vector<StoredContext>>(

@@ -5,10 +5,12 @@
 // (history retention may delete it, on every node alike). So a follower that finds an
 // ended context's record in the database answers GET /api/contexts/{id} exactly as the
 // leader would at that moment or any later one, and as the same read sent through the
-// inbox would be answered: the end was committed before the read began. Anything else (a
-// context that has not ended, or whose end is not durable yet, or that is not there) is
-// not the follower's to answer from the database: the caller forwards that read to the
-// leader, as every other request.
+// inbox would be answered: the end was committed before the read began. Likewise a page of
+// the contexts that ended with a given status (GET /api/contexts?status=S): the one the
+// leader listed about when the last durable batch was cut. Anything else (a context that
+// has not ended, or whose end is not durable yet, or that is not there; a list that can
+// hold contexts not ended) is not the follower's to answer from the database: the caller
+// forwards that read to the leader, as every other request.
 //
 // The store is a read-only PostgresStore (no writer's lock; its reads on connections of
 // its own, reconnected when lost), opened at the first read. These reads run on the HTTP
@@ -17,8 +19,8 @@
 // and after an open or a read that failed, every read is the leader's for kRetryMs, then
 // one read at a time tries the database until one succeeds.
 //
-// Thread-safety: ended_record and ended_page from any thread (the open under mu_; the store's reads one
-// per connection under its own locks). Owns the store.
+// Thread-safety: ended_record and ended_page from any thread (the open under mu_; the
+// store's reads one per connection under its own locks). Owns the store.
 #pragma once
 
 #include <atomic>

@@ -37,6 +37,17 @@ std::optional<uint64_t> context_seq_of(std::string_view id) {
   return seq;
 }
 
+ContextQuery newest_ended_page(std::string_view flow, std::string_view status, uint64_t before_seq, size_t limit) {
+  ContextQuery q;
+  q.flow = std::string(flow);
+  q.status = std::string(status);
+  q.ended_only = true;
+  q.newest_first = true;
+  q.up_to_seq = before_seq - 1;
+  q.limit = limit;
+  return q;
+}
+
 Value ended_trigger(const Value& trigger) {
   if (!trigger.is_object()) return trigger;
   std::vector<Member> kept;

@@ -239,6 +239,12 @@ struct ContextQuery {
   bool records_of_checkpointed = true;
 };
 
+// One page of a list of ended contexts, newest first: those of `flow` ("": every flow)
+// with `status` ("": any ended one), of seqs below `before_seq` (> 1), at most `limit`.
+// The engine's list reads history so (runtime/context_reads.cpp), and a cluster follower
+// the same page (server/history_reader.h).
+ContextQuery newest_ended_page(std::string_view flow, std::string_view status, uint64_t before_seq, size_t limit);
+
 // How a store's background work is going: SQLite's checkpoints, which run on a thread of
 // their own (store/sqlite_checkpointer.h). Zero for a store that has none.
 struct StoreHealth {
