@@ -27,6 +27,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -105,6 +106,11 @@ void drop_schema(const std::string& url) {
                                         "SET client_min_messages = warning; DROP SCHEMA IF EXISTS " + schema + " CASCADE"),
             "");
 }
+
+// How many of `n` faults of a kind a run makes: all in the release suite, a share
+// (n / FLOWRT_CLUSTER_FAULT_DIVISOR, at least one) in a sanitizer build, whose suite has
+// a budget of its own; the faults' real-time waits, not the checks, make a run long.
+int share(int n) { return std::max(1, n / FLOWRT_CLUSTER_FAULT_DIVISOR); }
 
 uint32_t seed_of(uint32_t fallback) {
   if (const char* s = std::getenv("FLOWRT_CLUSTER_SEED")) return static_cast<uint32_t>(std::strtoul(s, nullptr, 10));
@@ -346,10 +352,10 @@ TEST(ClusterPostgresProcessTest, ThreeNodes_SeededKillsAndFaults_LoseNothingAndW
   FaultRun run;
   run.name = "three";
   run.seed = seed_of(20261202);
-  run.faults.assign(22, Fault::kKill);
-  run.faults.insert(run.faults.end(), 3, Fault::kStop);
-  run.faults.insert(run.faults.end(), 3, Fault::kCut);
-  run.min_kills = 20;
+  run.faults.assign(share(22), Fault::kKill);
+  run.faults.insert(run.faults.end(), share(3), Fault::kStop);
+  run.faults.insert(run.faults.end(), share(3), Fault::kCut);
+  run.min_kills = share(20);  // at least 20 kills per CI run: the release suite's
   run.server = test_support::postgres_server_url();
   run.data = test_support::fresh_postgres_schema("cluster_three");
   run_faults(run);
@@ -365,12 +371,12 @@ TEST(ClusterPostgresProcessTest, ThreeNodes_DatabaseRestartsAndStatementTimeouts
   FaultRun run;
   run.name = "db-faults";
   run.seed = seed_of(20261204);
-  run.faults.assign(3, Fault::kRestart);
-  run.faults.insert(run.faults.end(), 3, Fault::kCrashRestart);
-  run.faults.insert(run.faults.end(), 3, Fault::kTimeouts);
-  run.faults.insert(run.faults.end(), 4, Fault::kKill);
-  run.faults.insert(run.faults.end(), 1, Fault::kCut);
-  run.min_kills = 4;
+  run.faults.assign(share(3), Fault::kRestart);
+  run.faults.insert(run.faults.end(), share(3), Fault::kCrashRestart);
+  run.faults.insert(run.faults.end(), share(3), Fault::kTimeouts);
+  run.faults.insert(run.faults.end(), share(4), Fault::kKill);
+  run.faults.insert(run.faults.end(), share(1), Fault::kCut);
+  run.min_kills = share(4);
   run.server = database.url();
   run.restartable = &database;
   run.data = database.url() + "?options=-cstatement_timeout%3D" + std::to_string(kStatementTimeoutMs);

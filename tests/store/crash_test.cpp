@@ -45,7 +45,7 @@ namespace {
 // The resume variant's checks (CrashTest.KillNine_Resume_*): ON. They need running and
 // waiting contexts to resume after a restart; switch off only to see the rest alone.
 constexpr bool kCheckResume = true;
-constexpr int kDefaultKills = 250;  // per test; two tests: 500 kills per CI run
+constexpr int kDefaultKills = FLOWRT_CRASH_DEFAULT_KILLS;  // per test: 250 in release (500 per CI run), 80 under ASan
 constexpr int kKillsPerSeed = 20;
 constexpr int kOpsPerSeed = 120;
 
