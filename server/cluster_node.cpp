@@ -287,6 +287,7 @@ Status ClusterNode::start_leading(int64_t epoch, uint64_t applied) {
     service_ = std::move(service).value();
   }
   port_ = service_->port();
+  leading_service_.store(service_.get());
   const std::string address = advertised_address();
   applier_ = std::make_unique<ClusterApplier>(url_, service_->router(), epoch, applied, address,
                                               [this](const std::string& why) { lost_lead(why); });
@@ -426,13 +427,12 @@ void ClusterNode::add_cluster_routes(Router& router) {
     for (const ClusterNodeRow& r : *nodes) {
       const bool leads = r.incarnation == lead->incarnation;
       if (leads) leader_name = r.name;
-      Value runs = Value(leads ? "every context" : "none: forwards to the leader");
-      if (leads && r.incarnation == incarnation_ && service_ && leads_.load()) {
-        const EngineStats s = service_->engine().stats();
-        runs = Value::object({{"runnable_contexts", Value(static_cast<int64_t>(s.runnable_contexts))},
-                              {"waiting_contexts", Value(static_cast<int64_t>(s.waiting_contexts))},
-                              {"queued_events", Value(static_cast<int64_t>(s.queued_events))}});
-      }
+      // The same on every node: the live leader runs every context, any other node none;
+      // the counts are those its last heartbeat noted.
+      Value runs = Value::object({{"contexts", Value(leads && r.alive && !r.left ? "all" : "none")},
+                                  {"runnable_contexts", Value(r.runs.runnable_contexts)},
+                                  {"waiting_contexts", Value(r.runs.waiting_contexts)},
+                                  {"queued_events", Value(r.runs.queued_events)}});
       list.push_back(Value::object({{"name", Value(r.name)},
                                     {"incarnation", Value(r.incarnation)},
                                     {"role", Value(r.left ? "left" : !r.alive ? "gone" : leads ? "leader" : "follower")},
@@ -532,7 +532,15 @@ void ClusterNode::heartbeat_loop() {
       link = std::move(c).value();
       fresh = true;
     }
-    if (Status s = link->heartbeat(incarnation_, cluster_.lease_ms); s) {
+    // What this node runs, noted with its lease for /api/cluster on every node: the
+    // leader's engine's counts, a follower's zeros.
+    NodeRuns runs;
+    if (Service* service = leading_service_.load()) {
+      const EngineStats s = service->engine().stats();
+      runs = NodeRuns{static_cast<int64_t>(s.runnable_contexts), static_cast<int64_t>(s.waiting_contexts),
+                      static_cast<int64_t>(s.queued_events)};
+    }
+    if (Status s = link->heartbeat(incarnation_, cluster_.lease_ms, runs); s) {
       last_renewal_ms_.store(asked);
       // While this node takes the lead its control thread is busy loading the state, and a
       // store write there that the next leader fenced is retried for ever: the lead row is

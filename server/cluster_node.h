@@ -152,6 +152,9 @@ class ClusterNode {
   std::unique_ptr<HistoryReader> history_;
   std::unique_ptr<HttpServer> follower_server_;
   std::unique_ptr<Service> service_;
+  // The service once it answers as the leader's (set once, by the control thread; it
+  // outlives the heartbeat thread, which reads it for the counts each heartbeat notes).
+  std::atomic<Service*> leading_service_{nullptr};
   std::unique_ptr<ClusterApplier> applier_;
   // Leading: what puts writes with an Idempotency-Key into the inbox (made before the
   // service answers, kept until the node stops).

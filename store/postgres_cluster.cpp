@@ -46,6 +46,11 @@ DO $$ BEGIN  -- columns added since the first version; ALTER only when missing (
                  AND table_name = 'cluster_inbox' AND column_name = 'idem_key') THEN
     ALTER TABLE cluster_inbox ADD COLUMN idem_key text;
   END IF;
+  IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+                 AND table_name = 'cluster_nodes' AND column_name = 'runnable_contexts') THEN
+    ALTER TABLE cluster_nodes ADD COLUMN runnable_contexts bigint NOT NULL DEFAULT 0,
+      ADD COLUMN waiting_contexts bigint NOT NULL DEFAULT 0, ADD COLUMN queued_events bigint NOT NULL DEFAULT 0;
+  END IF;
 END $$;
 CREATE INDEX IF NOT EXISTS cluster_inbox_batch ON cluster_inbox(batch) WHERE batch IS NOT NULL;
 CREATE UNIQUE INDEX IF NOT EXISTS cluster_inbox_key ON cluster_inbox(caller, idem_key) WHERE idem_key IS NOT NULL;
@@ -193,13 +198,17 @@ Status PostgresCluster::set_address(int64_t incarnation, std::string_view addres
   return Status::ok();
 }
 
-Status PostgresCluster::heartbeat(int64_t incarnation, int lease_ms) {
+Status PostgresCluster::heartbeat(int64_t incarnation, int lease_ms, const NodeRuns& runs) {
   Params p;
   p.integer(incarnation);
   p.integer(lease_ms);
+  p.integer(runs.runnable_contexts);
+  p.integer(runs.waiting_contexts);
+  p.integer(runs.queued_events);
   ResultPtr r(exec_params(conn_,
                           "UPDATE cluster_nodes SET heartbeat = clock_timestamp(), lease_until = clock_timestamp() + "
-                          "$2::bigint * interval '1 millisecond' WHERE incarnation = $1::bigint AND left_at IS NULL",
+                          "$2::bigint * interval '1 millisecond', runnable_contexts = $3::bigint, waiting_contexts = "
+                          "$4::bigint, queued_events = $5::bigint WHERE incarnation = $1::bigint AND left_at IS NULL",
                           p));
   if (!result_ok(r.get())) return error("cannot renew its lease");
   if (std::string_view(PQcmdTuples(r.get())) != "1") {
@@ -265,7 +274,8 @@ Result<std::vector<ClusterNodeRow>> PostgresCluster::nodes() {
   ResultPtr r(PQexec(conn_,
                      "SELECT incarnation, name, address, host, pid, " FLOWRT_PG_ISO("started") ", " FLOWRT_PG_ISO("heartbeat") ", "
                      FLOWRT_PG_ISO("lease_until") ", "
-                     "lease_until > clock_timestamp(), left_at IS NOT NULL FROM cluster_nodes WHERE left_at IS NULL "
+                     "lease_until > clock_timestamp(), left_at IS NOT NULL, runnable_contexts, waiting_contexts, "
+                     "queued_events FROM cluster_nodes WHERE left_at IS NULL "
                      "OR left_at > clock_timestamp() - interval '1 hour' ORDER BY incarnation DESC LIMIT 1000"));
   if (!result_ok(r.get())) return error("cannot list its nodes");
   std::vector<ClusterNodeRow> out;
@@ -281,6 +291,7 @@ Result<std::vector<ClusterNodeRow>> PostgresCluster::nodes() {
     n.lease_until = cell_text(r.get(), i, 7);
     n.alive = cell_view(r.get(), i, 8) == "t";
     n.left = cell_view(r.get(), i, 9) == "t";
+    n.runs = NodeRuns{cell_int(r.get(), i, 10), cell_int(r.get(), i, 11), cell_int(r.get(), i, 12)};
     out.push_back(std::move(n));
   }
   return out;

@@ -6,8 +6,9 @@
 // Tables, in the store's schema next to its own (created when missing, in one transaction
 // under an advisory lock, so nodes starting together do not race):
 //  - cluster_nodes: one row per node incarnation (a process that joined): its name,
-//    address, host, pid, and lease_until, which its heartbeat moves on. A node whose
-//    lease_until is past is dead to the cluster, whatever it thinks.
+//    address, host, pid, and lease_until, which its heartbeat moves on, with what it
+//    runs (NodeRuns). A node whose lease_until is past is dead to the cluster, whatever
+//    it thinks.
 //  - cluster_lead: one row: the leading incarnation, its epoch, since when, and
 //    applied_op, the last inbox operation whose effects are durable (the leader's store
 //    writes it in each batch's transaction: PostgresStore's fence). Taking the lead
@@ -41,6 +42,15 @@ struct pg_conn;
 
 namespace flowrt {
 
+// What a node ran when it last renewed its lease: the leader's engine's counts; a
+// follower runs no contexts and reports zeros.
+struct NodeRuns {
+  int64_t runnable_contexts = 0;  // queued, ready to run or running
+  int64_t waiting_contexts = 0;   // parked (a wait, a record condition, a lock)
+  int64_t queued_events = 0;      // trigger events not started yet
+  bool operator==(const NodeRuns&) const = default;
+};
+
 // A node as cluster_nodes shows it.
 struct ClusterNodeRow {
   int64_t incarnation = 0;
@@ -53,6 +63,7 @@ struct ClusterNodeRow {
   std::string lease_until;
   bool alive = false;        // lease_until is ahead of the database's clock
   bool left = false;         // it stopped cleanly
+  NodeRuns runs;             // as of its last heartbeat (zeros until its first)
 };
 
 // The lead row.
@@ -127,8 +138,9 @@ class PostgresCluster {
   Result<int64_t> join(std::string_view name, std::string_view address, int lease_ms);
   // Where the incarnation's API listens, once it knows.
   Status set_address(int64_t incarnation, std::string_view address);
-  // Moves the incarnation's lease on; an error when it has left (or its row is gone).
-  Status heartbeat(int64_t incarnation, int lease_ms);
+  // Moves the incarnation's lease on and notes what it runs now; an error when it has
+  // left (or its row is gone).
+  Status heartbeat(int64_t incarnation, int lease_ms, const NodeRuns& runs = {});
   // Takes the lead for `incarnation` when no live node has it (none leads, or the leader's
   // lease ran out, or it left): the new epoch and the applied_op it starts from. nullopt
   // when a live node leads (that node's incarnation is in lead()).

@@ -691,12 +691,12 @@ async function renderLocks(page, view) {
 
 /* ---------------------------------------------------------------- cluster */
 
-// What a node runs: the leader's counts, or the server's words.
+// What a node runs, as of its last heartbeat: the live leader every context (with its
+// counts), any other node none.
 function nodeRuns(runs) {
-  if (runs && typeof runs === 'object') {
-    return `${runs.runnable_contexts} runnable, ${runs.waiting_contexts} waiting, ${runs.queued_events} queued`;
-  }
-  return String(runs ?? '—');
+  if (!runs || typeof runs !== 'object') return '—';
+  if (runs.contexts !== 'all') return 'none';
+  return `every context: ${runs.runnable_contexts} runnable, ${runs.waiting_contexts} waiting, ${runs.queued_events} queued`;
 }
 
 // Page: the cluster's nodes (serve --node), every 2 s; lease countdowns every 250 ms.
@@ -724,7 +724,8 @@ async function renderCluster(page, view) {
     last = key;
     const rows = data.nodes.map((n) => row({ 'data-node': n.name, 'data-role': n.role }, [
       n.name, { cell: String(n.incarnation), class: 'num' }, badge(n.role, 'role'), n.address || '—',
-      `${n.host} (pid ${n.pid})`, timeEl(n.heartbeat), countdown(n.lease_until, 'runs out', 'ran out'), nodeRuns(n.runs)]));
+      `${n.host} (pid ${n.pid})`, timeEl(n.heartbeat), countdown(n.lease_until, 'runs out', 'ran out'),
+      { cell: nodeRuns(n.runs), class: 'runs' }]));
     replaceView(view, [h('h1', {}, 'Cluster'),
       h('p', { class: 'hint' }, `This page is served by node ${data.node.name} (${data.node.role}). Refreshes every 2 s.`),
       h('dl', { class: 'facts inline', id: 'lead' },

@@ -389,9 +389,14 @@ async def run(test, env):
 # ---------------------------------------------------------------- a cluster
 
 def node_roles(roles):
-    """A JS expression: true when the cluster page's table shows each node in its role."""
-    checks = [f"document.querySelector('#nodes tr[data-node=\"{n}\"][data-role=\"{r}\"]') !== null"
-              for n, r in roles.items()]
+    """A JS expression: true when the cluster page's table shows each node in its role,
+    the leader running every context and any other node none."""
+    checks = []
+    for n, r in roles.items():
+        node_row = f"#nodes tr[data-node=\"{n}\"][data-role=\"{r}\"]"
+        runs = "every context: " if r == "leader" else "none"
+        checks.append(f"document.querySelector('{node_row}') !== null && "
+                      f"document.querySelector('{node_row} td.runs').textContent.startsWith('{runs}')")
     return " && ".join(checks)
 
 

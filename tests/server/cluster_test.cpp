@@ -75,6 +75,62 @@ TEST_F(ClusterPostgresTest, AFollowerAnswersWithTheLeadersAnswer_InOneCommitOrde
   EXPECT_EQ(to_a.get("/api/cluster").json()["node"]["role"].as_string(), "leader");
 }
 
+// /api/cluster shows what each node runs, the same object whichever node is asked: the
+// live leader every context, with the counts its last heartbeat noted (a waiting context
+// shows on the follower's answer within a heartbeat, and goes once it ended), any other
+// node none with zeros; when the leader leaves, the next one runs every context.
+TEST_F(ClusterPostgresTest, EveryNodeShowsWhatEachRuns_TheLeadersCountsAsOfItsLastHeartbeat) {
+  server::ClusterNode& a = join("a", 900);  // a heartbeat every 300 ms
+  server::ClusterNode& b = join("b", 900);
+  ASSERT_TRUE(a.leads());
+  HttpClient to_a(a.port()), to_b(b.port());
+  auto runs_of = [](const Value& cluster, const std::string& name) {
+    for (const Value& n : cluster["nodes"].items()) {
+      if (n["name"] == Value(name) && n["role"] != Value("left")) return n["runs"];
+    }
+    return Value();
+  };
+  auto runs = [](const char* contexts, int64_t runnable, int64_t waiting, int64_t queued) {
+    return Value::object({{"contexts", Value(contexts)},
+                          {"runnable_contexts", Value(runnable)},
+                          {"waiting_contexts", Value(waiting)},
+                          {"queued_events", Value(queued)}});
+  };
+
+  HttpReply gate = to_a.post("/api/tables/gate/records", R"({"open": false})");
+  ASSERT_EQ(gate.status, 201) << gate.body;
+  const std::string gate_id(gate.json()["sys_id"].as_string());
+  ASSERT_EQ(to_b.post("/api/flows/hold_desk/call", R"({"gate": ")" + gate_id + R"("})").status, 202);
+  a.service()->engine().settle(0);
+  Value seen;
+  EXPECT_TRUE(WaitFor([&] {
+    seen = to_b.get("/api/cluster").json();
+    return runs_of(seen, "a")["waiting_contexts"] == Value(1);
+  })) << "the follower shows the leader's waiting context within a heartbeat: " << seen.to_json();
+  EXPECT_EQ(runs_of(seen, "a"), runs("all", 0, 1, 0)) << seen.to_json();
+  EXPECT_EQ(runs_of(seen, "b"), runs("none", 0, 0, 0)) << seen.to_json();
+  const Value from_a = to_a.get("/api/cluster").json();
+  EXPECT_EQ(runs_of(from_a, "a")["contexts"], Value("all")) << "the leader answers alike: " << from_a.to_json();
+  EXPECT_EQ(runs_of(from_a, "b"), runs("none", 0, 0, 0)) << from_a.to_json();
+
+  ASSERT_EQ(to_a.request(http::verb::patch, "/api/tables/gate/records/" + gate_id, R"({"open": true})").status, 200);
+  a.service()->engine().settle(0);
+  EXPECT_TRUE(WaitFor([&] {
+    seen = to_b.get("/api/cluster").json();
+    return runs_of(seen, "a") == runs("all", 0, 0, 0);
+  })) << "the context ended: " << seen.to_json();
+
+  a.stop();  // leaves: the lead is free at once
+  ASSERT_TRUE(WaitFor([&] { return b.leads(); })) << "b takes the lead";
+  seen = to_b.get("/api/cluster").json();
+  EXPECT_EQ(runs_of(seen, "b")["contexts"], Value("all")) << seen.to_json();
+  for (const Value& n : seen["nodes"].items()) {
+    if (n["name"] == Value("a")) {
+      EXPECT_EQ(n["runs"]["contexts"], Value("none")) << "a left: " << seen.to_json();
+    }
+  }
+}
+
 // A follower passes the leader's event stream on (server/stream_relay.h): the same events
 // with the same ids, resumable by Last-Event-ID through any node; the client's token is
 // checked by the follower and again by the leader; the stream ends when the leader goes

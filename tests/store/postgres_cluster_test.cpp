@@ -132,14 +132,22 @@ TEST_F(PostgresClusterTest, TwoNodesTryingToLeadAtOnce_OneWins_AndEachEpochIsTak
   }
 }
 
-TEST_F(PostgresClusterTest, ALiveLeader_KeepsTheLead_ALeaderThatLeft_HandsItOverAtOnce) {
+TEST_F(PostgresClusterTest, ALiveLeader_KeepsTheLead_ALeaderThatLeft_HandsItOverAtOnce_EachNotesWhatItRuns) {
   std::unique_ptr<PostgresCluster> a = link(), b = link();
   ASSERT_TRUE(a && b);
   const int64_t ia = join(*a, "a"), ib = join(*b, "b");
   ASSERT_TRUE(a->try_lead(ia)->has_value());
   EXPECT_FALSE(b->try_lead(ib)->has_value()) << "a's lease runs for a minute";
-  ASSERT_TRUE(a->heartbeat(ia, 60000).is_ok());
+  ASSERT_TRUE(a->heartbeat(ia, 60000, NodeRuns{3, 2, 1}).is_ok());
   EXPECT_FALSE(b->try_lead(ib)->has_value());
+  {
+    // What each runs, as its last heartbeat noted: zeros until its first.
+    Result<std::vector<ClusterNodeRow>> now = b->nodes();
+    ASSERT_TRUE(now.is_ok());
+    ASSERT_EQ(now->size(), 2u);
+    EXPECT_EQ((*now)[0].runs, NodeRuns{}) << "b";
+    EXPECT_EQ((*now)[1].runs, (NodeRuns{3, 2, 1})) << "a";
+  }
   ASSERT_TRUE(a->leave(ia).is_ok());
   EXPECT_FALSE(a->heartbeat(ia, 60000).is_ok()) << "a node that left has no lease to renew";
   EXPECT_TRUE(b->try_lead(ib)->has_value()) << "leaving frees the lead without waiting for the lease";
