@@ -131,15 +131,6 @@ TEST_F(ClusterPostgresTest, EveryNodeShowsWhatEachRuns_TheLeadersCountsAsOfItsLa
   }
 }
 
-// A follower passes the leader's event stream on (server/stream_relay.h): the same events
-// with the same ids, resumable by Last-Event-ID through any node; the client's token is
-// checked by the follower and again by the leader; the stream ends when the leader goes
-// (the node that then follows too: its relay's upstream ended), and the client, sent again,
-// follows the new leader's.
-// A node listening on every address (0.0.0.0) must say where it is reached (--advertise):
-// without it, it is refused before it joins; with a host name and no port, it is reached
-// at that name and the port it listens on, which /api/cluster shows and a follower's
-// relayed event stream connects to (by name). A malformed --advertise is a clear error.
 // A follower answers a read of an ended context from the database (server/history_reader.h):
 // the leader's very answer, without an inbox entry (no X-Flowrt-Operation, the inbox as it
 // was). A context that has not ended, and one the database does not have, are the leader's
@@ -196,6 +187,10 @@ TEST_F(ClusterPostgresTest, AFollowerAnswersAReadOfAnEndedContextFromTheDatabase
   EXPECT_EQ(after.json(), to_a.get("/api/contexts/" + waiting, viewer).json());
 }
 
+// A follower answers a list of the contexts that ended with a status (completed, cancelled,
+// error) from the database, with the leader's body for every page, `since` and flow, and
+// no inbox entry; a list that can hold contexts not ended (no status, in_progress,
+// waiting) is the leader's, through the inbox; a bad query is answered alike by both.
 TEST_F(ClusterPostgresTest, AFollowerListsContextsThatEndedWithAStatusFromTheDatabase_AnyOtherListIsTheLeaders) {
   std::ofstream(dir_ / "config.json") << config_with_tokens();
   server::ClusterNode& a = join("a");
@@ -257,6 +252,10 @@ TEST_F(ClusterPostgresTest, AFollowerListsContextsThatEndedWithAStatusFromTheDat
   EXPECT_EQ(to_b.get("/api/contexts?status=waiting", viewer).json()["contexts"].size(), 1u);
 }
 
+// A node listening on every address (0.0.0.0) must say where it is reached (--advertise):
+// without it, it is refused before it joins; with a host name and no port, it is reached
+// at that name and the port it listens on, which /api/cluster shows and a follower's
+// relayed event stream connects to (by name). A malformed --advertise is a clear error.
 TEST_F(ClusterPostgresTest, ANodeListeningOnEveryAddress_IsReachedAtItsAdvertisedAddress) {
   std::ofstream(dir_ / "config.json") << config_with_tokens();
   listen_ = "0.0.0.0:0";
@@ -291,6 +290,11 @@ TEST_F(ClusterPostgresTest, ANodeListeningOnEveryAddress_IsReachedAtItsAdvertise
   EXPECT_THAT(relayed.head(), HasSubstr(" 200 ")) << "the follower reached the leader at " << reached;
 }
 
+// A follower passes the leader's event stream on (server/stream_relay.h): the same events
+// with the same ids, resumable by Last-Event-ID through any node; the client's token is
+// checked by the follower and again by the leader; the stream ends when the leader goes
+// (the node that then follows too: its relay's upstream ended), and the client, sent again,
+// follows the new leader's.
 TEST_F(ClusterPostgresTest, AFollowerPassesTheLeadersEventStreamOn_ResumableByItsIds_EndingWhenTheLeaderGoes) {
   std::ofstream(dir_ / "config.json") << config_with_tokens();
   server::ClusterNode& a = join("a");
