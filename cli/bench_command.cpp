@@ -44,6 +44,10 @@ int bench_command(const CommandArgs& args) {
   o.clients = static_cast<unsigned>(positive(args, "clients", 1));
   if (o.clients < 1 || o.clients > 1024) throw UsageError{"--clients must be 1 to 1024"};
   if (o.clients > 1 && o.rate > 0) throw UsageError{"--rate paces one client: leave out --clients"};
+  if (args.has("in-flight")) {
+    o.in_flight = static_cast<unsigned>(positive(args, "in-flight", 0));
+    if (o.in_flight < 1 || o.in_flight > 65536) throw UsageError{"--in-flight must be 1 to 65536"};
+  }
   o.producer_runs = args.has("producer-runs");
   if (o.producer_runs && o.rate <= 0) throw UsageError{"--producer-runs goes with --rate: without it the producer is never ahead"};
   o.retention = positive(args, "retention", 0);
@@ -75,6 +79,9 @@ int bench_command(const CommandArgs& args) {
   } else if (args.has("data")) {
     throw UsageError{"--data goes with --store sqlite or postgresql"};
   }
+  if (o.in_flight > 0 && o.store == "memory") {
+    throw UsageError{"--in-flight goes with --store sqlite or postgresql: a commit to the memory store has no durability to wait for"};
+  }
   const std::string json = args.get("json", "false");
   if (isatty(STDERR_FILENO)) {
     o.progress = [](double done) { std::fprintf(stderr, "\r%5.1f%% committed", done * 100.0); };
@@ -91,6 +98,8 @@ int bench_command(const CommandArgs& args) {
         {Value("events"), Value(static_cast<long long>(r.events))},
         {Value("contexts"), Value(static_cast<long long>(r.contexts))},
         {Value("workers"), Value(r.workers)},
+        {Value("clients"), Value(o.clients)},
+        {Value("in_flight"), Value(o.in_flight)},
         {Value("seconds"), Value(r.seconds)},
         {Value("contexts_per_s"), Value(r.contexts_per_s)},
         {Value("cpu_us_per_context"), Value(r.cpu_us_per_context)},
@@ -113,6 +122,7 @@ int bench_command(const CommandArgs& args) {
   row("events", std::to_string(r.events));
   row("contexts", std::to_string(r.contexts));
   row("workers", std::to_string(r.workers));
+  row("clients", std::to_string(o.clients) + (o.in_flight ? ", " + std::to_string(o.in_flight) + " commits in flight each" : ""));
   row("seconds", fixed(r.seconds, 3));
   row("contexts/s", fixed(r.contexts_per_s, 0));
   row("CPU per context", fixed(r.cpu_us_per_context, 2) + " us");

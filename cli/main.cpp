@@ -28,8 +28,8 @@ constexpr const char* kUsage = R"(usage:
                    [--node NAME [--lease-ms MS] [--forward-timeout-ms MS] [--advertise HOST[:PORT]]]
   flowrt validate DIR | PATH...
   flowrt plan PATH... --flow ID
-  flowrt bench [--workload triage|fanout|events|locks|compile|recovery] [--events N] [--workers K] [--rate R [--producer-runs]] [--clients N] [--max-queued N]
-               [--retention N] [--store memory|sqlite --data NEWFILE [--durability full|normal|off]] [--json]
+  flowrt bench [--workload triage|fanout|events|locks|compile|recovery] [--events N] [--workers K] [--rate R [--producer-runs]] [--clients N [--in-flight N]] [--max-queued N]
+               [--retention N] [--store memory|sqlite|postgresql --data NEWFILE|URL [--durability full|normal|off]] [--json]
   flowrt COMMAND --help     what COMMAND takes
   flowrt --version
 "--" ends the options: every word after it is a DIR or PATH.
@@ -167,6 +167,9 @@ int main(int argc, char** argv) {
   add_value(bench, "--workers", "workers", "K", "worker threads (default 2)");
   add_value(bench, "--rate", "rate", "R", "events per second (default: as fast as possible)");
   add_value(bench, "--clients", "clients", "N", "threads committing the events at once (default 1)");
+  add_value(bench, "--in-flight", "in-flight", "N",
+            "with --store sqlite or postgresql: commits each client keeps in flight, waiting for the oldest to be "
+            "durable only when N are not yet, as a server answers its requests (default: each commit waits for its own)");
   add_value(bench, "--max-queued", "max-queued", "N",
             "a closed loop: the clients wait while N contexts wait to start (default 0: as fast as they can commit)");
   add_value(bench, "--retention", "retention", "N", "context_retention, and with --store sqlite history_retention's count (default 0: keep every record)");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <deque>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -12,6 +13,7 @@
 
 #include "runtime/engine_core.h"
 #include "runtime/flow_slot.h"
+#include "runtime/journal.h"
 
 namespace flowrt::bench {
 namespace {
@@ -30,6 +32,11 @@ uint64_t status_kb(const char* field) {
   }
   std::fclose(f);
   return kb;
+}
+
+// Waits until the journal has made `position` durable; a store that failed is a broken run.
+void wait_durable_or_throw(Journal& journal, uint64_t position) {
+  if (Status s = journal.wait_durable(position); !s) throw std::runtime_error("the store failed: " + s.message());
 }
 
 // The p-th percentile of `ns` (sorted), in µs.
@@ -152,7 +159,9 @@ BenchResult drive(Engine& engine, uint64_t count, const std::function<void(uint6
   };
   std::atomic<uint64_t> peak_queued{0};
   uint64_t producer_ran = 0;  // contexts the (one) producer ran itself (producer_runs)
+  Journal* const durable_journal = engine.core().journal.get();  // null: the memory store
   auto client = [&](unsigned c) {
+    std::deque<uint64_t> unanswered;  // with in_flight: this client's commits not yet durable, oldest first
     for (uint64_t i = c; i < count; i += clients) {
       if (clients == 1) {
         // Ahead of its pace, the producer may run what it queued, then sleeps the rest.
@@ -174,7 +183,19 @@ BenchResult drive(Engine& engine, uint64_t count, const std::function<void(uint6
         warm_faults = minor_faults();
         warm_seq = engine.core().dispatcher.last_seq();
       }
-      op(i);
+      if (o.in_flight > 0 && durable_journal) {
+        // The commit returns once it is committed; its durability is waited for later,
+        // oldest first (durable positions grow in order, so the oldest is the first due).
+        DurabilityDeferral deferral;
+        op(i);
+        if (deferral.position() > 0) unanswered.push_back(deferral.position());
+        if (unanswered.size() >= o.in_flight) {
+          wait_durable_or_throw(*durable_journal, unanswered.front());
+          unanswered.pop_front();
+        }
+      } else {
+        op(i);
+      }
       if (c == 0 && o.progress && ((i / clients) & 0xFFFF) == 0) {
         o.progress(static_cast<double>(i) / static_cast<double>(count));
       }

@@ -17,6 +17,11 @@ struct BenchOptions {
   unsigned workers = 2;
   double rate = 0;                  // operations per second to pace at; 0 = as fast as possible
   unsigned clients = 1;             // threads committing the operations at once (rate: one client only)
+  // With a durable store: commits each client keeps in flight, as a server keeps its
+  // requests' answers waiting (no thread per request): a client waits for its oldest
+  // commit to be durable only when this many are not yet. 0: each commit waits for its
+  // own durability before the client makes the next (a thread per client).
+  unsigned in_flight = 0;
   // With rate: while ahead of its pace, the producer runs queued contexts
   // (Engine::run_queued_until) instead of sleeping.
   bool producer_runs = false;
