@@ -533,12 +533,14 @@ void ClusterNode::heartbeat_loop() {
       fresh = true;
     }
     // What this node runs, noted with its lease for /api/cluster on every node: the
-    // leader's engine's counts, a follower's zeros.
+    // leader's engine's counts, a follower's zeros. Read from the engine's atomic
+    // counters, not Engine::stats(), which takes locks: nothing of the engine's may hold
+    // up a renewal.
     NodeRuns runs;
     if (Service* service = leading_service_.load()) {
-      const EngineStats s = service->engine().stats();
-      runs = NodeRuns{static_cast<int64_t>(s.runnable_contexts), static_cast<int64_t>(s.waiting_contexts),
-                      static_cast<int64_t>(s.queued_events)};
+      const EngineCore& core = service->engine().core();
+      runs = NodeRuns{static_cast<int64_t>(core.runnable()), static_cast<int64_t>(core.waiting()),
+                      static_cast<int64_t>(core.events.size_approx())};
     }
     if (Status s = link->heartbeat(incarnation_, cluster_.lease_ms, runs); s) {
       last_renewal_ms_.store(asked);

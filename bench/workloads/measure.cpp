@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <deque>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <stdexcept>
 #include <thread>
 
