@@ -36,22 +36,35 @@ size_t json_size_at_most(const Value& v, size_t limit) {
   return 0;
 }
 
+// The record's objects are built on interned shapes (plans/value.h): one key array each,
+// shared by every record, so building one allocates its values only.
+Value step_shape(bool with_id, bool with_error) {
+  static const Value kShapes[4] = {
+      intern_shape({"path", "action", "status", "started_at", "ended_at", "inputs", "outputs"}),
+      intern_shape({"path", "action", "status", "started_at", "ended_at", "inputs", "outputs", "error"}),
+      intern_shape({"path", "id", "action", "status", "started_at", "ended_at", "inputs", "outputs"}),
+      intern_shape({"path", "id", "action", "status", "started_at", "ended_at", "inputs", "outputs", "error"}),
+  };
+  return kShapes[(with_id ? 2 : 0) + (with_error ? 1 : 0)];
+}
+
 Value step_to_value(const StepEntry& e, size_t limit) {
-  std::vector<Member> m;
-  m.reserve(10);
-  m.push_back(Member{Value("path"), e.path});
-  if (!e.node->id.is_null()) m.push_back(Member{Value("id"), e.node->id});
-  m.push_back(Member{Value("action"), e.node->action});
-  m.push_back(Member{Value("status"), Value(status_name(e.status))});
-  m.push_back(Member{Value("started_at"), time_or_null(e.started)});
-  m.push_back(Member{Value("ended_at"), time_or_null(e.ended)});
+  const bool with_id = !e.node->id.is_null();
+  const bool with_error = e.status == StepStatus::kError && e.outputs.contains("error");
+  ObjectBuilder m(step_shape(with_id, with_error));
+  m.add_value(e.path);
+  if (with_id) m.add_value(e.node->id);
+  m.add_value(e.node->action);
+  m.add_value(Value(status_name(e.status)));
+  m.add_value(time_or_null(e.started));
+  m.add_value(time_or_null(e.ended));
   std::vector<Member> inputs;
   inputs.reserve(e.inputs.size());
   for (const auto& in : e.inputs.members()) inputs.push_back(Member{in.key, limit_value(in.value, limit)});
-  m.push_back(Member{Value("inputs"), Value::object(std::move(inputs))});
-  m.push_back(Member{Value("outputs"), e.outputs.is_null() ? Value::empty_object() : limit_value(e.outputs, limit)});
-  if (e.status == StepStatus::kError && e.outputs.contains("error")) m.push_back(Member{Value("error"), e.outputs["error"]});
-  return Value::object(std::move(m));
+  m.add_value(Value::object(std::move(inputs)));
+  m.add_value(e.outputs.is_null() ? Value::empty_object() : limit_value(e.outputs, limit));
+  if (with_error) m.add_value(e.outputs["error"]);
+  return m.build();
 }
 
 }  // namespace
@@ -123,49 +136,56 @@ Value trigger_to_value(const TriggerData& t, size_t value_limit) {
 }
 
 Value record_to_value(const RecordFields& f) {
-  std::vector<Member> m;
-  m.reserve(16);
-  m.push_back(Member{Value("id"), f.id});
-  m.push_back(Member{Value("seq"), Value(static_cast<long long>(f.seq))});
-  m.push_back(Member{Value("flow"), f.flow});
-  m.push_back(Member{Value("plan_version"), f.plan_version});
-  m.push_back(Member{Value("status"), Value(status_name(f.status))});
-  m.push_back(Member{Value("trigger"), f.trigger ? trigger_to_value(*f.trigger, f.value_limit) : Value()});
-  Value cause;
+  static const Value kRecordShape =
+      intern_shape({"id", "seq", "flow", "plan_version", "status", "trigger", "cause", "chain", "started_at", "ended_at",
+                    "runtime_ms", "steps", "logs", "variables", "error"});
+  static const Value kCauseShape = intern_shape({"context", "flow"});
+  static const Value kLogShape = intern_shape({"time", "level", "step", "message"});
+  ObjectBuilder m(kRecordShape);
+  m.add_value(f.id);
+  m.add_value(Value(static_cast<long long>(f.seq)));
+  m.add_value(f.flow);
+  m.add_value(f.plan_version);
+  m.add_value(Value(status_name(f.status)));
+  m.add_value(f.trigger ? trigger_to_value(*f.trigger, f.value_limit) : Value());
   if (f.cause && !f.cause->context_id.is_null()) {
-    cause = Value::object({{"context", f.cause->context_id}, {"flow", f.cause->flow_id}});
+    ObjectBuilder cause(kCauseShape);
+    cause.add_value(f.cause->context_id);
+    cause.add_value(f.cause->flow_id);
+    m.add_value(cause.build());
+  } else {
+    m.add_value(Value());
   }
-  m.push_back(Member{Value("cause"), cause});
   std::vector<Value> chain;
   if (f.cause && f.cause->chain) chain = *f.cause->chain;
-  m.push_back(Member{Value("chain"), Value::array(std::move(chain))});
-  m.push_back(Member{Value("started_at"), time_or_null(f.started)});
-  m.push_back(Member{Value("ended_at"), time_or_null(f.ended)});
-  m.push_back(Member{Value("runtime_ms"), Value(static_cast<double>(static_cast<long long>(f.run_ms * 1000)) / 1000)});
+  m.add_value(Value::array(std::move(chain)));
+  m.add_value(time_or_null(f.started));
+  m.add_value(time_or_null(f.ended));
+  m.add_value(Value(static_cast<double>(static_cast<long long>(f.run_ms * 1000)) / 1000));
   std::vector<Value> steps;
   if (f.steps) {
     steps.reserve(f.steps->size());
     for (const StepEntry& e : *f.steps) steps.push_back(step_to_value(e, f.value_limit));
   }
-  m.push_back(Member{Value("steps"), Value::array(std::move(steps))});
+  m.add_value(Value::array(std::move(steps)));
   std::vector<Value> logs;
-  {
-    logs.reserve(f.logs.size());
-    for (const LogEntry& l : f.logs) {
-      logs.push_back(Value::object({{"time", Value(std::string_view(format_time(l.time)))},
-                                    {"level", Value(level_name(l.level))},
-                                    {"step", l.step},
-                                    {"message", limit_text(l.message, f.value_limit)}}));
-    }
+  logs.reserve(f.logs.size());
+  for (const LogEntry& l : f.logs) {
+    ObjectBuilder log(kLogShape);
+    log.add_value(Value(std::string_view(format_time(l.time))));
+    log.add_value(Value(level_name(l.level)));
+    log.add_value(l.step);
+    log.add_value(limit_text(l.message, f.value_limit));
+    logs.push_back(log.build());
   }
-  m.push_back(Member{Value("logs"), Value::array(std::move(logs))});
+  m.add_value(Value::array(std::move(logs)));
   std::vector<Member> vars;
   for (size_t i = 0; i < f.variable_names.size() && i < f.variables.size(); ++i) {
     vars.push_back(Member{f.variable_names.at(i), limit_value(f.variables.at(i), f.value_limit)});
   }
-  m.push_back(Member{Value("variables"), Value::object(std::move(vars))});
-  m.push_back(Member{Value("error"), f.error});
-  return Value::object(std::move(m));
+  m.add_value(Value::object(std::move(vars)));
+  m.add_value(f.error);
+  return m.build();
 }
 
 }  // namespace flowrt
