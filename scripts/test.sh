@@ -34,7 +34,15 @@ for flavour in release asan tsan; do
   exclude=()
   if [ "$flavour" = asan ]; then exclude=(-LE 'sanitizer_free'); fi
   if [ "$flavour" = tsan ]; then exclude=(-LE 'crash|sanitizer_free'); fi
-  (cd "build/$flavour" && ctest --output-on-failure -j "$(nproc)" --timeout 900 "${exclude[@]}")
+  # A slot of the resource `cpus` per core, and twice as many tests at a time: the tests on
+  # the PostgreSQL test server, which mostly wait on the database, take no slot and run
+  # beside the busy ones (tests/scheduling/scheduling.cmake).
+  cores="$(nproc)"
+  if [ "$cores" -lt 2 ]; then cores=2; fi  # a browser test takes two
+  printf '{"version": {"major": 1, "minor": 0}, "local": [{"cpus": [{"id": "0", "slots": %d}]}]}\n' "$cores" \
+    >"build/$flavour/cpus.json"
+  (cd "build/$flavour" && ctest --output-on-failure -j "$((2 * cores))" --resource-spec-file cpus.json --timeout 900 \
+     "${exclude[@]}")
   if [ "$flavour" = release ]; then scripts/test-embedding.sh; fi
   if [ "$flavour" = asan ]; then
     echo "== fuzz" >&2

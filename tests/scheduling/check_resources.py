@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Every test of a build takes a core when ctest allocates resources, but the ones that wait
+on the PostgreSQL test server (tests/scheduling/scheduling.cmake): a test added without
+RESOURCE_GROUPS would run beside the busy ones and overload the cores scripts/test.sh
+counts.
+
+usage: check_resources.py BUILD_DIR
+Reads `ctest --show-only=json-v1` of BUILD_DIR; exits 1 naming each test that breaks the
+rule, or when no test waits on the database (the rule would then hold for nothing).
+"""
+import json
+import subprocess
+import sys
+
+# The fixture's own tests start and stop the server.
+FIXTURE_TESTS = {"postgres_server_start", "postgres_server_stop"}
+# The longest of the waiting tests: 80 s of real time, 8 s of CPU.
+MUST_WAIT = "ClusterPostgresProcessTest.ThreeNodes_SeededKillsAndFaults_LoseNothingAndWedgeNothing"
+
+
+def properties(test):
+    return {p["name"]: p["value"] for p in test.get("properties", [])}
+
+
+def cpus_of(groups):
+    """The slots of `cpus` a RESOURCE_GROUPS value asks for in all."""
+    total = 0
+    for group in groups:
+        for req in group.get("requirements", []):
+            if req.get(".type") == "cpus":
+                total += req.get("slots", 0)
+    return total
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    out = subprocess.run(["ctest", "--show-only=json-v1"], cwd=sys.argv[1], check=True,
+                         capture_output=True, text=True).stdout
+    tests = json.loads(out)["tests"]
+    problems = []
+    waiting = []
+    for test in tests:
+        name = test["name"]
+        props = properties(test)
+        cpus = cpus_of(props.get("RESOURCE_GROUPS") or [])
+        on_database = "postgres" in (props.get("FIXTURES_REQUIRED") or [])
+        labels = props.get("LABELS") or []
+        if name in FIXTURE_TESTS:
+            continue
+        if on_database and "browser" not in labels:
+            if cpus:
+                problems.append(f"{name}: waits on the PostgreSQL test server, yet takes {cpus} of `cpus`")
+            waiting.append(name)
+        elif cpus < 1:
+            problems.append(f"{name}: takes no slot of `cpus` (RESOURCE_GROUPS cpus:1; tests/scheduling/scheduling.cmake)")
+        elif cpus > 2:
+            problems.append(f"{name}: takes {cpus} slots of `cpus`; scripts/test.sh gives at least 2")
+    if MUST_WAIT not in waiting and any(t["name"] == MUST_WAIT for t in tests):
+        problems.append(f"{MUST_WAIT}: should take no slot of `cpus`")
+    if not waiting:
+        problems.append("no test waits on the PostgreSQL test server: the rule checks nothing")
+    for p in problems[:20]:
+        print(p, file=sys.stderr)
+    if len(problems) > 20:
+        print(f"... and {len(problems) - 20} more", file=sys.stderr)
+    print(f"{len(tests)} tests: {len(waiting)} wait on the database, the others take a core"
+          + ("" if not problems else f"; {len(problems)} problems"))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
