@@ -18,13 +18,14 @@
 # crash, leak, time out or run out of memory are kept in build/asan/artifacts/TARGET/;
 # when fixed, move them to fuzz/regressions/TARGET/. Exits 1 if any target failed.
 # Environment: FLOWRT_FUZZ_SECONDS, FLOWRT_FUZZ_SEED (also without --ci: a run to repeat),
-# FLOWRT_FUZZ_KEEP=1 keeps the grown corpora (their directory is printed).
+# FLOWRT_FUZZ_JOBS (targets run side by side, default one per core), FLOWRT_FUZZ_KEEP=1
+# keeps the grown corpora (their directory is printed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 
 usage() {
-  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -55,6 +56,12 @@ if [ -n "$seed" ] && ! [[ "$seed" =~ ^[1-9][0-9]{0,8}$ ]]; then
 fi
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
   echo "fuzz.sh: FLOWRT_FUZZ_SECONDS must be a whole number of seconds, at least 1" >&2
+  exit 2
+fi
+# Targets run at once: one per core unless FLOWRT_FUZZ_JOBS says otherwise.
+jobs="${FLOWRT_FUZZ_JOBS:-$(nproc)}"
+if ! [[ "$jobs" =~ ^[1-9][0-9]{0,2}$ ]]; then
+  echo "fuzz.sh: FLOWRT_FUZZ_JOBS must be a whole number from 1 to 999" >&2
   exit 2
 fi
 build=build/asan
@@ -149,7 +156,10 @@ if [ "$mode" = regress ]; then
     summary+=("fuzz: corpus does not cover every compiler case and example (run fuzz/make_corpus.py)")
   fi
 fi
-for t in "${targets[@]}"; do
+# One target: its summary line goes to $work/$t.summary, and $work/$t.failed marks a failure.
+run_target() {
+  local t="$1" bin artifacts log stamp start rc elapsed ran corpus seeds extra budget what execs rate rss size
+  local -a files
   bin="$build_abs/fuzz/${t}_fuzz"
   artifacts="$build_abs/artifacts/$t"
   mkdir -p "$artifacts"
@@ -161,21 +171,21 @@ for t in "${targets[@]}"; do
     mapfile -t files < <(inputs_of "fuzz/corpus/$t"; inputs_of "fuzz/regressions/$t")
     echo "== fuzz: $t: ${#files[@]} inputs, once each" >&2
     if [ ${#files[@]} -eq 0 ]; then
-      summary+=("fuzz: $t has no inputs")
-      continue
+      echo "fuzz: $t has no inputs" >"$work/$t.summary"
+      return 0
     fi
     rc=0
     "$bin" -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$artifacts/" "${files[@]}" >"$log" 2>&1 || rc=$?
     elapsed=$(seconds_since "$start")
     ran=$(grep -c '^Executed ' "$log" || true)
     if [ "$rc" -ne 0 ]; then
-      failed=1
+      touch "$work/$t.failed"
       report_failure "$t" "$log" "$artifacts" "$stamp"
-      summary+=("fuzz: $t FAILED after $ran of ${#files[@]} inputs (exit $rc)")
+      echo "fuzz: $t FAILED after $ran of ${#files[@]} inputs (exit $rc)" >"$work/$t.summary"
     else
-      summary+=("fuzz: $t ran clean over $ran inputs once each in $elapsed s")
+      echo "fuzz: $t ran clean over $ran inputs once each in $elapsed s" >"$work/$t.summary"
     fi
-    continue
+    return 0
   fi
 
   corpus="$work/corpus-$t"
@@ -205,12 +215,30 @@ for t in "${targets[@]}"; do
   rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -n 1)
   size=$(inputs_of "$corpus" | wc -l)
   if [ "$rc" -ne 0 ]; then
-    failed=1
+    touch "$work/$t.failed"
     report_failure "$t" "$log" "$artifacts" "$stamp"
-    summary+=("fuzz: $t FAILED after $elapsed s, ${execs:-?} executions${seed:+, seed $seed} (exit $rc); see above")
+    echo "fuzz: $t FAILED after $elapsed s, ${execs:-?} executions${seed:+, seed $seed} (exit $rc); see above" >"$work/$t.summary"
   else
-    summary+=("fuzz: $t ran clean for $elapsed s, ${execs:-?} executions${seed:+, seed $seed} (${rate:-?}/s; corpus $seeds -> $size inputs; peak RSS ${rss:-?} MB)")
+    echo "fuzz: $t ran clean for $elapsed s, ${execs:-?} executions${seed:+, seed $seed} (${rate:-?}/s; corpus $seeds -> $size inputs; peak RSS ${rss:-?} MB)" >"$work/$t.summary"
   fi
+}
+
+# The targets run side by side, one per core (each libFuzzer run is one process on one
+# core): FLOWRT_FUZZ_JOBS at a time (checked above). What each found is printed as it
+# ends; the summary keeps the targets' order.
+running=0
+for t in "${targets[@]}"; do
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  run_target "$t" &
+  running=$((running + 1))
+done
+wait || true
+for t in "${targets[@]}"; do
+  if [ -f "$work/$t.summary" ]; then summary+=("$(cat "$work/$t.summary")"); else summary+=("fuzz: $t did not report"); failed=1; fi
+  if [ -f "$work/$t.failed" ]; then failed=1; fi
 done
 
 echo "== fuzz: summary ($mode)" >&2
