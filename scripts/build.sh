@@ -32,6 +32,11 @@ if [ "$flavour" = asan ]; then FLOWRT_WITH_CLANG=1 scripts/setup-deps.sh; fi
 # build time. FLOWRT_UNITY=OFF builds file by file (quicker rebuilds of one edited file).
 # File-local helpers therefore need names of their own within a target.
 flags+=("-DCMAKE_UNITY_BUILD=${FLOWRT_UNITY:-ON}")
+# LLVM's linker, when installed (scripts/setup-deps.sh installs it), links a test binary
+# three to four times as fast as GNU ld: a minute or more off a clean build of each flavour.
+if command -v ld.lld >/dev/null 2>&1; then
+  flags+=(-DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld)
+fi
 # ccache, when installed, makes rebuilds of unchanged files free (not needed, not installed by CI).
 if command -v ccache >/dev/null 2>&1; then flags+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 cmake -S . -B "build/$flavour" -G Ninja "${flags[@]}" >/dev/null

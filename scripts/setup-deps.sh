@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build g++ pkg-config
+  cmake ninja-build g++ pkg-config lld   # lld: scripts/build.sh links with it
   libboost-dev nlohmann-json3-dev libconcurrentqueue-dev libspdlog-dev libhowardhinnant-date-dev libutf8proc-dev libcli11-dev
   libsqlite3-dev sqlite3 libssl-dev
   libpq-dev postgresql   # the postgresql store, and the server its tests start (scripts/pg-test-server.sh)
