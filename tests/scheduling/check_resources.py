@@ -9,8 +9,11 @@ Reads `ctest --show-only=json-v1` of BUILD_DIR; exits 1 naming each test that br
 rule, or when no test waits on the database (the rule would then hold for nothing).
 """
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 # The fixture's own tests start and stop the server.
 FIXTURE_TESTS = {"postgres_server_start", "postgres_server_stop"}
@@ -32,12 +35,26 @@ def cpus_of(groups):
     return total
 
 
+def list_tests(build_dir):
+    """`ctest --show-only=json-v1` of build_dir, run on a copy of its CTestTestfile.cmake
+    files: ctest writes Testing/Temporary/ where it runs, and this runs inside the build's
+    own ctest, whose log and costs are there."""
+    with tempfile.TemporaryDirectory() as copy:
+        for root, dirs, files in os.walk(build_dir):
+            dirs[:] = [d for d in dirs if d != "Testing"]
+            if "CTestTestfile.cmake" in files:
+                into = os.path.join(copy, os.path.relpath(root, build_dir))
+                os.makedirs(into, exist_ok=True)
+                shutil.copy(os.path.join(root, "CTestTestfile.cmake"), into)
+        return subprocess.run(["ctest", "--show-only=json-v1"], cwd=copy, check=True,
+                              capture_output=True, text=True).stdout
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
-    out = subprocess.run(["ctest", "--show-only=json-v1"], cwd=sys.argv[1], check=True,
-                         capture_output=True, text=True).stdout
+    out = list_tests(sys.argv[1])
     tests = json.loads(out)["tests"]
     problems = []
     waiting = []
