@@ -10,8 +10,9 @@
 #   fuzz         the libFuzzer targets (built by the asan build): every corpus and
 #                regression input replayed, then CI's fixed, seeded share: each target
 #                from its corpus for a fixed number of executions from seed
-#                FLOWRT_FUZZ_SEED (default 1), about 15-25 s each, two at a time (scripts/fuzz.sh --ci;
-#                long budgets are run by hand, fuzz/README.md)
+#                FLOWRT_FUZZ_SEED (default 1), about 15-25 s each, one per core at a
+#                time (scripts/fuzz.sh --ci; long budgets are run by hand,
+#                fuzz/README.md)
 #   tsan         g++ with ThreadSanitizer: the whole suite but the crash tests and two
 #                tests no sanitizer changes (label sanitizer_free)
 # The sanitizer suites run a share of the longest process tests (the kill -9 crash test
