@@ -33,7 +33,7 @@ if [ "$flavour" = asan ]; then FLOWRT_WITH_CLANG=1 scripts/setup-deps.sh; fi
 # File-local helpers therefore need names of their own within a target.
 flags+=("-DCMAKE_UNITY_BUILD=${FLOWRT_UNITY:-ON}")
 # LLVM's linker, when installed (scripts/setup-deps.sh installs it), links a test binary
-# three to four times as fast as GNU ld: a minute or more off a clean build of each flavour.
+# three to four times as fast as GNU ld (the ASan server_test: 0.9 s against 3.2 s).
 if command -v ld.lld >/dev/null 2>&1; then
   flags+=(-DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld)
 fi

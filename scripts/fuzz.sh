@@ -7,7 +7,7 @@
 #   scripts/fuzz.sh --ci [TARGET...]       CI's fixed share: each target from seed
 #                                          FLOWRT_FUZZ_SEED (default 1) for a fixed number
 #                                          of executions (about 15-25 s each on a
-#                                          2-core machine, two at a time), stopped at
+#                                          2-core machine, one per core), stopped at
 #                                          FLOWRT_FUZZ_SECONDS (default 90) if slower; the
 #                                          same mutations on every run
 #   scripts/fuzz.sh --regress [TARGET...]  check that the corpus covers every compiler case

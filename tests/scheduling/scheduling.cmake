@@ -18,17 +18,16 @@ foreach(flowrt_long_test IN LISTS server_test_TESTS crash_test_TESTS simulation_
   endif()
 endforeach()
 
-# Cores. Every test takes one slot of the resource `cpus` (RESOURCE_GROUPS cpus:1; the
-# gtest targets get it from flowrt_test, the others where they are added), but for the
-# tests on the PostgreSQL test server, whose time is the database's round trips, fsyncs
-# and leases: the cluster's seeded fault runs take 80 s of real time and 8 s of CPU. They
-# take none, so they run beside the busy ones instead of holding a core idle. ctest
-# allocates resources only when given a resource specification: scripts/test.sh gives
-# one with a slot per core and runs twice as many tests at a time, so at most one busy
-# test per core runs, and the waiting ones in the other places. A plain `ctest -j N`
-# ignores the groups and runs N tests of any kind at a time, as before.
-foreach(flowrt_any_test IN LISTS server_test_TESTS store_test_TESTS cli_test_TESTS)
-  if(NOT flowrt_any_test MATCHES "Postgres")
-    set_tests_properties("${flowrt_any_test}" PROPERTIES RESOURCE_GROUPS cpus:1)
-  endif()
-endforeach()
+# Cores. Every test takes one slot of the resource `cpus` (RESOURCE_GROUPS cpus:1: the
+# gtest targets from flowrt_test, the tests added by hand where they are added), but for
+# the tests on the PostgreSQL test server, whose time is the database's round trips,
+# fsyncs and leases: the cluster's seeded fault runs take 80 s of real time and 8 s of
+# CPU. They take none, so they run beside the busy ones instead of holding a core idle.
+# server_test, store_test and cli_test hold both kinds; the one place that tells them
+# apart (by name, "Postgres") gives the fixture to one and the slot to the other
+# (tests/store/postgres_fixture.cmake). ctest allocates resources only when given a
+# resource specification: scripts/test.sh gives one with a slot per core and runs twice
+# as many tests at a time, so at most one busy test per core runs, and the waiting ones in
+# the other places. A plain `ctest -j N` ignores the groups and runs N tests of any kind
+# at a time, as before. Scheduling.EveryTestTakesACore_ButTheOnesWaitingOnTheDatabase
+# (check_resources.py) holds the rule.

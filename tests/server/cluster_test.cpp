@@ -81,8 +81,8 @@ TEST_F(ClusterPostgresTest, AFollowerAnswersWithTheLeadersAnswer_InOneCommitOrde
 // node none with zeros; when the leader leaves, the next one runs every context.
 TEST_F(ClusterPostgresTest, EveryNodeShowsWhatEachRuns_TheLeadersCountsAsOfItsLastHeartbeat) {
   // The default lease (a heartbeat every second). With a 900 ms lease this test failed
-  // once under TSan on a loaded CI runner: a heartbeat has a third of the lease to land,
-  // and this test polls the nodes without pause.
+  // once under TSan on a loaded CI runner, most likely a lost lease: a heartbeat has a
+  // third of the lease to land, and this test polls the nodes without pause.
   server::ClusterNode& a = join("a");
   server::ClusterNode& b = join("b");
   ASSERT_TRUE(a.leads());
