@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tests/support/run_command.h"
+#include "tests/support/test_support.h"
 
 namespace flowrt::cli_testing {
 
@@ -94,8 +95,7 @@ inline Output run_and_signal(const std::vector<std::string>& args, int sig, cons
 class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("flowrt-cli-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::path(test_support::temp_path("flowrt-cli-" + test_support::current_test_file_name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "flows");
   }

@@ -43,7 +43,7 @@ class DataTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::path(test_support::temp_path(
-        "flowrt-data-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name())));
+        "flowrt-data-" + test_support::current_test_file_name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "flows");
     write("flows/await.json", R"({"id": "await_approval", "trigger": {"type": "record", "table": "purchase", "when": "created"},

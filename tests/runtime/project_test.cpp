@@ -10,6 +10,7 @@
 #include "plans/time.h"
 #include "runtime/harness.h"
 #include "runtime/project.h"
+#include "tests/support/test_support.h"
 
 namespace flowrt {
 namespace {
@@ -23,8 +24,7 @@ constexpr const char* kFlow = R"({"id": "greet", "trigger": {"type": "record", "
 class ProjectTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("flowrt-project-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::path(test_support::temp_path("flowrt-project-" + test_support::current_test_file_name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "flows");
   }

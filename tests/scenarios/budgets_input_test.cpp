@@ -9,6 +9,7 @@
 
 #include "runtime/harness.h"
 #include "testing/flow_test.h"
+#include "tests/support/test_support.h"
 
 namespace flowrt {
 namespace {
@@ -23,8 +24,7 @@ class InputBudgetsTest : public FlowTest {
  protected:
   void SetUp() override {
     FlowTest::SetUp();
-    dir_ = fs::temp_directory_path() / ("flowrt-budgets-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::path(test_support::temp_path("flowrt-budgets-" + test_support::current_test_file_name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }

@@ -32,8 +32,7 @@ class ClusterPostgresTest : public ::testing::Test {
   void SetUp() override {
     url_ = test_support::fresh_postgres_schema(::testing::UnitTest::GetInstance()->current_test_info()->name());
     ASSERT_FALSE(url_.empty());
-    dir_ = fs::temp_directory_path() / ("flowrt-cluster-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::path(test_support::temp_path("flowrt-cluster-" + test_support::current_test_file_name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "flows");
     for (const auto& f : kFlows) std::ofstream(dir_ / "flows" / f[0]) << f[1];

@@ -19,6 +19,7 @@
 #include "runtime/journal.h"
 #include "tests/server/server_fixture.h"
 #include "tests/store/fault_vfs.h"
+#include "tests/support/test_support.h"
 
 namespace flowrt::testing_http {
 namespace {
@@ -33,8 +34,7 @@ class DurableReplyTest : public ServerFixture {
   // Serves the fixture's project with `give_up_ms` (0: the store is retried without end)
   // and config.json's text `config` ("" for none).
   void serve_giving_up_after(int64_t give_up_ms, const std::string& config = "", int64_t drain_ms = 10000) {
-    dir_ = fs::temp_directory_path() /
-           ("flowrt-serve-" + std::to_string(::getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::path(test_support::temp_path("flowrt-serve-" + test_support::current_test_file_name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "flows");
     for (const auto& f : kFlows) std::ofstream(dir_ / "flows" / f[0]) << f[1];

@@ -14,6 +14,7 @@
 #include "runtime/engine.h"
 #include "server/serve.h"
 #include "tests/server/http_client.h"
+#include "tests/support/test_support.h"
 
 namespace flowrt::testing_http {
 
@@ -57,8 +58,7 @@ class ServerFixture : public ::testing::Test {
  protected:
   // Writes the project (config.json's text: "" for none) and starts serving it.
   void serve(const std::string& config = "") {
-    dir_ = fs::temp_directory_path() /
-           ("flowrt-serve-" + std::to_string(::getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::path(test_support::temp_path("flowrt-serve-" + test_support::current_test_file_name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "flows");
     for (const auto& f : kFlows) std::ofstream(dir_ / "flows" / f[0]) << f[1];

@@ -7,7 +7,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -26,9 +25,7 @@ constexpr const char* kCopy = R"({"id": "copy", "trigger": {"type": "record", "t
 class DurableEngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::replace(name.begin(), name.end(), '/', '_');  // a parameterised test's "Name/Sqlite"
-    path_ = test_support::temp_path("flowrt-durable-" + name) + ".db";
+    path_ = test_support::temp_path("flowrt-durable-" + test_support::current_test_file_name()) + ".db";
     remove_files();
   }
   void TearDown() override {

@@ -61,9 +61,7 @@ constexpr const char* kApprove = R"({"id": "approve", "trigger": {"type": "recor
 class ResumeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::replace(name.begin(), name.end(), '/', '_');  // a parameterised test's "Name/Sqlite"
-    dir_ = test_support::temp_path("flowrt-resume-" + name);
+    dir_ = test_support::temp_path("flowrt-resume-" + test_support::current_test_file_name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     path_ = dir_ + "/state.db";

@@ -30,6 +30,16 @@ inline std::string temp_path(const std::string& stem) {
   return ::testing::TempDir() + stem + "-" + std::to_string(::getpid());
 }
 
+// The running test's name as one file name: a parameterised test's "Name/Param" would
+// otherwise make a directory of "Name" that removing the test's own path leaves behind.
+inline std::string current_test_file_name() {
+  std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  for (char& c : name) {
+    if (c == '/') c = '_';
+  }
+  return name;
+}
+
 // Removes a SQLite database file and its write-ahead log and shared-memory files.
 inline void remove_sqlite_files(const std::string& path) {
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
