@@ -19,6 +19,8 @@ import tempfile
 FIXTURE_TESTS = {"postgres_server_start", "postgres_server_stop"}
 # The longest of the waiting tests: 80 s of real time, 8 s of CPU.
 MUST_WAIT = "ClusterPostgresProcessTest.ThreeNodes_SeededKillsAndFaults_LoseNothingAndWedgeNothing"
+# Benchmarks on the database: they wait on it and keep the cores busy too, so they take one.
+BUSY_ON_DATABASE_PREFIX = "Stores/BenchStoreTest."
 
 
 def properties(test):
@@ -66,7 +68,10 @@ def main():
         labels = props.get("LABELS") or []
         if name in FIXTURE_TESTS:
             continue
-        if on_database and "browser" not in labels:
+        if on_database and name.startswith(BUSY_ON_DATABASE_PREFIX):
+            if cpus != 1:
+                problems.append(f"{name}: a benchmark on the PostgreSQL test server, takes {cpus} of `cpus`, not 1")
+        elif on_database and "browser" not in labels:
             if cpus:
                 problems.append(f"{name}: waits on the PostgreSQL test server, yet takes {cpus} of `cpus`")
             waiting.append(name)
@@ -76,6 +81,8 @@ def main():
             problems.append(f"{name}: takes {cpus} slots of `cpus`; scripts/test.sh gives at least 2")
     if MUST_WAIT not in waiting and any(t["name"] == MUST_WAIT for t in tests):
         problems.append(f"{MUST_WAIT}: should take no slot of `cpus`")
+    if not any(t["name"].startswith(BUSY_ON_DATABASE_PREFIX) and "/Postgres" in t["name"] for t in tests):
+        problems.append(f"no {BUSY_ON_DATABASE_PREFIX}*/Postgres test: the benchmark's rule checks nothing")
     if not waiting:
         problems.append("no test waits on the PostgreSQL test server: the rule checks nothing")
     for p in problems[:20]:

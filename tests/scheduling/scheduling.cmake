@@ -24,7 +24,8 @@ endforeach()
 # fsyncs and leases: the cluster's seeded fault runs take 80 s of real time and 8 s of
 # CPU. They take none, so they run beside the busy ones instead of holding a core idle.
 # server_test, store_test and cli_test hold both kinds; the one place that tells them
-# apart (by name, "Postgres") gives the fixture to one and the slot to the other
+# apart (by name, "Postgres") gives the fixture to one and the slot to the other, and
+# both to a benchmark on the database, which is busy as well as waiting
 # (tests/store/postgres_fixture.cmake). ctest allocates resources only when given a
 # resource specification: scripts/test.sh gives one with a slot per core and runs twice
 # as many tests at a time, so at most one busy test per core runs, and the waiting ones in

@@ -4,8 +4,13 @@
 # (the server tests/CMakeLists.txt starts), the others do not wait for it. The others
 # take a core (RESOURCE_GROUPS cpus:1), as every test of the other targets does; the
 # ones on the database wait on it and take none (tests/scheduling/scheduling.cmake).
+# A benchmark on the database (BenchStoreTest's Postgres case: `flowrt bench` with its
+# workers and the server's backend) keeps both cores busy as well as waiting: it needs
+# the fixture and takes a core.
 foreach(flowrt_pg_test IN LISTS store_test_TESTS cli_test_TESTS server_test_TESTS)
-  if(flowrt_pg_test MATCHES "Postgres")
+  if(flowrt_pg_test MATCHES "^Stores/BenchStoreTest[.][^ ]*/Postgres")
+    set_tests_properties("${flowrt_pg_test}" PROPERTIES FIXTURES_REQUIRED postgres RESOURCE_GROUPS cpus:1)
+  elseif(flowrt_pg_test MATCHES "Postgres")
     set_tests_properties("${flowrt_pg_test}" PROPERTIES FIXTURES_REQUIRED postgres)
   else()
     set_tests_properties("${flowrt_pg_test}" PROPERTIES RESOURCE_GROUPS cpus:1)
