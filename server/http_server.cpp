@@ -325,11 +325,12 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void stream_tick() {
     if (state_->stopping.load()) return close();
-    for (const FeedEvent& e : feed_->after(stream_after_, 1000)) {
+    const StreamTurn turn = next_stream_turn(*feed_, stream_after_, 1000);
+    if (turn.last) return close();  // all it had is written
+    for (const FeedEvent& e : turn.events) {
       out_ += "id: " + std::to_string(e.id) + "\nevent: " + e.type + "\ndata: " + e.data + "\n\n";
       stream_after_ = std::max(stream_after_, e.id);
     }
-    if (out_.empty() && feed_->ended()) return close();  // all it had is written
     if (out_.empty() && Clock::now() - last_heartbeat_ > std::chrono::milliseconds(limits().stream_heartbeat_ms)) {
       out_ = ": heartbeat\n\n";  // a comment: keeps proxies and the client's connection alive
     }

@@ -4,6 +4,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <unistd.h>
+
 #include <charconv>
 
 namespace flowrt::server {
@@ -103,7 +105,10 @@ Result<StreamRelay::Opened> StreamRelay::open(const std::shared_ptr<RelayIo>& io
   tcp::socket socket = handshake.release_socket();
   const tcp::endpoint local = socket.local_endpoint(ec);
   const tcp::socket::native_handle_type fd = ec ? -1 : socket.release(ec);
-  if (!ec) c.stream.socket().assign(local.protocol(), fd, ec);
+  if (!ec) {
+    c.stream.socket().assign(local.protocol(), fd, ec);
+    if (ec) ::close(fd);  // released, and not taken: no socket owns it any more
+  }
   if (ec) return Error{"cannot hand the leader's stream to the relay's thread: " + ec.message()};
   {
     std::lock_guard lock(relay->mu_);
@@ -140,7 +145,7 @@ bool StreamRelay::take_lines() {
   }
   b.consume(used);
   std::lock_guard lock(mu_);
-  return b.size() <= kMaxLine && held_.size() <= kMaxHeld && !closing_;
+  return b.size() <= kMaxLine && partial_.data.size() <= kMaxLine && held_.size() <= kMaxHeld && !closing_;
 }
 
 // Server-Sent Events: "field: value" lines, an empty line ending each event; comments

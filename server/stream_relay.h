@@ -38,7 +38,8 @@ class StreamRelay final : public StreamSource {
  public:
   // Events read from the leader and not yet written to the client, at most.
   static constexpr size_t kMaxHeld = 10000;
-  // A line of the leader's stream, at most (its events are single-line JSON).
+  // A line of the leader's stream, and the data of one event, at most (its events are
+  // single-line JSON): past it the relay ends.
   static constexpr size_t kMaxLine = 1 << 20;
 
   // Where the leader's stream is, and the client's request to pass on.

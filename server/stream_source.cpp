@@ -18,4 +18,12 @@ std::vector<FeedEvent> held_events_after(const std::deque<FeedEvent>& ring, uint
   return out;
 }
 
+StreamTurn next_stream_turn(const StreamSource& source, uint64_t after, size_t max) {
+  StreamTurn turn;
+  const bool ended = source.ended();  // first: what after() gives now is then the last
+  turn.events = source.after(after, max);
+  turn.last = ended && turn.events.empty();
+  return turn;
+}
+
 }  // namespace flowrt::server

@@ -4,8 +4,9 @@
 // is the other.
 //
 // The HTTP server (server/http_server.cpp) subscribes once when the stream opens,
-// asks for the changes after the last id it wrote every 100 ms, unsubscribes when the
-// connection closes, and closes the stream once the source has ended and given all it had.
+// asks for the changes after the last id it wrote every 100 ms (next_stream_turn),
+// unsubscribes when the connection closes, and closes the stream once the source has
+// ended and given all it had.
 // Thread-safety: implementations are called from the stream's I/O thread while their own
 // threads fill them.
 #pragma once
@@ -41,8 +42,19 @@ class StreamSource {
   virtual void unsubscribe() = 0;
   // The changes after `after` (at most `max`).
   virtual std::vector<FeedEvent> after(uint64_t after, size_t max) const = 0;
-  // True once nothing more will come and nothing is left to give: the stream then ends.
+  // True once nothing more will come: what after() gives from then on is all there is.
   virtual bool ended() const = 0;
 };
+
+// One turn of a stream: the changes after `after` (at most `max`), and whether the stream
+// ends with them. ended() is asked first: once it holds nothing more comes, so an after()
+// that then gives nothing means all was given. (Asked the other way round, a source whose
+// last changes come in between the two calls, as a follower's relay reading the leader's
+// last bytes, would end the stream without them.)
+struct StreamTurn {
+  std::vector<FeedEvent> events;
+  bool last = false;  // the stream ends after writing `events` (then none)
+};
+StreamTurn next_stream_turn(const StreamSource& source, uint64_t after, size_t max);
 
 }  // namespace flowrt::server

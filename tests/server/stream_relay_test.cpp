@@ -2,8 +2,9 @@
 // the events it passes on as Server-Sent Events frame them (CRLF, comments, a line split
 // across reads, several data lines), the client's credentials and Last-Event-ID go up, a
 // refusal comes back as the leader gave it, and the relay ends when the upstream closes,
-// falls silent past `idle`, or its client leaves too many events unread. Many relays are
-// read on one thread, and a relay outliving its stopped RelayIo is let go without waiting.
+// falls silent past `idle`, its client leaves too many events unread, or an event grows
+// past a line's bound. Many relays are read on one thread, and a relay outliving its
+// stopped RelayIo is let go without waiting.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -174,6 +175,32 @@ TEST(StreamRelayTest, AClientThatLeavesTooManyEventsUnread_EndsTheRelay_AfterTak
   for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i].id, i + 1) << "in order, none lost before the end";
   EXPECT_TRUE(relay.ended());
   sender.join();
+}
+
+TEST(StreamRelayTest, AnEventWhoseDataGrowsPastALinesBound_EndsTheRelay_WhatCameBeforeStillGiven) {
+  ScriptedUpstream leader;
+  std::shared_ptr<StreamRelay> quiet = relay_on_a_quiet_stream(leader, 60000ms);
+  ASSERT_TRUE(quiet);
+  StreamRelay& relay = *quiet;
+  // One whole event, then data lines (each well under a line's bound) with no empty line to
+  // end their event: held, they would grow without end.
+  std::string stream = "id: 1\nevent: context\ndata: {}\n\nid: 2\nevent: context\n";
+  const std::string line = "data: " + std::string(1000, 'x') + "\n";
+  while (stream.size() < StreamRelay::kMaxLine + 64 * 1024) stream += line;
+  std::thread sender([&] {
+    try {
+      leader.send(stream);  // the upstream stays open: only the event's size ends the relay
+    } catch (const std::exception&) {
+      // the relay closed the connection while the rest was on its way
+    }
+  });
+  const bool ended = WaitFor([&] { return relay.upstream_ended(); });
+  sender.join();  // the relay reads all that is sent, ended or not
+  ASSERT_TRUE(ended) << "an event's data past kMaxLine ends the relay";
+  const std::vector<FeedEvent> got = relay.after(0, 1000);
+  ASSERT_EQ(got.size(), 1u) << "the whole event before it, and not the one cut";
+  EXPECT_EQ(got[0].id, 1u);
+  EXPECT_TRUE(relay.ended());
 }
 
 TEST(StreamRelayTest, ManyRelays_AreReadOnOneThread_EachGivesItsOwnEvents) {
