@@ -1,5 +1,8 @@
 #include "server/history_reader.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "runtime/engine_log.h"
 #include "store/postgres_store.h"
 #include "store/store.h"
@@ -17,19 +20,32 @@ HistoryReader::HistoryReader(const std::string& url, std::function<int64_t()> no
 HistoryReader::~HistoryReader() = default;
 
 std::string HistoryReader::with_timeouts(const std::string& url) {
-  const std::string connect = std::to_string(kTimeoutSeconds);
-  const std::string user = std::to_string(kTimeoutSeconds * 1000);
-  if (url.starts_with("postgresql://") || url.starts_with("postgres://")) {
-    return url + (url.find('?') == std::string::npos ? "?" : "&") + "connect_timeout=" + connect +
-           "&tcp_user_timeout=" + user;
+  // To connect; for bytes sent and not acknowledged; and, with a read sent and
+  // acknowledged and no answer coming, keepalives that find a server gone after about
+  // kTimeoutSeconds (the server cancels a read it takes longer with: open()).
+  const std::pair<const char*, std::string> limits[] = {
+      {"connect_timeout", std::to_string(kTimeoutSeconds)},
+      {"tcp_user_timeout", std::to_string(kTimeoutSeconds * 1000)},
+      {"keepalives_idle", "1"},
+      {"keepalives_interval", "1"},
+      {"keepalives_count", std::to_string(std::max(kTimeoutSeconds - 1, 1))},
+  };
+  const bool uri = url.starts_with("postgresql://") || url.starts_with("postgres://");
+  std::string out = url;
+  for (const auto& [key, value] : limits) {
+    out += uri ? (out.find('?') == std::string::npos ? "?" : "&") : " ";  // or the key=value form
+    out += std::string(key) + "=" + value;
   }
-  return url + " connect_timeout=" + connect + " tcp_user_timeout=" + user;  // key=value form
+  return out;
 }
 
-PostgresStore* HistoryReader::store() {
+PostgresStore* HistoryReader::store(bool probe) {
   std::lock_guard lock(mu_);
   if (store_) return store_.get();
-  Result<std::unique_ptr<PostgresStore>> opened = PostgresStore::open(url_, SyncMode::kNormal, /*read_only=*/true);
+  // Waited for another read's open that failed: this one does not try it again now.
+  if (!probe && failing_.load(std::memory_order_acquire)) return nullptr;
+  Result<std::unique_ptr<PostgresStore>> opened =
+      PostgresStore::open(url_, SyncMode::kNormal, /*read_only=*/true, /*lead_epoch=*/0, kTimeoutSeconds * 1000);
   if (!opened) {
     failed("opening the database to read ended contexts", opened.message());
     return nullptr;
@@ -65,7 +81,7 @@ std::optional<T> HistoryReader::from_database(const std::string& what, Read&& re
       if (held) probing->store(false, std::memory_order_release);
     }
   } end_probe{&probing_, probe};
-  PostgresStore* s = store();
+  PostgresStore* s = store(probe);
   if (!s) return std::nullopt;
   Result<T> got = read(*s);
   if (!got) {

@@ -15,9 +15,10 @@
 // The store is a read-only PostgresStore (no writer's lock; its reads on connections of
 // its own, reconnected when lost), opened at the first read. These reads run on the HTTP
 // server's I/O threads, so a database that cannot be reached must not hold them up: the
-// store's connections give up after kTimeoutSeconds (connect_timeout, tcp_user_timeout),
-// and after an open or a read that failed, every read is the leader's for kRetryMs, then
-// one read at a time tries the database until one succeeds.
+// store's connections give up after about kTimeoutSeconds (connect_timeout,
+// tcp_user_timeout, keepalives), the server cancels a read that takes longer
+// (statement_timeout), and after an open or a read that failed, every read is the
+// leader's for kRetryMs, then one read at a time tries the database until one succeeds.
 //
 // Thread-safety: ended_record and ended_page from any thread (the open under mu_; the
 // store's reads one per connection under its own locks). Owns the store.
@@ -73,8 +74,9 @@ class HistoryReader {
   static int64_t steady_now_ms();
 
  private:
-  // The store, opened now if it is not yet; null when it is not open.
-  PostgresStore* store();
+  // The store, opened now if it is not yet; null when it is not open, or when an open
+  // failed while this read (not the probe) waited for it.
+  PostgresStore* store(bool probe);
   // Whether this read may go to the database; `probe` set when it is the one read that
   // tries it again after a failure.
   bool may_read(bool* probe);

@@ -75,7 +75,7 @@ Result<std::string> PostgresStore::where_of(const std::string& url) {
 }
 
 Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const std::string& url, SyncMode sync, bool read_only,
-                                                          int64_t lead_epoch) {
+                                                          int64_t lead_epoch, int read_timeout_ms) {
   if (url.empty()) return Error{"the postgresql store needs a connection URL (postgresql://USER@HOST:PORT/DBNAME)"};
   Result<std::string> where = where_of(url);
   if (!where) return where.error();
@@ -96,6 +96,7 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const std::string& ur
     store->schema_ = cell_text(r.get(), 0, 0);
   }
   store->lead_epoch_ = read_only ? 0 : lead_epoch;
+  store->read_timeout_ms_ = read_timeout_ms;
   if (read_only) {
     ResultPtr r(PQexec(store->conn_, "SET default_transaction_read_only = on"));
     if (!result_ok(r.get())) return store->error("cannot start a read-only session");
@@ -170,26 +171,39 @@ Status PostgresStore::ready_reader(Reader& reader) {
     reader.conn = connect_to(url_);
     if (!reader.conn) return error_of("cannot open a connection to read it", "out of memory");
   }
-  if (PQstatus(reader.conn) != CONNECTION_OK) return error("cannot open a connection to read it", reader.conn);
-  ResultPtr r(exec_params(reader.conn, "SELECT set_config('search_path', $1::text, false)", [&] {
+  Status set = PQstatus(reader.conn) == CONNECTION_OK ? set_up_reader(reader.conn)
+                                                       : error("cannot open a connection to read it", reader.conn);
+  if (!set.is_ok()) {
+    // A session half set up (its statement not prepared) would pass for a ready one:
+    // the next read connects afresh.
+    PQfinish(reader.conn);
+    reader.conn = nullptr;
+  }
+  return set;
+}
+
+Status PostgresStore::set_up_reader(pg_conn* conn) {
+  ResultPtr r(exec_params(conn, "SELECT set_config('search_path', $1::text, false)", [&] {
     Params p;  // the writer's schema, whatever the URL's search_path
     std::string quoted;  // an identifier: its double quotes doubled
     for (char ch : schema_) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
     p.text("\"" + quoted + "\"");
     return p;
   }()));
-  if (!result_ok(r.get())) return error("cannot open a connection to read it", reader.conn);
+  if (!result_ok(r.get())) return error("cannot open a connection to read it", conn);
   // Bitmap scans off: a list (list_contexts) reads a page in seq order, which an index
   // scan of (flow or status, seq) or of the key gives directly; with a bitmap scan the
   // server reads every matching row and sorts them for the page. It takes the bitmap scan
   // when the tables' statistics say they are small, and they say so until autovacuum's
   // next analyze after a burst of inserts (docs/SCALING.md, "Limits, as built"). Reads by
   // key are not affected.
-  ResultPtr ro(PQexec(reader.conn, "SET default_transaction_read_only = on; SET enable_bitmapscan = off"));
-  if (!result_ok(ro.get())) return error("cannot open a connection to read it", reader.conn);
+  std::string settings = "SET default_transaction_read_only = on; SET enable_bitmapscan = off";
+  if (read_timeout_ms_ > 0) settings += "; SET statement_timeout = " + std::to_string(read_timeout_ms_);
+  ResultPtr ro(PQexec(conn, settings.c_str()));
+  if (!result_ok(ro.get())) return error("cannot open a connection to read it", conn);
   const Oid seq_type = kInt8Oid;
-  ResultPtr prepared(PQprepare(reader.conn, kLoadContext, load_context_sql().c_str(), 1, &seq_type));
-  if (!result_ok(prepared.get())) return error("cannot open a connection to read it", reader.conn);
+  ResultPtr prepared(PQprepare(conn, kLoadContext, load_context_sql().c_str(), 1, &seq_type));
+  if (!result_ok(prepared.get())) return error("cannot open a connection to read it", conn);
   return Status::ok();
 }
 

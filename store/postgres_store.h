@@ -106,8 +106,10 @@ class PostgresStore final : public Store {
   // (store/postgres_cluster.h): no writer's lock; every write() first checks, in its own
   // transaction, that the epoch still leads, and records the batch's applied_op; a write
   // that finds another epoch is refused ("fenced"), and so is every later one.
+  // With read_timeout_ms > 0 a read the server has not answered by then is cancelled by
+  // it (the readers' statement_timeout): what a reader on a request's thread needs.
   static Result<std::unique_ptr<PostgresStore>> open(const std::string& url, SyncMode sync, bool read_only = false,
-                                                     int64_t lead_epoch = 0);
+                                                     int64_t lead_epoch = 0, int read_timeout_ms = 0);
   ~PostgresStore() override;
   PostgresStore(const PostgresStore&) = delete;
   PostgresStore& operator=(const PostgresStore&) = delete;
@@ -191,6 +193,8 @@ class PostgresStore final : public Store {
   // Reader `r`'s connection, connected (again, when the last one was lost), its session's
   // settings made and its statements prepared.
   Status ready_reader(Reader& r) REQUIRES(r.mu);
+  // A reader's new session: its settings made and its statements prepared.
+  Status set_up_reader(pg_conn* conn);
   // Runs `read` (one statement on the connection it is given; it sets its second argument
   // to the server's message when the server failed it) on a reader (see the class
   // comment), connected first; a read that failed because the connection was lost runs
@@ -212,6 +216,7 @@ class PostgresStore final : public Store {
   SyncMode sync_ = SyncMode::kNormal;  // the session's durability (set_sync_mode)
   bool fenced_ = false;  // a write found that lead_epoch_ no longer leads: every later write() fails
   int64_t lead_epoch_ = 0;  // set by open()
+  int read_timeout_ms_ = 0;  // set by open(); 0: none
   std::set<std::string, std::less<>> tables_;  // the record tables the schema has (the writer's)
   ContextPlaces places_;  // where the contexts' rows are (the writer's; set by open())
   std::array<Reader, kReaders> readers_;

@@ -1,20 +1,33 @@
 // HistoryReader (server/history_reader.h): a follower's reads of ended contexts from the
 // database: only an ended context's record is given, and pages of contexts ended with a
-// status; after a read that failed, nothing is
-// read from the database (every read is the leader's) for kRetryMs, counted on the test's
-// own clock, and then the database is read again.
+// status; after a read that failed, nothing is read from the database (every read is the
+// leader's) for kRetryMs, counted on the test's own clock, and then the database is read
+// again. A read the server holds up is cancelled by it, and a session whose set-up failed
+// is not used again.
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
+#include <unistd.h>
+
+#include <boost/asio.hpp>
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "plans/value_json.h"
 #include "server/history_reader.h"
 #include "store/postgres_store.h"
 #include "tests/support/postgres_support.h"
+#include "tests/support/test_support.h"
 
 namespace flowrt::testing_http {
 namespace {
 
 using test_support::fresh_postgres_schema;
 using test_support::postgres_exec;
+using test_support::postgres_value;
 
 StoreChange context(uint64_t seq, const char* status, Value record) {
   StoredContext c;
@@ -27,7 +40,7 @@ StoreChange context(uint64_t seq, const char* status, Value record) {
   return StoreChange{ContextPut{std::move(c)}};
 }
 
-TEST(HistoryReaderTest, GivesAnEndedContextsRecordOnly_AfterAFailedRead_LeavesTheDatabaseAloneForKRetryMs) {
+TEST(HistoryReaderPostgresTest, GivesAnEndedContextsRecordOnly_AfterAFailedRead_LeavesTheDatabaseAloneForKRetryMs) {
   const std::string url = fresh_postgres_schema("history_reader");
   ASSERT_FALSE(url.empty());
   {
@@ -63,7 +76,7 @@ TEST(HistoryReaderTest, GivesAnEndedContextsRecordOnly_AfterAFailedRead_LeavesTh
   EXPECT_TRUE(reader.ended_record("ctx-1")) << "read as before once a read succeeded";
 }
 
-TEST(HistoryReaderTest, AnEndedPage_IsOfThatStatusNewestFirstBelowTheCursor_AFailedReadGivesNothing) {
+TEST(HistoryReaderPostgresTest, AnEndedPage_IsOfThatStatusNewestFirstBelowTheCursor_AFailedReadGivesNothing) {
   const std::string url = fresh_postgres_schema("history_reader_page");
   ASSERT_FALSE(url.empty());
   {
@@ -111,13 +124,136 @@ TEST(HistoryReaderTest, AnEndedPage_IsOfThatStatusNewestFirstBelowTheCursor_AFai
   EXPECT_EQ(ns(page), "6 3 1 ");
 }
 
-TEST(HistoryReaderTest, ItsConnectionsGiveUpOnADatabaseThatCannotBeReached_BothUrlForms) {
-  EXPECT_EQ(server::HistoryReader::with_timeouts("postgresql://u@h:5/db"),
-            "postgresql://u@h:5/db?connect_timeout=2&tcp_user_timeout=2000");
+// The reader's URL, named so that its sessions can be told from every other test's.
+std::string named(const std::string& url, const std::string& name) {
+  return url + (url.find('?') == std::string::npos ? "?" : "&") + "application_name=" + name;
+}
+
+TEST(HistoryReaderPostgresTest, AReadTheServerHoldsUp_IsCancelledByTheServer_TheLeaderAnswersMeanwhile) {
+  const std::string url = fresh_postgres_schema("history_reader_held");
+  ASSERT_FALSE(url.empty());
+  {
+    Result<std::unique_ptr<PostgresStore>> writer = PostgresStore::open(url, SyncMode::kNormal);
+    ASSERT_TRUE(writer.is_ok()) << writer.message();
+    StoreBatch batch;
+    batch.changes.push_back(context(1, "completed", Value::object({{"n", Value(1)}})));
+    ASSERT_TRUE((*writer)->write(batch).is_ok());
+  }
+  int64_t now = 0;
+  server::HistoryReader reader(url, [&now] { return now; });
+  ASSERT_TRUE(reader.ended_record("ctx-1"));
+  // Another session holds the history table (an operator's ALTER TABLE, a VACUUM FULL):
+  // a read waits for it, on the follower's HTTP thread, until the server cancels it.
+  PGconn* holder = PQconnectdb(url.c_str());
+  ASSERT_EQ(PQstatus(holder), CONNECTION_OK);
+  PGresult* held = PQexec(holder, "BEGIN; LOCK TABLE history IN ACCESS EXCLUSIVE MODE");
+  ASSERT_EQ(PQresultStatus(held), PGRES_COMMAND_OK) << PQerrorMessage(holder);
+  PQclear(held);
+  std::atomic<bool> answered{false};
+  std::optional<Value> read;
+  std::thread http_thread([&] {
+    read = reader.ended_record("ctx-1");
+    answered = true;
+  });
+  const bool cancelled = test_support::WaitFor([&] { return answered.load(); });
+  PQclear(PQexec(holder, "COMMIT"));  // let go in any case, so that a read still waiting ends
+  PQfinish(holder);
+  http_thread.join();
+  EXPECT_TRUE(cancelled) << "a read the database holds up is given up on (statement_timeout)";
+  EXPECT_FALSE(read) << "and gives nothing: the leader answers it";
+  now = server::HistoryReader::kRetryMs;
+  EXPECT_TRUE(reader.ended_record("ctx-1")) << "read again once the table is free";
+}
+
+TEST(HistoryReaderPostgresTest, ASessionWhoseSetUpFailedAfterAReconnect_IsNotUsed_TheNextReadConnectsAfresh) {
+  const std::string url = fresh_postgres_schema("history_reader_setup");
+  ASSERT_FALSE(url.empty());
+  {
+    Result<std::unique_ptr<PostgresStore>> writer = PostgresStore::open(url, SyncMode::kNormal);
+    ASSERT_TRUE(writer.is_ok()) << writer.message();
+    StoreBatch batch;
+    batch.changes.push_back(context(1, "completed", Value::object({{"n", Value(1)}})));
+    ASSERT_TRUE((*writer)->write(batch).is_ok());
+  }
+  const std::string name = "flowrt_reader_setup_" + std::to_string(::getpid());
+  int64_t now = 0;
+  server::HistoryReader reader(named(url, name), [&now] { return now; });
+  ASSERT_TRUE(reader.ended_record("ctx-1"));
+  // The reader's sessions end while the table is away: the read's new session cannot
+  // prepare its statement, and the read fails.
+  ASSERT_EQ(postgres_exec(url, "ALTER TABLE history RENAME TO history_away"), "");
+  ASSERT_EQ(postgres_value(url, "SELECT count(pg_terminate_backend(pid)) > 0 FROM pg_stat_activity "
+                                "WHERE application_name = '" + name + "'"),
+            "t");
+  EXPECT_FALSE(reader.ended_record("ctx-1"));
+  ASSERT_EQ(postgres_exec(url, "ALTER TABLE history_away RENAME TO history"), "");
+  now = server::HistoryReader::kRetryMs;
+  std::optional<Value> again = reader.ended_record("ctx-1");
+  ASSERT_TRUE(again) << "the half set-up session was used again, without its prepared statement";
+  EXPECT_EQ((*again)["n"], Value(1));
+}
+
+// A database that takes connections and never answers them: counts them.
+class SilentDatabase {
+ public:
+  SilentDatabase() : acceptor_(io_, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0)) {
+    thread_ = std::thread([this] {
+      while (true) {
+        boost::asio::ip::tcp::socket s(io_);
+        boost::system::error_code ec;
+        acceptor_.accept(s, ec);
+        if (ec || stopping_.load()) return;
+        held_.push_back(std::move(s));
+        ++accepted_;
+      }
+    });
+  }
+  ~SilentDatabase() {
+    stopping_ = true;
+    boost::asio::ip::tcp::socket wake(io_);  // the accepting thread takes this one, and ends
+    boost::system::error_code ignored;
+    wake.connect(acceptor_.local_endpoint(), ignored);
+    thread_.join();
+  }
+  uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  int accepted() const { return accepted_.load(); }
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::vector<boost::asio::ip::tcp::socket> held_;  // the accepting thread's
+  std::atomic<int> accepted_{0};
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+TEST(HistoryReaderPostgresTest, AReadThatWaitedForAnOpenThatFailed_DoesNotTryTheDatabaseAgain) {
+  SilentDatabase silent;
+  int64_t now = 0;
+  server::HistoryReader reader("postgresql://nobody@127.0.0.1:" + std::to_string(silent.port()) + "/x",
+                               [&now] { return now; });
+  std::optional<Value> first, second;
+  std::thread opening([&] { first = reader.ended_record("ctx-1"); });
+  ASSERT_TRUE(test_support::WaitFor([&] { return silent.accepted() == 1; }));
+  // The first read's open waits kTimeoutSeconds for the database; this one waits for it.
+  std::thread waiting([&] { second = reader.ended_record("ctx-1"); });
+  opening.join();
+  waiting.join();
+  EXPECT_FALSE(first);
+  EXPECT_FALSE(second);
+  EXPECT_EQ(silent.accepted(), 1) << "the read that waited for the failed open tried the database again";
+}
+
+TEST(HistoryReaderPostgresTest, ItsConnectionsGiveUpOnADatabaseThatCannotBeReached_BothUrlForms) {
+  const std::string limits = "connect_timeout=2&tcp_user_timeout=2000&keepalives_idle=1&keepalives_interval=1&keepalives_count=1";
+  EXPECT_EQ(server::HistoryReader::with_timeouts("postgresql://u@h:5/db"), "postgresql://u@h:5/db?" + limits);
   EXPECT_EQ(server::HistoryReader::with_timeouts("postgresql://u@h:5/db?options=-csearch_path%3Ds"),
-            "postgresql://u@h:5/db?options=-csearch_path%3Ds&connect_timeout=2&tcp_user_timeout=2000");
-  EXPECT_EQ(server::HistoryReader::with_timeouts("host=h dbname=db"),
-            "host=h dbname=db connect_timeout=2 tcp_user_timeout=2000");
+            "postgresql://u@h:5/db?options=-csearch_path%3Ds&" + limits);
+  std::string spaced = limits;
+  for (char& c : spaced) {
+    if (c == '&') c = ' ';
+  }
+  EXPECT_EQ(server::HistoryReader::with_timeouts("host=h dbname=db"), "host=h dbname=db " + spaced);
 }
 
 }  // namespace
