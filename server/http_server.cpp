@@ -329,8 +329,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (turn.last) return close();  // all it had is written
     for (const FeedEvent& e : turn.events) {
       out_ += "id: " + std::to_string(e.id) + "\nevent: " + e.type + "\ndata: " + e.data + "\n\n";
-      stream_after_ = std::max(stream_after_, e.id);
     }
+    stream_after_ = turn.next_after;
     if (out_.empty() && Clock::now() - last_heartbeat_ > std::chrono::milliseconds(limits().stream_heartbeat_ms)) {
       out_ = ": heartbeat\n\n";  // a comment: keeps proxies and the client's connection alive
     }

@@ -1,5 +1,7 @@
 #include "server/stream_source.h"
 
+#include <algorithm>
+
 namespace flowrt::server {
 
 FeedEvent missed_reset(uint64_t last) { return FeedEvent{last, "reset", "{\"reason\":\"events missed\"}"}; }
@@ -23,6 +25,10 @@ StreamTurn next_stream_turn(const StreamSource& source, uint64_t after, size_t m
   const bool ended = source.ended();  // first: what after() gives now is then the last
   turn.events = source.after(after, max);
   turn.last = ended && turn.events.empty();
+  turn.next_after = after;
+  for (const FeedEvent& e : turn.events) {
+    turn.next_after = e.type == "reset" ? e.id : std::max(turn.next_after, e.id);
+  }
   return turn;
 }
 

@@ -54,6 +54,10 @@ class StreamSource {
 struct StreamTurn {
   std::vector<FeedEvent> events;
   bool last = false;  // the stream ends after writing `events` (then none)
+  // What to ask after at the next turn: the last event's id, also when it is a `reset`
+  // whose id is below `after` (a client that named an id never given follows on from the
+  // reset's, and is not given the reset again at every turn).
+  uint64_t next_after = 0;
 };
 StreamTurn next_stream_turn(const StreamSource& source, uint64_t after, size_t max);
 

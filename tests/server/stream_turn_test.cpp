@@ -1,7 +1,8 @@
 // next_stream_turn (server/stream_source.h): the turn of a stream that the HTTP server
 // takes every 100 ms ends the stream only once its source has ended and has given all it
 // had, also when the source's last changes come in between its two calls (a follower's
-// relay reading the leader's last bytes and then its close).
+// relay reading the leader's last bytes and then its close); and a client that named an id
+// never given is given one reset, and then what comes after it.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -52,21 +53,35 @@ class GoesOn final : public StreamSource {
 
 // The ids a client is written, turn by turn as the server takes them, until the last turn
 // (or `turns` of them).
-std::vector<uint64_t> written(const StreamSource& source, size_t max, size_t turns, bool* ended) {
+std::vector<uint64_t> written(const StreamSource& source, size_t max, size_t turns, bool* ended, uint64_t from = 0) {
   std::vector<uint64_t> ids;
-  uint64_t after = 0;
+  uint64_t after = from;
   *ended = false;
   for (size_t i = 0; i < turns && !*ended; ++i) {
     const StreamTurn turn = next_stream_turn(source, after, max);
     EXPECT_FALSE(turn.last && !turn.events.empty()) << "a last turn writes nothing more";
-    for (const FeedEvent& e : turn.events) {
-      ids.push_back(e.id);
-      after = e.id;
-    }
+    for (const FeedEvent& e : turn.events) ids.push_back(e.id);
+    after = turn.next_after;
     *ended = turn.last;
   }
   return ids;
 }
+
+// A source that holds changes 1..last and goes on, as a server's own feed: after an id it
+// never gave it gives a `reset` carrying the last id given (docs/API.md).
+class Holds final : public StreamSource {
+ public:
+  uint64_t subscribe() override { return last; }
+  void unsubscribe() override {}
+  std::vector<FeedEvent> after(uint64_t after, size_t max) const override {
+    if (after > last) return {missed_reset(last)};
+    std::vector<FeedEvent> out;
+    for (uint64_t id = after + 1; id <= last && out.size() < max; ++id) out.push_back(change(id));
+    return out;
+  }
+  bool ended() const override { return false; }
+  uint64_t last = 0;
+};
 
 TEST(StreamTurnTest, ChangesThatComeWithTheSourcesEnd_AreWritten_BeforeTheStreamEnds) {
   bool ended = false;
@@ -85,6 +100,25 @@ TEST(StreamTurnTest, AnEndedSourceWithMoreThanATurnHolds_EndsAfterItsLastTurn) {
   LastChangesComeWithTheEnd source({change(1), change(2), change(3)}, {change(4), change(5)});
   EXPECT_EQ(written(source, 2, 10, &ended), std::vector<uint64_t>({1, 2, 3, 4, 5}));
   EXPECT_TRUE(ended);
+}
+
+TEST(StreamTurnTest, AClientThatNamedAnIdNeverGiven_GetsOneReset_ThenWhatComesAfterIt) {
+  bool ended = false;
+  Holds source;
+  source.last = 5;
+  EXPECT_EQ(written(source, 1000, 5, &ended, /*from=*/UINT64_MAX), std::vector<uint64_t>({5}))
+      << "one reset, not one at every turn";
+  EXPECT_FALSE(ended);
+  // Turn by turn, as the server goes on after the reset: the next change follows it.
+  StreamTurn turn = next_stream_turn(source, UINT64_MAX, 1000);
+  ASSERT_EQ(turn.events.size(), 1u);
+  EXPECT_EQ(turn.events[0].type, "reset");
+  EXPECT_EQ(turn.next_after, 5u);
+  source.last = 6;
+  turn = next_stream_turn(source, turn.next_after, 1000);
+  ASSERT_EQ(turn.events.size(), 1u);
+  EXPECT_EQ(turn.events[0].id, 6u);
+  EXPECT_EQ(turn.events[0].type, "context");
 }
 
 TEST(StreamTurnTest, ASourceThatGoesOn_NeverEndsTheStream) {
