@@ -40,8 +40,10 @@ using CommitObserver = std::function<void(const CommitEntry&)>;
 // (StoreBatch::applied_op). A cluster leader applies a forwarded operation under its inbox
 // number this way, so that the number is durable exactly when the operation's effects are.
 // Scoped to the thread that made it; tags do not nest (the inner one wins until it ends).
-// `on_first_commit`, when given, is called once, under the commit lock, when the thread's
-// first commit under the tag is made (it must be quick and must not call the engine): the
+// A definition change (saved, published, activated) is tagged as a commit is.
+// `on_first_commit`, when given, is called once, once the thread's first commit under the
+// tag has its journal entry (under the commit lock for a commit; it must be quick and
+// must not call the engine): the
 // leader starts the next operation then, so operations commit in inbox order while their
 // waits for durability overlap.
 class OperationTag {

@@ -5,9 +5,11 @@
 #include <utility>
 
 #include "plans/time.h"
+#include "runtime/commit.h"
 #include "runtime/engine.h"
 #include "runtime/engine_core.h"
 #include "runtime/engine_log.h"
+#include "runtime/keyed_writes.h"
 #include "runtime/stored_context.h"
 
 namespace flowrt {
@@ -81,7 +83,14 @@ void EngineCore::journal_definition(UnitType type, std::string_view id) {
   if (!d) return;
   JournalEntry e;
   e.changes.push_back(DefinitionPut{std::move(*d)});
+  // As a commit's entry (Dispatcher::journal_locked): a forwarded operation's change
+  // carries its inbox number, so that the batch making it durable says it was applied and
+  // a new leader does not apply it again; a keyed write's first change carries its key's
+  // mark.
+  e.operation = OperationTag::current();
+  KeyedWrites::note_commit(&e.changes);
   journal->append(std::move(e));
+  (void)OperationTag::note_commit();  // after the append: the next operation starts after it
 }
 
 namespace {

@@ -546,6 +546,29 @@ TEST_F(ClusterPostgresTest, TheLeaderChecksTheCallerTheFollowerForwarded) {
   EXPECT_EQ(keyed.header("X-Flowrt-Operation"), "") << "not in the inbox";
 }
 
+TEST_F(ClusterPostgresTest, AForwardedDefinitionChange_IsDurableWithItsNumber_AsAnyOperationIs) {
+  // A flow saved, published and activated through the inbox: each is applied under its
+  // number, which the batch that makes it durable records, so that a next leader does not
+  // apply it again (and answer a save that landed with "stale").
+  server::ClusterNode& a = join("a");
+  ASSERT_TRUE(a.leads());
+  std::unique_ptr<PostgresCluster> c = link();
+  ASSERT_TRUE(c->listen("flowrt_answers").is_ok());
+  const int64_t client = *c->join("client", "", 60000);
+  const std::string flow = R"({"id": "noted", "trigger": {"type": "event", "name": "note"}, "actions": [{"action": "log", "inputs": {"message": "noted"}}]})";
+  const InboxRequest save{"PUT", "/api/flows/noted", "t", "admin", true, "application/json",
+                          R"({"revision": "0", "definition": )" + flow + "}", ""};
+  const InboxRequest publish{"POST", "/api/flows/noted/publish", "t", "admin", true, "application/json", "{}", ""};
+  for (const InboxRequest& r : {save, publish}) {
+    SCOPED_TRACE(r.target);
+    const uint64_t seq = (*c->append(client, {r}, "test." + r.method + r.target))[0].seq;
+    std::optional<InboxStatus> done = answered(*c, seq);
+    ASSERT_TRUE(done.has_value());
+    EXPECT_EQ(done->reply->status, 200) << done->reply->body;
+    EXPECT_EQ(sql_value("SELECT applied_op FROM cluster_lead"), std::to_string(seq)) << "durable with its effects";
+  }
+}
+
 TEST_F(ClusterPostgresTest, AnOperationDurableButUnanswered_IsNotAppliedAgainByTheNextLeader) {
   server::ClusterNode& a = join("a");
   ASSERT_TRUE(a.leads());
