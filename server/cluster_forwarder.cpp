@@ -1,6 +1,7 @@
 #include "server/cluster_forwarder.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <utility>
 
@@ -152,7 +153,6 @@ Reply ClusterForwarder::forward(const Request& req, const Caller& caller) {
 
 void ClusterForwarder::append_loop() {
   std::unique_ptr<PostgresCluster> link;
-  uint64_t appends = 0;  // names each append: this incarnation and its count
   while (true) {
     std::vector<std::shared_ptr<Pending>> batch;
     {
@@ -166,7 +166,12 @@ void ClusterForwarder::append_loop() {
     std::vector<InboxRequest> requests;
     requests.reserve(batch.size());
     for (const auto& p : batch) requests.push_back(p->request);
-    const std::string name = std::to_string(incarnation_) + "." + std::to_string(++appends);
+    // Names this append: the incarnation and a count of the process's appends (a node has
+    // two forwarders, its follower's and, leading, the keyed writes'; counted apart, their
+    // names met, and a read-back by name took the other's entries for its own).
+    static std::atomic<uint64_t> appends{0};
+    const std::string name =
+        std::to_string(incarnation_) + "." + std::to_string(appends.fetch_add(1, std::memory_order_relaxed) + 1);
     Result<std::vector<InboxAppended>> seqs = Error{""};
     if (!link) {
       Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);
