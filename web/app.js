@@ -146,7 +146,9 @@ const enc = encodeURIComponent;
 
 /* ---------------------------------------------------------------- live stream */
 
-const stream = { es: null, retry: null };
+// missed: a stream ended and the next is new (no Last-Event-ID): events may have been
+// missed meanwhile, so the page reloads what it shows once the new one opens.
+const stream = { es: null, retry: null, missed: false };
 
 // Opens /api/stream (token as ?access_token=, since EventSource cannot set headers).
 function connectStream() {
@@ -156,9 +158,16 @@ function connectStream() {
   const es = new EventSource(url);
   stream.es = es;
   setStreamStatus('connecting');
-  es.onopen = () => setStreamStatus('live');
+  es.onopen = () => {
+    setStreamStatus('live');
+    if (stream.missed) {
+      stream.missed = false;
+      route();
+    }
+  };
   es.onerror = () => {
     if (es.readyState === EventSource.CLOSED) {
+      stream.missed = true;
       setStreamStatus('offline');
       stream.retry = setTimeout(connectStream, 5000);
     } else {
@@ -166,6 +175,8 @@ function connectStream() {
     }
   };
   for (const type of ['context', 'lock']) es.addEventListener(type, (ev) => dispatch(type, ev.data));
+  // The server could not give all that was missed (docs/API.md, "reset"): reload the page.
+  es.addEventListener('reset', () => route());
 }
 
 function setStreamStatus(s) {

@@ -403,8 +403,9 @@ def node_roles(roles):
 async def cluster_test(env):
     """Two nodes on the PostgreSQL test server: the viewer, opened on the follower, shows
     both with their roles and leases, and a context started on the leader live (the
-    follower passes the leader's event stream on); the leader is killed and the page shows
-    the follower taking over and the leader gone, without a reload."""
+    follower passes the leader's event stream on); the leader is killed, the contexts page
+    reloads its list once the stream it followed has ended, and the cluster page shows the
+    follower taking over and the leader gone, without a reload of the document."""
     url_file = os.environ.get("FLOWRT_PG_URL_FILE", "")
     if not url_file or not os.path.exists(url_file):
         raise Failure(f"no PostgreSQL test server: {url_file or 'FLOWRT_PG_URL_FILE'} is missing "
@@ -438,9 +439,17 @@ async def cluster_test(env):
     await tab.wait(f"row {ctx}'s status to show completed", f"{text(row(ctx) + ' td.status')} === 'completed'")
     await expect_same_document(tab, "the new context was shown through the follower")
     step(f"{ctx}, started on the leader, appeared live on the follower's page")
-    await go(tab, "#/cluster")
+    # The leader goes: its stream, passed on by b, ends, and what comes after it cannot
+    # carry on from it (a `reset`, or a new stream): the page reloads what it shows.
+    await tab.js("document.getElementById('contexts-table').dataset.shownBefore = 'yes'")
     a.kill9()
     step("a killed (kill -9)")
+    await tab.wait("the contexts page to reload what it shows after the stream's gap",
+                   "document.getElementById('contexts-table') !== null && "
+                   "document.getElementById('contexts-table').dataset.shownBefore === undefined", timeout=60)
+    await expect_same_document(tab, "the page reloaded its list, not the document")
+    step("the contexts page reloaded its list after the leader's stream ended")
+    await go(tab, "#/cluster")
     await tab.wait("b to take over and a to show gone", node_roles({"b": "leader", "a": "gone"}), timeout=60)
     await env.shot(tab, "viewer-cluster-takeover", docs=False)
     step("b leads; a is gone")
