@@ -105,12 +105,12 @@ Result<StartedFlow> Dispatcher::admit(Prepared& p, Origin origin, CommitEntry* e
   }
   std::shared_ptr<Context> ctx = std::move(p.context);
   ctx->publish(next_seq_++, entry->seq, std::move(cause));
-  seqs_.store(ctx->seq, std::memory_order_release);
   // Started while the engine shuts down (by a context still running): it ends cancelled
   // when taken, so that shutdown() leaves nothing behind.
   if (core_.shutting_down()) ctx->set_cancel_flag();
   ctx->run_key = std::move(run_key);
   Context* raw = ctx.get();
+  const uint64_t seq = ctx->seq;
   if (journal_) {
     // Queued once the commit is durable (the watermark): the journal pushes it then.
     building_.queued.push_back(ctx);
@@ -118,8 +118,11 @@ Result<StartedFlow> Dispatcher::admit(Prepared& p, Origin origin, CommitEntry* e
     core_.contexts.add(std::move(ctx));
   } else {
     core_.contexts.add(std::move(ctx));
-    core_.events.push(raw);  // counted as work before the lock (Batch::reserve)
   }
+  // Counted as started once it can be read: a reader that sees seq N started (the event
+  // feed, reading each new seq once) finds ctx-N.
+  seqs_.store(seq, std::memory_order_release);
+  if (!journal_) core_.events.push(raw);  // counted as work before the lock (Batch::reserve)
   batch->started();
   if (core_.options.on_commit) entry->started.push_back(raw);
   return StartedFlow{raw->id, false, Value()};
