@@ -83,7 +83,7 @@ Reply ClusterApplier::dispatch(const InboxEntry& e, const std::shared_ptr<InFlig
   }
 }
 
-void ClusterApplier::start_entry(const InboxEntry& e) {
+bool ClusterApplier::start_entry(const InboxEntry& e) {
   auto flight = std::make_shared<InFlight>();
   flight->seq = e.seq;
   if (e.seq <= applied_ && !is_read(e.request.method)) {
@@ -97,7 +97,7 @@ void ClusterApplier::start_entry(const InboxEntry& e) {
     flight->done = true;
     std::lock_guard lock(mu_);
     done_.push_back(flight);
-    return;
+    return false;
   }
   {
     std::lock_guard lock(mu_);
@@ -117,6 +117,7 @@ void ClusterApplier::start_entry(const InboxEntry& e) {
   // The next entry starts once this one committed (or finished without committing).
   std::unique_lock lock(mu_);
   cv_.wait(lock, [&] { return flight->committed || flight->done; });
+  return !flight->committed && !is_read(e.request.method);
 }
 
 void ClusterApplier::record(std::vector<std::pair<uint64_t, InboxReply>>* out, uint64_t seq, Reply reply) {
@@ -195,11 +196,27 @@ void ClusterApplier::run() {
       link.reset();
       continue;
     }
-    for (const InboxEntry& e : *entries) {
-      if (stopping_.load()) break;
-      start_entry(e);
-      cursor = e.seq;
+    // Answers that could not be recorded go first: one may be of an entry that changed
+    // nothing, which must be recorded before a later entry's effects can be durable.
+    if (!unrecorded_.empty() && !answer_finished(*link)) {
+      link.reset();
+      continue;
     }
+    bool relinked = false;
+    for (const InboxEntry& e : *entries) {
+      if (stopping_.load() || fenced_) break;
+      const bool changed_nothing = start_entry(e);
+      cursor = e.seq;
+      // A next leader takes every unanswered entry up to the durable applied_op for one
+      // that was applied: so an entry that finished without a commit (refused, or nothing
+      // to change) has its answer recorded before the next entry can commit.
+      if (changed_nothing && !answer_finished(*link)) {
+        link.reset();
+        relinked = true;
+        break;
+      }
+    }
+    if (relinked || fenced_) continue;
     if (!answer_finished(*link)) {
       link.reset();
       continue;

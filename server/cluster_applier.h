@@ -17,7 +17,10 @@
 // Order with overlap: each entry runs on one of kHandlerThreads (a write waits for its
 // commit to be durable there), and the next entry starts once this one has made its first
 // commit (OperationTag's on_first_commit) or has finished without one. So entries commit
-// in inbox order, and many share one durable store batch.
+// in inbox order, and many share one durable store batch. A write that finished without
+// a commit (refused, or with nothing to change) has its answer recorded before the next
+// entry starts: applied_op only grows, so once a later entry's batch is durable a next
+// leader would take it for applied.
 //
 // Thread-safety: start and stop from one thread; owns its thread, its handler threads and
 // its connection. The applier thread alone uses the connection; handler threads hand
@@ -85,8 +88,10 @@ class ClusterApplier {
   };
   void run();
   // Starts entry `e` and returns once it has made its first commit or finished; its answer
-  // comes back through done_ (or right away, when it needs no handler).
-  void start_entry(const InboxEntry& e);
+  // comes back through done_ (or right away, when it needs no handler). True when it was
+  // a write that finished without a commit (its answer is then recorded before the next
+  // entry starts).
+  bool start_entry(const InboxEntry& e);
   // Runs one entry on a handler thread: the router's reply.
   Reply dispatch(const InboxEntry& e, const std::shared_ptr<InFlight>& flight);
   // Records the answers of finished entries (and their waits' answers).

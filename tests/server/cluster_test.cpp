@@ -27,6 +27,7 @@ namespace flowrt::testing_http {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using namespace flowrt::test_support;
 
 TEST_F(ClusterPostgresTest, AFollowerAnswersWithTheLeadersAnswer_InOneCommitOrderWithTheLeadersOwn) {
@@ -567,6 +568,45 @@ TEST_F(ClusterPostgresTest, AForwardedDefinitionChange_IsDurableWithItsNumber_As
     EXPECT_EQ(done->reply->status, 200) << done->reply->body;
     EXPECT_EQ(sql_value("SELECT applied_op FROM cluster_lead"), std::to_string(seq)) << "durable with its effects";
   }
+}
+
+TEST_F(ClusterPostgresTest, AWriteThatChangedNothing_IsAnswered_BeforeTheNextEntryIsApplied) {
+  // A next leader answers every unanswered entry up to the durable applied_op as applied.
+  // So a refused write's answer is recorded before the entry after it can commit: held up
+  // here (the lead row locked: the answer's fence waits), the next entry is not applied.
+  server::ClusterNode& a = join("a");
+  ASSERT_TRUE(a.leads());
+  std::unique_ptr<PostgresCluster> c = link();
+  ASSERT_TRUE(c->listen("flowrt_answers").is_ok());
+  const int64_t client = *c->join("client", "", 60000);
+  PGconn* holder = PQconnectdb(url_.c_str());
+  ASSERT_EQ(PQstatus(holder), CONNECTION_OK);
+  PGresult* held = PQexec(holder, "BEGIN; SELECT epoch FROM cluster_lead FOR UPDATE");
+  ASSERT_EQ(PQresultStatus(held), PGRES_TUPLES_OK) << PQerrorMessage(holder);
+  PQclear(held);
+  const InboxRequest refused{"POST", "/api/tables/incident/records", "t", "operator", true, "application/json",
+                             R"({"number": )", ""};
+  const InboxRequest insert{"POST", "/api/tables/incident/records", "t", "operator", true, "application/json",
+                            R"({"number": "INC9"})", ""};
+  const std::vector<InboxAppended> appended = *c->append(client, {refused, insert}, "test.nothing");
+  ASSERT_EQ(appended.size(), 2u);
+  const std::string held_by = std::to_string(PQbackendPID(holder));
+  const bool waits = test_support::WaitFor([&] {
+    return sql_value("SELECT count(*) FROM pg_stat_activity WHERE " + held_by + " = ANY(pg_blocking_pids(pid))") != "0";
+  });
+  HttpClient to_a(a.port());
+  HttpReply incidents = to_a.get("/api/tables/incident/records");
+  PQclear(PQexec(holder, "COMMIT"));  // let go in any case: the nodes stop at the end
+  PQfinish(holder);
+  ASSERT_TRUE(waits) << "the leader waits for the lead row";
+  ASSERT_EQ(incidents.status, 200) << incidents.body;
+  EXPECT_THAT(incidents.body, Not(HasSubstr("INC9"))) << "applied while the refusal before it was not answered";
+  std::optional<InboxStatus> first = answered(*c, appended[0].seq);
+  std::optional<InboxStatus> second = answered(*c, appended[1].seq);
+  ASSERT_TRUE(first.has_value());
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(first->reply->status, 400) << first->reply->body;
+  EXPECT_EQ(second->reply->status, 201) << second->reply->body;
 }
 
 TEST_F(ClusterPostgresTest, AnOperationDurableButUnanswered_IsNotAppliedAgainByTheNextLeader) {
