@@ -40,17 +40,28 @@ StoreChange context(uint64_t seq, const char* status, Value record) {
   return StoreChange{ContextPut{std::move(c)}};
 }
 
+// A fresh schema of the test server holding `changes`, written as a leader's store writes
+// them: its URL ("" and a failure when it could not be made).
+std::string schema_holding(const std::string& name, std::vector<StoreChange> changes) {
+  const std::string url = fresh_postgres_schema(name);
+  EXPECT_FALSE(url.empty());
+  if (url.empty()) return "";
+  Result<std::unique_ptr<PostgresStore>> writer = PostgresStore::open(url, SyncMode::kNormal);
+  EXPECT_TRUE(writer.is_ok()) << writer.message();
+  if (!writer) return "";
+  StoreBatch batch;
+  batch.changes = std::move(changes);
+  const Status written = (*writer)->write(batch);
+  EXPECT_TRUE(written.is_ok()) << written.message();
+  return written ? url : "";
+}
+
 TEST(HistoryReaderPostgresTest, GivesAnEndedContextsRecordOnly_AfterAFailedRead_LeavesTheDatabaseAloneForKRetryMs) {
-  const std::string url = fresh_postgres_schema("history_reader");
+  const std::string url = schema_holding("history_reader", {
+      context(1, "completed", Value::object({{"n", Value(1)}})),
+      context(2, "waiting", Value::object({{"n", Value(2)}}))
+  });
   ASSERT_FALSE(url.empty());
-  {
-    Result<std::unique_ptr<PostgresStore>> writer = PostgresStore::open(url, SyncMode::kNormal);
-    ASSERT_TRUE(writer.is_ok()) << writer.message();
-    StoreBatch batch;
-    batch.changes.push_back(context(1, "completed", Value::object({{"n", Value(1)}})));
-    batch.changes.push_back(context(2, "waiting", Value::object({{"n", Value(2)}})));
-    ASSERT_TRUE((*writer)->write(batch).is_ok());
-  }
   int64_t now = 0;  // the reader's clock, ms
   server::HistoryReader reader(url, [&now] { return now; });
   std::optional<Value> ended = reader.ended_record("ctx-1");
@@ -77,20 +88,15 @@ TEST(HistoryReaderPostgresTest, GivesAnEndedContextsRecordOnly_AfterAFailedRead_
 }
 
 TEST(HistoryReaderPostgresTest, AnEndedPage_IsOfThatStatusNewestFirstBelowTheCursor_AFailedReadGivesNothing) {
-  const std::string url = fresh_postgres_schema("history_reader_page");
+  const std::string url = schema_holding("history_reader_page", {
+      context(1, "completed", Value::object({{"n", Value(1)}})),
+      context(2, "error", Value::object({{"n", Value(2)}})),
+      context(3, "completed", Value::object({{"n", Value(3)}})),
+      context(4, "waiting", Value::object({{"n", Value(4)}})),
+      context(5, "completed", Value()),  // ended, its record not written yet
+      context(6, "completed", Value::object({{"n", Value(6)}}))
+  });
   ASSERT_FALSE(url.empty());
-  {
-    Result<std::unique_ptr<PostgresStore>> writer = PostgresStore::open(url, SyncMode::kNormal);
-    ASSERT_TRUE(writer.is_ok()) << writer.message();
-    StoreBatch batch;
-    batch.changes.push_back(context(1, "completed", Value::object({{"n", Value(1)}})));
-    batch.changes.push_back(context(2, "error", Value::object({{"n", Value(2)}})));
-    batch.changes.push_back(context(3, "completed", Value::object({{"n", Value(3)}})));
-    batch.changes.push_back(context(4, "waiting", Value::object({{"n", Value(4)}})));
-    batch.changes.push_back(context(5, "completed", Value()));  // ended, its record not written yet
-    batch.changes.push_back(context(6, "completed", Value::object({{"n", Value(6)}})));
-    ASSERT_TRUE((*writer)->write(batch).is_ok());
-  }
   int64_t now = 0;
   server::HistoryReader reader(url, [&now] { return now; });
   auto ns = [](const std::optional<std::vector<Value>>& page) {
@@ -130,15 +136,9 @@ std::string named(const std::string& url, const std::string& name) {
 }
 
 TEST(HistoryReaderPostgresTest, AReadTheServerHoldsUp_IsCancelledByTheServer_TheLeaderAnswersMeanwhile) {
-  const std::string url = fresh_postgres_schema("history_reader_held");
+  const std::string url =
+      schema_holding("history_reader_held", {context(1, "completed", Value::object({{"n", Value(1)}}))});
   ASSERT_FALSE(url.empty());
-  {
-    Result<std::unique_ptr<PostgresStore>> writer = PostgresStore::open(url, SyncMode::kNormal);
-    ASSERT_TRUE(writer.is_ok()) << writer.message();
-    StoreBatch batch;
-    batch.changes.push_back(context(1, "completed", Value::object({{"n", Value(1)}})));
-    ASSERT_TRUE((*writer)->write(batch).is_ok());
-  }
   int64_t now = 0;
   server::HistoryReader reader(url, [&now] { return now; });
   ASSERT_TRUE(reader.ended_record("ctx-1"));
@@ -166,15 +166,9 @@ TEST(HistoryReaderPostgresTest, AReadTheServerHoldsUp_IsCancelledByTheServer_The
 }
 
 TEST(HistoryReaderPostgresTest, ASessionWhoseSetUpFailedAfterAReconnect_IsNotUsed_TheNextReadConnectsAfresh) {
-  const std::string url = fresh_postgres_schema("history_reader_setup");
+  const std::string url =
+      schema_holding("history_reader_setup", {context(1, "completed", Value::object({{"n", Value(1)}}))});
   ASSERT_FALSE(url.empty());
-  {
-    Result<std::unique_ptr<PostgresStore>> writer = PostgresStore::open(url, SyncMode::kNormal);
-    ASSERT_TRUE(writer.is_ok()) << writer.message();
-    StoreBatch batch;
-    batch.changes.push_back(context(1, "completed", Value::object({{"n", Value(1)}})));
-    ASSERT_TRUE((*writer)->write(batch).is_ok());
-  }
   const std::string name = "flowrt_reader_setup_" + std::to_string(::getpid());
   int64_t now = 0;
   server::HistoryReader reader(named(url, name), [&now] { return now; });
