@@ -556,7 +556,8 @@ TEST_F(ClusterPostgresTest, AForwardedDefinitionChange_IsDurableWithItsNumber_As
   std::unique_ptr<PostgresCluster> c = link();
   ASSERT_TRUE(c->listen("flowrt_answers").is_ok());
   const int64_t client = *c->join("client", "", 60000);
-  const std::string flow = R"({"id": "noted", "trigger": {"type": "event", "name": "note"}, "actions": [{"action": "log", "inputs": {"message": "noted"}}]})";
+  const std::string flow = R"({"id": "noted", "trigger": {"type": "event", "name": "note"},
+    "actions": [{"action": "log", "inputs": {"message": "noted"}}]})";
   const InboxRequest save{"PUT", "/api/flows/noted", "t", "admin", true, "application/json",
                           R"({"revision": "0", "definition": )" + flow + "}", ""};
   const InboxRequest publish{"POST", "/api/flows/noted/publish", "t", "admin", true, "application/json", "{}", ""};

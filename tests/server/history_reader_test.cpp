@@ -239,7 +239,8 @@ TEST(HistoryReaderPostgresTest, AReadThatWaitedForAnOpenThatFailed_DoesNotTryThe
 }
 
 TEST(HistoryReaderPostgresTest, ItsConnectionsGiveUpOnADatabaseThatCannotBeReached_BothUrlForms) {
-  const std::string limits = "connect_timeout=2&tcp_user_timeout=2000&keepalives_idle=1&keepalives_interval=1&keepalives_count=1";
+  const std::string limits =
+      "connect_timeout=2&tcp_user_timeout=2000&keepalives_idle=1&keepalives_interval=1&keepalives_count=1";
   EXPECT_EQ(server::HistoryReader::with_timeouts("postgresql://u@h:5/db"), "postgresql://u@h:5/db?" + limits);
   EXPECT_EQ(server::HistoryReader::with_timeouts("postgresql://u@h:5/db?options=-csearch_path%3Ds"),
             "postgresql://u@h:5/db?options=-csearch_path%3Ds&" + limits);
