@@ -151,14 +151,15 @@ class ClusterNode {
   // for the node's life: the follower's routes hold it).
   std::unique_ptr<HistoryReader> history_;
   std::unique_ptr<HttpServer> follower_server_;
+  // Leading: what puts writes with an Idempotency-Key into the inbox (made before the
+  // service answers, kept until the node stops). Declared before the service, so that it
+  // is destroyed after it: a keyed reply the service's connections still hold waits on it.
+  std::unique_ptr<ClusterForwarder> keyed_forwarder_;
   std::unique_ptr<Service> service_;
   // The service once it answers as the leader's (set once, by the control thread; it
   // outlives the heartbeat thread, which reads it for the counts each heartbeat notes).
   std::atomic<Service*> leading_service_{nullptr};
   std::unique_ptr<ClusterApplier> applier_;
-  // Leading: what puts writes with an Idempotency-Key into the inbox (made before the
-  // service answers, kept until the node stops).
-  std::unique_ptr<ClusterForwarder> keyed_forwarder_;
   // The thread the leader's event stream is read on (made at the first viewer; stopped
   // when the node stops), and the stream the viewers share while one is open (held by
   // the viewers' connections). Both guarded by relay_mu_.
