@@ -18,6 +18,7 @@
 
 #include "runtime/engine_core.h"
 #include "runtime/journal.h"
+#include "server/cluster_forwarder.h"
 #include "server/cluster_node.h"
 #include "store/postgres_cluster.h"
 #include "tests/server/cluster_fixture.h"
@@ -569,6 +570,33 @@ TEST_F(ClusterPostgresTest, AForwardedDefinitionChange_IsDurableWithItsNumber_As
     EXPECT_EQ(done->reply->status, 200) << done->reply->body;
     EXPECT_EQ(sql_value("SELECT applied_op FROM cluster_lead"), std::to_string(seq)) << "durable with its effects";
   }
+}
+
+TEST_F(ClusterPostgresTest, TwoForwardersOfOneIncarnation_NameTheirAppendsApart) {
+  // A leading node has two forwarders (its follower's, still answering, and its keyed
+  // writes'), both of its incarnation. An append is read back by its name when its
+  // connection is lost: two appends named alike would take each other's entries.
+  std::unique_ptr<PostgresCluster> c = link();
+  const int64_t incarnation = *c->join("twins", "", 60000);
+  server::ClusterForwarder follower(url_, incarnation, std::chrono::milliseconds(500));
+  server::ClusterForwarder keyed(url_, incarnation, std::chrono::milliseconds(500));
+  follower.start();
+  keyed.start();
+  server::Request ping;
+  ping.method(server::http::verb::post);
+  ping.target("/api/events/ping");
+  ping.body() = R"({"payload": {}})";
+  const server::Caller caller{"t", server::Role::kOperator};
+  {
+    server::Reply first = follower.forward(ping, caller);
+    server::Reply second = keyed.forward(ping, caller);
+    const std::string mine = "batch LIKE '" + std::to_string(incarnation) + ".%'";
+    EXPECT_TRUE(WaitFor([&] { return sql_value("SELECT count(*) FROM cluster_inbox WHERE " + mine) == "2"; }))
+        << "both appended (no node leads: neither is answered)";
+    EXPECT_EQ(sql_value("SELECT count(DISTINCT batch) FROM cluster_inbox WHERE " + mine), "2");
+  }
+  follower.stop();
+  keyed.stop();
 }
 
 TEST_F(ClusterPostgresTest, AWriteThatChangedNothing_IsAnswered_BeforeTheNextEntryIsApplied) {
