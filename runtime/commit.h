@@ -41,11 +41,10 @@ using CommitObserver = std::function<void(const CommitEntry&)>;
 // number this way, so that the number is durable exactly when the operation's effects are.
 // Scoped to the thread that made it; tags do not nest (the inner one wins until it ends).
 // A definition change (saved, published, activated) is tagged as a commit is.
-// `on_first_commit`, when given, is called once, once the thread's first commit under the
-// tag has its journal entry (under the commit lock for a commit; it must be quick and
-// must not call the engine): the
-// leader starts the next operation then, so operations commit in inbox order while their
-// waits for durability overlap.
+// `on_first_commit`, when given, is called a single time: when the thread's first commit
+// under the tag has its journal entry (under the commit lock for a commit; it must be
+// quick and must not call the engine). The leader starts the next operation then, so
+// operations commit in inbox order while their waits for durability overlap.
 class OperationTag {
  public:
   explicit OperationTag(uint64_t operation, std::function<void()> on_first_commit = {});

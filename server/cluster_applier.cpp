@@ -202,7 +202,6 @@ void ClusterApplier::run() {
       link.reset();
       continue;
     }
-    bool relinked = false;
     for (const InboxEntry& e : *entries) {
       if (stopping_.load() || fenced_) break;
       const bool changed_nothing = start_entry(e);
@@ -211,12 +210,11 @@ void ClusterApplier::run() {
       // that was applied: so an entry that finished without a commit (refused, or nothing
       // to change) has its answer recorded before the next entry can commit.
       if (changed_nothing && !answer_finished(*link)) {
-        link.reset();
-        relinked = true;
+        link.reset();  // the round ends: its answers are recorded first on a new link
         break;
       }
     }
-    if (relinked || fenced_) continue;
+    if (!link || fenced_) continue;
     if (!answer_finished(*link)) {
       link.reset();
       continue;
