@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <initializer_list>
 #include <thread>
@@ -119,7 +120,7 @@ uint64_t stable_hash(std::string_view s) {
 
 }  // namespace
 
-Result<std::unique_ptr<PostgresCluster>> PostgresCluster::connect(const std::string& url) {
+Result<std::unique_ptr<PostgresCluster>> PostgresCluster::connect(const std::string& url, int statement_timeout_ms) {
   Result<std::string> where = PostgresStore::where_of(url);
   if (!where) return where.error();
   ConnPtr conn(connect_to(url));
@@ -134,6 +135,15 @@ Result<std::unique_ptr<PostgresCluster>> PostgresCluster::connect(const std::str
   ResultPtr generic(PQexec(c->conn_, "SET plan_cache_mode = force_generic_plan"));
   if (!result_ok(generic.get())) return c->error("cannot set its session's plans");
   if (!limit_idle_transactions(c->conn_)) return c->error("cannot set its session's limits");
+  // A statement limit of the URL's (options=-cstatement_timeout%3D...), the role's or the
+  // database's stands; without one, the cluster's own.
+  ResultPtr limit(PQexec(c->conn_, "SELECT current_setting('statement_timeout') = '0'"));
+  if (!result_ok(limit.get()) || PQntuples(limit.get()) != 1) return c->error("cannot read its session's limits");
+  if (cell_view(limit.get(), 0, 0) == "t") {
+    const std::string sql = "SET statement_timeout = " + std::to_string(statement_timeout_ms);
+    ResultPtr set(PQexec(c->conn_, sql.c_str()));
+    if (!result_ok(set.get())) return c->error("cannot set its session's limits");
+  }
   ResultPtr r(PQexec(c->conn_, "SELECT current_schema()"));
   if (!result_ok(r.get()) || PQntuples(r.get()) != 1 || cell_null(r.get(), 0, 0)) {
     return c->error("cannot read its schema (the search_path names none that exists?)");
@@ -650,12 +660,16 @@ Status PostgresCluster::prune(int64_t seconds, int64_t keyed_seconds) {
   Params p;
   p.integer(seconds);
   p.integer(keyed_seconds);
-  ResultPtr r(exec_params(conn_,
-                          "DELETE FROM cluster_inbox WHERE answered < clock_timestamp() - (CASE WHEN idem_key IS NULL "
-                          "THEN $1::bigint ELSE $2::bigint END) * interval '1 second'",
-                          p));
-  if (!result_ok(r.get())) return error("cannot prune the inbox");
-  return Status::ok();
+  p.integer(kPruneRows);
+  while (true) {
+    ResultPtr r(exec_params(conn_,
+                            "DELETE FROM cluster_inbox WHERE seq IN (SELECT seq FROM cluster_inbox WHERE answered < "
+                            "clock_timestamp() - (CASE WHEN idem_key IS NULL THEN $1::bigint ELSE $2::bigint END) * "
+                            "interval '1 second' ORDER BY seq LIMIT $3::bigint)",
+                            p));
+    if (!result_ok(r.get())) return error("cannot prune the inbox");
+    if (std::strtoll(PQcmdTuples(r.get()), nullptr, 10) < kPruneRows) return Status::ok();
+  }
 }
 
 Status PostgresCluster::listen(std::string_view name) {

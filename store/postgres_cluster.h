@@ -127,9 +127,23 @@ class PostgresCluster {
  public:
   // How long a lease lasts past each heartbeat unless a node says otherwise, ms.
   static constexpr int kDefaultLeaseMs = 3000;
+  // How long a statement of a cluster session may run (statement_timeout), unless the URL,
+  // the role or the database sets a limit of its own: then that one stands. The cluster's
+  // statements are short (a lease, an append, a page of the inbox, kPruneRows of a prune),
+  // so 10 s is far beyond what any takes on a database that answers; a table locked by an
+  // operator (`LOCK TABLE`, an `ALTER TABLE` queued) would otherwise hold a node's thread,
+  // and its stop, for as long as the lock is held.
+  static constexpr int kStatementTimeoutMs = 10000;
+  // How many inbox entries one statement of prune() deletes at most.
+  static constexpr int64_t kPruneRows = 10000;
 
-  // Connects to `url` (the store's) and creates the cluster's tables when missing.
-  static Result<std::unique_ptr<PostgresCluster>> connect(const std::string& url);
+  // Connects to `url` (the store's) and creates the cluster's tables when missing. The
+  // session's statements are cancelled by the server after `statement_timeout_ms` (tests
+  // pass a shorter limit) unless the URL, the role or the database sets statement_timeout:
+  // then that limit stands. A statement cancelled so never committed: the connection stays
+  // usable (connected()), and an append that failed so appended nothing.
+  static Result<std::unique_ptr<PostgresCluster>> connect(const std::string& url,
+                                                          int statement_timeout_ms = kStatementTimeoutMs);
   ~PostgresCluster();
   PostgresCluster(const PostgresCluster&) = delete;
   PostgresCluster& operator=(const PostgresCluster&) = delete;
@@ -193,7 +207,9 @@ class PostgresCluster {
   Result<std::vector<std::pair<uint64_t, InboxReply>>> answers(const std::vector<uint64_t>& seqs);
   // Entry `seq` (without its body; with its key), nullopt when there is none (never, or pruned).
   Result<std::optional<InboxStatus>> entry(uint64_t seq);
-  // Deletes answered entries older than `seconds`.
+  // Deletes answered entries older than `seconds`, oldest first, kPruneRows to a
+  // statement (each its own transaction, well within the statement limit however many
+  // entries are due).
   // Entries with an idempotency key are kept `keyed_seconds` (the key is remembered as
   // long as its entry).
   Status prune(int64_t seconds, int64_t keyed_seconds);

@@ -5,15 +5,19 @@
 // one), and record the operations they applied in the same transaction; the inbox numbers
 // appends from many connections in the order they commit, so a reader never sees a gap
 // that fills later; an append whose connection was lost is read back, committed or not,
-// once its server backend has ended, and its sessions end a transaction left idle.
+// once its server backend has ended, and its sessions end a transaction left idle and
+// cancel a statement held up past their limit.
 // Each test has a schema of its own.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
 #include <barrier>
+#include <chrono>
+#include <condition_variable>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -665,6 +669,79 @@ TEST_F(PostgresClusterTest, ASessionLeftIdleInATransaction_IsEnded_AndItsRowLock
   EXPECT_NE(PQresultStatus(after), PGRES_TUPLES_OK) << "the idle session was not ended";
   PQclear(after);
   PQfinish(stuck);
+}
+
+// A cluster session's statements are cancelled by the server after
+// PostgresCluster::kStatementTimeoutMs, unless the URL (or the role, or the database) sets a
+// limit of its own.
+TEST_F(PostgresClusterTest, ItsSessionsLimitAStatement_UnlessTheUrlSetsALimitOfItsOwn) {
+  std::unique_ptr<PostgresCluster> c = link();
+  ASSERT_TRUE(c);
+  Result<std::string> shown = c->setting("statement_timeout");
+  ASSERT_TRUE(shown.is_ok()) << shown.message();
+  EXPECT_EQ(*shown, "10s");
+  Result<std::unique_ptr<PostgresCluster>> own = PostgresCluster::connect(url_ + "%20-cstatement_timeout%3D1500");
+  ASSERT_TRUE(own.is_ok()) << own.message();
+  shown = (*own)->setting("statement_timeout");
+  ASSERT_TRUE(shown.is_ok()) << shown.message();
+  EXPECT_EQ(*shown, "1500ms") << "the URL's limit stands";
+}
+
+// An append held up by a lock on the inbox (an operator's LOCK TABLE) is cancelled by the
+// server after the session's limit: it fails, appends nothing, and the session goes on, so
+// the node's thread is not held for as long as the lock is. Without the limit the append
+// waits for the lock; the holder lets go after 30 s, and the append then succeeds: the test
+// fails rather than hangs.
+TEST_F(PostgresClusterTest, AnAppendHeldUpByALockedInbox_IsCancelledByTheServer_AppendsNothing_TheSessionGoesOn) {
+  Result<std::unique_ptr<PostgresCluster>> made = PostgresCluster::connect(url_, /*statement_timeout_ms=*/300);
+  ASSERT_TRUE(made.is_ok()) << made.message();
+  PostgresCluster& c = **made;
+  const int64_t node = join(c, "n");
+  PGconn* holder = PQconnectdb(url_.c_str());
+  ASSERT_EQ(PQstatus(holder), CONNECTION_OK);
+  postgres_rows::ResultPtr locked(PQexec(holder, "BEGIN; LOCK TABLE cluster_inbox_head IN ACCESS EXCLUSIVE MODE"));
+  ASSERT_TRUE(postgres_rows::result_ok(locked.get()));
+  std::mutex m;
+  std::condition_variable cv;
+  bool appended = false;
+  std::thread lets_go([&] {  // the holder lets go once the append has returned, or after 30 s
+    std::unique_lock l(m);
+    cv.wait_for(l, std::chrono::seconds(30), [&] { return appended; });
+    postgres_rows::ResultPtr done(PQexec(holder, "ROLLBACK"));
+  });
+  const InboxRequest q{"POST", "/api/events/e", "t", "operator", true, "application/json", "{}", ""};
+  Result<std::vector<InboxAppended>> held = c.append(node, {q}, "n.1");
+  {
+    std::lock_guard l(m);
+    appended = true;
+  }
+  cv.notify_all();
+  lets_go.join();
+  PQfinish(holder);
+  EXPECT_FALSE(held.is_ok()) << "the append waited for the lock";
+  if (!held) {
+    EXPECT_NE(held.message().find("statement timeout"), std::string::npos) << held.message();
+  }
+  EXPECT_TRUE(c.connected()) << "a cancelled statement leaves the session as it was";
+  Result<std::vector<InboxAppended>> next = c.append(node, {q}, "n.2");
+  ASSERT_TRUE(next.is_ok()) << next.message();
+  EXPECT_EQ(sql_value("SELECT string_agg(batch, ',') FROM cluster_inbox"), "n.2") << "the cancelled append made no entry";
+}
+
+// prune() deletes every entry that is due, however many: kPruneRows to a statement, so that
+// each stays well within the session's statement limit.
+TEST_F(PostgresClusterTest, Pruning_DeletesEveryEntryDue_MoreThanAStatementsShare) {
+  std::unique_ptr<PostgresCluster> c = link();
+  ASSERT_TRUE(c);
+  const int64_t due = PostgresCluster::kPruneRows * 2 + 17;
+  ASSERT_EQ(postgres_exec(url_, "INSERT INTO cluster_inbox(seq, incarnation, method, target, caller, role, "
+                                "authenticated, content_type, body, status, answered) SELECT g, 1, 'POST', '/', 'c', "
+                                "'operator', true, '', '', 200, clock_timestamp() - interval '1 hour' FROM "
+                                "generate_series(1, " + std::to_string(due + 3) + ") g; UPDATE cluster_inbox SET "
+                                "answered = clock_timestamp() WHERE seq > " + std::to_string(due)),
+            "");
+  ASSERT_TRUE(c->prune(600, 86400).is_ok());
+  EXPECT_EQ(sql_value("SELECT count(*) FROM cluster_inbox"), "3") << "the entries answered just now stay";
 }
 
 }  // namespace
