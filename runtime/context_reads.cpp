@@ -95,6 +95,17 @@ std::vector<Value> read_context_records(const EngineCore& core, std::string_view
   return out;
 }
 
+std::vector<Value> read_unfinished_records(const EngineCore& core, uint64_t before_seq, size_t limit) {
+  std::vector<Value> out;
+  if (limit == 0 || before_seq <= 1) return out;
+  const size_t value_limit = core.props().record_value_limit;
+  core.contexts.for_each_newest_first(before_seq, [&](const KeptContext& c) {
+    if (!c.finished()) out.push_back(live_record(core, *c.live(), value_limit));
+    return out.size() < limit;
+  });
+  return out;
+}
+
 std::vector<Value> read_context_page(const EngineCore& core, std::string_view flow, std::string_view status,
                                      uint64_t before_seq, size_t limit) {
   if (limit == 0 || before_seq <= 1) return {};

@@ -34,4 +34,10 @@ std::vector<Value> read_context_records(const EngineCore& core, std::string_view
 std::vector<Value> read_context_page(const EngineCore& core, std::string_view flow, std::string_view status,
                                      uint64_t before_seq, size_t limit);
 
+// The records of the contexts in memory that have not ended (running, ready, waiting), newest
+// first, with a seq below `before_seq`, at most `limit`: one pass over memory that tells
+// ended from not ended, so a context moving between in_progress and waiting while it is
+// read is not missed (as it can be between two pages of one status each).
+std::vector<Value> read_unfinished_records(const EngineCore& core, uint64_t before_seq, size_t limit);
+
 }  // namespace flowrt

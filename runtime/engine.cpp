@@ -449,6 +449,12 @@ std::vector<ContextRecord> Engine::context_page(std::string_view flow, std::stri
   return out;
 }
 
+std::vector<ContextRecord> Engine::unfinished_contexts(uint64_t before_seq, size_t limit) const {
+  std::vector<ContextRecord> out;
+  for (Value& v : read_unfinished_records(*core_, before_seq, limit)) out.emplace_back(std::move(v));
+  return out;
+}
+
 std::vector<Value> Engine::skipped() const {
   std::vector<Value> out;
   for (const SkippedStart& s : core_->contexts.skipped()) {

@@ -228,6 +228,11 @@ class Engine {
   // The next page is before the last one's seq. For lists that must not read them all.
   std::vector<ContextRecord> context_page(std::string_view flow, std::string_view status, uint64_t before_seq,
                                           size_t limit) const;
+  // The records of the contexts not ended (running, ready to run, waiting), newest first,
+  // with a seq below `before_seq`, at most `limit`; read in one pass, so a context moving
+  // between in_progress and waiting meanwhile is not missed, as it can be between two
+  // pages of one status each.
+  std::vector<ContextRecord> unfinished_contexts(uint64_t before_seq, size_t limit) const;
   std::vector<Value> skipped() const;  // {"flow", "reason", "event", "cause"}
   // Finished context records dropped, oldest first, to keep within context_retention.
   uint64_t dropped_contexts() const;

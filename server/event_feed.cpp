@@ -74,23 +74,23 @@ void EventFeed::begin_watching() {
   // Follow every context not ended (recovered ones, those started while no one watched),
   // as it is now, so that its next change is sent; those that start after are announced
   // by poll as they start.
+  // One pass that tells ended from not ended: a context that moved from waiting to
+  // in_progress between a read of each status would be followed by neither.
   const uint64_t started = engine_.stats().contexts_started;
   open_.clear();
-  for (const char* status : {"in_progress", "waiting"}) {
-    for (const ContextRecord& r : engine_.context_page("", status, started + 1, kMaxOpen)) {
-      if (open_.size() < kMaxOpen) open_[static_cast<uint64_t>(r.seq())] = progress_of(r.value());
-    }
+  for (const ContextRecord& r : engine_.unfinished_contexts(started + 1, kMaxOpen)) {
+    if (!is_final_status(r.status())) open_[static_cast<uint64_t>(r.seq())] = progress_of(r.value());
   }
   seen_seq_ = started;
   locks_ = lock_states();  // as now: a change in the gap is the reset's, not an event after it
   // Nothing was read while no one watched: whatever a client saw before is stale, and one
   // resuming from before this point must reload. A reset marks the gap (every gap gets its
-  // own: a client that resumed to the last one and went away again must reload again).
+  // own: a client that resumed to the last one and went away again must reload again),
+  // the first one too: a client that watched while nothing changed has the id the feed
+  // began with, and is told to reload like any other.
   std::lock_guard lock(mu_);
-  if (!ring_.empty()) {
-    ring_.push_back(FeedEvent{next_id_++, "reset", "{\"reason\":\"changes while no client watched\"}"});
-    while (ring_.size() > capacity_) ring_.pop_front();
-  }
+  ring_.push_back(FeedEvent{next_id_++, "reset", "{\"reason\":\"changes while no client watched\"}"});
+  while (ring_.size() > capacity_) ring_.pop_front();
 }
 
 std::map<std::string, std::string> EventFeed::lock_states() const {

@@ -153,6 +153,61 @@ TEST_F(StreamTest, EveryGapWithNoClientEndsWithAReset) {
   feed.unsubscribe();
 }
 
+// The first gap too: a client that watched while nothing changed holds the id the feed
+// began with; a context that ended after it went away is a change it did not see.
+TEST_F(StreamTest, TheFirstGapEndsWithAReset_EvenWhenNothingWasSentBeforeIt) {
+  server::EventFeed& feed = service_->feed();
+  const auto held = call_hold_desk();  // waiting before any client came
+  const std::string gate = held.first;
+  const std::string id = held.second;
+  settle();
+  ASSERT_EQ(engine().context(id)->status(), "waiting");
+  const uint64_t seen = feed.subscribe();
+  feed.poll();
+  for (const server::FeedEvent& e : feed.after(seen)) ADD_FAILURE() << "nothing changed: " << e.type << " " << e.data;
+  feed.unsubscribe();
+  client().request(http::verb::patch, "/api/tables/gate/records/" + gate, R"({"open": true})", token("operator"));
+  settle();
+  ASSERT_EQ(engine().context(id)->status(), "completed");
+  const uint64_t from = feed.subscribe();
+  std::vector<FeedEventCopy> missed = copy(feed.after(seen));
+  ASSERT_EQ(missed.size(), 1u) << "the client that saw it waiting is told it ended, or to reload";
+  EXPECT_EQ(missed[0].type, "reset");
+  EXPECT_EQ(missed[0].id, from);
+  feed.unsubscribe();
+}
+
+// Every context not ended when a client comes is followed, whatever its status: its next
+// change is sent.
+TEST_F(StreamTest, ContextsNotEndedWhenAClientComes_AreFollowed_TheirEndsSent) {
+  server::EventFeed& feed = service_->feed();
+  const auto first = call_hold_desk();   // holds the lock, waits for its gate
+  const auto second = call_hold_desk();  // waits for the lock
+  client().request(http::verb::post, "/api/flows/greet/call?wait=10s", R"({"name": "a"})", token("operator"));
+  settle();
+  const uint64_t from = feed.subscribe();
+  ASSERT_EQ(engine().context(second.second)->status(), "waiting");
+  auto ended = [&] {
+    std::vector<std::string> out;
+    for (const server::FeedEvent& e : feed.after(from)) {
+      const Value data = test_support::json(e.data);
+      if (e.type == "context" && data["change"] == Value("ended")) out.emplace_back(data["context"]["id"].as_string());
+    }
+    return out;
+  };
+  client().request(http::verb::patch, "/api/tables/gate/records/" + first.first, R"({"open": true})",
+                   token("operator"));
+  settle();
+  feed.poll();
+  EXPECT_EQ(ended(), std::vector<std::string>{first.second}) << "the one that ended, once; the other waits for its gate";
+  client().request(http::verb::patch, "/api/tables/gate/records/" + second.first, R"({"open": true})",
+                   token("operator"));
+  settle();
+  feed.poll();
+  EXPECT_EQ(ended(), (std::vector<std::string>{first.second, second.second}));
+  feed.unsubscribe();
+}
+
 // A client that opens the stream afresh (no Last-Event-ID) has just loaded what it shows:
 // the reset that begins the feed's watching is not sent to it.
 TEST_F(StreamTest, AFreshClientIsNotSentTheResetItsArrivalMade) {
@@ -180,8 +235,15 @@ TEST_F(StreamTest, AStreamFromWhatIsHeld_BeginsAtTheOldestEventHeld_AndEveryHead
   feed.subscribe();
   client().request(http::verb::post, "/api/flows/greet/call?wait=10s", R"({"name": "a"})", token("operator"));
   feed.poll();
-  const std::vector<server::FeedEvent> held = feed.after(feed.held_after());
-  ASSERT_GE(held.size(), 2u) << "the gap's reset, then the context";
+  std::vector<server::FeedEvent> held;  // turn by turn, as a stream gives them: a reset comes alone
+  for (uint64_t at = feed.held_after();;) {
+    const std::vector<server::FeedEvent> turn = feed.after(at);
+    if (turn.empty()) break;
+    held.insert(held.end(), turn.begin(), turn.end());
+    at = turn.back().id;
+  }
+  ASSERT_GE(held.size(), 3u) << "the gap's reset, then the context's start and end";
+  EXPECT_EQ(held.front().type, "reset");
   const uint64_t oldest = held.front().id;
   EXPECT_EQ(feed.held_after(), oldest - 1);
 
