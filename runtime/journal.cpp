@@ -355,6 +355,7 @@ Journal::Written Journal::write(std::vector<JournalEntry>& entries, const StoreC
       }
       return Written::kYes;
     }
+    failed_writes_.fetch_add(1, std::memory_order_relaxed);
     if (failure().is_ok()) engine_log().error("{} (retrying)", s.message());
     set_failure(s);
     const auto now = std::chrono::steady_clock::now();
@@ -368,7 +369,11 @@ Journal::Written Journal::write(std::vector<JournalEntry>& entries, const StoreC
     }
     MutexLock lock(mu_);
     if (stopping_ && ++tries_when_stopping >= kTriesWhenStopping) return Written::kStopping;
-    work_cv_.wait_until(mu_, std::chrono::steady_clock::now() + std::chrono::milliseconds(delay_ms));
+    // The whole delay, whatever is appended meanwhile (an append notifies work_cv_: a
+    // failing store was tried again at every entry); only the stop cuts it short, once.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(delay_ms);
+    const bool was_stopping = stopping_;
+    while (stopping_ == was_stopping && std::chrono::steady_clock::now() < until) work_cv_.wait_until(mu_, until);
     delay_ms = std::min(delay_ms * 2, kMaxRetryMs);
   }
 }

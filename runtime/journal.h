@@ -160,6 +160,8 @@ class Journal {
   Status failure() const EXCLUDES(fail_mu_);
   // Batches written so far (for tests of group commit and for bench figures).
   uint64_t batches() const { return batches_.load(std::memory_order_relaxed); }
+  // Writes that failed so far, each try counted (for tests of the retries' back-off).
+  uint64_t failed_writes() const { return failed_writes_.load(std::memory_order_relaxed); }
 
  private:
   void run();
@@ -224,6 +226,7 @@ class Journal {
   std::atomic<uint64_t> delivered_{0};
   std::atomic<size_t> undelivered_{0};
   std::atomic<uint64_t> batches_{0};
+  std::atomic<uint64_t> failed_writes_{0};
   mutable Mutex fail_mu_;
   Status failure_ GUARDED_BY(fail_mu_);
   std::thread thread_;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <future>
 #include <memory>
@@ -258,6 +259,48 @@ TEST_F(EngineFaultsTest, TheJournalStoppingWhileTheDiskIsFull_TheWaitingOperatio
   vfs.set_space(std::nullopt);
 
   EXPECT_EQ(orders_after_reopen(), (std::vector<std::string>{"o1"})) << "o2 was not acknowledged";
+  engine_.reset();
+}
+
+// A failing store is tried again on the journal's back-off (10 ms, doubling up to 1 s), not
+// at every entry appended meanwhile: under load, a store that fails would otherwise be
+// tried once per commit. Each entry here is appended once the last one led to a try, or
+// after 5 ms without one; the tries are bounded by what the back-off allows in the time
+// the appends took (counted from a 10 ms delay, so the bound is generous). Before the fix
+// every append woke the writer for a try at once.
+TEST_F(EngineFaultsTest, AFailingStoreIsTriedAgainOnItsBackOff_NotAtEveryEntryAppended) {
+  FaultVfs vfs("flowrt-fault-engine", /*make_default=*/true);
+  Engine& engine = open_with_o1_durable(options(Durability::kFull));
+  Journal& journal = *engine.core().journal;
+
+  vfs.set_space(0);
+  Result<Value> waited = Error{"not run"};
+  std::thread blocked([&] { waited = engine.insert("order", Value::object({{"sys_id", Value("o2")}})); });
+  while (journal.failure().is_ok()) std::this_thread::yield();
+  const uint64_t tries_before = journal.failed_writes();
+  const auto began = std::chrono::steady_clock::now();
+  for (int i = 0; i < 100; ++i) {
+    const uint64_t tries = journal.failed_writes();
+    journal.append(JournalEntry{});
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(5);
+    while (journal.failed_writes() == tries && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  }
+  const auto took = std::chrono::steady_clock::now() - began;
+  const uint64_t tries = journal.failed_writes() - tries_before;
+  int allowed = 1;  // a try may fall at the start
+  auto at = std::chrono::milliseconds(0);
+  for (auto delay = std::chrono::milliseconds(10); at <= took; delay = std::min(delay * 2, std::chrono::milliseconds(1000))) {
+    at += delay;
+    ++allowed;
+  }
+  EXPECT_LE(tries, static_cast<uint64_t>(allowed))
+      << "in " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms of 100 appends";
+
+  vfs.set_space(std::nullopt);  // room again: the next try writes it all
+  blocked.join();
+  ASSERT_TRUE(waited.is_ok()) << waited.message();
+  ASSERT_TRUE(journal.wait_durable(journal.appended()).is_ok());
+  EXPECT_TRUE(journal.failure().is_ok()) << journal.failure().message();
   engine_.reset();
 }
 
