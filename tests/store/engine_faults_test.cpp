@@ -70,6 +70,25 @@ class EngineFaultsTest : public ::testing::Test {
     (void)engine_->recover();
     return *engine_;
   }
+  // An insert of order `sys_id` made on a thread of its own while the disk is full: it
+  // waits for its change to be durable.
+  struct BlockedInsert {
+    std::thread thread;
+    std::atomic<bool> returned{false};
+    Result<Value> result = Error{"not run"};
+  };
+  // Fills the disk, starts the insert, and returns once the journal's write has failed.
+  static std::unique_ptr<BlockedInsert> insert_on_a_full_disk(Engine& engine, FaultVfs& vfs, const char* sys_id) {
+    vfs.set_space(0);
+    auto blocked = std::make_unique<BlockedInsert>();
+    BlockedInsert* b = blocked.get();
+    b->thread = std::thread([&engine, b, sys_id] {
+      b->result = engine.insert("order", Value::object({{"sys_id", Value(sys_id)}}));
+      b->returned = true;
+    });
+    while (engine.core().journal->failure().is_ok()) std::this_thread::yield();
+    return blocked;
+  }
   static std::vector<std::string> ids(const std::vector<Value>& records, const char* field) {
     std::vector<std::string> out;
     for (const Value& r : records) out.emplace_back(r[field].as_string());
@@ -197,19 +216,12 @@ TEST_F(EngineFaultsTest, ADiskThatFills_RefusesOperations_LosesNothing_AndTheEng
   Engine& engine = open_with_o1_durable(options(Durability::kFull));
   Journal& journal = *engine.core().journal;
 
-  vfs.set_space(0);
-  std::atomic<bool> returned{false};
-  Result<Value> waited = Error{"not run"};
-  std::thread blocked([&] {
-    waited = engine.insert("order", Value::object({{"sys_id", Value("o2")}}));
-    returned = true;
-  });
-  while (journal.failure().is_ok()) std::this_thread::yield();
+  std::unique_ptr<BlockedInsert> blocked = insert_on_a_full_disk(engine, vfs, "o2");
   const std::string why = journal.failure().message();
   EXPECT_NE(why.find(path_), std::string::npos) << why;
   EXPECT_NE(why.find("(the disk is full)"), std::string::npos) << why;
   EXPECT_GT(vfs.full_failures(), 0u);
-  EXPECT_FALSE(returned.load()) << "an insert returned before its change was written";
+  EXPECT_FALSE(blocked->returned.load()) << "an insert returned before its change was written";
 
   Result<Value> refused = engine.insert("order", Value::object({{"sys_id", Value("o3")}}));
   ASSERT_FALSE(refused.is_ok());
@@ -220,8 +232,8 @@ TEST_F(EngineFaultsTest, ADiskThatFills_RefusesOperations_LosesNothing_AndTheEng
   EXPECT_NE(update.message().find("refused, nothing was written"), std::string::npos) << update.message();
 
   vfs.set_space(std::nullopt);  // room again: the journal's next try writes the batch
-  blocked.join();
-  ASSERT_TRUE(waited.is_ok()) << waited.message();
+  blocked->thread.join();
+  ASSERT_TRUE(blocked->result.is_ok()) << blocked->result.message();
   EXPECT_TRUE(journal.failure().is_ok()) << journal.failure().message();
   ASSERT_TRUE(engine.insert("order", Value::object({{"sys_id", Value("o4")}})).is_ok()) << "the engine goes on";
   engine.settle();
@@ -244,12 +256,10 @@ TEST_F(EngineFaultsTest, TheJournalStoppingWhileTheDiskIsFull_TheWaitingOperatio
   Engine& engine = open_with_o1_durable(options(Durability::kFull));
   Journal& journal = *engine.core().journal;
 
-  vfs.set_space(0);
-  Result<Value> waited = Error{"not run"};
-  std::thread blocked([&] { waited = engine.insert("order", Value::object({{"sys_id", Value("o2")}})); });
-  while (journal.failure().is_ok()) std::this_thread::yield();
+  std::unique_ptr<BlockedInsert> blocked = insert_on_a_full_disk(engine, vfs, "o2");
   journal.stop();  // tries the write a few more times, then gives up
-  blocked.join();
+  blocked->thread.join();
+  const Result<Value>& waited = blocked->result;
   ASSERT_FALSE(waited.is_ok());
   EXPECT_NE(waited.message().find("not written to the sqlite file " + path_ + " before the engine stopped"),
             std::string::npos)
@@ -273,10 +283,7 @@ TEST_F(EngineFaultsTest, AFailingStoreIsTriedAgainOnItsBackOff_NotAtEveryEntryAp
   Engine& engine = open_with_o1_durable(options(Durability::kFull));
   Journal& journal = *engine.core().journal;
 
-  vfs.set_space(0);
-  Result<Value> waited = Error{"not run"};
-  std::thread blocked([&] { waited = engine.insert("order", Value::object({{"sys_id", Value("o2")}})); });
-  while (journal.failure().is_ok()) std::this_thread::yield();
+  std::unique_ptr<BlockedInsert> blocked = insert_on_a_full_disk(engine, vfs, "o2");
   const uint64_t tries_before = journal.failed_writes();
   const auto began = std::chrono::steady_clock::now();
   for (int i = 0; i < 100; ++i) {
@@ -297,8 +304,8 @@ TEST_F(EngineFaultsTest, AFailingStoreIsTriedAgainOnItsBackOff_NotAtEveryEntryAp
       << "in " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms of 100 appends";
 
   vfs.set_space(std::nullopt);  // room again: the next try writes it all
-  blocked.join();
-  ASSERT_TRUE(waited.is_ok()) << waited.message();
+  blocked->thread.join();
+  ASSERT_TRUE(blocked->result.is_ok()) << blocked->result.message();
   ASSERT_TRUE(journal.wait_durable(journal.appended()).is_ok());
   EXPECT_TRUE(journal.failure().is_ok()) << journal.failure().message();
   engine_.reset();
