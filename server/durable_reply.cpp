@@ -8,8 +8,15 @@
 
 namespace flowrt::server {
 
+std::chrono::milliseconds DrainDeadline::left() {
+  const auto now = std::chrono::steady_clock::now();
+  std::call_once(started_, [&] { until_ = now + within_; });
+  if (now >= until_) return std::chrono::milliseconds(0);
+  return std::chrono::ceil<std::chrono::milliseconds>(until_ - now);
+}
+
 Reply answer_when_durable(Engine& engine, const std::function<Reply()>& handler,
-                          std::chrono::milliseconds durable_within, std::chrono::milliseconds drain_within) {
+                          std::chrono::milliseconds durable_within, std::shared_ptr<DrainDeadline> drain) {
   uint64_t position = 0;
   Reply reply;
   {
@@ -25,7 +32,7 @@ Reply answer_when_durable(Engine& engine, const std::function<Reply()>& handler,
   deferred.waker = reply.waker ? reply.waker : std::make_shared<ReplyWaker>();
   auto response = std::make_shared<Response>(std::move(reply.response));
   deferred.poll = [&engine, position, inner = std::move(reply.poll), response,
-                   drain_within](PollTurn turn) -> std::optional<Response> {
+                   drain = std::move(drain)](PollTurn turn) -> std::optional<Response> {
     std::optional<Status> s = engine.durable_state(position);
     if (!s) {
       if (turn == PollTurn::kWaiting) return std::nullopt;
@@ -36,7 +43,7 @@ Reply answer_when_durable(Engine& engine, const std::function<Reply()>& handler,
                               "(the store is retried): read it back to know");
       }
       // The drain: what was done is answered once written, if the store writes it in time.
-      s = engine.wait_durable_for(position, drain_within);
+      s = engine.wait_durable_for(position, drain->left());
       if (!s) {
         return error_response(http::status::service_unavailable,
                               "the server is stopping and the change, made in memory, is not written to the store "

@@ -111,10 +111,10 @@ Result<std::unique_ptr<Service>, Diagnostics> Service::open(const ServeOptions& 
   const std::chrono::milliseconds durable_within(config.limits.durable_answer_ms);
   // A write waiting for the disk when the drain begins is answered within the drain's
   // time, a quarter of it left for the answer to be written.
-  const std::chrono::milliseconds drain_within(options.drain_ms * 3 / 4);
+  auto drain = std::make_shared<DrainDeadline>(std::chrono::milliseconds(options.drain_ms * 3 / 4));
   s->drain_ms_ = options.drain_ms;
-  s->router_.wrap_writes([engine_ptr, durable_within, drain_within](const std::function<Reply()>& handler) {
-    return answer_when_durable(*engine_ptr, handler, durable_within, drain_within);
+  s->router_.wrap_writes([engine_ptr, durable_within, drain](const std::function<Reply()>& handler) {
+    return answer_when_durable(*engine_ptr, handler, durable_within, drain);
   });
   // A write with an Idempotency-Key: the engine remembers the key (a cluster node's
   // more_routes puts such writes into the cluster's inbox instead).

@@ -12,11 +12,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include "runtime/engine_core.h"
 #include "runtime/journal.h"
+#include "runtime/perturb.h"
 #include "tests/server/server_fixture.h"
 #include "tests/store/fault_vfs.h"
 #include "tests/support/test_support.h"
@@ -33,7 +36,8 @@ class DurableReplyTest : public ServerFixture {
  protected:
   // Serves the fixture's project with `give_up_ms` (0: the store is retried without end)
   // and config.json's text `config` ("" for none).
-  void serve_giving_up_after(int64_t give_up_ms, const std::string& config = "", int64_t drain_ms = 10000) {
+  void serve_giving_up_after(int64_t give_up_ms, const std::string& config = "", int64_t drain_ms = 10000,
+                             int io_threads = 2) {
     dir_ = fs::path(test_support::temp_path("flowrt-serve-" + test_support::current_test_file_name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "flows");
@@ -45,6 +49,7 @@ class DurableReplyTest : public ServerFixture {
     options.log_level = "off";
     options.store_give_up_ms = give_up_ms;
     options.drain_ms = drain_ms;
+    options.io_threads = io_threads;
     auto s = server::Service::open(options);
     ASSERT_TRUE(s) << s.error().describe();
     service_ = std::move(s).value();
@@ -268,6 +273,78 @@ TEST_F(DurableReplyTest, AnInsertWaitingForTheDiskThroughTheDrain_IsAnswered503_
   const std::string error(answered->json()["error"].as_string());
   EXPECT_NE(error.find("the server is stopping"), std::string::npos) << error;
   EXPECT_NE(error.find("lost unless"), std::string::npos) << error;
+  service_.reset();
+}
+
+// The store's writer held before its next write (runtime/perturb.h) until let go: the
+// writes committed meanwhile are not durable, and nothing fails, so none is refused.
+struct HeldWriter {
+  static inline std::mutex mu;
+  static inline std::condition_variable cv;
+  static inline bool holding = false;  // guarded by mu
+  static inline int held = 0;          // writes held so far, guarded by mu
+  static void hook(PerturbPoint point) {
+    if (point != PerturbPoint::kBeforeStoreWrite) return;
+    std::unique_lock lock(mu);
+    ++held;
+    cv.notify_all();
+    cv.wait(lock, [] { return !holding; });
+  }
+  HeldWriter() {
+    std::lock_guard lock(mu);
+    holding = true;
+    held = 0;
+    set_perturb_hook(&hook);
+  }
+  void wait_held() {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [] { return held > 0; });
+  }
+  void let_go() {
+    {
+      std::lock_guard lock(mu);
+      holding = false;
+    }
+    cv.notify_all();
+  }
+  ~HeldWriter() {
+    let_go();
+    set_perturb_hook(nullptr);
+  }
+};
+
+// Writes waiting for the store on one I/O thread when the drain begins, the store's
+// writer held through it: each is answered 503 within the drain's time. The replies share
+// one drain deadline: until 2026-12-06 each waited three quarters of the drain on its own,
+// one after another on their thread, so the drain's time ran out while the second waited,
+// and the third connection was closed without an answer.
+TEST_F(DurableReplyTest, WritesWaitingForTheStoreOnOneIoThread_AreEachAnswered503_WithinOneDrain) {
+  serve_giving_up_after(0, "", /*drain_ms=*/2000, /*io_threads=*/1);
+  ASSERT_TRUE(journal().wait_durable(journal().appended()).is_ok());
+  HeldWriter writer;
+  std::vector<std::unique_ptr<HttpClient>> clients;
+  for (int i = 0; i < 3; ++i) {
+    const std::string body = R"({"sys_id": "d)" + std::to_string(i) + R"("})";
+    clients.push_back(std::make_unique<HttpClient>(port_));
+    clients.back()->write_raw("POST /api/tables/incident/records HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                              "application/json\r\nContent-Length: " +
+                              std::to_string(body.size()) + "\r\n\r\n" + body);
+    while (engine().record("incident", "d" + std::to_string(i)).is_null()) std::this_thread::yield();
+  }
+  writer.wait_held();
+
+  std::thread drain([this] { service_->stop(); });
+  for (size_t i = 0; i < clients.size(); ++i) {
+    pollfd readable{clients[i]->socket().native_handle(), POLLIN, 0};
+    EXPECT_EQ(poll(&readable, 1, 30000), 1) << "write " << i << ": nothing within 30 s";
+    std::optional<HttpReply> answered = clients[i]->read_reply();
+    EXPECT_TRUE(answered) << "write " << i << ": the connection closed without an answer";
+    if (answered) {
+      EXPECT_EQ(answered->status, 503) << answered->body;
+    }
+  }
+  writer.let_go();  // the engine stops after the server: its writer must be let go to end
+  drain.join();
   service_.reset();
 }
 
