@@ -224,6 +224,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
     holder.bind(2, std::string_view(host_name()));
     holder.bind(3, std::string_view(now_text()));
     if (holder.run() != SQLITE_DONE) return store->error("cannot note who holds it");
+    store->holds_ = true;
     // Checkpoints move to a thread of their own: the hook replaces SQLite's automatic
     // checkpoint (which would run inside a commit) and tells the checkpointer the WAL's
     // size after each commit.
@@ -249,7 +250,14 @@ SqliteStore::~SqliteStore() {
   checkpointer_.reset();  // its connection closes first: the writer's close, the last, checkpoints
   statements_.reset();  // finalized before the connection closes
   sqlite3_close(reader_);
-  if (!read_only_) sqlite3_exec(db_, "DELETE FROM holder", nullptr, nullptr, nullptr);  // no one holds it now
+  if (holds_) {
+    // The last commit syncs the WAL, and with it every batch before it: the close's own
+    // checkpoint (which syncs) is skipped while another connection has the file open
+    // (flowrt inspect, a backup), and with `normal` nothing else would sync the batches
+    // written since the last checkpoint. `off` syncs nothing, at the close neither.
+    if (sync_ != SyncMode::kOff) sqlite3_exec(db_, "PRAGMA synchronous=FULL", nullptr, nullptr, nullptr);
+    sqlite3_exec(db_, "DELETE FROM holder", nullptr, nullptr, nullptr);  // no one holds it now
+  }
   sqlite3_close(db_);
   if (lock_fd_ >= 0) ::close(lock_fd_);  // lets go of the flock
 }
@@ -293,7 +301,9 @@ StoreHealth SqliteStore::health() const {
 Status SqliteStore::set_sync_mode(SyncMode mode) {
   if (read_only_) return Status::ok();
   if (checkpointer_) checkpointer_->set_sync_mode(mode);
-  return exec(synchronous_pragma(mode));
+  FLOWRT_RETURN_IF_ERROR(exec(synchronous_pragma(mode)));
+  sync_ = mode;
+  return Status::ok();
 }
 
 // In load(): returns the error of a query (whose row callbacks use FLOWRT_RETURN_IF_ERROR).

@@ -138,6 +138,10 @@ class SqliteStore final : public Store {
   sqlite3* db_;
   int lock_fd_;  // holds the flock; -1 when read only
   const bool read_only_;
+  // This writer noted itself in the holder row (open() got that far): it clears the row,
+  // and syncs the WAL, as it closes. A refused open touches nothing.
+  bool holds_ = false;
+  SyncMode sync_ = SyncMode::kNormal;  // as last set (the journal's thread)
   int migrated_from_ = 0;
   int schema_version_ = kSchemaVersion;  // of the file as opened (a reader leaves an older one as it is)
   std::unique_ptr<Statements> statements_;

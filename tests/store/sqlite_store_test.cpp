@@ -171,6 +171,24 @@ TEST_F(SqliteStoreTest, ADatabaseOfSomethingElse_IsRefused) {
   EXPECT_NE(error.find("not a flowrt data file (a SQLite database of something else)"), std::string::npos) << error;
 }
 
+// A refused file is left as it was: the store clears its holder row as it closes only when
+// it wrote one (until 2026-12-06 it cleared any table of that name, someone else's too).
+TEST_F(SqliteStoreTest, ADatabaseOfSomethingElse_WithATableNamedHolder_KeepsItsRows) {
+  sql("CREATE TABLE holder(id INTEGER PRIMARY KEY, note TEXT); INSERT INTO holder VALUES (1, 'theirs')");
+  const std::string error = open_error();
+  EXPECT_NE(error.find("not a flowrt data file (a SQLite database of something else)"), std::string::npos) << error;
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  int rows = -1;
+  if (sqlite3_prepare_v2(db, "SELECT count(*) FROM holder", -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
+    rows = sqlite3_column_int(s, 0);
+  }
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  EXPECT_EQ(rows, 1) << "the refused file's own table was changed";
+}
+
 TEST_F(SqliteStoreTest, AReadOnlyOpenOfAMissingFile_IsAnError_NotANewFile) {
   const std::string error = open_error(/*read_only=*/true);
   EXPECT_NE(error.find("no such data file"), std::string::npos) << error;
