@@ -203,8 +203,9 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
   if (!read_only) {
     FLOWRT_RETURN_IF_ERROR(store->prepare_history());
     // History is read through a connection of its own (class comment).
-    if (sqlite3_open_v2(path.c_str(), &store->reader_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
-        SQLITE_OK) {
+    // Through the same VFS as the writer: a fault-injecting one sees the reads too.
+    if (sqlite3_open_v2(path.c_str(), &store->reader_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
+                        vfs.empty() ? nullptr : vfs.c_str()) != SQLITE_OK) {
       return store->error("cannot open a connection to read it", store->reader_);
     }
     sqlite3_extended_result_codes(store->reader_, 1);
