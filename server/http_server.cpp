@@ -513,18 +513,20 @@ void HttpServer::stop(int64_t grace_ms) {
   state_->accept_io.stop();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
-  // Handlers still queued never run now. They hold their sessions (and each session holds
-  // the State: a cycle that would keep them all for ever), and a deferred reply holds what
-  // its poll needs, such as a keyed write's open claim, which tells the engine when it
-  // goes. So they go now, while the engine the service stops after the server still lives,
-  // by destroying the I/O contexts that queue them.
-  state_->io_work.clear();
-  state_->ios.clear();
   // The close posted above does not run when the I/O context stopped first: the port would
   // stay taken for as long as this server lives (a cluster node that takes the lead listens
   // on it again at once). No thread runs the acceptor's handlers any more.
   beast::error_code ec;
   state_->acceptor.close(ec);
+  // Handlers still queued never run now, and they hold their sessions, and a deferred
+  // reply holds what its poll needs (a keyed write's open claim, which tells the engine
+  // when it goes). Destroyed with the State, they would go after the engine that the
+  // service stops once the server has: so they go now, with the I/O contexts that queue
+  // them. The accept cancelled by the close goes first: its socket belongs to one of them.
+  state_->accept_io.restart();
+  state_->accept_io.poll();  // its handler returns at once (stopping)
+  state_->io_work.clear();
+  state_->ios.clear();
 }
 
 }  // namespace flowrt::server
