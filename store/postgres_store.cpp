@@ -119,7 +119,7 @@ PostgresStore::PostgresStore(std::string url, std::string where, pg_conn* conn, 
     : url_(std::move(url)), where_(std::move(where)), conn_(conn), read_only_(read_only) {}
 
 PostgresStore::~PostgresStore() {
-  if (!read_only_ && lead_epoch_ == 0 && !lost_ && PQstatus(conn_) == CONNECTION_OK) {
+  if (locked_ && !lost_ && PQstatus(conn_) == CONNECTION_OK) {
     ResultPtr r(PQexec(conn_, "DELETE FROM holder"));  // no one holds it now
     // Let go of the lock now, not when the server's backend has finished exiting after the
     // session ends (a moment later): an engine opened right after this one must find it free.
@@ -217,7 +217,10 @@ Status PostgresStore::take_lock() {
   while (true) {
     ResultPtr r(exec_params(conn_, "SELECT pg_try_advisory_lock(hashtext('flowrt'), hashtext($1::text))", p));
     if (!result_ok(r.get()) || PQntuples(r.get()) != 1) return error("cannot take the writer's lock");
-    if (cell_view(r.get(), 0, 0) == "t") return Status::ok();
+    if (cell_view(r.get(), 0, 0) == "t") {
+      locked_ = true;
+      return Status::ok();
+    }
     if (std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -234,10 +237,11 @@ Status PostgresStore::take_lock() {
 }
 
 Status PostgresStore::note_holder() {
+  holder_since_ = pg_now_text();
   Params p;
   p.integer(static_cast<int64_t>(::getpid()));
   p.text(pg_host_name());
-  p.text(pg_now_text());
+  p.text(holder_since_);
   ResultPtr r(exec_params(conn_,
                           "INSERT INTO holder(id, pid, host, since, backend_pid) VALUES(1, $1::bigint, $2::text, "
                           "$3::text, pg_backend_pid()) ON CONFLICT (id) DO UPDATE SET pid = excluded.pid, "
@@ -270,14 +274,49 @@ Status PostgresStore::ready_writes(SyncMode sync) {
   return set_sync_mode(sync);
 }
 
+std::optional<int64_t> PostgresStore::own_holder_backend() {
+  ResultPtr h(PQexec(conn_, "SELECT pid, host, since, backend_pid FROM holder WHERE id = 1"));
+  if (!result_ok(h.get()) || PQntuples(h.get()) != 1) return std::nullopt;
+  if (cell_int(h.get(), 0, 0) != static_cast<int64_t>(::getpid()) || cell_view(h.get(), 0, 1) != pg_host_name() ||
+      cell_view(h.get(), 0, 2) != holder_since_) {
+    return std::nullopt;
+  }
+  return cell_int(h.get(), 0, 3);
+}
+
 Status PostgresStore::reconnect_writer() {
   PQreset(conn_);  // the same parameters, a new session
   if (PQstatus(conn_) != CONNECTION_OK) return error("cannot connect again");
-  // As open() sets a session up. The lock is refused, naming the holder, when another
-  // writer opened the schema meanwhile: this store then writes no more. Where the context
-  // rows are is read anew: the batch that was cut may have committed.
+  // As open() sets a session up. Where the context rows are is read anew: the batch that
+  // was cut may have committed. What another writer did decides whether this store goes on:
+  // - it has the schema now (the lock is refused, naming it), or had it meanwhile (its
+  //   holder row replaced this store's, and went when it closed): what this store knows of
+  //   the schema (its counters, where its rows are) is stale, and it writes no more;
+  // - the lock is held by this store's own ended session (cut off from a server that has
+  //   not noticed yet: its backend idles until the server's TCP keepalive ends it, hours
+  //   later), the holder row still this store's: that backend is ended, and the lock taken.
   lost_ = false;  // set_sync_mode sets the session's durability only on a live one
+  locked_ = false;  // the ended session's lock went with it, or goes below
   Status ready = start_writer_session();
+  if (!ready && PQstatus(conn_) == CONNECTION_OK) {
+    if (std::optional<int64_t> old = own_holder_backend(); old && *old != PQbackendPID(conn_)) {
+      Params b;
+      b.integer(*old);
+      ResultPtr t(exec_params(conn_, "SELECT pg_terminate_backend($1::integer, 5000)", b));
+      ready = start_writer_session();
+    }
+    if (!ready && PQstatus(conn_) == CONNECTION_OK) superseded_ = ready.message();
+  }
+  if (ready && !own_holder_backend()) {
+    superseded_ = "postgresql database " + where_ + ": schema " + schema_ +
+                  " was written by another engine after this one's session ended; this one writes no more "
+                  "(open it again to go on from what the schema holds now)";
+    ready = Error{superseded_};
+    Params p;
+    p.text(schema_);
+    ResultPtr u(exec_params(conn_, "SELECT pg_advisory_unlock(hashtext('flowrt'), hashtext($1::text))", p));
+    locked_ = false;
+  }
   if (ready) ready = ready_writes(sync_);
   if (!ready) lost_ = true;
   return ready;
@@ -286,6 +325,9 @@ Status PostgresStore::reconnect_writer() {
 Status PostgresStore::write_overlapped(const StoreBatch& batch, const std::function<void()>& meanwhile) {
   using Place = ContextPlaces::Place;
   if (read_only_) return error_of("cannot write", "opened read only");
+  if (!superseded_.empty()) {
+    return error_of("cannot write a batch of " + std::to_string(batch.changes.size()) + " changes", superseded_);
+  }
   if (lost_ && !fenced_ && lead_epoch_ == 0) {
     if (Status again = reconnect_writer(); !again) {
       return error_of("cannot write a batch of " + std::to_string(batch.changes.size()) + " changes",

@@ -59,7 +59,9 @@
 // (the server restarted, the session was ended) the write fails, and the next write()
 // connects again and takes the lock again (reconnect_writer): the engine's writer, which
 // retries a failed batch, goes on once the server is back. Refused when another writer
-// holds the lock meanwhile (then every later write fails). A cluster leader's store
+// holds the lock meanwhile, or held it and let it go (the holder row is no longer this
+// store's): then every later write fails, for the schema is no longer as this store left
+// it. A cluster leader's store
 // (lead_epoch > 0) does not connect again: it stops, and its node gives the lead up. A lost
 // reader connection is reconnected by the next read on it.
 //
@@ -72,6 +74,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -164,6 +167,9 @@ class PostgresStore final : public Store {
   // first up (start_writer_session, ready_writes). An error (the store stays lost) when
   // the server cannot be reached, or another writer holds the lock now.
   Status reconnect_writer();
+  // The server backend noted in the holder row when that row is still the one this store
+  // wrote (its process, host and time); none when another writer's, or none there.
+  std::optional<int64_t> own_holder_backend();
   // Creates the tables in an empty schema, or checks the version of existing ones.
   Status prepare_schema();
   // A writer's tables that need no schema version: keyed_writes, when missing.
@@ -215,6 +221,15 @@ class PostgresStore final : public Store {
   uint64_t reconnects_ = 0;  // the writer's
   SyncMode sync_ = SyncMode::kNormal;  // the session's durability (set_sync_mode)
   bool fenced_ = false;  // a write found that lead_epoch_ no longer leads: every later write() fails
+  // The writer's lock was taken by this store (not a leader's, which has none): its
+  // destructor clears the holder row and lets the lock go only then (a refused open leaves
+  // the holder's row alone).
+  bool locked_ = false;
+  // The holder row this store wrote (its process and when): on connecting again, the row
+  // must still be this one, or another writer had the schema meanwhile.
+  std::string holder_since_;
+  // Connecting again found another writer had the schema (or has it): every later write() fails.
+  std::string superseded_;  // why; "" while not
   int64_t lead_epoch_ = 0;  // set by open()
   int read_timeout_ms_ = 0;  // set by open(); 0: none
   std::set<std::string, std::less<>> tables_;  // the record tables the schema has (the writer's)

@@ -15,7 +15,10 @@
 #include <thread>
 #include <vector>
 
+#include <libpq-fe.h>
+
 #include "store/coalesce.h"
+#include "store/postgres_rows.h"
 #include "store/postgres_store.h"
 #include "store/store.h"
 #include "tests/store/postgres_store_fixture.h"
@@ -312,6 +315,67 @@ TEST_F(PostgresStoreTest, AWriterWhoseSessionEnded_ConnectsAgain_UnlessAnotherWr
   EXPECT_EQ(sql_value("SELECT count(*) FROM records WHERE sys_id = 'c'"), "0");
   write(*other, {StoreChange{RecordPut{"t", json(R"({"sys_id": "d"})"), 3}}}, 4);
   EXPECT_EQ(sql_value("SELECT string_agg(sys_id, ',' ORDER BY position) FROM records"), "a,b,d");
+}
+
+// Another writer had the schema while this one's session was gone, and let it go: what this
+// store knows of the schema (its counters, where its rows are) is stale, so connecting
+// again is refused and it writes no more. Until 2026-12-06 it took the free lock and
+// wrote its batch over the other's counters.
+TEST_F(PostgresStoreTest, AWriterWhoseSessionEnded_WhileAnotherWroteAndClosed_WritesNoMore) {
+  std::unique_ptr<PostgresStore> store = open();
+  ASSERT_NE(store, nullptr);
+  write(*store, {StoreChange{RecordPut{"t", json(R"({"sys_id": "a"})"), 1}}}, 1);
+  EXPECT_EQ(postgres_value(postgres_server_url(),
+                           "SELECT pg_terminate_backend(" + std::to_string(store->writer_backend_pid()) + ", 5000)"),
+            "t");
+  {
+    std::unique_ptr<PostgresStore> other = open();
+    ASSERT_NE(other, nullptr);
+    write(*other, {StoreChange{RecordPut{"t", json(R"({"sys_id": "b"})"), 2}}}, 4);
+  }
+  StoreBatch late;
+  late.changes = {StoreChange{RecordPut{"t", json(R"({"sys_id": "c"})"), 2}}};
+  late.counters.commit_seq = 2;
+  (void)store->write(late);  // finds the session gone
+  for (int i = 0; i < 2; ++i) {
+    Status refused = store->write(late);
+    ASSERT_FALSE(refused.is_ok()) << "try " << i;
+    EXPECT_NE(refused.message().find("written by another engine"), std::string::npos) << refused.message();
+  }
+  EXPECT_EQ(sql_value("SELECT commit_seq FROM counters"), "4");
+  EXPECT_EQ(sql_value("SELECT string_agg(sys_id, ',' ORDER BY position) FROM records"), "a,b");
+  std::unique_ptr<PostgresStore> next = open();
+  EXPECT_NE(next, nullptr) << "the refused store holds no lock";
+}
+
+// The lock held by this store's own ended session (a server that has not noticed that its
+// client was cut off keeps the backend, and the lock, until its TCP keepalive ends it):
+// the holder row is still this store's, so connecting again ends that backend and takes
+// the lock. Here a session of the test's holds the lock as the old backend would, named in
+// the holder row.
+TEST_F(PostgresStoreTest, AWriterWhoseOldSessionStillHoldsTheLock_EndsIt_AndGoesOn) {
+  std::unique_ptr<PostgresStore> store = open();
+  ASSERT_NE(store, nullptr);
+  write(*store, {StoreChange{RecordPut{"t", json(R"({"sys_id": "a"})"), 1}}}, 1);
+  EXPECT_EQ(postgres_value(postgres_server_url(),
+                           "SELECT pg_terminate_backend(" + std::to_string(store->writer_backend_pid()) + ", 5000)"),
+            "t");
+  PGconn* old = PQconnectdb(url_.c_str());
+  ASSERT_EQ(PQstatus(old), CONNECTION_OK);
+  const std::string take = "SELECT pg_advisory_lock(hashtext('flowrt'), hashtext('" + store->schema() +
+                           "')); UPDATE holder SET backend_pid = pg_backend_pid()";
+  postgres_rows::ResultPtr taken(PQexec(old, take.c_str()));
+  ASSERT_TRUE(postgres_rows::result_ok(taken.get())) << PQerrorMessage(old);
+  StoreBatch next;
+  next.changes = {StoreChange{RecordPut{"t", json(R"({"sys_id": "b"})"), 2}}};
+  next.counters.commit_seq = 2;
+  (void)store->write(next);  // finds the session gone
+  Status again = store->write(next);
+  EXPECT_TRUE(again.is_ok()) << again.message();
+  postgres_rows::ResultPtr after(PQexec(old, "SELECT 1"));
+  EXPECT_NE(PQresultStatus(after.get()), PGRES_TUPLES_OK) << "the old session was not ended";
+  PQfinish(old);
+  EXPECT_EQ(sql_value("SELECT string_agg(sys_id, ',' ORDER BY position) FROM records"), "a,b");
 }
 
 // A batch whose COMMIT was cut may have committed, and the engine writes it again: every

@@ -56,6 +56,12 @@ TEST_F(PostgresStoreTest, ASecondWriter_IsRefusedNamingTheHolder_AReaderIsNot_An
   EXPECT_NE(m.find("process " + std::to_string(::getpid()) + " on "), std::string::npos) << m;
   EXPECT_NE(m.find("server backend " + std::to_string(first->writer_backend_pid())), std::string::npos) << m;
   EXPECT_NE(m.find("schema " + first->schema()), std::string::npos) << m;
+  // The refused opener leaves the holder's row as it was (until 2026-12-06 it deleted it as
+  // it went, and a third opener was told "another flowrt session").
+  Result<std::unique_ptr<PostgresStore>> third = PostgresStore::open(url_, SyncMode::kNormal);
+  ASSERT_FALSE(third.is_ok());
+  EXPECT_NE(third.message().find("server backend " + std::to_string(first->writer_backend_pid())), std::string::npos)
+      << third.message();
   // A reader (flowrt inspect) takes no lock and sees what was written.
   std::unique_ptr<PostgresStore> reader = open(/*read_only=*/true);
   ASSERT_NE(reader, nullptr);
