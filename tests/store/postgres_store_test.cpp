@@ -189,6 +189,31 @@ TEST_F(PostgresStoreTest, AListsPlan_ReadsInSeqOrderByAnIndex_WithoutStatistics_
   }
 }
 
+// A trigger holding the escape \u0000 in a string (a record a user wrote with one): the
+// server's json functions refuse such a text, so when a context written before the store
+// opened moves to history, and the server summarises its trigger (ended_trigger), the
+// trigger is kept whole. Until 2026-12-06 the move failed, and the batch with it, again at
+// every retry: the store wrote nothing more.
+TEST_F(PostgresStoreTest, AContextWhoseTriggerHoldsANul_MovesToHistory_AfterTheStoreOpenedAgain) {
+  const Value trigger = json(R"({"type": "record", "record": {"sys_id": "a", "s": "x\u0000y"}})");
+  {
+    std::unique_ptr<PostgresStore> store = open();
+    ASSERT_NE(store, nullptr);
+    StoreChange put = context_put(1, "running");
+    std::get<ContextPut>(put).context.trigger = trigger;
+    write(*store, {put}, 1);
+  }
+  std::unique_ptr<PostgresStore> store = open();  // does not know where the row is: the server moves it
+  ASSERT_NE(store, nullptr);
+  write(*store, {StoreChange{ContextUpdate{1, "completed", 10, 20, json(R"({"id": "ctx-1"})"), Value()}}}, 2);
+  EXPECT_EQ(sql_value("SELECT string_agg(seq::text, ',') FROM history"), "1");
+  Result<std::optional<StoredContext>> ended = store->load_context(1);
+  ASSERT_TRUE(ended.is_ok()) << ended.message();
+  ASSERT_TRUE(ended->has_value());
+  EXPECT_EQ((*ended)->status, "completed");
+  EXPECT_EQ((*ended)->trigger, trigger) << "kept whole";
+}
+
 // A record put where another record stands refuses the whole batch (as the sqlite store does).
 // The writer sends only the statement that applies where it knows which table a context's
 // row is in (store/postgres_context_places.h), and both where it does not: rows from
