@@ -1,6 +1,7 @@
 // EngineCore's schedules: the trigger index and the timers of schedule triggers, each
 // occurrence's start, and a schedule's rhythm going on (or catching up) after a restart.
 // All under the engine's schedule lock (engine_core.h).
+#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -79,10 +80,12 @@ Value EngineCore::restore_schedule(FlowSlot* slot, TimeMs activated_at, TimeMs l
   std::shared_ptr<const Plan> plan = slot->cached_plan();
   if (!plan || plan->trigger.type != TriggerType::kSchedule) return Value();
   // The occurrences after the last one fired that are due by now: missed while no engine ran.
+  // None before the activation: an `at` or a `start` already past when the flow was
+  // activated never ran, and is not owed now (as arm_schedules counts from the activation).
   const TimeMs now = clock.now();
   int missed = 0;
   TimeMs latest = -1, before = -1;
-  for (std::optional<TimeMs> at = next_occurrence(plan->trigger, activated_at, slot->last_tick + 1);
+  for (std::optional<TimeMs> at = next_occurrence(plan->trigger, activated_at, std::max(slot->last_tick + 1, activated_at));
        at && *at <= now; at = next_occurrence(plan->trigger, activated_at, *at + 1)) {
     before = latest;
     latest = *at;

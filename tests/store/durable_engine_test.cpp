@@ -165,6 +165,30 @@ TEST_P(DurableEngineStoresTest, ScheduleOccurrencesMissedWhileNoEngineRan_FireOn
   }
 }
 
+// An occurrence already past when the flow was activated is never owed: not at the
+// activation, nor after a restart (until 2026-12-06 the restart counted it as missed while
+// no engine ran, and fired it: an `at` before the activation, or a `start` far back).
+TEST_P(DurableEngineStoresTest, OccurrencesPastWhenTheFlowWasActivated_NeverRun_AlsoAfterARestart) {
+  constexpr const char* kAt = R"({"id": "at", "trigger": {"type": "schedule", "at": "2026-01-01T09:00:00Z"},
+    "actions": [{"action": "create_record", "inputs": {"table": "tick", "values": {"at": "{{trigger.time}}"}}}]})";
+  constexpr const char* kStart = R"({"id": "start", "trigger": {"type": "schedule", "every": "1h",
+    "start": "2025-12-01T00:00:00Z"}, "actions": [{"action": "create_record", "inputs": {"table": "tick",
+    "values": {"at": "{{trigger.time}}"}}}]})";
+  EngineOptions o = options();
+  o.start_time = 1767261630000;  // 2026-01-01T10:00:30Z, the flows' activation
+  Engine& first = reopen({kAt, kStart}, o);
+  ASSERT_TRUE(first.advance(30 * 60 * 1000).is_ok());  // 10:30:30: nothing due since the activation
+  EXPECT_EQ(first.records("tick").size(), 0u);
+  Engine& second = reopen({kAt, kStart}, o);
+  EXPECT_EQ(report_["schedules_missed"].size(), 0u) << report_.to_json();
+  ASSERT_TRUE(second.advance(0).is_ok());
+  EXPECT_EQ(second.records("tick").size(), 0u);
+  ASSERT_TRUE(second.advance(40 * 60 * 1000).is_ok());  // 11:10:30: the hourly one at 11:00
+  std::vector<std::string> at;
+  for (const Value& r : second.records("tick")) at.emplace_back(r["at"].as_string());
+  EXPECT_EQ(at, std::vector<std::string>{"2026-01-01T11:00:00.000Z"});
+}
+
 TEST_P(DurableEngineStoresTest, AQueuedTriggerEvent_StartsInTheNextEngine_ExactlyOnce) {
   Engine& first = reopen({kCopy});
   ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o1"})")).is_ok());
