@@ -117,4 +117,41 @@ void PrintTo(const Value& v, std::ostream* os) {
   *os << (compact.size() <= kCompactWidth ? compact : to_pretty_json(v));
 }
 
+namespace {
+
+// The compact JSON length of `v` added to *bytes, until it passes `max_bytes` or a container
+// lies deeper than `depth_left` allows.
+ValueBound measure(const Value& v, size_t max_bytes, size_t depth_left, size_t* bytes) {
+  switch (v.type()) {
+    case ValueType::kNull: *bytes += 4; break;
+    case ValueType::kBool: *bytes += v.as_bool() ? 4 : 5; break;
+    case ValueType::kInt:
+    case ValueType::kDouble: *bytes += 24; break;  // at most, as written
+    case ValueType::kString: *bytes += v.as_string().size() + 2; break;
+    case ValueType::kArray:
+      if (depth_left == 0) return ValueBound::kTooDeep;
+      *bytes += v.size() + 1;
+      for (const Value& item : v.items()) {
+        if (ValueBound b = measure(item, max_bytes, depth_left - 1, bytes); b != ValueBound::kWithin) return b;
+      }
+      break;
+    case ValueType::kObject:
+      if (depth_left == 0) return ValueBound::kTooDeep;
+      *bytes += v.size() + 1;
+      for (const auto& m : v.members()) {
+        *bytes += m.key.as_string().size() + 3;
+        if (ValueBound b = measure(m.value, max_bytes, depth_left - 1, bytes); b != ValueBound::kWithin) return b;
+      }
+      break;
+  }
+  return *bytes > max_bytes ? ValueBound::kTooLarge : ValueBound::kWithin;
+}
+
+}  // namespace
+
+ValueBound bound_value(const Value& v, size_t max_bytes, size_t max_depth) {
+  size_t bytes = 0;
+  return measure(v, max_bytes, max_depth, &bytes);
+}
+
 }  // namespace flowrt

@@ -53,6 +53,14 @@ Result<Value> parse_json(std::string_view text, const JsonLimits& limits = {});
 
 // Appends the compact JSON text of `v` to `out`. Non-finite doubles are written as null.
 void write_json(const Value& v, std::string& out);
+
+// How a value measures against a size and a depth: written as compact JSON it takes at most
+// `max_bytes`, and nests at most `max_depth` arrays and objects. Walks only as far as it
+// must: a value whose parts are shared many times over (one pill's value placed in an array
+// again and again) is measured as it would be written, and the walk stops at the first limit
+// passed, so it costs at most about `max_bytes` steps and `max_depth` frames.
+enum class ValueBound : uint8_t { kWithin, kTooLarge, kTooDeep };
+ValueBound bound_value(const Value& v, size_t max_bytes, size_t max_depth);
 // Appends `s` as a quoted JSON string.
 void write_json_string(std::string_view s, std::string& out);
 

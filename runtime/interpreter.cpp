@@ -4,6 +4,7 @@
 
 #include <time.h>
 
+#include "plans/value_json.h"
 #include "runtime/checkpoint.h"
 #include "runtime/engine_core.h"
 #include "runtime/journal.h"
@@ -375,6 +376,7 @@ Interpreter::Flow Interpreter::run_action(Activation& a, const Node& node, const
       render_error = v.message();
       break;
     }
+    if (render_error = over_value_budget(step.inputs[i], *v, "input", step.input_names[i]); !render_error.empty()) break;
     inputs[i] = std::move(v).value();
   }
   const int64_t rec = ctx_.begin_step(path, node, now(), step_inputs_record(step, as_span(inputs)));
@@ -441,6 +443,30 @@ Interpreter::Flow Interpreter::quota_exceeded(int64_t record, const Value& path)
   return finish(ContextStatus::kError, error_value(message, path));
 }
 
+std::string Interpreter::over_value_budget(const Template& t, const Value& v, const char* kind, const Value& name) const {
+  // A constant was bounded when its definition was read, and a single pill's value is one a
+  // step, a variable, an input or the trigger holds, each bounded where it was made. What a
+  // template puts together (text, arrays, objects of pills) can grow without end: a
+  // variable set from itself twice, in a loop, doubles at every turn while sharing its
+  // parts, so it costs no memory until something writes it out (the record, a store).
+  if (t.kind != Template::Kind::kText && t.kind != Template::Kind::kArray && t.kind != Template::Kind::kObject) {
+    return "";
+  }
+  const ValueBound bound = bound_value(v, props_.max_value_bytes, props_.max_json_depth);
+  if (bound == ValueBound::kWithin) return "";
+  const std::string what = std::string(kind) + " '" + std::string(name.as_string()) + "'";
+  switch (bound) {
+    case ValueBound::kWithin: return "";
+    case ValueBound::kTooLarge:
+      return what + " is larger than the limit of " + std::to_string(props_.max_value_bytes) +
+             " bytes of JSON (max_value_bytes)";
+    case ValueBound::kTooDeep:
+      return what + " nests deeper than the limit of " + std::to_string(props_.max_json_depth) +
+             " (max_json_depth)";
+  }
+  return "";
+}
+
 std::string Interpreter::quota_message() const {
   return "the context ran longer than max_run_time (" + format_duration(props_.max_run_time) + ")";
 }
@@ -457,6 +483,7 @@ Interpreter::Flow Interpreter::run_assignments(Activation& a, const Node& node, 
       error = v.message();
       break;
     }
+    if (error = over_value_budget(as.value, *v, "value", as.name); !error.empty()) break;
     rendered.push_back(Member{as.name, std::move(v).value()});
   }
   const int64_t rec = ctx_.begin_step(path, node, now(), Value::object({{"values", Value::object(rendered)}}));

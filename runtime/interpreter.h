@@ -62,6 +62,10 @@ class Interpreter {
   Value path_of(const Activation& a, const BlockFrame& f, const Node& node, uint32_t index) const;
   bool over_quota() const;
   std::string quota_message() const;
+  // "" when `v`, rendered from `t`, is within max_value_bytes and max_json_depth;
+  // else the error that fails the step, naming the `kind` ("input", "value") and `name`
+  // of what passed which budget.
+  std::string over_value_budget(const Template& t, const Value& v, const char* kind, const Value& name) const;
   // The entries of the steps that enclose the current one (calls, loops, blocks).
   std::vector<int64_t> open_records() const;
   Flow quota_exceeded(int64_t record, const Value& path);

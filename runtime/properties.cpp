@@ -31,7 +31,7 @@ std::string_view durability_name(Durability d) {
 std::string_view property_names() {
   return "max_actions, max_action_steps, max_iterations, indirect_recursion_limit, max_run_time, "
          "record_value_limit, worker_threads, context_retention, history_retention, durability, max_abandoned_threads, max_definition_file_bytes, max_events_file_bytes, "
-         "max_json_depth, max_string_bytes, max_definitions, max_template_bytes, max_record_value_bytes, "
+         "max_json_depth, max_string_bytes, max_definitions, max_template_bytes, max_record_value_bytes, max_value_bytes, "
          "max_waiting_contexts, max_queued_events, min_schedule_interval, max_schedule_fires_per_advance";
 }
 
@@ -59,6 +59,7 @@ Status set_property(EngineProperties* p, std::string_view name, const Value& v) 
   if (name == "max_definitions") return set_int(&p->max_definitions, 1, int64_t{1} << 32);
   if (name == "max_template_bytes") return set_int(&p->max_template_bytes, 1, kTiB);
   if (name == "max_record_value_bytes") return set_int(&p->max_record_value_bytes, 1, kTiB);
+  if (name == "max_value_bytes") return set_int(&p->max_value_bytes, 1, kTiB);
   if (name == "max_waiting_contexts") return set_int(&p->max_waiting_contexts, 0, kTiB);
   if (name == "max_queued_events") return set_int(&p->max_queued_events, 0, kTiB);
   if (name == "max_schedule_fires_per_advance") return set_int(&p->max_schedule_fires_per_advance, 1, kTiB);
@@ -143,6 +144,7 @@ Value properties_to_value(const EngineProperties& p) {
       {"max_definitions", Value(static_cast<long long>(p.max_definitions))},
       {"max_template_bytes", Value(static_cast<long long>(p.max_template_bytes))},
       {"max_record_value_bytes", Value(static_cast<long long>(p.max_record_value_bytes))},
+      {"max_value_bytes", Value(static_cast<long long>(p.max_value_bytes))},
       {"max_waiting_contexts", Value(static_cast<long long>(p.max_waiting_contexts))},
       {"max_queued_events", Value(static_cast<long long>(p.max_queued_events))},
       {"min_schedule_interval", Value(format_duration(p.min_schedule_interval))},

@@ -66,6 +66,9 @@ struct EngineProperties {
   size_t max_template_bytes = size_t{1} << 20;
   // Bytes of one record field value (its compact JSON) written by an operation or action.
   size_t max_record_value_bytes = size_t{16} << 20;
+  // Bytes of the compact JSON of one value a flow puts together from pills (a variable or
+  // output it sets, a step input), and so of any such value a record keeps.
+  size_t max_value_bytes = size_t{64} << 20;
   // Contexts waiting (parked) at once; a step that would wait past it fails.
   size_t max_waiting_contexts = 1000000;
   // Trigger events queued and not yet started; an operation that would queue more is refused.

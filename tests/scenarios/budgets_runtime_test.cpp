@@ -195,6 +195,61 @@ TEST_F(RuntimeBudgetsTest, Iterations_AMillionItemForEachIsStoppedAtMaxIteration
   EXPECT_EQ(ContextById(million).value()["error"]["step"], Value("1"));
 }
 
+// ---- values a flow builds: max_value_bytes and max_json_depth ----
+
+// A variable set from itself twice doubles at every turn of a loop. A pill's value is
+// shared, not copied, so the value costs nothing until something writes it out: the
+// record, a store; after 40 turns that would be terabytes. The value a template puts
+// together is measured as it would be written, and one past the budget fails its step.
+TEST_F(RuntimeBudgetsTest, ValuesAFlowBuilds_PastMaxValueBytes_FailTheirStep_AsArraysAsText) {
+  SetProperty("max_value_bytes", 4096);
+  ASSERT_TRUE(Load(R"({"id": "twice", "trigger": {"type": "api"}, "variables": {"x": "ab"}, "actions": [
+    {"for_each": "{{inputs.items}}", "do": [
+      {"action": "set_variables", "inputs": {"values": {"x": ["{{vars.x}}", "{{vars.x}}"]}}}]}]})"));
+  ASSERT_TRUE(Load(R"({"id": "text", "trigger": {"type": "api"}, "variables": {"x": "ab"}, "actions": [
+    {"for_each": "{{inputs.items}}", "do": [
+      {"action": "set_variables", "inputs": {"values": {"x": "{{vars.x}}{{vars.x}}"}}}]}]})"));
+  ASSERT_TRUE(Load(R"({"id": "input", "trigger": {"type": "api"}, "variables": {"x": "ab"}, "actions": [
+    {"for_each": "{{inputs.items}}", "do": [
+      {"action": "set_variables", "inputs": {"values": {"x": "{{vars.x}}{{vars.x}}"}}},
+      {"action": "log", "inputs": {"message": "{{vars.x}} {{vars.x}}"}}]}]})"));
+  auto turns = [](int n) {
+    std::vector<Value> v(static_cast<size_t>(n), Value(1));
+    return Value::object({{"items", Value::array(std::move(v))}});
+  };
+  const std::string within = CallFlow("twice", turns(8));  // ["ab"] doubled 8 times: 2,815 bytes
+  const std::string doubled = CallFlow("twice", turns(40));
+  const std::string text = CallFlow("text", turns(40));
+  const std::string input = CallFlow("input", turns(40));
+  Settle();
+  EXPECT_THAT(ContextById(within), HasStatus("completed"));
+  const char* past = "value 'x' is larger than the limit of 4096 bytes of JSON (max_value_bytes)";
+  EXPECT_THAT(ContextById(doubled), FailedWith(past));
+  EXPECT_THAT(ContextById(text), FailedWith(past));
+  EXPECT_THAT(ContextById(input),
+              FailedWith("input 'message' is larger than the limit of 4096 bytes of JSON (max_value_bytes)"));
+  // The records read as any other: what failed never became a variable.
+  EXPECT_LT(ContextById(doubled).value().to_json().size(), size_t{64} << 10);
+}
+
+// A variable nested in itself at every turn: past max_json_depth its step fails (writing,
+// freeing or measuring a value a million levels deep would overflow the stack).
+TEST_F(RuntimeBudgetsTest, ValuesAFlowBuilds_PastMaxJsonDepth_FailTheirStep) {
+  SetProperty("max_json_depth", 32);
+  ASSERT_TRUE(Load(R"({"id": "nest", "trigger": {"type": "api"}, "variables": {"x": 1}, "actions": [
+    {"for_each": "{{inputs.items}}", "do": [
+      {"action": "set_variables", "inputs": {"values": {"x": {"w": "{{vars.x}}"}}}}]}]})"));
+  auto turns = [](int n) {
+    std::vector<Value> v(static_cast<size_t>(n), Value(1));
+    return Value::object({{"items", Value::array(std::move(v))}});
+  };
+  const std::string at = CallFlow("nest", turns(32));
+  const std::string past = CallFlow("nest", turns(1000));
+  Settle();
+  EXPECT_THAT(ContextById(at), HasStatus("completed"));
+  EXPECT_THAT(ContextById(past), FailedWith("value 'x' nests deeper than the limit of 32 (max_json_depth)"));
+}
+
 // ---- max_schedule_fires_per_advance ----
 
 constexpr const char* kEverySecond = R"({"id": "tick", "trigger": {"type": "schedule", "every": "1s", "start": "2026-01-01T00:00:01Z"},
