@@ -101,7 +101,7 @@ bool LockTable::restore_holder(uint64_t who, void* owner, std::string_view name,
                                TimeMs acquired_at, TimeMs expires_at) {
   auto it = entry(name);
   Entry& e = it->second;
-  if (weight < 1 || e.held + weight > e.limit || holds(who, name)) {
+  if (weight < 1 || !e.fits(weight) || holds(who, name)) {
     forget_if_idle(name);
     return false;
   }
@@ -150,7 +150,7 @@ void LockTable::grant_waiters(Locks::value_type& lock, TimeMs now, std::vector<L
   const std::string& name = lock.first;
   Entry& e = lock.second;
   // First come, first served: the head is granted when it fits, and nobody passes it.
-  while (!e.queue.empty() && e.held + e.queue.front().weight() <= e.limit) {
+  while (!e.queue.empty() && e.fits(e.queue.front().weight())) {
     Waiter w = std::move(e.queue.front());
     e.queue.pop_front();
     if (w.order <= e.last_granted_order && violation_.empty()) {
@@ -170,7 +170,7 @@ bool LockTable::try_acquire(const LockRequest& r, AcquireOutcome* out) {
   if (it != locks_.end()) {
     const Entry& e = it->second;
     const bool held = std::any_of(e.holders.begin(), e.holders.end(), [&](const Holder& h) { return h.who == r.who; });
-    if (!held && !(e.queue.empty() && e.held + r.weight <= e.limit && r.weight >= 1)) return false;
+    if (!held && !(e.queue.empty() && e.fits(r.weight) && r.weight >= 1)) return false;
   } else if (r.weight != 1) {
     return false;  // let acquire() explain a weight that does not fit
   }
@@ -205,7 +205,7 @@ AcquireOutcome LockTable::acquire(const LockRequest& r, TimeMs now) {
     forget_if_idle(r.name);
     return out;
   }
-  if (e.queue.empty() && e.held + r.weight <= e.limit) {
+  if (e.queue.empty() && e.fits(r.weight)) {
     out.kind = AcquireOutcome::Kind::kGranted;
     out.grant = grant(*it, contexts_[r.who], r, now, false);
     note_changed(r.name);
@@ -529,7 +529,7 @@ std::string LockTable::check_invariants() const {
     }
     if (sum != e.held) return "lock '" + name + "' counts " + std::to_string(e.held) + " held, holders sum to " + std::to_string(sum);
     if (e.held > e.limit) return "lock '" + name + "' holds " + std::to_string(e.held) + " over its limit " + std::to_string(e.limit);
-    if (!e.queue.empty() && e.held + e.queue.front().weight() <= e.limit) {
+    if (!e.queue.empty() && e.fits(e.queue.front().weight())) {
       return "lock '" + name + "' has a waiter that fits but was not granted";
     }
     for (const Waiter& w : e.queue) {

@@ -189,6 +189,9 @@ class LockTable {
     uint64_t last_granted_order = 0;  // FIFO check: queued grants follow join order
     std::vector<Holder> holders;
     std::deque<Waiter> queue;
+    // Whether `weight` more fits within the limit; held <= limit always, so the difference
+    // cannot overflow where the sum could (a limit and weights near INT64_MAX).
+    bool fits(int64_t weight) const { return weight <= limit - held; }
   };
 
   // What one context holds and waits for: the reverse of the entries' holders and queues,

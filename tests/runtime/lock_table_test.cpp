@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace flowrt {
 namespace {
 
@@ -89,6 +91,21 @@ TEST_F(LockTableTest, Weights_HoldersRunTogetherWhileTheyFit) {
   EXPECT_EQ(table.snapshot().front().held, 12);
   EXPECT_EQ(table.acquire(req(6, "db", 13)).kind, Kind::kTooHeavy);
   EXPECT_EQ(table.acquire(req(7, "solo", 2)).kind, Kind::kTooHeavy) << "undeclared names have limit 1";
+}
+
+// Weights and a limit near the largest integer: whether a weight fits is decided without
+// adding it to what is held (until 2026-12-06 the sum overflowed, wrapped negative, and a
+// second holder was let in past the limit).
+TEST_F(LockTableTest, Weights_NearTheLargestInteger_NeverPassTheLimit) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kHeavy = 5000000000000000000;  // two of them pass kMax
+  table.set_limit("big", kMax);
+  ASSERT_EQ(table.acquire(req(1, "big", kHeavy)).kind, Kind::kGranted);
+  EXPECT_EQ(table.acquire(req(2, "big", kHeavy)).kind, Kind::kQueued);
+  EXPECT_EQ(table.snapshot().front().held, kHeavy);
+  EXPECT_TRUE(table.restore_holder(3, nullptr, "big", kMax - kHeavy, 9, 0, 0)) << "exactly what is left fits";
+  EXPECT_FALSE(table.restore_holder(4, nullptr, "big", 1, 10, 0, 0)) << "one more does not";
+  EXPECT_EQ(table.snapshot().front().held, kMax);
 }
 
 TEST_F(LockTableTest, ReEntry_GrantsAtOnceWithTheSameToken_OneReleaseFrees) {
