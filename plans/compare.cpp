@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstring>
 
 #include "plans/eval.h"
 
@@ -56,8 +57,16 @@ bool member_of(const Value& subject, const Value& list) {
   return false;
 }
 
+// Whether `needle` occurs in `hay`, in time linear in their lengths (glibc's memmem; a
+// string_view's find compares at every position, so a long needle of one repeated byte
+// against a long text took their product).
+bool has_substring(std::string_view hay, std::string_view needle) {
+  if (needle.empty()) return true;
+  return ::memmem(hay.data(), hay.size(), needle.data(), needle.size()) != nullptr;
+}
+
 bool contains(const Value& subject, const Value& value) {
-  if (subject.is_string() && value.is_string()) return subject.as_string().find(value.as_string()) != std::string_view::npos;
+  if (subject.is_string() && value.is_string()) return has_substring(subject.as_string(), value.as_string());
   if (subject.is_array()) {
     const auto items = subject.items();
     return std::any_of(items.begin(), items.end(), [&](const Value& v) { return v == value; });
