@@ -646,11 +646,27 @@ void ClusterNode::stop() {
   if (keyed_forwarder_) keyed_forwarder_->stop();  // its waiting requests are answered (accepted or not)
   if (applier_) applier_->stop();
   if (service_) service_->stop();  // drains and checkpoints while this node still leads
+  if (lost_.load()) return;
+  // Leaving frees the lead at once (the next leader need not wait for the lease). The kept
+  // connection may have been ended since its last use (the database restarted, an idle
+  // session cut): then once more on a new one, as open() does.
   std::lock_guard lock(info_mu_);
-  if (!info_link_) {
-    if (Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_)) info_link_ = std::move(c).value();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (!info_link_) {
+      Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(url_);
+      if (!c) {
+        engine_log().warn("cluster: incarnation {} could not leave (its lease runs out instead): {}", incarnation_, c.message());
+        return;
+      }
+      info_link_ = std::move(c).value();
+    }
+    Status left = info_link_->leave(incarnation_);
+    if (left) return;
+    info_link_.reset();
+    if (attempt == 1) {
+      engine_log().warn("cluster: incarnation {} could not leave (its lease runs out instead): {}", incarnation_, left.message());
+    }
   }
-  if (info_link_ && !lost_.load()) (void)info_link_->leave(incarnation_);
 }
 
 }  // namespace flowrt::server

@@ -638,6 +638,25 @@ TEST_F(ClusterPostgresTest, AWriteThatChangedNothing_IsAnswered_BeforeTheNextEnt
   EXPECT_EQ(second->reply->status, 201) << second->reply->body;
 }
 
+// A node stopping leaves (the lead, when it has it, is free at once), also when the
+// connection it kept for that was ended since its last use (a database restart, an idle
+// session cut): it leaves on a new one. Until 2026-12-06 the leave failed unseen, and the
+// node stayed in the table until its lease ran out.
+TEST_F(ClusterPostgresTest, ANodeWhoseConnectionsWereEnded_StillLeavesWhenItStops) {
+  server::ClusterNode& a = join("a");
+  ASSERT_TRUE(a.leads());
+  const std::string app = "leave_test_" + std::to_string(::getpid());
+  auto b = open("b", 3000, url_ + "&application_name=" + app);
+  ASSERT_TRUE(b) << b.error().describe();
+  ASSERT_FALSE((*b)->leads());
+  EXPECT_NE(sql_value("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = '" +
+                      app + "'"),
+            "0")
+      << "the node's sessions carry the URL's application_name";
+  (*b)->stop();
+  EXPECT_EQ(sql_value("SELECT left_at IS NOT NULL FROM cluster_nodes WHERE name = 'b'"), "t");
+}
+
 TEST_F(ClusterPostgresTest, AnOperationDurableButUnanswered_IsNotAppliedAgainByTheNextLeader) {
   server::ClusterNode& a = join("a");
   ASSERT_TRUE(a.leads());
