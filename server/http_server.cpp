@@ -58,6 +58,14 @@ struct HttpServer::State {
   // wake is posted to its connection's context and the answer must still be written.
   // stop() lets go of them last.
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> io_work;
+  // Whether `ios` still exist, for threads other than the I/O threads that post to them (a
+  // deferred reply's waker): they post only under its mutex while it is open; stop()
+  // closes it before it destroys them. Shared with those wakers, which may outlive this.
+  struct IoGate {
+    std::mutex mu;
+    bool open = true;  // guarded by mu
+  };
+  std::shared_ptr<IoGate> io_gate = std::make_shared<IoGate>();
   // The acceptor has an I/O context and a thread of its own, so that a handler that takes
   // long never delays a new connection, nor stop()'s closing of the acceptor. It is not
   // thread-safe: its completions run on that thread, and stop() closes it there.
@@ -251,7 +259,12 @@ class Session : public std::enable_shared_from_this<Session> {
     auto shared = std::make_shared<Reply>(std::move(reply));
     deferred_ = true;
     if (shared->waker) {
-      shared->waker->bind([weak = weak_from_this()] {
+      // Woken from another thread (the store's writer, the cluster's answers), perhaps
+      // after the server stopped: the gate says whether the I/O contexts still exist, and
+      // holds them while the wake is posted (stop() closes it before it destroys them).
+      shared->waker->bind([weak = weak_from_this(), gate = state_->io_gate] {
+        std::lock_guard lock(gate->mu);
+        if (!gate->open) return;
         if (auto self = weak.lock()) {
           asio::post(self->stream_.get_executor(), [self] {
             if (self->deferred_) self->wake_deferred();
@@ -525,6 +538,10 @@ void HttpServer::stop(int64_t grace_ms) {
   // them. The accept cancelled by the close goes first: its socket belongs to one of them.
   state_->accept_io.restart();
   state_->accept_io.poll();  // its handler returns at once (stopping)
+  {
+    std::lock_guard lock(state_->io_gate->mu);  // no waker posts to them from now on
+    state_->io_gate->open = false;
+  }
   state_->io_work.clear();
   state_->ios.clear();
 }
