@@ -123,9 +123,7 @@ PostgresStore::~PostgresStore() {
     ResultPtr r(PQexec(conn_, "DELETE FROM holder"));  // no one holds it now
     // Let go of the lock now, not when the server's backend has finished exiting after the
     // session ends (a moment later): an engine opened right after this one must find it free.
-    Params p;
-    p.text(schema_);
-    ResultPtr u(exec_params(conn_, "SELECT pg_advisory_unlock(hashtext('flowrt'), hashtext($1::text))", p));
+    let_go_lock();
   }
   PQfinish(conn_);  // the session ends (and with it the lock, if the unlock did not run)
   for (Reader& r : readers_) {
@@ -236,6 +234,13 @@ Status PostgresStore::take_lock() {
                "); only one may write it at a time (flowrt inspect can read it meanwhile)"};
 }
 
+void PostgresStore::let_go_lock() {
+  Params p;
+  p.text(schema_);
+  ResultPtr u(exec_params(conn_, "SELECT pg_advisory_unlock(hashtext('flowrt'), hashtext($1::text))", p));
+  locked_ = false;
+}
+
 Status PostgresStore::note_holder() {
   holder_since_ = pg_now_text();
   Params p;
@@ -312,10 +317,7 @@ Status PostgresStore::reconnect_writer() {
                   " was written by another engine after this one's session ended; this one writes no more "
                   "(open it again to go on from what the schema holds now)";
     ready = Error{superseded_};
-    Params p;
-    p.text(schema_);
-    ResultPtr u(exec_params(conn_, "SELECT pg_advisory_unlock(hashtext('flowrt'), hashtext($1::text))", p));
-    locked_ = false;
+    let_go_lock();
   }
   if (ready) ready = ready_writes(sync_);
   if (!ready) lost_ = true;

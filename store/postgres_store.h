@@ -167,6 +167,8 @@ class PostgresStore final : public Store {
   // first up (start_writer_session, ready_writes). An error (the store stays lost) when
   // the server cannot be reached, or another writer holds the lock now.
   Status reconnect_writer();
+  // Lets go of the writer's lock (take_lock's) on the live session.
+  void let_go_lock();
   // The server backend noted in the holder row when that row is still the one this store
   // wrote (its process, host and time); none when another writer's, or none there.
   std::optional<int64_t> own_holder_backend();

@@ -31,6 +31,14 @@ namespace {
 using namespace flowrt::test_support;
 using postgres_store_fixture::PostgresStoreTest;
 
+// Ends the store's writer session from outside, as a server restart or an administrator
+// would; its next write finds it gone.
+void end_writer_session(PostgresStore& store) {
+  EXPECT_EQ(postgres_value(postgres_server_url(),
+                           "SELECT pg_terminate_backend(" + std::to_string(store.writer_backend_pid()) + ", 5000)"),
+            "t");
+}
+
 // A listening socket that never answers: a server that hangs.
 class SilentListener {
  public:
@@ -277,12 +285,7 @@ TEST_F(PostgresStoreTest, AWriterWhoseSessionEnded_ConnectsAgain_UnlessAnotherWr
   ASSERT_NE(store, nullptr);
   const Value done = json(R"({"status": "completed"})");
   write(*store, {context_put(1, "running"), context_put(2, "running"), StoreChange{RecordPut{"t", json(R"({"sys_id": "a"})"), 1}}}, 1);
-  auto end_session = [&] {
-    EXPECT_EQ(postgres_value(postgres_server_url(),
-                             "SELECT pg_terminate_backend(" + std::to_string(store->writer_backend_pid()) + ", 5000)"),
-              "t");
-  };
-  end_session();
+  end_writer_session(*store);
   // This batch finds the session gone; written again, it lands once. Context 1 moves to
   // history: the writer knew it live, and after connecting again reads where rows are anew.
   StoreBatch second;
@@ -301,7 +304,7 @@ TEST_F(PostgresStoreTest, AWriterWhoseSessionEnded_ConnectsAgain_UnlessAnotherWr
   EXPECT_EQ(sql_value("SELECT string_agg(seq::text, ',' ORDER BY seq) FROM history"), "1,2");
 
   // Cut again, and another writer opens the schema before this one writes.
-  end_session();
+  end_writer_session(*store);
   std::unique_ptr<PostgresStore> other = open();
   ASSERT_NE(other, nullptr);
   StoreBatch third;
@@ -325,9 +328,7 @@ TEST_F(PostgresStoreTest, AWriterWhoseSessionEnded_WhileAnotherWroteAndClosed_Wr
   std::unique_ptr<PostgresStore> store = open();
   ASSERT_NE(store, nullptr);
   write(*store, {StoreChange{RecordPut{"t", json(R"({"sys_id": "a"})"), 1}}}, 1);
-  EXPECT_EQ(postgres_value(postgres_server_url(),
-                           "SELECT pg_terminate_backend(" + std::to_string(store->writer_backend_pid()) + ", 5000)"),
-            "t");
+  end_writer_session(*store);
   {
     std::unique_ptr<PostgresStore> other = open();
     ASSERT_NE(other, nullptr);
@@ -357,9 +358,7 @@ TEST_F(PostgresStoreTest, AWriterWhoseOldSessionStillHoldsTheLock_EndsIt_AndGoes
   std::unique_ptr<PostgresStore> store = open();
   ASSERT_NE(store, nullptr);
   write(*store, {StoreChange{RecordPut{"t", json(R"({"sys_id": "a"})"), 1}}}, 1);
-  EXPECT_EQ(postgres_value(postgres_server_url(),
-                           "SELECT pg_terminate_backend(" + std::to_string(store->writer_backend_pid()) + ", 5000)"),
-            "t");
+  end_writer_session(*store);
   PGconn* old = PQconnectdb(url_.c_str());
   ASSERT_EQ(PQstatus(old), CONNECTION_OK);
   const std::string take = "SELECT pg_advisory_lock(hashtext('flowrt'), hashtext('" + store->schema() +
@@ -398,9 +397,7 @@ TEST_F(PostgresStoreTest, ABatchThatCommittedBeforeItsSessionEnded_WrittenAgain_
   batch.counters.commit_seq = 2;
   coalesce_context_changes(batch);  // as the engine's journal sends every batch
   ASSERT_TRUE(store->write(batch).is_ok());
-  EXPECT_EQ(postgres_value(postgres_server_url(),
-                           "SELECT pg_terminate_backend(" + std::to_string(store->writer_backend_pid()) + ", 5000)"),
-            "t");
+  end_writer_session(*store);
   ASSERT_FALSE(store->write(batch).is_ok()) << "finds the session gone";
   ASSERT_TRUE(store->write(batch).is_ok());
   ASSERT_TRUE(store->write(batch).is_ok());
