@@ -44,8 +44,24 @@ void ClusterApplier::stop() {
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (handlers_) {
-    handlers_->join();  // what runs finishes; its answer is not recorded (the next leader's)
+    handlers_->join();  // what runs finishes
     handlers_.reset();
+    answer_last();
+  }
+}
+
+void ClusterApplier::answer_last() {
+  bool due = false;
+  {
+    std::lock_guard lock(mu_);
+    due = !done_.empty();
+  }
+  if (fenced_ || (!due && waits_.empty() && unrecorded_.empty())) return;
+  Result<std::unique_ptr<PostgresCluster>> link = PostgresCluster::connect(url_);
+  Status recorded = link ? answer_finished(**link, PollTurn::kDraining) : Status(link.error());
+  if (!recorded) {
+    engine_log().warn("cluster: answers not recorded at the stop (the next leader answers them): {}",
+                      recorded.message());
   }
 }
 
@@ -134,7 +150,7 @@ void ClusterApplier::record(std::vector<std::pair<uint64_t, InboxReply>>* out, u
   out->emplace_back(seq, reply_of(res));
 }
 
-Status ClusterApplier::answer_finished(PostgresCluster& link) {
+Status ClusterApplier::answer_finished(PostgresCluster& link, PollTurn turn) {
   std::vector<std::shared_ptr<InFlight>> finished;
   {
     std::lock_guard lock(mu_);
@@ -145,7 +161,8 @@ Status ClusterApplier::answer_finished(PostgresCluster& link) {
   for (const auto& f : finished) record(&answers, f->seq, std::move(f->reply));
   const auto now = std::chrono::steady_clock::now();
   for (auto it = waits_.begin(); it != waits_.end();) {
-    std::optional<Response> res = it->poll(now >= it->deadline ? PollTurn::kDeadline : PollTurn::kWaiting);
+    std::optional<Response> res =
+        it->poll(turn == PollTurn::kDraining ? turn : now >= it->deadline ? PollTurn::kDeadline : PollTurn::kWaiting);
     if (!res) {
       ++it;
       continue;

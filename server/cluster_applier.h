@@ -22,9 +22,14 @@
 // entry starts: applied_op only grows, so once a later entry's batch is durable a next
 // leader would take it for applied.
 //
+// A clean stop records the answers of the entries that have finished, and answers the
+// waits (?wait=) as a draining server does, before it returns: the next leader answers
+// only what was still unfinished, "applied by the node that led before".
+//
 // Thread-safety: start and stop from one thread; owns its thread, its handler threads and
-// its connection. The applier thread alone uses the connection; handler threads hand
-// their answers back through done_ (guarded by mu_).
+// its connection. The applier thread alone uses the connection, waits_ and unrecorded_
+// (stop, once it has joined that thread, too); handler threads hand their answers back
+// through done_ (guarded by mu_).
 #pragma once
 
 #include <boost/asio/thread_pool.hpp>
@@ -60,7 +65,8 @@ class ClusterApplier {
   // lead; `address` is where this node listens (named to clients of an event stream).
   // Answers are fenced by `epoch` (PostgresCluster::answer_all): once another node has
   // taken the lead, none is recorded, the applier stops taking entries, and `on_fenced`
-  // is called once, on the applier's thread, saying why.
+  // is called once, on the applier's thread (or, at the stop's last answers, stop's),
+  // saying why.
   ClusterApplier(std::string url, const Router& router, int64_t epoch, uint64_t applied, std::string address,
                  std::function<void(const std::string&)> on_fenced);
   ~ClusterApplier();
@@ -94,8 +100,12 @@ class ClusterApplier {
   bool start_entry(const InboxEntry& e);
   // Runs one entry on a handler thread: the router's reply.
   Reply dispatch(const InboxEntry& e, const std::shared_ptr<InFlight>& flight);
-  // Records the answers of finished entries (and their waits' answers).
-  Status answer_finished(PostgresCluster& link);
+  // Records the answers of finished entries, and of their waits that have answered
+  // (`turn`: kWaiting, or kDraining at the stop, when every wait answers now).
+  Status answer_finished(PostgresCluster& link, PollTurn turn = PollTurn::kWaiting);
+  // At the stop, once the handler threads are joined: the answers not recorded yet, on a
+  // new connection (one try; those it cannot record, the next leader answers).
+  void answer_last();
   // The answer to record for `seq` (into *out), or its wait kept for later.
   void record(std::vector<std::pair<uint64_t, InboxReply>>* out, uint64_t seq, Reply reply);
 

@@ -287,7 +287,10 @@ Status ClusterNode::start_leading(int64_t epoch, uint64_t applied) {
     service_ = std::move(service).value();
   }
   port_ = service_->port();
-  leading_service_.store(service_.get());
+  {
+    std::lock_guard lock(runs_mu_);
+    leading_service_ = service_.get();
+  }
   const std::string address = advertised_address();
   applier_ = std::make_unique<ClusterApplier>(url_, service_->router(), epoch, applied, address,
                                               [this](const std::string& why) { lost_lead(why); });
@@ -508,7 +511,9 @@ void ClusterNode::heartbeat_loop() {
   while (true) {
     {
       std::unique_lock lock(mu_);
-      if (cv_.wait_for(lock, again ? std::chrono::milliseconds(0) : period, [&] { return stopping_; })) return;
+      if (cv_.wait_for(lock, again ? std::chrono::milliseconds(0) : period, [&] { return heartbeat_stopping_; })) {
+        return;
+      }
     }
     again = false;
     // Checked before renewing, as the control thread checks: a leader that resumes after
@@ -537,10 +542,13 @@ void ClusterNode::heartbeat_loop() {
     // counters, not Engine::stats(), which takes locks: nothing of the engine's may hold
     // up a renewal.
     NodeRuns runs;
-    if (Service* service = leading_service_.load()) {
-      const EngineCore& core = service->engine().core();
-      runs = NodeRuns{static_cast<int64_t>(core.runnable()), static_cast<int64_t>(core.waiting()),
-                      static_cast<int64_t>(core.events.size_approx())};
+    {
+      std::lock_guard lock(runs_mu_);
+      if (leading_service_) {
+        const EngineCore& core = leading_service_->engine().core();
+        runs = NodeRuns{static_cast<int64_t>(core.runnable()), static_cast<int64_t>(core.waiting()),
+                        static_cast<int64_t>(core.events.size_approx())};
+      }
     }
     if (Status s = link->heartbeat(incarnation_, cluster_.lease_ms, runs); s) {
       last_renewal_ms_.store(asked);
@@ -635,7 +643,6 @@ void ClusterNode::stop() {
   }
   cv_.notify_all();
   if (control_.joinable()) control_.join();
-  if (heartbeat_.joinable()) heartbeat_.join();
   if (forwarder_) forwarder_->stop();
   if (follower_server_) follower_server_->stop();
   {
@@ -645,7 +652,20 @@ void ClusterNode::stop() {
   }
   if (keyed_forwarder_) keyed_forwarder_->stop();  // its waiting requests are answered (accepted or not)
   if (applier_) applier_->stop();
-  if (service_) service_->stop();  // drains and checkpoints while this node still leads
+  {
+    std::lock_guard lock(runs_mu_);
+    leading_service_ = nullptr;  // its engine goes as it stops
+  }
+  // Drains and checkpoints while this node still leads: the heartbeat renews the lease
+  // meanwhile, however long the drain takes (else another node could take the lead and
+  // resume contexts this engine still runs, and this one's last writes were fenced).
+  if (service_) service_->stop();
+  {
+    std::lock_guard lock(mu_);
+    heartbeat_stopping_ = true;
+  }
+  cv_.notify_all();
+  if (heartbeat_.joinable()) heartbeat_.join();
   if (lost_.load()) return;
   // Leaving frees the lead at once (the next leader need not wait for the lease). The kept
   // connection may have been ended since its last use (the database restarted, an idle

@@ -19,7 +19,8 @@
 // applied once (docs/API.md, "Idempotency keys").
 //
 // Leases: a heartbeat thread renews this node's lease every lease/3, from the moment it
-// joins (a failed renewal on a cut connection is tried again at once on a new one). A
+// joins until it has stopped (a leader's drain included), a failed renewal on a cut
+// connection tried again at once on a new one. A
 // leader that could not renew it for a whole lease, whose store writes have failed for a
 // whole lease (a cut writer connection never writes again: the engine gives the store up,
 // EngineOptions::store_give_up_ms, also while the node loads the state to lead), or that
@@ -156,9 +157,12 @@ class ClusterNode {
   // is destroyed after it: a keyed reply the service's connections still hold waits on it.
   std::unique_ptr<ClusterForwarder> keyed_forwarder_;
   std::unique_ptr<Service> service_;
-  // The service once it answers as the leader's (set once, by the control thread; it
-  // outlives the heartbeat thread, which reads it for the counts each heartbeat notes).
-  std::atomic<Service*> leading_service_{nullptr};
+  // The service once it answers as the leader's, read by the heartbeat thread for the
+  // counts each heartbeat notes. Set by the thread that takes the lead; cleared by stop
+  // before the service stops (its engine goes then). Guarded by runs_mu_, held while the
+  // counts are read.
+  std::mutex runs_mu_;
+  Service* leading_service_ = nullptr;
   std::unique_ptr<ClusterApplier> applier_;
   // The thread the leader's event stream is read on (made at the first viewer; stopped
   // when the node stops), and the stream the viewers share while one is open (held by
@@ -167,9 +171,13 @@ class ClusterNode {
   std::shared_ptr<RelayIo> relay_io_;
   std::weak_ptr<SharedStream> shared_stream_;
 
-  std::mutex mu_;                  // guards stopping_ for the threads' waits
+  // Guards stopping_ and heartbeat_stopping_ for the threads' waits. The heartbeat stops
+  // last: a leader renews its lease until its service has drained and stopped, so that no
+  // other node takes the lead while this one's engine still runs.
+  std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
+  bool heartbeat_stopping_ = false;
   std::thread heartbeat_;
   std::thread control_;
 };
