@@ -14,9 +14,28 @@ PlanBuilder::PlanBuilder(const DefinitionLookup& definitions, const ActionTypeLo
 void PlanBuilder::compile_unit(const Definition& def, uint32_t index) {
   const TriggerSpec* trigger = index == 0 && def.type == UnitType::kFlow ? &plan_.trigger : nullptr;
   PlanUnit unit;
+  path_.push_back(&def);
   UnitCompiler(this, def, trigger).compile(&unit);
+  path_.pop_back();
   plan_.units[index] = std::move(unit);
 }
+
+namespace {
+
+// "flow 'f' -> subflow 'a' -> ... -> subflow 'z'": the first three and the last two.
+std::string call_chain(const std::vector<const Definition*>& path) {
+  std::string out;
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (i == 3 && path.size() > 5) {
+      out += " -> ...";
+      i = path.size() - 2;
+    }
+    out += (i == 0 ? "" : " -> ") + path[i]->label();
+  }
+  return out;
+}
+
+}  // namespace
 
 bool PlanBuilder::unit_for(UnitType type, const std::string& id, uint32_t* index, std::string* problem) {
   const std::string kind(unit_type_name(type));
@@ -32,6 +51,11 @@ bool PlanBuilder::unit_for(UnitType type, const std::string& id, uint32_t* index
   }
   if (def->status == DefinitionStatus::kDraft && !options_.allow_draft_dependencies) {
     *problem = "uses " + kind + " '" + id + "', which is a draft; publish it first";
+    return false;
+  }
+  if (path_.size() >= kMaxCallDepth) {
+    *problem = "calls nested more than " + std::to_string(kMaxCallDepth) + " deep (" + kind + " '" + id +
+               "', called through " + call_chain(path_) + ")";
     return false;
   }
   *index = static_cast<uint32_t>(plan_.units.size());

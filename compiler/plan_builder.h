@@ -1,14 +1,18 @@
 // PlanBuilder: assembles one Plan from its root definition and everything it calls.
 //
-// Each definition used becomes one unit, compiled once; a call to a unit being compiled
-// (recursion) just refers to its index. Internal to the compiler; one per compile; not
-// synchronized.
+// Each definition used becomes one unit, compiled once, depth first, as the calls reach it
+// (the units' order, and so the nodes' ordinals that checkpoints hold, is that order); a
+// call to a unit being compiled (recursion) just refers to its index. A call that would
+// compile a unit deeper than kMaxCallDepth units (the interpreter would fail it) is an
+// error: so compiling recurses at most that deep, whatever the definitions. Internal to
+// the compiler; one per compile; not synchronized.
 #pragma once
 
 #include <map>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "compiler/compiler.h"
 
@@ -42,6 +46,7 @@ class PlanBuilder {
   Diagnostics* diags_;
   Plan plan_;
   std::map<std::pair<UnitType, std::string>, uint32_t> index_;
+  std::vector<const Definition*> path_;  // the units being compiled, the root first
   bool dependency_failed_ = false;
 };
 

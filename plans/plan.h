@@ -128,6 +128,11 @@ struct PlanUnit {
   Block body;
 };
 
+// How deep calls nest: a context's call stack holds at most this many activations of
+// units (its flow's included). The interpreter fails a call past it; the compiler refuses
+// a definition whose calls, as it first reaches them, nest deeper.
+inline constexpr size_t kMaxCallDepth = 64;
+
 // A definition that a plan was compiled from, with the fingerprint it had.
 struct PlanDependency {
   UnitType type;

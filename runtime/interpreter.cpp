@@ -542,8 +542,9 @@ Interpreter::Flow Interpreter::call_unit(Activation& a, const Node& node, const 
                            (runs == 1 ? " time" : " times") + " in this chain (indirect_recursion_limit " +
                            std::to_string(limit) + ")");
   }
-  if (exec_.stack.size() >= 64) {
-    return step_failed(step, record, path, "calls nested more than 64 deep (" + label + ")");
+  if (exec_.stack.size() >= kMaxCallDepth) {
+    return step_failed(step, record, path,
+                       "calls nested more than " + std::to_string(kMaxCallDepth) + " deep (" + label + ")");
   }
   const std::string segment = callee.type == UnitType::kSubflow ? ".subflow." : ".action.";
   push_activation(step.callee, std::vector<Value>(inputs.begin(), inputs.end()), Value(), record,

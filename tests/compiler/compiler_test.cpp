@@ -134,5 +134,44 @@ TEST(CompilerTest, ActionCount_CountsThroughLogic_CallsCountOne) {
   EXPECT_EQ(plan->root().action_count, 4u);
 }
 
+// A flow calling subflow s0, which calls s1, ... s{n-1}: n + 1 definitions, the flow last.
+std::vector<Definition> call_chain(size_t n) {
+  std::string text = "[";
+  for (size_t i = 0; i < n; ++i) {
+    text += R"({"id": "s)" + std::to_string(i) + R"(", "type": "subflow", "actions": [)";
+    if (i + 1 < n) text += R"({"action": "call_subflow", "inputs": {"subflow": "s)" + std::to_string(i + 1) + R"("}})";
+    text += "]},";
+  }
+  text += R"({"id": "f", "trigger": {"type": "api"}, "actions": [{"action": "call_subflow", "inputs": {"subflow": "s0"}}]}])";
+  return parse(text);
+}
+
+// Calls nest at most kMaxCallDepth units deep, the flow's own included, as the interpreter
+// runs them: a longer chain is refused where its call goes too deep, naming the chain,
+// and its callers do not compile. Compiling recurses along the calls, so until 2026-12-06
+// a chain of 3,000 subflows overflowed the stack (a segfault in `flowrt validate`).
+TEST(CompilerTest, CallsNestAtMost64UnitsDeep_ALongerChainIsAnError_EvenThousandsLong) {
+  {
+    std::vector<Definition> defs = call_chain(kMaxCallDepth - 1);
+    MapLookup lookup(defs);
+    Diagnostics d;
+    std::shared_ptr<const Plan> plan = Compiler(lookup, nullptr, {}).compile_flow(defs.back(), &d);
+    ASSERT_TRUE(plan) << d.describe();
+    EXPECT_EQ(plan->units.size(), kMaxCallDepth);
+  }
+  for (size_t n : {kMaxCallDepth, size_t{5000}}) {
+    std::vector<Definition> defs = call_chain(n);
+    MapLookup lookup(defs);
+    Diagnostics d;
+    EXPECT_FALSE(Compiler(lookup, nullptr, {}).compile_flow(defs.back(), &d));
+    ASSERT_FALSE(d.empty());
+    const Diagnostic& first = d.list().front();
+    EXPECT_EQ(first.pointer, "/" + std::to_string(kMaxCallDepth - 2) + "/actions/0/inputs/subflow") << d.describe();
+    EXPECT_EQ(first.message, "calls nested more than 64 deep (subflow 's63', called through flow 'f' -> subflow "
+                             "'s0' -> subflow 's1' -> ... -> subflow 's61' -> subflow 's62')");
+    EXPECT_EQ(d.list().back().message, "subflow 's0' does not compile") << "the flow, last";
+  }
+}
+
 }  // namespace
 }  // namespace flowrt

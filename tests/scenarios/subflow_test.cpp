@@ -102,5 +102,27 @@ TEST_F(SubflowTest, SubflowWithLoopsAndWaits_ResumesInTheRightFrame) {
   EXPECT_EQ(c.steps().at(2)["path"], Value("1.subflow.1.do.1#1"));
 }
 
+// A unit the compiler reached shallow (the flow calls it first) may be called again deep
+// down a chain: the interpreter fails the call that would nest past kMaxCallDepth units,
+// as the step's error says, and the context ends in error (try/catch would apply).
+TEST_F(SubflowTest, ACallPast64UnitsDeep_FailsItsStep) {
+  std::string defs = R"([{"id": "leaf", "type": "subflow", "actions": [{"action": "log", "inputs": {"message": "leaf"}}]})";
+  const size_t chain = kMaxCallDepth - 1;  // s0 .. s62: with the flow, 64 units; leaf would be the 65th
+  for (size_t i = 0; i < chain; ++i) {
+    const std::string next = i + 1 < chain ? "s" + std::to_string(i + 1) : "leaf";
+    defs += R"(, {"id": "s)" + std::to_string(i) + R"(", "type": "subflow", "actions": [{"action": "call_subflow", "inputs": {"subflow": ")" +
+            next + R"("}}]})";
+  }
+  defs += R"(, {"id": "deep", "trigger": {"type": "api"}, "actions": [
+    {"action": "call_subflow", "inputs": {"subflow": "leaf"}},
+    {"action": "call_subflow", "inputs": {"subflow": "s0"}}]}])";
+  ASSERT_TRUE(Load(defs));
+  CallFlow("deep");
+  Settle();
+  ContextRecord c = OnlyContext("deep");
+  EXPECT_THAT(c, FailedWith("calls nested more than 64 deep (subflow 'leaf')"));
+  EXPECT_EQ(c.logs().size(), 1u) << "leaf ran once, called from the flow";
+}
+
 }  // namespace
 }  // namespace flowrt
