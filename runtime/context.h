@@ -151,6 +151,9 @@ class Context : public std::enable_shared_from_this<Context> {
   // ---- execution record ----
   void record_start(const Plan& plan, TimeMs now) EXCLUDES(record_mu_);
   int64_t begin_step(Value path, const Node& node, TimeMs now, Value inputs) EXCLUDES(record_mu_);
+  // Steps recorded so far, those before a rest included (they come back with it). Read
+  // without the lock: REQUIRES its running thread, the only one that adds steps.
+  size_t steps_recorded() const NO_THREAD_SAFETY_ANALYSIS { return steps_.size(); }
   void end_step(int64_t index, StepStatus status, TimeMs now, Value outputs, Value error) EXCLUDES(record_mu_);
   void set_step_status(int64_t index, StepStatus status) EXCLUDES(record_mu_);
   // Ends every step still in progress or waiting, in error with `reason` (after a failure

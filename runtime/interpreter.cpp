@@ -229,6 +229,11 @@ Interpreter::Flow Interpreter::loop() {
     if (core_.workers.stopping()) return Flow::kYielded;
     // A caller's thread that helps hands the context to the workers before user code.
     if (WorkerPool::helping_thread() && runs_user_code((*f.block)[f.pc])) return Flow::kYielded;
+    // Steps bound the record as max_run_time bounds the time: nested loops can record
+    // billions of them well within an hour.
+    if (ctx_.steps_recorded() >= props_.max_context_steps) {
+      return finish(ContextStatus::kError, error_value(steps_message(), Value()));
+    }
     ++steps_taken_;
     core_.workers.before_step();
     const uint32_t index = f.pc++;
@@ -465,6 +470,11 @@ std::string Interpreter::over_value_budget(const Template& t, const Value& v, co
              " (max_json_depth)";
   }
   return "";
+}
+
+std::string Interpreter::steps_message() const {
+  return "the context would record more than " + std::to_string(props_.max_context_steps) +
+         " steps (max_context_steps)";
 }
 
 std::string Interpreter::quota_message() const {

@@ -62,6 +62,8 @@ class Interpreter {
   Value path_of(const Activation& a, const BlockFrame& f, const Node& node, uint32_t index) const;
   bool over_quota() const;
   std::string quota_message() const;
+  // The error of a context that would record more than max_context_steps steps.
+  std::string steps_message() const;
   // "" when `v`, rendered from `t`, is within max_value_bytes and max_json_depth;
   // else the error that fails the step, naming the `kind` ("input", "value") and `name`
   // of what passed which budget.

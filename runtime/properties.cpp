@@ -29,7 +29,7 @@ std::string_view durability_name(Durability d) {
 }
 
 std::string_view property_names() {
-  return "max_actions, max_action_steps, max_iterations, indirect_recursion_limit, max_run_time, "
+  return "max_actions, max_action_steps, max_iterations, max_context_steps, indirect_recursion_limit, max_run_time, "
          "record_value_limit, worker_threads, context_retention, history_retention, durability, max_abandoned_threads, max_definition_file_bytes, max_events_file_bytes, "
          "max_json_depth, max_string_bytes, max_definitions, max_template_bytes, max_record_value_bytes, max_value_bytes, "
          "max_waiting_contexts, max_queued_events, min_schedule_interval, max_schedule_fires_per_advance";
@@ -45,6 +45,7 @@ Status set_property(EngineProperties* p, std::string_view name, const Value& v) 
   if (name == "max_actions") return set_int(&p->max_actions, 1, 100000);
   if (name == "max_action_steps") return set_int(&p->max_action_steps, 1, 100000);
   if (name == "max_iterations") return set_int(&p->max_iterations, 0, 100000000);
+  if (name == "max_context_steps") return set_int(&p->max_context_steps, 1, int64_t{1} << 32);
   if (name == "indirect_recursion_limit") return set_int(&p->indirect_recursion_limit, INT32_MIN, INT32_MAX);
   if (name == "record_value_limit") return set_int(&p->record_value_limit, 64, int64_t{1} << 32);
   if (name == "worker_threads") return set_int(&p->worker_threads, 0, 256);
@@ -127,6 +128,7 @@ Value properties_to_value(const EngineProperties& p) {
       {"max_actions", Value(p.max_actions)},
       {"max_action_steps", Value(p.max_action_steps)},
       {"max_iterations", Value(p.max_iterations)},
+      {"max_context_steps", Value(static_cast<long long>(p.max_context_steps))},
       {"indirect_recursion_limit", Value(static_cast<long long>(p.indirect_recursion_limit))},
       {"max_run_time", Value(format_duration(p.max_run_time))},
       {"record_value_limit", Value(static_cast<long long>(p.record_value_limit))},

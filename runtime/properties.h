@@ -28,6 +28,9 @@ struct EngineProperties {
   uint32_t max_action_steps = 20;
   // Iterations of one for_each; past it the step fails.
   uint32_t max_iterations = 1000;
+  // Steps one context records (every step entry: nested logic, loop turns and called units
+  // included); the context would record one more ends in error, as past max_run_time.
+  size_t max_context_steps = 100000;
   // Runs of one flow in one causal chain; values below 1 mean 1.
   int64_t indirect_recursion_limit = 3;
   // Running time of a context (waiting excluded) before it ends in error.

@@ -195,6 +195,52 @@ TEST_F(RuntimeBudgetsTest, Iterations_AMillionItemForEachIsStoppedAtMaxIteration
   EXPECT_EQ(ContextById(million).value()["error"]["step"], Value("1"));
 }
 
+// ---- max_context_steps ----
+
+// Three nested loops of 1000 turns would record a billion steps well within max_run_time,
+// and their record would take the process's memory. The context ends in error before the
+// step past the budget, as past the quota: a try around it does not catch it, and its
+// open steps (the loops and the try) end in error.
+TEST_F(RuntimeBudgetsTest, ContextSteps_ThreeNestedLoopsOfAThousand_EndInErrorAtTheBudget_InsideTryToo) {
+  ASSERT_TRUE(Load(R"({"id": "cube", "trigger": {"type": "api"}, "actions": [
+    {"try": [
+      {"for_each": "{{inputs.items}}", "do": [
+        {"for_each": "{{inputs.items}}", "do": [
+          {"for_each": "{{inputs.items}}", "do": [
+            {"action": "set_variables", "inputs": {"values": {"n": "{{item}}"}}}]}]}]}],
+     "catch": [{"action": "log", "inputs": {"message": "caught"}}]}]})"));
+  std::vector<Value> items(1000);
+  for (size_t i = 0; i < items.size(); ++i) items[i] = Value(static_cast<long long>(i));
+  const std::string id = CallFlow("cube", Value::object({{"items", Value::array(std::move(items))}}));
+  Settle();
+  ContextRecord c = ContextById(id);
+  EXPECT_THAT(c, FailedWith("the context would record more than 100000 steps (max_context_steps)"));
+  EXPECT_EQ(c.steps().size(), 100000u);
+  EXPECT_TRUE(c.log_messages().empty()) << "not caught";
+  EXPECT_EQ(c.steps().at(0)["status"], Value("error")) << "the try, open when it ended";
+}
+
+// The budget counts every step the context records, and a context may record exactly as
+// many; the property is set like any other (events file, config, library).
+TEST_F(RuntimeBudgetsTest, ContextSteps_AContextMayRecordExactlyTheBudget_NotOneMore) {
+  SetProperty("max_context_steps", 3);
+  ASSERT_TRUE(Load(R"([
+    {"id": "three", "trigger": {"type": "api"}, "actions": [
+      {"action": "log", "inputs": {"message": "1"}}, {"action": "log", "inputs": {"message": "2"}},
+      {"action": "log", "inputs": {"message": "3"}}]},
+    {"id": "four", "trigger": {"type": "api"}, "actions": [
+      {"action": "log", "inputs": {"message": "1"}}, {"action": "log", "inputs": {"message": "2"}},
+      {"action": "log", "inputs": {"message": "3"}}, {"action": "log", "inputs": {"message": "4"}}]}])"));
+  const std::string three = CallFlow("three");
+  const std::string four = CallFlow("four");
+  Settle();
+  EXPECT_THAT(ContextById(three), HasStatus("completed"));
+  EXPECT_THAT(ContextById(four), FailedWith("the context would record more than 3 steps (max_context_steps)"));
+  EXPECT_EQ(ContextById(four).log_messages(), (std::vector<std::string>{"1", "2", "3"}));
+  EXPECT_FALSE(engine().set_property("max_context_steps", Value(0)).is_ok());
+  EXPECT_EQ(properties_to_value(engine().properties())["max_context_steps"], Value(3));
+}
+
 // ---- values a flow builds: max_value_bytes and max_json_depth ----
 
 // A variable set from itself twice doubles at every turn of a loop. A pill's value is
