@@ -487,6 +487,9 @@ Result<StartedFlow> Dispatcher::start_flow(FlowSlot& flow, TriggerData trigger, 
   const bool tick = p.context->trigger.type == TriggerType::kSchedule;
   {
     SpinMutexLock lock(mu_);
+    // A tick checked the flow active before it came here; a deactivate that returned
+    // meanwhile (it clears the flag before it returns) has stopped new starts: none now.
+    if (tick && !flow.active.load(std::memory_order_acquire)) return StartedFlow{Value(), true, Value("inactive")};
     // A schedule occurrence is written in the entry of the start it makes: a file never
     // counts an occurrence fired without the context it started (or its skip).
     if (tick && journal_) building_.changes.push_back(ScheduleTick{flow.id, p.context->trigger.time});

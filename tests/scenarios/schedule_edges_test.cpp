@@ -1,7 +1,9 @@
-// Schedules at the edges of advance and of lifecycle changes: two defects the seeded
-// simulation found (tests/simulation), each reproduced deterministically here. Both are
-//  until fixed; the simulation's generator keeps clear of them meanwhile (see
-// tests/simulation/README.md, "Engine defects found").
+// Schedules at the edges of advance and of lifecycle changes: defects the seeded
+// simulation found (tests/simulation), and one found by review (a tick racing a
+// deactivate), each reproduced deterministically here.
+#include <atomic>
+
+#include "runtime/perturb.h"
 #include "testing/flow_test.h"
 
 namespace flowrt {
@@ -51,6 +53,32 @@ TEST_F(ScheduleEdgesTest, OverdueTicksOfSeveralFlows_FireInTimeOrder) {
     if (c.value()["trigger"]["type"].as_string() == "schedule") times.push_back(Ms(c.value()["trigger"]["time"]));
   }
   EXPECT_EQ(times, (std::vector<TimeMs>{750, 2750, 4750, 5000})) << "ticks in seq (start) order";
+}
+
+// Deactivates flow "tick" from inside the first write that reaches the commit lock once
+// armed: there, a schedule tick has checked its flow active and not yet started it.
+std::atomic<bool> g_deactivate_armed{false};
+Engine* g_engine = nullptr;
+void deactivate_at_the_commit(PerturbPoint p) {
+  if (p != PerturbPoint::kBeforeCommitLock || !g_deactivate_armed.exchange(false)) return;
+  EXPECT_TRUE(g_engine->deactivate("tick").is_ok());
+}
+
+// Deactivating stops new starts (SPEC 9.6). A tick checks that its flow is active, then
+// starts it; a deactivate that came in between, and returned, left that start to run. The
+// start checks the flag again under the commit lock, which deactivate's change precedes.
+TEST_F(ScheduleEdgesTest, ATickDueAsTheFlowIsDeactivated_StartsNothing) {
+  ASSERT_TRUE(Load(R"({"id": "tick", "trigger": {"type": "schedule", "every": "1m"}, "actions": []})"));
+  g_engine = &engine();
+  g_deactivate_armed = true;
+  set_perturb_hook(&deactivate_at_the_commit);
+  Advance("1m");
+  set_perturb_hook(nullptr);
+  EXPECT_FALSE(g_deactivate_armed.load()) << "the tick reached the commit lock";
+  EXPECT_TRUE(Contexts("tick").empty()) << "started after its flow was deactivated";
+  ASSERT_TRUE(engine().activate("tick").is_ok());
+  Advance("1m");
+  EXPECT_EQ(Contexts("tick").size(), 1u) << "active again: the next occurrence starts";
 }
 
 }  // namespace
