@@ -478,18 +478,24 @@ Status Dispatcher::fire_event(const Value& name, const Value& payload, Origin or
 
 Result<StartedFlow> Dispatcher::start_flow(FlowSlot& flow, TriggerData trigger, Value inputs, Origin origin,
                                            std::shared_ptr<const Plan> plan) {
+  // test_flow gives the plan to run, and runs any flow, active or not; every other start
+  // (a call, a tick) runs the flow's own plan while it is active.
+  const bool tested = plan != nullptr;
   Prepared p{&flow, nullptr, new_context(&flow, std::move(trigger), std::move(inputs))};
   p.context->plan = std::move(plan);
   Batch batch(core_);
   batch.reserve(1);
   Result<StartedFlow> started = Error{""};
   perturb(PerturbPoint::kBeforeCommitLock);
-  const bool tick = p.context->trigger.type == TriggerType::kSchedule;
+  const bool tick = !tested && p.context->trigger.type == TriggerType::kSchedule;
   {
     SpinMutexLock lock(mu_);
-    // A tick checked the flow active before it came here; a deactivate that returned
+    // The caller checked the flow active before it came here; a deactivate that returned
     // meanwhile (it clears the flag before it returns) has stopped new starts: none now.
-    if (tick && !flow.active.load(std::memory_order_acquire)) return StartedFlow{Value(), true, Value("inactive")};
+    if (!tested && !flow.active.load(std::memory_order_acquire)) {
+      if (tick) return StartedFlow{Value(), true, Value("inactive")};  // no caller to tell
+      return Error{"flow '" + flow.id + "' is not active"};
+    }
     // A schedule occurrence is written in the entry of the start it makes: a file never
     // counts an occurrence fired without the context it started (or its skip).
     if (tick && journal_) building_.changes.push_back(ScheduleTick{flow.id, p.context->trigger.time});

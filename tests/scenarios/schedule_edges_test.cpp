@@ -55,13 +55,15 @@ TEST_F(ScheduleEdgesTest, OverdueTicksOfSeveralFlows_FireInTimeOrder) {
   EXPECT_EQ(times, (std::vector<TimeMs>{750, 2750, 4750, 5000})) << "ticks in seq (start) order";
 }
 
-// Deactivates flow "tick" from inside the first write that reaches the commit lock once
-// armed: there, a schedule tick has checked its flow active and not yet started it.
+// Deactivates flow g_flow from inside the first write that reaches the commit lock once
+// armed: there, a schedule tick or a call has checked its flow active and not yet
+// started it.
 std::atomic<bool> g_deactivate_armed{false};
 Engine* g_engine = nullptr;
+const char* g_flow = "";
 void deactivate_at_the_commit(PerturbPoint p) {
   if (p != PerturbPoint::kBeforeCommitLock || !g_deactivate_armed.exchange(false)) return;
-  EXPECT_TRUE(g_engine->deactivate("tick").is_ok());
+  EXPECT_TRUE(g_engine->deactivate(g_flow).is_ok());
 }
 
 // Deactivating stops new starts (SPEC 9.6). A tick checks that its flow is active, then
@@ -70,6 +72,7 @@ void deactivate_at_the_commit(PerturbPoint p) {
 TEST_F(ScheduleEdgesTest, ATickDueAsTheFlowIsDeactivated_StartsNothing) {
   ASSERT_TRUE(Load(R"({"id": "tick", "trigger": {"type": "schedule", "every": "1m"}, "actions": []})"));
   g_engine = &engine();
+  g_flow = "tick";
   g_deactivate_armed = true;
   set_perturb_hook(&deactivate_at_the_commit);
   Advance("1m");
@@ -79,6 +82,27 @@ TEST_F(ScheduleEdgesTest, ATickDueAsTheFlowIsDeactivated_StartsNothing) {
   ASSERT_TRUE(engine().activate("tick").is_ok());
   Advance("1m");
   EXPECT_EQ(Contexts("tick").size(), 1u) << "active again: the next occurrence starts";
+}
+
+// The same for a call: one that checked its flow active as a deactivate came in is
+// refused as a call of an inactive flow is, and starts nothing; test_flow, which runs any
+// flow, active or not, still runs it.
+TEST_F(ScheduleEdgesTest, ACallAsItsFlowIsDeactivated_IsRefused_StartsNothing) {
+  ASSERT_TRUE(Load(R"({"id": "api", "trigger": {"type": "api"}, "actions": []})"));
+  g_engine = &engine();
+  g_flow = "api";
+  g_deactivate_armed = true;
+  set_perturb_hook(&deactivate_at_the_commit);
+  Result<std::string> called = engine().call_flow("api", Value::empty_object());
+  set_perturb_hook(nullptr);
+  EXPECT_FALSE(g_deactivate_armed.load()) << "the call reached the commit lock";
+  ASSERT_FALSE(called.is_ok());
+  EXPECT_EQ(called.error().message, "flow 'api' is not active");
+  Settle();
+  EXPECT_TRUE(Contexts("api").empty());
+  ASSERT_TRUE(engine().test_flow("api", Value(), Value::empty_object()).is_ok());
+  Settle();
+  EXPECT_EQ(Contexts("api").size(), 1u);
 }
 
 }  // namespace
