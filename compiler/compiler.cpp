@@ -68,7 +68,7 @@ bool read_params(const Value& list, const std::string& file, const std::string& 
     const Value& type = item["type"];
     if (!type.is_null() && (!type.is_string() || !parse_param_type(type.as_string(), &param.type))) {
       ok = error(pointer_append(p, "type"),
-                 "type must be string, integer, number, boolean, object, array, record or any, not " + type.to_json());
+                 "type must be string, integer, number, boolean, object, array, record or any, not " + shown_value(type));
     }
     const Value& required = item["required"];
     if (required.is_bool()) param.required = required.as_bool();
@@ -125,7 +125,7 @@ bool compile_trigger(const Value& trigger, const std::string& file, const std::s
     else if (when == Value("deleted")) out->when = RecordWhen::kDeleted;
     else error(when.is_null() ? pointer : pointer_append(pointer, "when"),
                "when must be created, updated, created_or_updated or deleted" +
-                   (when.is_null() ? std::string() : ", not " + when.to_json()));
+                   (when.is_null() ? std::string() : ", not " + shown_value(when)));
     const bool update = out->when == RecordWhen::kUpdated || out->when == RecordWhen::kCreatedOrUpdated;
     if (const Value* run = trigger.find("run")) {
       if (!update) {
@@ -141,7 +141,7 @@ bool compile_trigger(const Value& trigger, const std::string& file, const std::s
       } else {
         error(pointer_append(pointer, "run"),
               "run must be once, always (only_if_not_running), for_each_unique_change or for_every_update, not " +
-                  run->to_json());
+                  shown_value(*run));
       }
     }
     if (const Value* cond = trigger.find("condition")) {
@@ -165,9 +165,9 @@ bool compile_trigger(const Value& trigger, const std::string& file, const std::s
     if (every) {
       Result<DurationMs> d = parse_duration(*every);
       if (!d) error(pointer_append(pointer, "every"), d.message());
-      else if (*d <= 0) error(pointer_append(pointer, "every"), "every must be longer than 0ms, got " + every->to_json());
+      else if (*d <= 0) error(pointer_append(pointer, "every"), "every must be longer than 0ms, got " + shown_value(*every));
       else if (*d < options.min_schedule_interval) {
-        error(pointer_append(pointer, "every"), "every " + every->to_json() +
+        error(pointer_append(pointer, "every"), "every " + shown_value(*every) +
                                                     " is shorter than the minimum schedule interval of " +
                                                     format_duration(options.min_schedule_interval) +
                                                     " (min_schedule_interval)");
@@ -176,7 +176,7 @@ bool compile_trigger(const Value& trigger, const std::string& file, const std::s
       }
       out->repeating = true;
       if (start) {
-        Result<TimeMs> t = start->is_string() ? parse_time(start->as_string()) : Result<TimeMs>(Error{"start must be a time string, got " + start->to_json()});
+        Result<TimeMs> t = start->is_string() ? parse_time(start->as_string()) : Result<TimeMs>(Error{"start must be a time string, got " + shown_value(*start)});
         if (!t) error(pointer_append(pointer, "start"), t.message());
         else {
           out->start = *t;
@@ -186,7 +186,7 @@ bool compile_trigger(const Value& trigger, const std::string& file, const std::s
     }
     if (at) {
       if (start && !every) error(pointer_append(pointer, "start"), "start goes with every, not with at");
-      Result<TimeMs> t = at->is_string() ? parse_time(at->as_string()) : Result<TimeMs>(Error{"at must be a time string, got " + at->to_json()});
+      Result<TimeMs> t = at->is_string() ? parse_time(at->as_string()) : Result<TimeMs>(Error{"at must be a time string, got " + shown_value(*at)});
       if (!t) error(pointer_append(pointer, "at"), t.message());
       else {
         out->start = *t;
@@ -207,7 +207,7 @@ bool compile_trigger(const Value& trigger, const std::string& file, const std::s
     keys({"type"});
   } else {
     error(type.is_null() ? pointer : pointer_append(pointer, "type"),
-          "trigger type must be record, schedule, event or api" + (type.is_null() ? std::string() : ", not " + type.to_json()));
+          "trigger type must be record, schedule, event or api" + (type.is_null() ? std::string() : ", not " + shown_value(type)));
   }
   return diags->reported() == before;
 }

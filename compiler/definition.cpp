@@ -114,18 +114,18 @@ bool read_definition(const Value& v, const std::string& file, const std::string&
     d.type = UnitType::kAction;
   } else {
     diags->add(file, pointer_append(pointer, "type"),
-               "type must be \"flow\", \"subflow\" or \"action\", not " + type.to_json());
+               "type must be \"flow\", \"subflow\" or \"action\", not " + shown_value(type));
     ok = false;
   }
 
   const Value& id = v["id"];
   if (!id.is_string()) {
     diags->add(file, id.is_null() ? pointer : pointer_append(pointer, "id"),
-               id.is_null() ? std::string("a definition needs an \"id\"") : "id must be a string, not " + id.to_json());
+               id.is_null() ? std::string("a definition needs an \"id\"") : "id must be a string, not " + shown_value(id));
     ok = false;
   } else if (!valid_id(id.as_string())) {
     diags->add(file, pointer_append(pointer, "id"),
-               "id " + id.to_json() + " must be 1 to 128 characters of A-Z, a-z, 0-9, '_', '.', '-'");
+               "id " + shown_value(id) + " must be 1 to 128 characters of A-Z, a-z, 0-9, '_', '.', '-'");
     ok = false;
   } else {
     d.id = std::string(id.as_string());
@@ -139,7 +139,7 @@ bool read_definition(const Value& v, const std::string& file, const std::string&
   if (!schema.is_null() && !schema.is_string()) {
     diags->add(file, pointer_append(pointer, kSchemaKey),
                "$schema must be a string (the URI or path of the JSON Schema that editors check this file with), "
-               "not " + schema.to_json());
+               "not " + shown_value(schema));
   }
 
   const Value& status = v["status"];
@@ -148,7 +148,7 @@ bool read_definition(const Value& v, const std::string& file, const std::string&
   } else if (status == Value("draft")) {
     d.status = DefinitionStatus::kDraft;
   } else {
-    diags->add(file, pointer_append(pointer, "status"), "status must be \"draft\" or \"published\", not " + status.to_json());
+    diags->add(file, pointer_append(pointer, "status"), "status must be \"draft\" or \"published\", not " + shown_value(status));
   }
 
   const Value& active = v["active"];
@@ -158,7 +158,7 @@ bool read_definition(const Value& v, const std::string& file, const std::string&
       diags->add(file, pointer_append(pointer, "active"), "only flows can be active; publish a subflow or action instead");
     }
   } else if (!active.is_null()) {
-    diags->add(file, pointer_append(pointer, "active"), "active must be true or false, not " + active.to_json());
+    diags->add(file, pointer_append(pointer, "active"), "active must be true or false, not " + shown_value(active));
   }
 
   d.fingerprint = definition_fingerprint(v);

@@ -65,7 +65,7 @@ bool ExprCompiler::compile_transform(const TransformSyntax& t, const PillSyntax&
     arg = Value(std::string_view(t.argument));
   }
   if (out->kind != TransformKind::kDefault && !arg.is_number()) {
-    diags_->add(file_, pointer, "transform '" + t.name + "' needs a number argument, not " + arg.to_json() + where);
+    diags_->add(file_, pointer, "transform '" + t.name + "' needs a number argument, not " + shown_value(arg) + where);
     return false;
   }
   out->argument = std::move(arg);
@@ -288,7 +288,7 @@ Condition ExprCompiler::compile_condition(const Value& v, const std::string& poi
   const Value& op = v["op"];
   if (!op.is_string() || !parse_op(op.as_string(), &c.op)) {
     diags_->add(file_, pointer_append(pointer, "op"),
-                (op.is_null() ? std::string("a condition needs \"op\"") : "unknown op " + op.to_json()) +
+                (op.is_null() ? std::string("a condition needs \"op\"") : "unknown op " + shown_value(op)) +
                     " (ops: eq ne lt le gt ge in not_in contains starts_with ends_with is_empty is_not_empty "
                     "changes changes_to changes_from)");
     return c;

@@ -15,16 +15,6 @@ std::string wrong(std::string_view name, std::string_view wanted, const Value& v
 
 }  // namespace
 
-std::string shown_value(const Value& v) {
-  constexpr size_t kShown = 64;
-  std::string text = v.to_json();
-  if (text.size() <= kShown) return text;
-  size_t cut = kShown;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
-  text.resize(cut);
-  return text + "...";
-}
-
 std::string_view wanted_type(ParamType type) {
   switch (type) {
     case ParamType::kString: return "a string";

@@ -12,6 +12,7 @@
 
 #include "plans/plan.h"
 #include "plans/value.h"
+#include "plans/value_json.h"
 
 namespace flowrt {
 
@@ -25,10 +26,6 @@ enum class InputCheck : uint8_t {
   kDuration,            // a duration (plans/time.h), at most 36500d
   kPositiveDuration,    // a duration longer than 0ms
 };
-
-// The value as a message shows it: its compact JSON, cut after 64 bytes (on a character
-// boundary) with "...".
-std::string shown_value(const Value& v);
 
 // "a string", "an integer", ... for messages.
 std::string_view wanted_type(ParamType type);

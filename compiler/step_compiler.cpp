@@ -49,7 +49,7 @@ ActionStep UnitCompiler::compile_action(const Value& step, const std::string& po
   if (on_error == Value("continue")) {
     out.on_error = OnError::kContinue;
   } else if (!on_error.is_null() && on_error != Value("stop")) {
-    add_error(pointer_append(pointer, "on_error"), "on_error must be \"stop\" or \"continue\", not " + on_error.to_json());
+    add_error(pointer_append(pointer, "on_error"), "on_error must be \"stop\" or \"continue\", not " + shown_value(on_error));
   }
 
   const Value& action = step["action"];

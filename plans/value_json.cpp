@@ -1,6 +1,7 @@
 // JSON writing: Value -> compact or indented text (parsing is json_parse.cpp).
 #include "plans/value_json.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -104,6 +105,57 @@ void write_value(const Value& v, std::string& out, int indent, int depth) {
 }  // namespace
 
 void write_json(const Value& v, std::string& out) { write_value(v, out, -1, 0); }
+
+namespace {
+
+// Appends `v`'s compact JSON to `out` until `out` holds more than `limit` bytes; false
+// once it does (the text is then cut somewhere past `limit`).
+bool append_bounded(const Value& v, std::string& out, size_t limit) {
+  if (out.size() > limit) return false;
+  // A long string or key: only its start, a few bytes past the limit (so that a character
+  // it splits lies past where the text is cut).
+  auto string = [&](std::string_view s) {
+    const size_t room = limit - out.size() + 8;
+    write_json_string(s.substr(0, std::min(s.size(), room)), out);
+  };
+  if (v.is_string()) {
+    string(v.as_string());
+  } else if (v.is_array()) {
+    out += '[';
+    bool first = true;
+    for (const Value& item : v.items()) {
+      if (!first) out += ',';
+      first = false;
+      if (!append_bounded(item, out, limit)) return false;
+    }
+    out += ']';
+  } else if (v.is_object()) {
+    out += '{';
+    bool first = true;
+    for (const auto& m : v.members()) {
+      if (!first) out += ',';
+      first = false;
+      string(m.key.as_string());
+      out += ':';
+      if (!append_bounded(m.value, out, limit)) return false;
+    }
+    out += '}';
+  } else {
+    write_json(v, out);
+  }
+  return out.size() <= limit;
+}
+
+}  // namespace
+
+std::string shown_value(const Value& v, size_t max_bytes) {
+  std::string text;
+  if (append_bounded(v, text, max_bytes)) return text;
+  size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+  text.resize(cut);
+  return text + "...";
+}
 
 std::string to_pretty_json(const Value& v) {
   std::string out;

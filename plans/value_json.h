@@ -64,6 +64,11 @@ ValueBound bound_value(const Value& v, size_t max_bytes, size_t max_depth);
 // Appends `s` as a quoted JSON string.
 void write_json_string(std::string_view s, std::string& out);
 
+// The value as a message shows it: its compact JSON, cut after `max_bytes` (on a character
+// boundary) with "...". Writes no more than that of it, however large the value (a 16 MiB
+// string, a value whose parts are shared a billion times over).
+std::string shown_value(const Value& v, size_t max_bytes = 64);
+
 // Indented JSON for people (two spaces).
 std::string to_pretty_json(const Value& v);
 

@@ -19,7 +19,7 @@ Status check_fields(const Value& op, std::initializer_list<std::string_view> all
     if (!ok) {
       std::string list;
       for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-      return Error{"op " + op["op"].to_json() + " has no field '" + std::string(k) + "' (fields: " +
+      return Error{"op " + shown_value(op["op"]) + " has no field '" + std::string(k) + "' (fields: " +
                    (list.empty() ? std::string("none") : list) + ")"};
     }
   }
@@ -30,7 +30,7 @@ Result<std::string_view> text_field(const Value& op, std::string_view name) {
   const Value& v = op[name];
   if (!v.is_string() || v.as_string().empty()) {
     return Error{"field '" + std::string(name) + "' must be a non-empty string" +
-                 (v.is_null() ? std::string(" (missing)") : ", not " + v.to_json())};
+                 (v.is_null() ? std::string(" (missing)") : ", not " + shown_value(v))};
   }
   return v.as_string();
 }
@@ -41,7 +41,7 @@ Result<Value> object_field(const Value& op, std::string_view name, bool required
     if (required) return Error{"field '" + std::string(name) + "' is required"};
     return Value::empty_object();
   }
-  if (!v->is_object()) return Error{"field '" + std::string(name) + "' must be an object, not " + v->to_json()};
+  if (!v->is_object()) return Error{"field '" + std::string(name) + "' must be an object, not " + shown_value(*v)};
   return *v;
 }
 

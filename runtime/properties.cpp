@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "plans/value_json.h"
+
 namespace flowrt {
 namespace {
 
@@ -71,7 +73,7 @@ Status set_property(EngineProperties* p, std::string_view name, const Value& v) 
         return Status::ok();
       }
     }
-    return Error{"property durability must be \"full\", \"normal\" or \"off\", not " + v.to_json()};
+    return Error{"property durability must be \"full\", \"normal\" or \"off\", not " + shown_value(v)};
   }
   if (name == "history_retention") {
     // {"age": DURATION, "count": N}, either or both; null or {} keeps every ended context.

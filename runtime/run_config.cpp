@@ -21,7 +21,7 @@ void read_store(const Value& store, const std::string& name, EngineOptions* opti
   const std::string expected =
       "must be \"memory\", {\"type\": \"sqlite\", \"path\": FILE} or {\"type\": \"postgresql\", \"url\": URL}";
   if (!store.is_object()) {
-    diags->add(name, "/store", expected + ", not " + store.to_json());
+    diags->add(name, "/store", expected + ", not " + shown_value(store));
     return;
   }
   for (const auto& m : store.members()) {
@@ -50,7 +50,7 @@ void read_store(const Value& store, const std::string& name, EngineOptions* opti
     return;
   }
   if (type != Value("sqlite")) {
-    diags->add(name, "/store/type", "must be \"memory\", \"sqlite\" or \"postgresql\", not " + type.to_json());
+    diags->add(name, "/store/type", "must be \"memory\", \"sqlite\" or \"postgresql\", not " + shown_value(type));
     return;
   }
   if (store.find("url")) diags->add(name, "/store/url", "the sqlite store has no url (it takes path)");
@@ -96,7 +96,7 @@ bool read_run_config(const Value& doc, const std::string& name, EngineOptions* o
   }
   // "$schema" names the JSON Schema editors check the file with (schemas/config.schema.json).
   if (const Value* schema = doc.find("$schema"); schema && !schema->is_string()) {
-    diags->add(name, "/$schema", "must be a string (the URI or path of a JSON Schema), not " + schema->to_json());
+    diags->add(name, "/$schema", "must be a string (the URI or path of a JSON Schema), not " + shown_value(*schema));
   }
   const Value& props = doc["properties"];
   if (!props.is_null() && !props.is_object()) diags->add(name, "/properties", "must be an object");

@@ -59,5 +59,20 @@ TEST(ValueJsonTest, PrettyJson_IsIndented) {
   EXPECT_EQ(to_pretty_json(Value::object({{"a", Value::array({Value(1)})}})), "{\n  \"a\": [\n    1\n  ]\n}");
 }
 
+// A message quotes at most max_bytes of a value, cut on a character boundary, and writes
+// no more than that of it: a value whose parts are shared 2^40 times over is shown at once.
+TEST(ValueJsonTest, ShownValue_IsTheCompactJson_CutAfterMaxBytes_WritingNoMoreOfIt) {
+  EXPECT_EQ(shown_value(Value::object({{"a", Value::array({Value(1), Value("x")})}})), R"({"a":[1,"x"]})");
+  EXPECT_EQ(shown_value(Value(std::string(100, 'y')), 10), "\"yyyyyyyyy...");
+  EXPECT_EQ(shown_value(Value("ééééé"), 4), "\"é...") << "not inside a character";
+  Value doubled("ab");
+  for (int i = 0; i < 40; ++i) doubled = Value::array({doubled, doubled});
+  const std::string shown = shown_value(doubled);
+  EXPECT_EQ(shown.size(), 64u + 3u);
+  EXPECT_EQ(shown.substr(0, 8), R"([[[[[[[[)");
+  Value long_key = Value::object({{std::string(1000, 'k'), Value(1)}});
+  EXPECT_EQ(shown_value(long_key, 6), "{\"kkkk...");
+}
+
 }  // namespace
 }  // namespace flowrt

@@ -189,6 +189,19 @@ TEST_F(InputBudgetsTest, StringBytes_A100MegabyteString_IsRefusedClearly_InADefi
   ExpectStillWorking();
 }
 
+// An error quoting a value a user wrote quotes at most 64 bytes of it: a definition whose
+// "type" is a 10 MB string, an events line whose "table" is one, each get a short message
+// (until 2026-12-06 such messages held the whole value).
+TEST_F(InputBudgetsTest, ErrorsQuoteAtMost64BytesOfAValue_InADefinitionAndAnEvent) {
+  const std::string big(10u << 20, 'x');
+  const std::string error = LoadError(R"({"id": "big", "type": ")" + big + R"(", "actions": []})");
+  EXPECT_EQ(error, "test.json: /type: type must be \"flow\", \"subflow\" or \"action\", not \"" + std::string(63, 'x') + "...");
+  Status s = Events(R"({"op": "insert", "table": [")" + big + R"("], "values": {}})");
+  EXPECT_FALSE(s.is_ok());
+  EXPECT_LT(s.message().size(), 300u) << s.message().substr(0, 300);
+  ExpectStillWorking();
+}
+
 // ---- max_definitions ----
 
 std::string Flows(int n, const char* prefix) {
