@@ -133,6 +133,9 @@ class SqliteStore final : public Store {
   // An error naming the file: "<path>: <what>: <sqlite's message>" (of `db`, or db_).
   Error error(std::string_view what, sqlite3* db = nullptr) const;
   Status exec(const char* sql);
+  // Syncs the database file and the WAL through SQLite's own handles (the VFS in use; never
+  // a descriptor of the store's own, whose close would drop SQLite's locks).
+  Status sync_files();
 
   const std::string path_;
   sqlite3* db_;

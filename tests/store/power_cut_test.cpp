@@ -314,6 +314,33 @@ TEST_F(PowerCutTest, Normal_ACleanCloseSyncsWhatItWrote_ThoughAnotherConnectionH
   EXPECT_EQ(batches_held(*store, model), 3) << "a clean close lost what it had written";
 }
 
+// Durability switched from off to full while the store runs (set_property durability):
+// the database pages that checkpoints copied while off, unsynced, are synced at the
+// switch. Otherwise the WAL, fully copied, starts over at the next batch, the batches
+// written as full are synced in it alone, and a power cut takes the unsynced pages from
+// under them: until 2026-12-06 the next open found the file damaged, or without the
+// batches written while off that the later ones were built on.
+TEST_F(PowerCutTest, OffThenFull_ThePagesCopiedWhileOffAreSyncedAtTheSwitch_EveryLaterBatchSurvives) {
+  std::mt19937_64 rng(11);
+  BatchModel large(/*large=*/true);
+  std::unique_ptr<SqliteStore> store = open(SyncMode::kOff);
+  ASSERT_NE(store, nullptr);
+  uint64_t written = 0;
+  while (store->checkpointer()->checkpoints() == 0 && written < 12) {
+    ASSERT_TRUE(store->write(large.make(++written, rng)).is_ok());
+    store->checkpointer()->wait_idle();
+  }
+  ASSERT_GT(store->checkpointer()->checkpoints(), 0u) << "no checkpoint in 12 batches of about 750 KiB";
+  ASSERT_TRUE(store->set_sync_mode(SyncMode::kFull).is_ok());
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(store->write(large.make(++written, rng)).is_ok());
+  vfs_.power_cut();
+  store.reset();
+  store = open(SyncMode::kFull);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(integrity(), "ok");
+  EXPECT_EQ(batches_held(*store, large), static_cast<int64_t>(written)) << "full acknowledged every batch since";
+}
+
 // kOff syncs nothing, not even at a checkpoint or a clean close: a power cut may lose every
 // batch ever acknowledged, and may keep some of the file's unsynced writes and not others,
 // which can leave a file SQLite finds damaged. Seeded runs of batches, clean restarts and
