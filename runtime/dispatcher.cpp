@@ -491,11 +491,15 @@ Result<StartedFlow> Dispatcher::start_flow(FlowSlot& flow, TriggerData trigger, 
   {
     SpinMutexLock lock(mu_);
     // The caller checked the flow active before it came here; a deactivate that returned
-    // meanwhile (it clears the flag before it returns) has stopped new starts: none now.
+    // meanwhile has stopped new starts: none now. Deactivate clears the flag, then passes
+    // through this lock (wait_for_commits) before it returns: so a start that found the
+    // flag set here is admitted before deactivate returns, and one that comes later finds
+    // it cleared.
     if (!tested && !flow.active.load(std::memory_order_acquire)) {
       if (tick) return StartedFlow{Value(), true, Value("inactive")};  // no caller to tell
       return Error{"flow '" + flow.id + "' is not active"};
     }
+    if (!tested) perturb(PerturbPoint::kStartAdmitting);
     // A schedule occurrence is written in the entry of the start it makes: a file never
     // counts an occurrence fired without the context it started (or its skip).
     if (tick && journal_) building_.changes.push_back(ScheduleTick{flow.id, p.context->trigger.time});
@@ -512,6 +516,8 @@ Result<StartedFlow> Dispatcher::start_flow(FlowSlot& flow, TriggerData trigger, 
   }
   return started;
 }
+
+void Dispatcher::wait_for_commits() { SpinMutexLock lock(mu_); }
 
 // Reads take the store's table locks only: they never wait for the commit lock.
 Value Dispatcher::get(std::string_view table, std::string_view sys_id, RowHint hint) {

@@ -81,6 +81,11 @@ class Dispatcher {
   Result<StartedFlow> start_flow(FlowSlot& flow, TriggerData trigger, Value inputs, Origin origin,
                                  std::shared_ptr<const Plan> plan = nullptr) EXCLUDES(mu_);
 
+  // Returns once every commit that holds the commit lock now has ended (takes the lock and
+  // lets it go): what a caller changed before is seen by every later commit, and no commit
+  // that began before it is still under way.
+  void wait_for_commits() EXCLUDES(mu_);
+
   Value get(std::string_view table, std::string_view sys_id, RowHint hint = {}) EXCLUDES(mu_);
   Result<Value> find(const RecordQuery& query) EXCLUDES(mu_);
   std::vector<std::string> table_names() EXCLUDES(mu_);

@@ -279,6 +279,9 @@ Status Engine::activate(std::string_view id) {
 Status Engine::deactivate(std::string_view id) {
   FLOWRT_RETURN_IF_ERROR(store_open(*core_));
   FLOWRT_RETURN_IF_ERROR(core_->flows.deactivate(id));
+  // A call or a tick that found the flow active under the commit lock is admitted before
+  // this returns; any later one finds it inactive (Dispatcher::start_flow).
+  core_->dispatcher.wait_for_commits();
   core_->refresh_triggers();
   return journal_definitions(*core_, {{UnitType::kFlow, std::string(id)}});
 }

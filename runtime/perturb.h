@@ -27,6 +27,7 @@ enum class PerturbPoint : uint8_t {
   kBeforeStoreWrite,     // the journal's writer has a batch, before it writes it to the store
   kPreviousBatchFinished,  // the writer finished the batch before the one the store now writes
   kRecoveryBeforeLocks,  // recover() put back the contexts it read, not yet the locks' holders
+  kStartAdmitting,       // a start (a call, a tick) under the commit lock found its flow active
 };
 
 using PerturbHook = void (*)(PerturbPoint);

@@ -2,6 +2,9 @@
 // simulation found (tests/simulation), and one found by review (a tick racing a
 // deactivate), each reproduced deterministically here.
 #include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
 
 #include "runtime/perturb.h"
 #include "testing/flow_test.h"
@@ -68,7 +71,8 @@ void deactivate_at_the_commit(PerturbPoint p) {
 
 // Deactivating stops new starts (SPEC 9.6). A tick checks that its flow is active, then
 // starts it; a deactivate that came in between, and returned, left that start to run. The
-// start checks the flag again under the commit lock, which deactivate's change precedes.
+// start checks the flag again under the commit lock, which deactivate passes through
+// after it cleared the flag, before it returns.
 TEST_F(ScheduleEdgesTest, ATickDueAsTheFlowIsDeactivated_StartsNothing) {
   ASSERT_TRUE(Load(R"({"id": "tick", "trigger": {"type": "schedule", "every": "1m"}, "actions": []})"));
   g_engine = &engine();
@@ -103,6 +107,36 @@ TEST_F(ScheduleEdgesTest, ACallAsItsFlowIsDeactivated_IsRefused_StartsNothing) {
   ASSERT_TRUE(engine().test_flow("api", Value(), Value::empty_object()).is_ok());
   Settle();
   EXPECT_EQ(Contexts("api").size(), 1u);
+}
+
+// Later still: the call holds the commit lock and has found its flow active when a
+// deactivate comes, on another thread. That deactivate does not return before the call
+// is admitted: the call, already past its check, starts the flow, and deactivate's
+// return comes after it. Until the deactivate passed through the commit lock, it
+// returned at once, and the call then started the flow after it.
+std::future<void> g_deactivated;
+void deactivate_from_another_thread(PerturbPoint p) {
+  if (p != PerturbPoint::kStartAdmitting || !g_deactivate_armed.exchange(false)) return;
+  g_deactivated = std::async(std::launch::async, [] { EXPECT_TRUE(g_engine->deactivate(g_flow).is_ok()); });
+  // Two seconds for it to return, which it must not do while this call is not admitted.
+  EXPECT_EQ(g_deactivated.wait_for(std::chrono::seconds(2)), std::future_status::timeout)
+      << "deactivate returned while a call that found the flow active was still to start it";
+}
+
+TEST_F(ScheduleEdgesTest, ADeactivateWhileACallIsAdmitted_ReturnsAfterTheStart) {
+  ASSERT_TRUE(Load(R"({"id": "api", "trigger": {"type": "api"}, "actions": []})"));
+  g_engine = &engine();
+  g_flow = "api";
+  g_deactivate_armed = true;
+  set_perturb_hook(&deactivate_from_another_thread);
+  Result<std::string> called = engine().call_flow("api", Value::empty_object());
+  set_perturb_hook(nullptr);
+  ASSERT_FALSE(g_deactivate_armed.load()) << "the call was admitted";
+  g_deactivated.get();
+  ASSERT_TRUE(called.is_ok()) << called.error().message;
+  Settle();
+  EXPECT_EQ(Contexts("api").size(), 1u) << "the call started before deactivate returned";
+  EXPECT_FALSE(engine().call_flow("api", Value::empty_object()).is_ok()) << "inactive after";
 }
 
 }  // namespace
