@@ -291,7 +291,11 @@ TEST_F(ClusterPostgresTest, ANodeWhoseStoreIsCutWhileItLoadsTheStateToLead_Gives
   ASSERT_FALSE(b) << "b cannot have loaded the state";
   EXPECT_THAT(b.error().describe(), HasSubstr("gave its store up"));
   ASSERT_EQ(why.wait_for(std::chrono::seconds(20)), std::future_status::ready);
-  EXPECT_THAT(why.get(), HasSubstr("its store could not be written"));
+  // The store gives up a lease after its first failed write. The heartbeat's connection,
+  // which carries the same name, is cut too; on a loaded machine its new connection may
+  // come later than that, and then its lease runs out first: either way b gives the lead up.
+  EXPECT_THAT(why.get(), ::testing::AnyOf(HasSubstr("its store could not be written"),
+                                          HasSubstr("its lease could not be renewed for 900 ms")));
 
   // Not wedged: b left the lead, and the next node leads with the state a left.
   server::ClusterNode& c = join("c", 900);
@@ -348,8 +352,9 @@ struct OneHeldWrite {
 // for three leases. Until 2026-12-06 the heartbeat stopped first: the follower took the
 // lead a lease into the drain, and the leader's held write was then fenced.
 TEST_F(ClusterPostgresTest, ALeaderThatDrainsLongerThanItsLease_KeepsTheLead_UntilItLeft) {
-  server::ClusterNode& a = join("a", 900);
-  server::ClusterNode& b = join("b", 900);
+  // Leases of 1.5 s: a renewal every 0.5 s keeps a's even on a loaded machine.
+  server::ClusterNode& a = join("a", 1500);
+  server::ClusterNode& b = join("b", 1500);
   ASSERT_TRUE(a.leads());
   const std::string a_incarnation = std::to_string(a.incarnation());
   std::future<std::string> a_lost = lost_lead_of("a");
@@ -365,8 +370,11 @@ TEST_F(ClusterPostgresTest, ALeaderThatDrainsLongerThanItsLease_KeepsTheLead_Unt
     stopped = std::async(std::launch::async, [&a] { a.stop(); });
     // Three leases: without renewals b's control thread takes the lead after about one.
     b_took_the_lead_during_the_drain = WaitFor(
-        [&] { return sql_value("SELECT incarnation FROM cluster_lead") != a_incarnation; },
-        std::chrono::milliseconds(2700));
+        [&] {
+          const std::string leader = sql_value("SELECT incarnation FROM cluster_lead");
+          return !leader.empty() && leader != a_incarnation;
+        },
+        std::chrono::milliseconds(4500));
     EXPECT_EQ(stopped.wait_for(std::chrono::seconds(0)), std::future_status::timeout)
         << "a's drain waits for its held write";
   }
