@@ -608,8 +608,9 @@ void ClusterNode::control_loop() {
       continue;
     }
     if (!*lead) continue;
-    engine_log().info("cluster: node {} takes the lead (epoch {}; the last leader's lease ran out)", cluster_.node,
-                      (*lead)->epoch);
+    engine_log().info("cluster: node {} takes the lead (epoch {}; no live node led: the last leader left, or its "
+                      "lease ran out)",
+                      cluster_.node, (*lead)->epoch);
     if (Status s = start_leading((*lead)->epoch, (*lead)->applied_op); !s) lost_lead(s.message());
   }
 }
