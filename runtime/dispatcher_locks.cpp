@@ -62,7 +62,8 @@ void Dispatcher::request_lock(const std::shared_ptr<Context>& ctx, LockRequest r
     pending_count_.fetch_add(1, std::memory_order_acq_rel);
     return;
   }
-  request.now = core_.clock.now();
+  // request.now is when the step asked (WaitRequest::requested_at), also for a request
+  // resumed after a restart: decide_lock grants it from now, and counts its wait from then.
   decide_lock(ctx, request);
   locks_changed(nullptr);
 }

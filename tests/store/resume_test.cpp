@@ -252,6 +252,50 @@ TEST_P(ResumeStoresTest, AWaitThatRanOutWhileTheEngineWasDown_DoesNotRunBeforeTh
   }
 }
 
+// A desk held for at most a day, and a queue that may wait for years.
+constexpr const char* kPatientDesk = R"({"id": "patient", "trigger": {"type": "record", "table": "request", "when": "created"},
+  "actions": [
+    {"id": "lk", "action": "lock", "inputs": {"key": "desk", "max_duration": "1d", "max_attempts": 1000, "delay": "30d"}},
+    {"action": "wait_for_condition", "inputs": {"table": "request", "sys_id": "{{trigger.sys_id}}",
+      "condition": {"field": "approved", "op": "eq", "value": true}}},
+    {"action": "unlock", "inputs": {"key": "desk"}}]})";
+
+// A lock request resumed by an engine on the real clock keeps the time it was made: its
+// place in the queue, and what it reports when granted (waited_ms counts from then).
+// Here the first engine's virtual clock stood at 2026-01-01 00:01 when ctx-2 asked for the
+// desk; the next one runs on the real clock, months later, when the holder's lease has run
+// out, so ctx-2 is granted at once. Until 2026-12-06 the request's time was overwritten
+// with the moment it was asked again, so it reported a wait of 0 ms.
+TEST_P(ResumeStoresTest, ALockRequestResumedOnTheRealClock_KeepsTheTimeItWasMade) {
+  Engine& first = reopen({kPatientDesk});
+  ASSERT_TRUE(first.insert("request", json(R"({"sys_id": "r1", "approved": false})")).is_ok());
+  first.settle(0);
+  ASSERT_TRUE(first.advance(kMinute).is_ok());
+  ASSERT_TRUE(first.insert("request", json(R"({"sys_id": "r2", "approved": false})")).is_ok());
+  first.settle(0);
+  ASSERT_EQ(first.locks().at(0)["waiters"].size(), 1u) << "ctx-2 waits for the desk";
+  const Result<TimeMs> asked = parse_time(first.locks().at(0)["waiters"].at(0)["requested_at"].as_string());
+  ASSERT_TRUE(asked.is_ok()) << first.locks().at(0).to_json();
+
+  EngineOptions real = options(path_);
+  real.virtual_clock = false;
+  real.simulation_seed.reset();
+  engine_.reset();
+  Result<std::unique_ptr<Engine>> opened = Engine::open(real);
+  ASSERT_TRUE(opened.is_ok()) << opened.message();
+  engine_ = std::move(opened).value();
+  ASSERT_TRUE(engine_->load_text(kPatientDesk).empty());
+  report_ = engine_->recover();
+  ASSERT_TRUE(WaitFor([&] {
+    std::optional<ContextRecord> c = engine_->context("ctx-2");
+    return c && c->step("lk")["outputs"]["result"] == Value("success");
+  })) << "ctx-2 takes the desk once ctx-1's lease has run out";
+  const Value outputs = engine_->context("ctx-2")->step("lk")["outputs"];
+  const int64_t since_asked = engine_->now() - *asked;
+  EXPECT_GE(outputs["waited_ms"].as_int(), since_asked - 60000) << outputs.to_json();
+  EXPECT_GT(outputs["attempts"].as_int(), 1) << outputs.to_json();
+}
+
 TEST_P(ResumeStoresTest, ATimerThatRanOutWhileTheEngineWasDown_FiresAtOnce) {
   EngineOptions o = options(path_);
   Engine& first = reopen({kFulfil}, o);
