@@ -211,14 +211,16 @@ AcquireOutcome LockTable::acquire(const LockRequest& r, TimeMs now) {
     note_changed(r.name);
     return out;
   }
+  // A request that would not wait (its one attempt, or its last, failed) closes no
+  // cycle: it times out. Only one that would queue can be refused as a deadlock.
+  if (r.give_up_at <= now) {
+    out.kind = AcquireOutcome::Kind::kTimedOut;
+    return out;
+  }
   std::string cycle = find_deadlock(r, e);
   if (!cycle.empty()) {
     out.kind = AcquireOutcome::Kind::kDeadlock;
     out.message = std::move(cycle);
-    return out;
-  }
-  if (r.give_up_at <= now) {
-    out.kind = AcquireOutcome::Kind::kTimedOut;
     return out;
   }
   out.kind = AcquireOutcome::Kind::kQueued;

@@ -325,6 +325,25 @@ TEST_F(LocksTest, Deadlock_TwoContexts_RefusedAtOnceNamingTheCycle) {
                                                   << refused.logs().to_json() << "\n" << ContextById(a).logs().to_json();
 }
 
+// A request that would close a cycle but makes one attempt only (the default) never
+// waits, so it closes none: it fails as any single attempt on a taken lock does, with
+// `timeout`. (SPEC 8: the refusal is of a grant that would close a cycle of contexts
+// waiting for each other.) Until 2026-12-06 it was refused as a deadlock.
+TEST_F(LocksTest, ASingleAttemptThatWouldCloseACycle_TimesOut_ItWaitsForNothing) {
+  ASSERT_TRUE(Load(R"({"id": "d", "trigger": {"type": "api"}, "actions": [
+    {"action": "lock", "inputs": {"key": "{{inputs.first}}"}},
+    {"action": "wait", "inputs": {"duration": "1s"}},
+    {"id": "lk", "action": "lock", "inputs": {"key": "{{inputs.second}}", "max_attempts": "{{inputs.attempts}}", "delay": "1s"}},
+    {"action": "unlock", "inputs": {"key": "{{inputs.second}}"}}, {"action": "unlock", "inputs": {"key": "{{inputs.first}}"}}]})"));
+  const std::string a = CallFlow("d", Json(R"({"first": "x", "second": "y", "attempts": 3600})"));
+  const std::string b = CallFlow("d", Json(R"({"first": "y", "second": "x", "attempts": 1})"));
+  Settle();
+  EXPECT_THAT(ContextById(a), HasStatus("completed"));
+  ContextRecord once = ContextById(b);
+  EXPECT_EQ(LockOut(once)["state"], Value("timeout")) << once.value().to_json();
+  EXPECT_EQ(LockOut(once)["attempts"], Value(1));
+}
+
 TEST_F(LocksTest, Deadlock_ThreeContexts) {
   ASSERT_TRUE(Load(R"({"id": "d", "trigger": {"type": "api"}, "actions": [
     {"action": "lock", "inputs": {"key": "{{inputs.first}}"}},
