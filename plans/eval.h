@@ -45,6 +45,9 @@ struct Scope {
   const Value* flow_id = nullptr;
   const Value* record = nullptr;     // the record under test ("field" conditions)
   const Value* previous = nullptr;   // that record before the operation, when there was one
+  // The largest text the `json` transform may make (the engine's max_value_bytes): each
+  // `json` in a chain doubles a string or more, so a chain is stopped where it passes.
+  size_t max_value_bytes = size_t{64} << 20;
 };
 
 // The pill's value before transforms; null when the path has no value.

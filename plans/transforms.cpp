@@ -1,6 +1,7 @@
 #include <utf8proc.h>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "plans/eval.h"
@@ -123,7 +124,14 @@ Result<Value> apply_transform(const Transform& t, const Value& v, const std::str
       return type_error(pill, "length", "a string, array or object", v);
     case TransformKind::kDefault:
       return v.is_null() || (v.is_string() && v.as_string().empty()) ? t.argument : v;
-    case TransformKind::kJson: return Value(std::string_view(v.to_json()));
+    case TransformKind::kJson: {
+      const size_t limit = scope ? scope->max_value_bytes : Scope{}.max_value_bytes;
+      if (bound_value(v, limit, SIZE_MAX) == ValueBound::kTooLarge) {
+        return Error{"{{" + pill + "}}: json would make a text larger than the limit of " + std::to_string(limit) +
+                     " bytes (max_value_bytes)"};
+      }
+      return Value(std::string_view(v.to_json()));
+    }
     case TransformKind::kNot: return Value(!truthy(v));
   }
   return v;

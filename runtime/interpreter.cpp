@@ -198,6 +198,7 @@ Scope Interpreter::scope_for(const Activation& a) const {
     }
   }
   s.context_id = &ctx_.id;
+  s.max_value_bytes = props_.max_value_bytes;
   s.flow_id = &ctx_.flow->id_value;
   return s;
 }

@@ -195,6 +195,24 @@ TEST_F(RuntimeBudgetsTest, Iterations_AMillionItemForEachIsStoppedAtMaxIteration
   EXPECT_EQ(ContextById(million).value()["error"]["step"], Value("1"));
 }
 
+// The json transform writes its input out as text, which a next json escapes again: each
+// json in a chain doubles a string (or more), and a single pill with transforms was not
+// measured as a template putting pills together is. Each json now stops where its text
+// would pass max_value_bytes: 40 of them fail the step at once instead of building 2^40
+// bytes (until 2026-12-06, 26 made a 201 MB variable, and 40 ran until the machine's
+// memory was gone).
+TEST_F(RuntimeBudgetsTest, ValuesAFlowBuilds_AChainOfJsonTransforms_StopsAtMaxValueBytes) {
+  SetProperty("max_value_bytes", 4096);
+  std::string chain = "{{inputs.u";
+  for (int i = 0; i < 40; ++i) chain += " | json";
+  chain += "}}";
+  ASSERT_TRUE(Load(R"({"id": "chain", "trigger": {"type": "api"}, "variables": {"r": null}, "actions": [
+    {"id": "s", "action": "set_variables", "inputs": {"values": {"r": ")" + chain + R"("}}}]})"));
+  const std::string id = CallFlow("chain", Json(R"({"u": "\""})"));
+  Settle();
+  EXPECT_THAT(ContextById(id), FailedWith("json would make a text larger than the limit of 4096 bytes (max_value_bytes)"));
+}
+
 // ---- max_context_steps ----
 
 // Three nested loops of 1000 turns would record a billion steps well within max_run_time,
