@@ -220,6 +220,16 @@ void Context::set_step_status(int64_t index, StepStatus status) {
   steps_[static_cast<size_t>(index)].status = status;
 }
 
+void Context::drop_steps_and_logs() {
+  std::vector<StepEntry> steps;
+  decltype(logs_) logs;
+  {
+    SpinLockGuard lock(record_mu_);
+    steps.swap(steps_);
+    logs.swap(logs_);
+  }
+}  // freed here, outside the lock
+
 void Context::end_open_steps(TimeMs now, const Value& reason) {
   SpinLockGuard lock(record_mu_);
   for (StepEntry& e : steps_) {

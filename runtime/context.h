@@ -160,6 +160,9 @@ class Context : public std::enable_shared_from_this<Context> {
   // outside any step's own handling).
   void end_open_steps(TimeMs now, const Value& reason) EXCLUDES(record_mu_);
   void add_log(LogLevel level, Value step, TimeMs now, Value message) EXCLUDES(record_mu_);
+  // Drops every step and log of the record, freeing their memory: the last resort of a
+  // context that cannot be ended for want of memory (EngineCore::end_after_exception).
+  void drop_steps_and_logs() EXCLUDES(record_mu_);
   void set_variables(Value variables) EXCLUDES(record_mu_);
   void set_status(ContextStatus status);
   // Ends the record: status, end time, error (null or {"message", "step"}). Phase -> done.

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <exception>
+#include <new>
 #include <string>
 
 #include "plans/time.h"
@@ -192,7 +193,7 @@ void EngineCore::sample_latency(const Context& ctx) {
 
 void EngineCore::run(Context* ctx) {
   if (options.measure_latency && ctx->taken_ns == 0) ctx->taken_ns = steady_ns();
-  {
+  try {
     // Hold the context for the whole slice: once it finishes, the store may drop it. Let
     // go before the work is counted done: whoever sees the engine idle (settle) must not
     // find this thread still holding a context the store has dropped.
@@ -210,6 +211,11 @@ void EngineCore::run(Context* ctx) {
         case Interpreter::Outcome::kFinished: let_go_of_finished(*ctx); break;
       }
     }
+  } catch (...) {
+    // Past every handling of its own (the worker logs it): its work still counts done, or
+    // settle, and so `flowrt run` and a stop, would wait for it for ever.
+    work_done();
+    throw;
   }
   work_done();
 }
@@ -291,9 +297,20 @@ void EngineCore::end_after_exception(Context& ctx, std::string_view what) {
     waiting_.fetch_sub(1, std::memory_order_acq_rel);
   }
   const TimeMs t = clock.now();
-  const Value message(std::string_view("internal error: " + std::string(what) + "; the context was ended"));
-  ctx.end_open_steps(t, message);
-  finish_context(ctx, ContextStatus::kError, Value::object({{"message", message}, {"step", Value()}}));
+  try {
+    const Value message(std::string_view("internal error: " + std::string(what) + "; the context was ended"));
+    ctx.end_open_steps(t, message);
+    finish_context(ctx, ContextStatus::kError, Value::object({{"message", message}, {"step", Value()}}));
+  } catch (const std::bad_alloc&) {
+    // Out of memory, most likely because of this context's own record: its steps and logs
+    // go, and it is ended with a record that says so. (A failure past this is the worker's
+    // last resort, worker_pool.cpp, and its work is still counted done: EngineCore::run.)
+    if (ctx.finished()) throw;
+    ctx.drop_steps_and_logs();
+    const Value message(std::string_view("internal error: " + std::string(what) +
+                                         "; the context was ended, and its steps and logs dropped to free memory"));
+    finish_context(ctx, ContextStatus::kError, Value::object({{"message", message}, {"step", Value()}}));
+  }
 }
 
 void EngineCore::abandon(Watchdog::Call& call, Watchdog::Reason why) {
@@ -482,7 +499,13 @@ void EngineCore::let_go_of_finished(Context& ctx) {
   // context that had none was frozen when it finished (finish_context): once only.
   if (!ctx.state) return;
   ctx.state.reset();
-  if (!journal) contexts.freeze(ctx, FrozenContext::freeze(ctx));
+  if (journal) return;
+  try {
+    contexts.freeze(ctx, FrozenContext::freeze(ctx));
+  } catch (const std::bad_alloc&) {
+    // No memory for its compact form: it is kept in its live form, read as before.
+    engine_log().error("{}: its record is kept unfrozen: no memory to freeze it", ctx.id.as_string());
+  }
 }
 
 void EngineCore::finish_context(Context& ctx, ContextStatus status, Value error) {
