@@ -136,8 +136,12 @@ void print_table(const Engine& engine, const std::vector<std::string>& errors, s
         << pad_to_width(run_time(v["runtime_ms"]), 13) << pad_to_width(std::to_string(c.steps().size()), 7)
         << pad_to_width(std::to_string(failed_steps.size()), 8) << times << "\n";
     const std::string error_step = c.error()["step"].is_string() ? std::string(c.error()["step"].as_string()) : "";
+    const Value& error_message = c.error().is_null() ? c.error() : c.error()["message"];
     for (const Value* st : failed_steps) {
       if (!c.error().is_null() && (*st)["path"].as_string() == error_step) continue;  // the context's own error, below
+      // A step that failed with the context's own error was ended by it (the blocks and
+      // calls around the failing step, or the open steps of a context ended by a budget).
+      if (!c.error().is_null() && (*st)["error"] == error_message) continue;
       out << "    step " << (*st)["path"].as_string() << " (" << (*st)["action"].as_string() << ") failed, went on: "
           << (*st)["error"].as_string() << "\n";
     }

@@ -61,6 +61,24 @@ TEST_F(CliTest, Run_AContextThatRunsTheProcessOutOfMemory_EndsTheRun_NoHang) {
 #endif
 }
 
+// The table lists a step that failed and was gone past (on_error: continue) as "failed,
+// went on"; steps ended in error by the context's own end (the loop around the failing
+// step, or the open steps of a context stopped by a budget) are not: the context's error
+// line says it. Until 2026-12-06 a for_each stopped by max_context_steps was listed as
+// "failed, went on".
+TEST_F(CliTest, Run_Table_StepsEndedByTheContextsError_AreNotListedAsGonePast) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": [
+    {"for_each": "{{inputs.l}}", "do": [{"action": "log", "inputs": {"message": "{{item}}"}}]}]})");
+  write("events.jsonl", R"({"op": "set_property", "name": "max_context_steps", "value": 3}
+{"op": "call_flow", "flow": "f", "inputs": {"l": [1, 2, 3]}})"
+                        "\n");
+  const Output out = run("run " + dir());
+  EXPECT_EQ(out.code, 0) << out.out;
+  EXPECT_NE(out.out.find("    error: the context would record more than 3 steps (max_context_steps)"), std::string::npos)
+      << out.out;
+  EXPECT_EQ(out.out.find("went on"), std::string::npos) << out.out;
+}
+
 TEST_F(CliTest, Run_BadEventLine_Exit1_NamesTheLine) {
   write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
   write("events.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n{\"op\": \"explode\"}\n{\"op\": \"call_flow\", \"flow\": \"f\"}\n");
