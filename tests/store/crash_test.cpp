@@ -2,8 +2,9 @@
 // seed, crash_child (tests/store/crash/) runs the seeded workload on a fresh data file;
 // the test kills it with SIGKILL after a delay drawn from the seed, scaled to how long a
 // whole run takes on this build and machine (a quarter of the time within a fiftieth of
-// it, while the file opens and recovery runs; else within a half: about 2 and 50 ms in
-// the release build), starts it again, and so on; after each
+// it, while the file opens and recovery runs; a quarter within a half: about 2 and 50 ms
+// in the release build; half after the run printed 1 to 12 acks, plus up to an op's
+// time, so they land mid-workload on a loaded machine too), starts it again, and so on; after each
 // kill it opens the file read-only and checks the invariants (crash/crash_invariants.h)
 // against the op model and the acks; then it lets a last run finish and checks the end.
 //
@@ -21,6 +22,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -62,9 +64,10 @@ struct ChildRun {
   std::string stderr_text;
 };
 
-// Runs crash_child with `args`; kills it after `kill_after_us` (< 0: lets it finish, up to
-// a minute). Reads all it printed.
-ChildRun run_child(const std::vector<std::string>& args, long kill_after_us, const std::string& err_file) {
+// Runs crash_child with `args`; kills it `kill_after_us` after it printed `kill_after_lines`
+// lines (kill_after_us < 0: lets it finish, up to a minute). Reads all it printed.
+ChildRun run_child(const std::vector<std::string>& args, long kill_after_us, const std::string& err_file,
+                   int kill_after_lines = 0) {
   int fds[2];
   if (::pipe(fds) != 0) return {};
   const pid_t pid = ::fork();
@@ -84,11 +87,15 @@ ChildRun run_child(const std::vector<std::string>& args, long kill_after_us, con
   }
   ::close(fds[1]);
   ChildRun r;
-  if (kill_after_us >= 0) {
+  bool kill_pending = kill_after_us >= 0;
+  auto kill_now = [&] {
     std::this_thread::sleep_for(std::chrono::microseconds(kill_after_us));
     ::kill(pid, SIGKILL);
-  }
+    kill_pending = false;
+  };
+  if (kill_pending && kill_after_lines <= 0) kill_now();
   std::string out;
+  int lines_read = 0;
   char buf[4096];
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
   for (;;) {
@@ -105,6 +112,8 @@ ChildRun run_child(const std::vector<std::string>& args, long kill_after_us, con
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     out.append(buf, static_cast<size_t>(n));
+    for (ssize_t i = 0; i < n; ++i) lines_read += buf[i] == '\n';
+    if (kill_pending && lines_read >= kill_after_lines) kill_now();
   }
   ::close(fds[0]);
   int status = 0;
@@ -257,11 +266,18 @@ class CrashTest : public ::testing::Test {
     bool done = false;
     int runs = 0;
     while (o.kills < kills && !done) {
-      // A quarter of the kills land early (opening the file and recovery).
-      const long delay = std::uniform_int_distribution<int>(0, 3)(rng) == 0
-                             ? std::uniform_int_distribution<long>(0, run_us_ / 50)(rng)
-                             : std::uniform_int_distribution<long>(0, run_us_ / 2)(rng);
-      ChildRun r = run_child(args(data, side, acks.last), delay, err);
+      // A quarter of the kills land early (opening the file and recovery), a quarter
+      // anywhere within half a run, and half after the run acknowledged a number of ops
+      // drawn from the seed (plus up to an op's time): those land mid-workload however
+      // slow the machine is at that moment, where a time alone can fall while the file
+      // still opens under load.
+      const int phase = std::uniform_int_distribution<int>(0, 3)(rng);
+      const long op_us = std::max<long>(1, run_us_ / kOpsPerSeed);
+      const long delay = phase == 0   ? std::uniform_int_distribution<long>(0, run_us_ / 50)(rng)
+                         : phase == 1 ? std::uniform_int_distribution<long>(0, run_us_ / 2)(rng)
+                                      : std::uniform_int_distribution<long>(0, op_us)(rng);
+      const int after_acks = phase >= 2 ? std::uniform_int_distribution<int>(1, 12)(rng) : 0;
+      ChildRun r = run_child(args(data, side, acks.last), delay, err, after_acks);
       ++runs;
       if (!r.killed && r.exit_code != 0) {
         o.violations.push_back("crash_child failed (exit " + std::to_string(r.exit_code) + ") on run " +
@@ -290,7 +306,9 @@ class CrashTest : public ::testing::Test {
       o.violations = checker.after_kill(*s, acks);
       if (!o.violations.empty()) {
         o.violations.insert(o.violations.begin(), "after kill " + std::to_string(o.kills) + " (" +
-                                                      std::to_string(delay) + " us into run " + std::to_string(runs) +
+                                                      std::to_string(delay) + " us after " +
+                                                      std::to_string(after_acks) + " lines into run " +
+                                                      std::to_string(runs) +
                                                       ", " + std::to_string(acks.last) + " ops acknowledged):");
         return o;
       }
