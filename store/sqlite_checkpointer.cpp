@@ -19,7 +19,7 @@ const char* synchronous_pragma(SyncMode mode) {
 
 Result<std::unique_ptr<SqliteCheckpointer>> SqliteCheckpointer::start(const std::string& path, const std::string& vfs,
                                                                       SyncMode sync, Limits limits,
-                                                                      StoreReport report) {
+                                                                      StoreReport report, int db_fd) {
   sqlite3* db = nullptr;
   if (const int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
                                      vfs.empty() ? nullptr : vfs.c_str());
@@ -39,7 +39,7 @@ Result<std::unique_ptr<SqliteCheckpointer>> SqliteCheckpointer::start(const std:
     return Error{message};
   }
   std::unique_ptr<SqliteCheckpointer> c(new SqliteCheckpointer(path, db, sync, limits, std::move(report)));
-  c->db_fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  c->db_fd_ = db_fd;
   c->thread_ = std::thread([p = c.get()] { p->run(); });
   return c;
 }
@@ -56,7 +56,6 @@ SqliteCheckpointer::~SqliteCheckpointer() {
   wake_.notify_all();
   thread_.join();
   sqlite3_close(db_);
-  if (db_fd_ >= 0) ::close(db_fd_);
 }
 
 void SqliteCheckpointer::note_commit(int wal_frames) {

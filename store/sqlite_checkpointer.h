@@ -76,8 +76,12 @@ class SqliteCheckpointer {
   // Opens a connection to the file at `path` through the SQLite VFS `vfs` ("": the
   // default) and starts the thread. `path` is named in errors.
   // `report` (may be empty) is called on the thread, as the class comment says.
+  // `db_fd` (-1: none) is a descriptor of the database file that the caller keeps open
+  // for the checkpointer's life, to start write-backs through: the checkpointer opens none
+  // of its own, whose close would drop SQLite's locks (store/open_data_files.h).
   static Result<std::unique_ptr<SqliteCheckpointer>> start(const std::string& path, const std::string& vfs,
-                                                           SyncMode sync, Limits limits = {}, StoreReport report = {});
+                                                           SyncMode sync, Limits limits = {}, StoreReport report = {},
+                                                           int db_fd = -1);
   ~SqliteCheckpointer();
   SqliteCheckpointer(const SqliteCheckpointer&) = delete;
   SqliteCheckpointer& operator=(const SqliteCheckpointer&) = delete;
@@ -117,7 +121,7 @@ class SqliteCheckpointer {
   uint64_t failing_ = 0;       // the thread's: failures since the last success
   sqlite3* const db_;          // the thread's connection (the constructor's until the thread starts)
   SyncMode applied_;           // the connection's setting (the thread's)
-  int db_fd_ = -1;             // the database file, to start its write-back
+  int db_fd_ = -1;             // the database file, to start its write-back (the store's; not closed here)
   int wal_frames_ = 0;         // the writer's: frames in the WAL after its last commit
   int requested_at_ = 0;       // the writer's: wal_frames_ when it last requested
 

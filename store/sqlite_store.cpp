@@ -18,6 +18,7 @@
 
 #include "plans/time.h"
 #include "plans/value_json.h"
+#include "store/open_data_files.h"
 #include "store/sqlite_rows.h"
 
 namespace flowrt {
@@ -153,26 +154,26 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
   const bool exists = ::stat(path.c_str(), &st) == 0;
   if (read_only && !exists) return Error{path + ": no such data file"};
   if (exists && !S_ISREG(st.st_mode)) return Error{path + ": not a regular file"};
-  if (exists && st.st_size > 0) {
-    // Anything but a SQLite database is refused before SQLite touches it.
-    char header[16] = {};
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Error{path + ": cannot open: " + std::strerror(errno)};
-    const ssize_t n = ::read(fd, header, sizeof header);
-    ::close(fd);
-    if (n != static_cast<ssize_t>(sizeof header) || std::memcmp(header, "SQLite format 3", 16) != 0) {
-      return Error{path + ": not a flowrt data file (it is not a SQLite database, or its first page is damaged)"};
-    }
-  }
-
+  // Descriptors of the file close through `entry` (store/open_data_files.h): closing one
+  // while a connection of this process has the file open would drop its locks.
   int lock_fd = -1;
+  OpenDataFiles::Entry entry;
+  // A refused open lets go of the flock at once: the descriptor itself may be kept a while.
+  auto let_go_of_lock_fd = [&] {
+    if (lock_fd < 0) return;
+    ::flock(lock_fd, LOCK_UN);
+    entry.close_fd(lock_fd);
+  };
+  if (read_only) entry = OpenDataFiles::enter(OpenDataFiles::Key{st.st_dev, st.st_ino}, /*writer=*/false);
   if (!read_only) {
     // The lock comes first, before SQLite reads or recovers anything.
     lock_fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (lock_fd < 0) return Error{path + ": cannot open for writing: " + std::strerror(errno)};
-    if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-      const int err = errno;
-      ::close(lock_fd);
+    entry = OpenDataFiles::enter(OpenDataFiles::key_of(lock_fd), /*writer=*/true);
+    const bool locked = entry.entered() && ::flock(lock_fd, LOCK_EX | LOCK_NB) == 0;
+    if (!locked) {
+      const int err = entry.entered() ? errno : EWOULDBLOCK;  // not entered: a writer in this process has it
+      entry.close_fd(lock_fd);  // not locked by this open
       if (err == EWOULDBLOCK) {
         const std::string holder = describe_holder(path);
         return Error{path + ": the data file is in use by another engine (" +
@@ -182,20 +183,35 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
       return Error{path + ": cannot lock: " + std::strerror(err)};
     }
   }
+  if (exists && st.st_size > 0) {
+    // Anything but a SQLite database is refused before SQLite touches it.
+    char header[16] = {};
+    int fd = lock_fd;
+    if (read_only) {
+      fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return Error{path + ": cannot open: " + std::strerror(errno)};
+    }
+    const ssize_t n = ::pread(fd, header, sizeof header, 0);
+    if (read_only) entry.close_fd(fd);
+    if (n != static_cast<ssize_t>(sizeof header) || std::memcmp(header, "SQLite format 3", 16) != 0) {
+      let_go_of_lock_fd();
+      return Error{path + ": not a flowrt data file (it is not a SQLite database, or its first page is damaged)"};
+    }
+  }
   sqlite3* db = nullptr;
   const int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
                     SQLITE_OPEN_NOMUTEX;
   if (!vfs.empty() && sqlite3_vfs_find(vfs.c_str()) == nullptr) {
-    if (lock_fd >= 0) ::close(lock_fd);
+    let_go_of_lock_fd();
     return Error{path + ": cannot open: no SQLite VFS named '" + vfs + "'"};
   }
   if (const int rc = sqlite3_open_v2(path.c_str(), &db, flags, vfs.empty() ? nullptr : vfs.c_str()); rc != SQLITE_OK) {
     std::string message = path + ": cannot open: " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
     sqlite3_close(db);
-    if (lock_fd >= 0) ::close(lock_fd);
+    let_go_of_lock_fd();
     return Error{message};
   }
-  std::unique_ptr<SqliteStore> store(new SqliteStore(path, db, lock_fd, read_only));
+  std::unique_ptr<SqliteStore> store(new SqliteStore(path, db, lock_fd, read_only, std::move(entry)));
   sqlite3_extended_result_codes(db, 1);
   // A reader meets a checkpoint now and then; it waits for it rather than fail.
   sqlite3_busy_timeout(db, 5000);
@@ -229,7 +245,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
     // Checkpoints move to a thread of their own: the hook replaces SQLite's automatic
     // checkpoint (which would run inside a commit) and tells the checkpointer the WAL's
     // size after each commit.
-    Result<std::unique_ptr<SqliteCheckpointer>> checkpointer = SqliteCheckpointer::start(path, vfs, sync, checkpoints, std::move(report));
+    Result<std::unique_ptr<SqliteCheckpointer>> checkpointer = SqliteCheckpointer::start(path, vfs, sync, checkpoints, std::move(report), lock_fd);
     if (!checkpointer) return checkpointer.error();
     store->checkpointer_ = std::move(*checkpointer);
     sqlite3_wal_hook(
@@ -243,8 +259,8 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
   return store;
 }
 
-SqliteStore::SqliteStore(std::string path, sqlite3* db, int lock_fd, bool read_only)
-    : path_(std::move(path)), db_(db), lock_fd_(lock_fd), read_only_(read_only) {}
+SqliteStore::SqliteStore(std::string path, sqlite3* db, int lock_fd, bool read_only, OpenDataFiles::Entry open_entry)
+    : path_(std::move(path)), db_(db), lock_fd_(lock_fd), read_only_(read_only), open_entry_(std::move(open_entry)) {}
 
 SqliteStore::~SqliteStore() {
   if (checkpointer_) sqlite3_wal_hook(db_, nullptr, nullptr);  // the hook calls the checkpointer
@@ -260,7 +276,10 @@ SqliteStore::~SqliteStore() {
     sqlite3_exec(db_, "DELETE FROM holder", nullptr, nullptr, nullptr);  // no one holds it now
   }
   sqlite3_close(db_);
-  if (lock_fd_ >= 0) ::close(lock_fd_);  // lets go of the flock
+  if (lock_fd_ >= 0) {
+    ::flock(lock_fd_, LOCK_UN);  // the descriptor may be kept a while (open_data_files.h): not its lock
+    open_entry_.close_fd(lock_fd_);
+  }
 }
 
 std::string SqliteStore::open_note() const {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -107,6 +108,50 @@ TEST_F(SqliteStoreTest, ASecondWriter_IsRefusedNamingTheFile_UntilTheFirstCloses
       << error;
   first.reset();
   EXPECT_EQ(open_error(), "");
+}
+
+// Whether another process sees a POSIX lock on the data file: SQLite's locks, which belong
+// to this process and the file, and which closing any descriptor of the file would drop.
+bool another_process_sees_a_lock(const std::string& path) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const int fd = ::open(path.c_str(), O_RDWR);
+    struct flock probe {};
+    probe.l_type = F_WRLCK;
+    probe.l_whence = SEEK_SET;
+    probe.l_start = 0;
+    probe.l_len = 0;  // the whole file, SQLite's lock bytes past its end included
+    if (fd < 0 || ::fcntl(fd, F_GETLK, &probe) != 0) ::_exit(2);
+    ::_exit(probe.l_type == F_UNLCK ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 1;
+}
+
+// SQLite's "How To Corrupt An SQLite Database File", 2.2: closing a descriptor of a data
+// file drops every POSIX lock the process holds on it, its connections' too; another
+// process's last connection may then checkpoint and delete the WAL under the writer. A
+// second writer refused, and a reader opened and closed, in the writer's process must
+// leave the writer's locks as they were.
+TEST_F(SqliteStoreTest, ASecondWriterRefused_OrAReaderClosed_InTheWritersProcess_LeavesTheWritersLocks) {
+  std::unique_ptr<SqliteStore> writer = open();
+  ASSERT_NE(writer, nullptr);
+  StoreBatch batch;
+  batch.changes.push_back(RecordPut{"t", *parse_json(R"({"sys_id":"a"})"), 1});
+  ASSERT_TRUE(writer->write(batch).is_ok());
+  ASSERT_TRUE(another_process_sees_a_lock(path_)) << "the writer holds no lock to lose: the test checks nothing";
+  EXPECT_NE(open_error().find("in use by another engine"), std::string::npos);
+  EXPECT_TRUE(another_process_sees_a_lock(path_)) << "the refused writer's close dropped the writer's locks";
+  {
+    std::unique_ptr<SqliteStore> reader = open(/*read_only=*/true);
+    ASSERT_NE(reader, nullptr);
+    ASSERT_TRUE(reader->load().is_ok());
+  }
+  EXPECT_TRUE(another_process_sees_a_lock(path_)) << "the reader's opening or closing dropped the writer's locks";
+  ASSERT_TRUE(writer->write(batch).is_ok());
+  writer.reset();
+  EXPECT_EQ(open_error(), "") << "the file is free again once the writer closed";
 }
 
 TEST_F(SqliteStoreTest, ASecondProcess_IsRefusedNamingTheHoldersProcessId) {
