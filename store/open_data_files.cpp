@@ -4,8 +4,9 @@
 #include <unistd.h>
 
 #include <map>
-#include <mutex>
 #include <vector>
+
+#include "base/thread_annotations.h"
 
 namespace flowrt {
 namespace {
@@ -19,8 +20,8 @@ struct OpenFile {
 };
 
 struct OpenFiles {
-  std::mutex mu;
-  std::map<OpenDataFiles::Key, OpenFile> files;  // guarded by mu
+  Mutex mu;
+  std::map<OpenDataFiles::Key, OpenFile> files GUARDED_BY(mu);
 };
 
 OpenFiles& open_files() {
@@ -38,7 +39,7 @@ OpenDataFiles::Key OpenDataFiles::key_of(int fd) {
 
 OpenDataFiles::Entry OpenDataFiles::enter(Key key, bool writer) {
   OpenFiles& all = open_files();
-  std::lock_guard<std::mutex> lock(all.mu);
+  MutexLock lock(all.mu);
   OpenFile& file = all.files[key];
   Entry entry;
   entry.key_ = key;
@@ -55,7 +56,7 @@ OpenDataFiles::Entry OpenDataFiles::enter(Key key, bool writer) {
 
 size_t OpenDataFiles::parked(Key key) {
   OpenFiles& all = open_files();
-  std::lock_guard<std::mutex> lock(all.mu);
+  MutexLock lock(all.mu);
   auto it = all.files.find(key);
   return it == all.files.end() ? 0 : it->second.parked.size();
 }
@@ -74,7 +75,7 @@ OpenDataFiles::Entry& OpenDataFiles::Entry::operator=(Entry&& other) noexcept {
 void OpenDataFiles::Entry::close_fd(int fd) const {
   if (fd < 0) return;
   OpenFiles& all = open_files();
-  std::lock_guard<std::mutex> lock(all.mu);
+  MutexLock lock(all.mu);
   auto it = all.files.find(key_);
   if (it != all.files.end() && it->second.stores > 0) {
     it->second.parked.push_back(fd);
@@ -87,7 +88,7 @@ void OpenDataFiles::Entry::leave() {
   if (!entered_) return;
   entered_ = false;
   OpenFiles& all = open_files();
-  std::lock_guard<std::mutex> lock(all.mu);
+  MutexLock lock(all.mu);
   auto it = all.files.find(key_);
   if (it == all.files.end()) return;
   OpenFile& file = it->second;
