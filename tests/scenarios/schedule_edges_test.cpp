@@ -14,9 +14,28 @@ namespace {
 
 using namespace flowrt::testing;
 
+// The deactivate that a test's perturbation hook makes once (g_deactivate_armed): of flow
+// g_flow, on g_engine.
+std::atomic<bool> g_deactivate_armed{false};
+Engine* g_engine = nullptr;
+const char* g_flow = "";
+
 class ScheduleEdgesTest : public FlowTest {
  protected:
   static TimeMs Ms(const Value& iso) { return *parse_time(iso.as_string()) - kDefaultVirtualStart; }
+  // Loads `definition` (flow `flow`) and runs `what` with `hook` armed once against it:
+  // the deactivate of `flow` that the hook makes at its point.
+  template <typename What>
+  auto WithDeactivateHook(const char* definition, const char* flow, PerturbHook hook, What what) {
+    EXPECT_TRUE(Load(definition));
+    g_engine = &engine();
+    g_flow = flow;
+    g_deactivate_armed = true;
+    set_perturb_hook(hook);
+    auto result = what();
+    set_perturb_hook(nullptr);
+    return result;
+  }
 };
 
 // An `at` schedule fires once (SPEC 3, BEHAVIOUR.md "Schedules and the clock"). After it
@@ -61,9 +80,6 @@ TEST_F(ScheduleEdgesTest, OverdueTicksOfSeveralFlows_FireInTimeOrder) {
 // Deactivates flow g_flow from inside the first write that reaches the commit lock once
 // armed: there, a schedule tick or a call has checked its flow active and not yet
 // started it.
-std::atomic<bool> g_deactivate_armed{false};
-Engine* g_engine = nullptr;
-const char* g_flow = "";
 void deactivate_at_the_commit(PerturbPoint p) {
   if (p != PerturbPoint::kBeforeCommitLock || !g_deactivate_armed.exchange(false)) return;
   EXPECT_TRUE(g_engine->deactivate(g_flow).is_ok());
@@ -74,13 +90,11 @@ void deactivate_at_the_commit(PerturbPoint p) {
 // start checks the flag again under the commit lock, which deactivate passes through
 // after it cleared the flag, before it returns.
 TEST_F(ScheduleEdgesTest, ATickDueAsTheFlowIsDeactivated_StartsNothing) {
-  ASSERT_TRUE(Load(R"({"id": "tick", "trigger": {"type": "schedule", "every": "1m"}, "actions": []})"));
-  g_engine = &engine();
-  g_flow = "tick";
-  g_deactivate_armed = true;
-  set_perturb_hook(&deactivate_at_the_commit);
-  Advance("1m");
-  set_perturb_hook(nullptr);
+  WithDeactivateHook(R"({"id": "tick", "trigger": {"type": "schedule", "every": "1m"}, "actions": []})", "tick",
+                     &deactivate_at_the_commit, [&] {
+                       Advance("1m");
+                       return 0;
+                     });
   EXPECT_FALSE(g_deactivate_armed.load()) << "the tick reached the commit lock";
   EXPECT_TRUE(Contexts("tick").empty()) << "started after its flow was deactivated";
   ASSERT_TRUE(engine().activate("tick").is_ok());
@@ -92,13 +106,9 @@ TEST_F(ScheduleEdgesTest, ATickDueAsTheFlowIsDeactivated_StartsNothing) {
 // refused as a call of an inactive flow is, and starts nothing; test_flow, which runs any
 // flow, active or not, still runs it.
 TEST_F(ScheduleEdgesTest, ACallAsItsFlowIsDeactivated_IsRefused_StartsNothing) {
-  ASSERT_TRUE(Load(R"({"id": "api", "trigger": {"type": "api"}, "actions": []})"));
-  g_engine = &engine();
-  g_flow = "api";
-  g_deactivate_armed = true;
-  set_perturb_hook(&deactivate_at_the_commit);
-  Result<std::string> called = engine().call_flow("api", Value::empty_object());
-  set_perturb_hook(nullptr);
+  Result<std::string> called =
+      WithDeactivateHook(R"({"id": "api", "trigger": {"type": "api"}, "actions": []})", "api", &deactivate_at_the_commit,
+                         [&] { return engine().call_flow("api", Value::empty_object()); });
   EXPECT_FALSE(g_deactivate_armed.load()) << "the call reached the commit lock";
   ASSERT_FALSE(called.is_ok());
   EXPECT_EQ(called.error().message, "flow 'api' is not active");
@@ -124,13 +134,9 @@ void deactivate_from_another_thread(PerturbPoint p) {
 }
 
 TEST_F(ScheduleEdgesTest, ADeactivateWhileACallIsAdmitted_ReturnsAfterTheStart) {
-  ASSERT_TRUE(Load(R"({"id": "api", "trigger": {"type": "api"}, "actions": []})"));
-  g_engine = &engine();
-  g_flow = "api";
-  g_deactivate_armed = true;
-  set_perturb_hook(&deactivate_from_another_thread);
-  Result<std::string> called = engine().call_flow("api", Value::empty_object());
-  set_perturb_hook(nullptr);
+  Result<std::string> called = WithDeactivateHook(
+      R"({"id": "api", "trigger": {"type": "api"}, "actions": []})", "api", &deactivate_from_another_thread,
+      [&] { return engine().call_flow("api", Value::empty_object()); });
   ASSERT_FALSE(g_deactivate_armed.load()) << "the call was admitted";
   g_deactivated.get();
   ASSERT_TRUE(called.is_ok()) << called.error().message;

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,25 @@ class ResumeTest : public ::testing::Test {
     return *engine_;
   }
   Engine& reopen(const std::vector<const char*>& defs) { return reopen(defs, options(path_)); }
+  // options(path_) on the real clock: the next engine runs months after the virtual
+  // clock's 2026-01-01, as when a process stays down past a wait's end.
+  EngineOptions real_clock_options() const {
+    EngineOptions real = options(path_);
+    real.virtual_clock = false;
+    real.simulation_seed.reset();
+    return real;
+  }
+  // The next engine on path_, on the real clock, with `defs` loaded and not yet recovered
+  // (the test recovers it, perhaps with a perturbation hook around it).
+  Engine& open_on_the_real_clock(const std::vector<const char*>& defs) {
+    engine_.reset();
+    Result<std::unique_ptr<Engine>> opened = Engine::open(real_clock_options());
+    EXPECT_TRUE(opened.is_ok()) << opened.message();
+    if (!opened.is_ok()) throw std::runtime_error("the engine does not open: " + opened.message());
+    engine_ = std::move(opened).value();
+    for (const char* d : defs) EXPECT_TRUE(engine_->load_text(d).empty());
+    return *engine_;
+  }
 
   std::string dir_;
   std::string path_;
@@ -222,14 +242,7 @@ TEST_P(ResumeStoresTest, AWaitThatRanOutWhileTheEngineWasDown_DoesNotRunBeforeTh
   // The next engine runs on the real clock, months later: ctx-2's minute ran out while no
   // engine ran, so its timer fires as soon as its wait is registered, while recovery has
   // not yet put ctx-1 back as the desk's holder. It must not run (and take the desk) then.
-  EngineOptions real = options(path_);
-  real.virtual_clock = false;
-  real.simulation_seed.reset();
-  engine_.reset();
-  Result<std::unique_ptr<Engine>> opened = Engine::open(real);
-  ASSERT_TRUE(opened.is_ok()) << opened.message();
-  engine_ = std::move(opened).value();
-  for (const char* d : {kLongHold, kLateJob}) ASSERT_TRUE(engine_->load_text(d).empty());
+  open_on_the_real_clock({kLongHold, kLateJob});
   g_recovering_core = &engine_->core();
   set_perturb_hook(hold_at_locks);
   report_ = engine_->recover();
@@ -277,14 +290,7 @@ TEST_P(ResumeStoresTest, ALockRequestResumedOnTheRealClock_KeepsTheTimeItWasMade
   const Result<TimeMs> asked = parse_time(first.locks().at(0)["waiters"].at(0)["requested_at"].as_string());
   ASSERT_TRUE(asked.is_ok()) << first.locks().at(0).to_json();
 
-  EngineOptions real = options(path_);
-  real.virtual_clock = false;
-  real.simulation_seed.reset();
-  engine_.reset();
-  Result<std::unique_ptr<Engine>> opened = Engine::open(real);
-  ASSERT_TRUE(opened.is_ok()) << opened.message();
-  engine_ = std::move(opened).value();
-  ASSERT_TRUE(engine_->load_text(kPatientDesk).empty());
+  open_on_the_real_clock({kPatientDesk});
   report_ = engine_->recover();
   ASSERT_TRUE(WaitFor([&] {
     std::optional<ContextRecord> c = engine_->context("ctx-2");
@@ -297,17 +303,13 @@ TEST_P(ResumeStoresTest, ALockRequestResumedOnTheRealClock_KeepsTheTimeItWasMade
 }
 
 TEST_P(ResumeStoresTest, ATimerThatRanOutWhileTheEngineWasDown_FiresAtOnce) {
-  EngineOptions o = options(path_);
-  Engine& first = reopen({kFulfil}, o);
+  Engine& first = reopen({kFulfil});
   ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o1"})")).is_ok());
   first.settle(0);
   // The next engine runs on the real clock: months have passed since the first one's
   // 2026-01-01 + 1h deadline, as when a process stays down past a wait's end. The wait
   // fires at once, and the report says it ran out while no engine ran.
-  EngineOptions real = o;
-  real.virtual_clock = false;
-  real.simulation_seed.reset();
-  Engine& second = reopen({kFulfil}, real);
+  Engine& second = reopen({kFulfil}, real_clock_options());
   ASSERT_EQ(report_["expired"].size(), 1u) << report_.to_json();
   EXPECT_EQ(report_["expired"].at(0)["context"], Value("ctx-1"));
   second.settle(0);
