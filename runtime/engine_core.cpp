@@ -545,8 +545,8 @@ Result<StartedFlow> EngineCore::start_api_flow(std::string_view flow, const Valu
   FlowSlot* slot = flows.slot(flow);
   if (!slot) return Error{"no flow '" + std::string(flow) + "'"};
   if (!slot->active.load(std::memory_order_acquire)) return Error{"flow '" + std::string(flow) + "' is not active"};
-  if (std::shared_ptr<const Plan> plan = slot->cached_plan(); plan && plan->trigger.type != TriggerType::kApi) {
-    return Error{"flow '" + std::string(flow) + "' has a " + std::string(trigger_type_name(plan->trigger.type)) +
+  if (std::shared_ptr<const TriggerSpec> trigger = slot->trigger().spec; trigger && trigger->type != TriggerType::kApi) {
+    return Error{"flow '" + std::string(flow) + "' has a " + std::string(trigger_type_name(trigger->type)) +
                  " trigger; only API flows start on request (test_flow runs any flow now)"};
   }
   if (!inputs.is_null() && !inputs.is_object()) return Error{"inputs must be an object, got " + shown_value(inputs)};

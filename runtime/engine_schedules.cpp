@@ -21,10 +21,10 @@ void EngineCore::refresh_triggers() {
 void EngineCore::arm_schedules() {
   MutexLock lock(schedule_mu_);
   for (FlowSlot* slot : flows.all_flows()) {
-    std::shared_ptr<const Plan> plan = slot->cached_plan();
-    const bool wanted = slot->active.load(std::memory_order_acquire) && plan &&
-                        plan->trigger.type == TriggerType::kSchedule;
-    if (wanted && slot->schedule_timer.valid() && slot->schedule_version == plan->version) continue;
+    const FlowSlot::Trigger trigger = slot->trigger();
+    const bool wanted = slot->active.load(std::memory_order_acquire) && trigger.spec &&
+                        trigger.spec->type == TriggerType::kSchedule;
+    if (wanted && slot->schedule_timer.valid() && slot->schedule_version == trigger.version) continue;
     // Deactivated, or a new version: the old timer (if any) is stale from now on.
     timers.cancel(slot->schedule_timer);
     slot->schedule_timer = TimerHandle{};
@@ -34,33 +34,35 @@ void EngineCore::arm_schedules() {
     // missed while no engine ran first, at once.
     const TimeMs from = slot->missed_at >= 0 ? slot->missed_at : std::max(clock.now(), slot->last_tick + 1);
     slot->missed_at = -1;
-    std::optional<TimeMs> next = next_occurrence(plan->trigger, slot->activated_at.load(std::memory_order_acquire), from);
+    std::optional<TimeMs> next = next_occurrence(*trigger.spec, slot->activated_at.load(std::memory_order_acquire), from);
     if (!next) continue;
     const uint64_t generation = slot->schedule_generation;
     const TimeMs at = *next;
-    slot->schedule_version = plan->version;
+    slot->schedule_version = trigger.version;
     slot->schedule_timer = timers.add(at, false, [this, slot, generation, at] { schedule_tick(slot, generation, at); });
   }
 }
 
 void EngineCore::schedule_tick(FlowSlot* slot, uint64_t generation, TimeMs at) {
   if (stop_requested()) return;
-  std::shared_ptr<const Plan> plan;
+  std::shared_ptr<const TriggerSpec> trigger;
   {
     MutexLock lock(schedule_mu_);
     if (generation != slot->schedule_generation) return;
     slot->schedule_timer = TimerHandle{};
     if (!slot->active.load(std::memory_order_acquire)) return;
     slot->last_tick = at;
-    plan = slot->cached_plan();
+    // The trigger this timer was armed for: a new published version re-arms (arm_schedules)
+    // with a new generation, so this one is still the flow's.
+    trigger = slot->trigger().spec;
   }
-  if (!plan || plan->trigger.type != TriggerType::kSchedule) return;
+  if (!trigger || trigger->type != TriggerType::kSchedule) return;
   engine_log().debug("schedule tick of flow {} at {}", slot->id, format_time(at));
   TriggerData t;
   t.type = TriggerType::kSchedule;
   t.time = at;
   (void)dispatcher.start_flow(*slot, std::move(t), Value(), Origin{});  // journals the tick with the start
-  std::optional<TimeMs> next = next_occurrence(plan->trigger, slot->activated_at.load(std::memory_order_acquire), at + 1);
+  std::optional<TimeMs> next = next_occurrence(*trigger, slot->activated_at.load(std::memory_order_acquire), at + 1);
   if (!next) return;
   MutexLock lock(schedule_mu_);
   if (generation != slot->schedule_generation) return;
@@ -77,22 +79,22 @@ Value EngineCore::restore_schedule(FlowSlot* slot, TimeMs activated_at, TimeMs l
   slot->schedule_timer = TimerHandle{};
   ++slot->schedule_generation;
   slot->missed_at = -1;
-  std::shared_ptr<const Plan> plan = slot->cached_plan();
-  if (!plan || plan->trigger.type != TriggerType::kSchedule) return Value();
+  const std::shared_ptr<const TriggerSpec> trigger = slot->trigger().spec;
+  if (!trigger || trigger->type != TriggerType::kSchedule) return Value();
   // The occurrences after the last one fired that are due by now: missed while no engine ran.
   // None before the activation: an `at` or a `start` already past when the flow was
   // activated never ran, and is not owed now (as arm_schedules counts from the activation).
   const TimeMs now = clock.now();
   int missed = 0;
   TimeMs latest = -1, before = -1;
-  for (std::optional<TimeMs> at = next_occurrence(plan->trigger, activated_at, std::max(slot->last_tick + 1, activated_at));
-       at && *at <= now; at = next_occurrence(plan->trigger, activated_at, *at + 1)) {
+  for (std::optional<TimeMs> at = next_occurrence(*trigger, activated_at, std::max(slot->last_tick + 1, activated_at));
+       at && *at <= now; at = next_occurrence(*trigger, activated_at, *at + 1)) {
     before = latest;
     latest = *at;
     if (++missed == kMaxMissedCounted) {
       // Too many to count one by one (an `every` of seconds, down for months): the last one
       // due is a rhythm's step back from now.
-      if (std::optional<TimeMs> last = next_occurrence(plan->trigger, activated_at, now - (latest - before) + 1);
+      if (std::optional<TimeMs> last = next_occurrence(*trigger, activated_at, now - (latest - before) + 1);
           last && *last <= now && *last > latest) {
         latest = *last;
       }

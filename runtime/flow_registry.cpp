@@ -2,6 +2,7 @@
 
 #include <mutex>
 
+#include "plans/value_json.h"
 #include "runtime/engine_log.h"
 
 namespace flowrt {
@@ -37,6 +38,24 @@ FlowSlot* FlowRegistry::slot_locked(const std::string& id) {
   return s;
 }
 
+void FlowRegistry::set_trigger_locked(const Definition& published) {
+  auto spec = std::make_shared<TriggerSpec>();
+  Diagnostics diags;
+  // Checked when the version was loaded or published: the interval limit as it was then
+  // (min_schedule_interval may have been raised since) is not checked again.
+  CompileOptions options;
+  options.min_schedule_interval = 0;
+  FlowSlot::Trigger t;
+  // A trigger that does not compile leaves the flow without one: its errors are the
+  // definition's, reported where it is loaded or compiled.
+  if (compile_trigger(published.source["trigger"], published.file, pointer_append(published.pointer, "trigger"),
+                      spec.get(), &diags, options)) {
+    t.spec = std::move(spec);
+  }
+  t.version = published.fingerprint;
+  slot_locked(published.id)->set_trigger(std::move(t));
+}
+
 void FlowRegistry::add(std::vector<Definition> defs) {
   std::unique_lock lock(mu_);
   for (Definition& d : defs) {
@@ -44,6 +63,7 @@ void FlowRegistry::add(std::vector<Definition> defs) {
     if (d.type == UnitType::kFlow && d.status == DefinitionStatus::kPublished && !d.active) {
       slot_locked(d.id)->stored_activated_at = -1;
     }
+    if (d.type == UnitType::kFlow && d.status == DefinitionStatus::kPublished) set_trigger_locked(d);
     Versions& v = defs_[{d.type, d.id}];
     if (d.status == DefinitionStatus::kDraft) v.draft = std::move(d);
     else v.published = std::move(d);
@@ -132,6 +152,7 @@ Status FlowRegistry::publish(std::string_view id, const CompileOptions& options)
     Compiler compiler(view, actions_, options);
     Diagnostics diags;
     if (!compiler.compile_unit(candidate, &diags)) return Error{diags.describe()};
+    if (type == UnitType::kFlow) set_trigger_locked(candidate);
     it->second.published = std::move(candidate);
     it->second.draft.reset();
     bump_epoch();
@@ -163,6 +184,7 @@ Status FlowRegistry::activate(std::string_view id, const CompileOptions& options
     v.draft.reset();
     bump_epoch();
   }
+  set_trigger_locked(*v.published);
   FlowSlot* s = slot_locked(std::string(id));
   s->set_cache(std::move(plan), "", epoch());
   if (!s->active.load()) {
@@ -260,7 +282,11 @@ FlowRegistry::PlanResult FlowRegistry::plan_for(FlowSlot& slot, const CompileOpt
       result.error = "flow '" + slot.id + "' has no published version";
     } else {
       View view(*this, false);
-      Compiler compiler(view, actions_, options);
+      // The published version's schedule was checked against min_schedule_interval when
+      // it was published or activated; a limit raised since leaves it running (BEHAVIOUR.md).
+      CompileOptions o = options;
+      o.min_schedule_interval = 0;
+      Compiler compiler(view, actions_, o);
       Diagnostics diags;
       result.plan = compiler.compile_flow(*it->second.published, &diags);
       compiles_.fetch_add(1, std::memory_order_relaxed);
@@ -327,14 +353,13 @@ std::shared_ptr<const TriggerIndex> FlowRegistry::build_index() const {
   std::shared_lock lock(mu_);
   for (const auto& s : slots_) {
     if (!s->active.load(std::memory_order_acquire)) continue;
-    std::shared_ptr<const Plan> plan = s->cached_plan();
-    if (!plan) continue;
+    FlowSlot::Trigger trigger = s->trigger();
+    if (!trigger.spec) continue;
     TriggerEntry e;
     e.flow = s->index;
     e.handle = s.get();
     e.flow_id = s->id;
-    // The trigger lives in the plan; share the plan's ownership.
-    e.spec = std::shared_ptr<const TriggerSpec>(plan, &plan->trigger);
+    e.spec = std::move(trigger.spec);
     index->add(std::move(e));
   }
   return index;

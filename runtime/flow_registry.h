@@ -106,6 +106,9 @@ class FlowRegistry {
   void check_versions(const Versions& v, const CompileOptions& options, Diagnostics* diags) const;
 
   FlowSlot* slot_locked(const std::string& id);
+  // Sets the slot of flow `published` to its trigger (FlowSlot::trigger). REQUIRES mu_
+  // held exclusively.
+  void set_trigger_locked(const Definition& published);
   std::string revision_locked(UnitType type, const std::string& id) const;  // REQUIRES mu_ held
   Status save_locked(Definition def, size_t max_definitions);               // REQUIRES mu_ held
   bool dependencies_current(const Plan& plan) const;  // REQUIRES mu_ held

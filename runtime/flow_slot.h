@@ -61,6 +61,26 @@ struct FlowSlot {
     cache_.swap(entry);  // the old entry is freed after the lock is let go
   }
 
+  // ---- the trigger of the published version: set under FlowRegistry's lock whenever the
+  // published version changes (a load, publish, activate); read by the trigger index, the
+  // schedules and API starts. Kept apart from the plan, so that it is the new version's
+  // from the moment that version is published, and a flow whose plan no longer compiles
+  // (a subflow it calls changed) still starts on it, each start ending in error with the
+  // compile error (SPEC 9.6). ----
+  struct Trigger {
+    std::shared_ptr<const TriggerSpec> spec;  // null: the flow has no published version
+    std::string version;                      // the published definition's fingerprint
+  };
+  Trigger trigger() const {
+    SpinLockGuard lock(cache_mu_);
+    return trigger_;
+  }
+  void set_trigger(Trigger t) {
+    SpinLockGuard lock(cache_mu_);
+    trigger_.spec.swap(t.spec);  // the old one is freed after the lock is let go
+    trigger_.version.swap(t.version);
+  }
+
   // ---- lifecycle: written under FlowRegistry's lock; read without it (the schedule
   // timers read activated_at on the timer thread) ----
   std::atomic<bool> active{false};
@@ -73,7 +93,7 @@ struct FlowSlot {
   // ---- schedule: guarded by EngineCore's schedule lock ----
   TimerHandle schedule_timer;
   uint64_t schedule_generation = 0;  // a schedule timer of an older generation is stale
-  std::string schedule_version;      // the plan version the timer was armed for
+  std::string schedule_version;      // the trigger version the timer was armed for
   TimeMs last_tick = -1;             // the last occurrence fired: a re-arm looks past it
   // The occurrence that fell due last while no engine ran (-1: none): the next arm fires it
   // at once, for all the occurrences missed, and then keeps the rhythm.
@@ -82,6 +102,7 @@ struct FlowSlot {
  private:
   mutable SpinLock cache_mu_;
   std::shared_ptr<const PlanEntry> cache_ GUARDED_BY(cache_mu_);
+  Trigger trigger_ GUARDED_BY(cache_mu_);
 };
 
 }  // namespace flowrt

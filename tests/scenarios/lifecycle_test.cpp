@@ -224,6 +224,98 @@ TEST_F(LifecycleTest, DependencyChangeThatBreaksACaller_NextStartIsAnErrorContex
   EXPECT_THAT(ContextById(fine), HasLog("fine"));
 }
 
+// The times of the schedule ticks of flow `flow`'s contexts, as "HH:MM" on 2026-01-01.
+std::vector<std::string> TickTimes(const std::vector<ContextRecord>& contexts) {
+  std::vector<std::string> out;
+  for (const ContextRecord& c : contexts) {
+    const Value& trigger = c.value()["trigger"];
+    out.push_back(std::string(trigger["type"].as_string()) + " " +
+                  (trigger["type"] == Value("schedule") ? std::string(trigger["time"].as_string().substr(11, 5)) : ""));
+  }
+  return out;
+}
+
+// Publishing a new version of an active flow (SPEC 9.6: "the next start uses a plan
+// compiled from the new published versions") changes its trigger too, at once: a new
+// schedule ticks on its own rhythm, a schedule changed to a record trigger ticks no more,
+// and a record trigger moved to another table starts on that table only. Until 2026-12-06
+// the triggers came from the plan compiled last, so the old trigger went on starting the
+// new version: the old rhythm, ticks of a flow that had no schedule any more, inserts into
+// the old table.
+TEST_F(LifecycleTest, PublishOfAnActiveFlow_ChangesItsTrigger) {
+  ASSERT_TRUE(Load(R"([
+    {"id": "s", "trigger": {"type": "schedule", "every": "1h", "start": "2026-01-01T01:00:00Z"},
+     "actions": [{"action": "log", "inputs": {"message": "v1"}}]},
+    {"id": "r", "trigger": {"type": "record", "table": "x", "when": "created"},
+     "actions": [{"action": "log", "inputs": {"message": "r1"}}]},
+    {"id": "q", "trigger": {"type": "schedule", "every": "1h"}, "actions": []}])"));
+  Advance("30m");
+  ASSERT_TRUE(engine().save(Json(R"({"id": "s", "trigger": {"type": "schedule", "every": "1h",
+      "start": "2026-01-01T00:45:00Z"}, "actions": [{"action": "log", "inputs": {"message": "v2"}}]})")).is_ok());
+  ASSERT_TRUE(engine().publish("s").is_ok());
+  ASSERT_TRUE(engine().save(Json(R"({"id": "r", "trigger": {"type": "record", "table": "y", "when": "created"},
+      "actions": [{"action": "log", "inputs": {"message": "r2"}}]})")).is_ok());
+  ASSERT_TRUE(engine().publish("r").is_ok());
+  ASSERT_TRUE(engine().save(Json(R"({"id": "q", "trigger": {"type": "record", "table": "z", "when": "created"},
+      "actions": []})")).is_ok());
+  ASSERT_TRUE(engine().publish("q").is_ok());
+  Advance("2h30m");
+  EXPECT_EQ(TickTimes(Contexts("s")), (std::vector<std::string>{"schedule 00:45", "schedule 01:45", "schedule 02:45"}));
+  EXPECT_TRUE(Contexts("q").empty()) << "q has no schedule any more";
+  Insert("x", Value::empty_object());
+  Insert("y", Value::empty_object());
+  Settle();
+  ASSERT_EQ(Contexts("r").size(), 1u) << "started by the insert into y alone";
+  EXPECT_EQ(Contexts("r")[0].value()["trigger"]["table"], Value("y"));
+  EXPECT_THAT(Contexts("r")[0], HasLog("r2"));
+}
+
+// A scheduled flow whose subflow stops compiling ends each tick in error (SPEC 9.6), and
+// once the subflow compiles again its ticks run again. Until 2026-12-06 the first tick
+// after the break ended in error and the schedule then stopped for good, silently, until
+// the flow was activated again.
+TEST_F(LifecycleTest, AScheduleWhoseSubflowBreaks_ErrsEachTick_AndRunsAgainOnceItIsFixed) {
+  ASSERT_TRUE(Load(R"([
+    {"id": "s", "trigger": {"type": "schedule", "every": "1h", "start": "2026-01-01T01:00:00Z"},
+     "actions": [{"action": "call_subflow", "inputs": {"subflow": "sub", "inputs": {}}}]},
+    {"id": "sub", "type": "subflow", "inputs": [{"name": "x", "type": "string"}],
+     "actions": [{"action": "log", "inputs": {"message": "sub"}}]}])"));
+  Advance("1h30m");
+  ASSERT_TRUE(engine().save(Json(R"({"id": "sub", "type": "subflow", "inputs": [{"name": "y", "type": "string",
+      "required": true}], "actions": [{"action": "log", "inputs": {"message": "sub v2"}}]})")).is_ok());
+  ASSERT_TRUE(engine().publish("sub").is_ok());
+  Advance("2h");  // 02:00 and 03:00
+  ASSERT_TRUE(engine().save(Json(R"({"id": "sub", "type": "subflow", "inputs": [{"name": "x", "type": "string"}],
+      "actions": [{"action": "log", "inputs": {"message": "sub v3"}}]})")).is_ok());
+  ASSERT_TRUE(engine().publish("sub").is_ok());
+  Advance("1h");  // 04:00
+  std::vector<ContextRecord> cs = Contexts("s");
+  ASSERT_EQ(TickTimes(cs), (std::vector<std::string>{"schedule 01:00", "schedule 02:00", "schedule 03:00", "schedule 04:00"}));
+  EXPECT_EQ(cs[0].status(), "completed");
+  EXPECT_THAT(cs[1], FailedWith("does not compile"));
+  EXPECT_THAT(cs[2], FailedWith("does not compile"));
+  EXPECT_EQ(cs[3].status(), "completed");
+}
+
+// min_schedule_interval raised while a flow with a shorter `every` is active leaves it
+// running (BEHAVIOUR.md), also once a subflow it calls changes and its plan is compiled
+// again. Until 2026-12-06 that compile checked the new limit: the next tick ended in
+// error and the schedule stopped.
+TEST_F(LifecycleTest, ARaisedMinScheduleInterval_LeavesAnActiveSchedule_AlsoWhenItsSubflowChanges) {
+  ASSERT_TRUE(Load(R"([
+    {"id": "s", "trigger": {"type": "schedule", "every": "1m"},
+     "actions": [{"action": "call_subflow", "inputs": {"subflow": "sub", "inputs": {}}}]},
+    {"id": "sub", "type": "subflow", "actions": [{"action": "log", "inputs": {"message": "v1"}}]}])"));
+  ASSERT_TRUE(engine().set_property("min_schedule_interval", Value("1h")).is_ok());
+  ASSERT_TRUE(engine().save(Json(R"({"id": "sub", "type": "subflow",
+      "actions": [{"action": "log", "inputs": {"message": "v2"}}]})")).is_ok());
+  ASSERT_TRUE(engine().publish("sub").is_ok());
+  Advance("3m");
+  std::vector<ContextRecord> cs = Contexts("s");
+  ASSERT_EQ(cs.size(), 3u);
+  for (const ContextRecord& c : cs) EXPECT_EQ(c.status(), "completed") << c.value().to_json();
+}
+
 // ---- the run-time quota ----
 
 class QuotaTest : public FlowTest {
