@@ -386,7 +386,8 @@ size_t ObjectBuilder::size() const { return static_cast<const ObjectNode*>(node_
 
 namespace {
 
-// The interned shapes, by their keys joined with NUL bytes.
+// The interned shapes, by their keys, each written after its length (keys may hold NUL
+// bytes, so no separator would tell ["a\0b"] from ["a", "b"]).
 struct ShapeRegistry {
   std::shared_mutex mu;
   std::unordered_map<std::string, Value> shapes;  // guarded by mu
@@ -400,8 +401,10 @@ ShapeRegistry& shape_registry() {
 std::string shape_key(std::span<const Value> keys) {
   std::string key;
   for (const Value& k : keys) {
-    key.append(k.as_string());
-    key.push_back('\0');
+    const std::string_view text = k.as_string();
+    const uint64_t size = text.size();
+    key.append(reinterpret_cast<const char*>(&size), sizeof size);
+    key.append(text);
   }
   return key;
 }

@@ -164,6 +164,11 @@ class Dispatcher {
   uint64_t lock_grants() const { return lock_grants_.load(std::memory_order_relaxed); }
   uint64_t lock_handoffs() const { return lock_handoffs_.load(std::memory_order_relaxed); }
 
+  // The key of a record's run-option state (a context's run_key): its table's length, the
+  // table and the sys_id. Recovery makes it again from a resumed context's trigger, so a
+  // key stored by an older flowrt (which joined the two with a NUL byte) is not used.
+  static std::string record_key(std::string_view table, std::string_view sys_id);
+
  private:
   // Run options: per record (table, sys_id) and flow, contexts queued or running and
   // whether a `once` flow ran. Entries go when nothing is left to remember.
@@ -232,7 +237,6 @@ class Dispatcher {
   std::string_view run_option_skip(FlowSlot& flow, const TriggerData& trigger, const TriggerSpec& spec,
                                    Value* run_key) REQUIRES(mu_);
   // The key of one record (table, sys_id) in run_states_ and waiters_.
-  static std::string record_key(std::string_view table, std::string_view sys_id);
   RunState& run_state(const std::string& key, uint32_t flow) REQUIRES(mu_);
   void forget_idle_runs(RunStates::iterator it) REQUIRES(mu_);
   void record_deleted(std::string_view table, std::string_view sys_id) REQUIRES(mu_);

@@ -11,10 +11,13 @@
 namespace flowrt {
 
 std::string Dispatcher::record_key(std::string_view table, std::string_view sys_id) {
+  // The table's length first: names may hold NUL bytes, so no separator would tell table
+  // "a\0b" and sys_id "c" from table "a" and sys_id "b\0c".
+  const uint64_t size = table.size();
   std::string key;
-  key.reserve(table.size() + sys_id.size() + 1);
+  key.reserve(sizeof size + table.size() + sys_id.size());
+  key.append(reinterpret_cast<const char*>(&size), sizeof size);
   key.append(table);
-  key.push_back('\0');
   key.append(sys_id);
   return key;
 }

@@ -134,7 +134,10 @@ std::shared_ptr<Context> EngineCore::context_from_store(const StoredContext& c, 
   }
   auto ctx = std::make_shared<Context>(slot, std::move(trigger).value(), c.inputs);
   ctx->publish(c.seq, c.commit_seq, cause_from_stored(c.cause));
-  ctx->run_key = c.run_key;
+  if (c.run_key.is_string() && ctx->trigger.table.is_string() && ctx->trigger.sys_id.is_string()) {
+    ctx->run_key = Value(std::string_view(
+        Dispatcher::record_key(ctx->trigger.table.as_string(), ctx->trigger.sys_id.as_string())));
+  }
   if (shutting_down()) ctx->set_cancel_flag();
   return ctx;
 }

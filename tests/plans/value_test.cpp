@@ -1,4 +1,5 @@
 #include "plans/value.h"
+#include "plans/value_json.h"
 
 #include <gtest/gtest.h>
 
@@ -80,6 +81,26 @@ TEST(ValueTest, SharedValues_CopyAndDestroyAcrossThreads) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(shared["list"].at(1), Value(1));
+}
+
+// Keys may hold NUL bytes (JSON's \u0000): the key list ["a\0b"] is not ["a", "b"]. Until
+// 2026-12-06 the registry joined keys with NUL bytes, so the two shared one shape: an
+// object built on the one-key shape with two values wrote past it (a crash), and records
+// read their values under the wrong keys.
+TEST(ValueTest, InternedShapes_KeysWithNulBytes_AreTheirOwnShape) {
+  const Value one = intern_shape(std::vector<Value>{Value(std::string_view("a\0b", 3))});
+  const Value two = intern_shape({"a", "b"});
+  EXPECT_EQ(one.size(), 1u);
+  EXPECT_EQ(two.size(), 2u);
+  EXPECT_FALSE(one.same_storage(two));
+  const Value three = intern_shape(std::vector<Value>{Value(std::string_view("a\0", 2)), Value("b")});
+  EXPECT_EQ(three.size(), 2u);
+  EXPECT_FALSE(three.same_storage(two));
+  Result<Value> nul = parse_json(R"({"a\u0000b": 1})");
+  Result<Value> pair = parse_json(R"({"a": 1, "b": 2})");
+  ASSERT_TRUE(nul.is_ok() && pair.is_ok());
+  EXPECT_EQ(pair->to_json(), R"({"a":1,"b":2})");
+  EXPECT_EQ(nul->to_json(), R"({"a\u0000b":1})");
 }
 
 TEST(ValueTest, InternedShapes_OnePerKeyList_SharedByTheObjectsBuiltFromThem) {

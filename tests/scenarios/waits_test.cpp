@@ -69,6 +69,22 @@ TEST_F(WaitsTest, WaitForCondition_WakesOnTheWriteThatMeetsIt) {
   EXPECT_EQ(engine().now(), kDefaultVirtualStart + 600000) << "the cancelled timeout does not move the clock";
 }
 
+// Table names and sys_ids may hold NUL bytes: a wait for record "b\0c" of table "a" is not
+// met by record "c" of table "a\0b". Until 2026-12-06 the waiters' key joined the two with
+// a NUL byte, so that write woke the wait with the other table's record.
+TEST_F(WaitsTest, WaitForCondition_OnlyItsOwnTablesRecord_NamesWithNulBytesIncluded) {
+  ASSERT_TRUE(Load(R"({"id": "w", "trigger": {"type": "api"}, "actions": [
+    {"id": "met", "action": "wait_for_condition", "inputs": {"table": "a", "sys_id": "b\u0000c",
+        "condition": {"field": "x", "op": "eq", "value": 1}, "timeout": "1h"}}]})"));
+  Insert("a", Json(R"({"sys_id": "b\u0000c", "x": 0})"));
+  const std::string id = CallFlow("w");
+  engine().settle(0);
+  Insert(std::string_view("a\0b", 3), Json(R"({"sys_id": "c", "x": 0})"));
+  Update(std::string_view("a\0b", 3), "c", Json(R"({"x": 1})"));  // a version past the one the wait saw
+  engine().settle(0);
+  EXPECT_THAT(ContextById(id), HasStatus("waiting")) << ContextById(id).value().to_json();
+}
+
 TEST_F(WaitsTest, WaitForCondition_TimesOutWithCurrentRecord) {
   ASSERT_TRUE(Load(R"({"id": "w", "trigger": {"type": "api"}, "actions": [
     {"id": "x", "action": "wait_for_condition", "inputs": {"table": "t", "sys_id": "r1",
