@@ -1,16 +1,13 @@
-// SqliteStore: opening a file (its lock, its connections, the holder row) and closing it,
+// SqliteStore: opening a file (its connections, the holder row; its checks and lock are
+// sqlite_data_file.cpp's) and closing it,
 // errors naming the file, load() and write() (each batch one transaction). The schema is in
 // sqlite_schema.cpp, history reads in sqlite_history.cpp, the sync mode in sqlite_sync.cpp,
 // checkpoints in sqlite_checkpointer.cpp.
 #include "store/sqlite_store.h"
 
-#include <fcntl.h>
 #include <sqlite3.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
 #include <algorithm>
 #include <cstring>
@@ -22,32 +19,13 @@
 
 #include "plans/time.h"
 #include "plans/value_json.h"
-#include "store/open_data_files.h"
+#include "store/sqlite_data_file.h"
 #include "store/sqlite_rows.h"
 
 namespace flowrt {
 namespace {
 
 using namespace sqlite_rows;  // NOLINT: the rows of this store's own tables
-
-// "process P on HOST since T" from the holder row of the file at `path`, read through a
-// read-only connection (a WAL reader does not wait for the writer); "" when unknown.
-std::string describe_holder(const std::string& path) {
-  sqlite3* db = nullptr;
-  std::string out;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-    sqlite3_busy_timeout(db, 1000);
-    sqlite3_stmt* s = nullptr;
-    if (sqlite3_prepare_v2(db, "SELECT pid, host, since FROM holder WHERE id = 1", -1, &s, nullptr) == SQLITE_OK &&
-        sqlite3_step(s) == SQLITE_ROW) {
-      out = "process " + std::to_string(sqlite3_column_int64(s, 0)) + " on " + column_text(s, 1) + " since " +
-            column_text(s, 2);
-    }
-    sqlite3_finalize(s);
-  }
-  sqlite3_close(db);
-  return out;
-}
 
 std::string now_text() {
   const auto now = std::chrono::system_clock::now();
@@ -154,68 +132,21 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
   // process (otherwise SQLITE_MISUSE, and the counts stay on: slower, not wrong).
   static std::once_flag no_memory_counts;
   std::call_once(no_memory_counts, [] { (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); });
-  struct stat st {};
-  const bool exists = ::stat(path.c_str(), &st) == 0;
-  if (read_only && !exists) return Error{path + ": no such data file"};
-  if (exists && !S_ISREG(st.st_mode)) return Error{path + ": not a regular file"};
-  // Descriptors of the file close through `entry` (store/open_data_files.h): closing one
-  // while a connection of this process has the file open would drop its locks.
-  int lock_fd = -1;
-  OpenDataFiles::Entry entry;
-  // A refused open lets go of the flock at once: the descriptor itself may be kept a while.
-  auto let_go_of_lock_fd = [&] {
-    if (lock_fd < 0) return;
-    ::flock(lock_fd, LOCK_UN);
-    entry.close_fd(lock_fd);
-  };
-  if (read_only) entry = OpenDataFiles::enter(OpenDataFiles::Key{st.st_dev, st.st_ino}, /*writer=*/false);
-  if (!read_only) {
-    // The lock comes first, before SQLite reads or recovers anything.
-    lock_fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (lock_fd < 0) return Error{path + ": cannot open for writing: " + std::strerror(errno)};
-    entry = OpenDataFiles::enter(OpenDataFiles::key_of(lock_fd), /*writer=*/true);
-    const bool locked = entry.entered() && ::flock(lock_fd, LOCK_EX | LOCK_NB) == 0;
-    if (!locked) {
-      const int err = entry.entered() ? errno : EWOULDBLOCK;  // not entered: a writer in this process has it
-      entry.close_fd(lock_fd);  // not locked by this open
-      if (err == EWOULDBLOCK) {
-        const std::string holder = describe_holder(path);
-        return Error{path + ": the data file is in use by another engine (" +
-                     (holder.empty() ? std::string("another flowrt process, or another engine in this one") : holder) +
-                     "); only one may open it at a time (flowrt inspect can read it meanwhile)"};
-      }
-      return Error{path + ": cannot lock: " + std::strerror(err)};
-    }
-  }
-  if (exists && st.st_size > 0) {
-    // Anything but a SQLite database is refused before SQLite touches it.
-    char header[16] = {};
-    int fd = lock_fd;
-    if (read_only) {
-      fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) return Error{path + ": cannot open: " + std::strerror(errno)};
-    }
-    const ssize_t n = ::pread(fd, header, sizeof header, 0);
-    if (read_only) entry.close_fd(fd);
-    if (n != static_cast<ssize_t>(sizeof header) || std::memcmp(header, "SQLite format 3", 16) != 0) {
-      let_go_of_lock_fd();
-      return Error{path + ": not a flowrt data file (it is not a SQLite database, or its first page is damaged)"};
-    }
-  }
+  // Checked and (a writer) locked before SQLite touches it; let go of on any error below.
+  Result<SqliteDataFile> file = SqliteDataFile::take(path, read_only);
+  if (!file) return file.error();
   sqlite3* db = nullptr;
   const int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
                     SQLITE_OPEN_NOMUTEX;
   if (!vfs.empty() && sqlite3_vfs_find(vfs.c_str()) == nullptr) {
-    let_go_of_lock_fd();
     return Error{path + ": cannot open: no SQLite VFS named '" + vfs + "'"};
   }
   if (const int rc = sqlite3_open_v2(path.c_str(), &db, flags, vfs.empty() ? nullptr : vfs.c_str()); rc != SQLITE_OK) {
     std::string message = path + ": cannot open: " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
     sqlite3_close(db);
-    let_go_of_lock_fd();
     return Error{message};
   }
-  std::unique_ptr<SqliteStore> store(new SqliteStore(path, db, lock_fd, read_only, std::move(entry)));
+  std::unique_ptr<SqliteStore> store(new SqliteStore(path, db, std::move(file).value(), read_only));
   sqlite3_extended_result_codes(db, 1);
   // A reader meets a checkpoint now and then; it waits for it rather than fail.
   sqlite3_busy_timeout(db, 5000);
@@ -249,7 +180,8 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
     // Checkpoints move to a thread of their own: the hook replaces SQLite's automatic
     // checkpoint (which would run inside a commit) and tells the checkpointer the WAL's
     // size after each commit.
-    Result<std::unique_ptr<SqliteCheckpointer>> checkpointer = SqliteCheckpointer::start(path, vfs, sync, checkpoints, std::move(report), lock_fd);
+    Result<std::unique_ptr<SqliteCheckpointer>> checkpointer = SqliteCheckpointer::start(path, vfs, sync, checkpoints, std::move(report),
+                                                                                       store->file_.fd());
     if (!checkpointer) return checkpointer.error();
     store->checkpointer_ = std::move(*checkpointer);
     sqlite3_wal_hook(
@@ -263,8 +195,8 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
   return store;
 }
 
-SqliteStore::SqliteStore(std::string path, sqlite3* db, int lock_fd, bool read_only, OpenDataFiles::Entry open_entry)
-    : path_(std::move(path)), db_(db), lock_fd_(lock_fd), read_only_(read_only), open_entry_(std::move(open_entry)) {}
+SqliteStore::SqliteStore(std::string path, sqlite3* db, SqliteDataFile file, bool read_only)
+    : path_(std::move(path)), db_(db), file_(std::move(file)), read_only_(read_only) {}
 
 SqliteStore::~SqliteStore() {
   if (checkpointer_) sqlite3_wal_hook(db_, nullptr, nullptr);  // the hook calls the checkpointer
@@ -280,10 +212,7 @@ SqliteStore::~SqliteStore() {
     sqlite3_exec(db_, "DELETE FROM holder", nullptr, nullptr, nullptr);  // no one holds it now
   }
   sqlite3_close(db_);
-  if (lock_fd_ >= 0) {
-    ::flock(lock_fd_, LOCK_UN);  // the descriptor may be kept a while (open_data_files.h): not its lock
-    open_entry_.close_fd(lock_fd_);
-  }
+  file_.let_go();  // last: its descriptors close only now (sqlite_data_file.h)
 }
 
 std::string SqliteStore::open_note() const {

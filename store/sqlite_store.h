@@ -51,7 +51,7 @@
 
 #include "base/thread_annotations.h"
 
-#include "store/open_data_files.h"
+#include "store/sqlite_data_file.h"
 #include "store/sqlite_checkpointer.h"
 #include "store/store.h"
 
@@ -114,7 +114,7 @@ class SqliteStore final : public Store {
   // What an error about a damaged file adds to SQLite's message (error()).
   static constexpr const char* kDamaged = " (the data file is damaged: truncated or overwritten; restore it from a copy)";
   class Statements;  // the prepared statements of write()
-  SqliteStore(std::string path, sqlite3* db, int lock_fd, bool read_only, OpenDataFiles::Entry open_entry);
+  SqliteStore(std::string path, sqlite3* db, SqliteDataFile file, bool read_only);
   // Creates the schema in a new file, or checks the version of an existing one.
   Status prepare_schema();
   // The history step (a writer, after the schema is ready): the indexes history reads and
@@ -140,11 +140,8 @@ class SqliteStore final : public Store {
 
   const std::string path_;
   sqlite3* db_;
-  int lock_fd_;  // holds the flock; -1 when read only
+  SqliteDataFile file_;  // a writer's lock; let go of last, after the connections closed
   const bool read_only_;
-  // This store's part in the process's count of the file's users: lock_fd_ closes
-  // through it, and it is left last, after the connections closed.
-  OpenDataFiles::Entry open_entry_;
   // This writer noted itself in the holder row (open() got that far): it clears the row,
   // and syncs the WAL, as it closes. A refused open touches nothing.
   bool holds_ = false;

@@ -1,0 +1,103 @@
+// SqliteDataFile: the checks, lock and descriptors of a data file around SQLite's own.
+#include "store/sqlite_data_file.h"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "store/sqlite_rows.h"
+
+namespace flowrt {
+namespace {
+
+// "process P on HOST since T" from the holder row of the file at `path`, read through a
+// read-only connection (a WAL reader does not wait for the writer); "" when unknown.
+std::string describe_holder(const std::string& path) {
+  sqlite3* db = nullptr;
+  std::string out;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_busy_timeout(db, 1000);
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT pid, host, since FROM holder WHERE id = 1", -1, &s, nullptr) == SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW) {
+      out = "process " + std::to_string(sqlite3_column_int64(s, 0)) + " on " + sqlite_rows::column_text(s, 1) +
+            " since " + sqlite_rows::column_text(s, 2);
+    }
+    sqlite3_finalize(s);
+  }
+  sqlite3_close(db);
+  return out;
+}
+
+}  // namespace
+
+SqliteDataFile& SqliteDataFile::operator=(SqliteDataFile&& other) noexcept {
+  if (this != &other) {
+    let_go();
+    lock_fd_ = other.lock_fd_;
+    other.lock_fd_ = -1;
+    entry_ = std::move(other.entry_);
+  }
+  return *this;
+}
+
+void SqliteDataFile::let_go() {
+  if (lock_fd_ >= 0) {
+    ::flock(lock_fd_, LOCK_UN);  // the descriptor may be kept a while (open_data_files.h): not its lock
+    entry_.close_fd(lock_fd_);
+    lock_fd_ = -1;
+  }
+  entry_.leave();
+}
+
+Result<SqliteDataFile> SqliteDataFile::take(const std::string& path, bool read_only) {
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (read_only && !exists) return Error{path + ": no such data file"};
+  if (exists && !S_ISREG(st.st_mode)) return Error{path + ": not a regular file"};
+  SqliteDataFile file;
+  if (read_only) {
+    file.entry_ = OpenDataFiles::enter(OpenDataFiles::Key{st.st_dev, st.st_ino}, /*writer=*/false);
+  } else {
+    // The lock comes first, before SQLite reads or recovers anything.
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return Error{path + ": cannot open for writing: " + std::strerror(errno)};
+    file.entry_ = OpenDataFiles::enter(OpenDataFiles::key_of(fd), /*writer=*/true);
+    const bool locked = file.entry_.entered() && ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+    if (!locked) {
+      const int err = file.entry_.entered() ? errno : EWOULDBLOCK;  // not entered: a writer in this process has it
+      file.entry_.close_fd(fd);  // not locked by this open
+      if (err == EWOULDBLOCK) {
+        const std::string holder = describe_holder(path);
+        return Error{path + ": the data file is in use by another engine (" +
+                     (holder.empty() ? std::string("another flowrt process, or another engine in this one") : holder) +
+                     "); only one may open it at a time (flowrt inspect can read it meanwhile)"};
+      }
+      return Error{path + ": cannot lock: " + std::strerror(err)};
+    }
+    file.lock_fd_ = fd;
+  }
+  if (exists && st.st_size > 0) {
+    // Anything but a SQLite database is refused before SQLite touches it.
+    char header[16] = {};
+    int fd = file.lock_fd_;
+    if (read_only) {
+      fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return Error{path + ": cannot open: " + std::strerror(errno)};
+    }
+    const ssize_t n = ::pread(fd, header, sizeof header, 0);
+    if (read_only) file.entry_.close_fd(fd);
+    if (n != static_cast<ssize_t>(sizeof header) || std::memcmp(header, "SQLite format 3", 16) != 0) {
+      return Error{path + ": not a flowrt data file (it is not a SQLite database, or its first page is damaged)"};
+    }
+  }
+  return file;
+}
+
+}  // namespace flowrt
