@@ -89,8 +89,8 @@ void add_record_routes(Router& router, ApiContext& api) {
                Result<Value> r = engine.insert(req.param("table"), *values, req.caller.name);
                if (!r) return engine_error(r.message());
                Response res = json_response(http::status::created, *r);
-               res.set(http::field::location, "/api/tables/" + req.param("table") + "/records/" +
-                                                  std::string((*r)["sys_id"].as_string()));
+               res.set(http::field::location, "/api/tables/" + encode_path_segment(req.param("table")) + "/records/" +
+                                                  encode_path_segment((*r)["sys_id"].as_string()));
                return res;
              });
   router.add(http::verb::get, "/api/tables/{table}/records", Permission::kRead,

@@ -14,6 +14,27 @@ int hex_digit(char c) {
   return -1;
 }
 
+}  // namespace
+
+std::string encode_path_segment(std::string_view segment) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(segment.size());
+  for (const char ch : segment) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out.push_back(ch);
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+namespace {
+
 // Percent-decodes `in`; in a query, '+' is a space. False on a bad escape.
 bool decode(std::string_view in, bool query, std::string* out) {
   out->clear();

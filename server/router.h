@@ -80,6 +80,11 @@ inline constexpr size_t kMaxIdempotencyKey = 200;
 bool split_target(std::string_view target, std::vector<std::string>* segments,
                   std::map<std::string, std::string, std::less<>>* query);
 
+// `segment` percent-encoded for a path: every byte but ALPHA, DIGIT, '-', '.', '_' and '~'
+// as %XX. What a response puts in a header (Location) from a table name or sys_id: those
+// may hold CR, LF and NUL, which would otherwise make headers of their own.
+std::string encode_path_segment(std::string_view segment);
+
 class Router {
  public:
   void add(http::verb method, std::string_view pattern, Permission permission, Handler handler);

@@ -24,6 +24,23 @@ class ApiRoutesTest : public ServerFixture {
   }
 };
 
+// A table name or sys_id goes into the Location header percent-encoded: CR and LF in them
+// would otherwise end the header and begin others (a header injection). Until 2026-12-06
+// a sys_id "inj\r\nSet-Cookie: evil=1" set that cookie.
+TEST_F(ApiRoutesTest, Records_Insert_LocationIsPercentEncoded_NoHeaderComesFromTheRecord) {
+  HttpReply created = client().post("/api/tables/t%0D%0AX-Injected:%20tbl/records",
+                                    R"({"sys_id": "inj\r\nSet-Cookie: evil=1\r\nX-Also: yes"})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  EXPECT_EQ(created.header("Location"),
+            "/api/tables/t%0D%0AX-Injected%3A%20tbl/records/inj%0D%0ASet-Cookie%3A%20evil%3D1%0D%0AX-Also%3A%20yes");
+  EXPECT_EQ(created.header("Set-Cookie"), "");
+  EXPECT_EQ(created.header("X-Injected"), "");
+  EXPECT_EQ(created.header("X-Also"), "");
+  HttpReply read = client().get(created.header("Location"));
+  ASSERT_EQ(read.status, 200) << "the Location reads the record back: " << read.body;
+  EXPECT_EQ(read.json()["sys_id"], Value("inj\r\nSet-Cookie: evil=1\r\nX-Also: yes"));
+}
+
 TEST_F(ApiRoutesTest, Records_InsertReadPatchDelete) {
   HttpReply created = client().post("/api/tables/incident/records", R"({"number": "INC1", "priority": 1})");
   ASSERT_EQ(created.status, 201) << created.body;
