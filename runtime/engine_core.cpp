@@ -528,10 +528,17 @@ Status EngineCore::advance(DurationMs d) {
       // fires them first, with their own scheduled times.
       wait_idle();
       const TimeMs at = clock.now();
+      const std::string why = ": one more schedule trigger would pass the limit of " + std::to_string(budget) +
+                              " fires in one advance (max_schedule_fires_per_advance); it and the rest fire at the "
+                              "next advance";
+      // The first trigger not fired fell due before the clock's time when a settle moved
+      // the clock past it: named by its own time, not as the clock's stop.
+      if (const std::optional<TimeMs> first = timers.next_deadline(false); first && *first < at) {
+        return Error{"advance stopped at " + format_time(at) + " with schedule triggers due since " +
+                     format_time(*first) + " not fired" + why};
+      }
       return Error{"advance stopped at " + format_time(at) + ", " + format_duration(target - at) + " short of " +
-                   format_time(target) + ": one more schedule trigger would pass the limit of " +
-                   std::to_string(budget) +
-                   " fires in one advance (max_schedule_fires_per_advance); it and the rest fire at the next advance"};
+                   format_time(target) + why};
     }
   }
   clock.set(target);

@@ -350,6 +350,26 @@ TEST_F(RuntimeBudgetsTest, ScheduleFires_OnePastTheBudget_AdvanceStopsThereWithA
   }
 }
 
+// Schedule triggers that fell due while a settle moved the clock past them fire at the
+// next advance; when the budget stops that advance, the error names the first one not
+// fired. Until 2026-12-06 it said "advance stopped at T, 0ms short of T" with T the
+// clock's time, hours after the occurrences it had not fired.
+TEST_F(RuntimeBudgetsTest, ScheduleFires_DueSinceASettle_TheStopNamesTheFirstNotFired) {
+  SetProperty("max_schedule_fires_per_advance", 3);
+  ASSERT_TRUE(Load(R"([{"id": "tick", "trigger": {"type": "schedule", "every": "1h"}, "actions": []},
+    {"id": "w", "trigger": {"type": "api"}, "actions": [{"action": "wait", "inputs": {"duration": "10h"}}]}])"));
+  CallFlow("w");
+  Settle();  // to 10:00, the ticks due meanwhile left for the next advance
+  ASSERT_EQ(engine().now(), kDefaultVirtualStart + 10 * 3600000);
+  Status s = engine().advance(0);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.message(),
+            "advance stopped at 2026-01-01T10:00:00.000Z with schedule triggers due since 2026-01-01T04:00:00.000Z "
+            "not fired: one more schedule trigger would pass the limit of 3 fires in one advance "
+            "(max_schedule_fires_per_advance); it and the rest fire at the next advance");
+  EXPECT_EQ(Contexts("tick").size(), 3u);
+}
+
 // Several schedules due at the same moment: the budget may end inside that moment; the
 // rest of the moment fires at the next advance, in order.
 TEST_F(RuntimeBudgetsTest, ScheduleFires_TheBudgetEndsInsideOneMoment_TheRestFireNext) {
