@@ -32,8 +32,11 @@ void EngineCore::arm_schedules() {
     if (!wanted) continue;
     // Never an occurrence that already fired (an `at` re-armed at its own time); the one
     // missed while no engine ran first, at once.
-    const TimeMs from = slot->missed_at >= 0 ? slot->missed_at : std::max(clock.now(), slot->last_tick + 1);
+    const TimeMs from = slot->missed_at >= 0  ? slot->missed_at
+                        : slot->due_from >= 0 ? slot->due_from
+                                              : std::max(clock.now(), slot->last_tick + 1);
     slot->missed_at = -1;
+    slot->due_from = -1;
     std::optional<TimeMs> next = next_occurrence(*trigger.spec, slot->activated_at.load(std::memory_order_acquire), from);
     if (!next) continue;
     const uint64_t generation = slot->schedule_generation;
@@ -79,8 +82,15 @@ Value EngineCore::restore_schedule(FlowSlot* slot, TimeMs activated_at, TimeMs l
   slot->schedule_timer = TimerHandle{};
   ++slot->schedule_generation;
   slot->missed_at = -1;
+  slot->due_from = -1;
   const std::shared_ptr<const TriggerSpec> trigger = slot->trigger().spec;
   if (!trigger || trigger->type != TriggerType::kSchedule) return Value();
+  if (clock.is_virtual()) {
+    // The clock went on from where the last run left it: what is due by now fell due
+    // during that run (FlowSlot::due_from), and fires one by one at the next advance.
+    slot->due_from = std::max(slot->last_tick + 1, activated_at);
+    return Value();
+  }
   // The occurrences after the last one fired that are due by now: missed while no engine ran.
   // None before the activation: an `at` or a `start` already past when the flow was
   // activated never ran, and is not owed now (as arm_schedules counts from the activation).

@@ -98,6 +98,11 @@ struct FlowSlot {
   // The occurrence that fell due last while no engine ran (-1: none): the next arm fires it
   // at once, for all the occurrences missed, and then keeps the rhythm.
   TimeMs missed_at = -1;
+  // On a virtual clock, the first occurrence to arm from when the clock already stands past
+  // it (-1: none): occurrences that fell due during the last run and had not fired when it
+  // ended. A virtual clock stands still while no engine runs, so none was missed meanwhile:
+  // each fires at the next advance, with its own time, as in one run.
+  TimeMs due_from = -1;
 
  private:
   mutable SpinLock cache_mu_;

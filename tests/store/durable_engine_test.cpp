@@ -128,6 +128,32 @@ TEST_P(DurableEngineStoresTest, AnEverySchedule_KeepsItsRhythm_OverRestartsThatL
                                           format_time(start + 90 * 60 * 1000)}));
 }
 
+// A virtual clock stands still while no engine runs: occurrences that fell due during a
+// run and had not fired when it ended (a settle moved the clock past them; an advance
+// stopped by the fires budget) fire one by one at the next engine's next advance, each
+// with its own time, as they would have in the same run. Until 2026-12-06 the next engine
+// took them for occurrences missed while no engine ran and fired one for the last of them.
+TEST_P(DurableEngineStoresTest, OccurrencesLeftDueByASettle_FireEachAtTheNextEnginesAdvance) {
+  constexpr const char* kEvery = R"({"id": "every", "trigger": {"type": "schedule", "every": "1h"},
+    "actions": [{"action": "create_record", "inputs": {"table": "tick", "values": {"at": "{{trigger.time}}"}}}]})";
+  constexpr const char* kWaits = R"({"id": "waits", "trigger": {"type": "api"},
+    "actions": [{"action": "wait", "inputs": {"duration": "5h"}}]})";
+  Engine& first = reopen({kEvery, kWaits});
+  const TimeMs start = first.now();
+  ASSERT_TRUE(first.call_flow("waits", Value::empty_object()).is_ok());
+  first.settle();  // to 05:00: the ticks due by then are left for the next advance
+  ASSERT_EQ(first.now(), start + 5 * kHour);
+  Engine& second = reopen({kEvery, kWaits});
+  EXPECT_EQ(report_["schedules_missed"].size(), 0u) << report_.to_json();
+  ASSERT_TRUE(second.advance(0).is_ok());
+  second.settle(0);
+  std::vector<std::string> at;
+  for (const Value& r : second.records("tick")) at.emplace_back(r["at"].as_string());
+  std::vector<std::string> want;
+  for (int h = 1; h <= 5; ++h) want.push_back(format_time(start + h * kHour));
+  EXPECT_EQ(at, want);
+}
+
 TEST_P(DurableEngineStoresTest, ScheduleOccurrencesMissedWhileNoEngineRan_FireOnceAtOnce_ThenTheRhythmGoesOn) {
   constexpr const char* kEvery = R"({"id": "every", "trigger": {"type": "schedule", "every": "30m"},
     "actions": [{"action": "create_record", "inputs": {"table": "tick", "values": {"at": "{{trigger.time}}"}}}]})";
