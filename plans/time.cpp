@@ -3,6 +3,7 @@
 #include <date/date.h>
 
 #include <charconv>
+#include <cmath>
 #include <chrono>
 
 #include "plans/value_json.h"
@@ -247,7 +248,7 @@ Result<DurationMs> parse_duration(const Value& v) {
   if (v.is_double()) {
     const double d = v.as_double();
     if (!(d >= 0)) return Error{"a duration must be a non-negative number of milliseconds"};
-    if (d > static_cast<double>(kMaxDuration)) return duration_too_large(shown_value(v));
+    if (std::trunc(d) > static_cast<double>(kMaxDuration)) return duration_too_large(shown_value(v));
     return static_cast<DurationMs>(d);
   }
   if (v.is_string()) return parse_duration(v.as_string());
