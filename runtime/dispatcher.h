@@ -164,8 +164,8 @@ class Dispatcher {
   uint64_t lock_grants() const { return lock_grants_.load(std::memory_order_relaxed); }
   uint64_t lock_handoffs() const { return lock_handoffs_.load(std::memory_order_relaxed); }
 
-  // The key of a record's run-option state (a context's run_key): its table's length, the
-  // table and the sys_id. Recovery makes it again from a resumed context's trigger, so a
+  // The key of a record's run-option state (a context's run_key): its table's length in
+  // decimal digits, ':', the table and the sys_id. Recovery makes it again from a resumed context's trigger, so a
   // key stored by an older flowrt (which joined the two with a NUL byte) is not used.
   static std::string record_key(std::string_view table, std::string_view sys_id);
 

@@ -11,12 +11,12 @@
 namespace flowrt {
 
 std::string Dispatcher::record_key(std::string_view table, std::string_view sys_id) {
-  // The table's length first: names may hold NUL bytes, so no separator would tell table
-  // "a\0b" and sys_id "c" from table "a" and sys_id "b\0c".
-  const uint64_t size = table.size();
-  std::string key;
-  key.reserve(sizeof size + table.size() + sys_id.size());
-  key.append(reinterpret_cast<const char*>(&size), sizeof size);
+  // The table's length first, in decimal digits: names may hold NUL bytes, so no separator
+  // would tell table "a\0b" and sys_id "c" from table "a" and sys_id "b\0c"; and the key
+  // is stored as text (a context's run_key), so it must stay UTF-8 as the names are.
+  std::string key = std::to_string(table.size());
+  key.reserve(key.size() + 1 + table.size() + sys_id.size());
+  key.push_back(':');
   key.append(table);
   key.append(sys_id);
   return key;

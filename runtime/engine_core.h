@@ -279,8 +279,11 @@ class EngineCore {
   // occurrences fell due while no engine ran (after `last_tick`, up to now), the last of
   // them fires once at once (the next arm_schedules): returns {"flow", "occurrences"
   // (how many were missed, counted up to kMaxMissedCounted), "fires_for" (its time)};
-  // null when none was missed.
-  Value restore_schedule(FlowSlot* slot, TimeMs activated_at, TimeMs last_tick);
+  // null when none was missed. On a virtual clock none is missed: what fell due by now
+  // fell due during the last run, and fires one by one (FlowSlot::due_from), when
+  // `same_version` (the published version is the one the stored schedule ran; a changed
+  // one goes on from now, as a publish in one run does).
+  Value restore_schedule(FlowSlot* slot, TimeMs activated_at, TimeMs last_tick, bool same_version);
   static constexpr int kMaxMissedCounted = 100000;
   // Ends a stored context that cannot be resumed: its record, in error with `reason`.
   void end_stored_context(const StoredContext& c, const std::string& reason, TimeMs now, JournalEntry* entry);

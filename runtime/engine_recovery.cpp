@@ -233,7 +233,11 @@ Value EngineCore::recover() {
         std::find(recovery_.loaded.begin(), recovery_.loaded.end(), d.id) != recovery_.loaded.end();
     FlowSlot* slot = flows.slot(d.id);
     if (!reloaded) {
-      if (Status s = flows.activate(d.id, compile_options(), now); !s) {
+      // Its schedule was checked against min_schedule_interval when it was activated; a
+      // limit raised since leaves it running, as it would without the restart.
+      CompileOptions reactivation = compile_options();
+      reactivation.min_schedule_interval = 0;
+      if (Status s = flows.activate(d.id, reactivation, now); !s) {
         problems.push_back(text("flow '" + d.id + "' was active and cannot be activated again: " + s.message()));
         continue;
       }
@@ -241,7 +245,10 @@ Value EngineCore::recover() {
       slot = flows.slot(d.id);
     }
     if (slot && slot->active.load(std::memory_order_acquire)) {
-      if (Value m = restore_schedule(slot, d.activated_at, d.last_tick); !m.is_null()) missed.push_back(std::move(m));
+      const bool same_version = slot->trigger().version == d.published_fingerprint;
+      if (Value m = restore_schedule(slot, d.activated_at, d.last_tick, same_version); !m.is_null()) {
+        missed.push_back(std::move(m));
+      }
     }
   }
 

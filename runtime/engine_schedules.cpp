@@ -29,7 +29,12 @@ void EngineCore::arm_schedules() {
     timers.cancel(slot->schedule_timer);
     slot->schedule_timer = TimerHandle{};
     ++slot->schedule_generation;
-    if (!wanted) continue;
+    if (!wanted) {
+      // What a restart owed it is not owed to a later activation.
+      slot->missed_at = -1;
+      slot->due_from = -1;
+      continue;
+    }
     // Never an occurrence that already fired (an `at` re-armed at its own time); the one
     // missed while no engine ran first, at once.
     const TimeMs from = slot->missed_at >= 0  ? slot->missed_at
@@ -55,9 +60,11 @@ void EngineCore::schedule_tick(FlowSlot* slot, uint64_t generation, TimeMs at) {
     slot->schedule_timer = TimerHandle{};
     if (!slot->active.load(std::memory_order_acquire)) return;
     slot->last_tick = at;
-    // The trigger this timer was armed for: a new published version re-arms (arm_schedules)
-    // with a new generation, so this one is still the flow's.
-    trigger = slot->trigger().spec;
+    // A version published since this timer was armed: arm_schedules, which follows every
+    // publish, re-arms it for that version; this tick of the old one does not fire.
+    FlowSlot::Trigger current = slot->trigger();
+    if (current.version != slot->schedule_version) return;
+    trigger = std::move(current.spec);
   }
   if (!trigger || trigger->type != TriggerType::kSchedule) return;
   engine_log().debug("schedule tick of flow {} at {}", slot->id, format_time(at));
@@ -73,7 +80,7 @@ void EngineCore::schedule_tick(FlowSlot* slot, uint64_t generation, TimeMs at) {
   slot->schedule_timer = timers.add(when, false, [this, slot, generation, when] { schedule_tick(slot, generation, when); });
 }
 
-Value EngineCore::restore_schedule(FlowSlot* slot, TimeMs activated_at, TimeMs last_tick) {
+Value EngineCore::restore_schedule(FlowSlot* slot, TimeMs activated_at, TimeMs last_tick, bool same_version) {
   MutexLock lock(schedule_mu_);
   slot->activated_at.store(activated_at, std::memory_order_release);
   slot->last_tick = std::max(slot->last_tick, last_tick);
@@ -87,8 +94,9 @@ Value EngineCore::restore_schedule(FlowSlot* slot, TimeMs activated_at, TimeMs l
   if (!trigger || trigger->type != TriggerType::kSchedule) return Value();
   if (clock.is_virtual()) {
     // The clock went on from where the last run left it: what is due by now fell due
-    // during that run (FlowSlot::due_from), and fires one by one at the next advance.
-    slot->due_from = std::max(slot->last_tick + 1, activated_at);
+    // during that run (FlowSlot::due_from), and fires one by one at the next advance; a
+    // schedule changed since has no backlog (arm_schedules goes on from now).
+    if (same_version) slot->due_from = std::max(slot->last_tick + 1, activated_at);
     return Value();
   }
   // The occurrences after the last one fired that are due by now: missed while no engine ran.

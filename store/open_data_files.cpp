@@ -84,6 +84,17 @@ void OpenDataFiles::Entry::close_fd(int fd) const {
   ::close(fd);  // under the mutex: a store entering next opens its connection after this
 }
 
+int OpenDataFiles::Entry::take_parked_fd() const {
+  if (!entered_) return -1;
+  OpenFiles& all = open_files();
+  MutexLock lock(all.mu);
+  auto it = all.files.find(key_);
+  if (it == all.files.end() || it->second.parked.empty()) return -1;
+  const int fd = it->second.parked.back();
+  it->second.parked.pop_back();
+  return fd;
+}
+
 void OpenDataFiles::Entry::leave() {
   if (!entered_) return;
   entered_ = false;

@@ -45,6 +45,10 @@ class OpenDataFiles {
     // Closes `fd` (a descriptor of this entry's file) now if no store of the file is
     // open, else when the last one leaves.
     void close_fd(int fd) const;
+    // A descriptor of this entry's file that waits to be closed, handed back to be used
+    // again (-1: none), so that stores opened and closed beside a long-lived one reuse
+    // descriptors rather than pile them up. Only for an entry that entered.
+    int take_parked_fd() const;
     // Leaves the file: the last to leave closes the descriptors parked for it.
     void leave();
 

@@ -65,14 +65,24 @@ Result<SqliteDataFile> SqliteDataFile::take(const std::string& path, bool read_o
   if (read_only) {
     file.entry_ = OpenDataFiles::enter(OpenDataFiles::Key{st.st_dev, st.st_ino}, /*writer=*/false);
   } else {
-    // The lock comes first, before SQLite reads or recovers anything.
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return Error{path + ": cannot open for writing: " + std::strerror(errno)};
-    file.entry_ = OpenDataFiles::enter(OpenDataFiles::key_of(fd), /*writer=*/true);
+    // The lock comes first, before SQLite reads or recovers anything. A file that exists
+    // is entered before any descriptor of it is opened: a second writer in this process
+    // is refused without one, and a descriptor parked by an earlier store is used again
+    // (a flock belongs to its open file description, which the earlier one let go).
+    int fd = -1;
+    if (exists) {
+      file.entry_ = OpenDataFiles::enter(OpenDataFiles::Key{st.st_dev, st.st_ino}, /*writer=*/true);
+      if (file.entry_.entered()) fd = file.entry_.take_parked_fd();
+    }
+    if (fd < 0 && (!exists || file.entry_.entered())) {
+      fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      if (fd < 0) return Error{path + ": cannot open for writing: " + std::strerror(errno)};
+      if (!exists) file.entry_ = OpenDataFiles::enter(OpenDataFiles::key_of(fd), /*writer=*/true);
+    }
     const bool locked = file.entry_.entered() && ::flock(fd, LOCK_EX | LOCK_NB) == 0;
     if (!locked) {
       const int err = file.entry_.entered() ? errno : EWOULDBLOCK;  // not entered: a writer in this process has it
-      file.entry_.close_fd(fd);  // not locked by this open
+      if (fd >= 0) file.entry_.close_fd(fd);  // not locked by this open
       if (err == EWOULDBLOCK) {
         const std::string holder = describe_holder(path);
         return Error{path + ": the data file is in use by another engine (" +
@@ -88,7 +98,8 @@ Result<SqliteDataFile> SqliteDataFile::take(const std::string& path, bool read_o
     char header[16] = {};
     int fd = file.lock_fd_;
     if (read_only) {
-      fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      fd = file.entry_.take_parked_fd();
+      if (fd < 0) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) return Error{path + ": cannot open: " + std::strerror(errno)};
     }
     const ssize_t n = ::pread(fd, header, sizeof header, 0);

@@ -154,6 +154,37 @@ TEST_P(DurableEngineStoresTest, OccurrencesLeftDueByASettle_FireEachAtTheNextEng
   EXPECT_EQ(at, want);
 }
 
+// A schedule that is new in the next run (the definition changed between runs) owes
+// nothing from before: it goes on from the clock's time, as a publish within one run does.
+TEST_P(DurableEngineStoresTest, AScheduleChangedBetweenRuns_OwesNoOccurrenceFromBefore) {
+  constexpr const char* kApi = R"({"id": "f", "trigger": {"type": "api"}, "actions": []})";
+  constexpr const char* kEvery = R"({"id": "f", "trigger": {"type": "schedule", "every": "1h"}, "actions": []})";
+  Engine& first = reopen({kApi});
+  ASSERT_TRUE(first.advance(10 * kHour + kHour / 2).is_ok());
+  Engine& second = reopen({kEvery});
+  EXPECT_EQ(report_["schedules_missed"].size(), 0u) << report_.to_json();
+  ASSERT_TRUE(second.advance(kHour).is_ok());
+  second.settle(0);
+  ASSERT_EQ(second.contexts("f").size(), 1u) << "one occurrence in the hour advanced, none owed from before";
+  EXPECT_EQ(second.contexts("f")[0].value()["trigger"]["time"], Value(std::string_view(format_time(second.now() - kHour / 2))));
+}
+
+// A flow active in the file stays active in the next engine when min_schedule_interval
+// was raised past its `every` meanwhile (BEHAVIOUR.md: flows already active keep their
+// schedule). Until 2026-12-06 recovery checked the new limit and left it inactive.
+TEST_P(DurableEngineStoresTest, AnActiveScheduleShorterThanARaisedMinimum_StaysActiveInTheNextEngine) {
+  constexpr const char* kEveryMinute = R"({"id": "m", "trigger": {"type": "schedule", "every": "1m"}, "actions": []})";
+  Engine& first = reopen({kEveryMinute});
+  ASSERT_TRUE(first.advance(kHour / 60).is_ok());
+  EngineOptions raised = options();
+  raised.properties.min_schedule_interval = kHour;
+  Engine& second = reopen({}, raised);
+  EXPECT_EQ(report_["problems"].size(), 0u) << report_.to_json();
+  ASSERT_TRUE(second.advance(3 * kHour / 60).is_ok());
+  second.settle(0);
+  EXPECT_EQ(second.contexts("m").size(), 4u);
+}
+
 TEST_P(DurableEngineStoresTest, ScheduleOccurrencesMissedWhileNoEngineRan_FireOnceAtOnce_ThenTheRhythmGoesOn) {
   constexpr const char* kEvery = R"({"id": "every", "trigger": {"type": "schedule", "every": "30m"},
     "actions": [{"action": "create_record", "inputs": {"table": "tick", "values": {"at": "{{trigger.time}}"}}}]})";
@@ -257,6 +288,31 @@ TEST_P(DurableEngineStoresTest, RunOnce_IsRememberedAcrossEngines) {
   EXPECT_EQ(second.contexts().size(), 1u) << "once means once, also after a restart";
   ASSERT_EQ(second.skipped().size(), 1u);
   EXPECT_EQ(second.skipped()[0]["reason"], Value("run_once"));
+}
+
+// A context's run_key is stored as text: it stays valid UTF-8 whatever the table's name
+// (its length is written in digits). A table name of 128 bytes once made its length a
+// byte that is not UTF-8, and the next engine found the row damaged.
+TEST_P(DurableEngineStoresTest, ARunningContextOfALongTablesRunOption_ComesBackInTheNextEngine) {
+  const std::string table(128, 't');
+  const std::string flow = R"({"id": "always", "trigger": {"type": "record", "table": ")" + table +
+                           R"(", "when": "updated", "run": "always"}, "actions": [
+    {"action": "wait", "inputs": {"duration": "1h"}}]})";
+  Engine& first = reopen({flow.c_str()});
+  ASSERT_TRUE(first.insert(table, json(R"({"sys_id": "r"})")).is_ok());
+  ASSERT_TRUE(first.update(table, "r", json(R"({"n": 1})")).is_ok());
+  first.settle(0);
+  ASSERT_EQ(first.contexts().size(), 1u);
+
+  Engine& second = reopen({flow.c_str()});
+  EXPECT_EQ(report_["problems"].size(), 0u) << report_.to_json();
+  ASSERT_EQ(report_["resumed"].size(), 1u) << report_.to_json();
+  ASSERT_TRUE(second.update(table, "r", json(R"({"n": 2})")).is_ok());
+  second.settle(0);
+  ASSERT_EQ(second.skipped().size(), 1u) << "still running: run always skips";
+  EXPECT_EQ(second.skipped()[0]["reason"], Value("already_running"));
+  second.settle();
+  EXPECT_EQ(second.contexts()[0].status(), "completed");
 }
 
 TEST_F(DurableEngineTest, AFileInUse_IsRefusedNamingIt_AndAnEngineOnItRefusesOperations) {

@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -152,6 +153,27 @@ TEST_F(SqliteStoreTest, ASecondWriterRefused_OrAReaderClosed_InTheWritersProcess
   ASSERT_TRUE(writer->write(batch).is_ok());
   writer.reset();
   EXPECT_EQ(open_error(), "") << "the file is free again once the writer closed";
+}
+
+// The descriptors kept open for the writer's locks' sake do not pile up: readers opened
+// and closed beside a long-lived writer, and second writers refused, use one again.
+TEST_F(SqliteStoreTest, ReadersAndRefusedWritersBesideAWriter_KeepAtMostOneDescriptorAside) {
+  std::unique_ptr<SqliteStore> writer = open();
+  ASSERT_NE(writer, nullptr);
+  StoreBatch batch;
+  batch.changes.push_back(RecordPut{"t", *parse_json(R"({"sys_id":"a"})"), 1});
+  ASSERT_TRUE(writer->write(batch).is_ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(path_.c_str(), &st), 0);
+  const OpenDataFiles::Key key{st.st_dev, st.st_ino};
+  for (int i = 0; i < 20; ++i) {
+    std::unique_ptr<SqliteStore> reader = open(/*read_only=*/true);
+    ASSERT_NE(reader, nullptr);
+    EXPECT_NE(open_error().find("in use by another engine"), std::string::npos);
+  }
+  EXPECT_LE(OpenDataFiles::parked(key), 1u);
+  writer.reset();
+  EXPECT_EQ(OpenDataFiles::parked(key), 0u) << "all closed with the last store of the file";
 }
 
 TEST_F(SqliteStoreTest, ASecondProcess_IsRefusedNamingTheHoldersProcessId) {
