@@ -78,6 +78,25 @@ struct HttpServer::State {
 
 namespace {
 
+// Whether the request's Transfer-Encoding (its header lines read as one list) leaves the
+// body's length unknown: anything but exactly `chunked` (in any case, whitespace around it
+// aside) does, for that is the only coding read (RFC 9112 6.3: such a request is refused,
+// or its body would be read as the next request). False without the header.
+bool transfer_encoding_refused(const http::fields& header) {
+  std::string all;
+  bool any = false;
+  for (auto [it, end] = header.equal_range(http::field::transfer_encoding); it != end; ++it) {
+    if (any) all += ',';
+    all += it->value();
+    any = true;
+  }
+  if (!any) return false;
+  std::string_view coding(all);
+  while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) coding.remove_prefix(1);
+  while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) coding.remove_suffix(1);
+  return !beast::iequals(coding, "chunked");
+}
+
 // One connection: reads requests one after another (keep-alive), answers each, until the
 // client closes, a limit is passed, or the server stops. Runs on its I/O thread alone.
 class Session : public std::enable_shared_from_this<Session> {
@@ -135,6 +154,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_header(beast::error_code ec) {
     if (ec) return on_read_error(ec);
     busy_ = true;
+    if (transfer_encoding_refused(parser_->get())) {
+      return send(error_response(http::status::bad_request,
+                                 "the request's Transfer-Encoding is not 'chunked' alone, so its body's length "
+                                 "cannot be known; send Content-Length, or Transfer-Encoding: chunked"),
+                  false);
+    }
     // The rest of the request must come within the request timeout.
     set_deadline(limits().request_timeout_ms);
     http::async_read(stream_, buffer_, *parser_,
