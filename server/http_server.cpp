@@ -97,6 +97,9 @@ bool transfer_encoding_refused(const http::fields& header) {
   return !beast::iequals(coding, "chunked");
 }
 
+// What a connection reads ahead while a deferred reply waits (watch_client), at most.
+constexpr size_t kWatchBytes = 64u << 10;
+
 // One connection: reads requests one after another (keep-alive), answers each, until the
 // client closes, a limit is passed, or the server stops. Runs on its I/O thread alone.
 class Session : public std::enable_shared_from_this<Session> {
@@ -310,18 +313,23 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void poll_deferred(std::shared_ptr<Reply> reply, bool keep, std::chrono::milliseconds delay) {
+    if (closed_) {  // its client went (watch_client): the reply goes with this handler, unanswered
+      deferred_ = false;
+      return;
+    }
     woken_ = false;
     const PollTurn turn = state_->stopping.load()              ? PollTurn::kDraining
                           : Clock::now() >= reply->deadline ? PollTurn::kDeadline
                                                             : PollTurn::kWaiting;
     if (std::optional<Response> res = reply->poll(turn)) {
-      deferred_ = false;
+      end_deferred();
       return send(std::move(*res), keep);
     }
     if (turn != PollTurn::kWaiting) {
-      deferred_ = false;
+      end_deferred();
       return send(error_response(http::status::internal_server_error, "no response"), false);
     }
+    if (!watching_) watch_client();
     const auto next = reply->waker ? reply->max_poll_interval : std::min(delay * 2, reply->max_poll_interval);
     timer_.expires_at(std::min(Clock::now() + delay, reply->deadline));
     timer_.async_wait([self = shared_from_this(), reply, keep, next](beast::error_code ec) {
@@ -332,6 +340,49 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       self->poll_deferred(reply, keep, next);
     });
+  }
+
+  // The deferred reply is answered: the look for the client's close ends (the answer's
+  // write and the next request's read use the socket now; bytes it read are in buffer_).
+  void end_deferred() {
+    deferred_ = false;
+    if (!watching_) return;
+    watching_ = false;
+    ++watch_generation_;
+    beast::error_code ignored;
+    stream_.socket().cancel(ignored);  // the watch is the one operation on the socket now
+  }
+
+  // While a deferred reply waits nothing else reads the socket: this looks for the client's
+  // close (or a reset), which abandons the reply: the connection closes, and the reply goes
+  // unanswered with its timer's handler (what it holds goes with it: a keyed write's claim,
+  // a call's watch of its context), so a client that left holds no connection. Bytes that
+  // come meanwhile (the next request, pipelined) are read into buffer_, where the next
+  // request's read finds them, up to kWatchBytes; past those the watch ends, and the rest
+  // waits in the socket until the reply is answered. It reads what is there before it waits
+  // for more, on this thread: the wait sees only what comes after (the reactor is edge
+  // triggered, and a wait, unlike a read, does not look first).
+  void watch_client() {
+    const int fd = stream_.socket().native_handle();
+    while (buffer_.size() < kWatchBytes) {
+      const auto space = buffer_.prepare(kWatchBytes - buffer_.size());
+      const ssize_t n = ::recv(fd, space.data(), space.size(), MSG_DONTWAIT);
+      if (n > 0) {
+        buffer_.commit(static_cast<size_t>(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return close();  // closed, or broken
+      watching_ = true;
+      stream_.socket().async_wait(
+          tcp::socket::wait_read, [self = shared_from_this(), generation = watch_generation_](beast::error_code ec) {
+            if (generation != self->watch_generation_ || self->closed_) return;  // answered, or closed
+            self->watching_ = false;
+            if (ec) return self->close();
+            self->watch_client();
+          });
+      return;
+    }
   }
 
   void start_stream(Reply reply) {
@@ -412,6 +463,8 @@ class Session : public std::enable_shared_from_this<Session> {
   const uint64_t id_;
   asio::steady_timer timer_;       // deferred responses and event streams
   bool deferred_ = false;          // a deferred reply waits
+  bool watching_ = false;          // watch_client's wait is pending
+  uint64_t watch_generation_ = 0;  // a watch whose generation is past is over (end_deferred)
   bool woken_ = false;             // its timer was cancelled to poll it now
   // The idle and request timeouts of reads and writes (set_deadline).
   asio::steady_timer deadline_timer_;

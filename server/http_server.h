@@ -6,7 +6,9 @@
 // until its commit is durable, server/durable_reply.h; only during the drain does a
 // write's last poll wait for it). A
 // response to wait for (a write until it is durable, a call with ?wait=) is polled when
-// woken or on a timer, an event stream is written from a timer.
+// woken or on a timer, an event stream is written from a timer. While a response is
+// deferred the socket is watched: a client that closes meanwhile has its connection closed
+// and its deferred reply dropped unanswered at once.
 // Limits (ServerLimits) are enforced here, each with a clear JSON error: a header or body
 // too large (431, 413), a request that does not arrive whole in time (408), a connection
 // idle too long (closed), too many connections (503). Malformed HTTP gets 400, and so

@@ -533,6 +533,32 @@ TEST_F(ApiRoutesTest, AWriteWithAnIdempotencyKey_IsAppliedOnce_SentAgainItGetsTh
   EXPECT_EQ(count("K1"), 2u);
 }
 
+// A client gone while its keyed call waits (?wait=5m) does not keep the key "being answered"
+// (409) until the wait ends: the server sees the close and drops the reply, and the key is
+// then applied with no answer kept, as for any client gone before its answer (API.md).
+TEST_F(ApiRoutesTest, AKeyedCallWhoseClientLeavesWhileItWaits_FreesItsKeyAtOnce) {
+  const std::string gate = insert("gate", R"({"open": false})");
+  const std::string body = R"({"gate": ")" + gate + R"("})";
+  {
+    HttpClient gone(service_->port());
+    gone.write_raw("POST /api/flows/hold_desk/call?wait=5m HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   "Idempotency-Key: hold-1\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    // Its context started (a bounded number of round trips): the key is claimed.
+    size_t started = 0;
+    for (int i = 0; i < 5000 && started == 0; ++i) started = client().get("/api/contexts?flow=hold_desk").json()["contexts"].size();
+    ASSERT_EQ(started, 1u);
+  }  // gone, its call still waiting at the gate
+  HttpReply again;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  do {
+    again = client().post_keyed("/api/flows/hold_desk/call?wait=5m", body, "hold-1");
+  } while (again.status == 409 && std::chrono::steady_clock::now() < give_up);
+  EXPECT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(again.json()["applied"], Value(true));
+  EXPECT_EQ(again.header("Idempotent-Replayed"), "true");
+  EXPECT_EQ(client().get("/api/contexts?flow=hold_desk").json()["contexts"].size(), 1u) << "the call ran once";
+}
+
 TEST_F(ApiRoutesTest, UnknownRoutesAndMethods) {
   HttpReply missing = client().get("/api/nope");
   EXPECT_EQ(missing.status, 404);
