@@ -414,11 +414,11 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void stream_tick() {
     if (state_->stopping.load()) return close();
-    const StreamTurn turn = next_stream_turn(*feed_, stream_after_, 1000);
+    // Bounded in bytes too: a client that does not read holds at most that much (and one
+    // event) until its write's deadline lets it go.
+    const StreamTurn turn = next_stream_turn(*feed_, stream_after_, kStreamTurnEvents, kStreamTurnBytes);
     if (turn.last) return close();  // all it had is written
-    for (const FeedEvent& e : turn.events) {
-      out_ += "id: " + std::to_string(e.id) + "\nevent: " + e.type + "\ndata: " + e.data + "\n\n";
-    }
+    for (const FeedEvent& e : turn.events) append_sse_event(out_, e);
     stream_after_ = turn.next_after;
     if (out_.empty() && Clock::now() - last_heartbeat_ > std::chrono::milliseconds(limits().stream_heartbeat_ms)) {
       out_ = ": heartbeat\n\n";  // a comment: keeps proxies and the client's connection alive

@@ -11,6 +11,7 @@
 // threads fill them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -59,6 +60,19 @@ struct StreamTurn {
   // reset's, and is not given the reset again at every turn).
   uint64_t next_after = 0;
 };
-StreamTurn next_stream_turn(const StreamSource& source, uint64_t after, size_t max);
+// With `max_bytes`: the events end once those before them take max_bytes as Server-Sent
+// Events text (append_sse_event), so that a turn holds at most max_bytes and one event more;
+// it always gives one when there is one, and next_after is that of the events given, so the
+// next turn gives the rest.
+StreamTurn next_stream_turn(const StreamSource& source, uint64_t after, size_t max,
+                            size_t max_bytes = SIZE_MAX);
+
+// What the HTTP server asks a turn for at most (next_stream_turn's max and max_bytes): a
+// stream client that does not read holds that much of the server's memory, and one event.
+inline constexpr size_t kStreamTurnEvents = 1000;
+inline constexpr size_t kStreamTurnBytes = 256u << 10;
+
+// `e` as Server-Sent Events text ("id: …\nevent: …\ndata: …\n\n"), appended to `out`.
+void append_sse_event(std::string& out, const FeedEvent& e);
 
 }  // namespace flowrt::server

@@ -5,7 +5,9 @@
 // never given is given one reset, and then what comes after it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -119,6 +121,47 @@ TEST(StreamTurnTest, AClientThatNamedAnIdNeverGiven_GetsOneReset_ThenWhatComesAf
   ASSERT_EQ(turn.events.size(), 1u);
   EXPECT_EQ(turn.events[0].id, 6u);
   EXPECT_EQ(turn.events[0].type, "context");
+}
+
+// A stream holds at most kStreamTurnBytes and one event more in hand after a turn, however
+// large its events and however many are waiting: a client that does not read pins no more
+// than that (with 1000 events of 16 KB a turn, it was 16 MB). The turns that follow give the
+// rest, in order, none lost nor given twice; a turn always gives at least one event.
+TEST(StreamTurnTest, ATurnsBytes_AreBounded_AndTheTurnsAfterGiveTheRest) {
+  class Big final : public StreamSource {
+   public:
+    uint64_t subscribe() override { return 0; }
+    void unsubscribe() override {}
+    std::vector<FeedEvent> after(uint64_t after, size_t max) const override {
+      std::vector<FeedEvent> out;
+      for (uint64_t id = after + 1; id <= 2000 && out.size() < max; ++id) {
+        out.push_back(FeedEvent{id, "context", std::string(id == 7 ? 1u << 20 : 16u << 10, 'x')});
+      }
+      return out;
+    }
+    bool ended() const override { return true; }
+  } source;
+  std::vector<uint64_t> ids;
+  uint64_t after = 0;
+  size_t turns = 0;
+  for (StreamTurn turn = next_stream_turn(source, after, 1000, kStreamTurnBytes); !turn.last;
+       turn = next_stream_turn(source, after, 1000, kStreamTurnBytes)) {
+    ASSERT_FALSE(turn.events.empty());
+    std::string out;
+    size_t largest = 0;
+    for (const FeedEvent& e : turn.events) {
+      const size_t before = out.size();
+      append_sse_event(out, e);
+      largest = std::max(largest, out.size() - before);
+      ids.push_back(e.id);
+    }
+    EXPECT_LE(out.size(), kStreamTurnBytes + largest) << "turn " << turns;
+    after = turn.next_after;
+    ASSERT_LT(++turns, 1000u);
+  }
+  ASSERT_EQ(ids.size(), 2000u);
+  for (size_t i = 0; i < ids.size(); ++i) ASSERT_EQ(ids[i], i + 1);
+  EXPECT_GT(turns, 2000u * (16u << 10) / kStreamTurnBytes) << "the bytes, not the count, ended the turns";
 }
 
 TEST(StreamTurnTest, ASourceThatGoesOn_NeverEndsTheStream) {
