@@ -393,8 +393,10 @@ class Session : public std::enable_shared_from_this<Session> {
     out_ =
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
         "Connection: close\r\nX-Accel-Buffering: no\r\nX-Flowrt-Stream-After: " +
-        std::to_string(stream_after_) + "\r\nX-Flowrt-Stream-Now: " + std::to_string(now) +
-        "\r\n\r\nretry: 1000\n\n";
+        std::to_string(stream_after_) + "\r\nX-Flowrt-Stream-Now: " + std::to_string(now) + "\r\n\r\n";
+    // HEAD: the headers alone, and the connection closes once they are written.
+    head_only_ = request_.method() == http::verb::head;
+    if (!head_only_) out_ += "retry: 1000\n\n";
     last_heartbeat_ = Clock::now();
     write_stream();
   }
@@ -406,7 +408,7 @@ class Session : public std::enable_shared_from_this<Session> {
     set_deadline(limits().request_timeout_ms);
     asio::async_write(stream_.socket(), asio::buffer(out_), [self = shared_from_this()](beast::error_code ec, size_t) {
       self->clear_deadline();
-      if (ec) return self->close();
+      if (ec || self->head_only_) return self->close();
       self->out_.clear();
       self->stream_tick();
     });
@@ -479,6 +481,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool first_ = true;
   bool busy_ = false;
   bool streaming_ = false;
+  bool head_only_ = false;  // a HEAD of the event stream: its headers, then the close
   bool closed_ = false;
   std::shared_ptr<StreamSource> feed_;
   uint64_t stream_after_ = 0;

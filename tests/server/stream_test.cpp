@@ -276,6 +276,18 @@ TEST_F(StreamTest, NeedsATokenAndAnIdThatIsANumber) {
   EXPECT_EQ(client().get("/api/stream?access_token=wrong").status, 401);
 }
 
+// HEAD answers the stream's headers with no body, and the connection closes: no stream is
+// kept open for it (API.md, every GET route answers HEAD).
+TEST_F(StreamTest, HeadGivesTheStreamsHeaders_NoBody_AndCloses) {
+  client().write_raw("HEAD /api/stream?access_token=" + token("viewer") + " HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::optional<HttpReply> head = client().read_reply(/*head=*/true);
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->status, 200);
+  EXPECT_EQ(head->header("Content-Type"), "text/event-stream");
+  EXPECT_NE(head->header("X-Flowrt-Stream-Now"), "");
+  EXPECT_TRUE(client().closed_by_server()) << "a body came after the headers: " << client().last_error_;
+}
+
 // A stream client that stops reading cannot hold its connection: each write of the stream
 // must end within request_timeout_ms, or the connection is closed (API.md, limits).
 class StreamLimitTest : public ServerFixture {
