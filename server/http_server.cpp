@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -357,32 +358,29 @@ class Session : public std::enable_shared_from_this<Session> {
   // close (or a reset), which abandons the reply: the connection closes, and the reply goes
   // unanswered with its timer's handler (what it holds goes with it: a keyed write's claim,
   // a call's watch of its context), so a client that left holds no connection. Bytes that
-  // come meanwhile (the next request, pipelined) are read into buffer_, where the next
+  // come meanwhile (the next request, pipelined) are added to buffer_, where the next
   // request's read finds them, up to kWatchBytes; past those the watch ends, and the rest
-  // waits in the socket until the reply is answered. It reads what is there before it waits
-  // for more, on this thread: the wait sees only what comes after (the reactor is edge
-  // triggered, and a wait, unlike a read, does not look first).
+  // waits in the socket until the reply is answered. An asynchronous read, not a wait for
+  // readiness: a read looks at what is there first, so a close that came before it started
+  // is seen too (a wait on the edge-triggered reactor missed it under load). Its own
+  // buffer: the handler of a read cancelled by end_deferred runs before the answer's write
+  // completes, so what it read is in buffer_ before the next request's read begins.
   void watch_client() {
-    const int fd = stream_.socket().native_handle();
-    while (buffer_.size() < kWatchBytes) {
-      const auto space = buffer_.prepare(kWatchBytes - buffer_.size());
-      const ssize_t n = ::recv(fd, space.data(), space.size(), MSG_DONTWAIT);
-      if (n > 0) {
-        buffer_.commit(static_cast<size_t>(n));
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return close();  // closed, or broken
-      watching_ = true;
-      stream_.socket().async_wait(
-          tcp::socket::wait_read, [self = shared_from_this(), generation = watch_generation_](beast::error_code ec) {
-            if (generation != self->watch_generation_ || self->closed_) return;  // answered, or closed
-            self->watching_ = false;
-            if (ec) return self->close();
-            self->watch_client();
-          });
-      return;
-    }
+    if (buffer_.size() >= kWatchBytes) return;
+    watching_ = true;
+    stream_.socket().async_read_some(
+        asio::buffer(watch_buffer_),
+        [self = shared_from_this(), generation = watch_generation_](beast::error_code ec, size_t n) {
+          if (n > 0) {
+            const auto space = self->buffer_.prepare(n);
+            std::memcpy(space.data(), self->watch_buffer_.data(), n);
+            self->buffer_.commit(n);
+          }
+          if (generation != self->watch_generation_ || self->closed_) return;  // answered, or closed
+          self->watching_ = false;
+          if (ec) return self->close();  // the client closed, or the connection broke
+          self->watch_client();
+        });
   }
 
   void start_stream(Reply reply) {
@@ -465,7 +463,8 @@ class Session : public std::enable_shared_from_this<Session> {
   const uint64_t id_;
   asio::steady_timer timer_;       // deferred responses and event streams
   bool deferred_ = false;          // a deferred reply waits
-  bool watching_ = false;          // watch_client's wait is pending
+  bool watching_ = false;          // watch_client's read is pending
+  std::array<char, 4096> watch_buffer_;  // what that read reads, then added to buffer_
   uint64_t watch_generation_ = 0;  // a watch whose generation is past is over (end_deferred)
   bool woken_ = false;             // its timer was cancelled to poll it now
   // The idle and request timeouts of reads and writes (set_deadline).

@@ -182,6 +182,7 @@ TEST_F(StreamTest, TheFirstGapEndsWithAReset_EvenWhenNothingWasSentBeforeIt) {
 TEST_F(StreamTest, ContextsNotEndedWhenAClientComes_AreFollowed_TheirEndsSent) {
   server::EventFeed& feed = service_->feed();
   const auto first = call_hold_desk();   // holds the lock, waits for its gate
+  settle();  // the lock is first's before second asks (else they race for it)
   const auto second = call_hold_desk();  // waits for the lock
   client().request(http::verb::post, "/api/flows/greet/call?wait=10s", R"({"name": "a"})", token("operator"));
   settle();
