@@ -446,7 +446,7 @@ Result<StartedFlow> EngineCore::start_api_flow(std::string_view flow, const Valu
   FlowSlot* slot = flows.slot(flow);
   if (!slot) return Error{"no flow '" + std::string(flow) + "'"};
   if (!slot->active.load(std::memory_order_acquire)) return Error{"flow '" + std::string(flow) + "' is not active"};
-  if (std::shared_ptr<const TriggerSpec> trigger = slot->trigger().spec; trigger && trigger->type != TriggerType::kApi) {
+  if (std::shared_ptr<const TriggerSpec> trigger = slot->trigger_spec(); trigger && trigger->type != TriggerType::kApi) {
     return Error{"flow '" + std::string(flow) + "' has a " + std::string(trigger_type_name(trigger->type)) +
                  " trigger; only API flows start on request (test_flow runs any flow now)"};
   }

@@ -90,7 +90,7 @@ Value EngineCore::restore_schedule(FlowSlot* slot, TimeMs activated_at, TimeMs l
   ++slot->schedule_generation;
   slot->missed_at = -1;
   slot->due_from = -1;
-  const std::shared_ptr<const TriggerSpec> trigger = slot->trigger().spec;
+  const std::shared_ptr<const TriggerSpec> trigger = slot->trigger_spec();
   if (!trigger || trigger->type != TriggerType::kSchedule) return Value();
   if (clock.is_virtual()) {
     // The clock went on from where the last run left it: what is due by now fell due

@@ -75,6 +75,11 @@ struct FlowSlot {
     SpinLockGuard lock(cache_mu_);
     return trigger_;
   }
+  // The trigger alone, without copying its version: what an API start checks.
+  std::shared_ptr<const TriggerSpec> trigger_spec() const {
+    SpinLockGuard lock(cache_mu_);
+    return trigger_.spec;
+  }
   void set_trigger(Trigger t) {
     SpinLockGuard lock(cache_mu_);
     trigger_.spec.swap(t.spec);  // the old one is freed after the lock is let go
