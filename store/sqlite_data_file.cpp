@@ -37,6 +37,17 @@ std::string describe_holder(const std::string& path) {
 
 }  // namespace
 
+Result<int> SqliteDataFile::open_existing(const std::string& path, int flags, OpenDataFiles::Key expected) {
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
+  if (fd < 0) return Error{std::strerror(errno)};
+  const OpenDataFiles::Key found = OpenDataFiles::key_of(fd);
+  if (found == expected) return fd;
+  // Renamed or replaced since its stat: a descriptor of another file, which a store of that
+  // file in this process may have open too, so it closes through that file's own entry.
+  OpenDataFiles::enter(found, /*writer=*/false).close_fd(fd);
+  return Error{"the file was replaced while it was being opened; open it again"};
+}
+
 SqliteDataFile& SqliteDataFile::operator=(SqliteDataFile&& other) noexcept {
   if (this != &other) {
     let_go();
@@ -74,10 +85,14 @@ Result<SqliteDataFile> SqliteDataFile::take(const std::string& path, bool read_o
       file.entry_ = OpenDataFiles::enter(OpenDataFiles::Key{st.st_dev, st.st_ino}, /*writer=*/true);
       if (file.entry_.entered()) fd = file.entry_.take_parked_fd();
     }
-    if (fd < 0 && (!exists || file.entry_.entered())) {
+    if (fd < 0 && exists && file.entry_.entered()) {
+      Result<int> opened = open_existing(path, O_RDWR, OpenDataFiles::Key{st.st_dev, st.st_ino});
+      if (!opened) return Error{path + ": cannot open for writing: " + opened.error().message};
+      fd = *opened;
+    } else if (fd < 0 && !exists) {
       fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
       if (fd < 0) return Error{path + ": cannot open for writing: " + std::strerror(errno)};
-      if (!exists) file.entry_ = OpenDataFiles::enter(OpenDataFiles::key_of(fd), /*writer=*/true);
+      file.entry_ = OpenDataFiles::enter(OpenDataFiles::key_of(fd), /*writer=*/true);
     }
     const bool locked = file.entry_.entered() && ::flock(fd, LOCK_EX | LOCK_NB) == 0;
     if (!locked) {
@@ -99,8 +114,11 @@ Result<SqliteDataFile> SqliteDataFile::take(const std::string& path, bool read_o
     int fd = file.lock_fd_;
     if (read_only) {
       fd = file.entry_.take_parked_fd();
-      if (fd < 0) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) return Error{path + ": cannot open: " + std::strerror(errno)};
+      if (fd < 0) {
+        Result<int> opened = open_existing(path, O_RDONLY, OpenDataFiles::Key{st.st_dev, st.st_ino});
+        if (!opened) return Error{path + ": cannot open: " + opened.error().message};
+        fd = *opened;
+      }
     }
     const ssize_t n = ::pread(fd, header, sizeof header, 0);
     if (read_only) file.entry_.close_fd(fd);

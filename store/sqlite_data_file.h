@@ -31,6 +31,12 @@ class SqliteDataFile {
   SqliteDataFile& operator=(const SqliteDataFile&) = delete;
   ~SqliteDataFile() { let_go(); }
 
+  // A new descriptor of the file at `path` (open(2) `flags`), which a stat found to be
+  // `expected`; an error when the path names another file by now (it was renamed or
+  // replaced in between: a descriptor filed under the wrong file's entry would close
+  // unguarded, dropping SQLite's locks on its real file).
+  static Result<int> open_existing(const std::string& path, int flags, OpenDataFiles::Key expected);
+
   // The locked descriptor (-1: read only); the checkpointer starts write-backs through it.
   int fd() const { return lock_fd_; }
   // Lets go of the lock at once; the descriptor closes once no store of the file is left

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "plans/value_json.h"
+#include "store/sqlite_data_file.h"
 #include "store/sqlite_store.h"
 #include "tests/support/test_support.h"
 
@@ -174,6 +175,34 @@ TEST_F(SqliteStoreTest, ReadersAndRefusedWritersBesideAWriter_KeepAtMostOneDescr
   EXPECT_LE(OpenDataFiles::parked(key), 1u);
   writer.reset();
   EXPECT_EQ(OpenDataFiles::parked(key), 0u) << "all closed with the last store of the file";
+}
+
+// A path that names another file by the time it is opened (renamed or replaced after the
+// stat the open was checked by) is refused, and the descriptor opened meanwhile is filed
+// under the file it is really open on: here a writer's file, whose SQLite locks its close
+// would drop while the writer is open.
+TEST_F(SqliteStoreTest, APathReplacedBetweenItsStatAndItsOpen_IsRefused_TheDescriptorWaitsForItsOwnFilesStores) {
+  std::unique_ptr<SqliteStore> writer = open();
+  ASSERT_NE(writer, nullptr);
+  struct stat st {};
+  ASSERT_EQ(::stat(path_.c_str(), &st), 0);
+  const OpenDataFiles::Key writers_file{st.st_dev, st.st_ino};
+  const std::string other = path_ + ".other";
+  { std::ofstream(other) << "x"; }
+  ASSERT_EQ(::stat(other.c_str(), &st), 0);
+  const OpenDataFiles::Key stat_found{st.st_dev, st.st_ino};
+  ASSERT_EQ(::unlink(other.c_str()), 0);
+  ASSERT_EQ(::link(path_.c_str(), other.c_str()), 0);  // the path now names the writer's file
+
+  Result<int> opened = SqliteDataFile::open_existing(other, O_RDONLY, stat_found);
+  EXPECT_FALSE(opened.is_ok());
+  if (!opened) {
+    EXPECT_NE(opened.error().message.find("replaced while it was being opened"), std::string::npos);
+  }
+  EXPECT_EQ(OpenDataFiles::parked(writers_file), 1u) << "kept until the writer's store closes";
+  writer.reset();
+  EXPECT_EQ(OpenDataFiles::parked(writers_file), 0u);
+  ::unlink(other.c_str());
 }
 
 TEST_F(SqliteStoreTest, ASecondProcess_IsRefusedNamingTheHoldersProcessId) {
