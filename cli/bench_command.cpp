@@ -1,7 +1,9 @@
 // flowrt bench: the throughput benchmark (docs/PERFORMANCE.md).
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -13,14 +15,23 @@
 namespace flowrt::cli {
 namespace {
 
-uint64_t positive(const CommandArgs& args, const std::string& name, uint64_t fallback) {
+// The option `name` as an integer from 1 to `max`, or `fallback` when it is not given.
+// Anything else (a sign, a fraction, digits beyond uint64) is bad usage naming the range.
+uint64_t positive(const CommandArgs& args, const std::string& name, uint64_t fallback, uint64_t max) {
   if (!args.has(name)) return fallback;
   const std::string text = args.get(name);
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v == 0) throw UsageError{"--" + name + " must be a positive integer"};
+  const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+  errno = 0;
+  const unsigned long long v = digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
+  if (!digits || errno == ERANGE || v == 0 || v > max) {
+    throw UsageError{"--" + name + " must be an integer from 1 to " + std::to_string(max)};
+  }
   return v;
 }
+
+// The most operations (and the largest rate, retention and backlog) a run may ask for: the
+// harness builds its operations before the clock starts.
+constexpr uint64_t kMaxEvents = 1000000000;
 
 std::string fixed(double v, int digits) {
   char buf[64];
@@ -38,20 +49,18 @@ int bench_command(const CommandArgs& args) {
       o.workload != "compile" && o.workload != "recovery") {
     throw UsageError{"--workload must be triage, fanout, events, locks, compile or recovery"};
   }
-  o.events = positive(args, "events", o.workload == "compile" ? 100000 : 1000000);
-  o.workers = static_cast<unsigned>(positive(args, "workers", 2));
-  o.rate = static_cast<double>(positive(args, "rate", 0));
-  o.clients = static_cast<unsigned>(positive(args, "clients", 1));
-  if (o.clients < 1 || o.clients > 1024) throw UsageError{"--clients must be 1 to 1024"};
+  o.events = positive(args, "events", o.workload == "compile" ? 100000 : 1000000, kMaxEvents);
+  o.workers = static_cast<unsigned>(positive(args, "workers", 2, 256));
+  o.rate = static_cast<double>(positive(args, "rate", 0, kMaxEvents));
+  o.clients = static_cast<unsigned>(positive(args, "clients", 1, 1024));
   if (o.clients > 1 && o.rate > 0) throw UsageError{"--rate paces one client: leave out --clients"};
   if (args.has("in-flight")) {
-    o.in_flight = static_cast<unsigned>(positive(args, "in-flight", 0));
-    if (o.in_flight < 1 || o.in_flight > 65536) throw UsageError{"--in-flight must be 1 to 65536"};
+    o.in_flight = static_cast<unsigned>(positive(args, "in-flight", 0, 65536));
   }
   o.producer_runs = args.has("producer-runs");
   if (o.producer_runs && o.rate <= 0) throw UsageError{"--producer-runs goes with --rate: without it the producer is never ahead"};
-  o.retention = positive(args, "retention", 0);
-  o.max_queued = positive(args, "max-queued", 0);
+  o.retention = positive(args, "retention", 0, kMaxEvents);
+  o.max_queued = positive(args, "max-queued", 0, kMaxEvents);
   o.store = args.get("store", !args.has("data")                   ? "memory"
                               : is_postgres_url(args.get("data")) ? "postgresql"
                                                                   : "sqlite");

@@ -76,6 +76,18 @@ TEST_F(CliTest, Bench_TableByDefault_BadOptionsExit2) {
   EXPECT_EQ(run("bench --rate 1000 --producer-runs --producer-runs").code, 2);
 }
 
+// A number out of an option's range is bad usage naming the range, never a run with a
+// wrapped or cut value (a "-1" read as 2^64 - 1) nor an internal error.
+TEST_F(CliTest, Bench_NumbersOutOfRange_AreBadUsage_NamingTheRange) {
+  for (const char* args : {"--events 99999999999999999999", "--events 1000000001", "--rate -1", "--retention -5",
+                           "--max-queued 18446744073709551616", "--workers 4294967297", "--workers 257",
+                           "--events +5", "--events 1e6", "--clients 0"}) {
+    Output o = run(std::string("bench ") + args);
+    EXPECT_EQ(o.code, 2) << args << ": " << o.out;
+    EXPECT_NE(o.out.find("must be an integer from 1 to "), std::string::npos) << args << ": " << o.out;
+  }
+}
+
 TEST_F(CliTest, Bench_ProducerRuns_SaysHowManyContextsTheProducerRan) {
   Output paced = run("bench --events 2000 --rate 200000 --producer-runs --json");
   ASSERT_EQ(paced.code, 0) << paced.out;
