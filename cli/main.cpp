@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <exception>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,13 @@ constexpr const char* kUsage = R"(usage:
 exit codes: 0 ran, 1 bad definitions, events or config, 2 bad usage,
   130 / 143 run stopped by SIGINT / SIGTERM (contexts not ended are cancelled; what ran is printed)
   3 serve --node lost the cluster's lead (another node took over; start it again to rejoin)
+  70 an internal error of flowrt's (or out of memory): what it was goes to stderr
 )";
+
+// An exception that reached main: a fault of flowrt's, not of what it was given. Apart from
+// 3 (serve --node: the lead was lost, kLostLeadExit), so that a supervisor tells them apart;
+// 70 is sysexits' EX_SOFTWARE.
+constexpr int kInternalErrorExit = 70;
 
 const std::vector<std::string> kCommands = {"run", "validate", "plan", "bench", "inspect", "serve", "help"};
 
@@ -260,8 +267,11 @@ int main(int argc, char** argv) {
   } catch (const flowrt::cli::UsageError& e) {
     std::cerr << "flowrt " << command << ": " << e.message << "\n" << kUsage;
     return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "flowrt " << command << ": out of memory\n";
+    return kInternalErrorExit;
   } catch (const std::exception& e) {
     std::cerr << "flowrt " << command << ": internal error: " << e.what() << "\n";
-    return 3;
+    return kInternalErrorExit;
   }
 }

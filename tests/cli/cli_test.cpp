@@ -73,6 +73,20 @@ TEST_F(CliTest, Run_AContextThatRunsTheProcessOutOfMemory_EndsTheRun_NoHang) {
 #endif
 }
 
+// An exception that reaches the command's top (here the harness's allocation of a billion
+// operations under a 2 GB address-space limit) exits 70, apart from serve --node's 3 for a
+// lost lead, which a supervisor restarts on. Until 2026-12-06 both were 3.
+TEST_F(CliTest, AnInternalError_Exits70_NotTheLostLeadsCode) {
+#if FLOWRT_TEST_SANITIZED
+  GTEST_SKIP() << "a sanitizer's runtime cannot run under a 2 GB address-space limit";
+#else
+  const Output out = test_support::run_command("ulimit -v 2000000; timeout -k 5 60 " + std::string(FLOWRT_BINARY) +
+                                               " bench --events 1000000000 2>&1");
+  EXPECT_EQ(out.code, 70) << out.out.substr(0, 2000);
+  EXPECT_NE(out.out.find("flowrt bench: out of memory"), std::string::npos) << out.out.substr(0, 2000);
+#endif
+}
+
 // The table lists a step that failed and was gone past (on_error: continue) as "failed,
 // went on"; steps ended in error by the context's own end (the loop around the failing
 // step, or the open steps of a context stopped by a budget) are not: the context's error
