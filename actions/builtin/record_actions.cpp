@@ -100,9 +100,10 @@ StepOutcome WaitForConditionAction::start(const StepCall& call) const {
   }
   Scope scope = call.scope;
   scope.record = &record;
-  scope.previous = nullptr;
-  // Already true: no wait. (changes ops compare with a previous value, which only a later
-  // write provides, so they never hold here.)
+  // Already true: no wait. Nothing has changed yet, so the record is its own previous
+  // version and the changes ops never hold here (a null previous would make `changes` of
+  // any set field hold); only a later write, with its own previous version, meets them.
+  scope.previous = &record;
   Result<bool> now = evaluate(call.step.condition, scope);
   if (!now) return StepOutcome::failed(now.message());
   if (*now) return StepOutcome::done(Value::object(kRecordTimedOut, {record, Value(false)}));

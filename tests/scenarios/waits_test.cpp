@@ -143,6 +143,46 @@ TEST_F(WaitsTest, WaitForCondition_ChangesOp_ComparesWithTheWritesPreviousValue)
   EXPECT_THAT(OnlyContext("w"), HasStatus("completed"));
 }
 
+// At the wait's start nothing has changed yet: `changes`, a `changes_to` the record holds
+// already and a `changes_from null` do not hold then, and the first write that changes the
+// field ends the wait. Until 2026-12-06 the start compared with a null previous value, so
+// each of these ended the wait at once.
+TEST_F(WaitsTest, WaitForCondition_ChangesOps_DoNotHoldAtTheStart_OnlyAWriteAfterMeetsThem) {
+  for (const char* flow : {R"({"id": "w1", "trigger": {"type": "api"}, "actions": [
+    {"id": "x", "action": "wait_for_condition", "inputs": {"table": "t", "sys_id": "a",
+        "condition": {"field": "v", "op": "changes"}}}]})",
+                           R"({"id": "w2", "trigger": {"type": "api"}, "actions": [
+    {"id": "x", "action": "wait_for_condition", "inputs": {"table": "t", "sys_id": "b",
+        "condition": {"field": "v", "op": "changes_to", "value": "open"}}}]})",
+                           R"({"id": "w3", "trigger": {"type": "api"}, "actions": [
+    {"id": "x", "action": "wait_for_condition", "inputs": {"table": "t", "sys_id": "c",
+        "condition": {"field": "v", "op": "changes_from", "value": null}}}]})"}) {
+    ASSERT_TRUE(Load(flow));
+  }
+  Insert("t", Json(R"({"sys_id": "a", "v": "open"})"));
+  Insert("t", Json(R"({"sys_id": "b", "v": "open"})"));
+  Insert("t", Json(R"({"sys_id": "c", "v": null})"));
+  const std::string changes = CallFlow("w1");
+  const std::string to = CallFlow("w2");
+  const std::string from = CallFlow("w3");
+  engine().settle(0);
+  for (const std::string& id : {changes, to, from}) EXPECT_THAT(ContextById(id), HasStatus("waiting")) << id;
+  Advance("10m");
+  Update("t", "a", Json(R"({"v": "closed"})"));
+  Update("t", "b", Json(R"({"v": "closed"})"));
+  Update("t", "c", Json(R"({"v": "set"})"));
+  engine().settle(0);
+  ContextRecord c = ContextById(changes);
+  EXPECT_THAT(c, HasStatus("completed"));
+  EXPECT_EQ(Ms(c.value()["ended_at"]), 600000);
+  EXPECT_EQ(c.step("x")["outputs"]["record"]["v"], Value("closed"));
+  EXPECT_THAT(ContextById(to), HasStatus("waiting")) << "b changed from open, not to it";
+  EXPECT_THAT(ContextById(from), HasStatus("completed"));
+  Update("t", "b", Json(R"({"v": "open"})"));
+  engine().settle(0);
+  EXPECT_THAT(ContextById(to), HasStatus("completed"));
+}
+
 TEST_F(WaitsTest, WaitForCondition_RecordDeletedOrMissing_IsStepError) {
   ASSERT_TRUE(Load(R"({"id": "w", "trigger": {"type": "api"}, "actions": [
     {"id": "x", "action": "wait_for_condition", "inputs": {"table": "t", "sys_id": "{{inputs.id}}",
