@@ -92,6 +92,9 @@ class Context : public std::enable_shared_from_this<Context> {
 
   // ---- execution: owned by the running thread; released when the context ends ----
   std::shared_ptr<const Plan> plan;
+  // Why the version test_flow runs cannot be compiled (null: it compiled, or not a test):
+  // the context ends in error with it when it starts. Set before it is published.
+  std::unique_ptr<const std::string> compile_error;
   // Allocated when the context starts and freed when it ends, so a finished context keeps
   // only its record.
   std::unique_ptr<ExecState> state;

@@ -477,12 +477,15 @@ Status Dispatcher::fire_event(const Value& name, const Value& payload, Origin or
 }
 
 Result<StartedFlow> Dispatcher::start_flow(FlowSlot& flow, TriggerData trigger, Value inputs, Origin origin,
-                                           std::shared_ptr<const Plan> plan) {
-  // test_flow gives the plan to run, and runs any flow, active or not; every other start
-  // (a call, a tick) runs the flow's own plan while it is active.
-  const bool tested = plan != nullptr;
+                                           TestRun* test) {
+  // test_flow gives the plan to run (or its compile error), and runs any flow, active or
+  // not; every other start (a call, a tick) runs the flow's own plan while it is active.
+  const bool tested = test != nullptr;
   Prepared p{&flow, nullptr, new_context(&flow, std::move(trigger), std::move(inputs))};
-  p.context->plan = std::move(plan);
+  if (test) {
+    p.context->plan = std::move(test->plan);
+    if (!p.context->plan) p.context->compile_error = std::make_unique<const std::string>(std::move(test->compile_error));
+  }
   Batch batch(core_);
   batch.reserve(1);
   Result<StartedFlow> started = Error{""};

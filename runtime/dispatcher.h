@@ -77,9 +77,14 @@ class Dispatcher {
   Result<size_t> remove_where(std::string_view table, const Condition& where, Origin origin) EXCLUDES(mu_);
   Status fire_event(const Value& name, const Value& payload, Origin origin) EXCLUDES(mu_);
   // Starts `flow` on request: call_flow, start_flow, a schedule tick, test_flow. With
-  // `plan`, the context runs that plan instead of the cached one (test_flow).
+  // `test`, the context is a test run (test_flow): it runs the version given, active or
+  // not, or ends in error when that version does not compile.
+  struct TestRun {
+    std::shared_ptr<const Plan> plan;  // the version to run; null when it does not compile
+    std::string compile_error;         // why not, when plan is null
+  };
   Result<StartedFlow> start_flow(FlowSlot& flow, TriggerData trigger, Value inputs, Origin origin,
-                                 std::shared_ptr<const Plan> plan = nullptr) EXCLUDES(mu_);
+                                 TestRun* test = nullptr) EXCLUDES(mu_);
 
   // Returns once every commit that holds the commit lock now has ended (takes the lock and
   // lets it go): what a caller changed before is seen by every later commit, and no commit

@@ -362,17 +362,37 @@ Result<std::string> Engine::test_flow(std::string_view flow, const Value& record
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
   FlowSlot* slot = core_->flows.slot(flow);
   if (!slot) return Error{"no flow '" + std::string(flow) + "'"};
+  // A version that does not compile starts all the same and ends in error with the compile
+  // error, as a call of a flow that no longer compiles does (SPEC 9.6). Its trigger is then
+  // the published version's, when that one has one.
   FlowRegistry::PlanResult p = core_->flows.plan_for_test(flow, core_->compile_options());
-  if (!p.plan) return Error{"flow '" + std::string(flow) + "' does not compile: " + p.error};
+  const std::shared_ptr<const TriggerSpec> published_trigger = p.plan ? nullptr : slot->trigger_spec();
+  const TriggerSpec fallback_trigger;
   const Origin origin = origin_of(caller);
   TriggerData t;
   t.time = core_->clock.now();
   t.caller = origin.caller;
-  const TriggerSpec& spec = p.plan->trigger;
+  const TriggerSpec& spec = p.plan ? p.plan->trigger : published_trigger ? *published_trigger : fallback_trigger;
+  const bool trigger_known = p.plan || published_trigger;
+  const std::string label = "flow '" + std::string(flow) + "'";
+  // The request matches the trigger: a record-triggered flow is tested with a record of its
+  // table, any other with inputs (or nothing), never with both.
+  if (!record.is_null() && !inputs.is_null()) return Error{"test_flow takes a record or inputs, not both"};
+  if (trigger_known && spec.type == TriggerType::kRecord && record.is_null()) {
+    return Error{label + " has a record trigger: test it with a record of table '" + spec.table + "'"};
+  }
+  if (trigger_known && spec.type != TriggerType::kRecord && !record.is_null()) {
+    return Error{label + " has " + (spec.type == TriggerType::kApi ? "an " : "a ") +
+                 std::string(trigger_type_name(spec.type)) + " trigger: test it with inputs, not a record"};
+  }
   if (!record.is_null()) {
     const Value& table = record["table"];
     const Value& sys_id = record["sys_id"];
     if (!table.is_string() || !sys_id.is_string()) return Error{"record needs \"table\" and \"sys_id\""};
+    if (trigger_known && table.as_string() != spec.table) {
+      return Error{label + " is triggered by records of table '" + spec.table + "', not '" +
+                   std::string(table.as_string()) + "'"};
+    }
     Value r = core_->dispatcher.get(table.as_string(), sys_id.as_string());
     if (r.is_null()) {
       return Error{"no record in " + std::string(table.as_string()) + " with sys_id " + std::string(sys_id.as_string())};
@@ -391,15 +411,19 @@ Result<std::string> Engine::test_flow(std::string_view flow, const Value& record
   } else {
     t.type = spec.type == TriggerType::kRecord ? TriggerType::kApi : spec.type;
     t.payload = t.type == TriggerType::kApi && inputs.is_null() ? Value::empty_object() : inputs;
+    if (t.type == TriggerType::kEvent) t.event_name = Value(std::string_view(spec.event_name));
   }
   if (!inputs.is_null() && !inputs.is_object()) return Error{"inputs must be an object, got " + shown_value(inputs)};
   // Inputs are checked as call_flow checks them, against the version that runs (the draft
   // when there is one). A run with a record gives the flow no inputs to check.
-  if (record.is_null()) {
+  if (record.is_null() && p.plan) {
     FLOWRT_RETURN_IF_ERROR(check_api_inputs(p.plan->root(), inputs.is_null() ? Value::empty_object() : inputs));
   }
-  Result<StartedFlow> started = core_->dispatcher.start_flow(
-      *slot, std::move(t), inputs.is_null() ? Value::empty_object() : inputs, origin, std::move(p.plan));
+  Dispatcher::TestRun test;
+  if (!p.plan) test.compile_error = "flow '" + std::string(flow) + "' does not compile: " + p.error;
+  test.plan = std::move(p.plan);
+  Result<StartedFlow> started =
+      core_->dispatcher.start_flow(*slot, std::move(t), inputs.is_null() ? Value::empty_object() : inputs, origin, &test);
   if (!started) return started.error();
   FLOWRT_RETURN_IF_ERROR(core_->wait_durable());
   return std::string(started->context_id.as_string());

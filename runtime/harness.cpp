@@ -109,7 +109,8 @@ Status Harness::apply(const Value& op) {
     if (!record.is_null() && !record.is_object()) return Error{"field 'record' must be {\"table\", \"sys_id\"}"};
     Result<Value> inputs = object_field(op, "inputs", false);
     if (!inputs) return inputs.error();
-    return engine_.test_flow(*flow, record, *inputs).status();
+    const Value* given = op.find("inputs");
+    return engine_.test_flow(*flow, record, given && !given->is_null() ? *inputs : Value()).status();
   }
   if (o == "save") {
     FLOWRT_RETURN_IF_ERROR(check_fields(op, {"definition"}));

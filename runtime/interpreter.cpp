@@ -109,6 +109,10 @@ bool Interpreter::start() {
     finish(ContextStatus::kCancelled, Value());
     return false;
   }
+  if (ctx_.compile_error) {
+    finish(ContextStatus::kError, error_value(*ctx_.compile_error, Value()));
+    return false;
+  }
   if (!ctx_.plan) {
     FlowRegistry::PlanResult p = core_.plan_of(*ctx_.flow);
     if (!p.plan) {

@@ -101,19 +101,80 @@ TEST_F(LifecycleTest, TestFlow_RunsNow_BypassingTheCondition_DraftsIncluded) {
   EXPECT_FALSE(engine().test_flow("cond", Json(R"({"table": "t", "sys_id": "missing"})"), Value()).is_ok());
 }
 
+// A test request that does not fit the flow's trigger is refused, naming what fits, and
+// starts nothing; an event flow's test context names its event. Until 2026-12-06 each of
+// these ran: inputs were dropped beside a record, an API flow ran with a record trigger,
+// a record flow given inputs ran with every trigger.record pill null.
+TEST_F(LifecycleTest, TestFlow_ARequestThatDoesNotFitTheTrigger_IsRefused_NothingStarts) {
+  ASSERT_TRUE(Load(R"([
+    {"id": "api", "trigger": {"type": "api"}, "actions": [{"action": "log", "inputs": {"message": "api"}}]},
+    {"id": "rec", "trigger": {"type": "record", "table": "t", "when": "created"}, "actions": [{"action": "log", "inputs": {"message": "rec"}}]},
+    {"id": "ev", "status": "draft", "trigger": {"type": "event", "name": "ping"}, "actions": [
+      {"action": "log", "inputs": {"message": "event n={{trigger.payload.n}}"}}]}])"));
+  ASSERT_TRUE(engine().insert("t", Json(R"({"sys_id": "r"})")).is_ok());
+  ASSERT_TRUE(engine().insert("u", Json(R"({"sys_id": "r"})")).is_ok());
+  Settle();
+  const size_t before = engine().contexts().size();
+  auto refused = [&](const char* flow, const char* record, const char* inputs, const std::string& says) {
+    Result<std::string> r = engine().test_flow(flow, record ? Json(record) : Value(), inputs ? Json(inputs) : Value());
+    ASSERT_FALSE(r.is_ok()) << flow;
+    EXPECT_NE(r.message().find(says), std::string::npos) << r.message();
+  };
+  refused("rec", R"({"table": "t", "sys_id": "r"})", "{}", "a record or inputs, not both");
+  refused("api", R"({"table": "t", "sys_id": "r"})", nullptr, "flow 'api' has an api trigger: test it with inputs");
+  refused("rec", nullptr, R"({"x": 1})", "flow 'rec' has a record trigger: test it with a record of table 't'");
+  refused("rec", nullptr, nullptr, "test it with a record of table 't'");
+  refused("rec", R"({"table": "u", "sys_id": "r"})", nullptr, "triggered by records of table 't', not 'u'");
+  EXPECT_EQ(engine().contexts().size(), before) << "nothing started";
+
+  Result<std::string> ev = engine().test_flow("ev", Value(), Json(R"({"n": 3})"));
+  ASSERT_TRUE(ev.is_ok()) << ev.message();
+  Settle();
+  EXPECT_THAT(ContextById(*ev), HasLog("event n=3"));
+  EXPECT_EQ(ContextById(*ev).value()["trigger"]["name"], Value("ping"));
+}
+
 TEST_F(LifecycleTest, TestFlow_DraftActionsOnlyWithShowDraftActions) {
   ASSERT_TRUE(Load(R"([{"id": "greet", "type": "action", "status": "draft", "outputs": [{"name": "s", "type": "string"}],
                         "actions": [{"action": "assign_outputs", "inputs": {"values": {"s": "hi"}}}]}])"));
   ASSERT_TRUE(engine().save(Json(R"({"id": "plain", "trigger": {"type": "api"}, "actions": [{"id": "g", "action": "greet"}]})")).is_ok());
   ASSERT_TRUE(engine().save(Json(R"({"id": "shown", "show_draft_actions": true, "trigger": {"type": "api"}, "actions": [
       {"id": "g", "action": "greet"}, {"action": "log", "inputs": {"message": "{{steps.g.s}}"}}]})")).is_ok());
-  Result<std::string> refused = engine().test_flow("plain", Value(), Value::empty_object());
-  ASSERT_FALSE(refused.is_ok());
-  EXPECT_NE(refused.message().find("uses action 'greet', which is a draft"), std::string::npos) << refused.message();
+  // Without show_draft_actions the version tested does not compile: it starts, as any
+  // start of a flow that does not compile, and ends in error with the compile error.
+  Result<std::string> plain = engine().test_flow("plain", Value(), Value::empty_object());
+  ASSERT_TRUE(plain.is_ok()) << plain.message();
   Result<std::string> shown = engine().test_flow("shown", Value(), Value::empty_object());
   ASSERT_TRUE(shown.is_ok()) << shown.message();
   Settle();
+  EXPECT_THAT(ContextById(*plain), FailedWith("flow 'plain' does not compile"));
+  EXPECT_THAT(ContextById(*plain), FailedWith("uses action 'greet', which is a draft"));
+  EXPECT_EQ(ContextById(*plain).steps().size(), 0u);
   EXPECT_THAT(ContextById(*shown), HasLog("hi"));
+}
+
+// test_flow of a flow that a dependency's change broke makes a context in error with the
+// compile error, as call_flow does (SPEC 9.6), and the events file goes on after it. Until
+// 2026-12-06 it was the run's error: nothing after its line was applied.
+TEST_F(LifecycleTest, TestFlow_OfAFlowThatNoLongerCompiles_EndsInErrorWithTheCompileError_TheRunGoesOn) {
+  ASSERT_EQ(Events(R"({"op": "save", "definition": {"id": "s", "type": "subflow", "outputs": [{"name": "y", "type": "integer"}], "actions": [{"action": "assign_outputs", "inputs": {"values": {"y": 1}}}]}}
+{"op": "publish", "id": "s"}
+{"op": "save", "definition": {"id": "f", "trigger": {"type": "record", "table": "t", "when": "created"}, "actions": [{"id": "c", "action": "call_subflow", "inputs": {"subflow": "s"}}, {"action": "log", "inputs": {"message": "{{steps.c.y}}"}}]}}
+{"op": "activate", "id": "f"}
+{"op": "save", "definition": {"id": "s", "type": "subflow", "outputs": [{"name": "z", "type": "integer"}], "actions": [{"action": "assign_outputs", "inputs": {"values": {"z": 1}}}]}}
+{"op": "publish", "id": "s"}
+{"op": "insert", "table": "t", "values": {"sys_id": "r"}}
+{"op": "test_flow", "flow": "f", "record": {"table": "t", "sys_id": "r"}}
+{"op": "insert", "table": "after", "values": {"sys_id": "a"}}
+)").message(), "");
+  std::vector<ContextRecord> cs = Contexts("f");
+  ASSERT_EQ(cs.size(), 2u);
+  for (const ContextRecord& c : cs) {
+    EXPECT_THAT(c, FailedWith("flow 'f' does not compile"));
+    EXPECT_THAT(c, FailedWith("has no output 'y'"));
+  }
+  EXPECT_EQ(cs[1].value()["trigger"]["type"], Value("record")) << "the published version's trigger";
+  EXPECT_EQ(Records("after").size(), 1u) << "the line after the test_flow was applied";
 }
 
 TEST_F(LifecycleTest, EventsFile_LifecycleOps) {
