@@ -84,7 +84,9 @@ void check_contexts(const Snapshot& s, Moment m, Violations* out) {
       const Value& cond = in["condition"];
       if (cond["field"].is_string() && cond["op"].is_string()) {
         FieldCondition fc{str(cond["field"]), str(cond["op"]), cond["value"]};
-        if (m != Moment::kAfterOperation && model_condition_holds(fc, *r)) {
+        // As the record is now, its own previous version: a changes op is met only by a
+        // write, which would have woken it (the engine's own liveness check reads it so).
+        if (m != Moment::kAfterOperation && model_condition_holds(fc, *r, r)) {
           add(out, inv, id + " still waits although its record meets the condition (a lost wake-up): " + r->to_json(), c);
         }
       }

@@ -324,6 +324,22 @@ void Model::replay_action(Ctx& x, Frame& f, const Value& node, const Value& st, 
           found = found || (meets && v.record == o["record"]);
         }
         const bool at_once = ended == started && !o["timed_out"].as_bool();  // met when it looked
+        const std::string_view op = cond["op"].as_string();
+        // A write at the very instant of its look (after it, before the wait registered)
+        // may have met it; without one, a changes op cannot have held.
+        bool met_at_its_instant = false;
+        for (size_t i = 1; i < h->size(); ++i) {
+          const Version& v = (*h)[i];
+          met_at_its_instant = met_at_its_instant ||
+                               (!v.record.is_null() && v.at == started &&
+                                model_compare(op, v.record[cond["field"].as_string()], cond["value"],
+                                              (*h)[i - 1].record[cond["field"].as_string()]));
+        }
+        if (at_once && !found && !met_at_its_instant && op.starts_with("changes")) {
+          add(out, "(b) contexts ended or waiting on something that exists",
+              what + " was met by '" + std::string(op) + "' when it looked, before anything changed", st);
+          return;
+        }
         if (!o["timed_out"].as_bool() && !found && !at_once) {
           add(out, "(b) contexts ended or waiting on something that exists",
               what + " was woken with " + o["record"].to_json() + ", which is no version written while it waited that meets its condition", st);
