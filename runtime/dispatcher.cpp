@@ -427,7 +427,7 @@ Status Dispatcher::commit_remove_locked(std::string_view table, std::string_view
 }
 
 Result<Value> Dispatcher::remove(std::string_view table, std::string_view sys_id, Origin origin,
-                                 const Value& while_holding) {
+                                 const Value& while_holding, bool missing_ok) {
   Batch batch(core_);
   Value record;
   perturb(PerturbPoint::kBeforeCommitLock);
@@ -440,6 +440,8 @@ Result<Value> Dispatcher::remove(std::string_view table, std::string_view sys_id
       prepare_record(table, RecordOperation::kDelete, existing, nullptr, true, origin.caller, &prepared);
       FLOWRT_RETURN_IF_ERROR(check_queue_room(prepared.size()));
       batch.reserve(prepared.size());
+    } else if (missing_ok) {
+      return Value();  // nothing to remove, nothing written
     }
     FLOWRT_RETURN_IF_ERROR(commit_remove_locked(table, sys_id, prepared, origin, &batch, &record));
   }

@@ -68,8 +68,10 @@ class Dispatcher {
   // `hint` (RowHint) may spare the lookup of the record by sys_id; it never changes what is read.
   Result<Value> update(std::string_view table, std::string_view sys_id, const Value& values, Origin origin,
                        const Value& while_holding = Value(), RowHint hint = {}) EXCLUDES(mu_);
+  // The record removed; with `missing_ok`, null when there was none (nothing is written),
+  // else an error naming it.
   Result<Value> remove(std::string_view table, std::string_view sys_id, Origin origin,
-                       const Value& while_holding = Value()) EXCLUDES(mu_);
+                       const Value& while_holding = Value(), bool missing_ok = false) EXCLUDES(mu_);
   // Each record matching `where` (in insertion order), a commit each; the commits go to the
   // journal as one entry, so they are durable (one store transaction) all or none.
   Result<size_t> update_where(std::string_view table, const Condition& where, const Value& values, Origin origin)

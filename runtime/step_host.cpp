@@ -92,9 +92,9 @@ Result<bool> ContextHost::delete_record(const Value& table, const Value& sys_id,
   if (!t) return t.error();
   Result<std::string_view> id = name_arg("sys_id", sys_id);
   if (!id) return id.error();
-  Result<Value> removed = core_.dispatcher.remove(*t, *id, Origin{&ctx_, Value()}, while_holding);
+  Result<Value> removed = core_.dispatcher.remove(*t, *id, Origin{&ctx_, Value()}, while_holding, /*missing_ok=*/true);
   if (!removed) return removed.error();
-  return true;
+  return !removed->is_null();
 }
 
 Result<Value> ContextHost::find_records(const RecordQuery& query) {

@@ -106,6 +106,30 @@ TEST_F(RecordActionsTest, DeleteRecord_RemovesIt_AndFiresDeletedTriggerWithOldVa
   EXPECT_THAT(OnlyContext("audit"), HasLog("deleted old by delete"));
 }
 
+// A delete of a record that is not there completes with deleted: false, writes nothing and
+// starts nothing (SPEC 6 gives delete_record the output `deleted`). Until 2026-12-06 it was
+// a step error, and `deleted` was never false.
+TEST_F(RecordActionsTest, DeleteRecord_OfNoRecord_IsDeletedFalse_NothingWritten) {
+  ASSERT_TRUE(Load(R"([
+    {"id": "del", "trigger": {"type": "api"}, "actions": [
+      {"id": "d", "action": "delete_record", "inputs": {"table": "doc", "sys_id": "{{inputs.id}}"}},
+      {"action": "log", "inputs": {"message": "deleted={{steps.d.deleted}}"}}]},
+    {"id": "audit", "trigger": {"type": "record", "table": "doc", "when": "deleted"}, "actions": [
+      {"action": "log", "inputs": {"message": "audit"}}]}])"));
+  Insert("doc", Json(R"({"sys_id": "here"})"));
+  const std::string missing = CallFlow("del", Json(R"({"id": "nope"})"));
+  Settle();
+  EXPECT_THAT(ContextById(missing), HasStatus("completed"));
+  EXPECT_THAT(ContextById(missing), HasLog("deleted=false"));
+  EXPECT_TRUE(Contexts("audit").empty()) << "no delete, no deleted trigger";
+  EXPECT_EQ(Records("doc").size(), 1u);
+  const std::string present = CallFlow("del", Json(R"({"id": "here"})"));
+  Settle();
+  EXPECT_THAT(ContextById(present), HasLog("deleted=true"));
+  EXPECT_EQ(Contexts("audit").size(), 1u);
+  EXPECT_TRUE(Records("doc").empty());
+}
+
 TEST_F(RecordActionsTest, LookUpRecord_FindsFirstMatchInInsertionOrder_OrNullWhenNone) {
   ASSERT_TRUE(Load(R"({"id": "find", "trigger": {"type": "api"}, "actions": [
       {"id": "hit", "action": "look_up_record", "inputs": {"table": "user",

@@ -433,7 +433,12 @@ void Model::replay_action(Ctx& x, Frame& f, const Value& node, const Value& st, 
     x.frames[path + call_segment(s_, action)] = std::move(callee_frame);
     return;
   }
-  // Writes, events and starts: a completed one made exactly one commit.
+  // Writes, events and starts: a completed one made exactly one commit; a delete_record
+  // that found no record to delete (deleted: false) made none.
+  if (action == "delete_record" && done && st["outputs"]["deleted"] == Value(false)) {
+    count("deletes of no record");
+    return;
+  }
   Value w;
   if (action == "create_record" || action == "update_record" || action == "delete_record" || action == "sim_stamp") {
     const std::string kind = action == "update_record" ? "update" : action == "delete_record" ? "delete" : "insert";
