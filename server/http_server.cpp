@@ -150,7 +150,10 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->header_limit(static_cast<uint32_t>(limits().header_bytes));
     parser_->body_limit(limits().body_bytes);
     busy_ = false;
-    set_deadline(first_ ? limits().request_timeout_ms : limits().idle_timeout_ms);
+    // A new connection's first request line and headers must come within the request
+    // timeout; a kept-alive connection's next ones within the idle timeout.
+    idle_wait_ = !first_;
+    set_deadline(idle_wait_ ? limits().idle_timeout_ms : limits().request_timeout_ms);
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
   }
@@ -165,6 +168,7 @@ class Session : public std::enable_shared_from_this<Session> {
                   false);
     }
     // The rest of the request must come within the request timeout.
+    idle_wait_ = false;
     set_deadline(limits().request_timeout_ms);
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code e, size_t) { self->on_read(e); });
@@ -206,12 +210,17 @@ class Session : public std::enable_shared_from_this<Session> {
       return close();
     }
     if (ec == beast::error::timeout) {
-      // Idle between requests: just close. In the middle of one: say so.
+      // Idle between requests: just close. In the middle of one: say so, naming the limit
+      // that ran out (a kept-alive connection's next request line and headers wait under
+      // idle_timeout_ms, the rest of a request under request_timeout_ms).
       if (!busy_ && buffer_.size() == 0) return close();
-      return send(error_response(http::status::request_timeout,
-                                 "the request did not arrive whole within " +
-                                     std::to_string(limits().request_timeout_ms) + " ms (request_timeout_ms)"),
-                  false);
+      const std::string message =
+          idle_wait_ ? "the request line and headers did not arrive whole within " +
+                           std::to_string(limits().idle_timeout_ms) +
+                           " ms of the previous answer on this connection (idle_timeout_ms)"
+                     : "the request did not arrive whole within " + std::to_string(limits().request_timeout_ms) +
+                           " ms (request_timeout_ms)";
+      return send(error_response(http::status::request_timeout, message), false);
     }
     if (ec == http::error::body_limit) {
       return send(error_response(http::status::payload_too_large,
@@ -472,6 +481,9 @@ class Session : public std::enable_shared_from_this<Session> {
   Clock::time_point deadline_ = Clock::time_point::max();  // of the read or write in progress
   bool deadline_armed_ = false;                             // a timer wait is pending
   bool timed_out_ = false;
+  // The read in progress waits for a kept-alive connection's next request line and
+  // headers: its deadline is idle_timeout_ms, not request_timeout_ms.
+  bool idle_wait_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   Request request_;

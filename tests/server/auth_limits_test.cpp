@@ -236,6 +236,52 @@ TEST_F(LimitsTest, ConnectionsPastTheLimitAre503) {
   EXPECT_THAT(r->json()["error"].as_string(), HasSubstr("too many connections"));
 }
 
+// The two timeouts far apart: a 408 names the limit that ran out. A kept-alive connection's
+// next request line and headers wait under idle_timeout_ms (until 2026-12-06 the answer
+// named request_timeout_ms, a limit that had not run out); a first request, and any
+// request's body, under request_timeout_ms.
+class IdleTimeoutTest : public ServerFixture {
+ protected:
+  void SetUp() override {
+    serve(R"({"server": {"limits": {"request_timeout_ms": 600000, "idle_timeout_ms": 300}}})");
+  }
+};
+
+TEST_F(IdleTimeoutTest, AKeptAliveConnectionsNextHeadersCutShort_Is408NamingIdleTimeoutMs) {
+  ASSERT_EQ(client().get("/healthz").status, 200);
+  client().write_raw("GET /healthz HTTP/1.1\r\nHo");
+  std::optional<HttpReply> r = client().read_reply();  // once idle_timeout_ms has passed
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 408);
+  const std::string error(r->json()["error"].as_string());
+  EXPECT_THAT(error, HasSubstr("within 300 ms"));
+  EXPECT_THAT(error, HasSubstr("(idle_timeout_ms)"));
+  EXPECT_THAT(error, ::testing::Not(HasSubstr("request_timeout_ms")));
+  EXPECT_TRUE(client().closed_by_server()) << client().last_error_;
+}
+
+class RequestTimeoutTest : public ServerFixture {
+ protected:
+  void SetUp() override {
+    serve(R"({"server": {"limits": {"request_timeout_ms": 300, "idle_timeout_ms": 600000}}})");
+  }
+};
+
+TEST_F(RequestTimeoutTest, AFirstRequestsHeadersOrALaterRequestsBodyCutShort_Is408NamingRequestTimeoutMs) {
+  client().write_raw("GET /healthz HTTP/1.1\r\nHo");
+  std::optional<HttpReply> first = client().read_reply();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 408);
+  EXPECT_THAT(first->json()["error"].as_string(), HasSubstr("within 300 ms (request_timeout_ms)"));
+  client().connect();
+  ASSERT_EQ(client().get("/healthz").status, 200);
+  client().write_raw("POST /api/events/ping HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{\"a\"");
+  std::optional<HttpReply> later = client().read_reply();
+  ASSERT_TRUE(later);
+  EXPECT_EQ(later->status, 408);
+  EXPECT_THAT(later->json()["error"].as_string(), HasSubstr("within 300 ms (request_timeout_ms)"));
+}
+
 // The keys a single server keeps have a budget (idempotency_key_bytes): a new key past it
 // is 429 with Retry-After and writes nothing; a key kept is still answered, and a write
 // without a key goes on as before.
