@@ -11,8 +11,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <unordered_map>
 
 #include "runtime/engine_log.h"
@@ -98,6 +100,23 @@ bool transfer_encoding_refused(const http::fields& header) {
   return !beast::iequals(coding, "chunked");
 }
 
+// Why the request's Host header lines are refused (RFC 9112 3.2: an HTTP/1.1 request
+// without Host, or any request with more than one, is answered 400), or "" when they are
+// not. An HTTP/1.0 request may go without.
+std::string host_header_refusal(const http::request_header<>& header) {
+  const auto [first, end] = header.equal_range(http::field::host);
+  const auto count = std::distance(first, end);
+  if (count == 0 && header.version() >= 11) {
+    return "the request has no Host header, which every HTTP/1.1 request must have (RFC 9112 section 3.2); "
+           "send Host: HOST:PORT";
+  }
+  if (count > 1) {
+    return "the request has " + std::to_string(count) +
+           " Host headers; a request may have one only (RFC 9112 section 3.2)";
+  }
+  return {};
+}
+
 // What a connection reads ahead while a deferred reply waits (watch_client), at most.
 constexpr size_t kWatchBytes = 64u << 10;
 
@@ -166,6 +185,9 @@ class Session : public std::enable_shared_from_this<Session> {
                                  "the request's Transfer-Encoding is not 'chunked' alone, so its body's length "
                                  "cannot be known; send Content-Length, or Transfer-Encoding: chunked"),
                   false);
+    }
+    if (std::string why = host_header_refusal(parser_->get()); !why.empty()) {
+      return send(error_response(http::status::bad_request, why), false);
     }
     // The rest of the request must come within the request timeout.
     idle_wait_ = false;

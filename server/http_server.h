@@ -12,8 +12,9 @@
 // Limits (ServerLimits) are enforced here, each with a clear JSON error: a header or body
 // too large (431, 413), a request that does not arrive whole in time (408), a connection
 // idle too long (closed), too many connections (503). Malformed HTTP gets 400, and so
-// does a Transfer-Encoding other than `chunked` alone (its body's length is unknown); the
-// connection is then closed, and the server goes on.
+// does a Transfer-Encoding other than `chunked` alone (its body's length is unknown), an
+// HTTP/1.1 request without Host and any request with more than one; the connection is
+// then closed, and the server goes on.
 //
 // Thread-safety: start() and stop() from one controlling thread; the rest runs on the I/O
 // threads. The Router, Authenticator and EventFeed outlive the server.

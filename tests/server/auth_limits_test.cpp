@@ -200,6 +200,43 @@ TEST_F(LimitsTest, ATransferEncodingOtherThanChunkedIs400_AndItsBodyIsNeverARequ
   }
 }
 
+// RFC 9112 3.2: an HTTP/1.1 request without Host, or any request with more than one, is
+// 400 naming what is wrong, and the connection is closed; nothing of it is done (until
+// 2026-12-06 such requests were answered as any other). An HTTP/1.0 request may go
+// without Host.
+TEST_F(LimitsTest, AnHttp11RequestWithoutHost_OrAnyWithTwo_Is400AndClosed) {
+  struct Case {
+    std::string request, says;
+  } cases[] = {
+      {"GET /healthz HTTP/1.1\r\n\r\n", "has no Host header"},
+      {"POST /api/events/ping HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+       "has no Host header"},
+      {"GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", "has 2 Host headers"},
+      {"POST /api/events/ping HTTP/1.1\r\nHost: a\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}", "has 2 Host headers"},
+      {"GET /healthz HTTP/1.0\r\nHost: a\r\nHost: b\r\nHost: c\r\n\r\n", "has 3 Host headers"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.request);
+    client().connect();
+    std::optional<HttpReply> r = client().raw(c.request);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << r->body;
+    EXPECT_THAT(r->json()["error"].as_string(), HasSubstr(c.says));
+    EXPECT_THAT(r->json()["error"].as_string(), HasSubstr("RFC 9112 section 3.2"));
+    EXPECT_TRUE(client().closed_by_server()) << client().last_error_;
+  }
+  settle();
+  EXPECT_EQ(client().get("/api/contexts?flow=on_ping").json()["contexts"].size(), 0u) << "a refused event fired";
+  client().connect();
+  std::optional<HttpReply> old = client().raw("GET /healthz HTTP/1.0\r\n\r\n");
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->status, 200) << old->body;
+  client().connect();
+  std::optional<HttpReply> one = client().raw("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->status, 200) << one->body;
+}
+
 TEST_F(LimitsTest, ARequestThatDoesNotArriveInTimeIs408) {
   // Half a request, then nothing: the server answers 408 once request_timeout_ms passed.
   client().write_raw("POST /api/events/ping HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{\"a\"");
