@@ -58,6 +58,37 @@ std::optional<int64_t> int_param(const ApiRequest& req, std::string_view name, i
   return v;
 }
 
+namespace {
+// What finish() adds after the items, at most: `],"next":` and a quoted 20-digit cursor,
+// `}` and the newline.
+constexpr size_t kPageTailBytes = 40;
+}  // namespace
+
+PageBody::PageBody(std::string_view key, size_t budget) : budget_(budget) {
+  text_ += '{';
+  write_json_string(key, text_);
+  text_ += ":[";
+}
+
+bool PageBody::add(const Value& item) {
+  const size_t before = text_.size();
+  if (items_ > 0) text_ += ',';
+  write_json(item, text_);
+  if (items_ > 0 && text_.size() + kPageTailBytes > budget_) {
+    text_.resize(before);
+    return false;
+  }
+  ++items_;
+  return true;
+}
+
+Response PageBody::finish(const Value& next) && {
+  text_ += "],\"next\":";
+  write_json(next, text_);
+  text_ += "}\n";
+  return text_response(http::status::ok, "application/json", std::move(text_));
+}
+
 Value percentiles(std::vector<double> ms) {
   if (ms.empty()) return Value();
   std::sort(ms.begin(), ms.end());

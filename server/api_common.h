@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -25,6 +26,33 @@ namespace flowrt::server {
 // The request's body as JSON, or the 400 to answer (the error's line, column and the
 // JSON pointer of the value it was in). An empty body reads as `empty` when given.
 std::optional<Value> json_body(const ApiRequest& req, Response* error, std::optional<Value> empty = std::nullopt);
+
+// The byte budget of one list page's body (GET /api/tables/{table}/records, GET
+// /api/contexts): a page takes no more items once its body would pass it, so that a
+// client that does not read its answer holds about this much of the server's memory,
+// not `limit` items' worth, until the write's deadline (request_timeout_ms) lets it go.
+inline constexpr size_t kPageBodyBytes = size_t{1} << 20;
+
+// The body of a list page, {"KEY":[ITEM,...],"next":NEXT}, written as its items are added
+// and bounded in bytes: an item is taken only while the body stays within the budget with
+// it, except the first, which always is (a page holds at least one item, however large).
+// The caller's `next` must continue right after the last item taken, so that a client
+// paging through gets every item once.
+class PageBody {
+ public:
+  explicit PageBody(std::string_view key, size_t budget = kPageBodyBytes);
+  // Adds `item`; false, adding nothing, when the body would pass the budget with it.
+  bool add(const Value& item);
+  // How many items it holds.
+  size_t items() const { return items_; }
+  // The 200 answer, with `next` (a cursor, or null).
+  Response finish(const Value& next) &&;
+
+ private:
+  std::string text_;
+  size_t budget_;
+  size_t items_ = 0;
+};
 
 // ?name=N as an integer in [min, max]; `fallback` when absent; the 400 when bad.
 std::optional<int64_t> int_param(const ApiRequest& req, std::string_view name, int64_t fallback, int64_t min,

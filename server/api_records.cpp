@@ -47,14 +47,14 @@ Reply list_records(Engine& engine, const ApiRequest& req) {
   Result<std::vector<Value>> found =
       engine.find_records(req.param("table"), *where, static_cast<size_t>(*cursor + *limit + 1));
   if (!found) return engine_error(found.message());
-  std::vector<Value> page;
-  for (size_t i = static_cast<size_t>(*cursor); i < found->size() && page.size() < static_cast<size_t>(*limit); ++i) {
-    page.push_back((*found)[i]);
-  }
-  const bool more = found->size() > static_cast<size_t>(*cursor + *limit);
-  return json_response(http::status::ok,
-                       Value::object({{"records", Value::array(std::move(page))},
-                                      {"next", more ? Value(std::to_string(*cursor + *limit)) : Value()}}));
+  // Up to `limit` of them, fewer when the body's budget is reached first (kPageBodyBytes):
+  // the next page begins right after the last one taken.
+  const size_t from = static_cast<size_t>(*cursor);
+  PageBody body("records");
+  size_t next = from;  // the position after the last one taken
+  while (next < found->size() && next - from < static_cast<size_t>(*limit) && body.add((*found)[next])) ++next;
+  const bool more = found->size() > next;
+  return std::move(body).finish(more ? Value(std::to_string(next)) : Value());
 }
 
 // The body of an update or delete where: {"where": CONDITION, "values": {...}}. Returns the

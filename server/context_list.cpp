@@ -47,7 +47,8 @@ std::optional<ContextListQuery> parse_context_list(const ApiRequest& req, Respon
 Response context_list_response(const ContextListQuery& query, std::span<const Value> page) {
   bool more = page.size() > query.limit;
   if (more) page = page.first(query.limit);
-  std::vector<Value> out;
+  PageBody body("contexts");
+  int64_t last_seq = 0;
   for (const Value& r : page) {
     // `since` ends the list at the first context started before it (seqs follow start order).
     const Value& started = r["started_at"];
@@ -55,10 +56,17 @@ Response context_list_response(const ContextListQuery& query, std::span<const Va
       more = false;
       break;
     }
-    out.push_back(context_summary(r));
+    const Value summary = context_summary(r);
+    // The body's budget (kPageBodyBytes) is reached: this one, which matches, begins the
+    // next page.
+    if (!body.add(summary)) {
+      more = true;
+      break;
+    }
+    last_seq = summary["seq"].as_int();
   }
-  Value next = more && !out.empty() ? Value(std::to_string(out.back()["seq"].as_int())) : Value();
-  return json_response(http::status::ok, Value::object({{"contexts", Value::array(std::move(out))}, {"next", next}}));
+  Value next = more && body.items() > 0 ? Value(std::to_string(last_seq)) : Value();
+  return std::move(body).finish(next);
 }
 
 }  // namespace flowrt::server

@@ -28,7 +28,9 @@ std::optional<ContextListQuery> parse_context_list(const ApiRequest& req, Respon
 
 // The answer: {"contexts": [summaries], "next": cursor or null}. `page`: the records of
 // up to limit + 1 contexts matching the query, newest first (one more than the page says
-// whether a next one exists).
+// whether a next one exists). The body keeps within kPageBodyBytes (server/api_common.h):
+// it holds fewer summaries when more would pass that, and `next` is then the seq of the
+// last one it holds.
 Response context_list_response(const ContextListQuery& query, std::span<const Value> page);
 
 }  // namespace flowrt::server

@@ -3,10 +3,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <barrier>
+#include <functional>
+#include <numeric>
 #include <thread>
 
 #include "plans/value_json.h"
+#include "server/api_common.h"
 #include "tests/server/server_fixture.h"
 
 namespace flowrt::testing_http {
@@ -93,6 +97,70 @@ TEST_F(ApiRoutesTest, Records_ListWhereAndPages) {
 
   HttpReply tables = client().get("/api/tables");
   EXPECT_THAT(tables.body, HasSubstr("\"task\""));
+}
+
+// A list page's body has a byte budget (server::kPageBodyBytes, 1 MiB): a page with a large
+// limit over large items is cut once its body would pass it, and its next cursor continues
+// right after the last item it holds, so paging through gives every item once, in order.
+// An item larger than the budget alone still makes a page, of one. Until 2026-12-06 such a
+// page held every item up to the limit (?limit=10000 of 1 KB records: a 10 MB body, which
+// a client that does not read kept for the write's deadline).
+TEST_F(ApiRoutesTest, ListPages_AreCutAtTheirBodysByteBudget_AndPagingGivesEveryItemOnce) {
+  // 40 records of about 60 KB, and 150 contexts of about 16 KB (the record keeps that
+  // much of each input: record_value_limit): 2.4 MB each, past the budget twice.
+  constexpr int kItems = 40, kContexts = 150;
+  const std::string pad(60000, 'x');
+  for (int i = 0; i < kItems; ++i) insert("big", R"({"n": )" + std::to_string(i) + R"(, "pad": ")" + pad + R"("})");
+  for (int i = 0; i < kContexts; ++i) {
+    ASSERT_EQ(client().post("/api/flows/greet/call", R"({"name": ")" + pad + R"("})").status, 202);
+  }
+  ASSERT_TRUE(engine().insert("big", Value::object({{"n", Value(kItems)}, {"pad", Value(std::string(1200000, 'y'))}})));
+  settle();
+
+  // Pages through `list` from its first page; `add` takes each page's items, and says
+  // whether a page of them may pass the budget (one item alone may).
+  auto page_through = [&](const std::string& list, const std::string& key, const std::function<void(const Value&)>& add) {
+    int pages = 0;
+    std::string cursor;
+    while (true) {
+      HttpReply r = client().get(list + cursor);
+      EXPECT_EQ(r.status, 200) << r.body;
+      const Value items = r.json()[key];
+      EXPECT_GE(items.size(), 1u) << "page " << pages;
+      if (items.size() > 1) {
+        EXPECT_LE(r.body.size(), server::kPageBodyBytes) << "page " << pages;
+      }
+      for (size_t i = 0; i < items.size(); ++i) add(items.at(i));
+      ++pages;
+      if (r.json()["next"].is_null() || items.size() == 0 || pages > 100) return pages;
+      cursor = "&cursor=" + std::string(r.json()["next"].as_string());
+    }
+  };
+
+  HttpReply first = client().get("/api/tables/big/records?limit=10000");
+  ASSERT_EQ(first.status, 200);
+  EXPECT_LT(first.json()["records"].size(), static_cast<size_t>(kItems)) << "the first page was not cut";
+  EXPECT_FALSE(first.json()["next"].is_null());
+  std::vector<int64_t> records;
+  const int record_pages = page_through("/api/tables/big/records?limit=10000", "records", [&](const Value& r) {
+    records.push_back(r["n"].as_int());
+  });
+  std::vector<int64_t> all(kItems + 1);
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_EQ(records, all) << "each record once, in insertion order";
+  EXPECT_GE(record_pages, 4) << "2.4 MB in pages of at most 1 MiB, and the 1.2 MB record alone";
+
+  HttpReply contexts = client().get("/api/contexts?limit=1000");
+  ASSERT_EQ(contexts.status, 200);
+  EXPECT_LT(contexts.json()["contexts"].size(), static_cast<size_t>(kContexts)) << "the first page was not cut";
+  EXPECT_FALSE(contexts.json()["next"].is_null());
+  std::vector<std::string> ids;
+  const int context_pages =
+      page_through("/api/contexts?limit=1000", "contexts", [&](const Value& c) { ids.emplace_back(c["id"].as_string()); });
+  std::vector<std::string> newest_first;
+  for (int seq = kContexts; seq >= 1; --seq) newest_first.push_back("ctx-" + std::to_string(seq));
+  EXPECT_EQ(ids, newest_first) << "each context once, newest first";
+  EXPECT_GE(context_pages, 3);
 }
 
 TEST_F(ApiRoutesTest, Records_UpdateAndDeleteWhere) {
