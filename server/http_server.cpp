@@ -144,11 +144,14 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void start() { asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); }); }
 
-  // From stop(): an idle connection or a stream closes now; one with a request in flight
-  // closes after its response.
+  // From stop(): an idle connection, one still reading a request, and a stream close now;
+  // one whose request a route has (its handler runs, its answer is deferred or written)
+  // closes after its response. A request still arriving was handed to no route, so
+  // nothing of it was done: waiting for the rest of it (a client that stalls halfway
+  // through its body) would hold the stop for its whole grace.
   void drain() {
     asio::post(stream_.get_executor(), [self = shared_from_this()] {
-      if (!self->busy_ || self->streaming_) return self->close();
+      if (!self->busy_ || self->reading_ || self->streaming_) return self->close();
       if (self->deferred_) self->wake_deferred();  // its last poll answers now
     });
   }
@@ -169,6 +172,7 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->header_limit(static_cast<uint32_t>(limits().header_bytes));
     parser_->body_limit(limits().body_bytes);
     busy_ = false;
+    reading_ = true;
     // A new connection's first request line and headers must come within the request
     // timeout; a kept-alive connection's next ones within the idle timeout.
     idle_wait_ = !first_;
@@ -225,6 +229,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void on_read_error(beast::error_code ec) {
+    reading_ = false;
     clear_deadline();
     if (timed_out_) ec = beast::error::timeout;
     if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted || ec == asio::error::connection_reset ||
@@ -261,6 +266,9 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void on_read(beast::error_code ec) {
     if (ec) return on_read_error(ec);
+    reading_ = false;
+    // The drain closed the connection while the request was arriving: it goes to no route.
+    if (closed_) return;
     clear_deadline();
     first_ = false;
     request_ = parser_->release();
@@ -466,6 +474,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void send(Response res, bool keep) {
+    reading_ = false;  // an answer is written now (also a refusal of a request still arriving)
     res.keep_alive(keep);
     res.set(http::field::server, "flowrt");
     if (request_.method() == http::verb::head) res.body().clear();
@@ -513,6 +522,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool loopback_ = false;
   bool first_ = true;
   bool busy_ = false;
+  bool reading_ = false;  // a request is being read, not yet handed to a route
   bool streaming_ = false;
   bool head_only_ = false;  // a HEAD of the event stream: its headers, then the close
   bool closed_ = false;

@@ -77,9 +77,10 @@ class HttpServer {
   // (HttpServerOptions::listener); while both run, each new connection goes to one of
   // them. An error when it cannot be duplicated.
   Result<std::shared_ptr<ListeningSocket>> share_listener() const;
-  // Stops accepting, closes idle connections and event streams, lets requests in flight
-  // finish (their connections close after the response), and returns once every
-  // connection has closed or `grace_ms` has passed; then stops the I/O threads.
+  // Stops accepting, closes idle connections, event streams and connections whose request
+  // is still arriving (handed to no route), lets requests in flight finish (their
+  // connections close after the response), and returns once every connection has closed
+  // or `grace_ms` has passed; then stops the I/O threads.
   void stop(int64_t grace_ms = 10000);
 
   // Connections open now (for /api/stats and tests).

@@ -7,7 +7,11 @@
 
 #include <poll.h>
 
+#include <atomic>
+#include <chrono>
+#include <fstream>
 #include <future>
+#include <string>
 #include <thread>
 
 #include "server/http_server.h"
@@ -64,6 +68,70 @@ TEST(HttpServerStopTest, AnswerOfAHandlerStillRunningWhenStopBegins_IsWritten) {
   EXPECT_EQ(answered->status, 200);
   EXPECT_EQ(answered->json()["done"], Value(true));
   EXPECT_TRUE(c.closed_by_server());  // and the connection closes after it
+}
+
+// What a loopback connection's kernel buffers can hold at most, the sender's and the
+// receiver's together (the maxima of TCP's autotuning, tcp_wmem and tcp_rmem; 4 MiB and
+// 6 MiB by default), so that a client whose write of more than this returned knows the
+// server has read some of it.
+size_t loopback_buffer_bytes() {
+  auto max_of = [](const char* file) -> size_t {
+    std::ifstream in(file);
+    size_t low = 0, def = 0, max = 0;
+    return in >> low >> def >> max ? max : size_t{32} << 20;
+  };
+  return max_of("/proc/sys/net/ipv4/tcp_wmem") + max_of("/proc/sys/net/ipv4/tcp_rmem");
+}
+
+// A client that sent a request's headers and part of its body, then stalled, does not hold
+// a stop: the request was handed to no route (nothing of it was done), so its connection
+// closes at once, and the stop returns without waiting for it. Until 2026-12-06 it held
+// the stop for the whole grace (10 s for `flowrt serve`), or until request_timeout_ms.
+// Deterministic: the client's write of more body than the connection's buffers hold
+// returns only once the server has read the headers and is reading the body; the request
+// timeout and the grace are an hour, so neither ends the wait, and the poll's 60 s are a
+// guard against a hang, not what the test measures.
+TEST(HttpServerStopTest, ARequestStillArrivingWhenStopBegins_IsClosedAtOnce_TheStopDoesNotWaitForIt) {
+  std::atomic<int> handled{0};
+  server::Router router;
+  router.add(http::verb::post, "/upload", server::Permission::kRead, [&](const server::ApiRequest&) {
+    ++handled;
+    return server::Reply(server::json_response(http::status::ok, Value::object({{"done", Value(true)}})));
+  });
+  server::Authenticator auth({});
+  server::HttpServerOptions options;
+  options.port = 0;
+  options.io_threads = 1;
+  options.limits.body_bytes = size_t{1} << 30;
+  options.limits.request_timeout_ms = 3600000;
+  options.limits.idle_timeout_ms = 3600000;
+  server::HttpServer server(options, router, auth);
+  ASSERT_TRUE(server.start().is_ok());
+
+  HttpClient c(server.port());
+  const size_t sent = loopback_buffer_bytes() + (size_t{1} << 20);
+  c.write_raw("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: " +
+              std::to_string(2 * sent) + "\r\n\r\n");
+  c.write_raw(std::string(sent, 'b'));  // half the body; the rest never comes
+
+  std::promise<void> stopped;
+  std::future<void> stop_returned = stopped.get_future();
+  std::jthread stopper([&] {
+    server.stop(3600000);
+    stopped.set_value();
+  });
+  pollfd readable{c.socket().native_handle(), POLLIN, 0};
+  if (poll(&readable, 1, 60000) != 1) {
+    c.socket().close();  // lets the stop end, so that the test fails rather than hangs
+    FAIL() << "the connection of the request still arriving was not closed by the stop";
+  }
+  EXPECT_TRUE(c.closed_by_server()) << c.last_error_;
+  if (stop_returned.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+    c.socket().close();
+    FAIL() << "the stop did not return once the connection closed";
+  }
+  EXPECT_EQ(handled.load(), 0) << "a request that never arrived whole was handled";
+  EXPECT_EQ(server.connections(), 0u);
 }
 
 TEST(HttpServerStopTest, ThePortIsFreeAtOnceAfterStop) {
