@@ -88,6 +88,19 @@ void UnitCompiler::read_header(PlanUnit* unit) {
   }
   const Value& show = src["show_draft_actions"];
   if (!show.is_null() && !show.is_bool()) add_error(pointer_append(base, "show_draft_actions"), "must be true or false");
+  if (def_.type == UnitType::kAction) {
+    // A step names an action by id, and a built-in or registered action type of that name
+    // comes first (step_compiler.cpp): such a definition could never be called.
+    ActionKind kind{};
+    uint32_t index = 0;
+    const bool builtin = find_builtin(def_.id, &kind) != nullptr;
+    if (builtin || (builder_->actions() && builder_->actions()->find(def_.id, &index))) {
+      add_error(pointer_append(base, "id"), "'" + def_.id + "' is the name of a " +
+                                                (builtin ? "built-in action" : "registered action type") +
+                                                ": a step {\"action\": \"" + def_.id +
+                                                "\"} runs that, never this definition; give it another id");
+    }
+  }
 
   if (const Value* inputs = src.find("inputs")) {
     if (def_.type == UnitType::kFlow && trigger_ && trigger_->type != TriggerType::kApi) {

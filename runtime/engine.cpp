@@ -292,7 +292,15 @@ Diagnostics Engine::validate() const {
   return diags;
 }
 
-Status Engine::register_action(CustomActionType type) { return core_->actions.add(std::move(type)); }
+Status Engine::register_action(CustomActionType type) {
+  // An action definition of that id would take the steps of that name (it is looked up
+  // first), and the type could never run. (Registering comes before loading in practice;
+  // a definition loaded after is refused by its compile, unit_compiler.cpp.)
+  if (core_->flows.definition(UnitType::kAction, type.name)) {
+    return Error{"action type '" + type.name + "': an action definition has that id; give one of them another name"};
+  }
+  return core_->actions.add(std::move(type));
+}
 
 Status Engine::set_property(std::string_view name, const Value& value) { return core_->set_property(name, value); }
 

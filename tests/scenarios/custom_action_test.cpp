@@ -83,5 +83,24 @@ TEST_F(CustomActionTest, Registration_RefusesBuiltInNamesAndDuplicates) {
   EXPECT_FALSE(engine().register_action(t).is_ok());
 }
 
+// An action definition and a registered action type may not share a name: a step names
+// either by it, and one of them could never run. Whichever comes second is refused.
+TEST_F(CustomActionTest, AnActionDefinitionNamedLikeARegisteredType_IsRefused_EitherWayRound) {
+  const std::string def = R"({"id": "risk.score", "type": "action", "actions": [
+      {"action": "assign_outputs", "inputs": {"values": {}}}]})";
+  const std::string all = engine().load_text(def, "a.json").describe();
+  EXPECT_NE(all.find("a.json: /id: 'risk.score' is the name of a registered action type"), std::string::npos) << all;
+  EXPECT_FALSE(engine().core().flows.definition(UnitType::kAction, "risk.score")) << "not loaded";
+
+  ASSERT_TRUE(engine().load_text(R"({"id": "grade", "type": "action", "actions": [
+      {"action": "assign_outputs", "inputs": {"values": {}}}]})", "g.json").empty());
+  CustomActionType t;
+  t.name = "grade";
+  t.run = [](CustomActionContext&) -> Result<Value> { return Value::empty_object(); };
+  Status s = engine().register_action(t);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("an action definition has that id"), std::string::npos) << s.message();
+}
+
 }  // namespace
 }  // namespace flowrt
