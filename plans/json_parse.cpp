@@ -440,6 +440,15 @@ bool parse_json(std::string_view text, Value* out, JsonParseError* error, const 
     locate(text, 0, error);
     return false;
   }
+  if (text.starts_with("\xEF\xBB\xBF")) {
+    // Editors on some systems write one; JSON text has none (RFC 8259, 8.1), and the
+    // parser's own words for it ("invalid literal") would not say what is there.
+    error->message = "the text starts with a UTF-8 byte order mark (bytes EF BB BF), which JSON does not allow; "
+                     "save it without one";
+    error->pointer.clear();
+    locate(text, 0, error);
+    return false;
+  }
   JsonParser parser(text, limits);
   if (!parser.parse(out)) {
     error->message = parser.error();

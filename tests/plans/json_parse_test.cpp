@@ -50,6 +50,16 @@ TEST(JsonParseTest, Structure_AndItsErrors) {
   }
 }
 
+// A text that begins with a UTF-8 byte order mark is refused saying so (some editors write
+// one), where the parser alone would say "invalid literal" at line 1, column 1.
+TEST(JsonParseTest, AByteOrderMark_IsRefusedNamingIt) {
+  Result<Value> r = parse_json("\xEF\xBB\xBF{\"id\": \"f\"}");
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.message().find("starts with a UTF-8 byte order mark"), std::string::npos) << r.message();
+  EXPECT_NE(r.message().find("line 1, column 1"), std::string::npos) << r.message();
+  EXPECT_TRUE(parse_json("{\"id\": \"\xEF\xBB\xBF\"}").is_ok()) << "one inside a string is text like any other";
+}
+
 TEST(JsonParseTest, DuplicateKeys_KeepTheLastValue) {
   Result<Value> v = parse_json(R"({"a":1,"b":2,"a":3})");
   ASSERT_TRUE(v.is_ok());
