@@ -20,6 +20,18 @@ const Value kRecordFound = intern_shape({"record", "found"});
 const Value kRecordsCount = intern_shape({"records", "count"});
 const Value kRecordTimedOut = intern_shape({"record", "timed_out"});
 
+// `order_by` is null, or "field" / "-field" naming a field: "" and "-" name none.
+std::string order_by_problem(const Value& order) {
+  if (order.is_null()) return {};
+  if (!order.is_string()) return wrong_type("order_by", "a field name", order);
+  const std::string_view text = order.as_string();
+  if (text.empty() || text == "-") {
+    return "input 'order_by' must name a field (\"field\", or \"-field\" for descending), got \"" +
+           std::string(text) + "\"";
+  }
+  return {};
+}
+
 }  // namespace
 
 StepOutcome CreateRecordAction::start(const StepCall& call) const {
@@ -50,7 +62,7 @@ StepOutcome LookUpRecordAction::start(const StepCall& call) const {
   Result<std::string_view> table = string_input(call, "table");
   if (!table) return StepOutcome::failed(table.message());
   const Value& order = call.input("order_by");
-  if (!order.is_null() && !order.is_string()) return StepOutcome::failed(wrong_type("order_by", "a field name", order));
+  if (std::string e = order_by_problem(order); !e.empty()) return StepOutcome::failed(e);
   RecordQuery q;
   q.table = *table;
   q.condition = call.step.input("condition") && !call.step.input("condition")->absent() ? &call.step.condition : nullptr;
@@ -67,9 +79,13 @@ StepOutcome LookUpRecordsAction::start(const StepCall& call) const {
   Result<std::string_view> table = string_input(call, "table");
   if (!table) return StepOutcome::failed(table.message());
   const Value& order = call.input("order_by");
-  if (!order.is_null() && !order.is_string()) return StepOutcome::failed(wrong_type("order_by", "a field name", order));
+  if (std::string e = order_by_problem(order); !e.empty()) return StepOutcome::failed(e);
   const Value& limit = call.input("limit");
   if (std::string e = checked(call, "limit"); !e.empty()) return StepOutcome::failed(e);
+  // `limit` 0 asks for none (RecordQuery's own 0 means no limit).
+  if (limit.is_number() && limit.as_double() == 0) {
+    return StepOutcome::done(Value::object(kRecordsCount, {Value::empty_array(), Value(0)}));
+  }
   RecordQuery q;
   q.table = *table;
   q.condition = call.step.input("condition") && !call.step.input("condition")->absent() ? &call.step.condition : nullptr;

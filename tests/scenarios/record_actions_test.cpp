@@ -171,6 +171,31 @@ TEST_F(RecordActionsTest, LookUpRecords_FiltersOrdersAndLimits) {
   EXPECT_EQ(c.step("none")["outputs"]["count"], Value(0));
 }
 
+// `limit: 0` asks for no records, and an order_by that names no field ("" or "-") is a
+// step error naming the input. Until 2026-12-06 the first returned every record and the
+// second was read as no order.
+TEST_F(RecordActionsTest, LookUpRecords_LimitZeroIsNone_AnOrderByNamingNoFieldIsAStepError) {
+  ASSERT_TRUE(Load(R"({"id": "list", "trigger": {"type": "api"}, "actions": [
+      {"id": "zero", "action": "look_up_records", "inputs": {"table": "n", "limit": "{{inputs.limit}}"}},
+      {"id": "one", "action": "look_up_record", "on_error": "continue", "inputs": {"table": "n", "order_by": "{{inputs.order}}"}},
+      {"id": "many", "action": "look_up_records", "inputs": {"table": "n", "order_by": "{{inputs.order}}"}}]})"));
+  for (int v : {3, 1}) Insert("n", Value::object({{"v", Value(v)}}));
+  const std::string blank = CallFlow("list", Json(R"({"limit": 0, "order": ""})"));
+  const std::string dash = CallFlow("list", Json(R"({"limit": 0, "order": "-"})"));
+  const std::string fine = CallFlow("list", Json(R"({"limit": 1, "order": "-v"})"));
+  Settle();
+  ContextRecord b = ContextById(blank);
+  EXPECT_EQ(b.step("zero")["outputs"], Json(R"({"records": [], "count": 0})"));
+  EXPECT_EQ(b.step("one")["status"], Value("error"));
+  EXPECT_THAT(b, FailedWith("input 'order_by' must name a field (\"field\", or \"-field\" for descending), got \"\""));
+  EXPECT_THAT(ContextById(dash), FailedWith("got \"-\""));
+  ContextRecord f = ContextById(fine);
+  EXPECT_THAT(f, HasStatus("completed"));
+  EXPECT_EQ(f.step("zero")["outputs"]["count"], Value(1));
+  EXPECT_EQ(f.step("one")["outputs"]["record"]["v"], Value(3));
+  EXPECT_EQ(f.step("many")["outputs"]["records"].at(0)["v"], Value(3));
+}
+
 TEST_F(RecordActionsTest, RecordEngineFields_AreSetAndOrdered) {
   Value r = Insert("t", Json(R"({"a": 1, "sys_mod_count": 99})"));
   EXPECT_EQ(r["sys_mod_count"], Value(0)) << "engine fields cannot be set by the user";
