@@ -61,6 +61,12 @@ INSTANTIATE_TEST_SUITE_P(
         OpCase{R"({"field": "p", "op": "ge", "value": 3})", R"({"p": 2.5})", false},
         OpCase{R"({"field": "p", "op": "in", "value": [1, 2]})", R"({"p": 2})", true},
         OpCase{R"({"field": "p", "op": "in", "value": "a, b"})", R"({"p": "b"})", true},
+        // A comma-separated string is a list of texts: a number matches its own text there
+        // (priority in "1,2"), while an array keeps JSON's types apart.
+        OpCase{R"({"field": "p", "op": "in", "value": "1,2"})", R"({"p": 1})", true},
+        OpCase{R"({"field": "p", "op": "in", "value": ["1", "2"]})", R"({"p": 1})", false},
+        OpCase{R"({"field": "p", "op": "in", "value": "true,null"})", R"({"p": true})", false},
+        OpCase{R"({"field": "p", "op": "in", "value": "true,null"})", R"({"p": null})", false},
         OpCase{R"({"field": "p", "op": "not_in", "value": [1, 2]})", R"({"p": 3})", true},
         OpCase{R"({"field": "p", "op": "contains", "value": "ell"})", R"({"p": "hello"})", true},
         OpCase{R"({"field": "p", "op": "contains", "value": "llo"})", R"({"p": "hello"})", true},
