@@ -1,5 +1,7 @@
 #include "compiler/expr_compiler.h"
 
+#include <algorithm>
+
 #include "plans/value_json.h"
 
 namespace flowrt {
@@ -105,6 +107,13 @@ Template ExprCompiler::compile_string(const Value& v, const std::string& pointer
     diags_->add(file_, pointer, pieces.message());
     return t;
   }
+  if (std::none_of(pieces->begin(), pieces->end(), [](const TemplatePiece& p) { return p.is_pill; })) {
+    // Escaped braces only: constant text.
+    std::string text;
+    for (const TemplatePiece& piece : *pieces) text += piece.text;
+    t.constant = Value(std::string_view(text));
+    return t;
+  }
   if (pieces->size() == 1 && pieces->front().is_pill) {
     Pill pill;
     if (!compile_pill(pieces->front().pill, pointer, &pill)) return t;
@@ -132,30 +141,53 @@ Template ExprCompiler::compile_string(const Value& v, const std::string& pointer
   return ok ? text : t;
 }
 
+namespace {
+
+Template constant_template(Value v) {
+  Template t;
+  t.kind = Template::Kind::kConstant;
+  t.constant = std::move(v);
+  return t;
+}
+
+}  // namespace
+
 Template ExprCompiler::compile_template(const Value& v, const std::string& pointer) {
   Template t;
   switch (v.type()) {
     case ValueType::kString: return compile_string(v, pointer);
     case ValueType::kArray: {
-      bool dynamic = false;
+      bool dynamic = false, unescaped = false;
       size_t i = 0;
       for (const Value& item : v.items()) {
         Template c = compile_template(item, pointer_append(pointer, i++));
         dynamic = dynamic || !c.is_constant();
+        unescaped = unescaped || (c.is_constant() && !(c.constant == item));
         t.children.push_back(std::move(c));
+      }
+      if (!dynamic && unescaped) {
+        std::vector<Value> items;
+        for (const Template& c : t.children) items.push_back(c.constant);
+        return constant_template(Value::array(std::move(items)));
       }
       if (!dynamic) break;
       t.kind = Template::Kind::kArray;
       return t;
     }
     case ValueType::kObject: {
-      bool dynamic = false;
+      bool dynamic = false, unescaped = false;
       std::vector<Value> keys;
       for (const auto& m : v.members()) {
         Template c = compile_template(m.value, pointer_append(pointer, m.key.as_string()));
         dynamic = dynamic || !c.is_constant();
+        unescaped = unescaped || (c.is_constant() && !(c.constant == m.value));
         keys.push_back(m.key);
         t.children.push_back(std::move(c));
+      }
+      if (!dynamic && unescaped) {
+        std::vector<Member> members;
+        for (size_t k = 0; k < keys.size(); ++k) members.push_back(Member{keys[k], t.children[k].constant});
+        return constant_template(Value::object(std::move(members)));
       }
       if (!dynamic) break;
       t.keys = intern_shape(keys);
@@ -164,11 +196,8 @@ Template ExprCompiler::compile_template(const Value& v, const std::string& point
     }
     default: break;
   }
-  // No pill anywhere inside: share the definition's own value.
-  Template constant;
-  constant.kind = Template::Kind::kConstant;
-  constant.constant = v;
-  return constant;
+  // No pill anywhere inside (and no escaped braces): share the definition's own value.
+  return constant_template(v);
 }
 
 Condition ExprCompiler::compile_condition(const Value& v, const std::string& pointer, FieldMode field_mode,

@@ -100,12 +100,28 @@ Result<PillSyntax> parse_pill(std::string_view inner) {
 Result<std::vector<TemplatePiece>> split_template(std::string_view s) {
   std::vector<TemplatePiece> pieces;
   size_t pos = 0;
+  std::string literal;  // text since the last pill: escapes are taken out as it is gathered
   while (pos < s.size()) {
     size_t open = s.find("{{", pos);
     if (open == std::string_view::npos) break;
+    // "\{{" is a literal "{{" (the backslash dropped); "\\{{" a literal backslash, then
+    // a pill. So text such as a mustache template can be written (BEHAVIOUR.md).
+    const bool escaped = open > pos && s[open - 1] == '\\';
+    const bool backslash_kept = escaped && open - 1 > pos && s[open - 2] == '\\';
+    if (escaped && !backslash_kept) {
+      literal += s.substr(pos, open - 1 - pos);
+      literal += "{{";
+      pos = open + 2;
+      continue;
+    }
     size_t close = s.find("}}", open + 2);
-    if (close == std::string_view::npos) return Error{"unclosed '{{' in \"" + std::string(s.substr(0, 200)) + "\""};
-    if (open > pos) pieces.push_back(TemplatePiece{false, std::string(s.substr(pos, open - pos)), {}});
+    if (close == std::string_view::npos) {
+      return Error{"unclosed '{{' in \"" + std::string(s.substr(0, 200)) +
+                   "\" (a literal '{{' is written '\\{{', in JSON \"\\\\{{\")"};
+    }
+    literal += s.substr(pos, (backslash_kept ? open - 1 : open) - pos);
+    if (!literal.empty()) pieces.push_back(TemplatePiece{false, std::move(literal), {}});
+    literal.clear();
     std::string_view inner = s.substr(open + 2, close - open - 2);
     Result<PillSyntax> pill = parse_pill(inner);
     if (!pill) return pill.error();
@@ -116,7 +132,8 @@ Result<std::vector<TemplatePiece>> split_template(std::string_view s) {
     pieces.push_back(std::move(piece));
     pos = close + 2;
   }
-  if (pos < s.size()) pieces.push_back(TemplatePiece{false, std::string(s.substr(pos)), {}});
+  if (pos < s.size()) literal += s.substr(pos);
+  if (!literal.empty()) pieces.push_back(TemplatePiece{false, std::move(literal), {}});
   return pieces;
 }
 

@@ -26,6 +26,28 @@ TEST(PillSyntaxTest, TransformArguments_AndIndexSyntax) {
   EXPECT_EQ(p->transforms[1].argument, "1");
 }
 
+// "\{{" is a literal "{{"; "\\{{" a literal backslash before a pill. Until 2026-12-06 a
+// literal "{{" could not be written at all.
+TEST(PillSyntaxTest, ABackslashBeforeTheBraces_MakesThemText) {
+  Result<std::vector<TemplatePiece>> text = split_template(R"(Dear \{{name}}, see \{{ and }})");
+  ASSERT_TRUE(text.is_ok()) << text.message();
+  ASSERT_EQ(text->size(), 1u);
+  EXPECT_FALSE((*text)[0].is_pill);
+  EXPECT_EQ((*text)[0].text, "Dear {{name}}, see {{ and }}");
+
+  Result<std::vector<TemplatePiece>> mixed = split_template(R"(a\{{b {{vars.x}} c\\{{vars.y}})");
+  ASSERT_TRUE(mixed.is_ok()) << mixed.message();
+  ASSERT_EQ(mixed->size(), 4u);
+  EXPECT_EQ((*mixed)[0].text, "a{{b ");
+  EXPECT_EQ((*mixed)[1].pill.path, (std::vector<std::string>{"vars", "x"}));
+  EXPECT_EQ((*mixed)[2].text, R"( c\)");
+  EXPECT_EQ((*mixed)[3].pill.path, (std::vector<std::string>{"vars", "y"}));
+
+  Result<std::vector<TemplatePiece>> unclosed = split_template("a {{ b");
+  ASSERT_FALSE(unclosed.is_ok());
+  EXPECT_NE(unclosed.message().find(R"(a literal '{{' is written '\{{')"), std::string::npos) << unclosed.message();
+}
+
 TEST(PillSyntaxTest, Malformed_IsAnError) {
   EXPECT_FALSE(split_template("{{ oops").is_ok());
   EXPECT_FALSE(parse_pill("").is_ok());

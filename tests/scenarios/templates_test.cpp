@@ -108,5 +108,18 @@ TEST_F(TemplatesTest, TriggerPills_TableOperationSysIdTimeAndPrevious) {
   EXPECT_THAT(OnlyContext("t"), HasLog("doc update d1 2026-01-01T00:00:01.000Z 1->2 record"));
 }
 
+// Braces escaped with a backslash are text, in a log message and in a record's value, and
+// a pill beside them still renders.
+TEST_F(TemplatesTest, EscapedBraces_AreText_BesideAPill) {
+  ASSERT_TRUE(Load(R"({"id": "f", "trigger": {"type": "api"}, "actions": [
+    {"action": "log", "inputs": {"message": "\\{{greeting}} for {{inputs.who}}"}},
+    {"action": "create_record", "inputs": {"table": "mail", "values": {"body": "Hello \\{{name}}"}}}]})"));
+  CallFlow("f", Json(R"({"who": "Ada"})"));
+  Settle();
+  EXPECT_THAT(OnlyContext("f"), HasLog("{{greeting}} for Ada"));
+  ASSERT_EQ(Records("mail").size(), 1u);
+  EXPECT_EQ(Records("mail")[0]["body"], Value("Hello {{name}}"));
+}
+
 }  // namespace
 }  // namespace flowrt
