@@ -1,6 +1,8 @@
 #include "server/keyed_write_handler.h"
 
+#include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -45,7 +47,16 @@ Response replay(const KeyedWrites::Answer& a) {
   Response res{static_cast<http::status>(a.status), 11};
   if (Result<Value> headers = parse_json(a.headers); headers && headers->is_object()) {
     for (const MemberRef m : headers->members()) {
-      if (m.key.is_string() && m.value.is_string()) res.set(m.key.as_string(), m.value.as_string());
+      // Only the fields an answer keeps, and no value that could end its line: an answer
+      // kept before Location was percent-encoded (fe31933) may hold CR LF from a sys_id.
+      if (!m.key.is_string() || !m.value.is_string()) continue;
+      const std::string_view name = m.key.as_string(), value = m.value.as_string();
+      const bool kept = std::any_of(std::begin(kKeptFields), std::end(kKeptFields),
+                                    [&](http::field f) { return boost::beast::iequals(http::to_string(f), name); });
+      const bool one_line = std::none_of(value.begin(), value.end(), [](char c) {
+        return c == '\r' || c == '\n' || c == '\0';
+      });
+      if (kept && one_line) res.set(name, value);
     }
   }
   res.set(http::field::cache_control, "no-store");

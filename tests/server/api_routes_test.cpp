@@ -10,7 +10,9 @@
 #include <thread>
 
 #include "plans/value_json.h"
+#include "runtime/engine_core.h"
 #include "server/api_common.h"
+#include "server/auth.h"
 #include "tests/server/server_fixture.h"
 
 namespace flowrt::testing_http {
@@ -533,6 +535,30 @@ TEST_F(ApiRoutesTest, Skipped_StatsMetricsHealth) {
   EXPECT_EQ(client().get("/healthz").status, 200);
   EXPECT_EQ(client().get("/readyz").json()["status"], Value("ready"));
   EXPECT_EQ(client().get("/api/whoami").json()["role"], Value("admin"));  // loopback, no tokens
+}
+
+// A kept answer replays only the fields an answer keeps, each on its own line: an answer
+// stored before Location was percent-encoded could hold CR LF from a sys_id, which a
+// replay copied into the response as headers of the record's choosing.
+TEST_F(ApiRoutesTest, AKeptAnswersReplay_SetsNoHeaderFromALineBreakInAValue_NorAFieldAnswersDoNotKeep) {
+  const std::string target = "/api/tables/incident/records";
+  const std::string body = R"({"number": "K9"})";
+  const std::string caller(client().get("/api/whoami").json()["name"].as_string());
+  KeyedWritePut kept;
+  kept.caller = caller;
+  kept.key = "old-answer";
+  kept.request = server::to_hex(server::sha256("POST " + target + "\n" + body));
+  kept.status = 201;
+  kept.headers = R"({"Content-Type": "application/json", "Location": "/api/x\r\nSet-Cookie: stolen=1", "Set-Cookie": "b=2"})";
+  kept.body = R"({"sys_id": "x"})";
+  kept.at = engine().now();
+  engine().core().keyed_writes.restore({kept});
+  HttpReply replayed = client().post_keyed(target, body, "old-answer");
+  EXPECT_EQ(replayed.status, 201) << replayed.body;
+  EXPECT_EQ(replayed.header("Idempotent-Replayed"), "true");
+  EXPECT_EQ(replayed.header("Set-Cookie"), "");
+  EXPECT_EQ(replayed.header("Location"), "");
+  EXPECT_EQ(replayed.header("Content-Type"), "application/json");
 }
 
 // A single server remembers a keyed write's answer in its store (server/keyed_write_handler.h;
