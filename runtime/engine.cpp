@@ -118,8 +118,12 @@ Diagnostics add_definitions(EngineCore& core, std::vector<Definition> defs, Diag
   FlowRegistry scratch(&core.actions);
   scratch.add(merged);
   std::vector<std::pair<UnitType, std::string>> loaded;
-  for (const Definition& d : defs) loaded.emplace_back(d.type, d.id);
-  scratch.check(loaded, core.compile_options(), &diags);
+  std::vector<FlowRegistry::VersionKey> versions;
+  for (const Definition& d : defs) {
+    loaded.emplace_back(d.type, d.id);
+    versions.push_back(FlowRegistry::VersionKey{d.type, d.id, d.status});
+  }
+  scratch.check(versions, core.compile_options(), &diags);
   if (!diags.empty() || read_failed) return diags;
 
   std::vector<std::string> active;
@@ -129,7 +133,9 @@ Diagnostics add_definitions(EngineCore& core, std::vector<Definition> defs, Diag
   core.note_loaded(defs);
   core.flows.add(std::move(defs));
   for (const std::string& id : active) {
-    Status s = core.flows.activate(id, core.compile_options(), core.clock.now());
+    // The version loaded is the one made active: a draft saved beside it (through the API)
+    // stays a draft.
+    Status s = core.flows.activate(id, core.compile_options(), core.clock.now(), FlowRegistry::Activating::kPublished);
     if (!s) diags.add("", "", s.message());
   }
   core.refresh_triggers();

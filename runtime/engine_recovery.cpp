@@ -237,7 +237,8 @@ Value EngineCore::recover() {
       // limit raised since leaves it running, as it would without the restart.
       CompileOptions reactivation = compile_options();
       reactivation.min_schedule_interval = 0;
-      if (Status s = flows.activate(d.id, reactivation, now); !s) {
+      // Its published version, as it was: a draft saved since stays a draft.
+      if (Status s = flows.activate(d.id, reactivation, now, FlowRegistry::Activating::kPublished); !s) {
         problems.push_back(text("flow '" + d.id + "' was active and cannot be activated again: " + s.message()));
         continue;
       }

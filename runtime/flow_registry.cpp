@@ -164,12 +164,13 @@ Status FlowRegistry::publish(std::string_view id, const CompileOptions& options)
   return Error{"no definition '" + std::string(id) + "'"};
 }
 
-Status FlowRegistry::activate(std::string_view id, const CompileOptions& options, TimeMs now) {
+Status FlowRegistry::activate(std::string_view id, const CompileOptions& options, TimeMs now, Activating what) {
   std::unique_lock lock(mu_);
   auto it = defs_.find({UnitType::kFlow, std::string(id)});
   if (it == defs_.end()) return Error{"no flow '" + std::string(id) + "'"};
   Versions& v = it->second;
-  Definition candidate = v.draft ? *v.draft : *v.published;
+  const bool from_draft = v.draft && (what == Activating::kDraftIfAny || !v.published);
+  Definition candidate = from_draft ? *v.draft : *v.published;
   candidate.status = DefinitionStatus::kPublished;
   View view(*this, false);
   Compiler compiler(view, actions_, options);
@@ -178,8 +179,7 @@ Status FlowRegistry::activate(std::string_view id, const CompileOptions& options
   compiles_.fetch_add(1, std::memory_order_relaxed);
   if (!plan) return Error{"flow '" + std::string(id) + "' cannot be activated: " + diags.describe()};
   engine_log().debug("activated {}", plan->version);
-  const bool changed = v.draft.has_value();
-  if (changed) {
+  if (from_draft) {
     v.published = std::move(candidate);
     v.draft.reset();
     bump_epoch();
@@ -318,10 +318,12 @@ FlowRegistry::PlanResult FlowRegistry::plan_for_test(std::string_view flow_id, c
   return result;
 }
 
-void FlowRegistry::check_versions(const Versions& v, const CompileOptions& options, Diagnostics* diags) const {
+void FlowRegistry::check_versions(const Versions& v, const CompileOptions& options, Diagnostics* diags,
+                                  std::optional<DefinitionStatus> only) const {
   for (const std::optional<Definition>* version : {&v.published, &v.draft}) {
     if (!version->has_value()) continue;
     const Definition& def = **version;
+    if (only && def.status != *only) continue;
     // A draft may use drafts (it is work in progress); a draft flow only with
     // show_draft_actions, as test_flow would run it. Published ones may not.
     CompileOptions o = options;
@@ -339,12 +341,11 @@ void FlowRegistry::check_all(const CompileOptions& options, Diagnostics* diags) 
   for (const auto& [key, v] : defs_) check_versions(v, options, diags);
 }
 
-void FlowRegistry::check(const std::vector<std::pair<UnitType, std::string>>& which, const CompileOptions& options,
-                         Diagnostics* diags) const {
+void FlowRegistry::check(const std::vector<VersionKey>& which, const CompileOptions& options, Diagnostics* diags) const {
   std::shared_lock lock(mu_);
-  for (const auto& key : which) {
-    auto it = defs_.find(key);
-    if (it != defs_.end()) check_versions(it->second, options, diags);
+  for (const VersionKey& key : which) {
+    auto it = defs_.find({key.type, key.id});
+    if (it != defs_.end()) check_versions(it->second, options, diags, key.status);
   }
 }
 

@@ -50,8 +50,13 @@ class FlowRegistry {
   // Makes the draft of `id` the published version, after checking that it compiles.
   // For flows, also after checking the flow compiles. `type` may be null: any type.
   Status publish(std::string_view id, const CompileOptions& options);
-  // Publishes a flow's draft if it has one, compiles it and makes it active.
-  Status activate(std::string_view id, const CompileOptions& options, TimeMs now);
+  // What an activation makes active: the draft when there is one (published by it, as a
+  // user's activate does), or the published version, leaving a draft a draft (a load of
+  // the flow's file, or a restart that makes a flow active again).
+  enum class Activating : uint8_t { kDraftIfAny, kPublished };
+  // Compiles the version `what` says and makes it active.
+  Status activate(std::string_view id, const CompileOptions& options, TimeMs now,
+                  Activating what = Activating::kDraftIfAny);
   Status deactivate(std::string_view id);
 
   // ---- lookups ----
@@ -82,9 +87,14 @@ class FlowRegistry {
   PlanResult plan_for_test(std::string_view flow_id, const CompileOptions& options);
   // Compiles every definition (flows and, alone, subflows and actions), for validate.
   void check_all(const CompileOptions& options, Diagnostics* diags) const;
-  // Compiles the definitions of these ids only (against everything registered).
-  void check(const std::vector<std::pair<UnitType, std::string>>& which, const CompileOptions& options,
-             Diagnostics* diags) const;
+  // Compiles these versions only (against everything registered): a draft beside a loaded
+  // published version is not checked (drafts are not compiled until published).
+  struct VersionKey {
+    UnitType type;
+    std::string id;
+    DefinitionStatus status;
+  };
+  void check(const std::vector<VersionKey>& which, const CompileOptions& options, Diagnostics* diags) const;
 
   // A new trigger index over the active flows.
   std::shared_ptr<const TriggerIndex> build_index() const;
@@ -103,7 +113,9 @@ class FlowRegistry {
     std::optional<Definition> published;
   };
   class View;  // DefinitionLookup over published (or draft) versions; REQUIRES mu_ held
-  void check_versions(const Versions& v, const CompileOptions& options, Diagnostics* diags) const;
+  // Both versions, or only the one of `only` when given.
+  void check_versions(const Versions& v, const CompileOptions& options, Diagnostics* diags,
+                      std::optional<DefinitionStatus> only = std::nullopt) const;
 
   FlowSlot* slot_locked(const std::string& id);
   // Sets the slot of flow `published` to its trigger (FlowSlot::trigger). REQUIRES mu_

@@ -100,6 +100,48 @@ TEST_P(DurableEngineStoresTest, Definitions_DraftsPublishedVersionsAndLifecycle_
   EXPECT_EQ(third.contexts("later").size(), 1u);
 }
 
+// A draft saved beside a loaded flow (as flowrt serve's PUT does beside a file in flows/)
+// stays a draft over restarts that load the same file, and over a restart that loads
+// nothing; a draft that does not compile stops neither. Until 2026-12-06 the load's (and a
+// restart's) activation published the draft, so it ran unpublished and was gone after the
+// next load; and a broken one made the load, and so the start, fail.
+TEST_P(DurableEngineStoresTest, ADraftBesideALoadedOrActiveFlow_StaysADraft_OverRestarts_EvenWhenItDoesNotCompile) {
+  constexpr const char* kGreet = R"({"id": "greet", "trigger": {"type": "api"},
+    "actions": [{"action": "log", "inputs": {"message": "published"}}]})";
+  Engine& first = reopen({kGreet, kCopy});
+  ASSERT_TRUE(first.save(json(R"({"id": "greet", "trigger": {"type": "api"},
+    "actions": [{"action": "log", "inputs": {"message": "draft"}}]})")).is_ok());
+  ASSERT_TRUE(first.save(json(R"({"id": "copy", "trigger": {"type": "record", "table": "order", "when": "created"},
+    "actions": [{"action": "bogus"}]})")).is_ok()) << "a draft is not compiled when saved";
+  auto expect_drafts_kept = [&](Engine& e, const std::string& when) {
+    Result<std::string> id = e.call_flow("greet");
+    ASSERT_TRUE(id.is_ok()) << when << ": " << id.message();
+    ASSERT_TRUE(e.insert("order", json(R"({"item": "x"})")).is_ok()) << when;
+    e.settle();
+    EXPECT_EQ(e.context(*id)->log_messages(), std::vector<std::string>{"published"}) << when;
+    EXPECT_EQ(e.contexts("copy").back().status(), "completed") << when << ": the published copy runs";
+    for (const char* flow : {"greet", "copy"}) {
+      const std::vector<Definition> all = e.core().flows.all_definitions();
+      EXPECT_TRUE(std::any_of(all.begin(), all.end(), [&](const Definition& d) {
+        return d.id == flow && d.status == DefinitionStatus::kDraft;
+      })) << when << ": " << flow << "'s draft is kept";
+    }
+  };
+  expect_drafts_kept(first, "before any restart");
+  for (int i = 1; i <= 2; ++i) {
+    Engine& again = reopen({kGreet, kCopy});
+    expect_drafts_kept(again, "after load " + std::to_string(i));
+  }
+  Engine& bare = reopen({});
+  EXPECT_FALSE(report_.to_json().find("cannot be activated") != std::string::npos) << report_.to_json();
+  expect_drafts_kept(bare, "after a restart that loads nothing");
+  ASSERT_TRUE(bare.publish("greet").is_ok()) << "publishing is still the way to make it run";
+  Result<std::string> id = bare.call_flow("greet");
+  ASSERT_TRUE(id.is_ok());
+  bare.settle();
+  EXPECT_EQ(bare.context(*id)->log_messages(), std::vector<std::string>{"draft"});
+}
+
 TEST_P(DurableEngineStoresTest, TheVirtualClock_GoesOnFromWhereItStood_StartTimeAppliesToANewFileOnly) {
   EngineOptions o = options();
   o.start_time = 1767225600000;  // 2026-01-01
