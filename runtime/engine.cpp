@@ -236,8 +236,9 @@ Value info_of(const StoredDefinition& d, std::string revision) {
 
 }  // namespace
 
-Value Engine::definition_info(std::string_view id) const {
+Value Engine::definition_info(std::string_view id, std::optional<UnitType> only) const {
   for (UnitType type : {UnitType::kFlow, UnitType::kSubflow, UnitType::kAction}) {
+    if (only && type != *only) continue;
     // The revision read before and after the versions: equal, it is theirs.
     while (true) {
       const std::string before = core_->flows.revision(type, id);
@@ -266,9 +267,9 @@ Result<Value> Engine::plan(std::string_view id) const {
   return plan_to_value(*p.plan);
 }
 
-Status Engine::publish(std::string_view id) {
+Status Engine::publish(std::string_view id, std::optional<UnitType> type) {
   FLOWRT_RETURN_IF_ERROR(store_open(*core_));
-  FLOWRT_RETURN_IF_ERROR(core_->flows.publish(id, core_->compile_options()));
+  FLOWRT_RETURN_IF_ERROR(core_->flows.publish(id, core_->compile_options(), type));
   core_->refresh_triggers();
   return journal_definitions(*core_, {{UnitType::kFlow, std::string(id)},
                                       {UnitType::kSubflow, std::string(id)},

@@ -106,17 +106,19 @@ class Engine {
     std::string revision;   // the revision now
   };
   SaveOutcome save_if_revision(const Value& definition, std::string_view revision);
-  // What the engine holds of definition `id` (flows first, then subflows, then actions):
+  // What the engine holds of definition `id` of `type`, or without a type of the first
+  // that has one (flows first, then subflows, then actions; ids are unique per type only):
   // {"id", "type", "state": "draft"|"inactive"|"active" (flows) or "draft"|"published",
   //  "revision", "definition": the draft when there is one, else the published version,
   //  "has_draft", "published": the published version or null}; null when there is none.
-  Value definition_info(std::string_view id) const;
+  Value definition_info(std::string_view id, std::optional<UnitType> type = std::nullopt) const;
   // The same for every definition, in (type, id) order.
   std::vector<Value> definition_infos() const;
   // The compiled plan of flow `id` as `flowrt plan` prints it (the draft's when there is
   // one, as test_flow runs it), or why it does not compile.
   Result<Value> plan(std::string_view id) const;
-  Status publish(std::string_view id);
+  // Publishes the draft of `id` of `type`, or without a type of the first that has a draft.
+  Status publish(std::string_view id, std::optional<UnitType> type = std::nullopt);
   Status activate(std::string_view id);
   Status deactivate(std::string_view id);
   // Compiles every loaded definition; the diagnostics of all that do not compile.

@@ -141,9 +141,10 @@ Status FlowRegistry::save_if_revision(Definition def, std::string_view expected,
   return Status::ok();
 }
 
-Status FlowRegistry::publish(std::string_view id, const CompileOptions& options) {
+Status FlowRegistry::publish(std::string_view id, const CompileOptions& options, std::optional<UnitType> only) {
   std::unique_lock lock(mu_);
   for (UnitType type : {UnitType::kFlow, UnitType::kSubflow, UnitType::kAction}) {
+    if (only && type != *only) continue;
     auto it = defs_.find({type, std::string(id)});
     if (it == defs_.end() || !it->second.draft) continue;
     Definition candidate = *it->second.draft;
@@ -159,9 +160,9 @@ Status FlowRegistry::publish(std::string_view id, const CompileOptions& options)
     return Status::ok();
   }
   for (UnitType type : {UnitType::kFlow, UnitType::kSubflow, UnitType::kAction}) {
-    if (defs_.count({type, std::string(id)})) return Status::ok();  // already published, nothing to do
+    if ((!only || type == *only) && defs_.count({type, std::string(id)})) return Status::ok();  // nothing to do
   }
-  return Error{"no definition '" + std::string(id) + "'"};
+  return Error{"no " + (only ? std::string(unit_type_name(*only)) : std::string("definition")) + " '" + std::string(id) + "'"};
 }
 
 Status FlowRegistry::activate(std::string_view id, const CompileOptions& options, TimeMs now, Activating what) {

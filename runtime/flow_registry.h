@@ -49,7 +49,9 @@ class FlowRegistry {
   std::vector<StoredDefinition> all_stored() const;
   // Makes the draft of `id` the published version, after checking that it compiles.
   // For flows, also after checking the flow compiles. `type` may be null: any type.
-  Status publish(std::string_view id, const CompileOptions& options);
+  // With `type`, the definition of that type only; without, the first of flow, subflow,
+  // action that has a draft.
+  Status publish(std::string_view id, const CompileOptions& options, std::optional<UnitType> type = std::nullopt);
   // What an activation makes active: the draft when there is one (published by it, as a
   // user's activate does), or the published version, leaving a draft a draft (a load of
   // the flow's file, or a restart that makes a flow active again).

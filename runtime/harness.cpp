@@ -118,13 +118,27 @@ Status Harness::apply(const Value& op) {
     if (!def) return def.error();
     return engine_.save(*def);
   }
-  if (o == "activate" || o == "deactivate" || o == "publish") {
+  if (o == "activate" || o == "deactivate") {
     FLOWRT_RETURN_IF_ERROR(check_fields(op, {"id"}));
     Result<std::string_view> id = text_field(op, "id");
     if (!id) return id.error();
-    if (o == "activate") return engine_.activate(*id);
-    if (o == "deactivate") return engine_.deactivate(*id);
-    return engine_.publish(*id);
+    return o == "activate" ? engine_.activate(*id) : engine_.deactivate(*id);
+  }
+  if (o == "publish") {
+    // "type" names which definition of the id, when a flow and a subflow (or action) share
+    // it; without it, the first of flow, subflow, action with a draft.
+    FLOWRT_RETURN_IF_ERROR(check_fields(op, {"id", "type"}));
+    Result<std::string_view> id = text_field(op, "id");
+    if (!id) return id.error();
+    std::optional<UnitType> type;
+    if (op.contains("type")) {
+      const Value& t = op["type"];
+      for (UnitType u : {UnitType::kFlow, UnitType::kSubflow, UnitType::kAction}) {
+        if (t.is_string() && t.as_string() == unit_type_name(u)) type = u;
+      }
+      if (!type) return Error{"field 'type' must be \"flow\", \"subflow\" or \"action\", not " + shown_value(t)};
+    }
+    return engine_.publish(*id, type);
   }
   if (o == "set_property") {
     FLOWRT_RETURN_IF_ERROR(check_fields(op, {"name", "value"}));

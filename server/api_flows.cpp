@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <chrono>
+#include <functional>
+#include <optional>
 #include <span>
 
 #include "compiler/diagnostics.h"
@@ -94,6 +96,26 @@ Reply test_flow(Engine& engine, const ApiRequest& req) {
 }
 
 // PUT /api/flows/{id}: {"definition", "revision"} saves a draft at that revision.
+// `?type=flow|subflow|action`: which definition of the id a route means, when a flow and a
+// subflow (or action) share it (ids are unique per type). Absent: nullopt (the first of
+// flow, subflow, action that has the id). False with `error` set when the value is none.
+bool read_type(const ApiRequest& req, std::optional<UnitType>* type, Response* error) {
+  const std::string* text = req.query_value("type");
+  if (!text) return true;
+  for (UnitType u : {UnitType::kFlow, UnitType::kSubflow, UnitType::kAction}) {
+    if (*text == unit_type_name(u)) {
+      *type = u;
+      return true;
+    }
+  }
+  *error = error_response(http::status::bad_request, "?type must be flow, subflow or action, not '" + *text + "'", "");
+  return false;
+}
+
+std::string no_definition(const ApiRequest& req, std::optional<UnitType> type) {
+  return "no " + (type ? std::string(unit_type_name(*type)) : std::string("definition")) + " '" + req.param("id") + "'";
+}
+
 Reply put_flow(Engine& engine, const ApiRequest& req) {
   Response error;
   std::optional<Value> body = json_body(req, &error);
@@ -118,24 +140,47 @@ Reply put_flow(Engine& engine, const ApiRequest& req) {
                          Value::object({{"error", Value(saved.status.message())}, {"revision", Value(saved.revision)}}));
   }
   if (!saved.status) return engine_error(saved.status.message());
-  Value info = engine.definition_info(req.param("id"));
-  return json_response(http::status::ok, info);
+  // The answer is the definition saved, of its own type (a subflow may share a flow's id).
+  std::optional<UnitType> type = UnitType::kFlow;
+  for (UnitType u : {UnitType::kFlow, UnitType::kSubflow, UnitType::kAction}) {
+    if (definition["type"].is_string() && definition["type"].as_string() == unit_type_name(u)) type = u;
+  }
+  return json_response(http::status::ok, engine.definition_info(req.param("id"), type));
 }
 
 // A lifecycle change (publish, activate, deactivate), answered with the definition after.
-Handler lifecycle(Engine& engine, Status (Engine::*change)(std::string_view)) {
-  return [&engine, change](const ApiRequest& req) -> Reply {
-    if (engine.definition_info(req.param("id")).is_null()) {
-      return error_response(http::status::not_found, "no definition '" + req.param("id") + "'");
+// `change` gets the id and the ?type asked for; activate and deactivate are of flows.
+Handler lifecycle(Engine& engine, std::function<Status(Engine&, const std::string&, std::optional<UnitType>)> change,
+                  bool flows_only) {
+  return [&engine, change = std::move(change), flows_only](const ApiRequest& req) -> Reply {
+    Response error;
+    std::optional<UnitType> type;
+    if (!read_type(req, &type, &error)) return error;
+    if (engine.definition_info(req.param("id"), type).is_null()) {
+      return error_response(http::status::not_found, no_definition(req, type));
     }
-    Status s = (engine.*change)(req.param("id"));
+    if (flows_only) {
+      type = UnitType::kFlow;
+    } else if (!type) {
+      // Without ?type: the first of the id's definitions (flow, subflow, action) that has a
+      // draft, as the engine's publish picks it, named so that the answer is that one.
+      std::optional<UnitType> first, first_with_draft;
+      for (UnitType u : {UnitType::kFlow, UnitType::kSubflow, UnitType::kAction}) {
+        const Value info = engine.definition_info(req.param("id"), u);
+        if (info.is_null()) continue;
+        if (!first) first = u;
+        if (!first_with_draft && info["has_draft"] == Value(true)) first_with_draft = u;
+      }
+      type = first_with_draft ? first_with_draft : first;
+    }
+    Status s = change(engine, req.param("id"), type);
     if (!s) {
       // It does not compile (422), or the engine cannot take it now (503, as elsewhere).
       Response e = engine_error(s.message());
       if (e.result() == http::status::bad_request) e = error_response(http::status::unprocessable_entity, s.message());
       return e;
     }
-    return json_response(http::status::ok, engine.definition_info(req.param("id")));
+    return json_response(http::status::ok, engine.definition_info(req.param("id"), type));
   };
 }
 
@@ -197,18 +242,29 @@ void add_flow_routes(Router& router, ApiContext& api) {
     return json_response(http::status::ok, Value::object({{"flows", Value::array(std::move(flows))}}));
   });
   router.add(http::verb::get, "/api/flows/{id}", Permission::kRead, [&engine](const ApiRequest& req) -> Reply {
-    Value info = engine.definition_info(req.param("id"));
-    if (info.is_null()) return error_response(http::status::not_found, "no definition '" + req.param("id") + "'");
+    Response error;
+    std::optional<UnitType> type;
+    if (!read_type(req, &type, &error)) return error;
+    Value info = engine.definition_info(req.param("id"), type);
+    if (info.is_null()) return error_response(http::status::not_found, no_definition(req, type));
     Response res = json_response(http::status::ok, with_figures(info, recent_figures(engine, req.param("id")).per_flow));
     res.set(http::field::etag, "\"" + std::string(info["revision"].as_string()) + "\"");
     return res;
   });
   router.add(http::verb::put, "/api/flows/{id}", Permission::kDesign,
              [&engine](const ApiRequest& req) { return put_flow(engine, req); });
-  router.add(http::verb::post, "/api/flows/{id}/publish", Permission::kDesign, lifecycle(engine, &Engine::publish));
-  router.add(http::verb::post, "/api/flows/{id}/activate", Permission::kDesign, lifecycle(engine, &Engine::activate));
+  router.add(http::verb::post, "/api/flows/{id}/publish", Permission::kDesign,
+             lifecycle(
+                 engine,
+                 [](Engine& e, const std::string& id, std::optional<UnitType> type) { return e.publish(id, type); },
+                 false));
+  router.add(http::verb::post, "/api/flows/{id}/activate", Permission::kDesign,
+             lifecycle(
+                 engine, [](Engine& e, const std::string& id, std::optional<UnitType>) { return e.activate(id); }, true));
   router.add(http::verb::post, "/api/flows/{id}/deactivate", Permission::kDesign,
-             lifecycle(engine, &Engine::deactivate));
+             lifecycle(
+                 engine, [](Engine& e, const std::string& id, std::optional<UnitType>) { return e.deactivate(id); },
+                 true));
   router.add(http::verb::get, "/api/flows/{id}/plan", Permission::kRead, [&engine](const ApiRequest& req) -> Reply {
     Result<Value> plan = engine.plan(req.param("id"));
     if (!plan) return engine_error(plan.message());

@@ -177,6 +177,27 @@ TEST_F(LifecycleTest, TestFlow_OfAFlowThatNoLongerCompiles_EndsInErrorWithTheCom
   EXPECT_EQ(Records("after").size(), 1u) << "the line after the test_flow was applied";
 }
 
+// The events file's publish may name the type, when a flow and a subflow share an id (ids
+// are unique per type); without it, the first of flow, subflow, action with a draft.
+TEST_F(LifecycleTest, EventsFile_PublishOfAnIdTwoTypesShare_TakesTheTypeNamed) {
+  ASSERT_EQ(Events(R"({"op": "save", "definition": {"id": "x", "trigger": {"type": "api"}, "actions": []}}
+{"op": "save", "definition": {"id": "x", "type": "subflow", "actions": []}}
+{"op": "publish", "id": "x", "type": "subflow"}
+)").message(), "");
+  auto status_of = [&](UnitType type) {
+    for (const Definition& d : engine().core().flows.all_definitions()) {
+      if (d.id == "x" && d.type == type) return d.status;
+    }
+    return DefinitionStatus::kDraft;
+  };
+  EXPECT_EQ(status_of(UnitType::kSubflow), DefinitionStatus::kPublished);
+  EXPECT_EQ(status_of(UnitType::kFlow), DefinitionStatus::kDraft) << "the flow's draft is left alone";
+  Status bad = Events(R"({"op": "publish", "id": "x", "type": "workflow"})");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.message().find("field 'type' must be \"flow\", \"subflow\" or \"action\""), std::string::npos)
+      << bad.message();
+}
+
 TEST_F(LifecycleTest, EventsFile_LifecycleOps) {
   ASSERT_TRUE(Events(R"({"op": "save", "definition": {"id": "sub", "type": "subflow", "outputs": [{"name": "v", "type": "integer"}], "actions": [{"action": "assign_outputs", "inputs": {"values": {"v": 1}}}]}}
 {"op": "publish", "id": "sub"}

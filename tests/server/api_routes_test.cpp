@@ -274,6 +274,31 @@ TEST_F(ApiRoutesTest, Test_RunsTheDraftWithInputsOrARecord) {
   EXPECT_EQ(client().post("/api/flows/greet/test?wait=1h", R"({"inputs": {"name": "x"}})").status, 400);
 }
 
+// A subflow may share a flow's id (ids are unique per type): ?type= names which one a route
+// means, a PUT answers with the definition it saved, and publish answers with the one it
+// published. Until 2026-12-06 each answered with the flow, and the subflow's own revision
+// could not be read.
+TEST_F(ApiRoutesTest, Flows_ASubflowSharingAFlowsId_IsReachedByType_AndAnswersAreOfTheOneMeant) {
+  HttpReply saved = client().request(http::verb::put, "/api/flows/greet",
+                                     R"({"definition": {"id": "greet", "type": "subflow", "actions": []}, "revision": "0"})");
+  ASSERT_EQ(saved.status, 200) << saved.body;
+  EXPECT_EQ(saved.json()["type"], Value("subflow"));
+  EXPECT_EQ(saved.json()["has_draft"], Value(true));
+  EXPECT_EQ(client().get("/api/flows/greet").json()["type"], Value("flow")) << "without ?type, the flow first";
+  HttpReply sub = client().get("/api/flows/greet?type=subflow");
+  ASSERT_EQ(sub.status, 200) << sub.body;
+  EXPECT_EQ(sub.json()["revision"], saved.json()["revision"]);
+  EXPECT_EQ(sub.header("ETag"), "\"" + std::string(saved.json()["revision"].as_string()) + "\"");
+
+  HttpReply published = client().post("/api/flows/greet/publish", "");
+  ASSERT_EQ(published.status, 200) << published.body;
+  EXPECT_EQ(published.json()["type"], Value("subflow")) << "the one with the draft was published";
+  EXPECT_EQ(published.json()["state"], Value("published"));
+  EXPECT_EQ(client().post("/api/flows/greet/publish?type=action", "").status, 404);
+  EXPECT_EQ(client().get("/api/flows/greet?type=nonsense").status, 400);
+  EXPECT_EQ(client().post("/api/flows/greet/deactivate", "").json()["type"], Value("flow"));
+}
+
 TEST_F(ApiRoutesTest, Flows_ListGetPlanAndLifecycle) {
   HttpReply list = client().get("/api/flows");
   ASSERT_EQ(list.status, 200);
