@@ -155,6 +155,8 @@ Result<Definition> definition_from_value(const Value& v) {
   Definition d;
   if (!read_definition(v, "", "", &d, &diags)) return Error{diags.describe()};
   if (!diags.empty()) return Error{diags.describe()};
+  // It has no file: its compile errors (validate, publish) name it instead.
+  d.file = d.label() + " (saved)";
   return d;
 }
 

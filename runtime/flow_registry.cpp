@@ -402,6 +402,8 @@ std::vector<std::string> FlowRegistry::restore(const std::vector<StoredDefinitio
       }
       // The source may say otherwise (a draft published since); the store knows which it is.
       d.status = source == &s.published ? DefinitionStatus::kPublished : DefinitionStatus::kDraft;
+      // It has no file: its compile errors name it instead.
+      d.file = d.label() + " (stored)";
       defs.push_back(std::move(d));
     }
   }

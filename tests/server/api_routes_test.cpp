@@ -446,6 +446,18 @@ TEST_F(ApiRoutesTest, Validate_HeldDefinitionsOrAPostedOne) {
   EXPECT_EQ(broken.json()["errors"].at(0)["pointer"], Value("/actions/0/action"));
   // Nothing of it was kept.
   EXPECT_EQ(client().get("/api/flows/b").status, 404);
+
+  // A held definition that does not compile is named: it has no file (it was saved over
+  // the API). Until 2026-12-06 its "file" was "", and two broken ones could not be told apart.
+  ASSERT_EQ(client()
+                .request(http::verb::put, "/api/flows/b2",
+                         R"({"definition": {"id": "b2", "trigger": {"type": "api"}, "actions": [{"action": "nope"}]}, "revision": "0"})")
+                .status,
+            200);
+  HttpReply held = client().post("/api/validate", "");
+  ASSERT_EQ(held.status, 200);
+  ASSERT_EQ(held.json()["errors"].size(), 1u) << held.body;
+  EXPECT_EQ(held.json()["errors"].at(0)["file"], Value("flow 'b2' (saved)"));
 }
 
 TEST_F(ApiRoutesTest, Contexts_NewestFirstInPagesWithFilters) {
