@@ -149,8 +149,9 @@ Reply answer_keyed_write(Engine& engine, const Router& router, const Request& re
       Response res = json_response(
           http::status::ok,
           Value::object({{"applied", Value(true)},
-                         {"note", Value("applied before the server stopped; its answer was not kept, so look at what "
-                                        "it changed to learn more")}}));
+                         {"note", Value("applied, but its answer was not kept (the server stopped, the client left "
+                                        "before it was answered, or its outcome was not known then); look at what it "
+                                        "changed to learn more")}}));
       res.set(kReplayedHeader, "true");
       return res;
     }

@@ -686,6 +686,8 @@ TEST_F(ApiRoutesTest, AKeyedCallWhoseClientLeavesWhileItWaits_FreesItsKeyAtOnce)
   } while (again.status == 409 && std::chrono::steady_clock::now() < give_up);
   EXPECT_EQ(again.status, 200) << again.body;
   EXPECT_EQ(again.json()["applied"], Value(true));
+  EXPECT_THAT(again.json()["note"].as_string(), HasSubstr("the client left before it was answered"))
+      << "the server did not stop: the note does not say it did";
   EXPECT_EQ(again.header("Idempotent-Replayed"), "true");
   EXPECT_EQ(client().get("/api/contexts?flow=hold_desk").json()["contexts"].size(), 1u) << "the call ran once";
 }
