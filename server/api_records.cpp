@@ -1,6 +1,7 @@
 // Routes over tables and records, and the operations that start flows: events and calls.
 #include <charconv>
 
+#include "compiler/compiler.h"
 #include "plans/value_json.h"
 
 #include "runtime/engine.h"
@@ -24,6 +25,16 @@ std::optional<Value> where_param(const ApiRequest& req, Response* error) {
   return v;
 }
 
+// A condition the engine would refuse, answered 400 with the pointer of the value at fault:
+// under `base` ("/where" in a body, "" for ?where=, whose pointers are into its JSON).
+std::optional<Response> condition_error(const Value& where, const std::string& base) {
+  Diagnostics diags;
+  Condition c;
+  if (compile_record_condition(where, "where", "", &c, &diags)) return std::nullopt;
+  const Diagnostic& first = diags.list().front();
+  return error_response(http::status::bad_request, "where: " + first.message, base + first.pointer);
+}
+
 // A body that must be an object (the values of a record, a payload).
 std::optional<Value> object_body(const ApiRequest& req, Response* error, std::string_view what) {
   std::optional<Value> body = json_body(req, error);
@@ -39,6 +50,9 @@ Reply list_records(Engine& engine, const ApiRequest& req) {
   Response error;
   const std::optional<Value> where = where_param(req, &error);
   if (!where) return error;
+  if (!where->is_null()) {
+    if (std::optional<Response> bad = condition_error(*where, "")) return std::move(*bad);
+  }
   const std::optional<int64_t> limit = int_param(req, "limit", 100, 1, 10000, &error);
   const std::optional<int64_t> cursor = int_param(req, "cursor", 0, 0, INT64_MAX - 20000, &error);
   if (!limit || !cursor) return error;
@@ -65,6 +79,7 @@ std::optional<Response> read_where(const ApiRequest& req, Value* where, Value* v
   if (!body) return error;
   *where = (*body)["where"];
   if (where->is_null()) return error_response(http::status::bad_request, "the body needs a \"where\" condition", "/where");
+  if (std::optional<Response> bad = condition_error(*where, "/where")) return bad;
   if (with_values) {
     *values = (*body)["values"];
     if (!values->is_object()) return error_response(http::status::bad_request, "\"values\" must be an object", "/values");

@@ -94,6 +94,11 @@ TEST_F(ApiRoutesTest, Records_ListWhereAndPages) {
   EXPECT_EQ(bad.status, 400);
   EXPECT_THAT(bad.json()["error"].as_string(), HasSubstr("where is not valid JSON"));
   EXPECT_EQ(client().get("/api/tables/task/records?where=%7B%22op%22%3A%22nope%22%7D").status, 400);
+  // A condition the engine refuses names the value at fault in "pointer", as a body does.
+  HttpReply bad_op =
+      client().get("/api/tables/task/records?where=%7B%22field%22%3A%22n%22%2C%22op%22%3A%22zz%22%2C%22value%22%3A1%7D");
+  EXPECT_EQ(bad_op.status, 400);
+  EXPECT_EQ(bad_op.json()["pointer"], Value("/op")) << bad_op.body;
   EXPECT_EQ(client().get("/api/tables/task/records?limit=0").status, 400);
   EXPECT_EQ(client().get("/api/tables/task/records?limit=abc").status, 400);
 
@@ -181,6 +186,11 @@ TEST_F(ApiRoutesTest, Records_UpdateAndDeleteWhere) {
   EXPECT_EQ(no_where.json()["pointer"], Value("/where"));
   EXPECT_EQ(client().post("/api/tables/task/records/update", R"({"where": {"field": "n", "op": "eq", "value": 1}})").json()["pointer"],
             Value("/values"));
+  HttpReply bad_op = client().post("/api/tables/task/records/delete", R"({"where": {"field": "n", "op": "zz", "value": 1}})");
+  EXPECT_EQ(bad_op.status, 400);
+  EXPECT_EQ(bad_op.json()["pointer"], Value("/where/op")) << bad_op.body;
+  EXPECT_THAT(bad_op.json()["error"].as_string(), HasSubstr("where: "));
+  EXPECT_EQ(client().get("/api/tables/task/records").json()["records"].size(), 2u) << "nothing deleted";
 }
 
 TEST_F(ApiRoutesTest, Records_BadBodiesSayWhatAndWhere) {
