@@ -207,8 +207,14 @@ void run(const Value& source, const Value& record) {
       if (!out) {
         if (out.message().empty()) fail("render failed without a message", source);
       } else {
-        if (t.kind == Template::Kind::kConstant && !(*out == source)) {
+        // A constant renders as itself, which is its source unless the source escapes braces
+        // ("\{{" is the text "{{").
+        if (t.kind == Template::Kind::kConstant && !(*out == t.constant)) {
           fail("a constant template rendered as " + out->to_json(), source);
+        }
+        if (t.kind == Template::Kind::kConstant && !(t.constant == source) &&
+            source.to_json().find(R"(\\{{)") == std::string::npos) {
+          fail("a constant template differs from its source, which escapes no braces: " + t.constant.to_json(), source);
         }
         if (t.kind == Template::Kind::kText && !out->is_string()) {
           fail("a text template rendered as " + out->to_json(), source);
