@@ -104,12 +104,15 @@ Result<std::vector<TemplatePiece>> split_template(std::string_view s) {
   while (pos < s.size()) {
     size_t open = s.find("{{", pos);
     if (open == std::string_view::npos) break;
-    // "\{{" is a literal "{{" (the backslash dropped); "\\{{" a literal backslash, then
-    // a pill. So text such as a mustache template can be written (BEHAVIOUR.md).
-    const bool escaped = open > pos && s[open - 1] == '\\';
-    const bool backslash_kept = escaped && open - 1 > pos && s[open - 2] == '\\';
-    if (escaped && !backslash_kept) {
-      literal += s.substr(pos, open - 1 - pos);
+    // The backslashes right before "{{": each pair is one backslash of text, and one left
+    // over makes the braces text too ("\{{" is "{{", "\\{{x}}" a backslash and a pill,
+    // "\\\{{" a backslash and "{{"). So text such as a mustache template can be written
+    // (BEHAVIOUR.md).
+    size_t run = 0;
+    while (open - run > pos && s[open - run - 1] == '\\') ++run;
+    literal += s.substr(pos, open - run - pos);
+    literal.append(run / 2, '\\');
+    if (run % 2 == 1) {
       literal += "{{";
       pos = open + 2;
       continue;
@@ -119,7 +122,6 @@ Result<std::vector<TemplatePiece>> split_template(std::string_view s) {
       return Error{"unclosed '{{' in \"" + std::string(s.substr(0, 200)) +
                    "\" (a literal '{{' is written '\\{{', in JSON \"\\\\{{\")"};
     }
-    literal += s.substr(pos, (backslash_kept ? open - 1 : open) - pos);
     if (!literal.empty()) pieces.push_back(TemplatePiece{false, std::move(literal), {}});
     literal.clear();
     std::string_view inner = s.substr(open + 2, close - open - 2);

@@ -43,6 +43,13 @@ TEST(PillSyntaxTest, ABackslashBeforeTheBraces_MakesThemText) {
   EXPECT_EQ((*mixed)[2].text, R"( c\)");
   EXPECT_EQ((*mixed)[3].pill.path, (std::vector<std::string>{"vars", "y"}));
 
+  // Each pair of backslashes is one; one left over makes the braces text.
+  Result<std::vector<TemplatePiece>> runs = split_template(R"(\\\{{x}} and \\\\{{vars.z}})");
+  ASSERT_TRUE(runs.is_ok()) << runs.message();
+  ASSERT_EQ(runs->size(), 2u);
+  EXPECT_EQ((*runs)[0].text, R"(\{{x}} and \\)");
+  EXPECT_EQ((*runs)[1].pill.path, (std::vector<std::string>{"vars", "z"}));
+
   Result<std::vector<TemplatePiece>> unclosed = split_template("a {{ b");
   ASSERT_FALSE(unclosed.is_ok());
   EXPECT_NE(unclosed.message().find(R"(a literal '{{' is written '\{{')"), std::string::npos) << unclosed.message();
