@@ -159,6 +159,10 @@ Handler lifecycle(Engine& engine, std::function<Status(Engine&, const std::strin
     if (engine.definition_info(req.param("id"), type).is_null()) {
       return error_response(http::status::not_found, no_definition(req, type));
     }
+    if (flows_only && type && *type != UnitType::kFlow) {
+      return error_response(http::status::bad_request,
+                            "only a flow is activated or deactivated: ?type must be flow, or left out", "");
+    }
     if (flows_only) {
       type = UnitType::kFlow;
     } else if (!type) {
@@ -223,7 +227,8 @@ Reply validate(Engine& engine, const ApiRequest& req) {
 
 // A flow's entry with its figures (counts {} and runtime_ms null when none ran lately).
 Value with_figures(const Value& info, const std::map<std::string, Value>& figures) {
-  auto it = figures.find(std::string(info["id"].as_string()));
+  // Figures are of flows' contexts: a subflow or action sharing a flow's id has none.
+  auto it = info["type"] == Value("flow") ? figures.find(std::string(info["id"].as_string())) : figures.end();
   return info.with("counts", it == figures.end() ? Value::empty_object() : it->second["counts"])
       .with("runtime_ms", it == figures.end() ? Value() : it->second["runtime_ms"])
       .with("figures_window", Value(static_cast<long long>(kFiguresWindow)));

@@ -307,6 +307,13 @@ TEST_F(ApiRoutesTest, Flows_ASubflowSharingAFlowsId_IsReachedByType_AndAnswersAr
   EXPECT_EQ(client().post("/api/flows/greet/publish?type=action", "").status, 404);
   EXPECT_EQ(client().get("/api/flows/greet?type=nonsense").status, 400);
   EXPECT_EQ(client().post("/api/flows/greet/deactivate", "").json()["type"], Value("flow"));
+  EXPECT_EQ(client().post("/api/flows/greet/activate?type=subflow", "").status, 400);
+  EXPECT_EQ(client().get("/api/flows/greet").json()["state"], Value("inactive")) << "the flow was not activated";
+  ASSERT_EQ(client().post("/api/flows/greet/activate", "").status, 200);
+  ASSERT_EQ(client().post("/api/flows/greet/call?wait=10s", R"({"name": "Di"})").status, 200);
+  EXPECT_EQ(client().get("/api/flows/greet").json()["counts"], *parse_json(R"({"completed": 1})"));
+  EXPECT_EQ(client().get("/api/flows/greet?type=subflow").json()["counts"], Value::empty_object())
+      << "the flow's figures are not the subflow's";
 }
 
 TEST_F(ApiRoutesTest, Flows_ListGetPlanAndLifecycle) {
