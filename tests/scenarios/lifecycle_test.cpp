@@ -134,6 +134,21 @@ TEST_F(LifecycleTest, TestFlow_ARequestThatDoesNotFitTheTrigger_IsRefused_Nothin
   EXPECT_EQ(ContextById(*ev).value()["trigger"]["name"], Value("ping"));
 }
 
+// A draft that does not compile is not held to the published version's trigger: a request
+// that fits the draft (here a record, the draft's new trigger) starts a context that ends
+// in the compile error, rather than being refused for the trigger the draft replaced.
+TEST_F(LifecycleTest, TestFlow_OfADraftThatDoesNotCompile_IsNotCheckedAgainstThePublishedTrigger) {
+  ASSERT_TRUE(Load(R"({"id": "f", "trigger": {"type": "api"}, "actions": []})"));
+  ASSERT_TRUE(engine().save(Json(R"({"id": "f", "trigger": {"type": "record", "table": "t", "when": "created"},
+      "actions": [{"action": "bogus"}]})")).is_ok());
+  ASSERT_TRUE(engine().insert("t", Json(R"({"sys_id": "r"})")).is_ok());
+  Result<std::string> id = engine().test_flow("f", Json(R"({"table": "t", "sys_id": "r"})"), Value());
+  ASSERT_TRUE(id.is_ok()) << id.message();
+  Settle();
+  EXPECT_THAT(ContextById(*id), FailedWith("flow 'f' does not compile"));
+  EXPECT_THAT(ContextById(*id), FailedWith("bogus"));
+}
+
 TEST_F(LifecycleTest, TestFlow_DraftActionsOnlyWithShowDraftActions) {
   ASSERT_TRUE(Load(R"([{"id": "greet", "type": "action", "status": "draft", "outputs": [{"name": "s", "type": "string"}],
                         "actions": [{"action": "assign_outputs", "inputs": {"values": {"s": "hi"}}}]}])"));
