@@ -436,6 +436,23 @@ void Model::replay_action(Ctx& x, Frame& f, const Value& node, const Value& st, 
   // Writes, events and starts: a completed one made exactly one commit; a delete_record
   // that found no record to delete (deleted: false) made none.
   if (action == "delete_record" && done && st["outputs"]["deleted"] == Value(false)) {
+    // Only right when the record was not there: not when it existed from before the step
+    // to its end with no write between (a write at the step's own instants may come first).
+    const TimeMs started = ms(st["started_at"]), ended = ms(st["ended_at"]);
+    if (const auto* h = history(str((*in)["table"]), str((*in)["sys_id"]))) {
+      const Version* before = nullptr;
+      bool written_meanwhile = false;
+      for (const Version& v : *h) {
+        if (v.at < started) before = &v;
+        else if (v.at <= ended) written_meanwhile = true;
+      }
+      if (before && !before->record.is_null() && !written_meanwhile) {
+        add(out, kInvE, what + " deleted nothing (deleted: false) although " + str((*in)["table"]) + "/" +
+                            str((*in)["sys_id"]) + " existed throughout",
+            st);
+        return;
+      }
+    }
     count("deletes of no record");
     return;
   }
