@@ -183,7 +183,12 @@ TEST_F(RecordActionsTest, LookUpRecords_LimitZeroIsNone_AnOrderByNamingNoFieldIs
   const std::string blank = CallFlow("list", Json(R"({"limit": 0, "order": ""})"));
   const std::string dash = CallFlow("list", Json(R"({"limit": 0, "order": "-"})"));
   const std::string fine = CallFlow("list", Json(R"({"limit": 1, "order": "-v"})"));
+  const std::string unknown = CallFlow("list", Json(R"({"limit": 5, "order": "-nosuch"})"));
   Settle();
+  const Value& as_inserted = ContextById(unknown).step("many")["outputs"]["records"];
+  ASSERT_EQ(as_inserted.size(), 2u) << "a field no record has leaves the order as inserted";
+  EXPECT_EQ(as_inserted.at(0)["v"], Value(3));
+  EXPECT_EQ(as_inserted.at(1)["v"], Value(1));
   ContextRecord b = ContextById(blank);
   EXPECT_EQ(b.step("zero")["outputs"], Json(R"({"records": [], "count": 0})"));
   EXPECT_EQ(b.step("one")["status"], Value("error"));
