@@ -185,7 +185,8 @@ TEST_F(RecordActionsTest, LookUpRecords_LimitZeroIsNone_AnOrderByNamingNoFieldIs
   const std::string fine = CallFlow("list", Json(R"({"limit": 1, "order": "-v"})"));
   const std::string unknown = CallFlow("list", Json(R"({"limit": 5, "order": "-nosuch"})"));
   Settle();
-  const Value& as_inserted = ContextById(unknown).step("many")["outputs"]["records"];
+  const ContextRecord unordered = ContextById(unknown);  // held: step() reads into it
+  const Value& as_inserted = unordered.step("many")["outputs"]["records"];
   ASSERT_EQ(as_inserted.size(), 2u) << "a field no record has leaves the order as inserted";
   EXPECT_EQ(as_inserted.at(0)["v"], Value(3));
   EXPECT_EQ(as_inserted.at(1)["v"], Value(1));
