@@ -36,6 +36,11 @@ std::shared_ptr<const Plan> Compiler::compile_unit(const Definition& def, Diagno
   return builder.build(def);
 }
 
+bool Compiler::check_unit(const Definition& def, Diagnostics* diags, CheckMemo* memo) const {
+  PlanBuilder builder(definitions_, actions_, options_, diags, memo);
+  return builder.check(def);
+}
+
 bool read_params(const Value& list, const std::string& file, const std::string& pointer, std::vector<Param>* out,
                  Diagnostics* diags) {
   auto error = [&](const std::string& p, const std::string& message) {

@@ -11,6 +11,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "compiler/definition.h"
 #include "compiler/diagnostics.h"
@@ -42,6 +44,29 @@ struct CompileOptions {
   DurationMs min_schedule_interval = 1000;
 };
 
+// What checking definitions learnt that later checks can reuse: each subflow and action
+// that compiled without an error, and the calls it makes (in order, each with its JSON
+// pointer). A later check that reaches such a unit again walks only those calls (their
+// depth and their callees can still fail there) instead of compiling it once more, so
+// checking every definition of a wide call graph costs one compile per definition plus a
+// walk of each closure, not a compile of each closure. Valid only for one lookup and one
+// set of options, while the definitions it names are unchanged and alive: make one per
+// such check, and drop it after. Not synchronized.
+class CheckMemo {
+ public:
+  struct Call {
+    UnitType type;
+    std::string id;
+    std::string pointer;  // where the caller makes the call
+  };
+  // How many definitions are known to compile (for tests).
+  size_t clean_units() const { return clean_.size(); }
+
+ private:
+  friend class PlanBuilder;
+  std::unordered_map<const Definition*, std::vector<Call>> clean_;
+};
+
 class Compiler {
  public:
   // `actions` may be null when no C++ action types are registered. Both lookups must outlive
@@ -54,6 +79,11 @@ class Compiler {
   // Compiles any definition on its own (a subflow or action as the root unit), as
   // `validate` and `publish` do. Returns the plan, or nullptr with diagnostics added.
   std::shared_ptr<const Plan> compile_unit(const Definition& def, Diagnostics* diags) const;
+
+  // Checks `def` as compile_unit would, reporting the same errors in the same order, but
+  // builds no plan; with `memo` (see CheckMemo) it reuses what earlier checks with this
+  // Compiler's lookups and options learnt. Returns whether it compiles.
+  bool check_unit(const Definition& def, Diagnostics* diags, CheckMemo* memo) const;
 
   const CompileOptions& options() const { return options_; }
 

@@ -8,16 +8,45 @@
 namespace flowrt {
 
 PlanBuilder::PlanBuilder(const DefinitionLookup& definitions, const ActionTypeLookup* actions,
-                         const CompileOptions& options, Diagnostics* diags)
-    : definitions_(definitions), actions_(actions), options_(options), diags_(diags) {}
+                         const CompileOptions& options, Diagnostics* diags, CheckMemo* memo)
+    : definitions_(definitions), actions_(actions), options_(options), diags_(diags), memo_(memo) {}
 
 void PlanBuilder::compile_unit(const Definition& def, uint32_t index) {
+  if (memo_ && def.type != UnitType::kFlow) {
+    if (auto known = memo_->clean_.find(&def); known != memo_->clean_.end()) {
+      walk_clean_unit(def, known->second);
+      return;
+    }
+  }
   const TriggerSpec* trigger = index == 0 && def.type == UnitType::kFlow ? &plan_.trigger : nullptr;
   PlanUnit unit;
+  const size_t before = diags_->reported();
   path_.push_back(&def);
+  if (memo_) calls_.emplace_back();
   UnitCompiler(this, def, trigger).compile(&unit);
   path_.pop_back();
+  if (memo_) {
+    // Clean here means clean anywhere: a unit's own compile depends only on the options and
+    // the lookups; what a deeper call would change, the walk makes again.
+    if (diags_->reported() == before && def.type != UnitType::kFlow) memo_->clean_[&def] = std::move(calls_.back().list);
+    calls_.pop_back();
+    return;  // checking: no plan is made
+  }
   plan_.units[index] = std::move(unit);
+}
+
+void PlanBuilder::walk_clean_unit(const Definition& def, const std::vector<CheckMemo::Call>& calls) {
+  path_.push_back(&def);
+  calls_.push_back(Calls{false, {}});  // a known unit's calls are known already
+  for (const CheckMemo::Call& call : calls) {
+    uint32_t index = 0;
+    std::string problem;
+    // As UnitCompiler::resolve_callee reports a failed call; the rest of a clean unit's
+    // compile found nothing, and does not depend on its callees.
+    if (!unit_for(call.type, call.id, call.pointer, &index, &problem)) diags_->add(def.file, call.pointer, problem);
+  }
+  calls_.pop_back();
+  path_.pop_back();
 }
 
 namespace {
@@ -37,7 +66,9 @@ std::string call_chain(const std::vector<const Definition*>& path) {
 
 }  // namespace
 
-bool PlanBuilder::unit_for(UnitType type, const std::string& id, uint32_t* index, std::string* problem) {
+bool PlanBuilder::unit_for(UnitType type, const std::string& id, const std::string& pointer, uint32_t* index,
+                           std::string* problem) {
+  if (memo_ && calls_.back().kept) calls_.back().list.push_back(CheckMemo::Call{type, id, pointer});
   const std::string kind(unit_type_name(type));
   auto it = index_.find({type, id});
   if (it != index_.end()) {
@@ -72,8 +103,13 @@ bool PlanBuilder::unit_for(UnitType type, const std::string& id, uint32_t* index
   return true;
 }
 
-std::shared_ptr<const Plan> PlanBuilder::build(const Definition& root) {
+bool PlanBuilder::check(const Definition& root) {
   const size_t before = diags_->reported();
+  compile_root(root);
+  return diags_->reported() == before;
+}
+
+void PlanBuilder::compile_root(const Definition& root) {
   plan_.flow_id = root.id;
   if (root.type == UnitType::kFlow) {
     const std::string trigger_ptr = pointer_append(root.pointer, "trigger");
@@ -87,6 +123,11 @@ std::shared_ptr<const Plan> PlanBuilder::build(const Definition& root) {
   index_.emplace(std::make_pair(root.type, root.id), 0u);
   plan_.dependencies.push_back(PlanDependency{root.type, root.id, root.fingerprint});
   compile_unit(root, 0);
+}
+
+std::shared_ptr<const Plan> PlanBuilder::build(const Definition& root) {
+  const size_t before = diags_->reported();
+  compile_root(root);
   if (diags_->reported() != before) return nullptr;
 
   // The version covers the root and every definition it uses, in a stable order.

@@ -126,7 +126,7 @@ ActionStep UnitCompiler::compile_action(const Value& step, const std::string& po
 bool UnitCompiler::resolve_callee(UnitType type, const std::string& id, const std::string& pointer,
                                   ActionStep* out) {
   std::string problem;
-  if (!builder_->unit_for(type, id, &out->callee, &problem)) {
+  if (!builder_->unit_for(type, id, pointer, &out->callee, &problem)) {
     add_error(pointer, problem);
     return false;
   }

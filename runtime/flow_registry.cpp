@@ -320,7 +320,7 @@ FlowRegistry::PlanResult FlowRegistry::plan_for_test(std::string_view flow_id, c
 }
 
 void FlowRegistry::check_versions(const Versions& v, const CompileOptions& options, Diagnostics* diags,
-                                  std::optional<DefinitionStatus> only) const {
+                                  CheckMemo (&memos)[2], std::optional<DefinitionStatus> only) const {
   for (const std::optional<Definition>* version : {&v.published, &v.draft}) {
     if (!version->has_value()) continue;
     const Definition& def = **version;
@@ -333,20 +333,22 @@ void FlowRegistry::check_versions(const Versions& v, const CompileOptions& optio
         (def.type != UnitType::kFlow || def.source["show_draft_actions"] == Value(true));
     View view(*this, o.allow_draft_dependencies);
     Compiler compiler(view, actions_, o);
-    compiler.compile_unit(def, diags);
+    compiler.check_unit(def, diags, &memos[o.allow_draft_dependencies ? 1 : 0]);
   }
 }
 
 void FlowRegistry::check_all(const CompileOptions& options, Diagnostics* diags) const {
   std::shared_lock lock(mu_);
-  for (const auto& [key, v] : defs_) check_versions(v, options, diags);
+  CheckMemo memos[2];
+  for (const auto& [key, v] : defs_) check_versions(v, options, diags, memos);
 }
 
 void FlowRegistry::check(const std::vector<VersionKey>& which, const CompileOptions& options, Diagnostics* diags) const {
   std::shared_lock lock(mu_);
+  CheckMemo memos[2];
   for (const VersionKey& key : which) {
     auto it = defs_.find({key.type, key.id});
-    if (it != defs_.end()) check_versions(it->second, options, diags, key.status);
+    if (it != defs_.end()) check_versions(it->second, options, diags, memos, key.status);
   }
 }
 

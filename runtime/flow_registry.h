@@ -115,8 +115,9 @@ class FlowRegistry {
     std::optional<Definition> published;
   };
   class View;  // DefinitionLookup over published (or draft) versions; REQUIRES mu_ held
-  // Both versions, or only the one of `only` when given.
-  void check_versions(const Versions& v, const CompileOptions& options, Diagnostics* diags,
+  // Both versions, or only the one of `only` when given. memos[d] is what the checks made
+  // so far under this lock learnt, for d = whether drafts may be used (CheckMemo).
+  void check_versions(const Versions& v, const CompileOptions& options, Diagnostics* diags, CheckMemo (&memos)[2],
                       std::optional<DefinitionStatus> only = std::nullopt) const;
 
   FlowSlot* slot_locked(const std::string& id);
