@@ -312,14 +312,24 @@ Interpreter::Flow Interpreter::step_node(Activation& a, BlockFrame& f, const Nod
       const TimeMs t = now();
       const int64_t rec = ctx_.begin_step(path, node, t, Value::empty_object());
       ctx_.end_step(rec, StepStatus::kCompleted, t, Value(), Value());
-      // Close the open logic of this unit as completed, then end the unit.
+      // Close the open logic of this unit as completed, with the outputs it has so far (a
+      // loop its iterations begun, a try whether it caught), then end the unit.
       while (a.blocks.size() > 1) {
         const BlockFrame& open = a.blocks.back();
-        if (open.record >= 0) ctx_.end_step(open.record, StepStatus::kCompleted, t, Value(), Value());
+        if (open.record >= 0) ctx_.end_step(open.record, StepStatus::kCompleted, t, ended_block_outputs(open), Value());
         a.blocks.pop_back();
       }
       return finish_activation();
     }
+  }
+}
+
+Value Interpreter::ended_block_outputs(const BlockFrame& f) {
+  switch (f.kind) {
+    case BlockFrame::Kind::kLoop: return Value::object({{"iterations", Value(static_cast<long long>(f.iteration) + 1)}});
+    case BlockFrame::Kind::kTry:
+    case BlockFrame::Kind::kCatch: return Value::object({{"caught", Value(f.kind == BlockFrame::Kind::kCatch)}});
+    default: return Value();
   }
 }
 

@@ -42,6 +42,8 @@ class Interpreter {
   Flow loop();
   Flow step_node(Activation& a, BlockFrame& f, const Node& node, uint32_t index);
   Flow end_block(Activation& a);
+  // The outputs of a loop or try still open when an `end` step completes it.
+  static Value ended_block_outputs(const BlockFrame& f);
   Flow run_action(Activation& a, const Node& node, const ActionStep& step, const Value& path);
   Flow run_assignments(Activation& a, const Node& node, const ActionStep& step, const Value& path);
   Flow call_unit(Activation& a, const Node& node, const ActionStep& step, const Value& path,

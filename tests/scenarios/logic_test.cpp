@@ -156,6 +156,27 @@ TEST_F(LogicTest, End_CompletesTheContextAtOnce_ClosingOpenLoops) {
   ASSERT_THAT(c, HasStatus("completed"));
   EXPECT_EQ(c.log_messages(), (std::vector<std::string>{"1", "2"}));
   EXPECT_EQ(c.steps().at(0)["status"], Value("completed"));
+  // The loop records the iterations it began, as one that ran out of items does.
+  EXPECT_EQ(c.steps().at(0)["outputs"], Json(R"({"iterations": 2})"));
+}
+
+TEST_F(LogicTest, End_InsideATryOrItsCatch_CompletesTheTryWithItsCaughtOutput) {
+  ASSERT_TRUE(Load(R"({"id": "t", "trigger": {"type": "api"}, "actions": [
+    {"try": [{"for_each": [1, 2, 3], "do": [{"if": {"pill": "item", "op": "eq", "value": 2}, "then": [{"end": true}]}]}],
+     "catch": []}]})"));
+  ASSERT_TRUE(Load(R"({"id": "c", "trigger": {"type": "api"}, "actions": [
+    {"try": [{"action": "fail", "inputs": {"message": "no"}}], "catch": [{"end": true}]}]})"));
+  const std::string in_try = CallFlow("t");
+  const std::string in_catch = CallFlow("c");
+  Settle();
+  const ContextRecord t = ContextById(in_try);
+  ASSERT_THAT(t, HasStatus("completed"));
+  EXPECT_EQ(t.steps().at(0)["action"], Value("try"));
+  EXPECT_EQ(t.steps().at(0)["outputs"], Json(R"({"caught": false})"));
+  EXPECT_EQ(t.steps().at(1)["outputs"], Json(R"({"iterations": 2})"));
+  const ContextRecord c = ContextById(in_catch);
+  ASSERT_THAT(c, HasStatus("completed"));
+  EXPECT_EQ(c.steps().at(0)["outputs"], Json(R"({"caught": true})"));
 }
 
 TEST_F(LogicTest, SetVariables_KeepTypes_AndAreVisibleWhileRunning) {
