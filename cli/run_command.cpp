@@ -123,8 +123,8 @@ int run_command(const CommandArgs& args) {
   // Errors are printed once on stderr; --format json lists them in its one document
   // whatever went wrong, the table at its end.
   std::vector<RunError> errors;
-  auto fail = [&](const Diagnostics& diags) {
-    errors = run_errors(diags);
+  auto fail = [&](const Diagnostics& diags, size_t max_file_bytes) {
+    errors = run_errors(diags, max_file_bytes);
     for (const RunError& e : errors) std::cerr << e.describe() << "\n";
     if (format == "json") {
       std::cout << Value::object({{"contexts", Value::array({})},
@@ -145,7 +145,7 @@ int run_command(const CommandArgs& args) {
     throw UsageError{"--log-level must be off, error, warn, info or debug"};
   }
   Result<Project, Diagnostics> project = read_project(std::move(files));
-  if (!project) return fail(project.error());
+  if (!project) return fail(project.error(), EngineProperties{}.max_definition_file_bytes);
   project->options.log_level = log_level;
   if (args.has("data")) {
     // State kept in a SQLite file (or a PostgreSQL database: a postgresql:// URL) that the
@@ -154,7 +154,7 @@ int run_command(const CommandArgs& args) {
     use_data_store(args.get("data"), &project->options);
   }
   Result<std::unique_ptr<Engine>, Diagnostics> opened = open_project(*project);
-  if (!opened) return fail(opened.error());
+  if (!opened) return fail(opened.error(), project->options.properties.max_definition_file_bytes);
   Engine& engine = **opened;
   signals.watch(&engine);
 

@@ -1,9 +1,9 @@
 #include "cli/run_errors.h"
 
 #include <cctype>
-#include <fstream>
 #include <map>
-#include <sstream>
+
+#include "compiler/loader.h"
 
 namespace flowrt::cli {
 namespace {
@@ -158,20 +158,25 @@ std::string RunError::describe() const {
   return file + (line > 0 ? ":" + std::to_string(line) : std::string()) + ": " + message;
 }
 
-std::vector<RunError> run_errors(const Diagnostics& diags) {
-  std::map<std::string, std::string> texts;  // each file read once
+std::vector<RunError> run_errors(const Diagnostics& diags, size_t max_file_bytes) {
+  std::map<std::string, std::string> texts;  // each file read once ("" when not read)
   std::vector<RunError> out;
   for (const Diagnostic& d : diags.list()) {
     RunError e{d.file, line_in_message(d.message), d.pointer, true, d.message};
     if (e.line == 0 && !d.file.empty()) {
       auto it = texts.find(d.file);
       if (it == texts.end()) {
-        std::ifstream in(d.file, std::ios::binary);
-        std::stringstream buf;
-        if (in) buf << in.rdbuf();
-        it = texts.emplace(d.file, buf.str()).first;
+        Result<std::string> text = read_file(d.file, max_file_bytes);
+        it = texts.emplace(d.file, text ? std::move(text).value() : std::string()).first;
       }
-      e.line = line_of_pointer(it->second, d.pointer);
+      // The value the pointer names, or the nearest one around it that the file has.
+      std::string_view p = d.pointer;
+      while (!it->second.empty()) {
+        e.line = line_of_pointer(it->second, p);
+        const size_t up = p.rfind('/');
+        if (e.line != 0 || up == std::string_view::npos) break;
+        p = p.substr(0, up);
+      }
     }
     out.push_back(std::move(e));
   }

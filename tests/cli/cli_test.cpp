@@ -329,6 +329,22 @@ TEST_F(CliTest, Run_Json_AlwaysOneDocument_ErrorsAreObjects) {
   EXPECT_EQ(doc["errors"].at(0)["line"], Value(1));
   fs::remove(dir_ / "config.json");
 
+  // A key that is missing: the line of the value it is missing from.
+  write("flows/f.json", "{\n  \"id\": \"f\",\n  \"trigger\": {\"type\": \"api\"},\n  \"actions\": [\n    {\"action\": \"wait\"}\n  ]\n}\n");
+  doc = doc_of(run("run " + dir() + " --format json", " 2>/dev/null"));
+  EXPECT_EQ(doc["errors"].at(0)["pointer"], Value("/actions/0/inputs")) << doc.to_json();
+  EXPECT_EQ(doc["errors"].at(0)["line"], Value(5)) << doc.to_json();
+
+  // A file refused for its size is not read again to find a line: it has none.
+  write("flows/f.json", "{\"id\": \"f\", \"trigger\": {\"type\": \"api\"}, \"actions\": [], \"name\": \"" +
+                            std::string(2000, 'x') + "\"}");
+  write("config.json", R"({"properties": {"max_definition_file_bytes": 1000}})");
+  doc = doc_of(run("run " + dir() + " --format json", " 2>/dev/null"));
+  EXPECT_NE(doc["errors"].at(0)["message"].as_string().find("max_definition_file_bytes"), std::string::npos) << doc.to_json();
+  EXPECT_TRUE(doc["errors"].at(0)["line"].is_null()) << doc.to_json();
+  fs::remove(dir_ / "config.json");
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+
   write("events.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n{\"op\": \"explode\"}\n");
   Output events = run("run " + dir() + " --format json", " 2>/dev/null");
   EXPECT_EQ(events.code, 1);
