@@ -48,7 +48,15 @@ Status set_property(EngineProperties* p, std::string_view name, const Value& v) 
   if (name == "max_action_steps") return set_int(&p->max_action_steps, 1, 100000);
   if (name == "max_iterations") return set_int(&p->max_iterations, 0, 100000000);
   if (name == "max_context_steps") return set_int(&p->max_context_steps, 1, int64_t{1} << 32);
-  if (name == "indirect_recursion_limit") return set_int(&p->indirect_recursion_limit, INT32_MIN, INT32_MAX);
+  if (name == "indirect_recursion_limit") {
+    // Each context keeps its causal chain, which the limit bounds: a chain of N flows'
+    // contexts keeps N^2 names in all, so the limit is bounded too.
+    if (v.is_int() && v.as_int() > kMaxIndirectRecursionLimit) {
+      return Error{"property indirect_recursion_limit must be at most " + std::to_string(kMaxIndirectRecursionLimit) +
+                   ", not " + std::to_string(v.as_int())};
+    }
+    return set_int(&p->indirect_recursion_limit, INT32_MIN, kMaxIndirectRecursionLimit);
+  }
   if (name == "record_value_limit") return set_int(&p->record_value_limit, 64, int64_t{1} << 32);
   if (name == "worker_threads") return set_int(&p->worker_threads, 0, 256);
   if (name == "context_retention") return set_int(&p->context_retention, 0, int64_t{1} << 40);

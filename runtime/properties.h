@@ -21,6 +21,10 @@ namespace flowrt {
 enum class Durability : uint8_t { kFull, kNormal, kOff };
 std::string_view durability_name(Durability d);
 
+// The largest indirect_recursion_limit a config may set: every context keeps its causal
+// chain, so a chain of contexts costs the square of its length.
+inline constexpr int64_t kMaxIndirectRecursionLimit = 1000;
+
 struct EngineProperties {
   // Action steps per flow, subflow or action, counted through nested logic (a call is one).
   uint32_t max_actions = 50;
@@ -32,7 +36,7 @@ struct EngineProperties {
   // included); the context would record one more ends in error, as past max_run_time.
   size_t max_context_steps = 100000;
   // Runs of one flow in one causal chain; values below 1 mean 1.
-  int64_t indirect_recursion_limit = 3;
+  int64_t indirect_recursion_limit = 3;  // at most kMaxIndirectRecursionLimit
   // Running time of a context (waiting excluded) before it ends in error.
   DurationMs max_run_time = 3600000;
   // Bytes of one input or output value kept in a context record; larger ones are truncated

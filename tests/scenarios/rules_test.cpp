@@ -275,5 +275,24 @@ TEST_F(RulesTest, IndirectRecursion_SubflowCallPastTheLimit_FailsTheCallingStep)
   EXPECT_EQ(c.log_messages(), (std::vector<std::string>{"ping", "pong", "ping", "pong"}));
 }
 
+// Every context keeps its causal chain, so the limit is bounded: a two-flow ping-pong under
+// a limit of a million kept a million names in each of two million contexts.
+TEST_F(RulesTest, IndirectRecursionLimit_IsAtMost1000_ALargerOneIsRefusedAndTheOldOneKept) {
+  ASSERT_TRUE(engine().set_property("indirect_recursion_limit", Value(1000)).is_ok());
+  const Status refused = engine().set_property("indirect_recursion_limit", Value(1001));
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.message(), "property indirect_recursion_limit must be at most 1000, not 1001");
+  EXPECT_FALSE(engine().set_property("indirect_recursion_limit", Value(1000000)).is_ok());
+  ASSERT_TRUE(Load(R"([
+    {"id": "a", "trigger": {"type": "record", "table": "ta", "when": "created"}, "actions": [
+      {"action": "create_record", "inputs": {"table": "tb", "values": {}}}]},
+    {"id": "b", "trigger": {"type": "record", "table": "tb", "when": "created"}, "actions": [
+      {"action": "create_record", "inputs": {"table": "ta", "values": {}}}]}])"));
+  Insert("ta", Json("{}"));
+  Settle();
+  EXPECT_EQ(Contexts("a").size(), 1000u) << "the limit in force is still 1000";
+  EXPECT_EQ(Contexts("b").size(), 1000u);
+}
+
 }  // namespace
 }  // namespace flowrt
