@@ -12,6 +12,8 @@ namespace {
 
 constexpr uint64_t kMaxNewPerPoll = 500;  // a burst larger than this: only its newest
 constexpr size_t kMaxOpen = 2000;         // contexts not ended that the feed follows
+// The reason of the reset that tells a look left started contexts unannounced.
+constexpr std::string_view kNotAnnounced = "contexts started and not announced";
 
 int64_t steady_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -162,6 +164,10 @@ void EventFeed::poll() {
   }
   if (started > seen_seq_) {
     const uint64_t first = std::max(seen_seq_ + 1, started > kMaxNewPerPoll ? started - kMaxNewPerPoll + 1 : 1);
+    // More started since the last look than one look announces: the older ones get no
+    // event, and the client must be told so (a reset, before the newest ones' events) to
+    // read them from GET /api/contexts, since nothing else shows they are missing.
+    if (first > seen_seq_ + 1) publish("reset", Value::object({{"reason", Value(kNotAnnounced)}}));
     for (uint64_t seq = first; seq <= started; ++seq) {
       std::optional<ContextRecord> r = engine_.context("ctx-" + std::to_string(seq));
       if (!r) continue;

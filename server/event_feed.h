@@ -8,7 +8,9 @@
 // only while a client is connected. When a client connects and no other is, the feed
 // begins watching afresh: it follows every context not ended (recovered ones included) as
 // it is then, and adds a "reset" event, since whatever changed while no one watched was
-// not seen: a client resuming from before that gap is told to reload.
+// not seen: a client resuming from before that gap is told to reload. One look announces
+// at most the 500 newest contexts that started; when more did, a "reset" comes before
+// them, so that a client knows some were left out and reloads.
 // Thread-safety: any thread; one mutex guards the ring of changes.
 #pragma once
 

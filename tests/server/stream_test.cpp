@@ -228,6 +228,58 @@ TEST_F(StreamTest, AFreshClientIsNotSentTheResetItsArrivalMade) {
   EXPECT_EQ(first->data["change"], Value("started"));
 }
 
+// One look announces at most the 500 newest contexts that started. When more started
+// between two looks, the older ones get no event, and a reset before the newest ones'
+// events tells the client so: it reloads (until 2026-12-06 nothing did, and the viewer's
+// list silently lacked them). 500 exactly are all announced, with no reset.
+TEST_F(StreamTest, MoreContextsStartedBetweenTwoLooksThanOneAnnounces_AResetComesFirst) {
+  // A feed of its own, never started: only this test's polls look, so what starts between
+  // two of them is known.
+  server::EventFeed feed(engine());
+  uint64_t at = feed.subscribe();
+  auto fire = [&](int n) {
+    for (int i = 0; i < n; ++i) ASSERT_TRUE(engine().fire_event("ping", Value::object({{"n", Value(i)}})).is_ok());
+    settle();
+  };
+  // Turn by turn, as a stream gives them (a reset comes alone): the reset reasons and the
+  // seqs announced as started.
+  auto look = [&] {
+    feed.poll();
+    std::pair<std::vector<std::string>, std::vector<int64_t>> seen;
+    for (std::vector<server::FeedEvent> turn = feed.after(at); !turn.empty(); turn = feed.after(at)) {
+      for (const server::FeedEvent& e : turn) {
+        const Value data = test_support::json(e.data);
+        if (e.type == "reset") {
+          EXPECT_TRUE(seen.second.empty()) << "the reset comes before the starts of its look";
+          seen.first.emplace_back(data["reason"].as_string());
+        }
+        if (e.type == "context" && data["change"] == Value("started")) seen.second.push_back(data["context"]["seq"].as_int());
+      }
+      at = turn.back().id;
+    }
+    return seen;
+  };
+  auto newest = [](int64_t last, int64_t n) {
+    std::vector<int64_t> out;
+    for (int64_t seq = last - n + 1; seq <= last; ++seq) out.push_back(seq);
+    return out;
+  };
+
+  fire(500);
+  auto seen = look();
+  EXPECT_THAT(seen.first, ::testing::IsEmpty()) << "500 started: every one announced";
+  int64_t started = static_cast<int64_t>(engine().stats().contexts_started);
+  EXPECT_EQ(seen.second, newest(started, 500));
+
+  fire(501);
+  seen = look();
+  EXPECT_EQ(seen.first, std::vector<std::string>{"contexts started and not announced"})
+      << "501 started: the oldest is left out, and the client is told";
+  started = static_cast<int64_t>(engine().stats().contexts_started);
+  EXPECT_EQ(seen.second, newest(started, 500)) << "the 500 newest, in order";
+  feed.unsubscribe();
+}
+
 // A cluster follower shares one stream among its viewers (server/shared_stream.h): it asks
 // for every event the feed holds (X-Flowrt-Stream-From: held, whatever Last-Event-ID says),
 // and every stream's head says where it follows from and the last id given when it opened.
