@@ -76,15 +76,24 @@ function table(attrs, headers, rows, caption) {
 const row = (attrs, cells) => h('tr', attrs, cells.map((c) =>
   c && c.cell ? h('td', { class: c.class }, c.cell) : h('td', {}, c)));
 
+// What names the focused link/button inside one of `roots` (its href or id), or null.
+function focusKey(...roots) {
+  const active = document.activeElement;
+  return active && roots.some((r) => r.contains(active)) ? active.getAttribute('href') || active.id : null;
+}
+
+// Focuses the link/button in `root` that `key` (from focusKey) names, if it still exists.
+function refocus(root, key) {
+  if (!key) return;
+  const again = [...root.querySelectorAll('[href],[id]')].find((e) => (e.getAttribute('href') || e.id) === key);
+  if (again) again.focus({ preventScroll: true });
+}
+
 // Re-render `view` with `nodes`, keeping focus on the same link/button if it still exists.
 function replaceView(view, nodes) {
-  const active = document.activeElement;
-  const key = active && view.contains(active) ? active.getAttribute('href') || active.id : null;
+  const key = focusKey(view);
   view.replaceChildren(...nodes.filter((n) => n !== null && n !== undefined));
-  if (key) {
-    const again = [...view.querySelectorAll('[href],[id]')].find((e) => (e.getAttribute('href') || e.id) === key);
-    if (again) again.focus({ preventScroll: true });
-  }
+  refocus(view, key);
 }
 
 /* ---------------------------------------------------------------- messages */
@@ -175,8 +184,12 @@ function connectStream() {
     }
   };
   for (const type of ['context', 'lock']) es.addEventListener(type, (ev) => dispatch(type, ev.data));
-  // The server could not give all that was missed (docs/API.md, "reset"): reload the page.
-  es.addEventListener('reset', () => route());
+  // The server could not give all that was missed (docs/API.md, "reset"): the page reloads
+  // what it shows, by its own handler when it has one (the live list of contexts), else whole.
+  es.addEventListener('reset', () => {
+    const page = state.page;
+    if (page && page.alive && page.on.reset) page.on.reset(); else route();
+  });
 }
 
 function setStreamStatus(s) {
@@ -310,19 +323,100 @@ function matchesFilter(c, filter) {
   return true;
 }
 
-// Applies a stream `context` event to the first page: update a row, or insert a new one.
-function liveContext(tbody, filter, c) {
-  if (!c || !c.id) return;
-  const existing = [...tbody.rows].find((tr) => tr.dataset.contextId === c.id);
-  if (existing) { updateContextRow(existing, c); return; }
-  if (!matchesFilter(c, filter)) return;
-  const empty = $('tr.empty', tbody);
-  if (empty) empty.remove();
-  const tr = contextRow(c);
-  tr.classList.add('new');
-  const before = [...tbody.rows].find((r) => Number(r.dataset.seq) < Number(c.seq));
-  tbody.insertBefore(tr, before || (c.seq == null ? tbody.firstChild : null));
-  setTimeout(() => tr.classList.remove('new'), 2000);
+// The table of a page of contexts.
+function contextsTable(contexts) {
+  const rows = contexts.map(contextRow);
+  if (!rows.length) rows.push(h('tr', { class: 'empty' }, h('td', { colspan: 6 }, 'No contexts.')));
+  return table({ id: 'contexts-table' }, ['Context', 'Flow', 'Status', 'Trigger', 'Started at', ['Runtime', 'num']], rows, 'Contexts, newest first');
+}
+
+// The first page of contexts, kept live from the stream: at most PAGE_SIZE rows, newest
+// (highest seq) first, each found by its id in a Map, so that an event costs a few row
+// operations however many come (a burst of thousands once made the page grow without
+// end and freeze). A new context goes in its place by seq and the oldest row past the
+// page size goes, the next page then starting below the last row kept. A `reset`, or a
+// started context whose seq is more than one past the newest seen (one the stream did
+// not announce), reloads the page; events that come meanwhile are applied after it.
+// `show(list)` draws a page read from the API and returns its tbody and its pager's
+// Next button.
+function liveContexts(page, filter, query, list, show) {
+  let byId = new Map();
+  let tbody = null;
+  let nextButton = null;
+  let newest = null;   // the highest seq seen, when known: a started one past newest + 1 is a gap
+  let pending = null;  // while a reload is in flight: the events that came meanwhile
+  let again = false;   // a reset came while reloading: reload once more
+  const draw = (l) => {
+    ({ tbody, nextButton } = show(l));
+    byId = new Map([...tbody.rows].filter((tr) => tr.dataset.contextId).map((tr) => [tr.dataset.contextId, tr]));
+    // Without flow or status filters the newest row is the newest context that started.
+    const top = l.contexts[0];
+    newest = !filter.flow && !filter.status && top && top.seq != null ? Number(top.seq) : null;
+  };
+  const insert = (c) => {
+    const seq = c.seq == null ? Infinity : Number(c.seq);
+    const rows = tbody.rows;
+    const last = rows[rows.length - 1];
+    // Older than every row of a full page: it belongs on a later page.
+    if (byId.size >= PAGE_SIZE && last && seq < Number(last.dataset.seq)) return;
+    const empty = $('tr.empty', tbody);
+    if (empty) empty.remove();
+    let before = null;
+    for (const r of rows) if (Number(r.dataset.seq) < seq) { before = r; break; }  // mostly the first
+    const tr = contextRow(c);
+    tr.classList.add('new');
+    tbody.insertBefore(tr, before);
+    byId.set(c.id, tr);
+    while (byId.size > PAGE_SIZE) {
+      const gone = tbody.lastElementChild;
+      byId.delete(gone.dataset.contextId);
+      gone.remove();
+      const kept = tbody.lastElementChild;
+      nextButton.dataset.next = kept.dataset.seq;  // the next page: below the last row kept
+      nextButton.disabled = false;
+    }
+    setTimeout(() => tr.classList.remove('new'), 2000);
+  };
+  const reload = async () => {
+    if (pending) { again = true; return; }
+    pending = [];
+    try {
+      const l = await api('/api/contexts?' + query);
+      if (page.alive) draw(l);
+    } catch (e) {
+      if (page.alive) showError(e);
+    } finally {
+      const events = pending;
+      pending = null;
+      if (page.alive) {
+        for (const [c, change] of events) apply(c, change);
+        if (again) {
+          again = false;
+          if (!pending) reload();  // else an event's gap started one, newer than the reset
+        }
+      }
+    }
+  };
+  const apply = (c, change) => {
+    if (!c || !c.id) return;
+    if (pending) { pending.push([c, change]); return; }
+    if (change === 'started' && c.seq != null) {
+      const seq = Number(c.seq);
+      if (newest !== null && seq > newest + 1) {  // contexts in between were not announced
+        newest = seq;
+        reload();
+        pending.push([c, change]);
+        return;
+      }
+      if (newest === null || seq > newest) newest = seq;
+    }
+    const tr = byId.get(c.id);
+    if (tr) updateContextRow(tr, c);
+    else if (matchesFilter(c, filter)) insert(c);
+  };
+  draw(list);
+  page.on.context = (msg) => apply(msg.context, msg.change);
+  page.on.reset = reload;
 }
 
 // The filter form: flow, status and since.
@@ -350,11 +444,13 @@ function contextFilters(filter, flows) {
   return form;
 }
 
-// Next page / First page buttons driven by a cursor kept in the hash.
+// Next page / First page buttons driven by a cursor kept in the hash. The Next button
+// keeps its cursor in data-next, which a live page moves as it drops rows.
 function pager(next, cursor, hashFor) {
   return h('div', { class: 'pager' },
     h('button', { type: 'button', id: 'first-page', disabled: !cursor, onclick: () => { location.hash = hashFor(''); } }, 'First page'),
-    h('button', { type: 'button', id: 'next-page', disabled: !next, onclick: () => { location.hash = hashFor(next); } }, 'Next page'));
+    h('button', { type: 'button', id: 'next-page', 'data-next': next || null, disabled: !next,
+      onclick: (ev) => { location.hash = hashFor(ev.currentTarget.dataset.next); } }, 'Next page'));
 }
 
 // Page: the list of contexts, newest first, live on the first page.
@@ -371,23 +467,35 @@ async function renderContexts(page, view, params) {
     api('/api/flows').catch((e) => { showError(e); return { flows: [] }; }),
   ]);
   if (!page.alive) return;
-  const rows = list.contexts.map(contextRow);
-  if (!rows.length) rows.push(h('tr', { class: 'empty' }, h('td', { colspan: 6 }, 'No contexts.')));
-  const wrap = table({ id: 'contexts-table' }, ['Context', 'Flow', 'Status', 'Trigger', 'Started at', ['Runtime', 'num']], rows, 'Contexts, newest first');
+  const hashFor = (c) => contextsHash(filter, c);
   const live = cursor
     ? 'Showing a later page: live updates are paused. Go to the first page to follow new contexts.'
     : 'Live: new contexts appear at the top as they start.';
+  let wrap = contextsTable(list.contexts);
+  let pagerEl = pager(list.next, cursor, hashFor);
   replaceView(view, [
     h('h1', {}, 'Contexts'),
     contextFilters(filter, flows.flows || []),
     h('p', { class: 'hint', id: 'live-note' }, live),
     wrap,
-    pager(list.next, cursor, (c) => contextsHash(filter, c)),
+    pagerEl,
   ]);
-  if (!cursor) {
-    const tbody = $('tbody', wrap);
-    page.on.context = (msg) => liveContext(tbody, filter, msg.context);
-  }
+  if (cursor) return;
+  // A page read again (a reset, a gap) takes the place of the table and the pager.
+  const show = (l) => {
+    if (l !== list) {
+      const key = focusKey(wrap, pagerEl);
+      const w = contextsTable(l.contexts);
+      const p = pager(l.next, '', hashFor);
+      wrap.replaceWith(w);
+      pagerEl.replaceWith(p);
+      wrap = w;
+      pagerEl = p;
+      refocus(view, key);
+    }
+    return { tbody: $('tbody', wrap), nextButton: $('#next-page', pagerEl) };
+  };
+  liveContexts(page, filter, q.toString(), list, show);
 }
 
 /* ---------------------------------------------------------------- one context */

@@ -206,6 +206,52 @@ class Server:
             raise Failure(f"{method} {path}: expected HTTP {'/'.join(map(str, expect))}, got {status}: {text[:400]!r}")
         return json.loads(text) if text else None
 
+    def burst(self, path, bodies, connections=16):
+        """POSTs each of `bodies` to `path` (with the admin token), from `connections` kept-alive
+        connections at once, as fast as the server answers; fails unless each is accepted."""
+        import http.client
+        host, port = self.base[len("http://"):].rsplit(":", 1)
+        headers = {"Authorization": "Bearer " + self.token, "Content-Type": "application/json"}
+        errors = []
+
+        def post(share):
+            conn = http.client.HTTPConnection(host, int(port), timeout=30)
+            try:
+                for body in share:
+                    conn.request("POST", path, json.dumps(body), headers)
+                    res = conn.getresponse()
+                    text = res.read()
+                    if res.status not in (200, 201, 202):
+                        errors.append(f"POST {path}: HTTP {res.status}: {text[:200]!r}")
+                        return
+                    if (res.getheader("Connection") or "").lower() == "close":
+                        conn.close()
+                        conn = http.client.HTTPConnection(host, int(port), timeout=30)
+            except OSError as e:
+                errors.append(f"POST {path}: {e}")
+            finally:
+                conn.close()
+
+        threads = [threading.Thread(target=post, args=(bodies[i::connections],)) for i in range(connections)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise Failure(f"{len(errors)} of the burst's connections failed; the first: {errors[0]}")
+
+    def watch_stream(self):
+        """Opens GET /api/stream and reads it on a thread: the returned Watch's `resets` are
+        the `reset` events' data, as they come, until its close()."""
+        import http.client
+        host, port = self.base[len("http://"):].rsplit(":", 1)
+        conn = http.client.HTTPConnection(host, int(port), timeout=60)
+        conn.request("GET", "/api/stream", headers={"Authorization": "Bearer " + self.token})
+        res = conn.getresponse()
+        if res.status != 200:
+            raise Failure(f"GET /api/stream: HTTP {res.status}")
+        return _Watch(conn, res)
+
     def wait_api(self, what, fn, timeout=WAIT_S):
         """Polls fn() (API reads) until it returns something true; returns that."""
         deadline = time.monotonic() + timeout
@@ -223,6 +269,33 @@ class Server:
 
     def wait_status(self, context_id, status):
         self.wait_api(f"context {context_id} to be {status}", lambda: self.status(context_id) == status)
+
+
+class _Watch:
+    """An event stream read on a thread (Server.watch_stream)."""
+
+    def __init__(self, conn, res):
+        self.conn, self.resets = conn, []
+        threading.Thread(target=self._read, args=(res,), daemon=True).start()
+
+    def _read(self, res):
+        kind = None
+        try:
+            for raw in res:
+                line = raw.decode(errors="replace").rstrip("\n")
+                if line.startswith("event: "):
+                    kind = line[len("event: "):]
+                elif line.startswith("data: ") and kind == "reset":
+                    self.resets.append(json.loads(line[len("data: "):]))
+        except (OSError, ValueError):
+            pass  # closed
+
+    def close(self):
+        try:
+            self.conn.sock and self.conn.sock.shutdown(2)
+        except OSError:
+            pass
+        self.conn.close()
 
 
 # ---------------------------------------------------------------- chromium over CDP
