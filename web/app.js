@@ -96,6 +96,11 @@ function replaceView(view, nodes) {
   refocus(view, key);
 }
 
+// obj[key] when obj has that key of its own, else undefined: a key that comes from data
+// (a record's field, a status) never reads what Object.prototype holds ("__proto__",
+// "constructor").
+const own = (obj, key) => (obj != null && Object.hasOwn(obj, key) ? obj[key] : undefined);
+
 /* ---------------------------------------------------------------- messages */
 
 // Shows an error (or other) message in the #message alert element.
@@ -867,7 +872,7 @@ function countColumns(flows) {
   return [...STATUSES.filter((s) => seen.has(s)), ...[...seen].filter((s) => !STATUSES.includes(s)).sort()];
 }
 
-const pctl = (f, p) => (f.runtime_ms ? fmtMs(f.runtime_ms[p]) : '—');
+const pctl = (f, p) => (f.runtime_ms ? fmtMs(own(f.runtime_ms, p)) : '—');
 
 // Page: all flows with counts and runtime percentiles.
 async function renderFlows(page, view) {
@@ -877,7 +882,7 @@ async function renderFlows(page, view) {
   const cols = countColumns(flows);
   const rows = flows.map((f) => row({ 'data-flow-id': f.id }, [
     flowLink(f.id), f.type || '—', badge(f.state, 'state'), { cell: String(f.revision ?? '—'), class: 'num' },
-    ...cols.map((s) => ({ cell: String((f.counts || {})[s] || 0), class: 'num' })),
+    ...cols.map((s) => ({ cell: String(own(f.counts, s) || 0), class: 'num' })),
     { cell: pctl(f, 'p50'), class: 'num' }, { cell: pctl(f, 'p95'), class: 'num' }, { cell: pctl(f, 'p99'), class: 'num' }]));
   replaceView(view, [h('h1', {}, 'Flows'),
     flows.length
@@ -902,7 +907,7 @@ async function renderFlow(page, view, params, id) {
     h('p', {}, h('a', { href: contextsHash({ flow: flow.id }), id: 'flow-contexts-link' }, 'Contexts of this flow')),
     h('dl', { class: 'facts' },
       dlItem('Type', flow.type || '—'), dlItem('State', badge(flow.state, 'state')), dlItem('Revision', String(flow.revision ?? '—')),
-      dlItem('Counts', cols.length ? h('ul', { class: 'counts' }, cols.map((s) => h('li', {}, badge(s), ' ', String(entry.counts[s])))) : '—'),
+      dlItem('Counts', cols.length ? h('ul', { class: 'counts' }, cols.map((s) => h('li', {}, badge(s), ' ', String(own(entry.counts, s))))) : '—'),
       dlItem('Runtime p50 / p95 / p99', entry ? `${pctl(entry, 'p50')} / ${pctl(entry, 'p95')} / ${pctl(entry, 'p99')}` : '—')),
     h('section', { 'aria-labelledby': 'h-plan' }, h('h2', { id: 'h-plan' }, 'Plan'),
       plan.error ? h('p', { class: 'error-text' }, 'No plan: ', plan.error.message) : h('pre', { id: 'flow-plan', class: 'text' }, String(plan.plan))),
@@ -926,7 +931,8 @@ async function renderTables(page, view) {
       : h('p', { class: 'muted' }, 'No tables.')]);
 }
 
-// A record's cell: strings as text, null muted, anything else as compact JSON.
+// A record's cell: strings as text, null muted, anything else as compact JSON; a key the
+// record does not have (undefined) is an empty cell.
 function valueCell(v) {
   if (v === null || v === undefined) return h('span', { class: 'muted' }, v === null ? 'null' : '');
   return typeof v === 'string' ? v : JSON.stringify(v);
@@ -944,7 +950,7 @@ async function renderRecords(page, view, params, name) {
   const keys = new Set(['sys_id']);
   records.forEach((r) => Object.keys(r).forEach((k) => keys.add(k)));
   const cols = [...keys];
-  const rows = records.map((r) => row({ 'data-sys-id': r.sys_id }, cols.map((k) => valueCell(r[k]))));
+  const rows = records.map((r) => row({ 'data-sys-id': r.sys_id }, cols.map((k) => valueCell(own(r, k)))));
   const hashFor = (c) => `#/records/${enc(name)}` + (c ? '?cursor=' + enc(c) : '');
   replaceView(view, [
     h('p', { class: 'crumbs' }, h('a', { href: '#/records' }, 'Records'), ' / ', name),
