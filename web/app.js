@@ -910,7 +910,8 @@ async function renderFlow(page, view, params, id) {
       dlItem('Counts', cols.length ? h('ul', { class: 'counts' }, cols.map((s) => h('li', {}, badge(s), ' ', String(own(entry.counts, s))))) : '—'),
       dlItem('Runtime p50 / p95 / p99', entry ? `${pctl(entry, 'p50')} / ${pctl(entry, 'p95')} / ${pctl(entry, 'p99')}` : '—')),
     h('section', { 'aria-labelledby': 'h-plan' }, h('h2', { id: 'h-plan' }, 'Plan'),
-      plan.error ? h('p', { class: 'error-text' }, 'No plan: ', plan.error.message) : h('pre', { id: 'flow-plan', class: 'text' }, String(plan.plan))),
+      plan.error ? h('p', { class: 'error-text' }, 'No plan: ', plan.error.message)
+        : h('pre', { id: 'flow-plan', class: 'json' }, JSON.stringify(plan.plan, null, 2))),
     h('section', { 'aria-labelledby': 'h-def' }, h('h2', { id: 'h-def' }, 'Definition'),
       h('pre', { id: 'flow-definition', class: 'json' }, JSON.stringify(flow.definition, null, 2))),
   ]);

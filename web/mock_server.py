@@ -315,7 +315,12 @@ class Handler(BaseHTTPRequestHandler):
             if parts[2] == "plan":
                 if f["state"] == "draft":
                     return self.send_json(409, {"error": "flow %s is a draft: it has no plan" % f["id"]})
-                return self.send_json(200, {"plan": "plan %s@3f9a1c2e\n  1 look_up_record find\n  2 update_record assign\n" % f["id"]})
+                # A JSON object, as `flowrt plan` prints it (the real server's answer).
+                return self.send_json(200, {"plan": {
+                    "flow": f["id"], "version": "%s@3f9a1c2e" % f["id"], "trigger": f["definition"]["trigger"],
+                    "dependencies": [{"type": f["type"], "id": f["id"], "fingerprint": "7e79be137e57f21c"}],
+                    "units": [{"unit": 0, "steps": [{"slot": i, "id": st["id"], "action": st["action"]}
+                                                    for i, st in enumerate(f["definition"]["steps"])]}]}})
         if parts == ["tables"]:
             return self.send_json(200, {"tables": sorted(TABLES)})
         if len(parts) == 3 and parts[0] == "tables" and parts[2] == "records":

@@ -9,7 +9,8 @@ headless Chromium over the DevTools protocol, checking what a person would see.
            context that waited for a lock shows the wait on its timeline; Cancel is refused
            to a viewer (403, the context goes on waiting) and done for an operator; the locks
            page shows the holder and the waiter; the flows and records pages list what the
-           project holds, and a record's cell of a key it lacks is empty, "__proto__" too. Screenshots of each page (and the list 400 px
+           project holds, a flow's page its plan as JSON, and a record's cell of a key it
+           lacks is empty, "__proto__" too. Screenshots of each page (and the list 400 px
            wide) go to --out, and with --update-docs those the README shows to docs/img/ as well.
   burst    3,000 events posted at once while the contexts list is open: the live first page
            never holds more than its 50 rows, and once the burst is over shows the 50 newest
@@ -291,6 +292,18 @@ async def viewer_test(env):
         raise Failure(f"the flows page should list {sorted(bh.FLOWS)}, it lists {flows}")
     await env.shot(tab, "viewer-flows")
     step(f"(e) flows page lists {flows}")
+    # A flow's page shows its plan as formatted JSON, as GET /api/flows/greet/plan gives it
+    # (an object; until 2026-12-06 the page showed "[object Object]").
+    await click(tab, '#flows-table tr[data-flow-id="greet"] a')
+    await tab.wait("greet's flow page with its plan", f"{text('#flow-id')} === 'greet' && !!{q('#flow-plan')}")
+    shown_plan = await tab.js(text("#flow-plan"))
+    try:
+        shown_plan = json.loads(shown_plan)
+    except ValueError:
+        raise Failure(f"greet's plan should show as JSON; the page shows {shown_plan[:200]!r}") from None
+    if shown_plan != api("GET", "/api/flows/greet/plan")["plan"]:
+        raise Failure(f"greet's page shows a plan other than GET /api/flows/greet/plan's: {json.dumps(shown_plan)[:400]}")
+    step("(e) greet's page shows its plan as JSON")
 
     # (f) The records page of table incident shows the inserted record, as on_incident left it.
     await click(tab, '#nav a[data-nav="records"]')
