@@ -890,25 +890,25 @@ async function renderFlows(page, view) {
       : h('p', { class: 'muted' }, 'No flows.')]);
 }
 
-// Page: one flow: definition, plan, counts and percentiles.
+// Page: one flow: definition, plan, counts and percentiles. The figures are the flow's
+// own, over its newest contexts (GET /api/flows/ID), not the list's entry, which covers
+// the newest contexts of all flows and so shows nothing for a flow that ran before them.
 async function renderFlow(page, view, params, id) {
   document.title = `${id} — flowrt`;
   const base = '/api/flows/' + enc(id);
-  const [flow, plan, list] = await Promise.all([
+  const [flow, plan] = await Promise.all([
     api(base),
     api(base + '/plan').catch((e) => ({ error: e })),
-    api('/api/flows').catch((e) => ({ error: e, flows: [] })),
   ]);
   if (!page.alive) return;
-  const entry = (list.flows || []).find((f) => f.id === id);
-  const cols = entry ? countColumns([entry]) : [];
+  const cols = countColumns([flow]);
   replaceView(view, [
     h('h1', {}, 'Flow ', h('span', { id: 'flow-id' }, flow.id)),
     h('p', {}, h('a', { href: contextsHash({ flow: flow.id }), id: 'flow-contexts-link' }, 'Contexts of this flow')),
     h('dl', { class: 'facts' },
       dlItem('Type', flow.type || '—'), dlItem('State', badge(flow.state, 'state')), dlItem('Revision', String(flow.revision ?? '—')),
-      dlItem('Counts', cols.length ? h('ul', { class: 'counts' }, cols.map((s) => h('li', {}, badge(s), ' ', String(own(entry.counts, s))))) : '—'),
-      dlItem('Runtime p50 / p95 / p99', entry ? `${pctl(entry, 'p50')} / ${pctl(entry, 'p95')} / ${pctl(entry, 'p99')}` : '—')),
+      dlItem('Counts', cols.length ? h('ul', { class: 'counts', id: 'flow-counts' }, cols.map((s) => h('li', { 'data-status': s }, badge(s), ' ', String(own(flow.counts, s))))) : '—'),
+      dlItem('Runtime p50 / p95 / p99', h('span', { id: 'flow-runtime' }, flow.runtime_ms ? `${pctl(flow, 'p50')} / ${pctl(flow, 'p95')} / ${pctl(flow, 'p99')}` : '—'))),
     h('section', { 'aria-labelledby': 'h-plan' }, h('h2', { id: 'h-plan' }, 'Plan'),
       plan.error ? h('p', { class: 'error-text' }, 'No plan: ', plan.error.message)
         : h('pre', { id: 'flow-plan', class: 'json' }, JSON.stringify(plan.plan, null, 2))),
@@ -916,7 +916,6 @@ async function renderFlow(page, view, params, id) {
       h('pre', { id: 'flow-definition', class: 'json' }, JSON.stringify(flow.definition, null, 2))),
   ]);
   if (plan.error) showError(plan.error);
-  else if (list.error) showError(list.error);
 }
 
 /* ---------------------------------------------------------------- records */

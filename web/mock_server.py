@@ -137,6 +137,18 @@ def waiting_context(seq, t0):
     return c
 
 
+def figures(f):
+    """A flow's counts and runtime percentiles over its contexts (the fixture has few)."""
+    runs = [c for c in CONTEXTS.values() if c["flow"] == f["id"]]
+    counts = {}
+    for c in runs:
+        counts[c["status"]] = counts.get(c["status"], 0) + 1
+    times = sorted(c["runtime_ms"] for c in runs if c["runtime_ms"] is not None)
+    pick = lambda p: times[min(len(times) - 1, int(p * len(times)))]
+    return {"counts": counts, "figures_window": 2000,
+            "runtime_ms": {"p50": pick(0.5), "p95": pick(0.95), "p99": pick(0.99), "count": len(times)} if times else None}
+
+
 def seed():
     now = time.time()
     random.seed(7)
@@ -295,23 +307,15 @@ class Handler(BaseHTTPRequestHandler):
         if parts == ["locks"]:
             return self.send_json(200, {"now": iso(time.time()), "locks": list(LOCKS.values())})
         if parts == ["flows"]:
-            out = []
-            for f in FLOWS.values():
-                runs = [c for c in CONTEXTS.values() if c["flow"] == f["id"]]
-                counts = {}
-                for c in runs:
-                    counts[c["status"]] = counts.get(c["status"], 0) + 1
-                times = sorted(c["runtime_ms"] for c in runs if c["runtime_ms"] is not None)
-                pick = lambda p: times[min(len(times) - 1, int(p * len(times)))]
-                out.append({"id": f["id"], "type": f["type"], "state": f["state"], "revision": f["revision"], "counts": counts,
-                            "runtime_ms": {"p50": pick(0.5), "p95": pick(0.95), "p99": pick(0.99)} if times else None})
+            out = [{"id": f["id"], "type": f["type"], "state": f["state"], "revision": f["revision"], **figures(f)}
+                   for f in FLOWS.values()]
             return self.send_json(200, {"flows": out})
         if len(parts) in (2, 3) and parts[0] == "flows":
             f = FLOWS.get(parts[1])
             if not f:
                 return self.send_json(404, {"error": "no flow " + parts[1]})
             if len(parts) == 2:
-                return self.send_json(200, f)
+                return self.send_json(200, {**f, **figures(f)})
             if parts[2] == "plan":
                 if f["state"] == "draft":
                     return self.send_json(409, {"error": "flow %s is a draft: it has no plan" % f["id"]})

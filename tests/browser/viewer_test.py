@@ -15,7 +15,8 @@ headless Chromium over the DevTools protocol, checking what a person would see.
   burst    3,000 events posted at once while the contexts list is open: the live first page
            never holds more than its 50 rows, and once the burst is over shows the 50 newest
            contexts in order, none missing (the stream's resets of looks that left contexts
-           out reload it), its Next page the 50 after them.
+           out reload it), its Next page the 50 after them; greet's flow page, its context
+           older than the newest 2,000 of all flows, shows greet's own counts and runtimes.
   restart  a context waits at a gate; the server is killed (SIGKILL) and served again on
            the same --data file; the context's page shows it waiting still, holding its
            lock, and completing once the gate opens.
@@ -483,6 +484,22 @@ async def burst_test(env):
     await tab.wait("the next page to show the 50 contexts below the first page's",
                    f"JSON.stringify({rows}.map(r => r.dataset.contextId)) === {js_str(json.dumps(expected2, separators=(',', ':')))}")
     step(f"the next page shows {expected2[0]} .. {expected2[-1]}")
+
+    # greet ran before the newest 2,000 contexts of all flows: the list's entry has no
+    # figures for it, its own route has; its page shows those (until 2026-12-06, "—").
+    entry = next(f for f in api("GET", "/api/flows")["flows"] if f["id"] == "greet")
+    own = api("GET", "/api/flows/greet")
+    if entry["counts"] != {} or own["counts"] != {"completed": 1} or not own["runtime_ms"]:
+        raise Failure(f"greet's figures should be none in GET /api/flows and its own in GET /api/flows/greet: "
+                      f"{entry['counts']} and {own['counts']}, {own['runtime_ms']}")
+    await go(tab, "#/flows/greet")
+    completed = '#flow-counts li[data-status="completed"]'
+    await tab.wait("greet's page to count its completed context",
+                   f"{text('#flow-id')} === 'greet' && {text(completed)} === 'completed 1'")
+    runtime = await tab.js(text("#flow-runtime"))
+    if not re.fullmatch(r"[\d.,]+ ms / [\d.,]+ ms / [\d.,]+ ms", runtime or ""):
+        raise Failure(f"greet's page should show its runtime p50 / p95 / p99; it shows {runtime!r}")
+    step(f"greet's page shows its own counts and runtimes: {runtime}")
 
     if env.browser.exceptions:
         raise Failure("the viewer threw JavaScript exceptions: " + json.dumps(env.browser.exceptions)[:2000])
