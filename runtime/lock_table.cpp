@@ -383,6 +383,13 @@ std::string LockTable::find_deadlock(const LockRequest& r, const Entry& target) 
   // held by contexts not (yet) known to proceed, and how far into its queue everyone
   // proceeds; each context is marked once and each lock's queue walked once, so the
   // cost is linear in the waiters and what they hold (counted in last_deadlock_check_work).
+  //
+  // Only the locks the requester waits for, directly or through their holders and
+  // waiters, are evaluated: whether a context proceeds depends only on the holders of the
+  // lock it waits for and those queued ahead of it, so whether the requester does depends
+  // on nothing outside that closure. In a chain of contexts each holding one lock and
+  // waiting for the next one's (hand over hand), a request costs the chain ahead of it,
+  // not every waiter.
   std::unordered_set<uint64_t> proceeds;
   // Waits for something (so does the requester, supposedly): may be stuck.
   auto waits = [&](uint64_t who) { return who == r.who || waiting(who); };
@@ -417,11 +424,31 @@ std::string LockTable::find_deadlock(const LockRequest& r, const Entry& target) 
       ++p.next;
     }
   };
-  for (const auto& [who, c] : contexts_) {
-    if (c.waiting_for) evaluate(locks_.find(*c.waiting_for)->second);
+  std::unordered_set<const Entry*> reached_locks;
+  std::unordered_set<uint64_t> reached{r.who};
+  std::vector<const Entry*> closure;  // the locks waited for in the closure
+  std::vector<uint64_t> todo{r.who};
+  while (!todo.empty()) {
+    const uint64_t who = todo.back();
+    todo.pop_back();
+    const ContextLocks* c = who == r.who ? nullptr : context_locks(who);
+    const Entry* e = who == r.who ? &target : c && c->waiting_for ? &locks_.find(*c->waiting_for)->second : nullptr;
+    if (!e || !reached_locks.insert(e).second) continue;
+    closure.push_back(e);
+    // Its holders, and its whole queue (those behind a waiter too: fewer to tell apart,
+    // and evaluating more than needed changes nothing).
+    for (const Holder& h : e->holders) {
+      ++last_deadlock_check_work_;
+      if (reached.insert(h.who).second) todo.push_back(h.who);
+    }
+    for (const Waiter& w : e->queue) {
+      ++last_deadlock_check_work_;
+      if (reached.insert(w.who()).second) todo.push_back(w.who());
+    }
   }
-  evaluate(target);
-  while (!freed.empty()) {
+  for (const Entry* e : closure) evaluate(*e);
+  // Once the requester is known to proceed, nothing more is needed.
+  while (!freed.empty() && !proceeds.count(r.who)) {
     const uint64_t who = freed.back();
     freed.pop_back();
     const ContextLocks* c = context_locks(who);
@@ -489,8 +516,16 @@ std::string LockTable::name_cycle(const LockRequest& r, const Entry& target,
     at = e.from;
   }
   std::reverse(path.begin(), path.end());
+  // A long cycle is named by its first waits and its last two, which close it.
+  constexpr size_t kFirstNamed = 8, kLastNamed = 2;
   std::string text = "deadlock: " + ctx_name(r.who);
   for (size_t i = 0; i < path.size(); ++i) {
+    if (i == kFirstNamed && path.size() > kFirstNamed + kLastNamed + 1) {
+      const size_t skipped = path.size() - kFirstNamed - kLastNamed;
+      text += ", which ... (" + std::to_string(skipped) + " more waits)";
+      i += skipped - 1;
+      continue;
+    }
     const auto& [edge, to] = path[i];
     if (i > 0) text += ", which";
     text += (edge.behind ? " waits in the queue of lock '" : " waits for lock '") + edge.name + "' " +
