@@ -463,27 +463,41 @@ std::string UnitCompiler::resolve(const std::vector<std::string>& path, Pill* pi
   }
   if (root == "steps") {
     if (path.size() < 3) return "a step pill is steps.ID.OUTPUT";
+    // A step id may hold dots ("s.1"): the longest id the path begins with that leaves an
+    // output after it.
     auto it = steps_.find(path[1]);
+    size_t out_at = 2;  // the output's part of the path
+    std::string id = path[1];
+    for (size_t k = 2; k + 1 < path.size(); ++k) {
+      id += '.';
+      id += path[k];
+      if (auto longer = steps_.find(id); longer != steps_.end()) {
+        it = longer;
+        out_at = k + 1;
+      }
+    }
     if (it == steps_.end()) return "unknown step '" + path[1] + "'";
+    const std::string& step_id = it->first;
+    const std::string& output = path[out_at];
     const StepRef& ref = it->second;
-    if (ref.order == current_order_) return "step '" + path[1] + "' cannot read its own outputs";
-    if (ref.order > current_order_) return "step '" + path[1] + "' comes later; a pill can only read earlier steps";
+    if (ref.order == current_order_) return "step '" + step_id + "' cannot read its own outputs";
+    if (ref.order > current_order_) return "step '" + step_id + "' comes later; a pill can only read earlier steps";
     pill->root = PillRoot::kStep;
     pill->slot = ref.slot;
-    pill->name = Value(std::string_view(path[2]));
-    pill->path = ExprCompiler::make_path(path, 3);
-    if (path[2] == "error") {
+    pill->name = Value(std::string_view(output));
+    pill->path = ExprCompiler::make_path(path, out_at + 1);
+    if (output == "error") {
       pill->index = static_cast<uint32_t>(ref.outputs.size());
       return "";
     }
     if (!ref.outputs_known) return "";  // the step's own error says why
     for (uint32_t i = 0; i < ref.outputs.size(); ++i) {
-      if (ref.outputs[i].as_string() == path[2]) {
+      if (ref.outputs[i].as_string() == output) {
         pill->index = i;
         return "";
       }
     }
-    return "step '" + path[1] + "' (" + ref.action + ") has no output '" + path[2] + "'; its outputs: " +
+    return "step '" + step_id + "' (" + ref.action + ") has no output '" + output + "'; its outputs: " +
            join_names(ref.outputs) + ", error";
   }
   if (root == "vars") {

@@ -24,6 +24,30 @@ TEST_F(TemplatesTest, ExactPillKeepsType_PillInTextRendersAsText) {
   EXPECT_EQ(r["ctx"], Value(id + "/t"));
 }
 
+// Step ids may hold dots, as definition ids may: a pill reads the longest id its path
+// begins with that leaves an output after it (until 2026-12-06 `steps.s.1.record` was
+// "unknown step 's'", so such a step could never be read).
+TEST_F(TemplatesTest, AStepIdWithDots_IsReadByTheLongestIdThePillBeginsWith) {
+  ASSERT_TRUE(Load(R"({"id": "t", "trigger": {"type": "api"}, "actions": [
+    {"id": "s", "action": "create_record", "inputs": {"table": "a", "values": {"v": "short"}}},
+    {"id": "s.1", "action": "create_record", "inputs": {"table": "a", "values": {"v": "dotted"}}},
+    {"id": "s.1.x", "action": "create_record", "inputs": {"table": "a", "values": {"v": "longer"}}},
+    {"action": "create_record", "inputs": {"table": "out", "values": {
+      "dotted": "{{steps.s.1.record.v}}", "longest": "{{steps.s.1.x.record.v}}", "short": "{{steps.s.record.v}}"}}}]})"));
+  const std::string id = CallFlow("t");
+  Settle();
+  ASSERT_THAT(ContextById(id), HasStatus("completed"));
+  const Value r = Records("out").at(0);
+  EXPECT_EQ(r["dotted"], Value("dotted"));
+  EXPECT_EQ(r["longest"], Value("longer"));
+  EXPECT_EQ(r["short"], Value("short"));
+  Diagnostics d = engine().load_text(R"({"id": "u", "trigger": {"type": "api"}, "actions": [
+    {"id": "s.1", "action": "log", "inputs": {"message": "x"}},
+    {"action": "log", "inputs": {"message": "{{steps.s.1.nope}}"}}]})", "u.json");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d.list()[0].message, "{{steps.s.1.nope}}: step 's.1' (log) has no output 'nope'; its outputs: none, error");
+}
+
 TEST_F(TemplatesTest, UpperAndLower_MapUnicodeLetters) {
   ASSERT_TRUE(Load(R"({"id": "t", "trigger": {"type": "api"}, "actions": [
     {"id": "c", "action": "create_record", "inputs": {"table": "out", "values": {
