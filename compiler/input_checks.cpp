@@ -47,7 +47,9 @@ std::string check_input_value(std::string_view name, ParamType type, InputCheck 
       return "";
     case InputCheck::kDuration:
     case InputCheck::kPositiveDuration: {
-      if (v.is_number() && v.as_double() < 0) return wrong(name, "a duration of at least 0ms", v);
+      if (v.is_number() && v.as_double() < 0) {
+        return wrong(name, check == InputCheck::kPositiveDuration ? "a duration longer than 0ms" : "a duration of at least 0ms", v);
+      }
       Result<DurationMs> d = parse_duration(v);
       if (!d) return "input '" + std::string(name) + "': " + d.message();
       if (check == InputCheck::kPositiveDuration && *d <= 0) return wrong(name, "a duration longer than 0ms", v);
