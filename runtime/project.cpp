@@ -65,7 +65,11 @@ Result<std::unique_ptr<Engine>, Diagnostics> open_project(const Project& project
   Result<std::unique_ptr<Engine>> opened = Engine::open(project.options);
   if (!opened) {
     Diagnostics diags;
-    diags.add(project.options.data_file, "", opened.message());
+    // The diagnostic names the file; the store's message begins with it too.
+    std::string message = opened.message();
+    const std::string& file = project.options.data_file;
+    if (!file.empty() && message.rfind(file + ": ", 0) == 0) message.erase(0, file.size() + 2);
+    diags.add(file, "", std::move(message));
     return diags;
   }
   std::unique_ptr<Engine> engine = std::move(opened).value();

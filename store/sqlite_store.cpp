@@ -8,9 +8,10 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -229,6 +230,16 @@ Error SqliteStore::error(std::string_view what, sqlite3* db) const {
     message += kDamaged;
   } else if (primary == SQLITE_FULL) {
     message += " (the disk is full)";
+  } else if (primary == SQLITE_READONLY && code != SQLITE_READONLY_ROLLBACK) {
+    // SQLite writes a -wal and a -shm file beside the data file: its directory must be
+    // writable too, which a file that is writable itself does not show.
+    const std::string dir = std::filesystem::path(path_).parent_path().string();
+    if (::access(path_.c_str(), W_OK) != 0) {
+      message += " (the file is not writable by this user)";
+    } else if (::access(dir.empty() ? "." : dir.c_str(), W_OK) != 0) {
+      message += " (its directory " + (dir.empty() ? std::string(".") : dir) +
+                 " is not writable by this user, and SQLite keeps its -wal and -shm files beside the file)";
+    }
   } else if (code == SQLITE_READONLY_ROLLBACK) {
     // A reader cannot roll back a hot journal: a writer was cut off (killed, or the power
     // went) in the middle of a write in rollback-journal mode, which a flowrt file is in

@@ -224,7 +224,9 @@ TEST_F(DataTest, BadDataFiles_AreClearErrorsNamingThem) {
   write("none.jsonl", "");
   Output not_db = run_flowrt("run --flows " + flows() + " --events " + file("none.jsonl") + " --data " + file("notes.txt"), true);
   EXPECT_EQ(not_db.code, 1);
-  EXPECT_NE(not_db.out.find(file("notes.txt") + ": not a flowrt data file"), std::string::npos) << not_db.out;
+  EXPECT_NE(not_db.out.find(file("notes.txt") + ": /: not a flowrt data file"), std::string::npos) << not_db.out;
+  EXPECT_EQ(not_db.out.find(file("notes.txt") + ": /: " + file("notes.txt")), std::string::npos)
+      << "the file is named once: " << not_db.out;
 
   Output usage = run_flowrt("inspect", true);
   EXPECT_EQ(usage.code, 2);
