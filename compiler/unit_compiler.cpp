@@ -463,17 +463,37 @@ std::string UnitCompiler::resolve(const std::vector<std::string>& path, Pill* pi
   }
   if (root == "steps") {
     if (path.size() < 3) return "a step pill is steps.ID.OUTPUT";
-    // A step id may hold dots ("s.1"): the longest id the path begins with that leaves an
-    // output after it.
+    // A step id may hold dots ("s.1"). The path's first part is the id, unless that does
+    // not fit (no such step, not readable here, no such output) and a longer run of parts
+    // does: the shortest that fits, so that a pill that read a step before still reads it.
+    // When none fits, the errors are the first part's, or the longest id's that exists.
+    auto fits = [&](const StepRef& ref, const std::string& output) {
+      if (ref.order >= current_order_) return false;
+      if (output == "error" || !ref.outputs_known) return true;
+      return std::any_of(ref.outputs.begin(), ref.outputs.end(), [&](const Value& o) { return o.as_string() == output; });
+    };
     auto it = steps_.find(path[1]);
     size_t out_at = 2;  // the output's part of the path
-    std::string id = path[1];
-    for (size_t k = 2; k + 1 < path.size(); ++k) {
-      id += '.';
-      id += path[k];
-      if (auto longer = steps_.find(id); longer != steps_.end()) {
-        it = longer;
-        out_at = k + 1;
+    if (it == steps_.end() || !fits(it->second, path[2])) {
+      std::string id = path[1];
+      auto longest = steps_.end();
+      size_t longest_out_at = 0;
+      for (size_t k = 2; k + 1 < path.size(); ++k) {
+        id += '.';
+        id += path[k];
+        auto longer = steps_.find(id);
+        if (longer == steps_.end()) continue;
+        if (fits(longer->second, path[k + 1])) {
+          it = longer;
+          out_at = k + 1;
+          break;
+        }
+        longest = longer;
+        longest_out_at = k + 1;
+      }
+      if (it == steps_.end() && longest != steps_.end()) {
+        it = longest;
+        out_at = longest_out_at;
       }
     }
     if (it == steps_.end()) return "unknown step '" + path[1] + "'";

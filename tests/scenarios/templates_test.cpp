@@ -24,10 +24,10 @@ TEST_F(TemplatesTest, ExactPillKeepsType_PillInTextRendersAsText) {
   EXPECT_EQ(r["ctx"], Value(id + "/t"));
 }
 
-// Step ids may hold dots, as definition ids may: a pill reads the longest id its path
-// begins with that leaves an output after it (until 2026-12-06 `steps.s.1.record` was
-// "unknown step 's'", so such a step could never be read).
-TEST_F(TemplatesTest, AStepIdWithDots_IsReadByTheLongestIdThePillBeginsWith) {
+// Step ids may hold dots, as definition ids may: a pill reads the step its path's first
+// part names, or when that does not fit, the shortest longer run of parts that does (until
+// 2026-12-06 `steps.s.1.record` was "unknown step 's'", so such a step could never be read).
+TEST_F(TemplatesTest, AStepIdWithDots_IsReadWhenTheFirstPartDoesNotFit) {
   ASSERT_TRUE(Load(R"({"id": "t", "trigger": {"type": "api"}, "actions": [
     {"id": "s", "action": "create_record", "inputs": {"table": "a", "values": {"v": "short"}}},
     {"id": "s.1", "action": "create_record", "inputs": {"table": "a", "values": {"v": "dotted"}}},
@@ -46,6 +46,15 @@ TEST_F(TemplatesTest, AStepIdWithDots_IsReadByTheLongestIdThePillBeginsWith) {
     {"action": "log", "inputs": {"message": "{{steps.s.1.nope}}"}}]})", "u.json");
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d.list()[0].message, "{{steps.s.1.nope}}: step 's.1' (log) has no output 'nope'; its outputs: none, error");
+
+  // A pill that read a step before still reads it, whatever ids come later.
+  ASSERT_TRUE(Load(R"({"id": "v", "trigger": {"type": "api"}, "actions": [
+    {"id": "s", "action": "create_record", "inputs": {"table": "b", "values": {"v": "first"}}},
+    {"action": "create_record", "inputs": {"table": "out_v", "values": {"got": "{{steps.s.record.v}}"}}},
+    {"id": "s.record", "action": "create_record", "inputs": {"table": "b", "values": {"v": "later"}}}]})"));
+  CallFlow("v");
+  Settle();
+  EXPECT_EQ(Records("out_v").at(0)["got"], Value("first"));
 }
 
 TEST_F(TemplatesTest, UpperAndLower_MapUnicodeLetters) {
