@@ -191,9 +191,17 @@ function connectStream() {
   for (const type of ['context', 'lock']) es.addEventListener(type, (ev) => dispatch(type, ev.data));
   // The server could not give all that was missed (docs/API.md, "reset"): the page reloads
   // what it shows, by its own handler when it has one (the live list of contexts), else whole.
-  es.addEventListener('reset', () => {
+  // Contexts that started and were not announced (a burst) concern only what lists or shows
+  // contexts: other pages keep what they show, which under a steady burst would otherwise
+  // reload at every look.
+  es.addEventListener('reset', (ev) => {
     const page = state.page;
-    if (page && page.alive && page.on.reset) page.on.reset(); else route();
+    if (!page || !page.alive) return;
+    let reason = null;
+    try { reason = JSON.parse(ev.data).reason; } catch (e) { /* a reset all the same */ }
+    if (page.on.reset) page.on.reset();
+    else if (reason === UNANNOUNCED) { if (page.on.unannounced) page.on.unannounced(); }
+    else route();
   });
 }
 
@@ -204,6 +212,9 @@ function setStreamStatus(s) {
 }
 
 // Passes a stream event to the current page's handler, if it has one.
+// The reason of the stream's reset after a look that left started contexts unannounced.
+const UNANNOUNCED = 'contexts started and not announced';
+
 function dispatch(type, data) {
   let msg;
   try { msg = JSON.parse(data); } catch (e) { return; }
@@ -736,6 +747,8 @@ async function renderContext(page, view, params, id) {
   page.on.context = (msg) => {
     if (msg.context && msg.context.id === id && ctx && !isEnded(ctx)) refresh();
   };
+  // It may be one of them: its changes would then not come as events.
+  page.on.unannounced = () => { if (ctx && !isEnded(ctx)) refresh(); };
 }
 
 /* ---------------------------------------------------------------- locks */

@@ -501,6 +501,22 @@ async def burst_test(env):
         raise Failure(f"greet's page should show its runtime p50 / p95 / p99; it shows {runtime!r}")
     step(f"greet's page shows its own counts and runtimes: {runtime}")
 
+    # A page that shows no list of contexts keeps what it shows through a burst: the
+    # stream's resets for contexts it did not announce are not about it (until 2026-12-06
+    # they reloaded it at every look while the burst lasted).
+    await tab.js("document.getElementById('flow-id').dataset.kept = 'yes'; true")
+    watch = server.watch_stream()
+    await asyncio.to_thread(server.burst, "/api/events/ping", [{"n": i} for i in range(BURST)])
+    server.wait_api(f"the second {BURST} ping contexts to start and end",
+                    lambda: api("GET", "/api/stats")["contexts_started"] >= 2 * BURST + 1
+                    and api("GET", "/api/stats")["runnable_contexts"] == 0)
+    skipped = [r for r in watch.resets if r.get("reason") == "contexts started and not announced"]
+    watch.close()
+    kept = await tab.js("document.getElementById('flow-id')?.dataset.kept === 'yes'")
+    if skipped and not kept:
+        raise Failure(f"greet's page was drawn again on the stream's {len(skipped)} resets for contexts not announced")
+    step(f"greet's page kept what it shows through {len(skipped)} resets for contexts not announced")
+
     if env.browser.exceptions:
         raise Failure("the viewer threw JavaScript exceptions: " + json.dumps(env.browser.exceptions)[:2000])
     server.stop_cleanly()
