@@ -145,7 +145,7 @@ int run_command(const CommandArgs& args) {
     throw UsageError{"--log-level must be off, error, warn, info or debug"};
   }
   Result<Project, Diagnostics> project = read_project(std::move(files));
-  if (!project) return fail(project.error(), EngineProperties{}.max_definition_file_bytes);
+  if (!project) return fail(project.error(), kMaxConfigBytes);  // only the config is read yet
   project->options.log_level = log_level;
   if (args.has("data")) {
     // State kept in a SQLite file (or a PostgreSQL database: a postgresql:// URL) that the

@@ -163,7 +163,8 @@ std::vector<RunError> run_errors(const Diagnostics& diags, size_t max_file_bytes
   std::vector<RunError> out;
   for (const Diagnostic& d : diags.list()) {
     RunError e{d.file, line_in_message(d.message), d.pointer, true, d.message};
-    if (e.line == 0 && !d.file.empty()) {
+    // An error of a whole file (pointer ""; a data file's too, which is no JSON) has no line.
+    if (e.line == 0 && !d.file.empty() && !d.pointer.empty()) {
       auto it = texts.find(d.file);
       if (it == texts.end()) {
         Result<std::string> text = read_file(d.file, max_file_bytes);

@@ -25,9 +25,9 @@ struct RunError {
 
 // A definition or config diagnostic: its line is where the value at its pointer starts in
 // the file (a syntax error's own "line L, column C" when it has one); a pointer to what is
-// missing (a required key) gives the line of the nearest value around it that is there. A
-// file larger than `max_file_bytes` (the run's max_definition_file_bytes: one refused for
-// its size) is not read to find lines, and its errors have none.
+// missing (a required key) gives the line of the nearest value around it that is there. An
+// error of a whole file (pointer "") has no line, and a file larger than `max_file_bytes`
+// (the limit it was read with: one refused for its size) is not read to find lines.
 std::vector<RunError> run_errors(const Diagnostics& diags, size_t max_file_bytes);
 
 // An error of the run: "EVENTS:LINE: message" and "EVENTS: message" (the harness's form)
