@@ -88,7 +88,7 @@ Result<StartedFlow> Dispatcher::admit(Prepared& p, Origin origin, CommitEntry* e
     }
     cause = std::make_unique<Cause>(Cause{parent->id, parent->flow->id_value, parent->child_chain()});
     // Indirect recursion: at most `limit` runs of a flow in one causal chain.
-    const int64_t limit = std::max<int64_t>(1, core_.props().indirect_recursion_limit);
+    const int64_t limit = std::clamp<int64_t>(core_.props().indirect_recursion_limit, 1, kMaxIndirectRecursionLimit);
     const auto runs = std::count(cause->chain->begin(), cause->chain->end(), flow.id_value);
     if (runs >= limit) {
       skip(flow, trigger, origin, "indirect_recursion_limit");

@@ -498,7 +498,7 @@ Interpreter::Flow Interpreter::call_unit(Activation& a, const Node& node, const 
     return Flow::kContinue;
   }
   // Through other units, at most indirect_recursion_limit runs of one unit in a chain.
-  const int64_t limit = std::max<int64_t>(1, props_.indirect_recursion_limit);
+  const int64_t limit = std::clamp<int64_t>(props_.indirect_recursion_limit, 1, kMaxIndirectRecursionLimit);
   int64_t runs = 0;
   for (const Activation& open : exec_.stack) runs += open.unit == step.callee;
   if (runs >= limit) {

@@ -51,9 +51,9 @@ Status set_property(EngineProperties* p, std::string_view name, const Value& v) 
   if (name == "indirect_recursion_limit") {
     // Each context keeps its causal chain, which the limit bounds: a chain of N flows'
     // contexts keeps N^2 names in all, so the limit is bounded too.
-    if (v.is_int() && v.as_int() > kMaxIndirectRecursionLimit) {
+    if (v.is_number() && v.as_double() > static_cast<double>(kMaxIndirectRecursionLimit)) {
       return Error{"property indirect_recursion_limit must be at most " + std::to_string(kMaxIndirectRecursionLimit) +
-                   ", not " + std::to_string(v.as_int())};
+                   ", not " + v.to_json()};
     }
     return set_int(&p->indirect_recursion_limit, INT32_MIN, kMaxIndirectRecursionLimit);
   }

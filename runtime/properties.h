@@ -21,8 +21,9 @@ namespace flowrt {
 enum class Durability : uint8_t { kFull, kNormal, kOff };
 std::string_view durability_name(Durability d);
 
-// The largest indirect_recursion_limit a config may set: every context keeps its causal
-// chain, so a chain of contexts costs the square of its length.
+// The largest indirect_recursion_limit a config may set (one set in EngineOptions is
+// taken as at most this): every context keeps its causal chain, so a chain of contexts
+// costs the square of its length.
 inline constexpr int64_t kMaxIndirectRecursionLimit = 1000;
 
 struct EngineProperties {

@@ -283,6 +283,8 @@ TEST_F(RulesTest, IndirectRecursionLimit_IsAtMost1000_ALargerOneIsRefusedAndTheO
   ASSERT_FALSE(refused.is_ok());
   EXPECT_EQ(refused.message(), "property indirect_recursion_limit must be at most 1000, not 1001");
   EXPECT_FALSE(engine().set_property("indirect_recursion_limit", Value(1000000)).is_ok());
+  const Status fractional = engine().set_property("indirect_recursion_limit", Value(1000.5));
+  EXPECT_EQ(fractional.message(), "property indirect_recursion_limit must be at most 1000, not 1000.5");
   ASSERT_TRUE(Load(R"([
     {"id": "a", "trigger": {"type": "record", "table": "ta", "when": "created"}, "actions": [
       {"action": "create_record", "inputs": {"table": "tb", "values": {}}}]},
@@ -292,6 +294,23 @@ TEST_F(RulesTest, IndirectRecursionLimit_IsAtMost1000_ALargerOneIsRefusedAndTheO
   Settle();
   EXPECT_EQ(Contexts("a").size(), 1000u) << "the limit in force is still 1000";
   EXPECT_EQ(Contexts("b").size(), 1000u);
+}
+
+// A limit set in EngineOptions, which no property check sees, is taken as at most 1000.
+TEST(IndirectRecursionLimitTest, OneSetInEngineOptions_IsTakenAsAtMost1000) {
+  EngineOptions o;
+  o.virtual_clock = true;
+  o.properties.indirect_recursion_limit = 1000000;
+  Engine engine(o);
+  ASSERT_TRUE(engine.load_text(R"([
+    {"id": "a", "trigger": {"type": "record", "table": "ta", "when": "created"}, "actions": [
+      {"action": "create_record", "inputs": {"table": "tb", "values": {}}}]},
+    {"id": "b", "trigger": {"type": "record", "table": "tb", "when": "created"}, "actions": [
+      {"action": "create_record", "inputs": {"table": "ta", "values": {}}}]}])").empty());
+  ASSERT_TRUE(engine.insert("ta", Value::empty_object()).is_ok());
+  engine.settle();
+  EXPECT_EQ(engine.contexts("a").size(), 1000u);
+  EXPECT_EQ(engine.contexts("b").size(), 1000u);
 }
 
 }  // namespace
