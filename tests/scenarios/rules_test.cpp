@@ -197,16 +197,24 @@ TEST_F(RulesTest, DirectRecursion_EventItFiresItself) {
 
 TEST_F(RulesTest, DirectRecursion_SubflowCallingItself_CallIsSkipped) {
   ASSERT_TRUE(Load(R"([
-    {"id": "again", "type": "subflow", "actions": [
+    {"id": "again", "type": "subflow", "outputs": [{"name": "x", "type": "any"}], "actions": [
       {"action": "log", "inputs": {"message": "in"}},
-      {"id": "me", "action": "call_subflow", "inputs": {"subflow": "again"}}]},
+      {"id": "me", "action": "call_subflow", "inputs": {"subflow": "again"}},
+      {"action": "log", "inputs": {"message": "got [{{steps.me.x}}]"}}]},
     {"id": "f", "trigger": {"type": "api"}, "actions": [{"action": "call_subflow", "inputs": {"subflow": "again"}}]}])"));
   CallFlow("f");
   Settle();
   ContextRecord c = OnlyContext("f");
   EXPECT_THAT(c, HasStatus("completed"));
-  EXPECT_EQ(c.log_messages().front(), "in");
+  EXPECT_EQ(c.log_messages(), (std::vector<std::string>{
+                                 "in", "subflow 'again' calls itself; the call is skipped (direct recursion)", "got []"}))
+      << "its outputs read null";
   EXPECT_THAT(c, HasStep("me", "skipped"));
+  for (const Value& step : c.steps().items()) {
+    if (step["id"] == Value("me")) {
+      EXPECT_EQ(step["outputs"], Value::empty_object());
+    }
+  }
   EXPECT_EQ(SkipReasons("again"), std::vector<std::string>{"direct_recursion"});
 }
 
