@@ -195,6 +195,8 @@ class Engine {
   // Stops for good: requests a stop, cancels every context that has not ended (waiting,
   // running, or still queued: each ends "cancelled"), and returns once all have ended and
   // so released every lock. Returns how many contexts it cancelled. Records stay readable.
+  // On a worker thread (a custom action, an on_context_end callback) it cancels them and
+  // returns without waiting: they include its caller's own.
   size_t shutdown();
 
   // ---- the clock ----
@@ -202,10 +204,12 @@ class Engine {
   // on the way; past max_schedule_fires_per_advance schedule fires it stops there with an
   // error (the rest fire at the next advance). On a real clock, sleeps until real time has
   // moved on by `d`, then waits like settle. Deadlines past 9999-12-31T23:59:59.999Z stop
-  // there.
+  // there. On a worker thread (a custom action, an on_context_end callback) it is an
+  // error: it would wait for its caller's own context.
   Status advance(DurationMs d);
   // Waits until no context can run, moving a virtual clock to each timer a context waits
-  // on, up to `until` from now.
+  // on, up to `until` from now. On a worker thread (a custom action, an on_context_end
+  // callback) it returns at once: what it would wait for includes its caller's context.
   void settle(DurationMs until = 24 * 3600 * 1000);
   // Runs contexts waiting to start on the calling thread, one after another, while any
   // waits and `until` has not passed; returns how many it took. For a thread that makes

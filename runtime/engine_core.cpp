@@ -507,6 +507,12 @@ Status EngineCore::advance(DurationMs d) {
   if (d > kMaxDuration) {
     return Error{"advance of " + std::to_string(d) + "ms is too large: the maximum is " + format_duration(kMaxDuration)};
   }
+  if (WorkerPool::on_worker_thread()) {
+    // A custom action or an on_context_end callback: advancing waits until no context can
+    // run, its caller's own included, which never comes.
+    return Error{"advance cannot be called on a worker thread (from a custom action or an on_context_end "
+                 "callback): it waits for every context, its caller's own too"};
+  }
   MutexLock drive(drive_mu_);
   const TimeMs target = add_duration(clock.now(), d);
   if (!clock.is_virtual()) return advance_real_clock(target);
@@ -572,6 +578,9 @@ void EngineCore::quiesce() {
 }
 
 void EngineCore::settle(DurationMs until) {
+  // On a worker thread (a custom action, an on_context_end callback) there is nothing to
+  // wait for that would ever come: the caller's own context cannot end while it waits.
+  if (WorkerPool::on_worker_thread()) return;
   MutexLock drive(drive_mu_);
   const TimeMs limit = add_duration(clock.now(), until);
   while (true) {
