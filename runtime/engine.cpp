@@ -1,8 +1,11 @@
 #include "runtime/engine.h"
 
+#include <limits>
+
 #include "compiler/input_checks.h"
 #include "compiler/loader.h"
 #include "compiler/plan_printer.h"
+#include "plans/value_json.h"
 #include "runtime/context_end_watch.h"
 #include "runtime/context_reads.h"
 #include "runtime/engine_core.h"
@@ -81,6 +84,15 @@ Status intake_open(const EngineCore& core) {
   FLOWRT_RETURN_IF_ERROR(store_open(core));
   if (core.stop_requested()) return Error{"the engine is stopping: no new operations are accepted"};
   return Status::ok();
+}
+
+// A value given to the API (a record's values, an event's payload, a flow's inputs) nests
+// no deeper than max_json_depth, as the same value in an events line or a request body
+// must: everything after (writing it as JSON, packing a record) walks it recursively.
+Status value_within_depth(const EngineCore& core, const Value& v, std::string_view what) {
+  const size_t depth = core.props().max_json_depth;
+  if (bound_value(v, std::numeric_limits<size_t>::max(), depth) != ValueBound::kTooDeep) return Status::ok();
+  return Error{std::string(what) + " nests deeper than the limit of " + std::to_string(depth) + " (max_json_depth)"};
 }
 
 // What a definition change leaves in the store, and the wait until it is durable.
@@ -317,6 +329,7 @@ EngineProperties Engine::properties() const { return core_->properties(); }
 
 Result<Value> Engine::insert(std::string_view table, const Value& values, std::string_view caller) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
+  FLOWRT_RETURN_IF_ERROR(value_within_depth(*core_, values, "values"));
   auto done = core_->dispatcher.insert(table, values, origin_of(caller));
   if (done) FLOWRT_RETURN_IF_ERROR(core_->wait_durable());
   return done;
@@ -325,6 +338,7 @@ Result<Value> Engine::insert(std::string_view table, const Value& values, std::s
 Result<Value> Engine::update(std::string_view table, std::string_view sys_id, const Value& values,
                              std::string_view caller) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
+  FLOWRT_RETURN_IF_ERROR(value_within_depth(*core_, values, "values"));
   auto done = core_->dispatcher.update(table, sys_id, values, origin_of(caller));
   if (done) FLOWRT_RETURN_IF_ERROR(core_->wait_durable());
   return done;
@@ -333,6 +347,8 @@ Result<Value> Engine::update(std::string_view table, std::string_view sys_id, co
 Result<size_t> Engine::update_where(std::string_view table, const Value& where, const Value& values,
                                     std::string_view caller) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
+  FLOWRT_RETURN_IF_ERROR(value_within_depth(*core_, where, "where"));
+  FLOWRT_RETURN_IF_ERROR(value_within_depth(*core_, values, "values"));
   Diagnostics diags;
   Condition c;
   if (!compile_record_condition(where, "where", "", &c, &diags)) return Error{diags.describe()};
@@ -350,6 +366,7 @@ Result<Value> Engine::remove(std::string_view table, std::string_view sys_id, st
 
 Result<size_t> Engine::remove_where(std::string_view table, const Value& where, std::string_view caller) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
+  FLOWRT_RETURN_IF_ERROR(value_within_depth(*core_, where, "where"));
   Diagnostics diags;
   Condition c;
   if (!compile_record_condition(where, "where", "", &c, &diags)) return Error{diags.describe()};
@@ -360,6 +377,7 @@ Result<size_t> Engine::remove_where(std::string_view table, const Value& where, 
 
 Status Engine::fire_event(std::string_view name, const Value& payload, std::string_view caller) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
+  FLOWRT_RETURN_IF_ERROR(value_within_depth(*core_, payload, "payload"));
   Status done = core_->dispatcher.fire_event(Value(name), payload, origin_of(caller));
   if (!done) return done;
   return core_->wait_durable();
@@ -367,6 +385,7 @@ Status Engine::fire_event(std::string_view name, const Value& payload, std::stri
 
 Result<std::string> Engine::call_flow(std::string_view flow, const Value& inputs, std::string_view caller) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
+  FLOWRT_RETURN_IF_ERROR(value_within_depth(*core_, inputs, "inputs"));
   Result<StartedFlow> started = core_->start_api_flow(flow, inputs, origin_of(caller));
   if (!started) return started.error();
   FLOWRT_RETURN_IF_ERROR(core_->wait_durable());
@@ -377,6 +396,8 @@ Result<std::string> Engine::call_flow(std::string_view flow, const Value& inputs
 Result<std::string> Engine::test_flow(std::string_view flow, const Value& record, const Value& inputs,
                                       std::string_view caller) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
+  FLOWRT_RETURN_IF_ERROR(value_within_depth(*core_, record, "record"));
+  FLOWRT_RETURN_IF_ERROR(value_within_depth(*core_, inputs, "inputs"));
   FlowSlot* slot = core_->flows.slot(flow);
   if (!slot) return Error{"no flow '" + std::string(flow) + "'"};
   // A version that does not compile starts all the same and ends in error with the compile
@@ -474,6 +495,7 @@ std::vector<ContextRecord> Engine::contexts(std::string_view flow) const {
 }
 
 Result<std::vector<Value>> Engine::find_records(std::string_view table, const Value& where, size_t limit) const {
+  FLOWRT_RETURN_IF_ERROR(value_within_depth(*core_, where, "where"));
   Condition c;
   RecordQuery q;
   q.table = table;

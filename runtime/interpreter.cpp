@@ -3,8 +3,9 @@
 // by interpreter_budgets.cpp.
 #include "runtime/interpreter.h"
 
-#include "compiler/input_checks.h"
+#include <limits>
 
+#include "compiler/input_checks.h"
 #include "plans/value_json.h"
 #include "runtime/checkpoint.h"
 #include "runtime/engine_core.h"
@@ -422,6 +423,13 @@ Interpreter::Flow Interpreter::run_action(Activation& a, const Node& node, const
   // The quota also holds during a long action: it is told to stop (cancel_requested), and
   // whatever it returns, the context ends here, in error, naming the quota.
   if (over_quota()) return quota_exceeded(rec, path);
+  // What user code returns nests no deeper than any value a flow may hold: everything
+  // after (the record, a store) walks it recursively.
+  if (outcome.kind == StepOutcome::Kind::kDone &&
+      bound_value(outcome.outputs, std::numeric_limits<size_t>::max(), props_.max_json_depth + 1) == ValueBound::kTooDeep) {
+    outcome = StepOutcome::failed("action '" + step.action + "' returned outputs nesting deeper than the limit of " +
+                                  std::to_string(props_.max_json_depth) + " (max_json_depth)");
+  }
   return handle(a, node, step, path, rec, std::move(outcome), &inputs);
 }
 

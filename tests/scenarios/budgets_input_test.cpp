@@ -131,6 +131,43 @@ TEST_F(InputBudgetsTest, JsonDepth_InAnEventsLine_AtTheLimitApplies_OnePastIsRef
   EXPECT_EQ(Records("t").size(), 1u);
 }
 
+// A value built in C++ and given to the API nests no deeper than a JSON text may: it is
+// refused naming the budget (until 2026-12-06 it was taken, and one some 70,000 deep
+// crashed the process when written out). A custom action's outputs likewise fail its step.
+TEST_F(InputBudgetsTest, JsonDepth_OfValuesGivenToTheApi_AtTheLimitTaken_DeeperRefused) {
+  SetProperty("max_json_depth", 8);
+  auto nested = [](int arrays) {
+    Value v(1);
+    for (int i = 0; i < arrays; ++i) v = Value::array({v});
+    return v;
+  };
+  // The values object is the first level, its field's arrays the rest.
+  ASSERT_TRUE(engine().insert("t", Value::object({{"v", nested(7)}})).is_ok());
+  const std::string refused = "values nests deeper than the limit of 8 (max_json_depth)";
+  EXPECT_EQ(engine().insert("t", Value::object({{"v", nested(8)}})).message(), refused);
+  const Value deep = Value::object({{"v", nested(20000)}});
+  EXPECT_EQ(engine().insert("t", deep).message(), refused);
+  const std::string sys_id(Records("t").at(0)["sys_id"].as_string());
+  EXPECT_EQ(engine().update("t", sys_id, deep).message(), refused);
+  EXPECT_EQ(engine().fire_event("e", deep).message(), "payload nests deeper than the limit of 8 (max_json_depth)");
+  ASSERT_TRUE(Load(R"({"id": "api", "trigger": {"type": "api"}, "actions": []})"));
+  EXPECT_EQ(engine().call_flow("api", deep).message(), "inputs nests deeper than the limit of 8 (max_json_depth)");
+  EXPECT_EQ(engine().test_flow("api", Value(), deep).message(), "inputs nests deeper than the limit of 8 (max_json_depth)");
+  EXPECT_EQ(engine().find_records("t", deep, 10).message(), "where nests deeper than the limit of 8 (max_json_depth)");
+  EXPECT_EQ(Records("t").size(), 1u);
+
+  CustomActionType t;
+  t.name = "deep.out";
+  t.outputs = {{"o", ParamType::kAny, false}};
+  t.run = [&nested](CustomActionContext&) -> Result<Value> { return Value::object({{"o", nested(20000)}}); };
+  ASSERT_TRUE(engine().register_action(t).is_ok());
+  ASSERT_TRUE(Load(R"({"id": "d", "trigger": {"type": "api"}, "actions": [{"id": "s", "action": "deep.out"}]})"));
+  CallFlow("d");
+  Settle();
+  EXPECT_THAT(OnlyContext("d"), FailedWith("action 'deep.out' returned outputs nesting deeper than the limit of 8 (max_json_depth)"));
+  ExpectStillWorking();
+}
+
 TEST_F(InputBudgetsTest, JsonDepth_HostileBrackets_AreRefusedCleanly_InDefinitionsAndEvents) {
   const std::string brackets(100000, '[');
   std::string objects;
