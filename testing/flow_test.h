@@ -3,7 +3,9 @@
 // FlowTest gives each test a fresh Engine on a virtual clock (starting 2026-01-01T00:00:00Z)
 // with two workers, and short helpers for what tests do most: load definitions (or a whole
 // project directory, as `flowrt run` opens it), write records, fire events, settle, and
-// read contexts. Matchers read context records; a failed one prints the record as JSON:
+// read contexts. Matchers read context records; a failed one prints the record as JSON
+// (with `using flowrt::Value; using ::testing::ElementsAre;` and `using namespace
+// flowrt::testing;`, as examples/embedding/expense_test.cpp has):
 //
 //   ASSERT_TRUE(LoadProject(MY_PROJECT_DIR));   // or Load(R"({"id": "greet", ...})")
 //   Insert("customer", Value::object({{"tier", "gold"}}));
@@ -184,11 +186,16 @@ MATCHER_P(FailedWith, text, "failed with a message containing \"" + std::string(
   return arg.status() == "error" && arg.error_message().find(text) != std::string::npos;
 }
 
-// A context with a step `id` whose status is `status`.
+// A context with a step `id` whose status is `status` (a context without such a step never
+// matches, whatever `status` is).
 MATCHER_P2(HasStep, id, status, "has step '" + std::string(id) + "' " + std::string(status)) {
   const Value& step = arg.step(id);
+  if (!step.is_object()) {
+    *result_listener << "which has no step '" << std::string(id) << "'";
+    return false;
+  }
   *result_listener << "whose step is " << step.to_json();
-  return step["status"].as_string() == std::string_view(status);
+  return step["status"].is_string() && step["status"].as_string() == std::string_view(status);
 }
 
 }  // namespace flowrt::testing

@@ -143,6 +143,18 @@ TEST_F(FixtureTest, FailedMatcher_ShowsTheRecord_NotBytes) {
   EXPECT_THAT(text, Not(HasSubstr("-byte object")));
 }
 
+// A step that is not there never matches, not even an empty status (which its missing
+// status read as until 2026-12-06), and the failure says it is missing.
+TEST_F(FixtureTest, HasStep_OfAStepThatIsNotThere_NeverMatches) {
+  ASSERT_TRUE(Load(kApproval));
+  Insert("req", Json(R"({"ok": true})"));
+  Settle();
+  const ContextRecord record = OnlyContext("approve");
+  EXPECT_THAT(record, Not(HasStep("nosuch", "")));
+  EXPECT_THAT(record, Not(HasStep("nosuch", "completed")));
+  EXPECT_NONFATAL_FAILURE(EXPECT_THAT(record, HasStep("nosuch", "")), "which has no step 'nosuch'");
+}
+
 TEST_F(FixtureTest, Value_PrintsCompactWhenShort_IndentedWhenLong) {
   EXPECT_EQ(::testing::PrintToString(Value("ada")), "\"ada\"");
   EXPECT_EQ(::testing::PrintToString(Json(R"({"a": [1, 2]})")), "{\"a\":[1,2]}");
