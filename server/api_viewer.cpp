@@ -1,4 +1,5 @@
-// The web viewer: its files, served from the binary at "/", "/app.css" and "/app.js".
+// The web viewer: its files, served from the binary at "/", "/app.css", "/contexts.js" and
+// "/app.js".
 // They hold no data: every page reads the API with the token the person gives.
 #include "server/api.h"
 #include "server/viewer_files.h"

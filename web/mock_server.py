@@ -2,7 +2,7 @@
 """DEVELOPMENT AID ONLY - not part of flowrt.
 
 A mock of the `flowrt serve` HTTP API with fixture data, so the web viewer
-(index.html, app.css, app.js in this folder) can be checked without the C++ server.
+(index.html, app.css, contexts.js, app.js in this folder) can be checked without the C++ server.
 Python 3 standard library only.
 
     python3 web/mock_server.py [PORT] [--require-token]
@@ -31,6 +31,7 @@ HERE = Path(__file__).resolve().parent
 STATIC = {"/": ("index.html", "text/html; charset=utf-8"),
           "/index.html": ("index.html", "text/html; charset=utf-8"),
           "/app.css": ("app.css", "text/css; charset=utf-8"),
+          "/contexts.js": ("contexts.js", "text/javascript; charset=utf-8"),
           "/app.js": ("app.js", "text/javascript; charset=utf-8")}
 TOKENS = {"admin-token": ("ada", "admin"), "operator-token": ("otto", "operator"),
           "designer-token": ("dana", "designer"), "viewer-token": ("val", "viewer")}

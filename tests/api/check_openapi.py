@@ -7,7 +7,7 @@
   2. the (method, path) operations it documents are exactly the routes that server/*.cpp
      registers with `router.add(http::verb::X, "PATH", Permission::kP, ...)`, plus the web
      viewer's files, which api_viewer.cpp registers in a loop over the names that
-     server/CMakeLists.txt embeds (FLOWRT_WEB_NAMES: "/", "/app.css", "/app.js");
+     server/CMakeLists.txt embeds (FLOWRT_WEB_NAMES: "/", "/app.css", "/contexts.js", "/app.js");
   3. each operation's x-flowrt-role is the route's permission (public, read, operate,
      design), and public routes, and only they, say `security: []`;
   4. docs/API.md names every route as "METHOD PATH".

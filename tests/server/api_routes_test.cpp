@@ -486,6 +486,7 @@ TEST_F(ApiRoutesTest, UnknownRoutesAndMethods) {
   EXPECT_EQ(page.status, 200);
   EXPECT_THAT(page.header("Content-Type"), HasSubstr("text/html"));
   EXPECT_EQ(client().get("/app.js").status, 200);
+  EXPECT_EQ(client().get("/contexts.js").status, 200);
   HttpReply head = client().request(http::verb::head, "/app.css");
   EXPECT_EQ(head.status, 200);
 }
