@@ -21,8 +21,9 @@ EngineOptions VirtualClock() {
   return o;
 }
 
+// It waits first, so that it cannot end before the test watches its end.
 constexpr const char* kFlow = R"({"id": "f", "trigger": {"type": "api"}, "actions": [
-  {"action": "log", "inputs": {"message": "x"}}]})";
+  {"action": "wait", "inputs": {"duration": "1m"}}, {"action": "log", "inputs": {"message": "x"}}]})";
 
 TEST(CallsFromWorkersTest, SettleAndAdvanceFromAContextEndCallback_ReturnAtOnce) {
   Engine engine(VirtualClock());
@@ -64,7 +65,7 @@ TEST(CallsFromWorkersTest, SettleFromACustomAction_ReturnsAtOnce_TheStepComplete
 TEST(CallsFromWorkersTest, ShutdownFromAContextEndCallback_CancelsTheRest_WithoutWaiting) {
   Engine engine(VirtualClock());
   ASSERT_TRUE(engine.load_text(R"([
-    {"id": "f", "trigger": {"type": "api"}, "actions": [{"action": "log", "inputs": {"message": "x"}}]},
+    {"id": "f", "trigger": {"type": "api"}, "actions": [{"action": "wait", "inputs": {"duration": "1m"}}]},
     {"id": "w", "trigger": {"type": "api"}, "actions": [{"action": "wait", "inputs": {"duration": "1h"}}]}])").empty());
   Result<std::string> waiting = engine.call_flow("w");
   ASSERT_TRUE(waiting.is_ok());
