@@ -145,7 +145,9 @@ int run_command(const CommandArgs& args) {
     throw UsageError{"--log-level must be off, error, warn, info or debug"};
   }
   Result<Project, Diagnostics> project = read_project(std::move(files));
-  if (!project) return fail(project.error(), kMaxConfigBytes);  // only the config is read yet
+  // Only the config is read yet: one with an error at a pointer was read within its own,
+  // smaller limit, and a config refused for its size has no line to look up.
+  if (!project) return fail(project.error(), EngineProperties{}.max_definition_file_bytes);
   project->options.log_level = log_level;
   if (args.has("data")) {
     // State kept in a SQLite file (or a PostgreSQL database: a postgresql:// URL) that the

@@ -149,6 +149,8 @@ class EngineCore {
   // they held or waited for: when it returns no context is queued, running or waiting
   // and no lock is held. Returns how many it cancelled.
   size_t shutdown();
+  // Cancels every context not ended (once, without waiting); how many there were.
+  size_t cancel_unfinished();
   // shutdown() has begun: a context admitted now is cancelled before it runs a step.
   bool shutting_down() const noexcept { return shutting_down_.load(std::memory_order_acquire); }
   // (Re)arms the schedule timers of every active schedule-triggered flow.

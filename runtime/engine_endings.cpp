@@ -117,36 +117,32 @@ Status EngineCore::cancel(std::string_view context_id) {
   return Status::ok();
 }
 
+size_t EngineCore::cancel_unfinished() {
+  // Mark every context first, then wake the parked ones: a context woken by another's
+  // release (a lock handed on) must find itself cancelled too, not run on.
+  std::vector<std::shared_ptr<Context>> ending = contexts.unfinished();
+  for (const std::shared_ptr<Context>& ctx : ending) ctx->set_cancel_flag();
+  if (ending.empty()) return 0;
+  for (const std::shared_ptr<Context>& ctx : ending) {
+    if (ctx->request_cancel()) make_ready(ctx.get());
+  }
+  watchdog.note_cancel(nullptr);
+  return ending.size();
+}
+
 size_t EngineCore::shutdown() {
   request_stop();
   shutting_down_.store(true, std::memory_order_release);  // starts from now on are cancelled at birth
-  if (WorkerPool::on_worker_thread()) {
-    // A custom action or an on_context_end callback: the contexts are cancelled, but
-    // waiting for them to end would wait for the caller's own (and a settle elsewhere may
-    // hold the drive lock while it waits for this thread).
-    std::vector<std::shared_ptr<Context>> ending = contexts.unfinished();
-    for (const std::shared_ptr<Context>& ctx : ending) ctx->set_cancel_flag();
-    for (const std::shared_ptr<Context>& ctx : ending) {
-      if (ctx->request_cancel()) make_ready(ctx.get());
-    }
-    watchdog.note_cancel(nullptr);
-    return ending.size();
-  }
+  // A custom action or an on_context_end callback: the contexts are cancelled, but waiting
+  // for them to end would wait for the caller's own (and a settle elsewhere may hold the
+  // drive lock while it waits for this thread).
+  if (WorkerPool::on_worker_thread()) return cancel_unfinished();
   MutexLock drive(drive_mu_);
   size_t cancelled = 0;
   // A context running now can still start others (its writes) until it ends: cancel and
   // wait again until nothing unfinished is left.
-  while (true) {
-    // Mark every context first, then wake the parked ones: a context woken by another's
-    // release (a lock handed on) must find itself cancelled too, not run on.
-    std::vector<std::shared_ptr<Context>> ending = contexts.unfinished();
-    for (const std::shared_ptr<Context>& ctx : ending) ctx->set_cancel_flag();
-    if (ending.empty()) break;
-    for (const std::shared_ptr<Context>& ctx : ending) {
-      if (ctx->request_cancel()) make_ready(ctx.get());
-    }
-    watchdog.note_cancel(nullptr);
-    cancelled += ending.size();
+  while (const size_t now_cancelled = cancel_unfinished()) {
+    cancelled += now_cancelled;
     wait_idle();
   }
   engine_log().info("shut down: {} contexts cancelled", cancelled);

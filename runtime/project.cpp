@@ -10,6 +10,7 @@ namespace flowrt {
 namespace {
 
 // The largest config.json read (a config is a few lines; this only refuses a wrong file).
+constexpr size_t kMaxConfigBytes = size_t{16} << 20;
 
 bool is_file(const std::filesystem::path& p) {
   std::error_code ec;

@@ -31,9 +31,6 @@ struct ProjectFiles {
 
 // A project read but not opened: its files and the engine options its config gives.
 // Change `options` (a real clock, a log level) before open_project to run it otherwise.
-// The largest config file read_project reads.
-inline constexpr size_t kMaxConfigBytes = size_t{16} << 20;
-
 struct Project {
   ProjectFiles files;
   EngineOptions options;

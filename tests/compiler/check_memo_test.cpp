@@ -15,21 +15,12 @@
 
 #include "compiler/compiler.h"
 #include "compiler/loader.h"
+#include "tests/compiler/map_lookup.h"
 
 namespace flowrt {
 namespace {
 
-class MemoMapLookup : public DefinitionLookup {
- public:
-  explicit MemoMapLookup(const std::vector<Definition>& defs) {
-    for (const Definition& d : defs) defs_[{d.type, d.id}] = d;
-  }
-  const Definition* find(UnitType type, std::string_view id) const override {
-    auto it = defs_.find({type, std::string(id)});
-    return it == defs_.end() ? nullptr : &it->second;
-  }
-  std::map<std::pair<UnitType, std::string>, Definition> defs_;
-};
+using test_compiler::MapLookup;
 
 // Units u0..u(n-1) in groups of 10 to 99 (each group a chain, so some run deeper than
 // the call depth limit): subflows, one in five an action definition (called by name),
@@ -94,7 +85,7 @@ TEST(CheckMemoTest, CheckingWithAMemo_ReportsWhatCompilingEachDefinitionDoes_Ove
   for (uint32_t seed = 1; seed <= 12; ++seed) {
     const std::vector<Definition> defs = parse_all(random_definitions(seed));
     ASSERT_EQ(defs.size(), 154u);
-    MemoMapLookup lookup(defs);
+    MapLookup lookup(defs);
     std::vector<const Definition*> order;
     for (const auto& [key, def] : lookup.defs_) order.push_back(&def);
     std::shuffle(order.begin(), order.end(), std::mt19937(seed));

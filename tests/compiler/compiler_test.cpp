@@ -6,21 +6,12 @@
 #include <map>
 
 #include "compiler/loader.h"
+#include "tests/compiler/map_lookup.h"
 
 namespace flowrt {
 namespace {
 
-class MapLookup : public DefinitionLookup {
- public:
-  explicit MapLookup(const std::vector<Definition>& defs) {
-    for (const Definition& d : defs) defs_[{d.type, d.id}] = d;
-  }
-  const Definition* find(UnitType type, std::string_view id) const override {
-    auto it = defs_.find({type, std::string(id)});
-    return it == defs_.end() ? nullptr : &it->second;
-  }
-  std::map<std::pair<UnitType, std::string>, Definition> defs_;
-};
+using test_compiler::MapLookup;
 
 std::vector<Definition> parse(std::string_view text) {
   Diagnostics d;
