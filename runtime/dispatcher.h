@@ -150,8 +150,13 @@ class Dispatcher {
   // served in trigger order whatever the worker interleaving.
   void request_lock(const std::shared_ptr<Context>& ctx, LockRequest request) EXCLUDES(mu_);
   // Real clock: grants `request` at once if that needs no waiting, and returns the lock
-  // step's outputs; null otherwise (the step then parks and calls request_lock).
-  Value try_lock(Context& ctx, LockRequest request) EXCLUDES(mu_);
+  // step's outputs; null otherwise (the step then parks and calls request_lock). A request
+  // that would wait takes its place in the queue now (*took_place set), so that no later
+  // request passes it before its park asks again (LockTable::try_acquire); a step that
+  // does not park for it gives the place up with drop_lock_place.
+  Value try_lock(Context& ctx, LockRequest request, bool* took_place) EXCLUDES(mu_);
+  // The place `ctx` took in `name`'s queue with try_lock leaves it (no-op when none).
+  void drop_lock_place(Context& ctx, std::string_view name) EXCLUDES(mu_);
   // Decides the deferred requests (virtual clock). Returns how many it decided.
   size_t resolve_pending_locks() EXCLUDES(mu_);
   size_t pending_locks() const { return pending_count_.load(std::memory_order_acquire); }

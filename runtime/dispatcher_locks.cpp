@@ -99,6 +99,12 @@ void Dispatcher::decide_lock(const std::shared_ptr<Context>& ctx, const LockRequ
   // Decided now: a request resumed after a restart keeps its request time (its place in
   // the queue, its wait) but is granted, and its lease counted, from now.
   AcquireOutcome o = locks_.acquire(r, std::max(r.now, core_.clock.now()));
+  apply_grants(o.others);  // its place, given up, held them up
+  // A place taken by the step's try (try_lock) counts in locks_in_use from then on: it
+  // goes on counting as a queued request, and stops counting with a refusal.
+  if (o.had_place && o.kind != AcquireOutcome::Kind::kGranted && o.kind != AcquireOutcome::Kind::kQueued) {
+    ctx->locks_in_use.fetch_sub(1, std::memory_order_release);
+  }
   switch (o.kind) {
     case AcquireOutcome::Kind::kGranted:
     case AcquireOutcome::Kind::kReentered: {
@@ -124,12 +130,16 @@ void Dispatcher::decide_lock(const std::shared_ptr<Context>& ctx, const LockRequ
         held_by += "ctx-";
         held_by += std::to_string(who);
       }
+      // Held by nobody when only a place ahead of it (a try whose context is parking) holds
+      // it up.
+      const std::string ahead = std::to_string(o.ahead) + " ahead in the queue";
       ctx->add_log(LogLevel::kInfo, r.step, r.now,
-                   lock_line(r.name, {"waiting; held by ", held_by, ", ", std::to_string(o.ahead), " ahead in the queue"}));
+                   held_by.empty() ? lock_line(r.name, {"waiting; ", ahead})
+                                   : lock_line(r.name, {"waiting; held by ", held_by, ", ", ahead}));
       const TimerHandle t = lock_deadlines_.add(
           r.give_up_at, LockDeadline{LockDeadline::Kind::kGiveUp, ctx, r.name, static_cast<int64_t>(r.wait_id)});
       locks_.set_give_up_timer(r.who, r.name, t);
-      ctx->locks_in_use.fetch_add(1, std::memory_order_relaxed);
+      if (!o.had_place) ctx->locks_in_use.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     case AcquireOutcome::Kind::kTimedOut:
@@ -191,13 +201,22 @@ void Dispatcher::apply_grants(std::vector<LockGrant>& grants) {
   }
 }
 
-Value Dispatcher::try_lock(Context& ctx, LockRequest request) {
+Value Dispatcher::try_lock(Context& ctx, LockRequest request, bool* took_place) {
   ctx.used_locks.store(true, std::memory_order_release);
   if (core_.clock.is_virtual()) return Value();  // decided at the next quiescent moment
   SpinMutexLock lock(mu_);
   request.now = core_.clock.now();
   AcquireOutcome o;
-  if (!locks_.try_acquire(request, &o)) return Value();
+  if (!locks_.try_acquire(request, &o)) {
+    if (o.kind == AcquireOutcome::Kind::kQueued) {
+      // Its place in the queue, until the park asks again (decide_lock) or the step does
+      // not park for it (drop_lock_place); counted, so that its context's end looks.
+      ctx.locks_in_use.fetch_add(1, std::memory_order_relaxed);
+      *took_place = true;
+      locks_changed(nullptr);
+    }
+    return Value();
+  }
   if (o.kind == AcquireOutcome::Kind::kReentered) {
     ctx.add_log(LogLevel::kInfo, request.step, request.now,
                 lock_line(request.name, {"already held (token ", std::to_string(o.grant.token), ")"}));
@@ -206,6 +225,15 @@ Value Dispatcher::try_lock(Context& ctx, LockRequest request) {
   Value outputs = record_grant(ctx, o.grant);
   locks_changed(nullptr);
   return outputs;
+}
+
+void Dispatcher::drop_lock_place(Context& ctx, std::string_view name) {
+  SpinMutexLock lock(mu_);
+  std::vector<LockGrant> grants;
+  if (!locks_.drop_place(ctx.seq, name, core_.clock.now(), &grants)) return;
+  ctx.locks_in_use.fetch_sub(1, std::memory_order_release);
+  apply_grants(grants);
+  locks_changed(nullptr);
 }
 
 void Dispatcher::arm_lock_timer() {

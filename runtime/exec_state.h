@@ -82,6 +82,10 @@ struct ExecState {
   // context is parked or parking, read by the thread that resumes it.
   WakeUp wake;
   bool early_wake = false;           // a wake-up that came while parking
+  // The lock whose queue the running step holds a place in (Dispatcher::try_lock), null
+  // when none: the step's park asks for it there, or the interpreter gives it up once the
+  // step returns without parking for it. Lives within one step; never checkpointed.
+  Value lock_place;
 
   // JSON: {"plan_version", "stack": [...], "parked": {...}}, fields at their defaults left
   // out. A wait's seen version that is `trigger_record` (the same storage: the context's

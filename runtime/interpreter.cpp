@@ -528,18 +528,32 @@ Interpreter::Flow Interpreter::call_unit(Activation& a, const Node& node, const 
   return Flow::kContinue;
 }
 
+void Interpreter::settle_lock_place(const StepOutcome& outcome, bool parks) {
+  if (exec_.lock_place.is_null()) return;
+  const bool asks_there = parks && outcome.wait.kind == WaitRequest::Kind::kLock &&
+                          outcome.wait.lock_name == exec_.lock_place;
+  if (!asks_there) core_.dispatcher.drop_lock_place(ctx_, exec_.lock_place.as_string());
+  exec_.lock_place = Value();
+}
+
 Interpreter::Flow Interpreter::handle(Activation& a, const Node& node, const ActionStep& step, const Value& path,
                                       int64_t record, StepOutcome outcome, StepInputs* inputs) {
   switch (outcome.kind) {
-    case StepOutcome::Kind::kDone: return complete_step(a, step, record, std::move(outcome.outputs));
-    case StepOutcome::Kind::kFailed: return step_failed(step, record, path, outcome.error, outcome.outputs);
+    case StepOutcome::Kind::kDone:
+      settle_lock_place(outcome, false);
+      return complete_step(a, step, record, std::move(outcome.outputs));
+    case StepOutcome::Kind::kFailed:
+      settle_lock_place(outcome, false);
+      return step_failed(step, record, path, outcome.error, outcome.outputs);
     case StepOutcome::Kind::kPark:
       if (!core_.try_reserve_wait(props_.max_waiting_contexts)) {
+        settle_lock_place(outcome, false);
         return step_failed(step, record, path,
                            "this step cannot wait: " + std::to_string(core_.waiting()) +
                                " contexts are waiting already, the limit is " +
                                std::to_string(props_.max_waiting_contexts) + " (max_waiting_contexts)");
       }
+      settle_lock_place(outcome, true);  // a lock step's park asks in its place
       exec_.parked = true;
       exec_.parked_node = &node;
       exec_.parked_record = record;

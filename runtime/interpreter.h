@@ -45,6 +45,9 @@ class Interpreter {
   // The outputs of a loop or try still open when an `end` step completes it.
   static Value ended_block_outputs(const BlockFrame& f);
   Flow run_action(Activation& a, const Node& node, const ActionStep& step, const Value& path);
+  // A step returned (`parks`: and will park): a place its lock try took in a queue is
+  // kept only for a park that asks for that lock; otherwise it is given up now.
+  void settle_lock_place(const StepOutcome& outcome, bool parks);
   Flow run_assignments(Activation& a, const Node& node, const ActionStep& step, const Value& path);
   Flow call_unit(Activation& a, const Node& node, const ActionStep& step, const Value& path,
                  const StepInputs& inputs, int64_t record);

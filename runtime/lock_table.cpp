@@ -149,8 +149,9 @@ LockGrant LockTable::grant(Locks::value_type& lock, ContextLocks& c, const LockR
 void LockTable::grant_waiters(Locks::value_type& lock, TimeMs now, std::vector<LockGrant>* granted) {
   const std::string& name = lock.first;
   Entry& e = lock.second;
-  // First come, first served: the head is granted when it fits, and nobody passes it.
-  while (!e.queue.empty() && e.fits(e.queue.front().weight())) {
+  // First come, first served: the head is granted when it fits, and nobody passes it. A
+  // placeholder at the head is granted when its context asks again (acquire), not here.
+  while (!e.queue.empty() && !e.queue.front().placeholder && e.fits(e.queue.front().weight())) {
     Waiter w = std::move(e.queue.front());
     e.queue.pop_front();
     if (w.order <= e.last_granted_order && violation_.empty()) {
@@ -170,12 +171,100 @@ bool LockTable::try_acquire(const LockRequest& r, AcquireOutcome* out) {
   if (it != locks_.end()) {
     const Entry& e = it->second;
     const bool held = std::any_of(e.holders.begin(), e.holders.end(), [&](const Holder& h) { return h.who == r.who; });
-    if (!held && !(e.queue.empty() && e.fits(r.weight) && r.weight >= 1)) return false;
+    if (!held && !(e.queue.empty() && e.fits(r.weight) && r.weight >= 1)) {
+      hold_place(*it, r, out);
+      return false;
+    }
   } else if (r.weight != 1) {
     return false;  // let acquire() explain a weight that does not fit
   }
   *out = acquire(r);
   return out->kind == AcquireOutcome::Kind::kGranted || out->kind == AcquireOutcome::Kind::kReentered;
+}
+
+void LockTable::hold_place(Locks::value_type& lock, const LockRequest& r, AcquireOutcome* out) {
+  Entry& e = lock.second;
+  // Only a request that would wait: acquire() refuses or times out the others at once,
+  // and a context waits in one queue at most.
+  if (r.weight < 1 || r.weight > e.limit || r.give_up_at <= r.now || waiting(r.who)) return;
+  out->kind = AcquireOutcome::Kind::kQueued;
+  out->ahead = e.queue.size();
+  e.queue.push_back(Waiter{r, TimerHandle{}, next_order_++, /*placeholder=*/true});
+  contexts_[r.who].waiting_for = &lock.first;
+  note_changed(lock.first);
+}
+
+std::deque<LockTable::Waiter>::iterator LockTable::place_of(Locks::value_type& lock, uint64_t who) {
+  auto& queue = lock.second.queue;
+  if (queue.empty()) return queue.end();  // the uncontended grant looks no further
+  const ContextLocks* c = context_locks(who);
+  if (!c || c->waiting_for != &lock.first) return queue.end();
+  // Looked for from the back: a place was taken at the back just before its context
+  // parked, so only the few who joined since stand behind it, however long the queue.
+  for (auto w = queue.rbegin(); w != queue.rend(); ++w) {
+    if (w->who() == who) return w->placeholder ? std::prev(w.base()) : queue.end();
+  }
+  return queue.end();
+}
+
+void LockTable::leave_queue(Locks::value_type& lock, std::deque<Waiter>::iterator it, TimeMs now,
+                            std::vector<LockGrant>* granted) {
+  const uint64_t who = it->who();
+  lock.second.queue.erase(it);
+  if (auto c = contexts_.find(who); c != contexts_.end()) {
+    c->second.waiting_for = nullptr;
+    forget_context_if_idle(c);
+  }
+  // It may have been the one holding up the others.
+  grant_waiters(lock, now, granted);
+  const std::string name = lock.first;  // the entry may be forgotten
+  forget_if_idle(name);
+}
+
+bool LockTable::drop_place(uint64_t who, std::string_view name, TimeMs now, std::vector<LockGrant>* granted) {
+  auto it = locks_.find(name);
+  if (it == locks_.end()) return false;
+  auto place = place_of(*it, who);
+  if (place == it->second.queue.end()) return false;
+  leave_queue(*it, place, now, granted);
+  return true;
+}
+
+AcquireOutcome LockTable::decide_in_place(Locks::value_type& lock, std::deque<Waiter>::iterator place,
+                                          const LockRequest& r, TimeMs now) {
+  Entry& e = lock.second;
+  AcquireOutcome out;
+  out.had_place = true;
+  if (place == e.queue.begin() && e.fits(r.weight)) {
+    // Its turn came while it parked: handed over from the queue, in its place's order.
+    e.last_granted_order = place->order;
+    e.queue.erase(place);
+    ContextLocks& c = contexts_[r.who];
+    c.waiting_for = nullptr;
+    out.kind = AcquireOutcome::Kind::kGranted;
+    out.grant = grant(lock, c, r, now, true);
+    note_changed(lock.first);
+    return out;
+  }
+  if (r.give_up_at <= now) {
+    out.kind = AcquireOutcome::Kind::kTimedOut;
+    leave_queue(lock, place, now, &out.others);
+    return out;
+  }
+  if (std::string cycle = find_deadlock(r, e); !cycle.empty()) {
+    out.kind = AcquireOutcome::Kind::kDeadlock;
+    out.message = std::move(cycle);
+    leave_queue(lock, place, now, &out.others);
+    return out;
+  }
+  // It waits where it stood: the placeholder becomes the request.
+  out.kind = AcquireOutcome::Kind::kQueued;
+  out.ahead = static_cast<size_t>(place - e.queue.begin());
+  for (const Holder& h : e.holders) out.holders.push_back(h.who);
+  place->request = r;
+  place->placeholder = false;
+  note_changed(lock.first);
+  return out;
 }
 
 AcquireOutcome LockTable::acquire(const LockRequest& r) { return acquire(r, r.now); }
@@ -198,13 +287,20 @@ AcquireOutcome LockTable::acquire(const LockRequest& r, TimeMs now) {
       return out;
     }
   }
+  const auto place = place_of(*it, r.who);
   if (r.weight < 1 || r.weight > e.limit) {
     out.kind = AcquireOutcome::Kind::kTooHeavy;
     out.message = "weight " + std::to_string(r.weight) + " does not fit lock '" + r.name + "' (limit " +
                   std::to_string(e.limit) + ")";
-    forget_if_idle(r.name);
+    if (place != e.queue.end()) {
+      out.had_place = true;
+      leave_queue(*it, place, now, &out.others);  // the limit was lowered since its try
+    } else {
+      forget_if_idle(r.name);
+    }
     return out;
   }
+  if (place != e.queue.end()) return decide_in_place(*it, place, r, now);
   if (e.queue.empty() && e.fits(r.weight)) {
     out.kind = AcquireOutcome::Kind::kGranted;
     out.grant = grant(*it, contexts_[r.who], r, now, false);
@@ -263,17 +359,10 @@ bool LockTable::give_up(uint64_t who, std::string_view name, uint64_t wait_id, T
   if (it == locks_.end()) return false;
   Entry& e = it->second;
   auto w = std::find_if(e.queue.begin(), e.queue.end(), [&](const Waiter& x) { return x.who() == who; });
-  if (w == e.queue.end() || w->request.wait_id != wait_id) return false;
+  if (w == e.queue.end() || w->placeholder || w->request.wait_id != wait_id) return false;
   if (request) *request = w->request;
   if (give_up_timer) *give_up_timer = w->give_up_timer;
-  e.queue.erase(w);
-  if (auto c = contexts_.find(who); c != contexts_.end()) {
-    c->second.waiting_for = nullptr;
-    forget_context_if_idle(c);
-  }
-  // The head may have been the one blocking the others.
-  grant_waiters(*it, now, granted);
-  forget_if_idle(name);
+  leave_queue(*it, w, now, granted);
   return true;
 }
 
@@ -372,8 +461,12 @@ std::string LockTable::find_deadlock(const LockRequest& r, const Entry& target) 
   // queue yet, and only holders and those ahead in a queue are waited for), and no cycle
   // exists already (each would have been refused). The common case costs nothing.
   if (!holds_any(r.who)) return "";
-  // Suppose the requester waits, at the end of the target's queue. Which contexts can still
-  // get what they wait for? One that waits for nothing will release what it holds. A
+  // Its place, when it has one, is near the back (see place_of).
+  const bool placed =
+      std::any_of(target.queue.rbegin(), target.queue.rend(), [&](const Waiter& w) { return w.who() == r.who; });
+  // Suppose the requester waits, at the end of the target's queue (or where its placeholder
+  // stands). Which contexts can still get what they wait for? One that waits for nothing
+  // will release what it holds. A
   // waiter can be granted once everyone queued ahead of it can, and the holders that
   // cannot proceed leave room for its weight. What cannot proceed at the end of that is
   // deadlocked; if the requester is among them, the request is refused.
@@ -413,7 +506,8 @@ std::string LockTable::find_deadlock(const LockRequest& r, const Entry& target) 
   std::vector<uint64_t> freed;  // contexts found to proceed, whose holdings are still to free
   auto evaluate = [&](const Entry& e) {
     Progress& p = progress_of(e);
-    const size_t positions = e.queue.size() + (&e == &target ? 1 : 0);  // the requester last
+    // The requester last, or where its placeholder stands (try_acquire).
+    const size_t positions = e.queue.size() + (&e == &target && !placed ? 1 : 0);
     while (p.next < positions) {
       ++last_deadlock_check_work_;
       const bool requester = p.next == e.queue.size();
@@ -566,7 +660,7 @@ std::string LockTable::check_invariants() const {
     }
     if (sum != e.held) return "lock '" + name + "' counts " + std::to_string(e.held) + " held, holders sum to " + std::to_string(sum);
     if (e.held > e.limit) return "lock '" + name + "' holds " + std::to_string(e.held) + " over its limit " + std::to_string(e.limit);
-    if (!e.queue.empty() && e.fits(e.queue.front().weight())) {
+    if (!e.queue.empty() && !e.queue.front().placeholder && e.fits(e.queue.front().weight())) {
       return "lock '" + name + "' has a waiter that fits but was not granted";
     }
     for (const Waiter& w : e.queue) {

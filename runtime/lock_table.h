@@ -13,6 +13,13 @@
 // first served, and no later request passes it. A request that could never be granted
 // because of the contexts waiting for the requester (a cycle across names and weights) is
 // refused as a deadlock.
+//
+// On the real clock a lock step first tries without parking (try_acquire); when the lock
+// is taken, its context parks and asks again (acquire). So that no later request passes
+// it in between, the failed try takes its place at the back of the queue then, as a
+// placeholder: nobody behind it is granted, and nobody new is granted at once, until its
+// context's acquire finds the place and decides there (granted, queued in that place, or
+// refused), or drop_place takes it away (the step did not park for it).
 #pragma once
 
 #include <cstdint>
@@ -71,6 +78,12 @@ struct AcquireOutcome {
   std::string message;        // kDeadlock (names the cycle), kTooHeavy
   size_t ahead = 0;           // kQueued: how many wait before it
   std::vector<uint64_t> holders;  // kQueued: who holds it now
+  // The request was decided where its placeholder stood (try_acquire): a grant is then a
+  // hand-off from the queue (grant.was_queued), and a refusal took it out of the queue.
+  bool had_place = false;
+  // Grants to waiters that the requester's place held up, made when it left the queue
+  // without waiting there (kTimedOut, kDeadlock, kTooHeavy): for the caller to carry out.
+  std::vector<LockGrant> others;
 };
 
 struct LockHolderState {
@@ -113,9 +126,17 @@ class LockTable {
   // context made before a restart and makes again after it. A grant's lease counts from
   // `now`; its wait from request.now.
   AcquireOutcome acquire(const LockRequest& request, TimeMs now);
-  // Grants only what needs no waiting (a free lock with no queue, or one already held);
-  // otherwise changes nothing and returns false.
+  // Grants only what needs no waiting (a free lock with no queue, or one already held), and
+  // returns true. Otherwise returns false, and a request that would wait (its weight fits
+  // the limit, it gives up later than request.now, and its context waits for no other
+  // lock) takes its place at the back of the queue as a placeholder (out->kind kQueued);
+  // any other changes nothing. Its context's acquire() decides in that place;
+  // drop_place() takes it away.
   bool try_acquire(const LockRequest& request, AcquireOutcome* out);
+  // A placeholder whose context did not park for it (the step failed, or asked for
+  // something else) leaves the queue; grants it held up come back in *granted. False when
+  // `who` holds no place in `name`'s queue.
+  bool drop_place(uint64_t who, std::string_view name, TimeMs now, std::vector<LockGrant>* granted);
   // The holder lets go (unlock). Returns false when `who` does not hold `name`.
   bool release(uint64_t who, std::string_view name, TimeMs now, std::vector<LockGrant>* granted);
   // A waiter's attempts ran out (or its wait `wait_id` ended): it leaves the queue. Its
@@ -179,6 +200,9 @@ class LockTable {
     LockRequest request;
     TimerHandle give_up_timer;
     uint64_t order = 0;  // when it joined a queue, over all names
+    // A try that found the lock taken, holding its place until its context parks and asks
+    // again (see the top): never granted from the queue, it holds up those behind it.
+    bool placeholder = false;
     uint64_t who() const { return request.who; }
     int64_t weight() const { return request.weight; }
   };
@@ -215,6 +239,16 @@ class LockTable {
   // key (which stays put), never a copy of the name.
   LockGrant grant(Locks::value_type& lock, ContextLocks& c, const LockRequest& request, TimeMs now, bool queued);
   void grant_waiters(Locks::value_type& lock, TimeMs now, std::vector<LockGrant>* granted);
+  // try_acquire's placeholder, when `request` would wait (see try_acquire).
+  void hold_place(Locks::value_type& lock, const LockRequest& request, AcquireOutcome* out);
+  // The request's decision where its placeholder stands in the queue (acquire).
+  AcquireOutcome decide_in_place(Locks::value_type& lock, std::deque<Waiter>::iterator place, const LockRequest& request,
+                                 TimeMs now);
+  // `who`'s placeholder in `lock`'s queue, or the queue's end.
+  std::deque<Waiter>::iterator place_of(Locks::value_type& lock, uint64_t who);
+  // Takes `who`'s entry out of `lock`'s queue (a waiter or a placeholder) and grants what it
+  // held up.
+  void leave_queue(Locks::value_type& lock, std::deque<Waiter>::iterator it, TimeMs now, std::vector<LockGrant>* granted);
   void drop_holder(Locks::value_type& lock, std::vector<Holder>::iterator it);
   void forget_if_idle(std::string_view name);
   void note_changed(std::string_view name);

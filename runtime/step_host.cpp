@@ -136,7 +136,10 @@ Value ContextHost::try_lock(const WaitRequest& w) {
   r.step = step_;
   r.max_attempts = w.max_attempts;
   r.delay = w.delay;
-  return core_.dispatcher.try_lock(ctx_, std::move(r));
+  bool took_place = false;
+  Value granted = core_.dispatcher.try_lock(ctx_, std::move(r), &took_place);
+  if (took_place) ctx_.exec().lock_place = w.lock_name;
+  return granted;
 }
 
 Result<StartedFlow> ContextHost::start_flow(const Value& flow, const Value& inputs) {

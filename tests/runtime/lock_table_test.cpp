@@ -239,5 +239,155 @@ TEST_F(LockTableTest, Snapshot_ListsHoldersAndWaitersInOrder) {
   EXPECT_EQ(s[0].waiters[1].who, 3u);
 }
 
+// ---- a try's place in the queue (the real clock's lock step: try, then park and ask) ----
+
+// A try that finds the lock taken holds its place from then on: the holder's release
+// grants nobody while the place waits for its context to ask again, a later try does not
+// get the free lock at once, and the two are granted in the order they tried.
+TEST_F(LockTableTest, ATryThatFindsTheLockTaken_HoldsItsPlace_NoLaterRequestPassesIt) {
+  ASSERT_EQ(table.acquire(req(1, "p")).kind, Kind::kGranted);
+  AcquireOutcome first;
+  ASSERT_FALSE(table.try_acquire(req(2, "p", 1, 10), &first));
+  EXPECT_EQ(first.kind, Kind::kQueued) << "it took a place";
+  EXPECT_TRUE(table.waiting(2));
+  ASSERT_TRUE(table.release(1, "p", 20, &grants));
+  EXPECT_TRUE(grants.empty()) << "the place is not granted before its context asks";
+  AcquireOutcome later;
+  EXPECT_FALSE(table.try_acquire(req(3, "p", 1, 21), &later)) << "the lock is free, but someone was first";
+  EXPECT_EQ(later.kind, Kind::kQueued);
+  AcquireOutcome asked = table.acquire(req(2, "p", 1, 10), 22);
+  ASSERT_EQ(asked.kind, Kind::kGranted);
+  EXPECT_TRUE(asked.had_place);
+  EXPECT_TRUE(asked.grant.was_queued) << "handed over from the queue";
+  EXPECT_EQ(asked.grant.requested_at, 10);
+  AcquireOutcome queued = table.acquire(req(3, "p", 1, 21), 23);
+  ASSERT_EQ(queued.kind, Kind::kQueued) << "it waits where its place stood";
+  EXPECT_EQ(queued.ahead, 0u);
+  ASSERT_TRUE(table.release(2, "p", 30, &grants));
+  ASSERT_EQ(grants.size(), 1u);
+  EXPECT_EQ(grants[0].who, 3u);
+  EXPECT_EQ(grants[0].wait_id, 30u) << "the request it asked with, not the try's";
+  EXPECT_GT(grants[0].token, asked.grant.token);
+}
+
+// A place keeps its order among waiters that asked without a try: one queued behind it
+// stays behind it, one queued before it stays before it.
+TEST_F(LockTableTest, APlace_KeepsItsOrderAmongTheQueuedRequests) {
+  ASSERT_EQ(table.acquire(req(1, "p")).kind, Kind::kGranted);
+  ASSERT_EQ(table.acquire(req(2, "p")).kind, Kind::kQueued);
+  AcquireOutcome place;
+  ASSERT_FALSE(table.try_acquire(req(3, "p"), &place));
+  EXPECT_EQ(place.ahead, 1u);
+  ASSERT_EQ(table.acquire(req(4, "p")).kind, Kind::kQueued);
+  AcquireOutcome asked = table.acquire(req(3, "p"));
+  ASSERT_EQ(asked.kind, Kind::kQueued);
+  EXPECT_EQ(asked.ahead, 1u);
+  std::vector<uint64_t> order;
+  for (uint64_t holder = 1; holder <= 3; ++holder) {
+    grants.clear();
+    ASSERT_TRUE(table.release(holder, "p", 10, &grants));
+    ASSERT_EQ(grants.size(), 1u);
+    order.push_back(grants[0].who);
+  }
+  EXPECT_EQ(order, (std::vector<uint64_t>{2, 3, 4}));
+}
+
+// A step that does not park for its place (it could not wait, or asked for something else)
+// gives it up: whoever it held up is granted then.
+TEST_F(LockTableTest, APlaceGivenUp_GrantsTheWaitersItHeldUp) {
+  ASSERT_EQ(table.acquire(req(1, "p")).kind, Kind::kGranted);
+  AcquireOutcome place;
+  ASSERT_FALSE(table.try_acquire(req(2, "p"), &place));
+  ASSERT_EQ(table.acquire(req(3, "p")).kind, Kind::kQueued);
+  ASSERT_TRUE(table.release(1, "p", 5, &grants));
+  EXPECT_TRUE(grants.empty());
+  EXPECT_TRUE(table.drop_place(2, "p", 6, &grants));
+  ASSERT_EQ(grants.size(), 1u);
+  EXPECT_EQ(grants[0].who, 3u);
+  EXPECT_FALSE(table.waiting(2));
+  EXPECT_FALSE(table.drop_place(2, "p", 7, &grants)) << "no place left";
+  EXPECT_FALSE(table.drop_place(3, "p", 7, &grants)) << "a holder holds no place";
+}
+
+// Only a request that would wait takes a place: its one attempt spent, a weight over the
+// limit, or a context already waiting elsewhere take none and change nothing.
+TEST_F(LockTableTest, ATryThatWouldNotWait_TakesNoPlace) {
+  table.set_limit("m", 2);
+  ASSERT_EQ(table.acquire(req(1, "p")).kind, Kind::kGranted);
+  ASSERT_EQ(table.acquire(req(1, "m", 2)).kind, Kind::kGranted);
+  AcquireOutcome out;
+  EXPECT_FALSE(table.try_acquire(req(2, "p", 1, /*now=*/100, /*give_up_at=*/100), &out));
+  EXPECT_FALSE(table.try_acquire(req(3, "m", 3), &out));
+  ASSERT_EQ(table.acquire(req(4, "m")).kind, Kind::kQueued);
+  EXPECT_FALSE(table.try_acquire(req(4, "p"), &out));
+  EXPECT_FALSE(table.waiting(2));
+  EXPECT_FALSE(table.waiting(3));
+  ASSERT_EQ(table.snapshot().size(), 2u);
+  EXPECT_TRUE(table.state("p")->waiters.empty());
+  EXPECT_EQ(table.state("m")->waiters.size(), 1u);
+}
+
+// Decided in its place, a request can still be refused: its attempts ran out meanwhile, or
+// it would close a cycle, or the lock's limit was lowered under its weight. It leaves the
+// queue then, and the waiters it held up are granted with the refusal.
+TEST_F(LockTableTest, APlaceRefusedWhenItsContextAsks_LeavesTheQueue_AndGrantsWhatItHeldUp) {
+  table.set_limit("m", 3);
+  ASSERT_EQ(table.acquire(req(1, "m", 2)).kind, Kind::kGranted);
+  AcquireOutcome place;
+  ASSERT_FALSE(table.try_acquire(req(2, "m", 2, 10, /*give_up_at=*/15), &place));  // 1 left: it waits
+  ASSERT_EQ(table.acquire(req(3, "m", 1, 11)).kind, Kind::kQueued) << "it fits, but the place is first";
+  AcquireOutcome timed_out = table.acquire(req(2, "m", 2, 10, 15), /*now=*/20);
+  ASSERT_EQ(timed_out.kind, Kind::kTimedOut);
+  EXPECT_TRUE(timed_out.had_place);
+  ASSERT_EQ(timed_out.others.size(), 1u);
+  EXPECT_EQ(timed_out.others[0].who, 3u);
+  EXPECT_FALSE(table.waiting(2));
+
+  ASSERT_EQ(table.acquire(req(4, "a")).kind, Kind::kGranted);
+  ASSERT_EQ(table.acquire(req(5, "b")).kind, Kind::kGranted);
+  ASSERT_EQ(table.acquire(req(4, "b")).kind, Kind::kQueued);
+  ASSERT_FALSE(table.try_acquire(req(5, "a"), &place));
+  AcquireOutcome cycle = table.acquire(req(5, "a"));
+  ASSERT_EQ(cycle.kind, Kind::kDeadlock);
+  EXPECT_EQ(cycle.message, "deadlock: ctx-5 waits for lock 'a' held by ctx-4, which waits for lock 'b' held by ctx-5");
+  EXPECT_FALSE(table.waiting(5));
+
+  table.set_limit("n", 2);
+  ASSERT_EQ(table.acquire(req(6, "n", 2)).kind, Kind::kGranted);
+  ASSERT_FALSE(table.try_acquire(req(7, "n", 2), &place));
+  ASSERT_TRUE(table.release(6, "n", 30, &grants));
+  table.set_limit("n", 1);
+  AcquireOutcome heavy = table.acquire(req(7, "n", 2));
+  EXPECT_EQ(heavy.kind, Kind::kTooHeavy);
+  EXPECT_TRUE(heavy.had_place);
+  EXPECT_FALSE(table.waiting(7));
+}
+
+// A place waits: another context's deadlock check sees the try's context as waiting for
+// the lock it tried, as it will once parked.
+TEST_F(LockTableTest, APlace_CountsAsWaiting_InAnotherRequestsDeadlockCheck) {
+  ASSERT_EQ(table.acquire(req(1, "a")).kind, Kind::kGranted);
+  ASSERT_EQ(table.acquire(req(2, "b")).kind, Kind::kGranted);
+  AcquireOutcome place;
+  ASSERT_FALSE(table.try_acquire(req(2, "a"), &place));
+  AcquireOutcome d = table.acquire(req(1, "b"));
+  ASSERT_EQ(d.kind, Kind::kDeadlock);
+  EXPECT_EQ(d.message, "deadlock: ctx-1 waits for lock 'b' held by ctx-2, which waits for lock 'a' held by ctx-1");
+}
+
+// A context that ends while it holds a place leaves the queue like any waiter.
+TEST_F(LockTableTest, ReleaseAll_TakesAPlaceOutOfItsQueue) {
+  ASSERT_EQ(table.acquire(req(1, "p")).kind, Kind::kGranted);
+  AcquireOutcome place;
+  ASSERT_FALSE(table.try_acquire(req(2, "p"), &place));
+  ASSERT_EQ(table.acquire(req(3, "p")).kind, Kind::kQueued);
+  ASSERT_TRUE(table.release(1, "p", 5, &grants));
+  std::vector<std::string> released;
+  std::vector<TimerHandle> timers;
+  table.release_all(2, 6, &released, &timers, &grants);
+  ASSERT_EQ(grants.size(), 1u);
+  EXPECT_EQ(grants[0].who, 3u);
+}
+
 }  // namespace
 }  // namespace flowrt
