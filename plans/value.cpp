@@ -18,37 +18,105 @@
 namespace flowrt {
 namespace detail {
 
-void destroy(HeapNode* node) noexcept {
-  switch (node->type) {
-    case ValueType::kString: {
-      auto* s = static_cast<StringNode*>(node);
-      s->~StringNode();
-      ::operator delete(s);
-      break;
-    }
-    case ValueType::kArray: {
-      auto* a = static_cast<ArrayNode*>(node);
-      for (uint32_t i = 0; i < a->size; ++i) a->items()[i].~Value();
-      a->~ArrayNode();
-      ::operator delete(a);
-      break;
-    }
-    case ValueType::kObject: {
-      auto* o = static_cast<ObjectNode*>(node);
-      if (o->shaped) {
-        for (uint32_t i = 0; i < o->size; ++i) o->values()[i].~Value();
-        if (!o->keys->immortal && o->keys->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy(o->keys);
-      } else {
-        for (uint32_t i = 0; i < o->size; ++i) o->members()[i].~Member();
-        delete o->index;
-      }
-      o->~ObjectNode();
-      ::operator delete(o);
-      break;
-    }
-    default:
-      break;
+// Frees nodes whose count reached zero, and the nodes only they held, from a worklist
+// rather than by recursion: a value built in C++ may nest a million deep, and freeing it
+// must take no more stack than freeing a flat one. Releasing a node's children frees a
+// string that dies at once and puts an array or object that dies on the worklist (last
+// in, first out). The worklist keeps its first kSlots nodes on the stack, so that the
+// usual value (a record, a context: a few dozen nodes) frees without allocating; a deeper
+// or wider one spills into a vector, whose growth costs little beside the frees of the
+// nodes it holds.
+class NodeFreer {
+ public:
+  // Frees `node` and every node only it held. REQUIRES: nothing else holds `node`.
+  void run(HeapNode* node) noexcept {
+    do free_node(node);
+    while ((node = pop()) != nullptr);
   }
+
+  static void free_string(HeapNode* node) noexcept {
+    auto* s = static_cast<StringNode*>(node);
+    s->~StringNode();
+    ::operator delete(s);
+  }
+
+ private:
+  static constexpr size_t kSlots = 32;
+
+  // Drops one reference to `node`, as Value::release_node does.
+  void release_node(HeapNode* node) noexcept {
+    if (node->immortal || node->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    if (node->type == ValueType::kString) free_string(node);
+    else push(node);
+  }
+  // Drops `v`'s reference; `v` is not used again (its storage is freed next, unread).
+  void release(const Value& v) noexcept {
+    if (v.is_heap()) release_node(v.node());
+  }
+
+  void push(HeapNode* node) noexcept {
+    if (used_ < kSlots) {
+      slots_[used_++] = node;
+      return;
+    }
+    try {
+      spill_.push_back(node);
+    } catch (...) {
+      NodeFreer fallback;  // out of memory: this node recursively, on a worklist of its own
+      fallback.run(node);
+    }
+  }
+  // The last node queued (the spill holds nodes only while the slots are full), or null.
+  HeapNode* pop() noexcept {
+    if (!spill_.empty()) {
+      HeapNode* node = spill_.back();
+      spill_.pop_back();
+      return node;
+    }
+    return used_ == 0 ? nullptr : slots_[--used_];
+  }
+
+  // Releases what `node` holds, then frees it.
+  void free_node(HeapNode* node) noexcept {
+    switch (node->type) {
+      case ValueType::kString: free_string(node); break;
+      case ValueType::kArray: free_array(static_cast<ArrayNode*>(node)); break;
+      case ValueType::kObject: free_object(static_cast<ObjectNode*>(node)); break;
+      default: break;
+    }
+  }
+  void free_array(ArrayNode* a) noexcept {
+    for (uint32_t i = 0; i < a->size; ++i) release(a->items()[i]);
+    a->~ArrayNode();
+    ::operator delete(a);
+  }
+  void free_object(ObjectNode* o) noexcept {
+    if (o->shaped) {
+      for (uint32_t i = 0; i < o->size; ++i) release(o->values()[i]);
+      release_node(o->keys);
+    } else {
+      for (uint32_t i = 0; i < o->size; ++i) {
+        release(o->members()[i].key);
+        release(o->members()[i].value);
+      }
+      delete o->index;
+    }
+    o->~ObjectNode();
+    ::operator delete(o);
+  }
+
+  HeapNode* slots_[kSlots];
+  size_t used_ = 0;
+  std::vector<HeapNode*> spill_;
+};
+
+void destroy(HeapNode* node) noexcept {
+  if (node->type == ValueType::kString) {
+    NodeFreer::free_string(node);  // the most common node: no worklist to set up
+    return;
+  }
+  NodeFreer freer;  // default-initialized: the slots are written before they are read
+  freer.run(node);
 }
 
 }  // namespace detail

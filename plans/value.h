@@ -4,7 +4,9 @@
 // long strings, arrays and objects, bumps an atomic reference count, so records, step
 // outputs and context records can share the same data. Strings of up to 14 bytes live
 // inline. Thread-safety: any number of threads may read and copy the same Value at once.
-// Objects keep their members in insertion order; keys are unique.
+// Objects keep their members in insertion order; keys are unique. Freeing a Value is
+// iterative, with no depth limit: one built in C++ nested a million deep frees in the
+// stack space of a flat one.
 #pragma once
 
 #include <atomic>
@@ -26,6 +28,7 @@ class MemberRange;
 
 namespace detail {
 struct HeapNode;
+class NodeFreer;  // plans/value.cpp: frees the nodes a Value held last
 }  // namespace detail
 
 enum class ValueType : uint8_t { kNull, kBool, kInt, kDouble, kString, kArray, kObject };
@@ -167,6 +170,7 @@ class Value {
   friend Value intern_shape(std::span<const Value> keys);
   friend class ValuePacker;   // plans/value_pack.h: writes and reads nodes by reference
   friend class PackedReader;
+  friend class detail::NodeFreer;
 
   alignas(8) unsigned char raw_[16];
 };

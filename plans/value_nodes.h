@@ -127,7 +127,8 @@ struct ObjectNode : HeapNode {
   }
 };
 
-// Frees `node` and releases what it holds. REQUIRES: its count reached zero.
+// Frees `node` and releases what it holds. REQUIRES: its count reached zero. Iterative
+// (a worklist, no recursion): there is no depth limit on the values it frees.
 void destroy(HeapNode* node) noexcept;
 
 }  // namespace flowrt::detail

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace flowrt {
@@ -147,6 +148,90 @@ TEST(ValueTest, InternedShapes_PastTheLimit_AreOrdinaryArrays) {
   o.add_value(Value(2));
   o.add_value(Value(3));
   EXPECT_EQ(o.build()["limit"], Value(3));
+}
+
+// Values nested a million deep, built in C++ (the JSON parser stops at max_json_depth; the
+// library API does not). Until 2026-12-06 freeing one recursed once per level and
+// overflowed the stack. Built and read in loops: comparing or writing one would recurse.
+constexpr int kDeep = 1000000;
+
+Value nest_in_arrays(Value inner, int levels) {
+  for (int i = 0; i < levels; ++i) inner = Value::array({inner});
+  return inner;
+}
+
+// How many one-element arrays wrap the innermost value, and that value.
+std::pair<int, Value> unwrap_arrays(const Value& v) {
+  const Value* at = &v;
+  int levels = 0;
+  for (; at->is_array() && at->size() == 1; ++levels) at = &at->at(0);
+  return {levels, *at};
+}
+
+const std::string kLongLeaf(40, 'x');  // a heap string: one more node to free
+
+TEST(ValueTest, Destroying_ArraysNestedAMillionDeep_DoesNotOverflowTheStack) {
+  Value deep = nest_in_arrays(Value(kLongLeaf), kDeep);
+  EXPECT_EQ(unwrap_arrays(deep).first, kDeep);
+  deep = Value();
+  EXPECT_TRUE(deep.is_null());
+}
+
+TEST(ValueTest, Destroying_ObjectsNestedAMillionDeep_DoesNotOverflowTheStack) {
+  Value pairs(kLongLeaf);
+  for (int i = 0; i < kDeep; ++i) pairs = Value::object({{"next", pairs}});
+  EXPECT_FALSE(pairs.shape().is_array());  // pairs: no shape
+  pairs = Value();
+
+  // Shaped: on an interned shape (never counted), and on a counted one that the last
+  // object frees (its key is long, a heap string freed with it).
+  const Value interned = intern_shape({"next"});
+  Value shaped(kLongLeaf);
+  for (int i = 0; i < kDeep; ++i) shaped = Value::object(interned, {shaped});
+  EXPECT_TRUE(shaped.shape().same_storage(interned));
+  shaped = Value();
+
+  Value counted_shape = Value::array({std::string(40, 'k')});
+  Value counted(kLongLeaf);
+  for (int i = 0; i < kDeep; ++i) counted = Value::object(counted_shape, {counted});
+  EXPECT_TRUE(counted.shape().same_storage(counted_shape));
+  counted_shape = Value();
+  counted = Value();
+  EXPECT_TRUE(counted.is_null());
+}
+
+// Many nodes at once on the worklist, past the slots it keeps on the stack: the whole
+// first level of branches, then each branch's remaining levels. (ASan: each freed once.)
+TEST(ValueTest, Destroying_AThousandBranchesAThousandDeep_FreesEveryNodeOnce) {
+  ArrayBuilder branches(1000);
+  for (int i = 0; i < 1000; ++i) {
+    branches.add(i % 2 == 0 ? nest_in_arrays(Value(kLongLeaf), 1000)
+                            : Value::object({{"branch", nest_in_arrays(Value(i), 1000)}}));
+  }
+  Value tree = branches.build();
+  EXPECT_EQ(unwrap_arrays(tree.at(998)).first, 1000);
+  tree = Value();
+  EXPECT_TRUE(tree.is_null());
+}
+
+TEST(ValueTest, Destroying_ADeepValueSharedByTwoHolders_FreesItAfterTheSecond) {
+  Value first = nest_in_arrays(Value(kLongLeaf), kDeep);
+  Value second = first;
+  first = Value();
+  const auto [levels, leaf] = unwrap_arrays(second);
+  EXPECT_EQ(levels, kDeep);
+  EXPECT_EQ(leaf.as_string(), kLongLeaf);
+  second = Value();
+}
+
+TEST(ValueTest, Destroying_ADeepChainAroundAValueHeldElsewhere_StopsAtIt) {
+  const Value inner = nest_in_arrays(Value(kLongLeaf), kDeep / 2);
+  Value outer = nest_in_arrays(inner, kDeep / 2);
+  EXPECT_EQ(unwrap_arrays(outer).first, kDeep);
+  outer = Value();
+  const auto [levels, leaf] = unwrap_arrays(inner);
+  EXPECT_EQ(levels, kDeep / 2);
+  EXPECT_EQ(leaf.as_string(), kLongLeaf);
 }
 
 }  // namespace
