@@ -210,10 +210,11 @@ Value Dispatcher::try_lock(Context& ctx, LockRequest request, bool* took_place) 
   if (!locks_.try_acquire(request, &o)) {
     if (o.kind == AcquireOutcome::Kind::kQueued) {
       // Its place in the queue, until the park asks again (decide_lock) or the step does
-      // not park for it (drop_lock_place); counted, so that its context's end looks.
+      // not park for it (drop_lock_place); counted, so that its context's end looks. The
+      // table's change goes to the journal with the park's decision, microseconds later:
+      // one entry for both, and a restart does not ask for a place anyway.
       ctx.locks_in_use.fetch_add(1, std::memory_order_relaxed);
       *took_place = true;
-      locks_changed(nullptr);
     }
     return Value();
   }
