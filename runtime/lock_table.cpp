@@ -466,10 +466,10 @@ std::string LockTable::find_deadlock(const LockRequest& r, const Entry& target) 
       std::any_of(target.queue.rbegin(), target.queue.rend(), [&](const Waiter& w) { return w.who() == r.who; });
   // Suppose the requester waits, at the end of the target's queue (or where its placeholder
   // stands). Which contexts can still get what they wait for? One that waits for nothing
-  // will release what it holds. A
-  // waiter can be granted once everyone queued ahead of it can, and the holders that
-  // cannot proceed leave room for its weight. What cannot proceed at the end of that is
-  // deadlocked; if the requester is among them, the request is refused.
+  // will release what it holds. A waiter can be granted once everyone queued ahead of it
+  // can, and the holders that cannot proceed leave room for its weight. What cannot
+  // proceed at the end of that is deadlocked; if the requester is among them, the request
+  // is refused.
   //
   // Computed by propagation: a context found to proceed frees what it holds, which may let
   // the waiters of those locks proceed, in queue order. Each lock keeps how much of it is
