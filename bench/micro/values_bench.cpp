@@ -49,6 +49,34 @@ void BM_ParseStoredCheckpoint(benchmark::State& state) {
 }
 BENCHMARK(BM_ParseStoredCheckpoint)->Arg(0)->Arg(1);
 
+// Writes the stored checkpoint back as compact JSON (what a store does with every context
+// record), and as indented JSON.
+void BM_WriteJson_StoredCheckpoint(benchmark::State& state) {
+  const Value checkpoint = *parse_json(kStoredCheckpoint);
+  const bool pretty = state.range(0) != 0;
+  std::string out;
+  for (auto _ : state) {
+    if (pretty) {
+      benchmark::DoNotOptimize(to_pretty_json(checkpoint));
+    } else {
+      out.clear();
+      write_json(checkpoint, out);
+      benchmark::DoNotOptimize(out);
+    }
+  }
+}
+BENCHMARK(BM_WriteJson_StoredCheckpoint)->Arg(0)->Arg(1);
+
+// Compares two equal copies of the stored checkpoint that share no storage (a deep compare
+// to the last leaf), and a four-field record with a copy of it (a record update's check).
+void BM_ValueEqual(benchmark::State& state) {
+  const char* text = state.range(0) != 0 ? kStoredCheckpoint
+                                         : R"({"number": "INC0001", "priority": 1, "group": "network", "state": "new"})";
+  const Value a = *parse_json(text), b = *parse_json(text);
+  for (auto _ : state) benchmark::DoNotOptimize(a == b);
+}
+BENCHMARK(BM_ValueEqual)->Arg(0)->Arg(1);
+
 // Evaluates a compiled two-clause "all" condition against a record.
 void BM_ConditionEvaluate(benchmark::State& state) {
   Condition c;
