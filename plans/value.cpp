@@ -537,33 +537,87 @@ Value ObjectBuilder::build() {
   return v;
 }
 
-bool operator==(const Value& a, const Value& b) noexcept {
+namespace {
+
+// Values nested at most this deep (the usual record or context) are compared by recursion;
+// below it, from an explicit stack (equal_nested), so that comparing values built in C++
+// nested a million deep takes no more of the thread's stack than comparing shallow ones.
+constexpr size_t kEqualRecursionDepth = 64;
+
+enum class Likeness : uint8_t { kEqual, kUnequal, kChildren };
+
+// Compares `a` and `b` as far as it can without looking into their items or members:
+// kChildren when both are arrays or both objects, of one size, not the same storage.
+Likeness compare_outside(const Value& a, const Value& b) noexcept {
   if (a.is_number() && b.is_number()) {
-    if (a.is_int() && b.is_int()) return a.as_int() == b.as_int();
-    return a.as_double() == b.as_double();
+    const bool equal = a.is_int() && b.is_int() ? a.as_int() == b.as_int() : a.as_double() == b.as_double();
+    return equal ? Likeness::kEqual : Likeness::kUnequal;
   }
-  if (a.type() != b.type()) return false;
+  if (a.type() != b.type()) return Likeness::kUnequal;
   switch (a.type()) {
-    case ValueType::kNull: return true;
-    case ValueType::kBool: return a.as_bool() == b.as_bool();
-    case ValueType::kString: return a.as_string() == b.as_string();
-    case ValueType::kArray: {
-      if (a.same_storage(b)) return true;
-      auto x = a.items(), y = b.items();
-      return std::equal(x.begin(), x.end(), y.begin(), y.end());
-    }
-    case ValueType::kObject: {
-      if (a.same_storage(b)) return true;
-      if (a.size() != b.size()) return false;
-      for (const auto& m : a.members()) {
-        const Value* other = b.find(m.key.as_string());
-        if (!other || !(m.value == *other)) return false;
-      }
-      return true;
-    }
-    default: return false;
+    case ValueType::kNull: return Likeness::kEqual;
+    case ValueType::kBool: return a.as_bool() == b.as_bool() ? Likeness::kEqual : Likeness::kUnequal;
+    case ValueType::kString: return a.as_string() == b.as_string() ? Likeness::kEqual : Likeness::kUnequal;
+    case ValueType::kArray:
+    case ValueType::kObject:
+      if (a.same_storage(b)) return Likeness::kEqual;
+      return a.size() == b.size() ? Likeness::kChildren : Likeness::kUnequal;
+    default: return Likeness::kUnequal;
   }
 }
+
+// a == b, for two arrays or two objects of one size, from an explicit stack of the pairs
+// still to compare (the same answer as the recursion of values_equal).
+bool equal_nested(const Value& a, const Value& b) {
+  std::vector<std::pair<const Value*, const Value*>> pending{{&a, &b}};
+  while (!pending.empty()) {
+    const auto [x, y] = pending.back();
+    pending.pop_back();
+    auto visit = [&](const Value& p, const Value& q) {
+      const Likeness l = compare_outside(p, q);
+      if (l == Likeness::kChildren) pending.emplace_back(&p, &q);
+      return l != Likeness::kUnequal;
+    };
+    if (x->is_array()) {
+      const auto xs = x->items(), ys = y->items();
+      for (size_t i = 0; i < xs.size(); ++i) {
+        if (!visit(xs[i], ys[i])) return false;
+      }
+    } else {
+      for (const auto& m : x->members()) {
+        const Value* other = y->find(m.key.as_string());
+        if (!other || !visit(m.value, *other)) return false;
+      }
+    }
+  }
+  return true;
+}
+
+// a == b, where `a` lies `depth` deep in the values first compared.
+bool values_equal(const Value& a, const Value& b, size_t depth) {
+  switch (compare_outside(a, b)) {
+    case Likeness::kEqual: return true;
+    case Likeness::kUnequal: return false;
+    case Likeness::kChildren: break;
+  }
+  if (depth >= kEqualRecursionDepth) return equal_nested(a, b);
+  if (a.is_array()) {
+    const auto x = a.items(), y = b.items();
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (!values_equal(x[i], y[i], depth + 1)) return false;
+    }
+    return true;
+  }
+  for (const auto& m : a.members()) {
+    const Value* other = b.find(m.key.as_string());
+    if (!other || !values_equal(m.value, *other, depth + 1)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool operator==(const Value& a, const Value& b) noexcept { return values_equal(a, b, 0); }
 
 std::string Value::to_json() const {
   std::string out;

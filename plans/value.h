@@ -6,7 +6,8 @@
 // inline. Thread-safety: any number of threads may read and copy the same Value at once.
 // Objects keep their members in insertion order; keys are unique. Freeing a Value is
 // iterative, with no depth limit: one built in C++ nested a million deep frees in the
-// stack space of a flat one.
+// stack space of a flat one. So are == and writing JSON (to_json, plans/value_json.h) past
+// the first 64 levels.
 #pragma once
 
 #include <atomic>
@@ -299,7 +300,8 @@ Value shape_for(std::span<const Value> keys, std::span<Value> cache);
 const Value& null_value() noexcept;
 
 // How GoogleTest prints a Value (a failed EXPECT_EQ, a matcher's "Actual:"): as JSON,
-// compact when short, indented (two spaces) when longer; never as bytes.
+// compact when short, indented (two spaces) when longer unless it nests more than 64 deep
+// (indenting that writes the square of its depth in spaces); never as bytes.
 void PrintTo(const Value& v, std::ostream* os);
 
 }  // namespace flowrt

@@ -3,8 +3,9 @@
 // Parsing (json_parse.cpp) is strict RFC 8259, iterative (no recursion on nesting) and
 // enforces JsonLimits where they are met, so hostile input such as "[" x 100000 is refused
 // with a clear error at the first budget it passes instead of exhausting the stack or
-// memory. Strings must be well-formed UTF-8. Writing produces compact JSON. Free
-// functions; thread-safe.
+// memory. Strings must be well-formed UTF-8. Writing produces compact JSON. Writing,
+// shown_value and bound_value have no depth limit (an explicit stack past 64 levels): a
+// value built in C++ nested a million deep is written whole. Free functions; thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -69,7 +70,7 @@ void write_json_string(std::string_view s, std::string& out);
 // string, a value whose parts are shared a billion times over).
 std::string shown_value(const Value& v, size_t max_bytes = 64);
 
-// Indented JSON for people (two spaces).
+// Indented JSON for people (two spaces). Its size grows with the square of the depth.
 std::string to_pretty_json(const Value& v);
 
 // Whether `text` is well-formed UTF-8 (Unicode's table 3-7: no overlong forms, no

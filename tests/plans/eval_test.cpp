@@ -38,6 +38,28 @@ TEST(EvalTest, Compare_OpsFollowTheSpec) {
   EXPECT_TRUE(compare(CompareOp::kChangesFrom, Value(2), Value(1), &before));
 }
 
+// Values nested a million deep, built in C++ in loops: the comparisons follow ==, which
+// has no depth limit; the orderings find arrays unordered without looking inside.
+TEST(EvalTest, Compare_ValuesNestedAMillionDeep) {
+  Value a(1), b(1.0), c(2);
+  for (int i = 0; i < 1000000; ++i) {
+    a = Value::array({a});
+    b = Value::array({b});
+    c = Value::array({c});
+  }
+  EXPECT_TRUE(compare(CompareOp::kEq, a, b, nullptr));
+  EXPECT_FALSE(compare(CompareOp::kNe, a, b, nullptr));
+  EXPECT_TRUE(compare(CompareOp::kNe, a, c, nullptr));
+  EXPECT_TRUE(compare(CompareOp::kIn, b, Value::array({c, a}), nullptr));
+  EXPECT_FALSE(compare(CompareOp::kContains, Value::array({c}), a, nullptr));
+  EXPECT_TRUE(compare(CompareOp::kChanges, a, Value(), &c));
+  EXPECT_FALSE(compare(CompareOp::kChanges, a, Value(), &b));
+  for (CompareOp op : {CompareOp::kLt, CompareOp::kLe, CompareOp::kGt, CompareOp::kGe}) {
+    EXPECT_FALSE(compare(op, a, b, nullptr));
+    EXPECT_FALSE(compare(op, a, c, nullptr));
+  }
+}
+
 TEST(EvalTest, Conditions_AllAnyNot_OverARecord) {
   Condition all;
   all.kind = Condition::Kind::kAll;

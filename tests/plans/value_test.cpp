@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -232,6 +235,135 @@ TEST(ValueTest, Destroying_ADeepChainAroundAValueHeldElsewhere_StopsAtIt) {
   const auto [levels, leaf] = unwrap_arrays(inner);
   EXPECT_EQ(levels, kDeep / 2);
   EXPECT_EQ(leaf.as_string(), kLongLeaf);
+}
+
+
+// Writing, comparing and measuring values nested a million deep: until 2026-12-06 each
+// recursed once per level and overflowed the stack. The expected texts are built in loops.
+std::string repeated(std::string_view part, int times) {
+  std::string out;
+  out.reserve(part.size() * static_cast<size_t>(times));
+  for (int i = 0; i < times; ++i) out.append(part);
+  return out;
+}
+
+// Three members a level, the deep one between the others: the writer comes back up past
+// each level to write the rest of its members in order.
+Value nest_in_objects(Value inner, int levels, const Value& shape = Value()) {
+  for (int i = 0; i < levels; ++i) {
+    inner = shape.is_array() ? Value::object(shape, {Value(1), inner, Value::empty_array()})
+                             : Value::object({{"a", Value(1)}, {"next", inner}, {"z", Value::empty_array()}});
+  }
+  return inner;
+}
+
+TEST(ValueTest, WritingJson_ArraysNestedAMillionDeep_GivesTheWholeText) {
+  const Value deep = nest_in_arrays(Value(kLongLeaf), kDeep);
+  const std::string expected = std::string(kDeep, '[') + '"' + kLongLeaf + '"' + std::string(kDeep, ']');
+  EXPECT_TRUE(deep.to_json() == expected);  // not EXPECT_EQ: a failure would print 2 MB
+  std::string out = "prefix ";
+  write_json(Value::array({deep, Value(2.5)}), out);
+  EXPECT_EQ(out.size(), 7 + expected.size() + 6);
+  EXPECT_EQ(out.substr(0, 10), "prefix [[[");
+  EXPECT_EQ(out.substr(out.size() - 8), "]]],2.5]");
+}
+
+TEST(ValueTest, WritingJson_ObjectsNestedAMillionDeep_KeepsMemberOrder) {
+  const std::string expected = repeated(R"({"a":1,"next":)", kDeep) + "null" + repeated(R"(,"z":[]})", kDeep);
+  EXPECT_TRUE(nest_in_objects(Value(), kDeep).to_json() == expected);
+  const Value shape = intern_shape({"a", "next", "z"});
+  const Value shaped = nest_in_objects(Value(), kDeep, shape);
+  EXPECT_TRUE(shaped.shape().same_storage(shape));
+  EXPECT_TRUE(shaped.to_json() == expected);
+}
+
+// Indented text grows with the square of the depth: a thousand deep, well past the levels
+// written by recursion.
+TEST(ValueTest, WritingPrettyJson_AThousandDeep_IndentsEveryLevel) {
+  constexpr int kLevels = 1000;
+  std::string expected;
+  for (int i = 0; i < kLevels; ++i) {
+    const std::string in(static_cast<size_t>(2 * (i + 1)), ' ');
+    expected += "{\n" + in + "\"a\": 1,\n" + in + "\"next\": ";
+  }
+  expected += "[\n" + std::string(2 * kLevels + 2, ' ') + "\"s\"\n" + std::string(2 * kLevels, ' ') + "]";
+  for (int i = kLevels - 1; i >= 0; --i) {
+    expected += ",\n" + std::string(static_cast<size_t>(2 * (i + 1)), ' ') + "\"z\": []\n" +
+                std::string(static_cast<size_t>(2 * i), ' ') + "}";
+  }
+  EXPECT_TRUE(to_pretty_json(nest_in_objects(Value::array({Value("s")}), kLevels)) == expected);
+}
+
+TEST(ValueTest, ShownValue_AMillionDeep_IsCutOrWhole) {
+  const Value deep = nest_in_arrays(Value(7), kDeep);
+  EXPECT_EQ(shown_value(deep), std::string(64, '[') + "...");
+  const std::string whole = shown_value(deep, SIZE_MAX);
+  EXPECT_TRUE(whole == std::string(kDeep, '[') + "7" + std::string(kDeep, ']'));
+  const std::string cut = shown_value(nest_in_objects(Value(), kDeep), 3 * kDeep);
+  EXPECT_TRUE(cut == repeated(R"({"a":1,"next":)", kDeep).substr(0, 3 * kDeep) + "...");
+}
+
+TEST(ValueTest, PrintTo_AMillionDeep_PrintsCompactJson) {
+  const Value deep = nest_in_arrays(Value(7), kDeep);
+  std::ostringstream os;
+  PrintTo(deep, &os);
+  EXPECT_TRUE(os.str() == deep.to_json());
+  // Shallow and long: indented, as before.
+  std::ostringstream shallow;
+  PrintTo(Value::object({{"a", Value(std::string(80, 'x'))}}), &shallow);
+  EXPECT_EQ(shallow.str(), "{\n  \"a\": \"" + std::string(80, 'x') + "\"\n}");
+}
+
+TEST(ValueTest, Equality_ArraysNestedAMillionDeep_ComparesToTheBottom) {
+  const Value a = nest_in_arrays(Value(1), kDeep);
+  const Value same = nest_in_arrays(Value(1.0), kDeep);  // 1 == 1.0, as at the top
+  const Value other_leaf = nest_in_arrays(Value(2), kDeep);
+  const Value one_shallower = nest_in_arrays(Value(1), kDeep - 1);
+  const Value wider = nest_in_arrays(Value::array({Value(1), Value(1)}), kDeep - 1);
+  EXPECT_FALSE(a.same_storage(same));
+  EXPECT_TRUE(a == same);
+  EXPECT_TRUE(same == a);
+  EXPECT_FALSE(a == other_leaf);
+  EXPECT_FALSE(a == one_shallower);
+  EXPECT_FALSE(one_shallower == a);
+  EXPECT_FALSE(a == wider);
+  // Equal parts shared deep down: equal without a walk to the bottom.
+  const Value shared_a = Value::array({a, Value(1)}), shared_b = Value::array({a, Value(1)});
+  EXPECT_TRUE(shared_a == shared_b);
+  EXPECT_FALSE(shared_a == Value::array({a, Value(2)}));
+}
+
+TEST(ValueTest, Equality_ObjectsNestedAMillionDeep_IgnoresMemberOrderAndLayout) {
+  const Value pairs = nest_in_objects(Value("leaf"), kDeep);
+  const Value shaped = nest_in_objects(Value("leaf"), kDeep, intern_shape({"a", "next", "z"}));
+  Value reordered("leaf");
+  for (int i = 0; i < kDeep; ++i) {
+    reordered = Value::object({{"z", Value::empty_array()}, {"next", reordered}, {"a", Value(1.0)}});
+  }
+  EXPECT_TRUE(pairs == shaped);
+  EXPECT_TRUE(shaped == reordered);
+  EXPECT_TRUE(reordered == pairs);
+  EXPECT_FALSE(pairs == nest_in_objects(Value("leaF"), kDeep));
+  EXPECT_FALSE(pairs == nest_in_objects(Value::empty_object(), kDeep));
+  Value renamed("leaf");  // "next" is "nexT" at the bottom
+  renamed = Value::object({{"a", Value(1)}, {"nexT", renamed}, {"z", Value::empty_array()}});
+  renamed = nest_in_objects(renamed, kDeep - 1);
+  EXPECT_FALSE(pairs == renamed);
+}
+
+TEST(ValueTest, BoundValue_AMillionDeep_MeasuresLikeAShallowValue) {
+  const Value deep = nest_in_arrays(Value(7), kDeep);
+  const size_t bytes = 2u * kDeep + 24;  // numbers count as 24 bytes at most
+  EXPECT_EQ(bound_value(deep, SIZE_MAX, SIZE_MAX), ValueBound::kWithin);
+  EXPECT_EQ(bound_value(deep, bytes, kDeep), ValueBound::kWithin);
+  EXPECT_EQ(bound_value(deep, bytes - 1, kDeep), ValueBound::kTooLarge);
+  EXPECT_EQ(bound_value(deep, SIZE_MAX, kDeep - 1), ValueBound::kTooDeep);
+  // Both limits passed: the depth is found first, on the way down, as in a shallow value.
+  EXPECT_EQ(bound_value(deep, 10, kDeep - 1), ValueBound::kTooDeep);
+  EXPECT_EQ(bound_value(Value::array({Value(1), Value(2)}), 10, 0), ValueBound::kTooDeep);
+  const Value objects = nest_in_objects(Value(), kDeep);  // the innermost "z": [] one deeper
+  EXPECT_EQ(bound_value(objects, SIZE_MAX, kDeep + 1), ValueBound::kWithin);
+  EXPECT_EQ(bound_value(objects, SIZE_MAX, kDeep), ValueBound::kTooDeep);
 }
 
 }  // namespace
