@@ -10,6 +10,10 @@
 // Ownership: bytes that hold references must be released once (release_packed walks them)
 // before they are freed. Thread-safety: a ValuePacker or PackedReader is one thread's; the
 // nodes they reference are immutable, and their counts are atomic.
+// Depth: packing, reading back and releasing recurse once per level of nesting, unlike
+// writing JSON, comparing and freeing a Value (no depth limit). They only ever see what the
+// engine keeps of a finished context, whose values it refused past max_json_depth (256 by
+// default) when they came in; do not pack a value from elsewhere that may nest deeper.
 #pragma once
 
 #include <cstdint>
