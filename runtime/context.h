@@ -74,6 +74,10 @@ class Context : public std::enable_shared_from_this<Context> {
   // The (flow, record) whose run options counted this context as running; "" when none.
   // Set by the Dispatcher before the context is published; constant afterwards.
   Value run_key;
+  // A test run's definition (test_flow: the version it runs, as written, whether it
+  // compiled or not), which its stored row keeps so that a next engine runs the same
+  // version; null for any other context. Set before it is published; constant afterwards.
+  Value test_definition;
   // Set (by its running thread) once the context asks for a lock: only then does its end
   // have anything to release in the lock table.
   std::atomic<bool> used_locks{false};

@@ -487,6 +487,7 @@ Result<StartedFlow> Dispatcher::start_flow(FlowSlot& flow, TriggerData trigger, 
   if (test) {
     p.context->plan = std::move(test->plan);
     if (!p.context->plan) p.context->compile_error = std::make_unique<const std::string>(std::move(test->compile_error));
+    p.context->test_definition = std::move(test->definition);
   }
   Batch batch(core_);
   batch.reserve(1);

@@ -84,6 +84,7 @@ class Dispatcher {
   struct TestRun {
     std::shared_ptr<const Plan> plan;  // the version to run; null when it does not compile
     std::string compile_error;         // why not, when plan is null
+    Value definition;                  // that version's definition, as written (stored with the context)
   };
   Result<StartedFlow> start_flow(FlowSlot& flow, TriggerData trigger, Value inputs, Origin origin,
                                  TestRun* test = nullptr) EXCLUDES(mu_);

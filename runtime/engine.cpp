@@ -403,7 +403,8 @@ Result<std::string> Engine::test_flow(std::string_view flow, const Value& record
   // A version that does not compile starts all the same and ends in error with the compile
   // error, as a call of a flow that no longer compiles does (SPEC 9.6). Its trigger is then
   // the published version's, when that one has one.
-  FlowRegistry::PlanResult p = core_->flows.plan_for_test(flow, core_->compile_options());
+  Value definition;  // kept with the context: a next engine runs the same version
+  FlowRegistry::PlanResult p = core_->flows.plan_for_test(flow, core_->compile_options(), &definition);
   const std::shared_ptr<const TriggerSpec> published_trigger = p.plan ? nullptr : slot->trigger_spec();
   const TriggerSpec fallback_trigger;
   const Origin origin = origin_of(caller);
@@ -462,6 +463,7 @@ Result<std::string> Engine::test_flow(std::string_view flow, const Value& record
   Dispatcher::TestRun test;
   if (!p.plan) test.compile_error = "flow '" + std::string(flow) + "' does not compile: " + p.error;
   test.plan = std::move(p.plan);
+  test.definition = std::move(definition);
   Result<StartedFlow> started =
       core_->dispatcher.start_flow(*slot, std::move(t), inputs.is_null() ? Value::empty_object() : inputs, origin, &test);
   if (!started) return started.error();

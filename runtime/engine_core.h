@@ -289,9 +289,14 @@ class EngineCore {
   static constexpr int kMaxMissedCounted = 100000;
   // Ends a stored context that cannot be resumed: its record, in error with `reason`.
   void end_stored_context(const StoredContext& c, const std::string& reason, TimeMs now, JournalEntry* entry);
-  // A context of the store, published with its seq, cause and run key; null (and why in
-  // *reason) when it cannot be made (its flow or trigger is gone).
+  // A context of the store, published with its seq, cause and run key (and a test run's
+  // version: restore_test_run); null (and why in *reason) when it cannot be made (its flow
+  // or trigger is gone).
   std::shared_ptr<Context> context_from_store(const StoredContext& c, std::string* reason);
+  // When `c` is a test run's row (test_flow) that has no checkpoint (it had not started, or
+  // restarts from its trigger): `ctx` runs the definition the row keeps, compiled now as
+  // test_flow compiles a draft, or ends in error with its compile error. Before publish.
+  void restore_test_run(Context& ctx, const StoredContext& c);
   // Plan versions recovery compiled from the file, by version; shared by its reader threads.
   struct StoredPlans {
     Mutex mu;

@@ -133,6 +133,7 @@ std::shared_ptr<Context> EngineCore::context_from_store(const StoredContext& c, 
     if (current.is_object() && current == trigger->record) trigger->record = std::move(current);
   }
   auto ctx = std::make_shared<Context>(slot, std::move(trigger).value(), c.inputs);
+  if (c.checkpoint.is_null()) restore_test_run(*ctx, c);
   ctx->publish(c.seq, c.commit_seq, cause_from_stored(c.cause));
   if (c.run_key.is_string() && ctx->trigger.table.is_string() && ctx->trigger.sys_id.is_string()) {
     ctx->run_key = Value(std::string_view(
@@ -140,6 +141,18 @@ std::shared_ptr<Context> EngineCore::context_from_store(const StoredContext& c, 
   }
   if (shutting_down()) ctx->set_cancel_flag();
   return ctx;
+}
+
+void EngineCore::restore_test_run(Context& ctx, const StoredContext& c) {
+  const Value& definition = stored_test_definition(c.trigger);
+  if (definition.is_null()) return;
+  ctx.test_definition = definition;
+  FlowRegistry::PlanResult p = flows.plan_for_stored_test(c.flow, definition, compile_options());
+  if (p.plan) {
+    ctx.plan = std::move(p.plan);
+  } else {
+    ctx.compile_error = std::make_unique<const std::string>("flow '" + c.flow + "' does not compile: " + p.error);
+  }
 }
 
 namespace {

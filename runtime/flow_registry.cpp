@@ -303,11 +303,30 @@ FlowRegistry::PlanResult FlowRegistry::plan_for(FlowSlot& slot, const CompileOpt
   return result;
 }
 
-FlowRegistry::PlanResult FlowRegistry::plan_for_test(std::string_view flow_id, const CompileOptions& options) {
+FlowRegistry::PlanResult FlowRegistry::plan_for_test(std::string_view flow_id, const CompileOptions& options,
+                                                     Value* source) {
   std::shared_lock lock(mu_);
   auto it = defs_.find({UnitType::kFlow, std::string(flow_id)});
   if (it == defs_.end()) return PlanResult{nullptr, "no flow '" + std::string(flow_id) + "'"};
   const Definition& def = it->second.draft ? *it->second.draft : *it->second.published;
+  if (source) *source = def.source;
+  return compile_for_test(def, options);
+}
+
+FlowRegistry::PlanResult FlowRegistry::plan_for_stored_test(std::string_view flow_id, const Value& source,
+                                                            const CompileOptions& options) {
+  Definition def;
+  Diagnostics diags;
+  if (!read_definition(source, "", "", &def, &diags)) return PlanResult{nullptr, diags.describe()};
+  if (def.type != UnitType::kFlow || def.id != flow_id) {
+    return PlanResult{nullptr, "the definition kept is not one of flow '" + std::string(flow_id) + "'"};
+  }
+  def.file = def.label() + " (stored with its test run)";  // its compile errors name it
+  std::shared_lock lock(mu_);
+  return compile_for_test(def, options);
+}
+
+FlowRegistry::PlanResult FlowRegistry::compile_for_test(const Definition& def, const CompileOptions& options) const {
   CompileOptions o = options;
   o.allow_draft_dependencies = def.source["show_draft_actions"] == Value(true);
   View view(*this, o.allow_draft_dependencies);

@@ -85,8 +85,13 @@ class FlowRegistry {
   // changed since, or the flow does not compile).
   std::shared_ptr<const Plan> current_plan(const FlowSlot& slot) const { return slot.plan_if_current(epoch()); }
   // Compiles the flow's current version for test_flow: the draft if there is one, with
-  // draft dependencies when it shows draft actions. Not cached.
-  PlanResult plan_for_test(std::string_view flow_id, const CompileOptions& options);
+  // draft dependencies when it shows draft actions. Not cached. With `source`, sets it to
+  // the definition compiled, as written (null when there is no such flow).
+  PlanResult plan_for_test(std::string_view flow_id, const CompileOptions& options, Value* source = nullptr);
+  // Compiles `source`, a definition of flow `flow_id` that plan_for_test compiled before (a
+  // test run kept in the store), as plan_for_test compiles the current version: what it
+  // uses is resolved as it would be now. Not cached.
+  PlanResult plan_for_stored_test(std::string_view flow_id, const Value& source, const CompileOptions& options);
   // Compiles every definition (flows and, alone, subflows and actions), for validate.
   void check_all(const CompileOptions& options, Diagnostics* diags) const;
   // Compiles these versions only (against everything registered): a draft beside a loaded
@@ -115,6 +120,9 @@ class FlowRegistry {
     std::optional<Definition> published;
   };
   class View;  // DefinitionLookup over published (or draft) versions; REQUIRES mu_ held
+  // Compiles `def` for test_flow (with draft dependencies when it shows draft actions).
+  // REQUIRES mu_ held.
+  PlanResult compile_for_test(const Definition& def, const CompileOptions& options) const;
   // Both versions, or only the one of `only` when given. memos[d] is what the checks made
   // so far under this lock learnt, for d = whether drafts may be used (CheckMemo).
   void check_versions(const Versions& v, const CompileOptions& options, Diagnostics* diags, CheckMemo (&memos)[2],

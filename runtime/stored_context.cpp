@@ -106,10 +106,20 @@ StoredContext stored_row(const Context& ctx) {
   row.status = std::string(kQueuedStatus);
   row.commit_seq = ctx.commit_seq;
   row.trigger = trigger_to_stored(ctx.trigger);
+  if (!ctx.test_definition.is_null()) {
+    std::vector<Member> m;
+    for (const auto& f : row.trigger.members()) m.push_back(Member{f.key, f.value});
+    m.push_back(Member{Value("test"), ctx.test_definition});
+    row.trigger = Value::object(std::move(m));
+  }
   row.inputs = ctx.inputs;
   row.cause = cause_to_stored(ctx.cause.get());
   row.run_key = ctx.run_key;
   return row;
+}
+
+const Value& stored_test_definition(const Value& stored_trigger) {
+  return stored_trigger.is_object() ? stored_trigger["test"] : null_value();
 }
 
 ContextUpdate record_update(const Context& ctx, size_t value_limit) {

@@ -22,8 +22,12 @@ Result<TriggerData> trigger_from_stored(const Value& v);
 // {"context", "flow", "chain": [flow ids]}, or null for no cause.
 Value cause_to_stored(const Cause* cause);
 std::unique_ptr<const Cause> cause_from_stored(const Value& v);
-// The row of a context just queued (status "queued"). REQUIRES: it is published.
+// The row of a context just queued (status "queued"). REQUIRES: it is published. A test
+// run's row keeps the definition it runs (Context::test_definition) as its trigger's
+// "test" member: trigger_from_stored reads past it, stored_test_definition reads it.
 StoredContext stored_row(const Context& ctx);
+// The definition a stored trigger's test run runs; null when the row is not a test run's.
+const Value& stored_test_definition(const Value& stored_trigger);
 // The change that brings a started context's row up to date: its status, times and
 // record as they stand (steps' inputs and outputs capped at `value_limit`; 0 = no cap).
 // Built on the thread that runs or ended the context, not on the journal's writer.

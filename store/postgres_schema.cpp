@@ -49,7 +49,7 @@ CREATE TABLE holder(id integer PRIMARY KEY CHECK (id = 1), pid bigint NOT NULL, 
 )sql";
 
 // ended_trigger (store/store.h) in SQL, of a `trigger` column holding JSON text: its
-// members but record and previous, in their order (json, not jsonb: order and duplicates
+// members but record, previous and test, in their order (json, not jsonb: order and duplicates
 // are kept). The server's json functions refuse a text holding the escape \u0000 ("cannot
 // be converted to text"), even within a member they pass on: such a trigger (a record a
 // user wrote with one) is kept whole, copies and all, rather than failing the batch and
@@ -58,7 +58,7 @@ CREATE TABLE holder(id integer PRIMARY KEY CHECK (id = 1), pid bigint NOT NULL, 
   "CASE WHEN strpos(trigger, '\\u0000') > 0 THEN trigger WHEN json_typeof(trigger::json) = 'object' THEN "       \
   "COALESCE((SELECT json_object_agg(e.key, e.value ORDER BY "                                                     \
   "e.n)::text FROM json_each(trigger::json) WITH ORDINALITY AS e(key, value, n) WHERE e.key NOT IN ('record', "    \
-  "'previous')), '{}') ELSE trigger END"
+  "'previous', 'test')), '{}') ELSE trigger END"
 
 #define FLOWRT_PG_CONTEXT_VALUES "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12"
 #define FLOWRT_PG_CONTEXT_UPDATES                                                                                 \

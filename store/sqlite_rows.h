@@ -23,7 +23,7 @@ using stored_rows::kStoredJson;
 using stored_rows::parse_stored_json;
 
 // ended_trigger (store/store.h) in SQL, for a row that moves to history.
-#define FLOWRT_SQL_TRIGGER_SUMMARY "json_remove(trigger, '$.record', '$.previous')"
+#define FLOWRT_SQL_TRIGGER_SUMMARY "json_remove(trigger, '$.record', '$.previous', '$.test')"
 
 // Column `i`'s text, valid until the statement steps again ("" for SQL NULL).
 inline std::string_view column_view(sqlite3_stmt* s, int i) {

@@ -53,7 +53,7 @@ Value ended_trigger(const Value& trigger) {
   std::vector<Member> kept;
   for (const auto& m : trigger.members()) {
     const std::string_view k = m.key.as_string();
-    if (k != "record" && k != "previous") kept.push_back(Member{m.key, m.value});
+    if (k != "record" && k != "previous" && k != "test") kept.push_back(Member{m.key, m.value});
   }
   return Value::object(std::move(kept));
 }

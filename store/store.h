@@ -90,9 +90,11 @@ bool is_final_context_status(std::string_view status);
 // The seq of a context id ("ctx-N": N, its seq); nothing when `id` is not one.
 std::optional<uint64_t> context_seq_of(std::string_view id);
 // What a context that ended with its record keeps of its trigger event: all but the copies
-// of the triggering record ("record", "previous": the record as it was then, and before);
-// the sys_id names it, and the context's record shows what the flow read and did. Keeps the
-// history of a typical flow within half a database page per context.
+// of the triggering record ("record", "previous": the record as it was then, and before)
+// and a test run's definition ("test": the version it ran, runtime/stored_context.h); the
+// sys_id names the record, the record's plan_version the version, and the context's record
+// shows what the flow read and did. Keeps the history of a typical flow within half a
+// database page per context.
 Value ended_trigger(const Value& trigger);
 
 // One context: its identity from the start, its record as last written.

@@ -181,6 +181,113 @@ TEST_P(DurableEngineStoresTest, AQueuedTriggerEvent_StartsInTheNextEngine_Exactl
   EXPECT_EQ(third.records("shipment").size(), 2u);
 }
 
+// A test run (test_flow) that had not started when the engine stopped runs in the next
+// engine on the version it was asked to test: the definition its stored row keeps, not the
+// flow's published version, and not a draft saved since. Until 2026-12-06 it ran there on the
+// published version (or ended in error when there was none).
+constexpr const char* kGreetPublished = R"({"id": "greet", "trigger": {"type": "api"},
+  "actions": [{"id": "say_published", "action": "log", "inputs": {"message": "published"}}]})";
+constexpr const char* kGreetDraft = R"({"id": "greet", "status": "draft", "trigger": {"type": "api"},
+  "actions": [{"id": "say_draft", "action": "log", "inputs": {"message": "draft"}},
+              {"id": "say_more", "action": "log", "inputs": {"message": "more"}}]})";
+
+TEST_P(DurableEngineStoresTest, AQueuedTestRun_RunsTheDraftItTests_InTheNextEngine) {
+  Engine& first = reopen({kGreetPublished});
+  ASSERT_TRUE(first.save(json(kGreetDraft)).is_ok());
+  Result<std::string> id = first.test_flow("greet", Value(), Value());
+  ASSERT_TRUE(id.is_ok()) << id.message();
+  // No settle: the test run is queued when the engine stops.
+  ASSERT_EQ(first.context(*id)->value()["started_at"], Value());
+
+  Engine& second = reopen({kGreetPublished});
+  ASSERT_EQ(report_["started"].to_json(), "[\"" + *id + "\"]") << report_.to_json();
+  second.settle();
+  const std::optional<ContextRecord> c = second.context(*id);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->status(), "completed") << c->value().to_json();
+  EXPECT_EQ(c->log_messages(), (std::vector<std::string>{"draft", "more"})) << c->value().to_json();
+  EXPECT_FALSE(c->step("say_draft").is_null()) << c->value().to_json();
+  EXPECT_TRUE(c->step("say_published").is_null()) << c->value().to_json();
+  // Ended, it keeps the version it ran in its record, not the definition in its trigger.
+  Result<std::string> call = second.call_flow("greet");
+  ASSERT_TRUE(call.is_ok()) << call.message();
+  second.settle();
+  EXPECT_NE(second.context(*call)->plan_version(), c->plan_version()) << "the published version is another";
+  Engine& third = reopen({kGreetPublished});
+  EXPECT_TRUE(report_.is_null()) << report_.to_json();
+  EXPECT_EQ(third.context(*id)->log_messages(), (std::vector<std::string>{"draft", "more"}));
+  Result<std::optional<StoredContext>> row = third.core().store->load_context(static_cast<uint64_t>(c->seq()));
+  ASSERT_TRUE(row.is_ok() && row->has_value()) << row.message();
+  EXPECT_EQ((*row)->trigger.find("test"), nullptr) << (*row)->trigger.to_json();
+}
+
+TEST_P(DurableEngineStoresTest, AQueuedTestRun_RunsTheVersionItWasAskedFor_WhenTheDraftChangesBeforeTheRestart) {
+  constexpr const char* kWavePublished = R"({"id": "wave", "trigger": {"type": "api"},
+    "actions": [{"action": "log", "inputs": {"message": "wave"}}]})";
+  Engine& first = reopen({kGreetPublished, kWavePublished});
+  ASSERT_TRUE(first.save(json(kGreetDraft)).is_ok());
+  Result<std::string> asked = first.test_flow("greet", Value(), Value());
+  ASSERT_TRUE(asked.is_ok()) << asked.message();
+  ASSERT_TRUE(first.save(json(R"({"id": "greet", "status": "draft", "trigger": {"type": "api"},
+    "actions": [{"action": "log", "inputs": {"message": "edited"}}]})")).is_ok());
+  // A test of a draft that does not compile stays one: the next engine ends it with its
+  // compile error, as this one would have, although the published version compiles.
+  ASSERT_TRUE(first.save(json(R"({"id": "wave", "status": "draft", "trigger": {"type": "api"},
+    "actions": [{"action": "bogus"}]})")).is_ok());
+  Result<std::string> broken = first.test_flow("wave", Value(), Value());
+  ASSERT_TRUE(broken.is_ok()) << broken.message();
+
+  Engine& second = reopen({kGreetPublished, kWavePublished});
+  ASSERT_EQ(report_["started"].size(), 2u) << report_.to_json();
+  second.settle();
+  EXPECT_EQ(second.context(*asked)->status(), "completed") << second.context(*asked)->value().to_json();
+  EXPECT_EQ(second.context(*asked)->log_messages(), (std::vector<std::string>{"draft", "more"}))
+      << "the version asked for runs, not the draft saved since";
+  const std::optional<ContextRecord> b = second.context(*broken);
+  EXPECT_EQ(b->status(), "error") << b->value().to_json();
+  EXPECT_NE(b->error_message().find("does not compile"), std::string::npos) << b->value().to_json();
+  EXPECT_NE(b->error_message().find("bogus"), std::string::npos) << b->value().to_json();
+}
+
+TEST_P(DurableEngineStoresTest, AQueuedTestRunOfAFlowWithOnlyADraft_RunsInTheNextEngine) {
+  Engine& first = reopen({});
+  ASSERT_TRUE(first.save(json(R"({"id": "greet", "status": "draft", "trigger": {"type": "api"},
+    "actions": [{"action": "log", "inputs": {"message": "hello {{inputs.who}}"}}]})")).is_ok());
+  Result<std::string> id = first.test_flow("greet", Value(), json(R"({"who": "ada"})"));
+  ASSERT_TRUE(id.is_ok()) << id.message();
+
+  Engine& second = reopen({});
+  ASSERT_EQ(report_["started"].size(), 1u) << report_.to_json();
+  second.settle();
+  const std::optional<ContextRecord> c = second.context(*id);
+  EXPECT_EQ(c->status(), "completed") << c->value().to_json();
+  EXPECT_EQ(c->log_messages(), std::vector<std::string>{"hello ada"}) << c->value().to_json();
+}
+
+// What the queued test uses is resolved when it starts, as test_flow resolves it: the
+// draft of an action it shows (show_draft_actions), as that draft is then.
+TEST_P(DurableEngineStoresTest, AQueuedTestRun_ResolvesWhatItUses_WhenItStarts) {
+  constexpr const char* kSay = R"({"id": "say", "type": "action", "status": "draft",
+    "outputs": [{"name": "s", "type": "string"}],
+    "actions": [{"action": "assign_outputs", "inputs": {"values": {"s": "hi"}}}]})";
+  Engine& first = reopen({});
+  ASSERT_TRUE(first.save(json(kSay)).is_ok());
+  ASSERT_TRUE(first.save(json(R"({"id": "shown", "status": "draft", "show_draft_actions": true,
+    "trigger": {"type": "api"}, "actions": [{"id": "g", "action": "say"},
+    {"action": "log", "inputs": {"message": "{{steps.g.s}}"}}]})")).is_ok());
+  Result<std::string> id = first.test_flow("shown", Value(), Value());
+  ASSERT_TRUE(id.is_ok()) << id.message();
+  std::string changed(kSay);
+  changed.replace(changed.find("\"hi\""), 4, "\"bye\"");
+  ASSERT_TRUE(first.save(json(changed)).is_ok());
+
+  Engine& second = reopen({});
+  second.settle();
+  const std::optional<ContextRecord> c = second.context(*id);
+  EXPECT_EQ(c->status(), "completed") << c->value().to_json();
+  EXPECT_EQ(c->log_messages(), std::vector<std::string>{"bye"}) << c->value().to_json();
+}
+
 TEST_P(DurableEngineStoresTest, RunOnce_IsRememberedAcrossEngines) {
   constexpr const char* kOnce = R"({"id": "once", "trigger": {"type": "record", "table": "t", "when": "updated",
     "run": "once"}, "actions": [{"action": "log", "inputs": {"message": "ran"}}]})";
