@@ -2,6 +2,7 @@
 // at and one past each bound; plans that running contexts keep; the run-time quota.
 #include <thread>
 
+#include "runtime/engine_core.h"
 #include "runtime/harness.h"
 #include "testing/flow_test.h"
 
