@@ -26,6 +26,10 @@ enum Tag : uint8_t {
   kPairs = 7,       // varint count, (key text, value) per member
   kShaped = 8,      // shape node pointer (referenced), one value per key
   kReference = 9,   // node pointer (referenced): the node's own type
+  // Written against a template (value_as):
+  kLike = 10,       // the template's constant
+  kParts = 11,      // varint count, then each part against its own template
+  kText = 12,       // varint count, then the text of each of the template's pills
 };
 
 // Whether `node` stays in place, referenced, rather than written out: it lives on anyway
@@ -90,6 +94,84 @@ void ValuePacker::value(const Value& v) {
       return;
     }
   }
+}
+
+void ValuePacker::parts(size_t n) {
+  byte(kParts);
+  varint(n);
+}
+
+bool ValuePacker::text_as(std::string_view s, const Template& t) {
+  // Any split whose pieces, put back between the literal parts, give `s` again will do:
+  // the first and last parts must be its ends, each literal between is found left to
+  // right. The text of a pill that contains a literal part may so be split elsewhere than
+  // it was rendered; the string read back is the same.
+  const std::vector<Value>& literal = t.text_parts;
+  const size_t n = t.pills.size();
+  if (literal.size() != n + 1) return false;
+  const std::string_view head = literal.front().as_string();
+  const std::string_view tail = literal.back().as_string();
+  if (s.size() < head.size() + tail.size() || !s.starts_with(head) || !s.ends_with(tail)) return false;
+  std::string_view rest = s.substr(head.size(), s.size() - head.size() - tail.size());
+  const size_t mark = size_;
+  byte(kText);
+  varint(n);
+  for (size_t i = 1; i < n; ++i) {
+    const std::string_view part = literal[i].as_string();
+    const size_t at = rest.find(part);
+    if (at == std::string_view::npos) {
+      size_ = mark;  // only text was written: nothing to release
+      return false;
+    }
+    text(rest.substr(0, at));
+    rest.remove_prefix(at + part.size());
+  }
+  text(rest);
+  return true;
+}
+
+bool ValuePacker::same_keys(const Value& object, const Value& keys) {
+  if (object.size() != keys.size()) return false;
+  if (object.is_heap() && object.node()->shaped && static_cast<const ObjectNode*>(object.node())->keys == keys.node()) {
+    return true;
+  }
+  size_t i = 0;
+  for (const auto& m : object.members()) {
+    if (!(m.key == keys.items()[i++])) return false;
+  }
+  return true;
+}
+
+void ValuePacker::value_as(const Value& v, const Template& t) {
+  switch (t.kind) {
+    case Template::Kind::kConstant:
+      // The very value rendered (equal content in other storage could differ in type:
+      // 1 and 1.0 compare equal).
+      if (v.same_storage(t.constant)) return byte(kLike);
+      break;
+    case Template::Kind::kText:
+      if (v.is_string() && text_as(v.as_string(), t)) return;
+      break;
+    case Template::Kind::kArray:
+      if (v.is_array() && v.size() == t.children.size()) {
+        parts(t.children.size());
+        for (size_t i = 0; i < t.children.size(); ++i) value_as(v.items()[i], t.children[i]);
+        return;
+      }
+      break;
+    case Template::Kind::kObject:
+      if (v.is_object() && same_keys(v, t.keys)) {
+        parts(t.children.size());
+        size_t i = 0;
+        for (const auto& m : v.members()) value_as(m.value, t.children[i++]);
+        return;
+      }
+      break;
+    case Template::Kind::kAbsent:
+    case Template::Kind::kPill:
+      break;
+  }
+  value(v);
 }
 
 uint64_t PackedReader::varint() {
@@ -171,6 +253,51 @@ Value PackedReader::value() {
   }
 }
 
+bool PackedReader::parts(size_t* n) {
+  assert(p_ < end_);
+  if (*p_ != kParts) return false;
+  ++p_;
+  *n = varint();
+  return true;
+}
+
+Value PackedReader::value_as(const Template& t) {
+  assert(p_ < end_);
+  switch (*p_) {
+    case kLike:
+      ++p_;
+      return t.constant;
+    case kParts: {
+      ++p_;
+      const size_t n = varint();
+      assert(n == t.children.size());
+      if (t.kind == Template::Kind::kArray) {
+        ArrayBuilder items(n);
+        for (size_t i = 0; i < n; ++i) items.add(value_as(t.children[i]));
+        return items.build();
+      }
+      ObjectBuilder members(t.keys);
+      for (size_t i = 0; i < n; ++i) members.add_value(value_as(t.children[i]));
+      return members.build();
+    }
+    case kText: {
+      ++p_;
+      const size_t n = varint();
+      assert(n + 1 == t.text_parts.size());
+      thread_local std::string out;  // as render builds it
+      out.clear();
+      out.append(t.text_parts[0].as_string());
+      for (size_t i = 0; i < n; ++i) {
+        out.append(text());
+        out.append(t.text_parts[i + 1].as_string());
+      }
+      return Value(std::string_view(out));
+    }
+    default:
+      return value();
+  }
+}
+
 void PackedReader::release_value() {
   switch (byte()) {
     case kInt: (void)varint(); return;
@@ -197,7 +324,17 @@ void PackedReader::release_value() {
       return;
     }
     case kReference: release(static_cast<HeapNode*>(node_pointer())); return;
-    default: return;  // null, false, true: nothing follows
+    case kParts: {
+      const size_t n = varint();
+      for (size_t i = 0; i < n; ++i) release_value();
+      return;
+    }
+    case kText: {
+      const size_t n = varint();
+      for (size_t i = 0; i < n; ++i) (void)text();
+      return;
+    }
+    default: return;  // null, false, true, kLike: nothing follows
   }
 }
 

@@ -22,15 +22,28 @@
 #include <string_view>
 #include <vector>
 
+#include "flowrt/plans/template.h"
 #include "plans/value.h"
 
 namespace flowrt {
 
+// Written against a template (value_as), a value takes only what the template does not
+// already say: a part equal to the template's constant is one byte; an array or object
+// rendered from the template's children is its parts, each again against its child; a
+// string rendered from a text template is the text between the template's literal parts.
+// Anything else is written as plain. The reader is given the same template and builds the
+// same value; the bytes stay self-describing, so releasing them needs no template.
+//
 // Appends values and the scalars around them (the record's own fields) to a buffer.
 class ValuePacker {
  public:
   ValuePacker() { buffer_.resize(kInitialCapacity); }
   void value(const Value& v);
+  // `v` against `t` (see above): the reader calls PackedReader::value_as with `t`.
+  void value_as(const Value& v, const Template& t);
+  // Starts `n` parts, each written next with value_as against its own template: read back
+  // with PackedReader::parts.
+  void parts(size_t n);
   void byte(uint8_t b) {
     ensure(1);
     buffer_[size_++] = b;
@@ -66,6 +79,10 @@ class ValuePacker {
     size_ += n;
   }
   void text(std::string_view s);
+  // `s` as the text between `t`'s literal parts, if it is that; else writes nothing.
+  bool text_as(std::string_view s, const Template& t);
+  // Whether `object` has the keys of the array `keys`, in order.
+  static bool same_keys(const Value& object, const Value& keys);
   void node_reference(const void* node);
   std::vector<unsigned char> buffer_;  // [0, size_) is written; its size is the capacity
   size_t size_ = 0;
@@ -78,6 +95,10 @@ class PackedReader {
  public:
   PackedReader(const unsigned char* begin, const unsigned char* end) : p_(begin), end_(end) {}
   Value value();
+  // What ValuePacker::value_as wrote against `t`.
+  Value value_as(const Template& t);
+  // Whether ValuePacker::parts comes next; if so, reads it and sets `n`.
+  bool parts(size_t* n);
   uint8_t byte() { return *p_++; }
   uint64_t varint();
   int64_t signed_varint() {

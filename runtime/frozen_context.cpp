@@ -1,5 +1,6 @@
 #include "runtime/frozen_context.h"
 
+#include <cassert>
 #include <cstring>
 #include <new>
 #include <optional>
@@ -15,9 +16,15 @@ namespace flowrt {
 //   commit_seq, started, ended, run_ms, error, variables,
 //   trigger: type, operation, has_previous, time, table, sys_id, payload, event_name,
 //   cause: 0, or 1 and context id, flow id, chain length, the chain's flow ids,
-//   steps: count, then per step path, node ordinal, status, started, duration (-1: none),
-//          inputs, outputs,
-//   logs: count, then per line time, level, step, message.
+//   steps: count, then per step node ordinal, status and flags (kPathOfNode), the path
+//          unless the node's, started, duration (-1: none), inputs, outputs,
+//   logs: count, then per line time, level and flags (kStepOfEntry, kMessageOfInput), the
+//         step (as the distance from the last line's step entry, or the path), the message
+//         unless the step's "message" input.
+// Most of a step's inputs are what its node's templates say (the constants, the text
+// around the pills): an action's inputs are written against its templates
+// (ValuePacker::value_as), so only what the pills gave takes bytes. A log line is nearly
+// always a log step's: it names that step's entry, and takes its message from there.
 struct FrozenContext::Decoded {
   uint64_t commit_seq = 0;
   TimeMs started = -1;
@@ -30,6 +37,66 @@ struct FrozenContext::Decoded {
   std::vector<StepEntry> steps;
   std::vector<LogEntry> logs;
 };
+
+namespace {
+
+// Flags beside a step's status, and beside a log line's level.
+constexpr uint8_t kPathOfNode = 0x10;     // the step's path is its node's (not in a loop)
+constexpr uint8_t kStepOfEntry = 0x10;    // the line's step is a step entry's path
+constexpr uint8_t kMessageOfInput = 0x20; // the line's message is that step's "message" input
+constexpr uint8_t kLowBits = 0x0F;
+static_assert(static_cast<uint8_t>(StepStatus::kSkipped) <= kLowBits);
+static_assert(static_cast<uint8_t>(LogLevel::kError) <= kLowBits);
+// How far past the last line's step a log line's step is looked for.
+constexpr size_t kStepSearch = 16;
+
+// The action step `node` runs whose inputs record (step_inputs_record) `inputs` is, with
+// every given input in order: null when `inputs` is not that, and is written plain.
+const ActionStep* inputs_of_step(const Node& node, const Value& inputs) {
+  const ActionStep* step = std::get_if<ActionStep>(&node.op);
+  if (!step || step->kind == ActionKind::kCallSubflow || !inputs.is_object()) return nullptr;
+  const Value& names = step->given_input_names;
+  if (inputs.size() != names.size()) return nullptr;
+  size_t i = 0;
+  for (const auto& m : inputs.members()) {
+    if (!(m.key == names.items()[i++])) return nullptr;
+  }
+  return step;
+}
+
+void pack_inputs(ValuePacker& out, const StepEntry& e) {
+  const ActionStep* step = inputs_of_step(*e.node, e.inputs);
+  if (!step) return out.value(e.inputs);
+  out.parts(e.inputs.size());
+  size_t i = 0;
+  for (const auto& m : e.inputs.members()) {
+    while (step->inputs[i].absent()) ++i;
+    out.value_as(m.value, step->inputs[i++]);
+  }
+}
+
+Value read_inputs(PackedReader& in, const Node& node) {
+  size_t n = 0;
+  const ActionStep* step = std::get_if<ActionStep>(&node.op);
+  if (!step || !in.parts(&n)) return in.value();
+  assert(n == step->given_input_names.size());
+  ObjectBuilder named(step->given_input_names);
+  for (const Template& t : step->inputs) {
+    if (!t.absent()) named.add_value(in.value_as(t));
+  }
+  return named.build();
+}
+
+// The entry in `steps`, at or past `from` and not far, whose path `step` is: -1 if none.
+int64_t entry_of(const std::vector<StepEntry>& steps, size_t from, const Value& step) {
+  if (step.is_null()) return -1;
+  for (size_t j = from; j < steps.size() && j < from + kStepSearch; ++j) {
+    if (steps[j].path.same_storage(step)) return static_cast<int64_t>(j);
+  }
+  return -1;
+}
+
+}  // namespace
 
 boost::intrusive_ptr<const FrozenContext> FrozenContext::freeze(const Context& ctx) {
   // One buffer per thread, reused: packing allocates nothing but the frozen block.
@@ -72,20 +139,34 @@ boost::intrusive_ptr<const FrozenContext> FrozenContext::freeze(const Context& c
     }
     out.varint(ctx.steps_.size());
     for (const StepEntry& e : ctx.steps_) {
-      out.value(e.path);
       out.varint(e.node->ordinal);
-      out.byte(static_cast<uint8_t>(e.status));
+      const bool path_of_node = e.path.same_storage(e.node->path);
+      out.byte(static_cast<uint8_t>(static_cast<uint8_t>(e.status) | (path_of_node ? kPathOfNode : 0)));
+      if (!path_of_node) out.value(e.path);
       out.signed_varint(e.started - started);
       out.signed_varint(e.ended < 0 ? -1 : e.ended - e.started);
-      out.value(e.inputs);
+      pack_inputs(out, e);
       out.value(e.outputs);
     }
     out.varint(ctx.logs_.size());
+    size_t entry = 0;  // the last line's step entry
     for (const LogEntry& l : ctx.logs_) {
       out.signed_varint(l.time - started);
-      out.byte(static_cast<uint8_t>(l.level));
-      out.value(l.step);
-      out.value(l.message);
+      const int64_t found = entry_of(ctx.steps_, entry, l.step);
+      uint8_t flags = static_cast<uint8_t>(l.level);
+      if (found >= 0) {
+        flags |= kStepOfEntry;
+        const Value* message = ctx.steps_[static_cast<size_t>(found)].inputs.find("message");
+        if (message && *message == l.message && message->type() == l.message.type()) flags |= kMessageOfInput;
+      }
+      out.byte(flags);
+      if (found >= 0) {
+        out.varint(static_cast<size_t>(found) - entry);
+        entry = static_cast<size_t>(found);
+      } else {
+        out.value(l.step);
+      }
+      if (!(flags & kMessageOfInput)) out.value(l.message);
     }
   }
   const std::span<const unsigned char> bytes = out.bytes();
@@ -149,24 +230,44 @@ void read_record(PackedReader& in, const Plan* plan, FrozenContext::Decoded& d) 
   if (!kRelease && steps > 0 && plan) nodes = nodes_of(*plan);
   for (uint64_t i = 0; i < steps; ++i) {
     StepEntry& e = d.steps.emplace_back();
-    e.path = value();
     const uint64_t ordinal = in.varint();
     if constexpr (!kRelease) e.node = nodes.at(ordinal);
-    e.status = static_cast<StepStatus>(in.byte());
+    const uint8_t status = in.byte();
+    e.status = static_cast<StepStatus>(status & kLowBits);
+    if (!(status & kPathOfNode)) {
+      e.path = value();
+    } else if constexpr (!kRelease) {
+      e.path = e.node->path;
+    }
     e.started = d.started + in.signed_varint();
     const int64_t took = in.signed_varint();
     e.ended = took < 0 ? -1 : e.started + took;
-    e.inputs = value();
+    if constexpr (kRelease) {
+      in.release_value();
+    } else {
+      e.inputs = read_inputs(in, *e.node);
+    }
     e.outputs = value();
   }
   const uint64_t logs = in.varint();
   d.logs.reserve(logs);
+  size_t entry = 0;
   for (uint64_t i = 0; i < logs; ++i) {
     LogEntry& l = d.logs.emplace_back();
     l.time = d.started + in.signed_varint();
-    l.level = static_cast<LogLevel>(in.byte());
-    l.step = value();
-    l.message = value();
+    const uint8_t flags = in.byte();
+    l.level = static_cast<LogLevel>(flags & kLowBits);
+    if (flags & kStepOfEntry) {
+      entry += in.varint();
+      l.step = d.steps[entry].path;
+    } else {
+      l.step = value();
+    }
+    if (!(flags & kMessageOfInput)) {
+      l.message = value();
+    } else if constexpr (!kRelease) {
+      l.message = *d.steps[entry].inputs.find("message");
+    }
   }
 }
 

@@ -7,8 +7,10 @@
 // it is frozen: the record's fields (status, times, trigger, cause, steps, logs, variables,
 // error) are written with a ValuePacker (plans/value_pack.h) into the bytes after a small
 // header. Values that something else holds too (records that their tables hold, interned
-// shapes, a log message that is also a step input) are kept by reference; the rest is
-// written out in place. Reading decodes the bytes into the same fields that a live context
+// shapes) are kept by reference; the rest is written out in place. An action step's inputs
+// are written against its node's templates, so that what the plan already says (constants,
+// the text around pills) takes no bytes, and a log step's line is taken from its step
+// entry (frozen_context.cpp says the layout). Reading decodes the bytes into the same fields that a live context
 // reads from (RecordFields) and builds the JSON through the one record_to_value, so a frozen
 // record reads exactly as the live one did (FrozenRecordTest,
 // tests/scenarios/frozen_record_test.cpp).

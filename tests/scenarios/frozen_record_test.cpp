@@ -109,5 +109,63 @@ TEST_F(FrozenRecordTest, AnEventTrigger_AndAContextWithACause) {
   EXPECT_EQ(next["chain"], Json(R"(["start"])"));
 }
 
+
+// The frozen form writes a step's inputs against its templates and takes a log step's line
+// from its entry. Every other shape of inputs and logs must read back as it was too: an
+// input that failed to render (the rest then null), a subflow's call and its own steps,
+// log lines of no step or of a step without a "message" input (locks, a skipped direct
+// recursion), a message that is not the input's text, a log line far past the last, paths
+// in loops.
+TEST_F(FrozenRecordTest, InputsAndLogLinesTheTemplatesDoNotSay_ReadAsLive) {
+  ASSERT_TRUE(Load(R"([{"id": "sub", "type": "subflow", "inputs": [{"name": "who", "type": "string"}],
+      "outputs": [{"name": "said", "type": "string"}], "actions": [
+      {"action": "log", "inputs": {"message": "sub-{{inputs.who}}-sub", "level": "warn"}},
+      {"action": "assign_outputs", "inputs": {"values": {"said": "{{inputs.who}}"}}}]},
+    {"id": "self", "type": "subflow", "actions": [{"action": "call_subflow", "inputs": {"subflow": "self"}}]},
+    {"id": "f", "trigger": {"type": "api"}, "actions": [
+      {"action": "wait", "inputs": {"duration": "1m"}},
+      {"action": "lock", "inputs": {"key": "L"}},
+      {"id": "c", "action": "call_subflow", "inputs": {"subflow": "sub", "inputs": {"who": "{{inputs.who}}"}}},
+      {"action": "call_subflow", "inputs": {"subflow": "self"}},
+      {"action": "unlock", "inputs": {"key": "L"}},
+      {"action": "log", "inputs": {"message": "{{inputs.n}}"}},
+      {"action": "log", "inputs": {"message": "-{{inputs.who}}-{{inputs.who}}-", "level": "error"}},
+      {"for_each": "{{inputs.items}}", "do": [
+        {"action": "set_variables", "inputs": {"values": {}}},
+        {"action": "log", "inputs": {"message": "item {{item}} of {{inputs.who}}"}}]},
+      {"action": "set_variables", "inputs": {"values": {}}}, {"action": "set_variables", "inputs": {"values": {}}},
+      {"action": "set_variables", "inputs": {"values": {}}}, {"action": "set_variables", "inputs": {"values": {}}},
+      {"action": "set_variables", "inputs": {"values": {}}}, {"action": "set_variables", "inputs": {"values": {}}},
+      {"action": "set_variables", "inputs": {"values": {}}}, {"action": "set_variables", "inputs": {"values": {}}},
+      {"action": "set_variables", "inputs": {"values": {}}}, {"action": "set_variables", "inputs": {"values": {}}},
+      {"action": "set_variables", "inputs": {"values": {}}}, {"action": "set_variables", "inputs": {"values": {}}},
+      {"action": "set_variables", "inputs": {"values": {}}}, {"action": "set_variables", "inputs": {"values": {}}},
+      {"action": "set_variables", "inputs": {"values": {}}}, {"action": "set_variables", "inputs": {"values": {}}},
+      {"action": "set_variables", "inputs": {"values": {}}}, {"action": "set_variables", "inputs": {"values": {}}},
+      {"action": "log", "inputs": {"message": "after many steps"}},
+      {"action": "update_record", "inputs": {"table": "t", "sys_id": "{{inputs.who | add: 1}}", "values": {"x": 1}}}]}])"));
+  CallFlow("f", Json(R"({"who": "-ada-", "n": 5, "items": [1, 2, 3]})"));
+  CallFlow("f", Json(R"({"who": "", "n": "five", "items": []})"));
+  ExpectFrozenRecordsReadAsLive();
+  const Value record = engine().context("ctx-1")->value();
+  EXPECT_EQ(record["status"], Value("error")) << "the last step failed to render its inputs";
+  EXPECT_GE(record["logs"].size(), 8u);
+}
+
+// What the compact form saves, so that a change that loses it fails here: a log step's
+// long constant message is kept once, as its template, not twice as text.
+TEST_F(FrozenRecordTest, ALogStepsConstantMessage_TakesNoBytesOfItsOwn) {
+  const std::string message(400, 'm');
+  ASSERT_TRUE(Load(R"([{"id": "f", "trigger": {"type": "api"}, "actions": [
+      {"action": "wait", "inputs": {"duration": "1m"}},
+      {"action": "log", "inputs": {"message": ")" + message + R"("}}]}])"));
+  CallFlow("f");
+  ExpectFrozenRecordsReadAsLive();
+  const KeptContext kept = engine().core().contexts.find(uint64_t{1});
+  ASSERT_NE(kept.frozen(), nullptr);
+  EXPECT_EQ(kept.frozen()->to_value()["logs"].items()[0]["message"].as_string(), message);
+  EXPECT_LT(kept.frozen()->footprint(), 200u) << "neither the input nor the log line holds the 400 bytes";
+}
+
 }  // namespace
 }  // namespace flowrt
