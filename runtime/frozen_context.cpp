@@ -13,8 +13,10 @@
 namespace flowrt {
 
 // The packed record, in order (every time but the start relative to the context's start):
-//   commit_seq, started, ended, run_ms, error, variables,
-//   trigger: type, operation, has_previous, time, table, sys_id, payload, event_name,
+//   status (one byte, read by status()), commit_seq (as the difference from seq), started,
+//   ended, run_ms, error, variables,
+//   trigger: type, operation, flags (has_previous, kTableOfPlan), time, table unless the
+//            plan's trigger's, sys_id, payload, event_name, caller,
 //   cause: 0, or 1 and context id, flow id, chain length, the chain's flow ids,
 //   steps: count, then per step node ordinal, status and flags (kPathOfNode), the path
 //          unless the node's, started, duration (-1: none), inputs, outputs,
@@ -45,7 +47,10 @@ constexpr uint8_t kPathOfNode = 0x10;     // the step's path is its node's (not 
 constexpr uint8_t kStepOfEntry = 0x10;    // the line's step is a step entry's path
 constexpr uint8_t kMessageOfInput = 0x20; // the line's message is that step's "message" input
 constexpr uint8_t kLowBits = 0x0F;
+// Beside the trigger's has_previous (bit 0): its table is the plan's trigger's.
+constexpr uint8_t kTableOfPlan = 0x02;
 static_assert(static_cast<uint8_t>(StepStatus::kSkipped) <= kLowBits);
+static_assert(sizeof(FrozenContext) == 40, "the header: count, size, seq, flow, plan");
 static_assert(static_cast<uint8_t>(LogLevel::kError) <= kLowBits);
 // How far past the last line's step a log line's step is looked for.
 constexpr size_t kStepSearch = 16;
@@ -110,7 +115,8 @@ boost::intrusive_ptr<const FrozenContext> FrozenContext::freeze(const Context& c
     if (ctx.recorded_plan_ && ctx.recorded_plan_ != ctx.plan.get()) return nullptr;
     recorded = ctx.recorded_plan_ != nullptr;
     const TimeMs started = ctx.started_at_;
-    out.varint(ctx.commit_seq);
+    out.byte(static_cast<uint8_t>(ctx.status()));
+    out.signed_varint(static_cast<int64_t>(ctx.commit_seq - ctx.seq));
     out.signed_varint(started);
     out.signed_varint(ctx.ended_at_ - started);
     out.f64(ctx.run_ms_);
@@ -119,9 +125,10 @@ boost::intrusive_ptr<const FrozenContext> FrozenContext::freeze(const Context& c
     const TriggerData& t = ctx.trigger;
     out.byte(static_cast<uint8_t>(t.type));
     out.byte(static_cast<uint8_t>(t.operation));
-    out.byte(t.has_previous ? 1 : 0);
+    const bool table_of_plan = recorded && t.table.is_string() && t.table.as_string() == ctx.plan->trigger.table;
+    out.byte(static_cast<uint8_t>((t.has_previous ? 1 : 0) | (table_of_plan ? kTableOfPlan : 0)));
     out.signed_varint(t.time - started);
-    out.value(t.table);
+    if (!table_of_plan) out.value(t.table);
     out.value(t.sys_id);
     out.value(t.payload);
     out.value(t.event_name);
@@ -173,7 +180,6 @@ boost::intrusive_ptr<const FrozenContext> FrozenContext::freeze(const Context& c
   void* mem = ::operator new(sizeof(FrozenContext) + bytes.size());
   auto* f = new (mem) FrozenContext();
   f->packed_size_ = static_cast<uint32_t>(bytes.size());
-  f->status_ = ctx.status();
   f->seq_ = ctx.seq;
   f->flow_ = ctx.flow;
   // A context that never started shows no plan: it keeps none.
@@ -189,7 +195,7 @@ namespace {
 // values read are then null). One walk for both, so the two can never disagree on the
 // layout.
 template <bool kRelease>
-void read_record(PackedReader& in, const Plan* plan, FrozenContext::Decoded& d) {
+void read_record(PackedReader& in, const Plan* plan, uint64_t seq, FrozenContext::Decoded& d) {
   auto value = [&in] {
     if constexpr (kRelease) {
       in.release_value();
@@ -198,7 +204,8 @@ void read_record(PackedReader& in, const Plan* plan, FrozenContext::Decoded& d) 
       return in.value();
     }
   };
-  d.commit_seq = in.varint();
+  (void)in.byte();  // the status, which the header reads
+  d.commit_seq = seq + static_cast<uint64_t>(in.signed_varint());
   d.started = in.signed_varint();
   d.ended = d.started + in.signed_varint();
   d.run_ms = in.f64();
@@ -206,9 +213,14 @@ void read_record(PackedReader& in, const Plan* plan, FrozenContext::Decoded& d) 
   d.variables = value();
   d.trigger.type = static_cast<TriggerType>(in.byte());
   d.trigger.operation = static_cast<RecordOperation>(in.byte());
-  d.trigger.has_previous = in.byte() != 0;
+  const uint8_t trigger_flags = in.byte();
+  d.trigger.has_previous = (trigger_flags & 1) != 0;
   d.trigger.time = d.started + in.signed_varint();
-  d.trigger.table = value();
+  if (!(trigger_flags & kTableOfPlan)) {
+    d.trigger.table = value();
+  } else if constexpr (!kRelease) {
+    d.trigger.table = Value(std::string_view(plan->trigger.table));
+  }
   d.trigger.sys_id = value();
   d.trigger.payload = value();
   d.trigger.event_name = value();
@@ -276,7 +288,7 @@ void read_record(PackedReader& in, const Plan* plan, FrozenContext::Decoded& d) 
 void FrozenContext::destroy(const FrozenContext* f) {
   PackedReader in(f->packed(), f->packed() + f->packed_size_);
   Decoded ignored;
-  read_record<true>(in, nullptr, ignored);
+  read_record<true>(in, nullptr, f->seq_, ignored);
   auto* self = const_cast<FrozenContext*>(f);
   self->~FrozenContext();
   ::operator delete(self);
@@ -285,13 +297,14 @@ void FrozenContext::destroy(const FrozenContext* f) {
 FrozenContext::Decoded FrozenContext::decode() const {
   Decoded d;
   PackedReader in(packed(), packed() + packed_size_);
-  read_record<false>(in, plan_.get(), d);
+  read_record<false>(in, plan_.get(), seq_, d);
   return d;
 }
 
 uint64_t FrozenContext::commit_seq() const {
   PackedReader in(packed(), packed() + packed_size_);
-  return in.varint();
+  (void)in.byte();  // the status
+  return seq_ + static_cast<uint64_t>(in.signed_varint());
 }
 
 Value FrozenContext::to_value(size_t value_limit) const {
@@ -301,7 +314,7 @@ Value FrozenContext::to_value(size_t value_limit) const {
     f.plan_version = plan_->version_value;
     f.variable_names = plan_->root().variable_name_list;
   }
-  f.status = status_;
+  f.status = status();
   f.started = d.started;
   f.ended = d.ended;
   f.run_ms = d.run_ms;
@@ -320,7 +333,7 @@ Value FrozenContext::to_value(size_t value_limit) const {
 
 Context::Summary FrozenContext::summary() const {
   const Decoded d = decode();
-  return Context::Summary{status_, d.run_ms, d.steps.size(), d.started, d.ended, d.error};
+  return Context::Summary{status(), d.run_ms, d.steps.size(), d.started, d.ended, d.error};
 }
 
 }  // namespace flowrt

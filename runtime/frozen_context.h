@@ -40,14 +40,14 @@ class FrozenContext {
 
   uint64_t seq() const { return seq_; }
   const FlowSlot* flow() const { return flow_; }
-  ContextStatus status() const { return status_; }
+  ContextStatus status() const { return static_cast<ContextStatus>(packed()[0]); }
   // The plan it ran with (null when its flow did not compile).
   const std::shared_ptr<const Plan>& plan() const { return plan_; }
   uint64_t commit_seq() const;
   // The record as JSON (SPEC section 10), as Context::to_value gives it.
   Value to_value(size_t value_limit = 0) const;
   Context::Summary summary() const;
-  // Bytes it takes: header and packed record (not the values it references).
+  // Bytes it takes: header (40) and packed record (not the values it references).
   size_t footprint() const { return sizeof(FrozenContext) + packed_size_; }
 
   friend void intrusive_ptr_add_ref(const FrozenContext* f) { f->refs_.fetch_add(1, std::memory_order_relaxed); }
@@ -67,11 +67,11 @@ class FrozenContext {
 
   mutable std::atomic<uint32_t> refs_{1};
   uint32_t packed_size_ = 0;
-  ContextStatus status_ = ContextStatus::kCompleted;
   uint64_t seq_ = 0;
   const FlowSlot* flow_ = nullptr;
   std::shared_ptr<const Plan> plan_;
-  // The packed record follows the header, in the same allocation.
+  // The packed record follows the header, in the same allocation; its first byte is the
+  // status, which lists read without decoding.
 };
 
 }  // namespace flowrt
