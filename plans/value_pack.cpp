@@ -24,8 +24,10 @@ enum Tag : uint8_t {
   kString = 5,      // varint length, bytes
   kArray = 6,       // varint count, items
   kPairs = 7,       // varint count, (key text, value) per member
-  kShaped = 8,      // shape node pointer (referenced), one value per key
-  kReference = 9,   // node pointer (referenced): the node's own type
+  kShaped = 8,      // shape node (referenced), one value per key
+  kReference = 9,   // node (referenced): the node's own type
+  // A node referenced is written as the signed varint of its distance from the one before
+  // (ValuePacker::node_reference), in units of the nodes' alignment.
   // Written against a template (value_as):
   kLike = 10,       // the template's constant
   kParts = 11,      // varint count, then each part against its own template
@@ -56,9 +58,15 @@ void ValuePacker::text(std::string_view s) {
   if (!s.empty()) append(s.data(), s.size());  // an empty view's data may be null
 }
 
+// Nodes are at least this aligned: a reference's distance is written in these units.
+constexpr unsigned kNodeAlignmentBits = 2;
+static_assert(alignof(HeapNode) >= (1u << kNodeAlignmentBits));
+
 void ValuePacker::node_reference(const void* node) {
   retain(static_cast<HeapNode*>(const_cast<void*>(node)));
-  append(&node, sizeof node);
+  const auto at = reinterpret_cast<uintptr_t>(node);
+  signed_varint(static_cast<int64_t>(at - last_node_) >> kNodeAlignmentBits);
+  last_node_ = at;
 }
 
 void ValuePacker::value(const Value& v) {
@@ -199,10 +207,8 @@ std::string_view PackedReader::text() {
 }
 
 void* PackedReader::node_pointer() {
-  void* node;
-  std::memcpy(&node, p_, sizeof node);
-  p_ += sizeof node;
-  return node;
+  last_node_ += static_cast<uintptr_t>(signed_varint()) << kNodeAlignmentBits;
+  return reinterpret_cast<void*>(last_node_);
 }
 
 Value PackedReader::value() {

@@ -7,6 +7,10 @@
 // (its bytes, its members), so it can be freed with the Value. Which of the two a node gets
 // changes only the size: reading back builds a Value equal to the one packed, with the same
 // member order (objects built from a shape are built from the same shape again).
+// A reference is written as its distance from the reference before it in the same bytes
+// (nodes allocated close together, as a record and its strings, cost 2-4 bytes, not 8), so
+// a PackedReader reads from where the packer started: the start of its bytes, or of what
+// it wrote since clear().
 // Ownership: bytes that hold references must be released once (release_packed walks them)
 // before they are freed. Thread-safety: a ValuePacker or PackedReader is one thread's; the
 // nodes they reference are immutable, and their counts are atomic.
@@ -64,7 +68,10 @@ class ValuePacker {
   std::span<const unsigned char> bytes() const { return {buffer_.data(), size_}; }
   // Starts again with no bytes, keeping the buffer's memory (a packer reused per thread
   // allocates nothing). REQUIRES: the bytes so far were handed over, or held no reference.
-  void clear() { size_ = 0; }
+  void clear() {
+    size_ = 0;
+    last_node_ = 0;
+  }
 
  private:
   static constexpr size_t kInitialCapacity = 1024;
@@ -86,6 +93,7 @@ class ValuePacker {
   void node_reference(const void* node);
   std::vector<unsigned char> buffer_;  // [0, size_) is written; its size is the capacity
   size_t size_ = 0;
+  uintptr_t last_node_ = 0;  // the last reference written, which the next is written from
 };
 
 // Reads what a ValuePacker wrote, in the same order. REQUIRES: the bytes are a ValuePacker's
@@ -116,6 +124,7 @@ class PackedReader {
   void* node_pointer();
   const unsigned char* p_;
   const unsigned char* end_;
+  uintptr_t last_node_ = 0;  // the last reference read
 };
 
 }  // namespace flowrt

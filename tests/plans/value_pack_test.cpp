@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "plans/value_json.h"
 
@@ -111,6 +113,25 @@ TEST(ValuePackTest, ManyValuesInOneBuffer_ReadBackInOrder_WithTheScalarsBetween)
   (void)release.f64();
   release.release_value();
   EXPECT_TRUE(release.at_end());
+}
+
+
+// A reference is written as its distance from the one before: nodes allocated together
+// cost a few bytes each, not a pointer's 8, whichever way the distance goes.
+TEST(ValuePackTest, ReferencesToNodesAllocatedTogether_TakeAFewBytesEach_InEitherOrder) {
+  std::vector<Value> held;
+  for (int i = 0; i < 16; ++i) held.push_back(Value(std::string_view(std::string(20 + i, 'a' + i))));
+  for (bool reversed : {false, true}) {
+    SCOPED_TRACE(reversed ? "reversed" : "in order");
+    std::vector<Value> items = held;
+    if (reversed) std::reverse(items.begin(), items.end());
+    const Value v = Value::array(std::span<const Value>(items));
+    size_t size = 0;
+    const Value back = RoundTrip(v, &size);
+    ASSERT_EQ(back.size(), items.size());
+    for (size_t i = 0; i < items.size(); ++i) EXPECT_TRUE(back.items()[i].same_storage(items[i])) << i;
+    EXPECT_LT(size, 16u * 6) << "16 references of a tag and 8 bytes each would take 144";
+  }
 }
 
 }  // namespace
