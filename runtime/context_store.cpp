@@ -12,8 +12,9 @@ constexpr size_t kSmallWindow = 1024;
 }  // namespace
 
 void ContextStore::add(std::shared_ptr<Context> ctx) {
+  ContextSlot live(std::move(ctx));  // its box allocated before the lock
   SpinMutexLock lock(mu_);
-  window_.emplace_back(std::move(ctx));
+  window_.push_back(std::move(live));
 }
 
 void ContextStore::start_at(uint64_t first_seq) {
@@ -22,12 +23,13 @@ void ContextStore::start_at(uint64_t first_seq) {
 }
 
 void ContextStore::restore(std::shared_ptr<Context> ctx) {
-  SpinMutexLock lock(mu_);
   const uint64_t seq = ctx->seq;
-  stragglers_.emplace(seq, KeptContext(std::move(ctx)));
+  ContextSlot live(std::move(ctx));
+  SpinMutexLock lock(mu_);
+  stragglers_.emplace(seq, std::move(live));
 }
 
-KeptContext* ContextStore::slot(uint64_t seq) {
+ContextSlot* ContextStore::slot(uint64_t seq) {
   if (seq >= first_seq_) {
     const uint64_t i = seq - first_seq_;
     return i < window_.size() ? &window_[i] : nullptr;
@@ -40,10 +42,10 @@ KeptContext ContextStore::find(uint64_t seq) const {
   SpinMutexLock lock(mu_);
   if (seq >= first_seq_) {
     const uint64_t i = seq - first_seq_;
-    return i < window_.size() ? window_[i] : KeptContext();
+    return i < window_.size() ? window_[i].kept() : KeptContext();
   }
   auto it = stragglers_.find(seq);
-  return it == stragglers_.end() ? KeptContext() : it->second;
+  return it == stragglers_.end() ? KeptContext() : it->second.kept();
 }
 
 KeptContext ContextStore::find(std::string_view id) const {
@@ -63,14 +65,14 @@ void ContextStore::for_each_newest_first(uint64_t below, const std::function<boo
       if (next_below > first_seq_) {
         for (uint64_t i = std::min<uint64_t>(next_below - first_seq_, window_.size()); i > 0 && batch.size() < kBatch;) {
           --i;
-          if (window_[i]) batch.push_back(window_[i]);
+          if (window_[i]) batch.push_back(window_[i].kept());
         }
       }
       if (batch.size() < kBatch) {
         const uint64_t bound = std::min(next_below, first_seq_);
         for (auto it = std::make_reverse_iterator(stragglers_.lower_bound(bound));
              it != stragglers_.rend() && batch.size() < kBatch; ++it) {
-          batch.push_back(it->second);
+          batch.push_back(it->second.kept());
         }
       }
     }
@@ -91,11 +93,11 @@ void ContextStore::for_each(const std::function<void(const KeptContext&)>& visit
     {
       SpinMutexLock lock(mu_);
       for (auto it = stragglers_.lower_bound(next); it != stragglers_.end() && batch.size() < kBatch; ++it) {
-        batch.push_back(it->second);
+        batch.push_back(it->second.kept());
       }
       const uint64_t from = std::max(next, first_seq_);
       for (uint64_t i = from - first_seq_; i < window_.size() && batch.size() < kBatch; ++i) {
-        if (window_[i]) batch.push_back(window_[i]);
+        if (window_[i]) batch.push_back(window_[i].kept());
       }
     }
     if (batch.empty()) return;
@@ -169,10 +171,10 @@ void ContextStore::freeze(const Context& ctx, boost::intrusive_ptr<const FrozenC
   if (!frozen) return;
   // The live form's reference from here goes after the lock is let go (declared first):
   // freeing a context is not the store's to do under its lock.
-  KeptContext was;
+  ContextSlot was;
   SpinMutexLock lock(mu_);
-  KeptContext* c = slot(ctx.seq);
-  if (c && c->live().get() == &ctx) was = std::exchange(*c, KeptContext(std::move(frozen)));
+  ContextSlot* c = slot(ctx.seq);
+  if (c && c->live() == &ctx) was = std::exchange(*c, ContextSlot(std::move(frozen)));
 }
 
 void ContextStore::on_finished(const Context& ctx) {
@@ -195,12 +197,12 @@ void ContextStore::set_finished_elsewhere() {
 
 void ContextStore::release(uint64_t seq) {
   SpinMutexLock lock(mu_);
-  KeptContext* c = slot(seq);
+  ContextSlot* c = slot(seq);
   if (!c || !*c) return;
   if (seq < first_seq_) {
     stragglers_.erase(seq);
   } else {
-    *c = KeptContext();
+    c->reset();
     ++holes_;
   }
   compact();
@@ -221,13 +223,13 @@ void ContextStore::trim() {
   while (finished_.size() > retention) {
     const uint64_t seq = finished_.top();
     finished_.pop();
-    KeptContext* c = slot(seq);
+    ContextSlot* c = slot(seq);
     if (!c || !*c) continue;
     ++dropped_;
     if (seq < first_seq_) {
       stragglers_.erase(seq);
     } else {
-      *c = KeptContext();
+      c->reset();
       ++holes_;
     }
   }
@@ -243,7 +245,7 @@ void ContextStore::compact() {
   // An unfinished context at the front keeps the holes behind it: move it (and the few
   // after it) out of the window while holes are the greater part of it.
   for (size_t moved = 0; moved < kCompactStep && window_.size() > kSmallWindow && holes_ * 2 > window_.size();) {
-    KeptContext& front = window_.front();
+    ContextSlot& front = window_.front();
     if (front) {
       stragglers_.emplace(first_seq_, std::move(front));
       ++moved;

@@ -16,6 +16,9 @@
 //  - holes at the window's front are popped; when an unfinished context keeps the front
 //    (a context parked for days), the front entries move, a few per finish, into a map of
 //    stragglers, so holes never pile up behind it.
+// Each slot of the window and the stragglers is one word (ContextSlot, below): 0 for a hole,
+// a frozen context's FrozenContext pointer, or for a live one a pointer to a box holding its
+// shared_ptr; readers get a KeptContext built from it (find, and the listing's copies).
 // With a durable store (set_finished_elsewhere), a finished context leaves once its final
 // record is durable (release, called by the journal), the store keeps it, and retention
 // limits only the skipped starts: memory is bounded by the unfinished contexts and those
@@ -34,6 +37,7 @@
 #include <memory>
 #include <queue>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <boost/intrusive_ptr.hpp>
@@ -75,6 +79,89 @@ class KeptContext {
   std::shared_ptr<Context> live_;
   boost::intrusive_ptr<const FrozenContext> frozen_;
 };
+
+// One context as ContextStore's window and stragglers keep it, in one word (24 bytes as a
+// KeptContext, of which a frozen one, by far the most kept, needs 8): the word is
+//  - 0: a hole (none kept);
+//  - a FrozenContext* (low bit 0), owning one reference to it (intrusive_ptr_release'd once
+//    when the slot lets go);
+//  - a LiveBox* | 1: a heap box owning the std::shared_ptr<Context> of a live context (the
+//    few running, parked, or not yet frozen or released).
+// Copies take a reference of their own (a new box for a live one); moves hand the word over
+// and leave a hole; reset and the destructor drop what the slot owns, once. kept() builds
+// the public KeptContext, sharing ownership, for a reader to keep past the store's lock.
+// Thread-safety: none of its own; ContextStore touches its slots under its mu_.
+class ContextSlot {
+ public:
+  ContextSlot() = default;
+  explicit ContextSlot(std::shared_ptr<Context> live)
+      : word_(live ? reinterpret_cast<uintptr_t>(new LiveBox{std::move(live)}) | kLiveTag : 0) {}
+  explicit ContextSlot(boost::intrusive_ptr<const FrozenContext> frozen)
+      : word_(reinterpret_cast<uintptr_t>(frozen.detach())) {}
+  ContextSlot(const ContextSlot& o) : word_(o.copy_word()) {}
+  ContextSlot(ContextSlot&& o) noexcept : word_(std::exchange(o.word_, 0)) {}
+  ContextSlot& operator=(const ContextSlot& o) {
+    if (this != &o) reset(o.copy_word());
+    return *this;
+  }
+  ContextSlot& operator=(ContextSlot&& o) noexcept {
+    if (this != &o) reset(std::exchange(o.word_, 0));
+    return *this;
+  }
+  ~ContextSlot() { reset(0); }
+
+  explicit operator bool() const { return word_ != 0; }
+  // The kept context, sharing ownership (none for a hole).
+  KeptContext kept() const {
+    if (const LiveBox* box = live_box()) return KeptContext(box->ctx);
+    if (const FrozenContext* f = frozen()) return KeptContext(boost::intrusive_ptr<const FrozenContext>(f));
+    return KeptContext();
+  }
+  // The live Context, without a reference taken; null for a frozen one or a hole.
+  const Context* live() const {
+    const LiveBox* box = live_box();
+    return box ? box->ctx.get() : nullptr;
+  }
+  // REQUIRES (these two): *this.
+  uint64_t seq() const { return is_live() ? live_box()->ctx->seq : frozen()->seq(); }
+  bool finished() const { return !is_live() || live_box()->ctx->finished(); }
+  // Drops what the slot owns: a hole from now on.
+  void reset() { reset(0); }
+
+ private:
+  struct LiveBox {
+    std::shared_ptr<Context> ctx;
+  };
+  static constexpr uintptr_t kLiveTag = 1;
+  static_assert(alignof(FrozenContext) > kLiveTag && alignof(LiveBox) > kLiveTag,
+                "the low bit of either pointer must be free for the tag");
+
+  bool is_live() const { return (word_ & kLiveTag) != 0; }
+  const LiveBox* live_box() const {
+    return is_live() ? reinterpret_cast<const LiveBox*>(word_ & ~kLiveTag) : nullptr;
+  }
+  const FrozenContext* frozen() const {
+    return is_live() ? nullptr : reinterpret_cast<const FrozenContext*>(word_);
+  }
+  // A word owning what this one owns, once more.
+  uintptr_t copy_word() const {
+    if (const LiveBox* box = live_box()) return reinterpret_cast<uintptr_t>(new LiveBox{box->ctx}) | kLiveTag;
+    if (const FrozenContext* f = frozen()) intrusive_ptr_add_ref(f);
+    return word_;
+  }
+  // Takes `word` (owned) in place of the current one, which is dropped.
+  void reset(uintptr_t word) {
+    const uintptr_t old = std::exchange(word_, word);
+    if (old & kLiveTag) {
+      delete reinterpret_cast<LiveBox*>(old & ~kLiveTag);
+    } else if (old != 0) {
+      intrusive_ptr_release(reinterpret_cast<const FrozenContext*>(old));
+    }
+  }
+
+  uintptr_t word_ = 0;
+};
+static_assert(sizeof(ContextSlot) == sizeof(void*));
 
 class ContextStore {
  public:
@@ -135,17 +222,17 @@ class ContextStore {
   Footprint footprint() const EXCLUDES(mu_);
 
  private:
-  KeptContext* slot(uint64_t seq) REQUIRES(mu_);
+  ContextSlot* slot(uint64_t seq) REQUIRES(mu_);
   void trim() REQUIRES(mu_);
   // Pops holes at the window's front, and moves a few front entries to the stragglers
   // while holes outnumber the live entries.
   void compact() REQUIRES(mu_);
 
   mutable SpinMutex mu_;
-  std::deque<KeptContext> window_ GUARDED_BY(mu_);  // window_[i] has seq first_seq_ + i
+  std::deque<ContextSlot> window_ GUARDED_BY(mu_);  // window_[i] has seq first_seq_ + i
   uint64_t first_seq_ GUARDED_BY(mu_) = 1;
   size_t holes_ GUARDED_BY(mu_) = 0;
-  std::map<uint64_t, KeptContext> stragglers_ GUARDED_BY(mu_);  // seqs below first_seq_
+  std::map<uint64_t, ContextSlot> stragglers_ GUARDED_BY(mu_);  // seqs below first_seq_
   // With a retention limit: the seqs of the finished contexts kept, lowest on top.
   std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> finished_ GUARDED_BY(mu_);
   std::deque<SkippedStart> skipped_ GUARDED_BY(mu_);

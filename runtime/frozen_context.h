@@ -50,6 +50,9 @@ class FrozenContext {
   // Bytes it takes: header (40) and packed record (not the values it references).
   size_t footprint() const { return sizeof(FrozenContext) + packed_size_; }
 
+  // References held to it (tests check that its holders let go).
+  uint32_t use_count() const { return refs_.load(std::memory_order_relaxed); }
+
   friend void intrusive_ptr_add_ref(const FrozenContext* f) { f->refs_.fetch_add(1, std::memory_order_relaxed); }
   friend void intrusive_ptr_release(const FrozenContext* f) {
     if (f->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy(f);

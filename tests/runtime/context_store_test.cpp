@@ -171,5 +171,136 @@ TEST(ContextStoreTest, AFinishedContextGivenFrozen_IsKeptFrozen_AndItsLiveFormLe
   EXPECT_TRUE(live.expired()) << "the store holds the frozen form only";
 }
 
+
+std::shared_ptr<Context> make_finished(FlowSlot* flow, uint64_t seq) {
+  std::shared_ptr<Context> c = make(flow, seq);
+  c->finish(ContextStatus::kCompleted, 0, Value(), 0);
+  return c;
+}
+
+// A slot owns one reference: a copy takes one more, a move none, and each drops its own
+// once (a leak or a double release shows in the counts; ASan sees them too).
+TEST(ContextStoreTest, Slot_CopiesMovesAndDrops_ExactlyTheReferencesItOwns) {
+  static_assert(sizeof(ContextSlot) == sizeof(void*));
+  FlowSlot flow(0, "f");
+  std::shared_ptr<Context> c = make_finished(&flow, 7);
+  const boost::intrusive_ptr<const FrozenContext> f = FrozenContext::freeze(*c);
+  ASSERT_TRUE(f);
+  {
+    ContextSlot frozen{f};
+    ContextSlot live{c};
+    EXPECT_EQ(f->use_count(), 2u);
+    EXPECT_EQ(c.use_count(), 2);
+    EXPECT_EQ(frozen.seq(), 7u);
+    EXPECT_EQ(live.seq(), 7u);
+    EXPECT_EQ(live.live(), c.get());
+    EXPECT_EQ(frozen.live(), nullptr);
+    EXPECT_TRUE(frozen.finished());
+    {
+      const KeptContext k = frozen.kept();
+      EXPECT_EQ(k.frozen(), f.get());
+      EXPECT_EQ(f->use_count(), 3u);
+      const KeptContext l = live.kept();
+      EXPECT_EQ(l.live(), c);
+      EXPECT_EQ(c.use_count(), 3);
+    }
+    EXPECT_EQ(f->use_count(), 2u);
+    EXPECT_EQ(c.use_count(), 2);
+    ContextSlot frozen2 = frozen;
+    ContextSlot live2 = live;
+    EXPECT_EQ(f->use_count(), 3u);
+    EXPECT_EQ(c.use_count(), 3);
+    ContextSlot moved = std::move(frozen2);
+    EXPECT_FALSE(frozen2);  // NOLINT(bugprone-use-after-move): a moved-from slot is a hole
+    EXPECT_EQ(f->use_count(), 3u);
+    live2 = moved;  // drops the live reference, takes a frozen one
+    EXPECT_EQ(c.use_count(), 2);
+    EXPECT_EQ(f->use_count(), 4u);
+    live2 = std::move(live);  // drops the frozen reference, takes the live one over
+    EXPECT_EQ(f->use_count(), 3u);
+    EXPECT_EQ(c.use_count(), 2);
+    auto& self = live2;
+    live2 = self;
+    live2 = std::move(self);
+    EXPECT_EQ(c.use_count(), 2);
+    EXPECT_EQ(live2.live(), c.get());
+    moved.reset();
+    EXPECT_FALSE(moved);
+    EXPECT_EQ(f->use_count(), 2u);
+  }
+  EXPECT_EQ(f->use_count(), 1u);
+  EXPECT_EQ(c.use_count(), 1);
+  EXPECT_FALSE(ContextSlot(std::shared_ptr<Context>()));
+  EXPECT_FALSE(ContextSlot(boost::intrusive_ptr<const FrozenContext>()));
+}
+
+// The store lets go of exactly what it kept: a frozen record dropped by retention (from the
+// window or the stragglers), released, or left when the store goes, keeps only the test's
+// reference; a live form replaced by its frozen one is freed.
+TEST(ContextStoreTest, Slots_DroppedByRetentionReleaseOrTheStore_LetGoOfTheirReferences) {
+  FlowSlot flow(0, "f");
+  const size_t retention = 100;
+  const uint64_t n = 3000;
+  std::vector<boost::intrusive_ptr<const FrozenContext>> frozen(n + 1);
+  std::vector<std::weak_ptr<Context>> live(n + 1);
+  std::shared_ptr<Context> pinned = make(&flow, 1);
+  {
+    ContextStore store;
+    store.set_retention(retention);
+    store.add(pinned);
+    EXPECT_EQ(pinned.use_count(), 2);
+    for (uint64_t seq = 2; seq <= n; ++seq) {
+      std::shared_ptr<Context> c = make(&flow, seq);
+      live[seq] = c;
+      store.add(c);
+      c->finish(ContextStatus::kCompleted, 0, Value(), 0);
+      store.on_finished(*c);
+      frozen[seq] = FrozenContext::freeze(*c);
+      store.freeze(*c, frozen[seq]);
+    }
+    EXPECT_GE(store.footprint().stragglers, 1u) << "the pinned context moved to the stragglers";
+    // Listing and finding copy references and give them back.
+    size_t listed = 0;
+    store.for_each([&](const KeptContext&) { ++listed; });
+    store.for_each_newest_first(UINT64_MAX, [&](const KeptContext&) { return true; });
+    EXPECT_EQ(listed, retention + 1);
+    EXPECT_TRUE(store.find(n));
+    for (uint64_t seq = 2; seq <= n; ++seq) {
+      EXPECT_TRUE(live[seq].expired()) << seq << ": the live form was let go once frozen";
+      EXPECT_EQ(frozen[seq]->use_count(), seq > n - retention ? 2u : 1u) << seq;
+    }
+    EXPECT_EQ(pinned.use_count(), 2);
+    // The pinned one finishes in the stragglers: frozen there, then dropped by retention.
+    pinned->finish(ContextStatus::kCompleted, 0, Value(), 0);
+    frozen[1] = FrozenContext::freeze(*pinned);
+    store.freeze(*pinned, frozen[1]);
+    EXPECT_EQ(pinned.use_count(), 1) << "its live form's box was freed";
+    EXPECT_EQ(frozen[1]->use_count(), 2u);
+    store.on_finished(*pinned);
+    EXPECT_FALSE(store.find(uint64_t{1}));
+    EXPECT_EQ(frozen[1]->use_count(), 1u);
+    EXPECT_EQ(frozen[n - retention + 1]->use_count(), 2u) << "the retained ones stay";
+  }
+  for (uint64_t seq = 1; seq <= n; ++seq) EXPECT_EQ(frozen[seq]->use_count(), 1u) << seq;
+
+  // A durable store: release lets go of a live context and of a frozen one.
+  ContextStore store;
+  store.set_finished_elsewhere();
+  std::shared_ptr<Context> a = make_finished(&flow, 1);
+  std::shared_ptr<Context> b = make_finished(&flow, 2);
+  store.add(a);
+  store.add(b);
+  const boost::intrusive_ptr<const FrozenContext> fb = FrozenContext::freeze(*b);
+  store.freeze(*b, fb);
+  EXPECT_EQ(a.use_count(), 2);
+  EXPECT_EQ(b.use_count(), 1);
+  EXPECT_EQ(fb->use_count(), 2u);
+  store.release(1);
+  store.release(2);
+  EXPECT_EQ(a.use_count(), 1);
+  EXPECT_EQ(fb->use_count(), 1u);
+  EXPECT_EQ(store.size(), 0u);
+}
+
 }  // namespace
 }  // namespace flowrt
