@@ -38,7 +38,8 @@ TEST_F(CliTest, Run_PrintsTableAndJsonDocument) {
 }
 
 // A context whose record outgrows the memory the process may have (here 1 GB of address
-// space: ten thousand steps each logging a 16 KB text) ends, and so does the run, with an
+// space: ten thousand steps each logging a 32 KB text, which the live record holds twice,
+// as the step's input and as its log line) ends, and so does the run, with an
 // error: it does not hang. Until 2026-12-06 the failure to freeze the record escaped the
 // worker's handling, its work was never counted done, and `flowrt run` waited for it for
 // ever, deaf to SIGTERM. Sanitizer runtimes cannot run under such a limit: release only.
@@ -58,7 +59,7 @@ TEST_F(CliTest, Run_AContextThatRunsTheProcessOutOfMemory_EndsTheRun_NoHang) {
 #if FLOWRT_TEST_SANITIZED
   GTEST_SKIP() << "a sanitizer's runtime cannot run under a 1 GB address-space limit";
 #else
-  const std::string text(16000, 'y');
+  const std::string text(32000, 'y');
   write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "variables": {"s": ")" + text +
                             R"(", "a": [0,1,2,3,4,5,6,7,8,9], "b": [0,1,2,3,4,5,6,7,8,9]}, "actions": [
     {"for_each": "{{vars.b}}", "do": [{"for_each": "{{vars.b}}", "do": [{"for_each": "{{vars.a}}", "do": [
