@@ -332,6 +332,21 @@ MemberRange Value::members() const noexcept {
   return static_cast<const ObjectNode*>(node())->range();
 }
 
+bool Value::has_keys(const Value& keys) const noexcept {
+  if (!is_object() || !keys.is_array()) return false;
+  if (is_heap() && keys.is_heap()) {
+    const auto* o = static_cast<const ObjectNode*>(node());
+    if (o->shaped && o->keys == keys.node()) return true;
+  }
+  const std::span<const Value> names = keys.items();
+  if (size() != names.size()) return false;
+  size_t i = 0;
+  for (const auto& m : members()) {
+    if (!(m.key == names[i++])) return false;
+  }
+  return true;
+}
+
 Value Value::shape() const noexcept {
   if (!is_object() || !is_heap()) return {};
   const auto* o = static_cast<const ObjectNode*>(node());

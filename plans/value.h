@@ -126,6 +126,9 @@ class Value {
 
   // The shared key array of an object built from a shape (see ObjectBuilder), else null.
   Value shape() const noexcept;
+  // Whether this is an object whose keys are the strings of array `keys`, in order (at
+  // once when it was built from that shape).
+  bool has_keys(const Value& keys) const noexcept;
 
   // Copy of this object with `key` set to `value` (appended if new). Shares unchanged data.
   Value with(std::string_view key, Value value) const;

@@ -138,18 +138,6 @@ bool ValuePacker::text_as(std::string_view s, const Template& t) {
   return true;
 }
 
-bool ValuePacker::same_keys(const Value& object, const Value& keys) {
-  if (object.size() != keys.size()) return false;
-  if (object.is_heap() && object.node()->shaped && static_cast<const ObjectNode*>(object.node())->keys == keys.node()) {
-    return true;
-  }
-  size_t i = 0;
-  for (const auto& m : object.members()) {
-    if (!(m.key == keys.items()[i++])) return false;
-  }
-  return true;
-}
-
 void ValuePacker::value_as(const Value& v, const Template& t) {
   switch (t.kind) {
     case Template::Kind::kConstant:
@@ -168,7 +156,7 @@ void ValuePacker::value_as(const Value& v, const Template& t) {
       }
       break;
     case Template::Kind::kObject:
-      if (v.is_object() && same_keys(v, t.keys)) {
+      if (v.has_keys(t.keys)) {
         parts(t.children.size());
         size_t i = 0;
         for (const auto& m : v.members()) value_as(m.value, t.children[i++]);

@@ -88,8 +88,6 @@ class ValuePacker {
   void text(std::string_view s);
   // `s` as the text between `t`'s literal parts, if it is that; else writes nothing.
   bool text_as(std::string_view s, const Template& t);
-  // Whether `object` has the keys of the array `keys`, in order.
-  static bool same_keys(const Value& object, const Value& keys);
   void node_reference(const void* node);
   std::vector<unsigned char> buffer_;  // [0, size_) is written; its size is the capacity
   size_t size_ = 0;

@@ -59,13 +59,7 @@ constexpr size_t kStepSearch = 16;
 // every given input in order: null when `inputs` is not that, and is written plain.
 const ActionStep* inputs_of_step(const Node& node, const Value& inputs) {
   const ActionStep* step = std::get_if<ActionStep>(&node.op);
-  if (!step || step->kind == ActionKind::kCallSubflow || !inputs.is_object()) return nullptr;
-  const Value& names = step->given_input_names;
-  if (inputs.size() != names.size()) return nullptr;
-  size_t i = 0;
-  for (const auto& m : inputs.members()) {
-    if (!(m.key == names.items()[i++])) return nullptr;
-  }
+  if (!step || step->kind == ActionKind::kCallSubflow || !inputs.has_keys(step->given_input_names)) return nullptr;
   return step;
 }
 

@@ -43,6 +43,24 @@ TEST(ValueTest, Equality_NumbersByValue_ObjectsIgnoreOrder_TypesNeverMix) {
   EXPECT_FALSE(Value::array({Value(1), Value(2)}) == Value::array({Value(2), Value(1)}));
 }
 
+TEST(ValueTest, HasKeys_TheKeysOfAnArrayInOrder_ByShapeOrByName) {
+  const Value shape = intern_shape({"a", "b"});
+  const Value names = Value::array({Value("a"), Value("b")});  // the same keys, not the shape
+  const Value shaped = Value::object(shape, {Value(1), Value(2)});
+  const Value pairs = Value::object({{"a", Value(1)}, {"b", Value(2)}});
+  EXPECT_TRUE(shaped.has_keys(shape));
+  EXPECT_TRUE(shaped.has_keys(names));
+  EXPECT_TRUE(pairs.has_keys(shape));
+  EXPECT_FALSE(Value::object({{"b", Value(1)}, {"a", Value(2)}}).has_keys(shape)) << "another order";
+  EXPECT_FALSE(Value::object({{"a", Value(1)}}).has_keys(shape)) << "a key short";
+  EXPECT_FALSE(Value::object({{"a", Value(1)}, {"b", Value(2)}, {"c", Value(3)}}).has_keys(shape));
+  EXPECT_FALSE(Value::object({{"a", Value(1)}, {"c", Value(2)}}).has_keys(shape));
+  EXPECT_FALSE(names.has_keys(shape)) << "an array has no keys";
+  EXPECT_FALSE(shaped.has_keys(Value("a")));
+  EXPECT_TRUE(Value::empty_object().has_keys(Value::empty_array()));
+  EXPECT_FALSE(Value::empty_object().has_keys(shape));
+}
+
 TEST(ValueTest, Objects_LookUpMergeAndWithout_LeaveOriginalUntouched) {
   Value o = Value::object({{"a", Value(1)}, {"b", Value("x")}});
   EXPECT_EQ(o["a"], Value(1));
