@@ -116,7 +116,7 @@ bool ValuePacker::text_as(std::string_view s, const Template& t) {
   // it was rendered; the string read back is the same.
   const std::vector<Value>& literal = t.text_parts;
   const size_t n = t.pills.size();
-  if (literal.size() != n + 1) return false;
+  if (n == 0 || literal.size() != n + 1) return false;
   const std::string_view head = literal.front().as_string();
   const std::string_view tail = literal.back().as_string();
   if (s.size() < head.size() + tail.size() || !s.starts_with(head) || !s.ends_with(tail)) return false;
