@@ -55,22 +55,33 @@ static_assert(static_cast<uint8_t>(LogLevel::kError) <= kLowBits);
 // How far past the last line's step a log line's step is looked for.
 constexpr size_t kStepSearch = 16;
 
-// The action step `node` runs whose inputs record (step_inputs_record) `inputs` is, with
-// every given input in order: null when `inputs` is not that, and is written plain.
-const ActionStep* inputs_of_step(const Node& node, const Value& inputs) {
+// The inputs given to the action step `node` runs, by name, as step_inputs_record made
+// them from its templates (for call_subflow, the subflow's inputs inside the record): null
+// when `inputs` is not that, and is written plain.
+const Value* named_inputs(const Node& node, const Value& inputs) {
   const ActionStep* step = std::get_if<ActionStep>(&node.op);
-  if (!step || step->kind == ActionKind::kCallSubflow || !inputs.has_keys(step->given_input_names)) return nullptr;
-  return step;
+  if (!step) return nullptr;
+  const Value* named = &inputs;
+  if (step->kind == ActionKind::kCallSubflow) {
+    static const Value kSubflowCallKeys = Value::array({Value("subflow"), Value("inputs")});
+    if (!inputs.has_keys(kSubflowCallKeys) || !inputs["subflow"].is_string() ||
+        inputs["subflow"].as_string() != step->callee_id) {
+      return nullptr;
+    }
+    named = inputs.find("inputs");
+  }
+  return named->has_keys(step->given_input_names) ? named : nullptr;
 }
 
 void pack_inputs(ValuePacker& out, const StepEntry& e) {
-  const ActionStep* step = inputs_of_step(*e.node, e.inputs);
-  if (!step) return out.value(e.inputs);
-  out.parts(e.inputs.size());
+  const Value* named = named_inputs(*e.node, e.inputs);
+  if (!named) return out.value(e.inputs);
+  const ActionStep& step = std::get<ActionStep>(e.node->op);
+  out.parts(named->size());
   size_t i = 0;
-  for (const auto& m : e.inputs.members()) {
-    while (step->inputs[i].absent()) ++i;
-    out.value_as(m.value, step->inputs[i++]);
+  for (const auto& m : named->members()) {
+    while (step.inputs[i].absent()) ++i;
+    out.value_as(m.value, step.inputs[i++]);
   }
 }
 
@@ -83,6 +94,7 @@ Value read_inputs(PackedReader& in, const Node& node) {
   for (const Template& t : step->inputs) {
     if (!t.absent()) named.add_value(in.value_as(t));
   }
+  if (step->kind == ActionKind::kCallSubflow) return subflow_call_record(*step, named.build());
   return named.build();
 }
 

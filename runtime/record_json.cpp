@@ -76,7 +76,11 @@ Value step_inputs_record(const ActionStep& step, std::span<const Value> rendered
     if (!step.inputs[i].absent()) named.add_value(rendered[i]);
   }
   if (step.kind != ActionKind::kCallSubflow) return named.build();
-  return Value::object({{"subflow", Value(std::string_view(step.callee_id))}, {"inputs", named.build()}});
+  return subflow_call_record(step, named.build());
+}
+
+Value subflow_call_record(const ActionStep& step, Value named) {
+  return Value::object({{"subflow", Value(std::string_view(step.callee_id))}, {"inputs", std::move(named)}});
 }
 
 Value limit_value(const Value& v, size_t limit) {

@@ -49,5 +49,7 @@ size_t utf8_prefix(std::string_view s, size_t limit);
 // inputs present; call_subflow shows {"subflow", "inputs"}. `rendered` is in the step's
 // input order.
 Value step_inputs_record(const ActionStep& step, std::span<const Value> rendered);
+// A call_subflow step's record of its inputs around `named`, the subflow's inputs given.
+Value subflow_call_record(const ActionStep& step, Value named);
 
 }  // namespace flowrt

@@ -167,5 +167,29 @@ TEST_F(FrozenRecordTest, ALogStepsConstantMessage_TakesNoBytesOfItsOwn) {
   EXPECT_LT(kept.frozen()->footprint(), 200u) << "neither the input nor the log line holds the 400 bytes";
 }
 
+// The same for a subflow call: its record shows {"subflow", "inputs"}, and the subflow's
+// inputs that the definition gives as constants are the plan's. (A long constant is kept
+// by reference either way; ten short ones, each held in its Value, are what it saves.)
+TEST_F(FrozenRecordTest, ASubflowCallsConstantInputs_TakeNoBytesOfTheirOwn) {
+  std::string declared, given;
+  for (int i = 0; i < 10; ++i) {
+    const std::string name = "in" + std::to_string(i);
+    declared += std::string(i ? ", " : "") + R"({"name": ")" + name + R"(", "type": "string"})";
+    given += std::string(i ? ", " : "") + "\"" + name + R"(": "twelve chars")";
+  }
+  ASSERT_TRUE(Load(R"([{"id": "sub", "type": "subflow", "inputs": [)" + declared + R"(], "actions": []},
+    {"id": "f", "trigger": {"type": "api"}, "actions": [
+      {"action": "wait", "inputs": {"duration": "1m"}},
+      {"action": "call_subflow", "inputs": {"subflow": "sub", "inputs": {)" + given + R"(}}}]}])"));
+  CallFlow("f");
+  ExpectFrozenRecordsReadAsLive();
+  const KeptContext kept = engine().core().contexts.find(uint64_t{1});
+  ASSERT_NE(kept.frozen(), nullptr);
+  const Value call = kept.frozen()->to_value()["steps"].items()[1]["inputs"];
+  EXPECT_EQ(call["subflow"], Value("sub"));
+  EXPECT_EQ(call["inputs"]["in9"], Value("twelve chars"));
+  EXPECT_LT(kept.frozen()->footprint(), 160u) << "written plain, the ten inputs alone take 140 bytes";
+}
+
 }  // namespace
 }  // namespace flowrt
