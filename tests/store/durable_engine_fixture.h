@@ -62,7 +62,7 @@ class DurableEngineStoresTest : public DurableEngineTest, public ::testing::With
   void SetUp() override {
     DurableEngineTest::SetUp();
     if (GetParam() == "Postgres") {
-      url_ = fresh_postgres_schema(::testing::UnitTest::GetInstance()->current_test_info()->name());
+      url_ = test_support::fresh_postgres_schema(::testing::UnitTest::GetInstance()->current_test_info()->name());
       ASSERT_FALSE(url_.empty());
     }
   }

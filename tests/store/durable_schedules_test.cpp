@@ -168,6 +168,37 @@ TEST_P(DurableEngineStoresTest, OccurrencesPastWhenTheFlowWasActivated_NeverRun_
   EXPECT_EQ(at, std::vector<std::string>{"2026-01-01T11:00:00.000Z"});
 }
 
+// A schedule occurrence and the context it starts reach the file together: at every batch
+// boundary (where a kill -9 can cut), an occurrence the file counts as fired has its
+// context. Each commit is made to wait until everything before it is written (so every
+// entry is a batch of its own), and before each batch the file is read as a crash there
+// would leave it. Found by the crash test (crash_test): the occurrence was lost.
+Journal* g_journal = nullptr;
+std::string g_path;
+std::vector<std::string> g_violations;
+void one_entry_per_batch_and_check(PerturbPoint p) {
+  if (p == PerturbPoint::kBeforeCommitLock) {
+    while (g_journal->durable() < g_journal->appended()) std::this_thread::yield();
+    return;
+  }
+  if (p != PerturbPoint::kBeforeStoreWrite) return;
+  Result<std::unique_ptr<SqliteStore>> store = SqliteStore::open(g_path, SyncMode::kOff, true);
+  if (!store.is_ok()) return;  // not created yet
+  Result<StoredState> state = (*store)->load();
+  if (!state.is_ok()) return;
+  for (const StoredDefinition& d : state->definitions) {
+    if (d.id != "every" || d.last_tick < 0) continue;
+    bool found = false;
+    // Every context in the file, ended ones (history, not loaded) included.
+    ContextQuery every;
+    every.limit = SIZE_MAX;
+    Result<std::vector<StoredContext>> all = (*store)->list_contexts(every);
+    if (!all.is_ok()) return;
+    for (const StoredContext& c : *all) found = found || (c.flow == "every" && c.trigger["time"] == Value(d.last_tick));
+    if (!found) g_violations.push_back(format_time(d.last_tick));
+  }
+}
+
 TEST_F(DurableEngineTest, AScheduleOccurrence_AndTheContextItStarts_AreInTheFileTogether_AtEveryBatchBoundary) {
   constexpr const char* kEvery = R"({"id": "every", "trigger": {"type": "schedule", "every": "30m"},
     "actions": [{"action": "log", "inputs": {"message": "tick"}}]})";

@@ -14,6 +14,7 @@
 #include "store/postgres_store.h"
 #include "store/store.h"
 #include "tests/support/postgres_support.h"
+#include "tests/support/test_support.h"
 
 namespace flowrt::postgres_store_fixture {
 
@@ -45,7 +46,7 @@ class PostgresStoreTest : public ::testing::Test {
     c.id = "ctx-" + std::to_string(seq);
     c.flow = "f";
     c.status = status;
-    c.trigger = json(R"({"type": "api"})");
+    c.trigger = test_support::json(R"({"type": "api"})");
     c.record = std::move(record);
     return StoreChange{ContextPut{std::move(c)}};
   }
@@ -53,7 +54,8 @@ class PostgresStoreTest : public ::testing::Test {
   static std::vector<StoreChange> records(int first, int n) {
     std::vector<StoreChange> out;
     for (int i = first; i < first + n; ++i) {
-      out.push_back(RecordPut{"t", json(R"({"sys_id":"r)" + std::to_string(i) + R"(","n":)" + std::to_string(i) + "}"),
+      const std::string k = std::to_string(i);
+      out.push_back(RecordPut{"t", test_support::json(R"({"sys_id":"r)" + k + R"(","n":)" + k + "}"),
                               static_cast<uint64_t>(i + 1)});
     }
     return out;
