@@ -290,22 +290,29 @@ class EngineCore {
   // Ends a stored context that cannot be resumed: its record, in error with `reason`.
   void end_stored_context(const StoredContext& c, const std::string& reason, TimeMs now, JournalEntry* entry);
   // A context of the store, published with its seq, cause and run key (and a test run's
-  // version: restore_test_run); null (and why in *reason) when it cannot be made (its flow
-  // or trigger is gone).
+  // definition, Context::test_definition, and, when it has no checkpoint, its version:
+  // restore_test_run); null (and why in *reason) when it cannot be made (its flow or
+  // trigger is gone).
   std::shared_ptr<Context> context_from_store(const StoredContext& c, std::string* reason);
-  // When `c` is a test run's row (test_flow) that has no checkpoint (it had not started, or
-  // restarts from its trigger): `ctx` runs the definition the row keeps, compiled now as
-  // test_flow compiles a draft, or ends in error with its compile error. Before publish.
-  void restore_test_run(Context& ctx, const StoredContext& c);
+  // The plan of the definition a test run's row keeps (ctx.test_definition, not null),
+  // compiled now as test_flow compiles a draft (FlowRegistry::plan_for_stored_test). Any
+  // thread (recovery's readers).
+  FlowRegistry::PlanResult test_run_plan(const Context& ctx);
+  // When `ctx` is a test run (test_flow) from a row that has no checkpoint (it had not
+  // started, or restarts from its trigger): it runs the definition the row keeps
+  // (test_run_plan), or ends in error with its compile error. Before publish.
+  void restore_test_run(Context& ctx);
   // Plan versions recovery compiled from the file, by version; shared by its reader threads.
   struct StoredPlans {
     Mutex mu;
     std::map<std::string, std::shared_ptr<const Plan>> by_version GUARDED_BY(mu);
   };
-  // Puts a stored checkpoint back into `ctx`, on the plan version it names: an error says
-  // why it cannot resume (the version is gone, a custom action type is not registered, the
-  // row does not read). `resting`: a wait on a timer or a record is restored resting
-  // (restore_checkpoint). Any thread (recovery's readers).
+  // Puts a stored checkpoint back into `ctx`, on the plan version it names (compiled from
+  // the versions the file keeps, or, for a test run, from the definition its row keeps when
+  // that compiles to the version named): an error says why it cannot resume (the version is
+  // gone, a custom action type is not registered, the row does not read). `resting`: a
+  // wait on a timer or a record is restored resting (restore_checkpoint). Any thread
+  // (recovery's readers).
   Status resume_from_checkpoint(Context& ctx, const Value& checkpoint, StoredPlans* old_plans, bool resting);
   // Compiles plan `version` of flow `flow_id` from the definition versions the store keeps
   // (`uses`: [[type, id, fingerprint], ...] from a checkpoint).

@@ -133,7 +133,8 @@ std::shared_ptr<Context> EngineCore::context_from_store(const StoredContext& c, 
     if (current.is_object() && current == trigger->record) trigger->record = std::move(current);
   }
   auto ctx = std::make_shared<Context>(slot, std::move(trigger).value(), c.inputs);
-  if (c.checkpoint.is_null()) restore_test_run(*ctx, c);
+  ctx->test_definition = stored_test_definition(c.trigger);
+  if (c.checkpoint.is_null()) restore_test_run(*ctx);
   ctx->publish(c.seq, c.commit_seq, cause_from_stored(c.cause));
   if (c.run_key.is_string() && ctx->trigger.table.is_string() && ctx->trigger.sys_id.is_string()) {
     ctx->run_key = Value(std::string_view(
@@ -143,15 +144,17 @@ std::shared_ptr<Context> EngineCore::context_from_store(const StoredContext& c, 
   return ctx;
 }
 
-void EngineCore::restore_test_run(Context& ctx, const StoredContext& c) {
-  const Value& definition = stored_test_definition(c.trigger);
-  if (definition.is_null()) return;
-  ctx.test_definition = definition;
-  FlowRegistry::PlanResult p = flows.plan_for_stored_test(c.flow, definition, compile_options());
+FlowRegistry::PlanResult EngineCore::test_run_plan(const Context& ctx) {
+  return flows.plan_for_stored_test(ctx.flow->id, ctx.test_definition, compile_options());
+}
+
+void EngineCore::restore_test_run(Context& ctx) {
+  if (ctx.test_definition.is_null()) return;
+  FlowRegistry::PlanResult p = test_run_plan(ctx);
   if (p.plan) {
     ctx.plan = std::move(p.plan);
   } else {
-    ctx.compile_error = std::make_unique<const std::string>("flow '" + c.flow + "' does not compile: " + p.error);
+    ctx.compile_error = std::make_unique<const std::string>("flow '" + ctx.flow->id + "' does not compile: " + p.error);
   }
 }
 
@@ -215,9 +218,22 @@ Status EngineCore::resume_from_checkpoint(Context& ctx, const Value& checkpoint,
       p.plan = cached->second;
     } else {
       Result<std::shared_ptr<const Plan>> old = compile_stored_version(ctx.flow->id, checkpoint["uses"], version);
+      std::string tested;  // what the definition a test run keeps gave instead, when it did not give `version`
+      if (!old && !ctx.test_definition.is_null()) {
+        // A test run (test_flow) of a draft: the file keeps published versions only, and
+        // the row keeps the definition it tests, compiled again as when it was queued.
+        FlowRegistry::PlanResult t = test_run_plan(ctx);
+        if (t.plan && t.plan->version == version) {
+          old = std::move(t.plan);
+        } else {
+          tested = "; the definition its test run keeps " +
+                   (t.plan ? "compiles to " + t.plan->version : "does not compile now: " + t.error);
+        }
+      }
       if (!old) {
-        return Error{"its plan version " + version + " is gone (" + old.message() + "; flow '" + ctx.flow->id + "' " +
-                     (p.plan ? "is now at " + p.plan->version : "does not compile now: " + p.error) + ")"};
+        return Error{"its plan version " + version + " is gone (" + old.message() + tested + "; flow '" +
+                     ctx.flow->id + "' " + (p.plan ? "is now at " + p.plan->version : "does not compile now: " + p.error) +
+                     ")"};
       }
       p.plan = *old;
       old_plans->by_version.emplace(version, p.plan);
