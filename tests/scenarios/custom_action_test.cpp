@@ -2,6 +2,7 @@
 // errors, exceptions (the context ends in error; the engine goes on).
 #include <stdexcept>
 
+#include "runtime/engine_core.h"
 #include "testing/flow_test.h"
 
 namespace flowrt {
