@@ -342,7 +342,8 @@ bool Value::has_keys(const Value& keys) const noexcept {
   if (size() != names.size()) return false;
   size_t i = 0;
   for (const auto& m : members()) {
-    if (!(m.key == names[i++])) return false;
+    const Value& name = names[i++];
+    if (!m.key.same_storage(name) && !(name.is_string() && m.key.as_string() == name.as_string())) return false;
   }
   return true;
 }

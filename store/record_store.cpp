@@ -6,26 +6,16 @@
 
 #include <boost/container/small_vector.hpp>
 
+#include "store/record_layout.h"
+
 namespace flowrt {
 namespace {
 
-constexpr std::string_view kEngineFields[] = {"sys_id",        "sys_created_on", "sys_updated_on",
-                                              "sys_mod_count", "sys_created_by", "sys_updated_by"};
+using record_layout::FieldSource;
+using record_layout::RecordLayout;
+using From = FieldSource::From;
 
-bool engine_field(std::string_view name) {
-  return std::find(std::begin(kEngineFields), std::end(kEngineFields), name) != std::end(kEngineFields);
-}
-
-const Value kSysId("sys_id");
-const Value kCreatedOn("sys_created_on");
-const Value kUpdatedOn("sys_updated_on");
-const Value kModCount("sys_mod_count");
-const Value kCreatedBy("sys_created_by");
-const Value kUpdatedBy("sys_updated_by");
-
-// The fields of a record being built. Records of one table nearly always have the same
-// fields in the same order, so they share a shape (see ObjectBuilder): a record costs 16
-// bytes per field, not 32. Each thread keeps its own few most recent shapes.
+// The fields of a record read back as key/value pairs, built again on its table's shape.
 class Fields {
  public:
   void add(const Value& key, Value value) {
@@ -33,8 +23,7 @@ class Fields {
     values_.push_back(std::move(value));
   }
   Value build() {
-    thread_local Value recent[8];
-    ObjectBuilder record(shape_for(std::span<const Value>(keys_.data(), keys_.size()), recent));
+    ObjectBuilder record(record_layout::record_shape(std::span<const Value>(keys_.data(), keys_.size())));
     for (Value& v : values_) record.add_value(std::move(v));
     return record.build();
   }
@@ -189,8 +178,10 @@ Result<Value> RecordStore::build_insert(const Value& values, TimeMs now, uint64_
   if (!values.is_null() && !values.is_object()) {
     return Error{"record values must be an object, not " + std::string(type_name(values.type()))};
   }
+  const RecordLayout& layout = record_layout::insert_layout(values, by.is_string());
+  const Value* given = layout.given_sys_id == FieldSource::kNone ? nullptr : &values.members()[layout.given_sys_id].value;
   Value sys_id;
-  if (const Value* given = values.find("sys_id"); given && !given->is_null()) {
+  if (given && !given->is_null()) {
     if (!given->is_string() || given->as_string().empty() || given->as_string().size() > 256) {
       return Error{"sys_id must be a non-empty string of at most 256 characters"};
     }
@@ -202,20 +193,20 @@ Result<Value> RecordStore::build_insert(const Value& values, TimeMs now, uint64_
     sys_id = sys_id_number(n);
     if (id_number) *id_number = n;
   }
-  Fields fields;
-  fields.add(kSysId, std::move(sys_id));  // first: the id index reads it there
-  for (const auto& m : values.members()) {
-    if (!engine_field(m.key.as_string())) fields.add(m.key, m.value);
+  const Value stamp = time_value(now);
+  ObjectBuilder record(layout.shape);
+  const MemberRange members = values.members();
+  for (const FieldSource& f : layout.fields) {
+    switch (f.from) {
+      case From::kSysId: record.add_value(std::move(sys_id)); break;
+      case From::kGiven: record.add_value(members[f.given].value); break;
+      case From::kNow: record.add_value(stamp); break;
+      case From::kModCountZero: record.add_value(Value(0)); break;
+      case From::kCaller: record.add_value(by); break;
+      default: record.add_value(Value()); break;  // not in an insert's layout
+    }
   }
-  Value stamp = time_value(now);
-  fields.add(kCreatedOn, stamp);
-  fields.add(kUpdatedOn, std::move(stamp));
-  fields.add(kModCount, Value(0));
-  if (by.is_string()) {
-    fields.add(kCreatedBy, by);
-    fields.add(kUpdatedBy, by);
-  }
-  return fields.build();
+  return record.build();
 }
 
 Result<bool> RecordStore::commit_insert(std::string_view table_name, const Value& record, uint64_t id_number,
@@ -263,39 +254,43 @@ Result<RecordChange> RecordStore::build_update(const Value& previous, std::strin
   if (!patch.is_null() && !patch.is_object()) {
     return Error{"record values must be an object, not " + std::string(type_name(patch.type()))};
   }
-  if (const Value* id = patch.find("sys_id"); id && !(*id == Value(sys_id))) {
+  const RecordLayout& layout = record_layout::update_layout(previous, patch, by.is_string());
+  const MemberRange before = previous.members();
+  const MemberRange given = patch.members();
+  if (layout.given_sys_id != FieldSource::kNone && !(given[layout.given_sys_id].value == Value(sys_id))) {
     return Error{"sys_id cannot be changed"};
   }
-  // Merge: existing fields keep their place; new ones are appended before the engine fields.
-  Fields fields;
+  ObjectBuilder record(layout.shape);
   bool changed = false;
-  for (const auto& m : previous.members()) {
-    const std::string_view key = m.key.as_string();
-    if (key == "sys_created_on" || key == "sys_updated_on" || key == "sys_mod_count" || key == "sys_created_by" ||
-        key == "sys_updated_by") {
-      continue;
-    }
-    const Value* p = engine_field(key) ? nullptr : patch.find(key);
-    if (p) {
-      if (!(p->same_storage(m.value) || *p == m.value)) changed = true;
-      fields.add(m.key, *p);
-    } else {
-      fields.add(m.key, m.value);
+  for (const FieldSource& f : layout.fields) {
+    switch (f.from) {
+      case From::kPrevious: record.add_value(before[f.previous].value); break;
+      case From::kReplaced: {
+        const Value& now_value = given[f.given].value;
+        const Value& was = before[f.previous].value;
+        if (!(now_value.same_storage(was) || now_value == was)) changed = true;
+        record.add_value(now_value);
+        break;
+      }
+      case From::kGiven:
+        if (!given[f.given].value.is_null()) changed = true;  // a new field set to null changes no value
+        record.add_value(given[f.given].value);
+        break;
+      case From::kNow: record.add_value(time_value(now)); break;
+      case From::kCreatedOnBefore:
+      case From::kCreatedByBefore:
+        record.add_value(f.previous == FieldSource::kNone ? Value() : before[f.previous].value);
+        break;
+      case From::kModCountNext: {
+        const int64_t was = f.previous == FieldSource::kNone ? 0 : before[f.previous].value.as_int();
+        record.add_value(Value(static_cast<long long>(was + 1)));
+        break;
+      }
+      case From::kCaller: record.add_value(by); break;
+      default: record.add_value(Value()); break;  // not in an update's layout
     }
   }
-  for (const auto& m : patch.members()) {
-    const std::string_view key = m.key.as_string();
-    if (engine_field(key) || previous.contains(key)) continue;
-    if (!m.value.is_null()) changed = true;  // a new field set to null changes no value
-    fields.add(m.key, m.value);
-  }
-  fields.add(kCreatedOn, previous["sys_created_on"]);
-  fields.add(kUpdatedOn, time_value(now));
-  fields.add(kModCount, Value(static_cast<long long>(previous["sys_mod_count"].as_int() + 1)));
-  // Who: the creator stays; the updater is this write's caller, none for a write without one.
-  if (const Value* created_by = previous.find("sys_created_by")) fields.add(kCreatedBy, *created_by);
-  if (by.is_string()) fields.add(kUpdatedBy, by);
-  return RecordChange{fields.build(), previous, changed};
+  return RecordChange{record.build(), previous, changed};
 }
 
 bool RecordStore::commit_update(std::string_view table_name, std::string_view sys_id, const RecordChange& change,
