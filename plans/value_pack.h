@@ -11,9 +11,9 @@
 // (nodes allocated close together, as a record and its strings, cost 2-4 bytes, not 8), so
 // a PackedReader reads from where the packer started: the start of its bytes, or of what
 // it wrote since clear().
-// Ownership: bytes that hold references must be released once (release_packed walks them)
-// before they are freed. Thread-safety: a ValuePacker or PackedReader is one thread's; the
-// nodes they reference are immutable, and their counts are atomic.
+// Ownership: bytes that hold references must be released once before they are freed
+// (PackedReader::release_value walks them). Thread-safety: a ValuePacker or PackedReader
+// is one thread's; the nodes they reference are immutable, and their counts are atomic.
 // Depth: packing, reading back and releasing recurse once per level of nesting, unlike
 // writing JSON, comparing and freeing a Value (no depth limit). They only ever see what the
 // engine keeps of a finished context, whose values it refused past max_json_depth (256 by
