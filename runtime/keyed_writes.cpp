@@ -55,6 +55,7 @@ KeyedWrites::Claim KeyedWrites::claim(const std::string& caller, const std::stri
     c.found = Found::kInFlight;
   } else if (k.status == 0) {
     c.found = Found::kAppliedUnanswered;
+    c.answer.body = k.body;
   } else {
     c.found = Found::kAnswered;
     c.answer = Answer{k.status, k.headers, k.body};
@@ -63,7 +64,7 @@ KeyedWrites::Claim KeyedWrites::claim(const std::string& caller, const std::stri
 }
 
 uint64_t KeyedWrites::finish(const std::string& caller, const std::string& key, std::optional<Answer> answer,
-                             bool committed) {
+                             bool committed, std::string started) {
   const TimeMs now = clock_.now();
   MutexLock lock(mu_);
   auto it = kept_.find({caller, key});
@@ -75,8 +76,18 @@ uint64_t KeyedWrites::finish(const std::string& caller, const std::string& key, 
       kept_.erase(it);  // nothing was applied: the key is free again
       return 0;
     }
-    k.status = 0;  // its mark is journaled already, with the write's first commit
+    // Its mark is journaled already, with the write's first commit; what it started is
+    // journaled beside it (the same key's row, replaced), when there is something to tell.
+    bytes_ -= cost(it->first.first, it->first.second, k);
+    k.status = 0;
+    k.body = std::move(started);
     k.at = now;
+    bytes_ += cost(it->first.first, it->first.second, k);
+    if (journal_ && !k.body.empty()) {
+      JournalEntry e;
+      e.changes.push_back(KeyedWritePut{caller, key, k.request, 0, "", k.body, k.at});
+      journal_->append(std::move(e));
+    }
     return 0;
   }
   bytes_ -= cost(it->first.first, it->first.second, k);

@@ -61,7 +61,7 @@ class KeyedWrites {
   };
   struct Claim {
     Found found = Found::kNew;
-    Answer answer;  // kAnswered
+    Answer answer;  // kAnswered; kAppliedUnanswered: its body says what the write started, if known
   };
 
   explicit KeyedWrites(const EngineClock& clock) : clock_(clock) {}
@@ -76,10 +76,12 @@ class KeyedWrites {
   // What (caller, key) is, for a request whose digest is `request`; kNew claims it.
   Claim claim(const std::string& caller, const std::string& key, const std::string& request) EXCLUDES(mu_);
   // Ends a claim: keeps `answer`, or (nullopt: its outcome is not known) keeps the mark
-  // when `committed`, else forgets the key. Returns the journal position that holds the
-  // answer (Engine::durable_state tells when it is durable); 0 when nothing was journaled.
-  uint64_t finish(const std::string& caller, const std::string& key, std::optional<Answer> answer, bool committed)
-      EXCLUDES(mu_);
+  // when `committed`, else forgets the key. `started` (JSON of an object, or empty) is what
+  // an unanswered write is known to have started: kept and journaled with its mark, and
+  // given back with kAppliedUnanswered. Returns the journal position that holds the answer
+  // (Engine::durable_state tells when it is durable); 0 when no answer was journaled.
+  uint64_t finish(const std::string& caller, const std::string& key, std::optional<Answer> answer, bool committed,
+                  std::string started = "") EXCLUDES(mu_);
   // How many keys are kept (in flight included).
   size_t size() const EXCLUDES(mu_);
   // The bytes the keys kept take, as counted against the budget.
@@ -115,7 +117,7 @@ class KeyedWrites {
     std::string request;
     int status = -1;  // -1: in flight; 0: applied, not answered; else the answer's
     std::string headers;
-    std::string body;
+    std::string body;  // the answer's; status 0: what the write started (JSON), or empty
     TimeMs at = 0;
   };
   // What a kept key counts against the budget: its strings and the map's node.

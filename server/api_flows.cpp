@@ -41,13 +41,15 @@ bool read_wait(const ApiRequest& req, DurationMs* wait, Response* error) {
 // record once the context ended (202 with {"context_id", "status"} if it has not by then).
 Reply started_context(Engine& engine, const std::string& id, DurationMs wait) {
   if (wait == 0) return json_response(http::status::accepted, Value::object({{"context_id", Value(id)}}));
-  return reply_when_ended(engine, id, std::chrono::milliseconds(wait), [&engine, context = id](PollTurn turn) -> std::optional<Response> {
+  Reply reply = reply_when_ended(engine, id, std::chrono::milliseconds(wait), [&engine, context = id](PollTurn turn) -> std::optional<Response> {
     std::optional<ContextRecord> r = engine.context(context);
     if (r && is_final_status(r->status())) return json_response(http::status::ok, r->value());
     if (turn == PollTurn::kWaiting) return std::nullopt;
     return json_response(http::status::accepted,
                          Value::object({{"context_id", Value(context)}, {"status", Value(r ? r->status() : "queued")}}));
   });
+  reply.started = Value::object({{"context_id", Value(id)}});
+  return reply;
 }
 
 // POST /api/flows/{id}/call[?wait=DURATION]: the body is the inputs.

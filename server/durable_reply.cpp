@@ -30,6 +30,7 @@ Reply answer_when_durable(Engine& engine, const std::function<Reply()>& handler,
   deferred.deadline = reply.poll ? reply.deadline : std::chrono::steady_clock::now() + durable_within;
   deferred.max_poll_interval = reply.max_poll_interval;
   deferred.waker = reply.waker ? reply.waker : std::make_shared<ReplyWaker>();
+  deferred.started = std::move(reply.started);
   auto response = std::make_shared<Response>(std::move(reply.response));
   deferred.poll = [&engine, position, inner = std::move(reply.poll), response,
                    drain = std::move(drain)](PollTurn turn) -> std::optional<Response> {

@@ -66,6 +66,24 @@ Response replay(const KeyedWrites::Answer& a) {
   return res;
 }
 
+// The answer to a write applied whose answer was not kept: {"applied": true, "note"}, and
+// what it is known to have started (`started`, the JSON of an object: a call's
+// "context_id"), when the server knew it.
+Response applied_unanswered(const std::string& started) {
+  std::vector<Member> members{
+      {Value("applied"), Value(true)},
+      {Value("note"), Value("applied, but its answer was not kept (the server stopped, the client left before it was "
+                            "answered, or its outcome was not known then); look at what it changed to learn more")}};
+  if (Result<Value> known = parse_json(started); known && known->is_object()) {
+    for (const MemberRef m : known->members()) {
+      if (m.key.as_string() != "applied" && m.key.as_string() != "note") members.push_back(Member{m.key, m.value});
+    }
+  }
+  Response res = json_response(http::status::ok, Value::object(std::move(members)));
+  res.set(kReplayedHeader, "true");
+  return res;
+}
+
 // A claimed key until its write is answered: ends the claim once, with the answer, or as
 // "not known" when the reply is dropped unanswered.
 class OpenClaim {
@@ -73,7 +91,7 @@ class OpenClaim {
   OpenClaim(KeyedWrites& writes, std::string caller, std::string key)
       : writes_(writes), caller_(std::move(caller)), key_(std::move(key)) {}
   ~OpenClaim() {
-    if (!finished_) writes_.finish(caller_, key_, std::nullopt, committed);
+    if (!finished_) writes_.finish(caller_, key_, std::nullopt, committed, started_text());
   }
   OpenClaim(const OpenClaim&) = delete;
   OpenClaim& operator=(const OpenClaim&) = delete;
@@ -85,12 +103,16 @@ class OpenClaim {
     finished_ = true;
     const int status = res.result_int();
     const bool unknown = status == 503 || status == 504;
-    return writes_.finish(caller_, key_, unknown ? std::nullopt : std::optional(answer_of(res)), committed);
+    if (unknown) return writes_.finish(caller_, key_, std::nullopt, committed, started_text());
+    return writes_.finish(caller_, key_, answer_of(res), committed);
   }
 
   bool committed = false;  // set once the write's handler returned
+  Value started;           // what the write started (Reply::started), once its handler returned
 
  private:
+  std::string started_text() const { return started.is_object() ? started.to_json() : std::string(); }
+
   KeyedWrites& writes_;
   const std::string caller_;
   const std::string key_;
@@ -145,16 +167,8 @@ Reply answer_keyed_write(Engine& engine, const Router& router, const Request& re
   switch (claim.found) {
     case KeyedWrites::Found::kAnswered:
       return replay(claim.answer);
-    case KeyedWrites::Found::kAppliedUnanswered: {
-      Response res = json_response(
-          http::status::ok,
-          Value::object({{"applied", Value(true)},
-                         {"note", Value("applied, but its answer was not kept (the server stopped, the client left "
-                                        "before it was answered, or its outcome was not known then); look at what it "
-                                        "changed to learn more")}}));
-      res.set(kReplayedHeader, "true");
-      return res;
-    }
+    case KeyedWrites::Found::kAppliedUnanswered:
+      return applied_unanswered(claim.answer.body);
     case KeyedWrites::Found::kOtherRequest:
       return error_response(http::status::unprocessable_entity,
                             "Idempotency-Key '" + key +
@@ -190,6 +204,7 @@ Reply answer_keyed_write(Engine& engine, const Router& router, const Request& re
     }
     open->committed = scope.committed();
   }
+  open->started = reply.started;
   if (reply.stream) return reply;  // no write answers with a stream
   return answer_once_kept(engine, std::move(reply), std::move(open), answer_within);
 }

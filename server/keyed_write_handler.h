@@ -9,11 +9,12 @@
 //    request gets it again. Every status is kept but 503 and 504, which say the outcome is
 //    not known (the key then stays marked as applied when the write committed, and is free
 //    again when it did not). An answer never given (the client went away first) counts as not
-//    known.
+//    known; what such a write started (Reply::started: a call's context) is kept with the
+//    key's mark.
 //  - Sent again: the same status, body, Content-Type, Location and ETag as the first
-//    answer, with `Idempotent-Replayed: true`, and nothing is done; when the server stopped
-//    after the write was applied and before its answer was kept, `200` {"applied": true,
-//    "note"}.
+//    answer, with `Idempotent-Replayed: true`, and nothing is done; when the write was
+//    applied and its answer not kept, `200` {"applied": true, "note"} and what it started
+//    (a call's "context_id"), when that was kept.
 //  - Sent with another request: `422`, nothing done. While the first is being answered:
 //    `409`, nothing done: send it again once it is.
 //  - A new key while the keys kept fill their budget (KeyedWrites::set_limit_bytes): `429`

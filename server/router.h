@@ -62,6 +62,11 @@ struct Reply {
   // Set when another thread knows the moment the answer comes (it wakes the reply): the
   // server then polls at once, and otherwise every max_poll_interval (a fallback).
   std::shared_ptr<ReplyWaker> waker;
+  // What a deferred reply's write started, as an object ({"context_id"} for a call):
+  // kept with an Idempotency-Key when the reply goes unanswered (its client left, or its
+  // outcome is not known), and given to the same request sent again
+  // (server/keyed_write_handler.h). Null: nothing to tell.
+  Value started;
   // An event stream: the server writes the source's events after `stream_after` (none:
   // from where StreamSource::subscribe says, for the server's own feed after its last).
   std::shared_ptr<StreamSource> stream;

@@ -440,7 +440,8 @@ TEST_F(ApiRoutesTest, AWriteWithAnIdempotencyKey_IsAppliedOnce_SentAgainItGetsTh
 
 // A client gone while its keyed call waits (?wait=5m) does not keep the key "being answered"
 // (409) until the wait ends: the server sees the close and drops the reply, and the key is
-// then applied with no answer kept, as for any client gone before its answer (API.md).
+// then applied with no answer kept, as for any client gone before its answer (API.md). The
+// same request sent again is told the context the call started, also after a restart.
 TEST_F(ApiRoutesTest, AKeyedCallWhoseClientLeavesWhileItWaits_FreesItsKeyAtOnce) {
   const std::string gate = insert("gate", R"({"open": false})");
   const std::string body = R"({"gate": ")" + gate + R"("})";
@@ -463,6 +464,20 @@ TEST_F(ApiRoutesTest, AKeyedCallWhoseClientLeavesWhileItWaits_FreesItsKeyAtOnce)
   EXPECT_THAT(again.json()["note"].as_string(), HasSubstr("the client left before it was answered"))
       << "the server did not stop: the note does not say it did";
   EXPECT_EQ(again.header("Idempotent-Replayed"), "true");
+  const Value contexts = client().get("/api/contexts?flow=hold_desk").json()["contexts"];
+  ASSERT_EQ(contexts.size(), 1u) << "the call ran once";
+  const Value started = contexts.items()[0]["id"];
+  ASSERT_TRUE(started.is_string()) << contexts.to_json();
+  EXPECT_EQ(again.json()["context_id"], started) << again.body;
+
+  // What it started is kept with its key: told again by the next server on the same store.
+  client_.reset();
+  service_.reset();
+  start();
+  HttpReply after = client().post_keyed("/api/flows/hold_desk/call?wait=5m", body, "hold-1");
+  EXPECT_EQ(after.status, 200) << after.body;
+  EXPECT_EQ(after.json()["applied"], Value(true));
+  EXPECT_EQ(after.json()["context_id"], started) << after.body;
   EXPECT_EQ(client().get("/api/contexts?flow=hold_desk").json()["contexts"].size(), 1u) << "the call ran once";
 }
 

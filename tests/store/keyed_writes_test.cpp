@@ -48,6 +48,33 @@ TEST_P(DurableEngineStoresTest, AKeyedWriteThatCommitted_ButWasNotAnswered_IsApp
   EXPECT_EQ(second.records("order").size(), 1u);
 }
 
+// A write left unanswered keeps what it is known to have started (a call's context) with its
+// mark, in memory and in the store, and counts it against the keys' budget.
+TEST_P(DurableEngineStoresTest, AnUnansweredWrite_KeepsWhatItStarted_InTheNextEngineToo) {
+  Engine& first = reopen({kCopy});
+  KeyedWrites& keys = first.core().keyed_writes;
+  ASSERT_EQ(keys.claim("ci", "k1", "req").found, KeyedWrites::Found::kNew);
+  bool committed = false;
+  {
+    KeyedWrites::Scope scope(keys, "ci", "k1", "req");
+    ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o1"})")).is_ok());
+    committed = scope.committed();
+  }
+  ASSERT_TRUE(committed);
+  const size_t bytes_before = keys.bytes();
+  const std::string started = R"({"context_id":"ctx-7"})";
+  EXPECT_EQ(keys.finish("ci", "k1", std::nullopt, committed, started), 0u) << "no answer to wait for";
+  EXPECT_EQ(keys.bytes(), bytes_before + started.size());
+  KeyedWrites::Claim now = keys.claim("ci", "k1", "req");
+  EXPECT_EQ(now.found, KeyedWrites::Found::kAppliedUnanswered);
+  EXPECT_EQ(now.answer.body, started);
+
+  Engine& second = reopen({kCopy});
+  KeyedWrites::Claim after = second.core().keyed_writes.claim("ci", "k1", "req");
+  EXPECT_EQ(after.found, KeyedWrites::Found::kAppliedUnanswered);
+  EXPECT_EQ(after.answer.body, started);
+}
+
 TEST_P(DurableEngineStoresTest, AnAnsweredKey_ComesBackWithItsAnswer_AndIsForgottenADayLater) {
   Engine& first = reopen({kCopy});
   KeyedWrites& keys = first.core().keyed_writes;
