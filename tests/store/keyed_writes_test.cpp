@@ -22,6 +22,16 @@ namespace {
 using namespace flowrt::test_support;
 using namespace flowrt::durable_engine_fixture;
 
+// Claims ("ci", "k1", "req") on `engine` and inserts order o1 under it, as a server runs a
+// keyed write; returns whether the insert committed (it carries the key's mark if so).
+bool claim_and_insert_o1(Engine& engine) {
+  KeyedWrites& keys = engine.core().keyed_writes;
+  EXPECT_EQ(keys.claim("ci", "k1", "req").found, KeyedWrites::Found::kNew);
+  KeyedWrites::Scope scope(keys, "ci", "k1", "req");
+  EXPECT_TRUE(engine.insert("order", json(R"({"sys_id": "o1"})")).is_ok());
+  return scope.committed();
+}
+
 TEST_P(DurableEngineStoresTest, AKeyedWriteThatCommitted_ButWasNotAnswered_IsAppliedUnanswered_InTheNextEngine) {
   Engine& first = reopen({kCopy});
   KeyedWrites& keys = first.core().keyed_writes;
@@ -53,13 +63,7 @@ TEST_P(DurableEngineStoresTest, AKeyedWriteThatCommitted_ButWasNotAnswered_IsApp
 TEST_P(DurableEngineStoresTest, AnUnansweredWrite_KeepsWhatItStarted_InTheNextEngineToo) {
   Engine& first = reopen({kCopy});
   KeyedWrites& keys = first.core().keyed_writes;
-  ASSERT_EQ(keys.claim("ci", "k1", "req").found, KeyedWrites::Found::kNew);
-  bool committed = false;
-  {
-    KeyedWrites::Scope scope(keys, "ci", "k1", "req");
-    ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o1"})")).is_ok());
-    committed = scope.committed();
-  }
+  const bool committed = claim_and_insert_o1(first);
   ASSERT_TRUE(committed);
   const size_t bytes_before = keys.bytes();
   const std::string started = R"({"context_id":"ctx-7"})";
@@ -78,13 +82,7 @@ TEST_P(DurableEngineStoresTest, AnUnansweredWrite_KeepsWhatItStarted_InTheNextEn
 TEST_P(DurableEngineStoresTest, AnAnsweredKey_ComesBackWithItsAnswer_AndIsForgottenADayLater) {
   Engine& first = reopen({kCopy});
   KeyedWrites& keys = first.core().keyed_writes;
-  ASSERT_EQ(keys.claim("ci", "k1", "req").found, KeyedWrites::Found::kNew);
-  bool committed = false;
-  {
-    KeyedWrites::Scope scope(keys, "ci", "k1", "req");
-    ASSERT_TRUE(first.insert("order", json(R"({"sys_id": "o1"})")).is_ok());
-    committed = scope.committed();
-  }
+  const bool committed = claim_and_insert_o1(first);
   keys.finish("ci", "k1", KeyedWrites::Answer{201, R"({"Location":"/o1"})", "{\"sys_id\":\"o1\"}"}, committed);
   // Another caller's key of the same name is another key.
   EXPECT_EQ(keys.claim("ops", "k1", "req").found, KeyedWrites::Found::kNew);
