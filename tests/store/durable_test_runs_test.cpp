@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
 
 #include "plans/value_json.h"
 #include "runtime/engine.h"
@@ -18,6 +19,25 @@ namespace {
 
 using namespace flowrt::test_support;
 using namespace flowrt::durable_engine_fixture;
+
+// Saves the draft action `say`, whose output `s` is `word`.
+void save_say(Engine& engine, std::string_view word) {
+  const std::string say = R"({"id": "say", "type": "action", "status": "draft",
+    "outputs": [{"name": "s", "type": "string"}],
+    "actions": [{"action": "assign_outputs", "inputs": {"values": {"s": ")" + std::string(word) + R"("}}}]})";
+  ASSERT_TRUE(engine.save(json(say)).is_ok());
+}
+
+// Saves `say` (saying "hi") and the draft flow `shown`, which shows draft actions
+// (show_draft_actions) and logs what `say` gives, after a minute's wait (step "pause") when
+// `pause`.
+void save_say_and_shown(Engine& engine, bool pause) {
+  save_say(engine, "hi");
+  const std::string wait = pause ? R"({"id": "pause", "action": "wait", "inputs": {"duration": "1m"}},)" : "";
+  ASSERT_TRUE(engine.save(json(R"({"id": "shown", "status": "draft", "show_draft_actions": true,
+    "trigger": {"type": "api"}, "actions": [{"id": "g", "action": "say"},)" + wait + R"(
+    {"action": "log", "inputs": {"message": "{{steps.g.s}}"}}]})")).is_ok());
+}
 
 // A test run (test_flow) that had not started when the engine stopped runs in the next
 // engine on the version it was asked to test: the definition its stored row keeps, not the
@@ -105,19 +125,11 @@ TEST_P(DurableEngineStoresTest, AQueuedTestRunOfAFlowWithOnlyADraft_RunsInTheNex
 // What the queued test uses is resolved when it starts, as test_flow resolves it: the
 // draft of an action it shows (show_draft_actions), as that draft is then.
 TEST_P(DurableEngineStoresTest, AQueuedTestRun_ResolvesWhatItUses_WhenItStarts) {
-  constexpr const char* kSay = R"({"id": "say", "type": "action", "status": "draft",
-    "outputs": [{"name": "s", "type": "string"}],
-    "actions": [{"action": "assign_outputs", "inputs": {"values": {"s": "hi"}}}]})";
   Engine& first = reopen({});
-  ASSERT_TRUE(first.save(json(kSay)).is_ok());
-  ASSERT_TRUE(first.save(json(R"({"id": "shown", "status": "draft", "show_draft_actions": true,
-    "trigger": {"type": "api"}, "actions": [{"id": "g", "action": "say"},
-    {"action": "log", "inputs": {"message": "{{steps.g.s}}"}}]})")).is_ok());
+  ASSERT_NO_FATAL_FAILURE(save_say_and_shown(first, /*pause=*/false));
   Result<std::string> id = first.test_flow("shown", Value(), Value());
   ASSERT_TRUE(id.is_ok()) << id.message();
-  std::string changed(kSay);
-  changed.replace(changed.find("\"hi\""), 4, "\"bye\"");
-  ASSERT_TRUE(first.save(json(changed)).is_ok());
+  ASSERT_NO_FATAL_FAILURE(save_say(first, "bye"));
 
   Engine& second = reopen({});
   second.settle();
@@ -253,23 +265,14 @@ TEST_P(DurableEngineStoresTest, AWaitingTestRun_InALocksQueue_ResumesThereOnTheD
 // compiles to another version), the test run cannot resume: it ends in error saying so, as
 // any context whose plan version is gone.
 TEST_P(DurableEngineStoresTest, AWaitingTestRun_WhoseVersionNothingKeeps_EndsInError_ItsPlanVersionIsGone) {
-  constexpr const char* kSay = R"({"id": "say", "type": "action", "status": "draft",
-    "outputs": [{"name": "s", "type": "string"}],
-    "actions": [{"action": "assign_outputs", "inputs": {"values": {"s": "hi"}}}]})";
   Engine& first = reopen({});
-  ASSERT_TRUE(first.save(json(kSay)).is_ok());
-  ASSERT_TRUE(first.save(json(R"({"id": "shown", "status": "draft", "show_draft_actions": true,
-    "trigger": {"type": "api"}, "actions": [{"id": "g", "action": "say"},
-    {"id": "pause", "action": "wait", "inputs": {"duration": "1m"}},
-    {"action": "log", "inputs": {"message": "{{steps.g.s}}"}}]})")).is_ok());
+  ASSERT_NO_FATAL_FAILURE(save_say_and_shown(first, /*pause=*/true));
   Result<std::string> id = first.test_flow("shown", Value(), Value());
   ASSERT_TRUE(id.is_ok()) << id.message();
   first.settle(0);
   ASSERT_EQ(first.context(*id)->status(), "waiting") << first.context(*id)->value().to_json();
   const std::string tested = first.context(*id)->plan_version();
-  std::string changed(kSay);
-  changed.replace(changed.find("\"hi\""), 4, "\"bye\"");
-  ASSERT_TRUE(first.save(json(changed)).is_ok());
+  ASSERT_NO_FATAL_FAILURE(save_say(first, "bye"));
 
   Engine& second = reopen({});
   ASSERT_EQ(report_["failed"].size(), 1u) << report_.to_json();
