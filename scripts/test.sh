@@ -13,8 +13,10 @@
 #                FLOWRT_FUZZ_SEED (default 1), about 15-25 s each, one per core at a
 #                time (scripts/fuzz.sh --ci; long budgets are run by hand,
 #                fuzz/README.md)
-#   tsan         g++ with ThreadSanitizer: the whole suite but the crash tests and two
-#                tests no sanitizer changes (label sanitizer_free)
+#   tsan         g++ with ThreadSanitizer: the whole suite but the crash tests, two
+#                tests no sanitizer changes (label sanitizer_free) and the long tests
+#                that run on one thread, where it has no race to find (label one_thread:
+#                tests/scheduling/one_thread.cmake)
 # The sanitizer suites run a share of the longest process tests (the kill -9 crash test
 # and the cluster's seeded fault runs: tests/CMakeLists.txt) and leave out the two tests
 # no sanitizer changes; the release suite runs all of them in full.
@@ -32,9 +34,10 @@ for flavour in release asan tsan; do
   # TSan). The tests whose subject no sanitizer changes (label sanitizer_free: the
   # installed headers compiled alone with the release build's compiler, the JSON Schemas
   # against what flowrt prints) run in the release suite only.
+  # The long tests on one thread (label one_thread) run in the release and ASan suites.
   exclude=()
   if [ "$flavour" = asan ]; then exclude=(-LE 'sanitizer_free'); fi
-  if [ "$flavour" = tsan ]; then exclude=(-LE 'crash|sanitizer_free'); fi
+  if [ "$flavour" = tsan ]; then exclude=(-LE 'crash|sanitizer_free|one_thread'); fi
   # A slot of the resource `cpus` per core, and twice as many tests at a time: the tests on
   # the PostgreSQL test server, which mostly wait on the database, take no slot and run
   # beside the busy ones (tests/scheduling/scheduling.cmake).

@@ -1,0 +1,15 @@
+# Run by ctest (TEST_INCLUDE_FILES) after gtest_discover_tests has listed each target's
+# tests in <target>_TESTS.
+#
+# The label `one_thread`: tests whose code runs on the calling thread alone and that take
+# seconds under ThreadSanitizer. They are the values nested a million deep (plans/ walks
+# them in loops, and the tests build and compare them in loops) and the compiler's memo
+# over random call graphs (compiler/ starts no thread). ThreadSanitizer reports races
+# between threads, so it has nothing to find in them; scripts/test.sh leaves them out of
+# the TSan suite (about 200 s of its test time) and runs them in the release and ASan
+# suites. A test that starts a thread or an engine does not belong here.
+foreach(flowrt_one_thread_test IN LISTS plans_test_TESTS compiler_test_TESTS)
+  if(flowrt_one_thread_test MATCHES "AMillionDeep|^CheckMemoTest[.]")
+    set_tests_properties("${flowrt_one_thread_test}" PROPERTIES LABELS one_thread)
+  endif()
+endforeach()
