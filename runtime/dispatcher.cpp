@@ -7,6 +7,7 @@
 #include "runtime/engine_core.h"
 #include "runtime/flow_registry.h"
 #include "runtime/flow_slot.h"
+#include "runtime/keyed_writes.h"
 #include "runtime/perturb.h"
 #include "runtime/record_json.h"
 
@@ -224,8 +225,10 @@ void Dispatcher::journal_locked(Context* committer) {
   const bool hold = committer && committer->checkpoint_step;
   building_.held = hold;
   building_.operation = OperationTag::note_commit();
-  // A keyed write's first commit carries its key's mark (runtime/keyed_writes.h).
-  KeyedWrites::note_commit(&building_.changes);
+  // A keyed write's first commit carries its key's mark (runtime/keyed_writes.h), with the
+  // context it queued when the write starts one.
+  KeyedWrites::note_commit(&building_.changes,
+                           building_.queued.empty() ? std::string_view() : building_.queued.front()->id.as_string());
   const uint64_t position = journal_->append(std::move(building_));
   if (hold) committer->held_commits.push_back(position);
   building_ = JournalEntry{};

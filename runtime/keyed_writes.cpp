@@ -1,5 +1,6 @@
 #include "runtime/keyed_writes.h"
 
+#include "plans/value.h"
 #include "runtime/clock.h"
 #include "runtime/journal.h"
 
@@ -150,11 +151,21 @@ KeyedWrites::Scope::Scope(KeyedWrites& writes, std::string caller, std::string k
 
 KeyedWrites::Scope::~Scope() { t_scope = previous_; }
 
-void KeyedWrites::note_commit(std::vector<StoreChange>* changes) {
+void KeyedWrites::note_starts_context() {
+  if (t_scope) t_scope->starts_context_ = true;
+}
+
+void KeyedWrites::note_commit(std::vector<StoreChange>* changes, std::string_view first_queued) {
   Scope* s = t_scope;
   if (!s || s->committed_) return;
   s->committed_ = true;
-  if (changes && s->mark_) changes->push_back(std::move(*s->mark_));
+  if (changes && s->mark_) {
+    if (s->starts_context_ && !first_queued.empty()) {
+      // The same text as what the server keeps when it finishes the write unanswered.
+      std::get<KeyedWritePut>(*s->mark_).body = Value::object({{"context_id", Value(first_queued)}}).to_json();
+    }
+    changes->push_back(std::move(*s->mark_));
+  }
   s->mark_.reset();
 }
 

@@ -10,7 +10,10 @@
 // applied). finish() then keeps the answer, in a journal entry of its own whose position it
 // returns: a caller that gives the answer once that is durable (as the server does) gives
 // it again after any crash; a crash before it is durable leaves the mark, which answers
-// "applied, answer not kept". A write whose outcome
+// "applied, answer not kept". A write that starts a context (a call or a test run: it says
+// so with note_starts_context) has that context queued by its first commit, and the mark
+// then keeps the context's id ({"context_id"}), so that "applied, answer not kept" tells it
+// after a crash too. A write whose outcome
 // the server cannot tell (its answer a 503 or 504) keeps the mark when it committed and is
 // forgotten when it did not. Keys are kept for kKeepMs after their write was applied or
 // answered; pruned at most once a minute, in memory and in the store (KeyedWritePrune).
@@ -29,6 +32,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -106,11 +110,17 @@ class KeyedWrites {
     friend class KeyedWrites;
     std::optional<StoreChange> mark_;  // until the first commit takes it
     bool committed_ = false;
+    bool starts_context_ = false;  // note_starts_context was called under it
     Scope* previous_;
   };
+  // Called by a write that starts a context (Engine::call_flow, Engine::test_flow) before
+  // it commits: the mark of the calling thread's Scope, if one lives, is to keep the id of
+  // the context its first commit queues. Without a Scope it does nothing.
+  static void note_starts_context();
   // Called by the commit path for each commit, under the commit lock: the first commit
   // under the calling thread's Scope appends its mark to `changes` (null: no journal).
-  static void note_commit(std::vector<StoreChange>* changes);
+  // `first_queued` is the id of the first context the commit queues (empty: none).
+  static void note_commit(std::vector<StoreChange>* changes, std::string_view first_queued = {});
 
  private:
   struct Kept {

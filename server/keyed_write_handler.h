@@ -10,7 +10,8 @@
 //    not known (the key then stays marked as applied when the write committed, and is free
 //    again when it did not). An answer never given (the client went away first) counts as not
 //    known; what such a write started (Reply::started: a call's context) is kept with the
-//    key's mark.
+//    key's mark. The mark itself, written with a call's first commit, has the context's id
+//    already (KeyedWrites::note_starts_context), for a crash before any answer.
 //  - Sent again: the same status, body, Content-Type, Location and ETag as the first
 //    answer, with `Idempotent-Replayed: true`, and nothing is done; when the write was
 //    applied and its answer not kept, `200` {"applied": true, "note"} and what it started

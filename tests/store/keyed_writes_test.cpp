@@ -53,6 +53,7 @@ TEST_P(DurableEngineStoresTest, AKeyedWriteThatCommitted_ButWasNotAnswered_IsApp
   KeyedWrites& again = second.core().keyed_writes;
   const KeyedWrites::Claim k1 = again.claim("ci", "k1", "req");
   EXPECT_EQ(k1.found, KeyedWrites::Found::kAppliedUnanswered);
+  EXPECT_EQ(k1.answer.body, "") << "an insert starts no context of its own";
   EXPECT_EQ(again.claim("ci", "k1", "another").found, KeyedWrites::Found::kOtherRequest);
   EXPECT_EQ(again.claim("ci", "k2", "req").found, KeyedWrites::Found::kNew);
   EXPECT_EQ(second.records("order").size(), 1u);
@@ -77,6 +78,48 @@ TEST_P(DurableEngineStoresTest, AnUnansweredWrite_KeepsWhatItStarted_InTheNextEn
   KeyedWrites::Claim after = second.core().keyed_writes.claim("ci", "k1", "req");
   EXPECT_EQ(after.found, KeyedWrites::Found::kAppliedUnanswered);
   EXPECT_EQ(after.answer.body, started);
+}
+
+// A call or a test run stopped before its answer (as a server killed then would) is told, in
+// the next engine, the context it started: its first commit queued that context, and the
+// key's mark in the same batch keeps the context's id.
+TEST_P(DurableEngineStoresTest, AKeyedCallOrTestRun_StoppedBeforeItsAnswer_IsToldItsContext_InTheNextEngine) {
+  constexpr const char* kPing =
+      R"({"id": "ping", "trigger": {"type": "api"}, "actions": [{"action": "log", "inputs": {"message": "hi"}}]})";
+  Engine& first = reopen({kCopy, kPing});
+  KeyedWrites& keys = first.core().keyed_writes;
+  std::string called, tested;
+  ASSERT_EQ(keys.claim("ci", "call", "req").found, KeyedWrites::Found::kNew);
+  {
+    KeyedWrites::Scope scope(keys, "ci", "call", "req");
+    Result<std::string> id = first.call_flow("ping", json(R"({"n": 1})"));
+    ASSERT_TRUE(id.is_ok()) << id.message();
+    called = *id;
+    EXPECT_TRUE(scope.committed());
+  }
+  ASSERT_EQ(keys.claim("ci", "test", "req").found, KeyedWrites::Found::kNew);
+  {
+    KeyedWrites::Scope scope(keys, "ci", "test", "req");
+    Result<std::string> id = first.test_flow("ping", Value(), Value());
+    ASSERT_TRUE(id.is_ok()) << id.message();
+    tested = *id;
+  }
+  ASSERT_NE(called, tested);
+
+  Engine& second = reopen({kCopy, kPing});
+  KeyedWrites& again = second.core().keyed_writes;
+  const KeyedWrites::Claim call = again.claim("ci", "call", "req");
+  EXPECT_EQ(call.found, KeyedWrites::Found::kAppliedUnanswered);
+  EXPECT_EQ(call.answer.body, R"({"context_id":")" + called + R"("})");
+  const KeyedWrites::Claim test = again.claim("ci", "test", "req");
+  EXPECT_EQ(test.found, KeyedWrites::Found::kAppliedUnanswered);
+  EXPECT_EQ(test.answer.body, R"({"context_id":")" + tested + R"("})");
+  // The contexts are there, and finish.
+  second.settle(0);
+  for (const std::string& id : {called, tested}) {
+    ASSERT_TRUE(second.context(id).has_value()) << id;
+    EXPECT_EQ(second.context(id)->status(), "completed") << id;
+  }
 }
 
 TEST_P(DurableEngineStoresTest, AnAnsweredKey_ComesBackWithItsAnswer_AndIsForgottenADayLater) {
