@@ -78,13 +78,15 @@ uint64_t KeyedWrites::finish(const std::string& caller, const std::string& key, 
       return 0;
     }
     // Its mark is journaled already, with the write's first commit; what it started is
-    // journaled beside it (the same key's row, replaced), when there is something to tell.
+    // journaled beside it (the same key's row, replaced), when there is something to tell
+    // beyond what the mark keeps.
     bytes_ -= cost(it->first.first, it->first.second, k);
     k.status = 0;
-    k.body = std::move(started);
+    const bool marked = started.empty() || started == k.body;
+    if (!started.empty()) k.body = std::move(started);
     k.at = now;
     bytes_ += cost(it->first.first, it->first.second, k);
-    if (journal_ && !k.body.empty()) {
+    if (journal_ && !marked) {
       JournalEntry e;
       e.changes.push_back(KeyedWritePut{caller, key, k.request, 0, "", k.body, k.at});
       journal_->append(std::move(e));
@@ -101,6 +103,15 @@ uint64_t KeyedWrites::finish(const std::string& caller, const std::string& key, 
   JournalEntry e;
   e.changes.push_back(KeyedWritePut{caller, key, k.request, k.status, k.headers, k.body, k.at});
   return journal_->append(std::move(e));
+}
+
+void KeyedWrites::note_marked_started(const std::string& caller, const std::string& key, std::string marked_started) {
+  MutexLock lock(mu_);
+  auto it = kept_.find({caller, key});
+  if (it == kept_.end() || it->second.status >= 0) return;  // not claimed, or finished already
+  bytes_ -= cost(it->first.first, it->first.second, it->second);
+  it->second.body = std::move(marked_started);
+  bytes_ += cost(it->first.first, it->first.second, it->second);
 }
 
 size_t KeyedWrites::size() const {
@@ -144,12 +155,18 @@ void KeyedWrites::prune_locked(TimeMs now, bool force) {
 }
 
 KeyedWrites::Scope::Scope(KeyedWrites& writes, std::string caller, std::string key, std::string request)
-    : previous_(t_scope) {
+    : writes_(writes), previous_(t_scope) {
   mark_ = KeyedWritePut{std::move(caller), std::move(key), std::move(request), 0, "", "", writes.clock_.now()};
   t_scope = this;
 }
 
-KeyedWrites::Scope::~Scope() { t_scope = previous_; }
+KeyedWrites::Scope::~Scope() {
+  t_scope = previous_;
+  if (!marked_started_.empty()) {
+    // The mark went to the journal with its key; the key is read back from it.
+    writes_.note_marked_started(marked_caller_, marked_key_, std::move(marked_started_));
+  }
+}
 
 void KeyedWrites::note_starts_context() {
   if (t_scope) t_scope->starts_context_ = true;
@@ -162,7 +179,11 @@ void KeyedWrites::note_commit(std::vector<StoreChange>* changes, std::string_vie
   if (changes && s->mark_) {
     if (s->starts_context_ && !first_queued.empty()) {
       // The same text as what the server keeps when it finishes the write unanswered.
-      std::get<KeyedWritePut>(*s->mark_).body = Value::object({{"context_id", Value(first_queued)}}).to_json();
+      KeyedWritePut& mark = std::get<KeyedWritePut>(*s->mark_);
+      mark.body = Value::object({{"context_id", Value(first_queued)}}).to_json();
+      s->marked_started_ = mark.body;
+      s->marked_caller_ = mark.caller;
+      s->marked_key_ = mark.key;
     }
     changes->push_back(std::move(*s->mark_));
   }

@@ -13,7 +13,8 @@
 // "applied, answer not kept". A write that starts a context (a call or a test run: it says
 // so with note_starts_context) has that context queued by its first commit, and the mark
 // then keeps the context's id ({"context_id"}), so that "applied, answer not kept" tells it
-// after a crash too. A write whose outcome
+// after a crash too, and in this engine when the write ends unanswered without telling
+// finish() what it started (it failed after it committed). A write whose outcome
 // the server cannot tell (its answer a 503 or 504) keeps the mark when it committed and is
 // forgotten when it did not. Keys are kept for kKeepMs after their write was applied or
 // answered; pruned at most once a minute, in memory and in the store (KeyedWritePrune).
@@ -82,7 +83,8 @@ class KeyedWrites {
   // Ends a claim: keeps `answer`, or (nullopt: its outcome is not known) keeps the mark
   // when `committed`, else forgets the key. `started` (JSON of an object, or empty) is what
   // an unanswered write is known to have started: kept and journaled with its mark, and
-  // given back with kAppliedUnanswered. Returns the journal position that holds the answer
+  // given back with kAppliedUnanswered; empty, what its mark keeps (a call's context) is
+  // kept instead. Returns the journal position that holds the answer
   // (Engine::durable_state tells when it is durable); 0 when no answer was journaled.
   uint64_t finish(const std::string& caller, const std::string& key, std::optional<Answer> answer, bool committed,
                   std::string started = "") EXCLUDES(mu_);
@@ -108,7 +110,11 @@ class KeyedWrites {
 
    private:
     friend class KeyedWrites;
+    KeyedWrites& writes_;
     std::optional<StoreChange> mark_;  // until the first commit takes it
+    std::string marked_started_;       // what the mark journaled as started ({"context_id"}), if anything
+    std::string marked_caller_;        // the mark's caller and key, kept with marked_started_
+    std::string marked_key_;
     bool committed_ = false;
     bool starts_context_ = false;  // note_starts_context was called under it
     Scope* previous_;
@@ -127,9 +133,14 @@ class KeyedWrites {
     std::string request;
     int status = -1;  // -1: in flight; 0: applied, not answered; else the answer's
     std::string headers;
-    std::string body;  // the answer's; status 0: what the write started (JSON), or empty
+    std::string body;  // the answer's; status 0: what the write started (JSON), or empty;
+                       // in flight: what its mark keeps as started, once it committed
     TimeMs at = 0;
   };
+  // The Scope of an in-flight key ended with `marked_started` in its mark: kept with the key,
+  // as what finish() keeps when it is told of nothing started.
+  void note_marked_started(const std::string& caller, const std::string& key, std::string marked_started)
+      EXCLUDES(mu_);
   // What a kept key counts against the budget: its strings and the map's node.
   static size_t cost(const std::string& caller, const std::string& key, const Kept& k);
   // Forgets what is past kKeepMs: at most once a minute, or (`force`, when the budget is

@@ -122,6 +122,40 @@ TEST_P(DurableEngineStoresTest, AKeyedCallOrTestRun_StoppedBeforeItsAnswer_IsTol
   }
 }
 
+// A call that committed and then failed before it could answer (its store failing the wait
+// for durability: the server answers 503 and cannot tell what it started) is told its context
+// when sent again to the same engine, as after a restart: what the key's mark keeps.
+TEST_P(DurableEngineStoresTest, AKeyedCallThatFailedAfterItCommitted_IsToldItsContext_InThisEngineToo) {
+  constexpr const char* kPing =
+      R"({"id": "ping", "trigger": {"type": "api"}, "actions": [{"action": "log", "inputs": {"message": "hi"}}]})";
+  Engine& engine = reopen({kCopy, kPing});
+  KeyedWrites& keys = engine.core().keyed_writes;
+  ASSERT_EQ(keys.claim("ci", "call", "req").found, KeyedWrites::Found::kNew);
+  std::string called;
+  bool committed = false;
+  {
+    KeyedWrites::Scope scope(keys, "ci", "call", "req");
+    Result<std::string> id = engine.call_flow("ping", json(R"({"n": 1})"));
+    ASSERT_TRUE(id.is_ok()) << id.message();
+    called = *id;
+    committed = scope.committed();
+  }
+  ASSERT_TRUE(committed);
+  const size_t bytes_before = keys.bytes();
+  // Its outcome not known: nothing said of what it started.
+  EXPECT_EQ(keys.finish("ci", "call", std::nullopt, committed), 0u);
+  EXPECT_EQ(keys.bytes(), bytes_before) << "what the mark keeps was counted while the call was in flight";
+  const std::string expected = R"({"context_id":")" + called + R"("})";
+  const KeyedWrites::Claim now = keys.claim("ci", "call", "req");
+  EXPECT_EQ(now.found, KeyedWrites::Found::kAppliedUnanswered);
+  EXPECT_EQ(now.answer.body, expected);
+
+  Engine& second = reopen({kCopy, kPing});
+  const KeyedWrites::Claim after = second.core().keyed_writes.claim("ci", "call", "req");
+  EXPECT_EQ(after.found, KeyedWrites::Found::kAppliedUnanswered);
+  EXPECT_EQ(after.answer.body, expected);
+}
+
 TEST_P(DurableEngineStoresTest, AnAnsweredKey_ComesBackWithItsAnswer_AndIsForgottenADayLater) {
   Engine& first = reopen({kCopy});
   KeyedWrites& keys = first.core().keyed_writes;
