@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -45,6 +46,11 @@ using CommitObserver = std::function<void(const CommitEntry&)>;
 // under the tag has its journal entry (under the commit lock for a commit; it must be
 // quick and must not call the engine). The leader starts the next operation then, so
 // operations commit in inbox order while their waits for durability overlap.
+// An operation that starts a context (a call or a test run: Engine::call_flow and
+// Engine::test_flow say so with note_starts_context) has that context queued by its first
+// commit, and the commit's journal entry names it (JournalEntry::operation_started), so
+// that a next leader answering the operation without applying it again can tell which
+// context it started.
 class OperationTag {
  public:
   explicit OperationTag(uint64_t operation, std::function<void()> on_first_commit = {});
@@ -53,13 +59,21 @@ class OperationTag {
   OperationTag& operator=(const OperationTag&) = delete;
   // The operation of the calling thread's live tag, 0 when none.
   static uint64_t current();
+  // Called by a write that starts a context, before it commits: the calling thread's tag,
+  // if one lives, is to name the context its first commit queues. Without a tag it does
+  // nothing.
+  static void note_starts_context();
   // Called by the commit path for each commit: the calling thread's operation (0 when it
-  // has no tag), after telling the tag's on_first_commit of the first.
-  static uint64_t note_commit();
+  // has no tag), after telling the tag's on_first_commit of the first. `first_queued` is
+  // the id of the first context the commit queues; `started` (when not null) is set to it
+  // when this is the first commit of an operation that starts a context, else left as is.
+  static uint64_t note_commit(std::string_view first_queued = {}, std::string* started = nullptr);
 
  private:
   uint64_t operation_;
   std::function<void()> on_first_commit_;
+  bool committed_ = false;        // a commit was made under it
+  bool starts_context_ = false;   // note_starts_context was called under it
   OperationTag* previous_;
 };
 

@@ -178,9 +178,15 @@ OperationTag::OperationTag(uint64_t operation, std::function<void()> on_first_co
 }
 OperationTag::~OperationTag() { t_tag = previous_; }
 uint64_t OperationTag::current() { return t_tag ? t_tag->operation_ : 0; }
-uint64_t OperationTag::note_commit() {
+void OperationTag::note_starts_context() {
+  if (t_tag) t_tag->starts_context_ = true;
+}
+uint64_t OperationTag::note_commit(std::string_view first_queued, std::string* started) {
   if (!t_tag) return 0;
   if (t_tag->on_first_commit_) std::exchange(t_tag->on_first_commit_, nullptr)();
+  if (!std::exchange(t_tag->committed_, true) && t_tag->starts_context_ && started && !first_queued.empty()) {
+    *started = first_queued;
+  }
   return t_tag->operation_;
 }
 
@@ -224,11 +230,13 @@ void Dispatcher::journal_locked(Context* committer) {
   // this thread's to write.
   const bool hold = committer && committer->checkpoint_step;
   building_.held = hold;
-  building_.operation = OperationTag::note_commit();
-  // A keyed write's first commit carries its key's mark (runtime/keyed_writes.h), with the
-  // context it queued when the write starts one.
-  KeyedWrites::note_commit(&building_.changes,
-                           building_.queued.empty() ? std::string_view() : building_.queued.front()->id.as_string());
+  // A tagged operation's and a keyed write's first commit name the context they queued
+  // when they start one (runtime/commit.h, runtime/keyed_writes.h).
+  const std::string_view first_queued =
+      building_.queued.empty() ? std::string_view() : building_.queued.front()->id.as_string();
+  building_.operation = OperationTag::note_commit(first_queued, &building_.operation_started);
+  // A keyed write's first commit carries its key's mark.
+  KeyedWrites::note_commit(&building_.changes, first_queued);
   const uint64_t position = journal_->append(std::move(building_));
   if (hold) committer->held_commits.push_back(position);
   building_ = JournalEntry{};

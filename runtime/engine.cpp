@@ -387,6 +387,7 @@ Status Engine::fire_event(std::string_view name, const Value& payload, std::stri
 Result<std::string> Engine::call_flow(std::string_view flow, const Value& inputs, std::string_view caller) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
   KeyedWrites::note_starts_context();
+  OperationTag::note_starts_context();
   FLOWRT_RETURN_IF_ERROR(value_within_depth(*core_, inputs, "inputs"));
   Result<StartedFlow> started = core_->start_api_flow(flow, inputs, origin_of(caller));
   if (!started) return started.error();
@@ -399,6 +400,7 @@ Result<std::string> Engine::test_flow(std::string_view flow, const Value& record
                                       std::string_view caller) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
   KeyedWrites::note_starts_context();
+  OperationTag::note_starts_context();
   FLOWRT_RETURN_IF_ERROR(value_within_depth(*core_, record, "record"));
   FLOWRT_RETURN_IF_ERROR(value_within_depth(*core_, inputs, "inputs"));
   FlowSlot* slot = core_->flows.slot(flow);

@@ -299,6 +299,7 @@ StoreBatch Journal::batch_of(std::vector<JournalEntry>& entries, const StoreCoun
   StoreBatch batch;
   for (JournalEntry& e : entries) {
     batch.applied_op = std::max(batch.applied_op, e.operation);
+    if (!e.operation_started.empty()) batch.operations_started.emplace_back(e.operation, std::move(e.operation_started));
     for (StoreChange& c : e.changes) batch.changes.push_back(std::move(c));
     e.changes.clear();
     for (const std::shared_ptr<Context>& ctx : e.queued) batch.changes.push_back(ContextPut{stored_row(*ctx)});

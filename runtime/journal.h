@@ -103,6 +103,9 @@ struct JournalEntry {
   // The operation whose commit this is (OperationTag::current() on the committing thread),
   // 0: none; the batch holding it carries the highest (StoreBatch::applied_op).
   uint64_t operation = 0;
+  // The id of the context this commit queued, when it is the first commit of an operation
+  // that starts one (OperationTag::note_starts_context); empty otherwise.
+  std::string operation_started;
 
   bool empty() const {
     return changes.empty() && queued.empty() && started.empty() && ended.empty() && archived.empty() && pushes.empty() &&

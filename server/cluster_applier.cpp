@@ -104,12 +104,14 @@ bool ClusterApplier::start_entry(const InboxEntry& e) {
   flight->seq = e.seq;
   if (e.seq <= applied_ && !is_read(e.request.method)) {
     // Its effects are durable (the last leader's store batch said so); its answer was lost
-    // with that leader. Not applied again.
-    flight->reply = json_response(
-        http::status::ok, Value::object({{"operation", Value(static_cast<int64_t>(e.seq))},
-                                         {"applied", Value(true)},
-                                         {"note", Value("applied by the node that led before; its answer was lost "
-                                                        "when that node stopped")}}));
+    // with that leader. Not applied again. A call or a test run names the context it
+    // started, kept with the entry in the same batch.
+    std::vector<Member> members{{Value("operation"), Value(static_cast<int64_t>(e.seq))},
+                                {Value("applied"), Value(true)},
+                                {Value("note"), Value("applied by the node that led before; its answer was lost "
+                                                      "when that node stopped")}};
+    if (!e.started.empty()) members.push_back(Member{Value("context_id"), Value(std::string_view(e.started))});
+    flight->reply = json_response(http::status::ok, Value::object(std::move(members)));
     flight->done = true;
     std::lock_guard lock(mu_);
     done_.push_back(flight);

@@ -46,6 +46,10 @@ DO $$ BEGIN  -- columns added since the first version; ALTER only when missing (
     ALTER TABLE cluster_inbox ADD COLUMN idem_key text;
   END IF;
   IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+                 AND table_name = 'cluster_inbox' AND column_name = 'started') THEN
+    ALTER TABLE cluster_inbox ADD COLUMN started text;
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
                  AND table_name = 'cluster_nodes' AND column_name = 'runnable_contexts') THEN
     ALTER TABLE cluster_nodes ADD COLUMN runnable_contexts bigint NOT NULL DEFAULT 0,
       ADD COLUMN waiting_contexts bigint NOT NULL DEFAULT 0, ADD COLUMN queued_events bigint NOT NULL DEFAULT 0;

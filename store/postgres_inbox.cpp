@@ -225,8 +225,9 @@ Result<std::vector<InboxEntry>> PostgresCluster::unanswered(uint64_t after, size
   p.integer(static_cast<int64_t>(after));
   p.integer(static_cast<int64_t>(limit));
   ResultPtr r(exec_prepared(conn_, &prepared_, "unanswered", [] {
-    return "SELECT seq, incarnation, method, target, caller, role, authenticated, content_type, body "
-           "FROM cluster_inbox WHERE answered IS NULL AND seq > $1::bigint ORDER BY seq LIMIT $2::bigint";
+    return "SELECT seq, incarnation, method, target, caller, role, authenticated, content_type, body, "
+           "COALESCE(started, '') FROM cluster_inbox WHERE answered IS NULL AND seq > $1::bigint ORDER BY seq "
+           "LIMIT $2::bigint";
   }, p));
   if (!result_ok(r.get())) return error("cannot read the inbox");
   std::vector<InboxEntry> out;
@@ -241,6 +242,7 @@ Result<std::vector<InboxEntry>> PostgresCluster::unanswered(uint64_t after, size
     e.request.authenticated = cell_view(r.get(), i, 6) == "t";
     e.request.content_type = cell_text(r.get(), i, 7);
     e.request.body = bytes_of(r.get(), i, 8);
+    e.started = cell_text(r.get(), i, 9);
     out.push_back(std::move(e));
   }
   return out;

@@ -308,6 +308,13 @@ Status PostgresStore::prepare_statements() {
     if (!result_ok(r.get())) {
       return error_of("cannot prepare its statements", "fence: " + one_line(PQresultErrorMessage(r.get())));
     }
+    // The context an operation started, kept with its inbox entry (StoreBatch::operations_started).
+    const Oid started_types[] = {kInt8Oid, kTextOid};
+    ResultPtr s(PQprepare(conn_, "operation_started", "UPDATE cluster_inbox SET started = $2 WHERE seq = $1", 2,
+                          started_types));
+    if (!result_ok(s.get())) {
+      return error_of("cannot prepare its statements", "operation_started: " + one_line(PQresultErrorMessage(s.get())));
+    }
   }
   return Status::ok();
 }

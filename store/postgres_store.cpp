@@ -280,6 +280,11 @@ Status PostgresStore::write_overlapped(const StoreBatch& batch, const std::funct
     ops.back().fence = true;
     f.integer(lead_epoch_);
     f.integer(pg_clamp64(batch.applied_op));
+    for (const auto& [operation, context_id] : batch.operations_started) {
+      Params& s = op("operation_started");
+      s.integer(pg_clamp64(operation));
+      s.text(context_id);
+    }
   }
   for (const StoreChange& change : batch.changes) {
     std::visit(

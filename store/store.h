@@ -202,6 +202,11 @@ struct StoreBatch {
   // transaction as their effects (store/postgres_cluster.h), so that a new leader applies
   // each exactly once. The other stores ignore it.
   uint64_t applied_op = 0;
+  // The operations among them that started a context (a call or a test run), with its id,
+  // in commit order: the postgresql store keeps each with its inbox entry, so that a new
+  // leader answering the operation without applying it again names the context. The other
+  // stores ignore them.
+  std::vector<std::pair<uint64_t, std::string>> operations_started;
 };
 
 // Everything a store holds, as load() returns it.

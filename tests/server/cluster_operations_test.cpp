@@ -5,7 +5,8 @@
 // never answered "not accepted"; two forwarders of one incarnation name their appends
 // apart; a write that changed nothing is answered before the next entry is applied; an
 // operation whose effects were durable when its leader stopped, but whose answer was not,
-// is not applied again by the next leader. Waits are on the cluster's own signals (an
+// is not applied again by the next leader, which names the context it started when it is a
+// call. Waits are on the cluster's own signals (an
 // answer's notification), bounded.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "plans/value_json.h"
 #include "runtime/engine_core.h"
 #include "runtime/journal.h"
 #include "server/cluster_forwarder.h"
@@ -311,6 +313,62 @@ TEST_F(ClusterPostgresTest, AnOperationDurableButUnanswered_IsNotAppliedAgainByT
   const Value list = records.json()["records"];
   for (const Value& r : list.items()) numbers.emplace_back(r["number"].as_string());
   EXPECT_THAT(numbers, ::testing::UnorderedElementsAre("INC7", "INC8")) << "INC7 once: not applied again";
+}
+
+// A call whose leader stopped after the call was durable and before it answered: the next
+// leader, answering it without applying it again, names the context it started (kept with
+// the inbox entry in the batch that queued it), and only that context exists.
+TEST_F(ClusterPostgresTest, ACallDurableButUnanswered_IsToldItsContextByTheNextLeader) {
+  server::ClusterNode& a = join("a");
+  ASSERT_TRUE(a.leads());
+  std::unique_ptr<PostgresCluster> c = link();
+  ASSERT_TRUE(c->listen("flowrt_answers").is_ok());
+  const int64_t client = *c->join("client", "", 60000);
+  const InboxRequest call{"POST", "/api/flows/greet/call", "t", "operator", true, "application/json",
+                          R"({"name": "Ada"})", ""};
+  const InboxRequest insert{"POST", "/api/tables/incident/records", "t", "operator", true, "application/json",
+                            R"({"number": "INC7"})", ""};
+  const std::vector<uint64_t> seqs = entry_numbers(*c->append(client, {call, insert}, "test.1"));
+  ASSERT_EQ(seqs.size(), 2u);
+  std::optional<InboxStatus> called = answered(*c, seqs[0]);
+  std::optional<InboxStatus> inserted = answered(*c, seqs[1]);
+  ASSERT_TRUE(called.has_value());
+  ASSERT_TRUE(inserted.has_value());
+  ASSERT_EQ(called->reply->status, 202) << called->reply->body;
+  const std::string context_id(parse_json(called->reply->body)->find("context_id")->as_string());
+  ASSERT_FALSE(context_id.empty()) << called->reply->body;
+  EXPECT_EQ(sql_value("SELECT started FROM cluster_inbox WHERE seq = " + std::to_string(seqs[0])), context_id);
+  EXPECT_EQ(sql_value("SELECT COALESCE(started, 'none') FROM cluster_inbox WHERE seq = " + std::to_string(seqs[1])),
+            "none")
+      << "an insert starts no context of its own, whatever its record triggers";
+
+  // As if a had stopped after both were durable and before it answered them.
+  ASSERT_EQ(postgres_exec(url_, "UPDATE cluster_inbox SET answered = NULL, status = NULL, reply = NULL, reply_type = "
+                                "NULL WHERE seq IN (" + std::to_string(seqs[0]) + ", " + std::to_string(seqs[1]) + ")"),
+            "");
+  nodes_.front()->stop();
+
+  server::ClusterNode& b = join("b");
+  ASSERT_TRUE(b.leads());
+  std::optional<InboxStatus> again = answered(*c, seqs[0]);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->reply->status, 200);
+  const Value body = *parse_json(again->reply->body);
+  EXPECT_THAT(again->reply->body, HasSubstr("applied by the node that led before"));
+  ASSERT_NE(body.find("context_id"), nullptr) << again->reply->body;
+  EXPECT_EQ(body["context_id"].as_string(), context_id);
+  std::optional<InboxStatus> insert_again = answered(*c, seqs[1]);
+  ASSERT_TRUE(insert_again.has_value());
+  EXPECT_EQ(insert_again->reply->status, 200);
+  EXPECT_THAT(insert_again->reply->body, Not(HasSubstr("context_id")));
+
+  b.service()->engine().settle(0);
+  HttpClient to_b(b.port());
+  HttpReply list = to_b.get("/api/contexts?flow=greet&limit=10");
+  ASSERT_EQ(list.status, 200) << list.body;
+  const Value contexts = list.json()["contexts"];
+  ASSERT_EQ(contexts.items().size(), 1u) << "the call once: not applied again";
+  EXPECT_EQ(contexts.items()[0]["id"].as_string(), context_id);
 }
 
 }  // namespace
