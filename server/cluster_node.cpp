@@ -492,6 +492,9 @@ void ClusterNode::add_cluster_routes(Router& router) {
     if (!s.entry.request.idempotency_key.empty()) {
       body = body.merged(Value::object({{"idempotency_key", Value(s.entry.request.idempotency_key)}}));
     }
+    // A call's or a test run's context, once the commit that queued it is durable: told
+    // also while the operation is not answered yet (its leader stopped before answering).
+    if (!s.entry.started.empty()) body = body.merged(Value::object({{"context_id", Value(s.entry.started)}}));
     if (s.reply) {
       body = body.merged(Value::object({{"answered_at", Value(s.answered)},
                                         {"status", Value(static_cast<int64_t>(s.reply->status))},

@@ -106,7 +106,7 @@ struct InboxEntry {
   uint64_t seq = 0;
   int64_t incarnation = 0;   // the node that accepted it
   InboxRequest request;
-  std::string started;       // read by unanswered(): the context it started, once that is durable
+  std::string started;       // read by unanswered() and entry(): the context it started, once durable
 };
 
 // The leader's answer to an inbox entry.

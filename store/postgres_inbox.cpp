@@ -330,8 +330,8 @@ Result<std::optional<InboxStatus>> PostgresCluster::entry(uint64_t seq) {
   p.integer(static_cast<int64_t>(seq));
   ResultPtr r(exec_params(conn_,
                           "SELECT incarnation, method, target, caller, " FLOWRT_PG_ISO("accepted") ", answered IS NOT NULL, status, "
-                          "reply_type, reply, COALESCE(" FLOWRT_PG_ISO("answered") ", ''), COALESCE(idem_key, '') "
-                          "FROM cluster_inbox WHERE seq = "
+                          "reply_type, reply, COALESCE(" FLOWRT_PG_ISO("answered") ", ''), COALESCE(idem_key, ''), "
+                          "COALESCE(started, '') FROM cluster_inbox WHERE seq = "
                           "$1::bigint",
                           p));
   if (!result_ok(r.get())) return error("cannot read inbox entry " + std::to_string(seq));
@@ -343,6 +343,7 @@ Result<std::optional<InboxStatus>> PostgresCluster::entry(uint64_t seq) {
   s.entry.request.target = cell_text(r.get(), 0, 2);
   s.entry.request.caller = cell_text(r.get(), 0, 3);
   s.entry.request.idempotency_key = cell_text(r.get(), 0, 10);
+  s.entry.started = cell_text(r.get(), 0, 11);
   s.accepted = cell_text(r.get(), 0, 4);
   if (cell_view(r.get(), 0, 5) == "t") {
     s.reply = InboxReply{static_cast<int>(cell_int(r.get(), 0, 6)), cell_text(r.get(), 0, 7), bytes_of(r.get(), 0, 8)};

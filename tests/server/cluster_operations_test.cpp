@@ -317,7 +317,8 @@ TEST_F(ClusterPostgresTest, AnOperationDurableButUnanswered_IsNotAppliedAgainByT
 
 // A call whose leader stopped after the call was durable and before it answered: the next
 // leader, answering it without applying it again, names the context it started (kept with
-// the inbox entry in the batch that queued it), and only that context exists.
+// the inbox entry in the batch that queued it), and only that context exists. The
+// operation's status names it too, answered or not.
 TEST_F(ClusterPostgresTest, ACallDurableButUnanswered_IsToldItsContextByTheNextLeader) {
   server::ClusterNode& a = join("a");
   ASSERT_TRUE(a.leads());
@@ -346,6 +347,17 @@ TEST_F(ClusterPostgresTest, ACallDurableButUnanswered_IsToldItsContextByTheNextL
   ASSERT_EQ(postgres_exec(url_, "UPDATE cluster_inbox SET answered = NULL, status = NULL, reply = NULL, reply_type = "
                                 "NULL WHERE seq IN (" + std::to_string(seqs[0]) + ", " + std::to_string(seqs[1]) + ")"),
             "");
+  {
+    // Unanswered, the operation already names its context.
+    HttpClient to_a(a.port());
+    HttpReply op = to_a.get("/api/cluster/operations/" + std::to_string(seqs[0]));
+    ASSERT_EQ(op.status, 200) << op.body;
+    EXPECT_EQ(op.json()["answered"], Value(false)) << op.body;
+    EXPECT_EQ(op.json()["context_id"], Value(std::string_view(context_id))) << op.body;
+    HttpReply other = to_a.get("/api/cluster/operations/" + std::to_string(seqs[1]));
+    ASSERT_EQ(other.status, 200) << other.body;
+    EXPECT_EQ(other.json().find("context_id"), nullptr) << other.body;
+  }
   nodes_.front()->stop();
 
   server::ClusterNode& b = join("b");
