@@ -92,6 +92,7 @@ struct Tally {
   size_t refused = 0;       // a refusal that wrote nothing
   size_t keyed = 0;         // sent with an Idempotency-Key
   size_t resent = 0;        // of those, sent again (their first answer was not definite)
+  size_t calls = 0;         // of those, calls of on_call (the rest are inserts)
   std::map<std::string, int> kinds;  // the answers that were neither acknowledged nor accepted, by kind
   std::string unanswered_kinds() const {
     std::string out;
@@ -116,6 +117,41 @@ inline std::string kind_of(const Answer& a) {
   return out;
 }
 
+// The calls of on_call: each acknowledged one (at once, or as an operation answered later,
+// also by a leader that did not apply it) named its context, which ran once and wrote the
+// call's one `called` record; a refused one wrote none; nothing was called that was not sent.
+inline void check_calls(Cluster& c, const std::vector<Attempt>& attempts) {
+  std::optional<std::vector<Value>> called = all_records(c, "called");
+  std::optional<std::vector<Value>> contexts = all_contexts(c, "&flow=on_call");
+  if (!called || !contexts) return;
+  std::map<std::string, std::vector<std::string>> contexts_of;  // key -> the contexts its records name
+  for (const Value& r : *called) {
+    contexts_of[std::string(r["key"].as_string())].emplace_back(r["context"].as_string());
+  }
+  std::set<std::string> sent;
+  for (const Attempt& a : attempts) {
+    if (!a.call) continue;
+    sent.insert(a.key);
+    const auto found = contexts_of.find(a.key);
+    const size_t copies = found == contexts_of.end() ? 0 : found->second.size();
+    if (is_2xx(a.final_status)) {
+      EXPECT_EQ(copies, 1u) << "acknowledged call " << a.key << " (through " << a.node << ", answered "
+                            << a.answer.describe() << ", operation " << a.operation << ")";
+      if (copies == 1) {
+        EXPECT_EQ(found->second.front(), a.context_id) << "call " << a.key << " was told another context";
+      }
+    } else if (a.final_status != 0 || nothing_written(a.answer)) {
+      EXPECT_EQ(copies, 0u) << "call " << a.key << " was refused (" << a.answer.describe() << ") but ran";
+    }
+  }
+  for (const auto& [key, ids] : contexts_of) {
+    EXPECT_TRUE(sent.count(key)) << "call " << key << " was never sent";
+    EXPECT_EQ(ids.size(), 1u) << "call " << key << " ran " << ids.size() << " times";
+  }
+  for (const Value& x : *contexts) EXPECT_EQ(x["status"], Value("completed")) << x.to_json();
+  EXPECT_EQ(contexts->size(), called->size()) << "an on_call context that wrote no record, or one that wrote two";
+}
+
 // Resolves the accepted inserts through GET /api/cluster/operations/N (bounded), then
 // checks the state the leader shows against what the clients were told.
 inline Tally check_outcome(Cluster& c, std::vector<Attempt>& attempts, int timeout_ms) {
@@ -125,6 +161,7 @@ inline Tally check_outcome(Cluster& c, std::vector<Attempt>& attempts, int timeo
     if (a.keyed) {
       ++t.keyed;
       if (a.resends > 0) ++t.resent;
+      if (a.call) ++t.calls;
       // Sent again with its key until the answer said what became of it (kMaxResends).
       EXPECT_TRUE(definite(a.answer)) << "keyed insert " << a.key << " sent " << a.resends + 1
                                       << " times has no definite answer: " << a.answer.describe();
@@ -132,9 +169,13 @@ inline Tally check_outcome(Cluster& c, std::vector<Attempt>& attempts, int timeo
     if (is_2xx(a.answer.status)) {
       ++t.acknowledged;
       a.final_status = a.answer.status;
-      // The record, or the note of an operation the last leader applied and could not answer.
+      // The record, or the note of an operation the last leader applied and could not answer;
+      // a call's context either way.
       const Value j = a.answer.json();
-      if (!(j["applied"] == Value(true))) {
+      if (a.call) {
+        a.context_id = std::string(j["context_id"].as_string());
+        EXPECT_FALSE(a.context_id.empty()) << "call " << a.key << ": " << a.answer.describe();
+      } else if (!(j["applied"] == Value(true))) {
         EXPECT_EQ(j["key"], Value(a.key)) << a.answer.describe();
       }
       continue;
@@ -163,8 +204,13 @@ inline Tally check_outcome(Cluster& c, std::vector<Attempt>& attempts, int timeo
     if (op.status == 200 && op.json()["answered"] == Value(true)) {
       a.final_status = static_cast<int>(op.json()["status"].as_int());
       if (is_2xx(a.final_status)) ++t.accepted_applied;
+      if (a.call && is_2xx(a.final_status)) {
+        a.context_id = std::string(op.json()["context_id"].as_string());
+        EXPECT_FALSE(a.context_id.empty()) << "call " << a.key << ", operation " << a.operation << ": " << op.describe();
+      }
     }
   }
+  check_calls(c, attempts);
 
   std::optional<std::vector<Value>> jobs = all_records(c, "job");
   std::optional<std::vector<Value>> entered = all_records(c, "entered");
@@ -184,6 +230,7 @@ inline Tally check_outcome(Cluster& c, std::vector<Attempt>& attempts, int timeo
 
   // Nothing acknowledged is lost; nothing is applied twice; nothing refused is there.
   for (const Attempt& a : attempts) {
+    if (a.call) continue;  // check_calls
     const int copies = job_keys.count(a.key) ? job_keys[a.key] : 0;
     if (is_2xx(a.final_status)) {
       EXPECT_EQ(copies, 1) << "acknowledged insert " << a.key << " (through " << a.node << ", answered "

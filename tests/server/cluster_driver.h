@@ -52,6 +52,8 @@ struct Attempt {
   int final_status = 0;   // the status it was applied with (the answer's, or the operation's)
   bool keyed = false;     // sent with an Idempotency-Key (its key), and sent again until definite
   int resends = 0;        // how often (the answer is the last one's)
+  bool call = false;      // a call of the flow on_call (keyed clients only), not an insert
+  std::string context_id;  // a call's context, as its answer or its operation named it
 };
 
 inline bool is_2xx(int status) { return status >= 200 && status < 300; }
@@ -244,7 +246,8 @@ class Cluster {
     }
   }
 
-  // Client threads: each inserts jobs through a random node that is up, until stopped.
+  // Client threads: each inserts jobs (and, keyed, calls on_call) through a random node that
+  // is up, until stopped.
   void start_clients(int count, uint32_t seed, int min_gap_ms, int max_gap_ms) {
     done_.store(false);
     for (int t = 0; t < count; ++t) {
@@ -267,9 +270,13 @@ class Cluster {
           a.node = nodes_[i].name;
           // Odd clients name each insert with its key, and send it again (to any node that
           // is up) while the answer is not definite; even ones send each once, unnamed.
+          // One request in four of an odd client calls the API flow on_call instead, in the
+          // same way.
           a.keyed = t % 2 == 1;
+          a.call = a.keyed && k % 4 == 3;
+          const std::string target = a.call ? "/api/flows/on_call/call" : "/api/tables/job/records";
           const std::string body = "{\"key\": \"" + a.key + "\"}";
-          a.answer = call(port, "POST", "/api/tables/job/records", body, kClientTimeoutMs, a.keyed ? a.key : "");
+          a.answer = call(port, "POST", target, body, kClientTimeoutMs, a.keyed ? a.key : "");
           while (a.keyed && !definite(a.answer) && a.resends < kMaxResends) {
             pause_ms(100);
             std::vector<size_t> now_up;
@@ -282,7 +289,7 @@ class Cluster {
             if (again == 0) continue;
             ++a.resends;
             a.node = nodes_[j].name;
-            a.answer = call(again, "POST", "/api/tables/job/records", body, kClientTimeoutMs, a.key);
+            a.answer = call(again, "POST", target, body, kClientTimeoutMs, a.key);
           }
           a.at_ms = ms_since(epoch_);
           if (is_2xx(a.answer.status)) last_ack_ms_.store(a.at_ms);

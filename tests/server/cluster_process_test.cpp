@@ -13,6 +13,9 @@
 // A third flow runs once, on the `gate` record made before the faults, and waits for the
 // gate to be opened, which happens after the last fault: one context waiting through every
 // kill, stop, cut and restart of the run, resumed by each new leader, ending once.
+// A fourth, on_call, is an API flow that writes a `called` record naming its context: each
+// call acknowledged ran once, and was told that context, also when the leader that applied
+// it stopped before answering and the next one answered.
 //
 // Clients insert jobs, each with a key of its own, through any node that is up, and note
 // what each insert was answered: acknowledged (2xx), accepted (an "operation" number: it
@@ -76,6 +79,13 @@ constexpr const char* kOnJobLater = R"({"id": "on_job_later", "trigger": {"type"
    "values": {"key": "{{trigger.record.key}}", "context": "{{context.id}}"}}}
  ]})";
 
+// The fourth flow: called by the keyed clients (see the top).
+constexpr const char* kOnCall = R"({"id": "on_call", "trigger": {"type": "api"},
+ "inputs": [{"name": "key", "type": "string", "required": true}],
+ "actions": [
+  {"action": "create_record", "inputs": {"table": "called", "values": {"key": "{{inputs.key}}", "context": "{{context.id}}"}}}
+ ]})";
+
 // The third flow: one context that waits through the whole run (see the top).
 constexpr const char* kOnGate = R"({"id": "on_gate", "trigger": {"type": "record", "table": "gate", "when": "created"},
  "actions": [
@@ -91,6 +101,7 @@ fs::path write_project(const std::string& test) {
   std::ofstream(dir / "flows" / "on_job.json") << kOnJob;
   std::ofstream(dir / "flows" / "on_job_later.json") << kOnJobLater;
   std::ofstream(dir / "flows" / "on_gate.json") << kOnGate;
+  std::ofstream(dir / "flows" / "on_call.json") << kOnCall;
   return dir;
 }
 
@@ -328,7 +339,7 @@ void run_faults(FaultRun run) {
   for (const auto& [f, n] : done) summary << " " << n << " " << name_of(f) << (f == Fault::kKill ? " (" + std::to_string(leader_kills) + " of the leader)" : "") << ",";
   summary << " other nodes that lost the lead and exited 3: " << c.lost_lead_summary()
           << "; writable again within " << slowest_recovery_ms << " ms of each fault; " << attempts.size()
-          << " inserts: " << t.acknowledged << " acknowledged, " << t.accepted << " accepted (" << t.accepted_applied
+          << " requests (" << t.calls << " calls, the rest inserts): " << t.acknowledged << " acknowledged, " << t.accepted << " accepted (" << t.accepted_applied
           << " applied), " << t.refused << " refused and " << t.unanswered << " unanswered (" << t.unanswered_kinds()
           << "); " << t.keyed << " sent with an Idempotency-Key, " << t.resent
           << " of them sent again; the longest a node refused connections: " << longest_refusal(attempts, &refused_ms) << "; faults "
