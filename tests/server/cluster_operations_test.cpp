@@ -33,6 +33,16 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using namespace flowrt::test_support;
 
+// The inbox entries' answers erased, as if their leader had stopped after their effects were
+// durable and before it recorded the answers.
+void erase_answers(const std::string& url, const std::vector<uint64_t>& seqs) {
+  std::string list;
+  for (uint64_t seq : seqs) list += (list.empty() ? "" : ", ") + std::to_string(seq);
+  ASSERT_EQ(postgres_exec(url, "UPDATE cluster_inbox SET answered = NULL, status = NULL, reply = NULL, reply_type = "
+                               "NULL WHERE seq IN (" + list + ")"),
+            "");
+}
+
 TEST_F(ClusterPostgresTest, ManyOperationsForwardedAtOnce_CommitInInboxOrder) {
   server::ClusterNode& a = join("a");
   ASSERT_TRUE(a.leads());
@@ -288,9 +298,7 @@ TEST_F(ClusterPostgresTest, AnOperationDurableButUnanswered_IsNotAppliedAgainByT
   EXPECT_EQ(sql_value("SELECT applied_op FROM cluster_lead"), std::to_string(seq)) << "durable with its effects";
 
   // As if a had stopped after the effects were durable and before it answered.
-  ASSERT_EQ(postgres_exec(url_, "UPDATE cluster_inbox SET answered = NULL, status = NULL, reply = NULL, reply_type = "
-                                "NULL WHERE seq = " + std::to_string(seq)),
-            "");
+  erase_answers(url_, {seq});
   nodes_.front()->stop();
   // And one more accepted while no node leads.
   const InboxRequest second_insert{"POST", "/api/tables/incident/records", "t", "operator", true,
@@ -344,9 +352,7 @@ TEST_F(ClusterPostgresTest, ACallDurableButUnanswered_IsToldItsContextByTheNextL
       << "an insert starts no context of its own, whatever its record triggers";
 
   // As if a had stopped after both were durable and before it answered them.
-  ASSERT_EQ(postgres_exec(url_, "UPDATE cluster_inbox SET answered = NULL, status = NULL, reply = NULL, reply_type = "
-                                "NULL WHERE seq IN (" + std::to_string(seqs[0]) + ", " + std::to_string(seqs[1]) + ")"),
-            "");
+  erase_answers(url_, seqs);
   {
     // Unanswered, the operation already names its context.
     HttpClient to_a(a.port());
