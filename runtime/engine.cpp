@@ -87,6 +87,14 @@ Status intake_open(const EngineCore& core) {
   return Status::ok();
 }
 
+// Told by a write that starts a context (a call, a test run) before it commits: a keyed
+// write's mark and a cluster operation's inbox entry then name the context its first commit
+// queues (runtime/keyed_writes.h, runtime/commit.h).
+void note_starts_context() {
+  KeyedWrites::note_starts_context();
+  OperationTag::note_starts_context();
+}
+
 // A value given to the API (a record's values, an event's payload, a flow's inputs) nests
 // no deeper than max_json_depth, as the same value in an events line or a request body
 // must: everything after (writing it as JSON, packing a record) walks it recursively.
@@ -386,8 +394,7 @@ Status Engine::fire_event(std::string_view name, const Value& payload, std::stri
 
 Result<std::string> Engine::call_flow(std::string_view flow, const Value& inputs, std::string_view caller) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
-  KeyedWrites::note_starts_context();
-  OperationTag::note_starts_context();
+  note_starts_context();
   FLOWRT_RETURN_IF_ERROR(value_within_depth(*core_, inputs, "inputs"));
   Result<StartedFlow> started = core_->start_api_flow(flow, inputs, origin_of(caller));
   if (!started) return started.error();
@@ -399,8 +406,7 @@ Result<std::string> Engine::call_flow(std::string_view flow, const Value& inputs
 Result<std::string> Engine::test_flow(std::string_view flow, const Value& record, const Value& inputs,
                                       std::string_view caller) {
   FLOWRT_RETURN_IF_ERROR(intake_open(*core_));
-  KeyedWrites::note_starts_context();
-  OperationTag::note_starts_context();
+  note_starts_context();
   FLOWRT_RETURN_IF_ERROR(value_within_depth(*core_, record, "record"));
   FLOWRT_RETURN_IF_ERROR(value_within_depth(*core_, inputs, "inputs"));
   FlowSlot* slot = core_->flows.slot(flow);
