@@ -22,6 +22,7 @@ foreach(flowrt_one_thread_test IN LISTS plans_test_TESTS compiler_test_TESTS)
   set_tests_properties("${flowrt_one_thread_test}" PROPERTIES LABELS one_thread)
 endforeach()
 if(flowrt_one_thread_deep EQUAL 0 OR flowrt_one_thread_memo EQUAL 0)
-  message(FATAL_ERROR "tests/scheduling/one_thread.cmake: no test matched AMillionDeep (${flowrt_one_thread_deep}) "
-                      "or ^CheckMemoTest. (${flowrt_one_thread_memo}): were they renamed? Name them here again")
+  message(FATAL_ERROR "tests/scheduling/one_thread.cmake: a pattern matched no test (AMillionDeep matched "
+                      "${flowrt_one_thread_deep}, ^CheckMemoTest. matched ${flowrt_one_thread_memo}): were they "
+                      "renamed? Name them here again")
 endif()
