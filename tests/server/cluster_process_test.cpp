@@ -79,19 +79,19 @@ constexpr const char* kOnJobLater = R"({"id": "on_job_later", "trigger": {"type"
    "values": {"key": "{{trigger.record.key}}", "context": "{{context.id}}"}}}
  ]})";
 
-// The fourth flow: called by the keyed clients (see the top).
-constexpr const char* kOnCall = R"({"id": "on_call", "trigger": {"type": "api"},
- "inputs": [{"name": "key", "type": "string", "required": true}],
- "actions": [
-  {"action": "create_record", "inputs": {"table": "called", "values": {"key": "{{inputs.key}}", "context": "{{context.id}}"}}}
- ]})";
-
 // The third flow: one context that waits through the whole run (see the top).
 constexpr const char* kOnGate = R"({"id": "on_gate", "trigger": {"type": "record", "table": "gate", "when": "created"},
  "actions": [
   {"action": "wait_for_condition", "inputs": {"table": "gate", "sys_id": "{{trigger.sys_id}}",
    "condition": {"field": "open", "op": "eq", "value": true}, "timeout": "1h"}},
   {"action": "create_record", "inputs": {"table": "through", "values": {"context": "{{context.id}}"}}}
+ ]})";
+
+// The fourth flow: called by the keyed clients (see the top).
+constexpr const char* kOnCall = R"({"id": "on_call", "trigger": {"type": "api"},
+ "inputs": [{"name": "key", "type": "string", "required": true}],
+ "actions": [
+  {"action": "create_record", "inputs": {"table": "called", "values": {"key": "{{inputs.key}}", "context": "{{context.id}}"}}}
  ]})";
 
 fs::path write_project(const std::string& test) {
