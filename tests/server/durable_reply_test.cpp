@@ -103,6 +103,39 @@ class DurableReplyTest : public ServerFixture {
     vfs.set_space(std::nullopt);
     EXPECT_TRUE(journal().wait_durable(journal().appended()).is_ok());
   }
+  // A keyed call answered 503 because its start was not durable in time, sent again with its
+  // key to the same server: told that it was applied and which context it started, while the
+  // disk is still full and once it has room, and the flow ran once (API.md, "Sent again").
+  // Without `gives_up` the store is retried and the answer is "not written yet" after
+  // durable_answer_ms; with it the store is given up and the answer names the failure.
+  void expect_a_keyed_call_answered_503_is_told_its_context_when_sent_again(testing::FaultVfs& vfs, bool gives_up) {
+    const std::string body = R"({"name": "Ada"})";
+    vfs.set_space(0);
+    client().write_raw("POST /api/flows/greet/call HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                       "Idempotency-Key: greet-ada\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+                       body);
+    std::optional<HttpReply> answered = answer_within_30s();
+    ASSERT_TRUE(answered) << "no answer within 30 s";
+    ASSERT_EQ(answered->status, 503) << answered->body;
+    const std::vector<ContextRecord> contexts = engine().contexts("greet");
+    ASSERT_EQ(contexts.size(), 1u) << "the call started no context, or more than one";
+    const Value started(contexts[0].id());
+
+    auto expect_told = [&](const char* when) {
+      HttpReply again = client().post_keyed("/api/flows/greet/call", body, "greet-ada");
+      EXPECT_EQ(again.status, 200) << when << ": " << again.body;
+      EXPECT_EQ(again.json()["applied"], Value(true)) << when << ": " << again.body;
+      EXPECT_EQ(again.json()["context_id"], started) << when << ": " << again.body;
+      EXPECT_EQ(again.header("Idempotent-Replayed"), "true") << when;
+    };
+    expect_told("the disk still full");
+    vfs.set_space(std::nullopt);
+    if (!gives_up) {
+      ASSERT_TRUE(journal().wait_durable(journal().appended()).is_ok());
+      expect_told("the disk with room");
+    }
+    EXPECT_EQ(engine().contexts("greet").size(), 1u) << "the call ran once";
+  }
 };
 
 TEST_F(DurableReplyTest, AnInsert_IsAnsweredOnceItIsDurable_NotBefore) {
@@ -224,6 +257,20 @@ TEST_F(DurableReplyTest, ACallWaitingForItsContext_WhoseStartIsNotWrittenInItsWa
   EXPECT_NE(error.find("not written to the store yet"), std::string::npos) << error;
   vfs.set_space(std::nullopt);
   EXPECT_TRUE(journal().wait_durable(journal().appended()).is_ok());
+  service_.reset();
+}
+
+TEST_F(DurableReplyTest, AKeyedCallNotWrittenWithinDurableAnswerMs_SentAgain_IsToldItsOneContext) {
+  testing::FaultVfs vfs("flowrt-fault-serve", /*make_default=*/true);
+  serve_giving_up_after(0, R"({"server": {"limits": {"durable_answer_ms": 300}}})");
+  expect_a_keyed_call_answered_503_is_told_its_context_when_sent_again(vfs, /*gives_up=*/false);
+  service_.reset();
+}
+
+TEST_F(DurableReplyTest, AKeyedCallWhoseStoreIsGivenUp_SentAgain_IsToldItsOneContext) {
+  testing::FaultVfs vfs("flowrt-fault-serve", /*make_default=*/true);
+  serve_giving_up_after(200);
+  expect_a_keyed_call_answered_503_is_told_its_context_when_sent_again(vfs, /*gives_up=*/true);
   service_.reset();
 }
 
