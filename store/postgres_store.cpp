@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <deque>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -207,6 +208,197 @@ Status PostgresStore::ready_writes(SyncMode sync) {
   return set_sync_mode(sync);
 }
 
+// One write()'s transaction, sent through libpq's pipeline mode while write_overlapped()
+// makes its statements: BEGIN at once, then each statement once the next is begun (its
+// parameters complete), so that the server runs the first statements while the rest are
+// made. The statements go in chunks of kPipelineDepth, each followed by a sync whose
+// results are read before the next chunk is sent (so neither side's buffers fill up). A
+// sync inside BEGIN ... COMMIT does not end the transaction: COMMIT goes only once every
+// statement succeeded, else ROLLBACK. The store's writer thread only; it borrows the
+// store's connection for its life and keeps every statement until its result is read.
+class PostgresStore::Transaction {
+ public:
+  // `meanwhile` (when set) runs once, at the first sync, while the server works.
+  Transaction(PostgresStore& store, size_t changes, const std::function<void()>& meanwhile)
+      : store_(store),
+        c_(store.conn_),
+        what_("cannot write a batch of " + std::to_string(changes) + " changes"),
+        meanwhile_(meanwhile) {
+    if (store_.fenced_) {
+      fail(store_.error_of(what_, "fenced: this node no longer leads the cluster"));
+    } else if (store_.lost_) {
+      fail(store_.error_of(what_, "the connection was lost: open the store again"));
+    } else if (PQenterPipelineMode(c_) != 1) {
+      fail(store_.error(what_));
+    } else {
+      piped_ = true;
+      send_plain("BEGIN", "BEGIN");
+    }
+  }
+  // Unfinished (the making of a statement threw): what was sent is rolled back, so that
+  // the connection is ready for the next write.
+  ~Transaction() {
+    if (finished_ || !piped_) return;
+    meanwhile_called_ = true;  // not now: the caller is unwinding
+    begun_ = false;
+    fail(Error{what_});
+    (void)finish();  // the caller is told by its exception
+  }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+
+  // A new statement, its parameters filled by the caller; the one begun before is sent.
+  Op& begin(const char* statement) {
+    send_begun();
+    ops_.push_back(Op{statement, {}, {}});
+    begun_ = true;
+    return ops_.back();
+  }
+  // Sends what is still to send, then COMMIT (or ROLLBACK after a failure).
+  Status finish() {
+    finished_ = true;
+    send_begun();
+    if (!piped_) return *failure_;
+    // A record put is checked by its row count, which only its result tells: such a chunk
+    // is read before COMMIT is sent. Any other failure aborts the transaction on the
+    // server, and a COMMIT sent with it answers ROLLBACK (a failure too).
+    const auto read_first = [](const Sent& x) { return x.op && (!x.op->puts.empty() || x.op->fence); };
+    if (!lost_ && !failure_ && std::any_of(sent_.begin(), sent_.end(), read_first)) {
+      sync_and_read();
+    }
+    if (!lost_ && !failure_) {
+      send_plain("COMMIT", "COMMIT");
+      sync_and_read();
+    }
+    if (!lost_ && failure_) {
+      sync_and_read();  // what is still unread
+      send_plain("ROLLBACK", nullptr);
+      sync_and_read();
+    }
+    if (store_.fenced_) store_.lost_ = true;  // a fenced store writes nothing more
+    if (!lost_) PQexitPipelineMode(c_);
+    if (lost_ || PQstatus(c_) == CONNECTION_BAD) {
+      // The server rolls back a transaction whose session ends, unless its COMMIT had gone
+      // through: the next write connects again (a cluster leader's store does not: it stops
+      // here, and its node gives the lead up), and the batch written again lands once
+      // whichever it was (every statement puts a row's values or removes it, and a
+      // recovery's note equal to one there is not added again).
+      store_.lost_ = true;
+      const char* next = store_.lead_epoch_ == 0 ? " (the connection is lost: the next write connects again)"
+                                                 : " (the connection is lost: open the store again)";
+      if (failure_) return Error{failure_->message + next};
+      std::string message = one_line(PQerrorMessage(c_));
+      if (message.empty()) message = "the connection was lost";
+      return store_.error_of(what_, message + next);
+    }
+    if (failure_) return *failure_;
+    return Status::ok();
+  }
+
+ private:
+  // What was sent since the last sync: an op, or a plain statement and the command tag
+  // that says it did what it should.
+  struct Sent {
+    const Op* op;
+    const char* tag;
+  };
+  // Statements go to the server every this many, not only when libpq's buffer fills.
+  static constexpr size_t kFlushEvery = 16;
+
+  void fail(Error e) {
+    if (!failure_) failure_ = std::move(e);
+  }
+  void send_plain(const char* sql, const char* tag) {
+    if (PQsendQueryParams(c_, sql, 0, nullptr, nullptr, nullptr, nullptr, 0) != 1) lost_ = true;
+    sent_.push_back(Sent{nullptr, tag});
+  }
+  void send_begun() {
+    if (!begun_) return;
+    begun_ = false;
+    if (!piped_ || lost_ || failure_) return;
+    const Op& o = ops_.back();
+    o.params.arrays(&values_, &lengths_, &formats_);
+    if (PQsendQueryPrepared(c_, o.statement, o.params.size(), values_.data(), lengths_.data(), formats_.data(), 0) !=
+        1) {
+      lost_ = true;
+    }
+    sent_.push_back(Sent{&o, nullptr});
+    if (sent_.size() >= kPipelineDepth) {
+      sync_and_read();
+    } else if (sent_.size() % kFlushEvery == 0 && PQflush(c_) != 0) {
+      lost_ = true;
+    }
+  }
+  // Syncs, then reads the results of what was sent and the sync's; the first time, once
+  // sent, calls `meanwhile` while the server works.
+  void sync_and_read() {
+    if (!lost_ && PQpipelineSync(c_) != 1) lost_ = true;
+    if (!lost_ && !meanwhile_called_) {
+      meanwhile_called_ = true;
+      if (meanwhile_) meanwhile_();
+    }
+    for (const Sent& x : sent_) {
+      if (lost_) break;
+      ResultPtr r(PQgetResult(c_));
+      if (!r) {
+        lost_ = true;
+        break;
+      }
+      const ExecStatusType s = PQresultStatus(r.get());
+      if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) {
+        check(x, r.get());
+      } else if (s != PGRES_PIPELINE_ABORTED) {
+        fail(store_.error_of(what_, one_line(PQresultErrorMessage(r.get()))));
+      }
+      ResultPtr end(PQgetResult(c_));  // the null that ends its results
+      if (PQstatus(c_) == CONNECTION_BAD) lost_ = true;
+    }
+    sent_.clear();
+    if (lost_) return;
+    ResultPtr sync(PQgetResult(c_));
+    if (!sync || PQresultStatus(sync.get()) != PGRES_PIPELINE_SYNC) lost_ = true;
+  }
+  // A statement's result that the server took: the fence must have found its row, each
+  // record put must come back, a plain statement must answer its tag.
+  void check(const Sent& x, PGresult* r) {
+    if (x.op && x.op->fence && std::string_view(PQcmdTuples(r)) != "1") {
+      store_.fenced_ = true;
+      fail(store_.error_of(what_, "fenced: this node no longer leads the cluster (its lead epoch " +
+                               std::to_string(store_.lead_epoch_) + " was taken over by another node)"));
+    }
+    if (x.op && !x.op->puts.empty()) {
+      // Each put's position comes back (RETURNING) when it was written.
+      std::vector<int64_t> written;
+      for (int row = 0; row < PQntuples(r); ++row) written.push_back(cell_int(r, row, 0));
+      for (const RecordPut* put : x.op->puts) {
+        if (std::find(written.begin(), written.end(), pg_clamp64(put->position)) != written.end()) continue;
+        fail(store_.error_of(what_, "record " + std::string(put->record.members()[0].value.as_string()) + " of table " +
+                                 put->table + " at position " + std::to_string(put->position) +
+                                 ": another record is there"));
+        break;
+      }
+    }
+    if (x.tag && std::string_view(PQcmdStatus(r)) != x.tag) {
+      fail(store_.error_of(what_, std::string("the server answered ") + PQcmdStatus(r) + " to " + x.tag));
+    }
+  }
+
+  PostgresStore& store_;
+  PGconn* const c_;
+  const std::string what_;
+  std::deque<Op> ops_;  // every statement begun; a deque, so that sent_ may point into it
+  bool begun_ = false;  // ops_.back() is begun and not sent yet
+  bool piped_ = false;  // in pipeline mode, BEGIN sent
+  bool lost_ = false;
+  std::optional<Error> failure_;
+  std::vector<Sent> sent_;
+  std::vector<const char*> values_;
+  std::vector<int> lengths_, formats_;
+  const std::function<void()>& meanwhile_;
+  bool meanwhile_called_ = false;
+  bool finished_ = false;
+};
+
 Status PostgresStore::write_overlapped(const StoreBatch& batch, const std::function<void()>& meanwhile) {
   using Place = ContextPlaces::Place;
   if (read_only_) return error_of("cannot write", "opened read only");
@@ -221,13 +413,9 @@ Status PostgresStore::write_overlapped(const StoreBatch& batch, const std::funct
     ++reconnects_;
   }
   places_.discard();  // nothing pending from a batch that threw
-  std::vector<Op> ops;
-  ops.reserve(batch.changes.size() + 1);
+  Transaction transaction(*this, batch.changes.size(), meanwhile);
   std::vector<std::string> new_tables;
-  auto op = [&](const char* statement) -> Params& {
-    ops.push_back(Op{statement, {}, {}});
-    return ops.back().params;
-  };
+  auto op = [&](const char* statement) -> Params& { return transaction.begin(statement).params; };
   // Record puts wait in a group and go as one statement (put_records_N, N <= kPutGroup).
   // Rows of other tables commute with them within the transaction; a remove, or a put at a
   // position already in the group, sends the group first, so each position's changes keep
@@ -235,14 +423,14 @@ Status PostgresStore::write_overlapped(const StoreBatch& batch, const std::funct
   std::vector<const RecordPut*> group;
   auto send_group = [&] {
     if (group.empty()) return;
-    Params& r = op(put_records_statement(group.size()));
+    Op& o = transaction.begin(put_records_statement(group.size()));
     for (const RecordPut* c : group) {
-      r.text(c->table);
-      r.text(c->record.members()[0].value.as_string());
-      r.integer(pg_clamp64(c->position));
-      r.json(c->record);
+      o.params.text(c->table);
+      o.params.text(c->record.members()[0].value.as_string());
+      o.params.integer(pg_clamp64(c->position));
+      o.params.json(c->record);
     }
-    ops.back().puts = std::move(group);
+    o.puts = std::move(group);
     group.clear();
   };
   // Live context rows (put_context) likewise; any other change of a row in the group sends
@@ -276,10 +464,10 @@ Status PostgresStore::write_overlapped(const StoreBatch& batch, const std::funct
   if (lead_epoch_ > 0) {
     // First, so that the lead row is locked for the whole transaction: a takeover (which
     // updates that row) waits for this batch, or this batch finds the new epoch and fails.
-    Params& f = op("fence");
-    ops.back().fence = true;
-    f.integer(lead_epoch_);
-    f.integer(pg_clamp64(batch.applied_op));
+    Op& f = transaction.begin("fence");
+    f.fence = true;
+    f.params.integer(lead_epoch_);
+    f.params.integer(pg_clamp64(batch.applied_op));
     for (const auto& [operation, context_id] : batch.operations_started) {
       Params& s = op("operation_started");
       s.integer(pg_clamp64(operation));
@@ -380,8 +568,9 @@ Status PostgresStore::write_overlapped(const StoreBatch& batch, const std::funct
             }
             const std::string* given = final && place == Place::kLive && !c.record.is_null() ? places_.ended_trigger(c.seq) : nullptr;
             if (given) {
-              fill(op("move_to_history_given"));
-              ops.back().params.text(*given);
+              Params& m = op("move_to_history_given");
+              fill(m);
+              m.text(*given);
             } else if (final) {
               fill(op("move_to_history"));
             }
@@ -444,7 +633,7 @@ Status PostgresStore::write_overlapped(const StoreBatch& batch, const std::funct
   p.integer(pg_clamp64(k.sys_id_seed));
   p.integer(pg_clamp64(k.sys_id_count));
   p.integer(k.clock);
-  Status written = run_ops(ops, batch.changes.size(), meanwhile);
+  Status written = transaction.finish();
   if (written) {
     tables_.insert(new_tables.begin(), new_tables.end());
     places_.commit();
@@ -452,138 +641,6 @@ Status PostgresStore::write_overlapped(const StoreBatch& batch, const std::funct
     places_.discard();
   }
   return written;
-}
-
-Status PostgresStore::run_ops(const std::vector<Op>& ops, size_t changes, const std::function<void()>& meanwhile) {
-  const std::string what = "cannot write a batch of " + std::to_string(changes) + " changes";
-  if (fenced_) return error_of(what, "fenced: this node no longer leads the cluster");
-  if (lost_) return error_of(what, "the connection was lost: open the store again");
-  PGconn* const c = conn_;
-  if (PQenterPipelineMode(c) != 1) return error(what);
-  std::optional<Error> failure;
-  bool lost = false;
-  auto fail = [&](Error e) {
-    if (!failure) failure = std::move(e);
-  };
-  // What was sent since the last sync: an op, or a plain statement and the command tag
-  // that says it did what it should.
-  struct Sent {
-    const Op* op;
-    const char* tag;
-  };
-  std::vector<Sent> sent;
-  std::vector<const char*> values;
-  std::vector<int> lengths, formats;
-  auto send_plain = [&](const char* sql, const char* tag) {
-    if (PQsendQueryParams(c, sql, 0, nullptr, nullptr, nullptr, nullptr, 0) != 1) lost = true;
-    sent.push_back(Sent{nullptr, tag});
-  };
-  auto send_op = [&](const Op& o) {
-    o.params.arrays(&values, &lengths, &formats);
-    if (PQsendQueryPrepared(c, o.statement, o.params.size(), values.data(), lengths.data(), formats.data(), 0) != 1) {
-      lost = true;
-    }
-    sent.push_back(Sent{&o, nullptr});
-  };
-  // Syncs, then reads the results of what was sent and the sync's; the first time, once
-  // sent, calls `meanwhile` while the server works.
-  bool meanwhile_called = false;
-  auto sync_and_read = [&] {
-    if (!lost && PQpipelineSync(c) != 1) lost = true;
-    if (!lost && !meanwhile_called) {
-      meanwhile_called = true;
-      if (meanwhile) meanwhile();
-    }
-    for (const Sent& x : sent) {
-      if (lost) break;
-      ResultPtr r(PQgetResult(c));
-      if (!r) {
-        lost = true;
-        break;
-      }
-      const ExecStatusType s = PQresultStatus(r.get());
-      if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) {
-        if (x.op && x.op->fence && std::string_view(PQcmdTuples(r.get())) != "1") {
-          fenced_ = true;
-          fail(error_of(what, "fenced: this node no longer leads the cluster (its lead epoch " +
-                                  std::to_string(lead_epoch_) + " was taken over by another node)"));
-        }
-        if (x.op && !x.op->puts.empty()) {
-          // Each put's position comes back (RETURNING) when it was written.
-          std::vector<int64_t> written;
-          for (int row = 0; row < PQntuples(r.get()); ++row) written.push_back(cell_int(r.get(), row, 0));
-          const RecordPut* refused = nullptr;
-          for (const RecordPut* put : x.op->puts) {
-            if (std::find(written.begin(), written.end(), pg_clamp64(put->position)) == written.end()) {
-              refused = put;
-              break;
-            }
-          }
-          if (refused) {
-            fail(error_of(what, "record " + std::string(refused->record.members()[0].value.as_string()) + " of table " +
-                                    refused->table + " at position " + std::to_string(refused->position) +
-                                    ": another record is there"));
-          }
-        }
-        if (x.tag && std::string_view(PQcmdStatus(r.get())) != x.tag) {
-          fail(error_of(what, std::string("the server answered ") + PQcmdStatus(r.get()) + " to " + x.tag));
-        }
-      } else if (s != PGRES_PIPELINE_ABORTED) {
-        fail(error_of(what, one_line(PQresultErrorMessage(r.get()))));
-      }
-      ResultPtr end(PQgetResult(c));  // the null that ends its results
-      if (PQstatus(c) == CONNECTION_BAD) lost = true;
-    }
-    sent.clear();
-    if (lost) return;
-    ResultPtr sync(PQgetResult(c));
-    if (!sync || PQresultStatus(sync.get()) != PGRES_PIPELINE_SYNC) lost = true;
-  };
-
-  // The statements go in chunks of kPipelineDepth, each followed by a sync whose results
-  // are read before the next chunk is sent (so neither side's buffers fill up), BEGIN with
-  // the first. A sync inside BEGIN ... COMMIT does not end the transaction: COMMIT goes
-  // only once every statement succeeded, else ROLLBACK.
-  send_plain("BEGIN", "BEGIN");
-  for (const Op& o : ops) {
-    if (lost || failure) break;
-    send_op(o);
-    if (sent.size() >= kPipelineDepth) sync_and_read();
-  }
-  // A record put is checked by its row count, which only its result tells: such a chunk
-  // is read before COMMIT is sent. Any other failure aborts the transaction on the server,
-  // and a COMMIT sent with it answers ROLLBACK (a failure too).
-  if (!lost && !failure &&
-      std::any_of(sent.begin(), sent.end(), [](const Sent& x) { return x.op && (!x.op->puts.empty() || x.op->fence); })) {
-    sync_and_read();
-  }
-  if (!lost && !failure) {
-    send_plain("COMMIT", "COMMIT");
-    sync_and_read();
-  }
-  if (!lost && failure) {
-    sync_and_read();  // what is still unread
-    send_plain("ROLLBACK", nullptr);
-    sync_and_read();
-  }
-  if (fenced_) lost_ = true;  // a fenced store writes nothing more
-  if (!lost) PQexitPipelineMode(c);
-  if (lost || PQstatus(c) == CONNECTION_BAD) {
-    // The server rolls back a transaction whose session ends, unless its COMMIT had gone
-    // through: the next write connects again (a cluster leader's store does not: it stops
-    // here, and its node gives the lead up), and the batch written again lands once
-    // whichever it was (every statement puts a row's values or removes it, and a
-    // recovery's note equal to one there is not added again).
-    lost_ = true;
-    const char* next = lead_epoch_ == 0 ? " (the connection is lost: the next write connects again)"
-                                        : " (the connection is lost: open the store again)";
-    if (failure) return Error{failure->message + next};
-    std::string message = one_line(PQerrorMessage(c));
-    if (message.empty()) message = "the connection was lost";
-    return error_of(what, message + next);
-  }
-  if (failure) return *failure;
-  return Status::ok();
 }
 
 }  // namespace flowrt

@@ -128,8 +128,9 @@ class PostgresStore final : public Store {
   Result<Value> load_definition_version(std::string_view type, std::string_view id,
                                         std::string_view fingerprint) override;
   Status write(const StoreBatch& batch) override { return write_overlapped(batch, {}); }
-  // `meanwhile` runs once the batch's first statements (BEGIN and up to kPipelineDepth
-  // more) are sent, while the server runs them.
+  // The statements go to the server as they are made, so that it runs the first while the
+  // rest are made; `meanwhile` runs once the batch's first statements (BEGIN and up to
+  // kPipelineDepth more) are sent, while the server runs them.
   Status write_overlapped(const StoreBatch& batch, const std::function<void()>& meanwhile) override;
   Status set_sync_mode(SyncMode mode) override;
 
@@ -153,7 +154,8 @@ class PostgresStore final : public Store {
   static Result<std::string> where_of(const std::string& url);
 
  private:
-  struct Op;  // one statement of a write
+  struct Op;           // one statement of a write
+  class Transaction;   // one write's statements, sent as they are made (postgres_store.cpp)
   PostgresStore(std::string url, std::string where, pg_conn* conn, bool read_only);
   // Takes the writer's lock; refuses naming the holder.
   Status take_lock();
@@ -185,8 +187,6 @@ class PostgresStore final : public Store {
   // Reads the highest context seq the tables hold into places_.
   Status read_highest_context();
   Status note_holder();
-  // Runs the ops in one transaction (pipelined); the first failure rolls it back.
-  Status run_ops(const std::vector<Op>& ops, size_t changes, const std::function<void()>& meanwhile);
   // One connection history is read through, and the lock a read holds it by.
   struct Reader {
     Mutex mu;

@@ -383,23 +383,37 @@ TEST_F(PostgresStoreTest, ARecordPutWhereAnotherStands_InTheMiddleOfAGroup_IsThe
   EXPECT_EQ(state->tables[0].records.size(), 10u) << "none of the refused batch";
 }
 
+// A batch of more statements than one pipeline chunk (PostgresStore::kPipelineDepth, each
+// record remove a statement): a refused put is read with the first chunk, while the rest of
+// the batch is still being made and sent, or with the last, before COMMIT. Either way the
+// whole batch is refused, and the store goes on.
 TEST_F(PostgresStoreTest, ARecordPutWhereAnotherStands_RefusesTheWholeBatch) {
   std::unique_ptr<PostgresStore> store = open();
   ASSERT_NE(store, nullptr);
   write(*store, records(0, 2), 2);
-  StoreBatch clash;
-  clash.changes = records(2, 300);  // past one pipeline chunk
-  clash.changes.push_back(RecordPut{"t", json(R"({"sys_id":"other"})"), 1});
-  clash.counters.commit_seq = 303;
-  Status s = store->write(clash);
-  ASSERT_FALSE(s.is_ok());
-  EXPECT_NE(s.message().find("record other of table t at position 1: another record is there"), std::string::npos)
-      << s.message();
-  Result<StoredState> state = store->load();
-  ASSERT_TRUE(state.is_ok()) << state.message();
-  EXPECT_EQ(state->tables[0].records.size(), 2u);
-  EXPECT_EQ(state->counters.commit_seq, 2u);
+  std::vector<StoreChange> removes;
+  for (int i = 0; i < static_cast<int>(PostgresStore::kPipelineDepth) + 50; ++i) {
+    removes.push_back(RecordRemove{"t", "absent" + std::to_string(i), static_cast<uint64_t>(1000 + i)});
+  }
+  for (const bool clash_first : {true, false}) {
+    SCOPED_TRACE(clash_first ? "refused in the first chunk" : "refused in the last chunk");
+    StoreBatch clash;
+    if (!clash_first) clash.changes = removes;
+    for (StoreChange& c : records(2, 20)) clash.changes.push_back(std::move(c));
+    clash.changes.push_back(RecordPut{"t", json(R"({"sys_id":"other"})"), 1});
+    if (clash_first) clash.changes.insert(clash.changes.end(), removes.begin(), removes.end());
+    clash.counters.commit_seq = 23;
+    Status s = store->write(clash);
+    ASSERT_FALSE(s.is_ok());
+    EXPECT_NE(s.message().find("record other of table t at position 1: another record is there"), std::string::npos)
+        << s.message();
+    Result<StoredState> state = store->load();
+    ASSERT_TRUE(state.is_ok()) << state.message();
+    EXPECT_EQ(state->tables[0].records.size(), 2u);
+    EXPECT_EQ(state->counters.commit_seq, 2u);
+  }
   write(*store, records(2, 3), 5);  // the store goes on
+  EXPECT_EQ(sql_value("SELECT count(*) FROM records"), "5");
 }
 
 }  // namespace
