@@ -236,13 +236,18 @@ class PostgresStore::Transaction {
     }
   }
   // Unfinished (the making of a statement threw): what was sent is rolled back, so that
-  // the connection is ready for the next write.
+  // the connection is ready for the next write; should that fail too, the connection is
+  // given up as lost.
   ~Transaction() {
     if (finished_ || !piped_) return;
-    meanwhile_called_ = true;  // not now: the caller is unwinding
-    begun_ = false;
-    fail(Error{what_});
-    (void)finish();  // the caller is told by its exception
+    try {
+      meanwhile_called_ = true;  // not now: the caller is unwinding
+      begun_ = false;
+      fail(Error{what_});
+      (void)finish();  // the caller is told by its exception
+    } catch (...) {
+      store_.lost_ = true;
+    }
   }
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
@@ -250,6 +255,7 @@ class PostgresStore::Transaction {
   // A new statement, its parameters filled by the caller; the one begun before is sent.
   Op& begin(const char* statement) {
     send_begun();
+    if (auto* hook = statement_hook_.load(std::memory_order_acquire)) hook();
     ops_.push_back(Op{statement, {}, {}});
     begun_ = true;
     return ops_.back();

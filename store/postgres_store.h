@@ -153,7 +153,13 @@ class PostgresStore final : public Store {
   // an error when the URL does not parse.
   static Result<std::string> where_of(const std::string& url);
 
+  // For tests: `hook` (null: none) is called as each statement of a write is begun, on the
+  // writer's thread; what it throws leaves write() as a failure to make a statement would
+  // (an allocation failing there), so that the connection's state after one can be checked.
+  static void set_statement_hook(void (*hook)()) { statement_hook_.store(hook, std::memory_order_release); }
+
  private:
+  static inline std::atomic<void (*)()> statement_hook_{nullptr};
   struct Op;           // one statement of a write
   class Transaction;   // one write's statements, sent as they are made (postgres_store.cpp)
   PostgresStore(std::string url, std::string where, pg_conn* conn, bool read_only);

@@ -416,5 +416,41 @@ TEST_F(PostgresStoreTest, ARecordPutWhereAnotherStands_RefusesTheWholeBatch) {
   EXPECT_EQ(sql_value("SELECT count(*) FROM records"), "5");
 }
 
+// A write whose making of a statement throws (an allocation failing; here the test's hook)
+// after some of its statements went to the server, within the first chunk and past it: the
+// exception reaches the caller, none of the batch is there, and the connection is ready for
+// the next write, which lands whole. Before the batch's statements were sent as they were
+// made, nothing was sent until all were made; now what was sent is rolled back.
+std::atomic<int> g_statements_until_throw{0};
+
+TEST_F(PostgresStoreTest, AWriteThatThrowsWhileItsStatementsAreSent_LeavesNoneOfIt_AndTheNextWriteLands) {
+  std::unique_ptr<PostgresStore> store = open();
+  ASSERT_NE(store, nullptr);
+  write(*store, records(0, 2), 2);
+  struct Unhook {
+    ~Unhook() { PostgresStore::set_statement_hook(nullptr); }
+  } unhook;
+  PostgresStore::set_statement_hook([] {
+    if (g_statements_until_throw.fetch_sub(1) == 1) throw std::bad_alloc();
+  });
+  uint64_t commit_seq = 2;
+  for (const int throw_at : {40, static_cast<int>(PostgresStore::kPipelineDepth) + 20}) {
+    SCOPED_TRACE("thrown at statement " + std::to_string(throw_at));
+    StoreBatch batch;
+    batch.changes = records(2, 32);  // two statements of 16 puts, sent first
+    for (int i = 0; i < static_cast<int>(PostgresStore::kPipelineDepth) + 50; ++i) {
+      batch.changes.push_back(RecordRemove{"t", "absent" + std::to_string(i), static_cast<uint64_t>(1000 + i)});
+    }
+    batch.counters.commit_seq = 99;
+    g_statements_until_throw = throw_at;
+    EXPECT_THROW((void)store->write(batch), std::bad_alloc);
+    EXPECT_EQ(sql_value("SELECT count(*) FROM records"), std::to_string(commit_seq)) << "none of the batch";
+    EXPECT_EQ(sql_value("SELECT commit_seq FROM counters"), std::to_string(commit_seq));
+    write(*store, records(static_cast<int>(commit_seq), 3), commit_seq + 3);
+    commit_seq += 3;
+    EXPECT_EQ(sql_value("SELECT count(*) FROM records"), std::to_string(commit_seq)) << "the next write, whole";
+  }
+}
+
 }  // namespace
 }  // namespace flowrt
