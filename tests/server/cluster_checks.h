@@ -152,8 +152,8 @@ inline void check_calls(Cluster& c, const std::vector<Attempt>& attempts) {
   EXPECT_EQ(contexts->size(), called->size()) << "an on_call context that wrote no record, or one that wrote two";
 }
 
-// Resolves the accepted inserts through GET /api/cluster/operations/N (bounded), then
-// checks the state the leader shows against what the clients were told.
+// Resolves the accepted requests (inserts and calls) through GET /api/cluster/operations/N
+// (bounded), then checks the state the leader shows against what the clients were told.
 inline Tally check_outcome(Cluster& c, std::vector<Attempt>& attempts, int timeout_ms) {
   Tally t;
   const Clock::time_point start = Clock::now();
@@ -163,8 +163,8 @@ inline Tally check_outcome(Cluster& c, std::vector<Attempt>& attempts, int timeo
       if (a.resends > 0) ++t.resent;
       if (a.call) ++t.calls;
       // Sent again with its key until the answer said what became of it (kMaxResends).
-      EXPECT_TRUE(definite(a.answer)) << "keyed insert " << a.key << " sent " << a.resends + 1
-                                      << " times has no definite answer: " << a.answer.describe();
+      EXPECT_TRUE(definite(a.answer)) << "keyed " << (a.call ? "call " : "insert ") << a.key << " sent "
+                                      << a.resends + 1 << " times has no definite answer: " << a.answer.describe();
     }
     if (is_2xx(a.answer.status)) {
       ++t.acknowledged;
