@@ -452,5 +452,43 @@ TEST_F(PostgresStoreTest, AWriteThatThrowsWhileItsStatementsAreSent_LeavesNoneOf
   }
 }
 
+// The same, when the session itself is gone by the time the half-sent batch is rolled back
+// (the server restarted, or an administrator ended the session, while the batch was being
+// made): the rollback cannot be sent, so the connection is given up as lost, the server
+// rolls the transaction back as the session ends, and the next write connects again.
+std::atomic<int> g_backend_to_end{0};
+
+TEST_F(PostgresStoreTest, AWriteThatThrowsAfterItsSessionEnded_LeavesNoneOfIt_TheNextWriteConnectsAgainAndLands) {
+  std::unique_ptr<PostgresStore> store = open();
+  ASSERT_NE(store, nullptr);
+  write(*store, records(0, 2), 2);
+  struct Unhook {
+    ~Unhook() { PostgresStore::set_statement_hook(nullptr); }
+  } unhook;
+  PostgresStore::set_statement_hook([] {
+    if (g_statements_until_throw.fetch_sub(1) != 1) return;
+    (void)postgres_value(postgres_server_url(),
+                         "SELECT pg_terminate_backend(" + std::to_string(g_backend_to_end.load()) + ", 5000)");
+    throw std::bad_alloc();
+  });
+  StoreBatch batch;
+  batch.changes = records(2, 32);
+  for (int i = 0; i < 100; ++i) {
+    batch.changes.push_back(RecordRemove{"t", "absent" + std::to_string(i), static_cast<uint64_t>(1000 + i)});
+  }
+  batch.counters.commit_seq = 99;
+  g_backend_to_end = store->writer_backend_pid();
+  g_statements_until_throw = 40;
+  EXPECT_THROW((void)store->write(batch), std::bad_alloc);
+  PostgresStore::set_statement_hook(nullptr);
+  EXPECT_EQ(sql_value("SELECT count(*) FROM records"), "2") << "none of the batch";
+  EXPECT_EQ(sql_value("SELECT commit_seq FROM counters"), "2");
+  EXPECT_EQ(store->reconnects(), 0u);
+  write(*store, records(2, 3), 5);
+  EXPECT_EQ(store->reconnects(), 1u) << "the lost connection is made again by the next write";
+  EXPECT_NE(store->writer_backend_pid(), g_backend_to_end.load());
+  EXPECT_EQ(sql_value("SELECT count(*) FROM records"), "5") << "the next write, whole";
+}
+
 }  // namespace
 }  // namespace flowrt
