@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <optional>
 #include <initializer_list>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -99,7 +100,9 @@ void Dispatcher::decide_lock(const std::shared_ptr<Context>& ctx, const LockRequ
   // Decided now: a request resumed after a restart keeps its request time (its place in
   // the queue, its wait) but is granted, and its lease counted, from now.
   AcquireOutcome o = locks_.acquire(r, std::max(r.now, core_.clock.now()));
-  apply_grants(o.others);  // its place, given up, held them up
+  // Its place, given up, held them up; granted, it held up those behind it that fit too,
+  // which are woken after it, in queue order (below).
+  if (o.kind != AcquireOutcome::Kind::kGranted) apply_grants(o.others);
   // A place taken by the step's try (try_lock) counts in locks_in_use from then on: it
   // goes on counting as a queued request, and stops counting with a refusal.
   if (o.had_place && o.kind != AcquireOutcome::Kind::kGranted && o.kind != AcquireOutcome::Kind::kQueued) {
@@ -120,6 +123,7 @@ void Dispatcher::decide_lock(const std::shared_ptr<Context>& ctx, const LockRequ
         wake_locked(ctx, r.wait_id, std::move(w));
         return;
       }
+      grants.insert(grants.end(), std::make_move_iterator(o.others.begin()), std::make_move_iterator(o.others.end()));
       apply_grants(grants);
       return;
     }

@@ -243,6 +243,8 @@ AcquireOutcome LockTable::decide_in_place(Locks::value_type& lock, std::deque<Wa
     c.waiting_for = nullptr;
     out.kind = AcquireOutcome::Kind::kGranted;
     out.grant = grant(lock, c, r, now, true);
+    // Those behind it that fit the room left were held up by the place, not by the lock.
+    grant_waiters(lock, now, &out.others);
     note_changed(lock.first);
     return out;
   }

@@ -82,7 +82,8 @@ struct AcquireOutcome {
   // hand-off from the queue (grant.was_queued), and a refusal took it out of the queue.
   bool had_place = false;
   // Grants to waiters that the requester's place held up, made when it left the queue
-  // without waiting there (kTimedOut, kDeadlock, kTooHeavy): for the caller to carry out.
+  // without waiting there (kTimedOut, kDeadlock, kTooHeavy) or was granted with room left
+  // for those behind it (kGranted): for the caller to carry out.
   std::vector<LockGrant> others;
 };
 

@@ -141,6 +141,72 @@ TEST_F(LockPlaceTest, ARequestThatFoundTheLockTaken_IsNotPassedByALaterOne_While
   EXPECT_EQ(engine().core().dispatcher.lock_violation(), "");
 }
 
+// On a lock with room for two, a place granted when its context asks lets in the request
+// queued behind it that fits the room left, at once. Until 2026-12-07 that request waited
+// until the next release of the lock, though it fitted (the real-clock simulation found
+// it, seed 13583: "a waiter that fits but was not granted").
+class RoomyLockPlaceTest : public LockPlaceTest {
+ protected:
+  EngineOptions Options() const override {
+    EngineOptions o = LockPlaceTest::Options();
+    o.lock_limits = {{"x", 2}};
+    return o;
+  }
+};
+
+TEST_F(RoomyLockPlaceTest, APlaceGrantedWithRoomLeft_LetsInTheRequestQueuedBehindIt) {
+  ASSERT_TRUE(Load(R"([
+    {"id": "holder", "trigger": {"type": "api"}, "actions": [
+      {"action": "lock", "inputs": {"key": "x", "weight": 2}},
+      {"action": "wait_for_condition", "inputs": {"table": "gate", "sys_id": "g",
+                                                  "condition": {"field": "open", "op": "eq", "value": true}}},
+      {"action": "unlock", "inputs": {"key": "x"}}]},
+    {"id": "asker", "trigger": {"type": "api"}, "actions": [
+      {"id": "lk", "action": "lock", "inputs": {"key": "x", "max_attempts": 1000, "delay": "1h"}},
+      {"action": "wait_for_condition", "inputs": {"table": "gate", "sys_id": "done",
+                                                  "condition": {"field": "open", "op": "eq", "value": true}}},
+      {"action": "unlock", "inputs": {"key": "x"}}]}])"));
+  Insert("gate", Json(R"({"sys_id": "g", "open": false})"));
+  Insert("gate", Json(R"({"sys_id": "done", "open": false})"));
+  const std::string holder = CallFlow("holder");
+  engine().settle(10000);
+  ASSERT_EQ(lock_parties(engine(), "x").first, std::vector<std::string>{holder});
+
+  std::string second;
+  std::atomic<bool> steered{false};
+  BetweenTryAndPark::act = [&] {
+    std::thread([&] {
+      Engine& e = engine();
+      if (!e.update("gate", "g", Json(R"({"open": true})"))) return;
+      if (!spin_until([&] { return lock_parties(e, "x").first.empty(); })) return;
+      Result<std::string> started = e.call_flow("asker");
+      if (!started) return;
+      second = *started;
+      // The second found the first's place ahead of it, parked and asked: queued behind it.
+      steered = spin_until([&] {
+        const auto parties = lock_parties(e, "x");
+        return std::find(parties.second.begin(), parties.second.end(), second) != parties.second.end();
+      });
+    }).join();
+  };
+  BetweenTryAndPark::armed = true;
+  PerturbHookGuard guard(&BetweenTryAndPark::hook);
+  const std::string first = CallFlow("asker");
+  engine().settle(10000);
+  ASSERT_TRUE(steered.load()) << "the interleaving was not reached";
+  const auto parties = lock_parties(engine(), "x");
+  EXPECT_EQ(parties.first, (std::vector<std::string>{first, second})) << "both hold x, weight 1 each";
+  EXPECT_TRUE(parties.second.empty()) << engine().locks().to_json();
+  EXPECT_EQ(engine().core().dispatcher.lock_violation(), "");
+  Update("gate", "done", Json(R"({"open": true})"));
+  engine().settle(10000);
+  EXPECT_THAT(ContextById(first), HasStatus("completed"));
+  EXPECT_THAT(ContextById(second), HasStatus("completed"));
+  EXPECT_LT(ContextById(first).step("lk")["outputs"]["token"].as_int(),
+            ContextById(second).step("lk")["outputs"]["token"].as_int());
+  EXPECT_EQ(engine().locks().size(), 0u);
+}
+
 // A lock step's try that found the lock taken holds a place in its queue only for the park
 // that asks again. A step that does not park for it gives it up at once, so the lock is not
 // held up while the context runs on: a lock step that may not wait (max_waiting_contexts
