@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -231,6 +232,44 @@ TEST_F(DataTest, BadDataFiles_AreClearErrorsNamingThem) {
   Output usage = run_flowrt("inspect", true);
   EXPECT_EQ(usage.code, 2);
   EXPECT_NE(usage.out.find("inspect needs --data FILE"), std::string::npos) << usage.out;
+}
+
+// A data file the user may write, in a directory the user may not: SQLite cannot make its
+// -wal and -shm files there, so the error names the directory, not only the file (which
+// is writable). Root passes every permission check, so as root the run is made as the
+// unprivileged `postgres` user that the test command installs (runuser); the file and the
+// directory are left as they were.
+TEST_F(DataTest, AWritableDataFileInADirectoryTheUserCannotWrite_IsAnErrorNamingTheDirectory) {
+  write("events.jsonl", R"({"op": "insert", "table": "purchase", "values": {"sys_id": "p1"}})" "\n");
+  const std::string events = file("events.jsonl");
+  ASSERT_EQ(run_flowrt("run --flows " + flows() + " --events " + events + " --data " + data_).code, 0);
+  const std::string prefix = ::geteuid() == 0 ? "runuser -u postgres -- " : "";
+  if (!prefix.empty()) {
+    ASSERT_EQ(run_command("id -u postgres >/dev/null 2>&1").code, 0)
+        << "no postgres user: scripts/setup-deps.sh installs Debian's postgresql, which makes it";
+  }
+  fs::permissions(data_, fs::perms::all & ~(fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec));
+  for (const fs::path& d : {dir_, dir_ / "flows"}) {  // the temporary directory above is open to all
+    fs::permissions(d, fs::perms::others_read | fs::perms::others_exec, fs::perm_options::add);
+  }
+  for (const char* name : {"flows/await.json", "flows/hold.json", "events.jsonl"}) {
+    fs::permissions(dir_ / name, fs::perms::others_read, fs::perm_options::add);
+  }
+  if (prefix.empty()) fs::permissions(dir_, fs::perms::owner_write, fs::perm_options::remove);
+  const uintmax_t size = fs::file_size(data_);
+
+  Output refused = run_command(prefix + FLOWRT_BINARY + " run --flows " + flows() + " --events " + events + " --data " +
+                               data_ + " 2>&1");
+  if (prefix.empty()) fs::permissions(dir_, fs::perms::owner_write, fs::perm_options::add);
+  EXPECT_EQ(refused.code, 1) << refused.out;
+  EXPECT_NE(refused.out.find(data_ + ": "), std::string::npos) << refused.out;
+  EXPECT_NE(refused.out.find("its directory " + dir_.string() + " is not writable by this user"), std::string::npos)
+      << refused.out;
+  EXPECT_EQ(fs::file_size(data_), size) << "the file is as it was";
+  EXPECT_FALSE(fs::exists(data_ + "-wal"));
+  Output inspected = run_flowrt("inspect --data " + data_);
+  EXPECT_EQ(inspected.code, 0);
+  EXPECT_NE(inspected.out.find("await_approval"), std::string::npos) << "its state is still there: " << inspected.out;
 }
 
 TEST_F(DataTest, ConfigStore_KeepsStateInTheFileItNames_RelativeToTheConfig) {
