@@ -82,6 +82,34 @@ bool spin_until(const std::function<bool()>& done) {
   return true;
 }
 
+// In the gap between the first asker's try and its park (armed through BetweenTryAndPark):
+// opens gate "g", so that the holder of "x" lets go, waits until it has, starts a second
+// `asker`, and waits until `decided` says its lock step was decided. `second` gets its id,
+// `steered` whether all of that happened.
+void start_a_second_asker_in_the_gap(Engine& engine, std::string* second, std::atomic<bool>* steered,
+                                     std::function<bool(Engine&, const std::string&)> decided) {
+  BetweenTryAndPark::act = [&engine, second, steered, decided = std::move(decided)] {
+    // From a thread of its own: a context this worker woke or started would wait for it
+    // (the waker's run-next slot), and this worker waits here for them.
+    std::thread([&] {
+      if (!engine.update("gate", "g", Value::object({{"open", Value(true)}}))) return;
+      // The holder runs on another worker and lets go.
+      if (!spin_until([&] { return lock_parties(engine, "x").first.empty(); })) return;
+      Result<std::string> started = engine.call_flow("asker");
+      if (!started) return;
+      *second = *started;
+      *steered = spin_until([&] { return decided(engine, *second); });
+    }).join();
+  };
+  BetweenTryAndPark::armed = true;
+}
+
+// Whether `id` waits in the queue of "x".
+bool queued_for_x(const Engine& engine, const std::string& id) {
+  const auto waiters = lock_parties(engine, "x").second;
+  return std::find(waiters.begin(), waiters.end(), id) != waiters.end();
+}
+
 // A lock step that finds the lock taken parks and then asks again. In between, the holder
 // lets go and a second context asks: the first's try holds its place in the queue, so the
 // second, though it finds the lock free, waits behind it, and the first is granted first.
@@ -104,28 +132,11 @@ TEST_F(LockPlaceTest, ARequestThatFoundTheLockTaken_IsNotPassedByALaterOne_While
 
   std::string second;
   std::atomic<bool> steered{false};
-  BetweenTryAndPark::act = [&] {
-    // From a thread of its own: a context this worker woke or started would wait for it
-    // (the waker's run-next slot), and this worker waits here for them.
-    std::thread([&] {
-      Engine& e = engine();
-      if (!e.update("gate", "g", Json(R"({"open": true})"))) return;
-      // The holder runs on another worker and lets go.
-      if (!spin_until([&] { return lock_parties(e, "x").first.empty(); })) return;
-      Result<std::string> started = e.call_flow("asker");
-      if (!started) return;
-      second = *started;
-      // The second's lock step decided: queued behind (or, without the place, granted
-      // and done).
-      steered = spin_until([&] {
-        const auto parties = lock_parties(e, "x");
-        const std::optional<ContextRecord> c = e.context(second);
-        return std::find(parties.second.begin(), parties.second.end(), second) != parties.second.end() ||
-               (c && c->status() == "completed");
-      });
-    }).join();
-  };
-  BetweenTryAndPark::armed = true;
+  // The second's lock step decided: queued behind (or, without the place, granted and done).
+  start_a_second_asker_in_the_gap(engine(), &second, &steered, [](Engine& e, const std::string& id) {
+    const std::optional<ContextRecord> c = e.context(id);
+    return queued_for_x(e, id) || (c && c->status() == "completed");
+  });
   PerturbHookGuard guard(&BetweenTryAndPark::hook);
   const std::string first = CallFlow("asker");
   engine().settle(10000);
@@ -174,22 +185,8 @@ TEST_F(RoomyLockPlaceTest, APlaceGrantedWithRoomLeft_LetsInTheRequestQueuedBehin
 
   std::string second;
   std::atomic<bool> steered{false};
-  BetweenTryAndPark::act = [&] {
-    std::thread([&] {
-      Engine& e = engine();
-      if (!e.update("gate", "g", Json(R"({"open": true})"))) return;
-      if (!spin_until([&] { return lock_parties(e, "x").first.empty(); })) return;
-      Result<std::string> started = e.call_flow("asker");
-      if (!started) return;
-      second = *started;
-      // The second found the first's place ahead of it, parked and asked: queued behind it.
-      steered = spin_until([&] {
-        const auto parties = lock_parties(e, "x");
-        return std::find(parties.second.begin(), parties.second.end(), second) != parties.second.end();
-      });
-    }).join();
-  };
-  BetweenTryAndPark::armed = true;
+  // The second found the first's place ahead of it, parked and asked: queued behind it.
+  start_a_second_asker_in_the_gap(engine(), &second, &steered, queued_for_x);
   PerturbHookGuard guard(&BetweenTryAndPark::hook);
   const std::string first = CallFlow("asker");
   engine().settle(10000);

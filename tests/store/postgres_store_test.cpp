@@ -423,25 +423,35 @@ TEST_F(PostgresStoreTest, ARecordPutWhereAnotherStands_RefusesTheWholeBatch) {
 // made, nothing was sent until all were made; now what was sent is rolled back.
 std::atomic<int> g_statements_until_throw{0};
 
+// Installs a statement hook for the test's life.
+struct StatementHook {
+  explicit StatementHook(void (*hook)()) { PostgresStore::set_statement_hook(hook); }
+  ~StatementHook() { PostgresStore::set_statement_hook(nullptr); }
+};
+
+// `puts` (records 2-33: two statements of 16 puts, sent first), then `removes` removes of
+// records that are not there, each a statement of its own.
+StoreBatch puts_then_removes(std::vector<StoreChange> puts, int removes) {
+  StoreBatch batch;
+  batch.changes = std::move(puts);
+  for (int i = 0; i < removes; ++i) {
+    batch.changes.push_back(RecordRemove{"t", "absent" + std::to_string(i), static_cast<uint64_t>(1000 + i)});
+  }
+  batch.counters.commit_seq = 99;
+  return batch;
+}
+
 TEST_F(PostgresStoreTest, AWriteThatThrowsWhileItsStatementsAreSent_LeavesNoneOfIt_AndTheNextWriteLands) {
   std::unique_ptr<PostgresStore> store = open();
   ASSERT_NE(store, nullptr);
   write(*store, records(0, 2), 2);
-  struct Unhook {
-    ~Unhook() { PostgresStore::set_statement_hook(nullptr); }
-  } unhook;
-  PostgresStore::set_statement_hook([] {
+  const StatementHook hook([] {
     if (g_statements_until_throw.fetch_sub(1) == 1) throw std::bad_alloc();
   });
   uint64_t commit_seq = 2;
   for (const int throw_at : {40, static_cast<int>(PostgresStore::kPipelineDepth) + 20}) {
     SCOPED_TRACE("thrown at statement " + std::to_string(throw_at));
-    StoreBatch batch;
-    batch.changes = records(2, 32);  // two statements of 16 puts, sent first
-    for (int i = 0; i < static_cast<int>(PostgresStore::kPipelineDepth) + 50; ++i) {
-      batch.changes.push_back(RecordRemove{"t", "absent" + std::to_string(i), static_cast<uint64_t>(1000 + i)});
-    }
-    batch.counters.commit_seq = 99;
+    const StoreBatch batch = puts_then_removes(records(2, 32), static_cast<int>(PostgresStore::kPipelineDepth) + 50);
     g_statements_until_throw = throw_at;
     EXPECT_THROW((void)store->write(batch), std::bad_alloc);
     EXPECT_EQ(sql_value("SELECT count(*) FROM records"), std::to_string(commit_seq)) << "none of the batch";
@@ -462,25 +472,17 @@ TEST_F(PostgresStoreTest, AWriteThatThrowsAfterItsSessionEnded_LeavesNoneOfIt_Th
   std::unique_ptr<PostgresStore> store = open();
   ASSERT_NE(store, nullptr);
   write(*store, records(0, 2), 2);
-  struct Unhook {
-    ~Unhook() { PostgresStore::set_statement_hook(nullptr); }
-  } unhook;
-  PostgresStore::set_statement_hook([] {
+  const StatementHook hook([] {
     if (g_statements_until_throw.fetch_sub(1) != 1) return;
     (void)postgres_value(postgres_server_url(),
                          "SELECT pg_terminate_backend(" + std::to_string(g_backend_to_end.load()) + ", 5000)");
     throw std::bad_alloc();
   });
-  StoreBatch batch;
-  batch.changes = records(2, 32);
-  for (int i = 0; i < 100; ++i) {
-    batch.changes.push_back(RecordRemove{"t", "absent" + std::to_string(i), static_cast<uint64_t>(1000 + i)});
-  }
-  batch.counters.commit_seq = 99;
+  const StoreBatch batch = puts_then_removes(records(2, 32), 100);
   g_backend_to_end = store->writer_backend_pid();
   g_statements_until_throw = 40;
   EXPECT_THROW((void)store->write(batch), std::bad_alloc);
-  PostgresStore::set_statement_hook(nullptr);
+  g_statements_until_throw = 0;  // the hook throws no more
   EXPECT_EQ(sql_value("SELECT count(*) FROM records"), "2") << "none of the batch";
   EXPECT_EQ(sql_value("SELECT commit_seq FROM counters"), "2");
   EXPECT_EQ(store->reconnects(), 0u);
