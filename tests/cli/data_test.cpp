@@ -257,8 +257,12 @@ TEST_F(DataTest, AWritableDataFileInADirectoryTheUserCannotWrite_IsAnErrorNaming
   }
   if (prefix.empty()) fs::permissions(dir_, fs::perms::owner_write, fs::perm_options::remove);
   const uintmax_t size = fs::file_size(data_);
+  // A copy the other user can run wherever the build is (a checkout under /root is not).
+  const std::string binary = file("flowrt");
+  fs::copy_file(FLOWRT_BINARY, binary);
+  fs::permissions(binary, fs::perms::others_read | fs::perms::others_exec, fs::perm_options::add);
 
-  Output refused = run_command(prefix + FLOWRT_BINARY + " run --flows " + flows() + " --events " + events + " --data " +
+  Output refused = run_command(prefix + binary + " run --flows " + flows() + " --events " + events + " --data " +
                                data_ + " 2>&1");
   if (prefix.empty()) fs::permissions(dir_, fs::perms::owner_write, fs::perm_options::add);
   EXPECT_EQ(refused.code, 1) << refused.out;
