@@ -233,6 +233,32 @@ TEST(SimulationCheckerTest, ADeadlockNotRefused_IsCaught_AndWaitersThatCanProcee
   EXPECT_EQ(none.find("deadlock"), std::string::npos) << none;
 }
 
+// A write while_holding refused because its lock's lease ran out at that very moment, after
+// which the context locked the key again and unlocked it, all in the same millisecond: the
+// unlock released the second hold, not the first, whose lease line names its token. Until
+// 2026-12-07 the model took the unlock for the first hold's end (a tie went to the unlock)
+// and reported the refusal as wrong (threads seed 19587, on a busy machine). The twin
+// without the lease line is still caught.
+TEST(SimulationCheckerTest, ALeaseThatRanOutAtTheMomentOfALaterUnlock_EndsTheHoldItNames) {
+  Scenario s;
+  const std::string at = format_time(kT0 + 700);
+  const std::string refused_write =
+      R"({"path": "2", "action": "update_record", "status": "error", "started_at": ")" + at + R"(", "ended_at": ")" + at +
+      R"(", "inputs": {"table": "counter", "sys_id": "c0", "while_holding": "k", "values": {"n": 1}}, "outputs": {},
+      "error": "lock_lost: this context does not hold lock 'k'; nothing was written"})";
+  const std::string unlock = R"({"path": "4", "action": "unlock", "status": "completed", "started_at": ")" + at +
+                             R"(", "ended_at": ")" + at + R"(", "inputs": {"key": "k"}, "outputs": {"released": true}})";
+  const std::string steps =
+      lock_step("1", "k", 0, 0, 1, false) + "," + refused_write + "," + lock_step("3", "k", 700, 700, 2, false) + "," + unlock;
+  const std::string lease = R"({"time": ")" + at +
+                            R"(", "level": "warn", "step": null, "message": "lock 'k' (token 1): held for its max_duration; released as if unlocked"})";
+  const std::string with_lease = all(ModelTestAccess::lock_checks(s, snapshot(context(1, "completed", steps, lease), 800)));
+  EXPECT_EQ(with_lease.find("lock_lost although"), std::string::npos) << with_lease;
+  const std::string without = all(ModelTestAccess::lock_checks(s, snapshot(context(1, "completed", steps), 800)));
+  EXPECT_NE(without.find("step 2 was refused with lock_lost although its context holds lock 'k'"), std::string::npos)
+      << without;
+}
+
 TEST(SimulationCheckerTest, ADeadlockRefusalWithoutACycle_IsCaught) {
   Scenario s;
   auto refusal = [](const std::string& holder_of_x) {

@@ -95,7 +95,7 @@ void collect(const Value& c, std::vector<Use>* out) {
     if (u.state == "finished") u.token = st["outputs"]["token"].as_int();
     if (u.state == "finished" && !u.reentered) {
       // The hold ends at the first of: its context's next unlock of the key, its lease's
-      // expiry line, its context's end.
+      // expiry line (at a tie with the unlock, the lease line), its context's end.
       for (size_t j = i + 1; j < steps.size(); ++j) {
         const Value& un = steps[j];
         if (un["action"].as_string() == "unlock" && un["inputs"]["key"].as_string() == u.key &&
@@ -113,7 +113,10 @@ void collect(const Value& c, std::vector<Use>* out) {
       const std::string at_end = "lock '" + u.key + "': released as the context ended";
       for (const Value& l : c["logs"].items()) {
         const TimeMs t = ms(l["time"]);
-        if (l["message"].as_string().starts_with(lease) && t < u.released) {
+        // A lease line names the hold's token, so it is that hold's end, also when an unlock
+        // came in the same millisecond: that unlock released a later hold of the key (its
+        // context locked it again), since one that released this hold leaves no lease line.
+        if (l["message"].as_string().starts_with(lease) && t <= u.released) {
           u.released = u.released_from = t;
           u.released_how = "lease";
         }
