@@ -236,9 +236,9 @@ TEST_F(DataTest, BadDataFiles_AreClearErrorsNamingThem) {
 
 // A data file the user may write, in a directory the user may not: SQLite cannot make its
 // -wal and -shm files there, so the error names the directory, not only the file (which
-// is writable). Root passes every permission check, so as root the run is made as the
-// unprivileged `postgres` user that the test command installs (runuser); the file and the
-// directory are left as they were.
+// is writable); and a file the user may not write is refused as it is opened. Root passes
+// every permission check, so as root the runs are made as the unprivileged `postgres`
+// user that the test command installs (runuser); the file is left as it was.
 TEST_F(DataTest, AWritableDataFileInADirectoryTheUserCannotWrite_IsAnErrorNamingTheDirectory) {
   write("events.jsonl", R"({"op": "insert", "table": "purchase", "values": {"sys_id": "p1"}})" "\n");
   const std::string events = file("events.jsonl");
@@ -262,8 +262,9 @@ TEST_F(DataTest, AWritableDataFileInADirectoryTheUserCannotWrite_IsAnErrorNaming
   fs::copy_file(FLOWRT_BINARY, binary);
   fs::permissions(binary, fs::perms::others_read | fs::perms::others_exec, fs::perm_options::add);
 
-  Output refused = run_command(prefix + binary + " run --flows " + flows() + " --events " + events + " --data " +
-                               data_ + " 2>&1");
+  const std::string command =
+      prefix + binary + " run --flows " + flows() + " --events " + events + " --data " + data_ + " 2>&1";
+  Output refused = run_command(command);
   if (prefix.empty()) fs::permissions(dir_, fs::perms::owner_write, fs::perm_options::add);
   EXPECT_EQ(refused.code, 1) << refused.out;
   EXPECT_NE(refused.out.find(data_ + ": "), std::string::npos) << refused.out;
@@ -271,6 +272,16 @@ TEST_F(DataTest, AWritableDataFileInADirectoryTheUserCannotWrite_IsAnErrorNaming
       << refused.out;
   EXPECT_EQ(fs::file_size(data_), size) << "the file is as it was";
   EXPECT_FALSE(fs::exists(data_ + "-wal"));
+
+  // The file itself read-only to the user: refused as it is opened, naming the file.
+  const fs::perms writable = fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write;
+  fs::permissions(data_, writable, fs::perm_options::remove);
+  Output read_only = run_command(command);
+  fs::permissions(data_, writable, fs::perm_options::add);
+  EXPECT_EQ(read_only.code, 1) << read_only.out;
+  EXPECT_NE(read_only.out.find(data_ + ": /: cannot open for writing: Permission denied"), std::string::npos)
+      << read_only.out;
+  EXPECT_EQ(fs::file_size(data_), size) << "the file is as it was";
   Output inspected = run_flowrt("inspect --data " + data_);
   EXPECT_EQ(inspected.code, 0);
   EXPECT_NE(inspected.out.find("await_approval"), std::string::npos) << "its state is still there: " << inspected.out;
