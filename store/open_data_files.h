@@ -42,6 +42,8 @@ class OpenDataFiles {
     Entry& operator=(const Entry&) = delete;
     ~Entry() { leave(); }
     bool entered() const { return entered_; }
+    // The file it is the entry of.
+    const Key& key() const { return key_; }
     // Closes `fd` (a descriptor of this entry's file) now if no store of the file is
     // open, else when the last one leaves.
     void close_fd(int fd) const;

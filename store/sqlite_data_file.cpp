@@ -53,6 +53,8 @@ SqliteDataFile& SqliteDataFile::operator=(SqliteDataFile&& other) noexcept {
     let_go();
     lock_fd_ = other.lock_fd_;
     other.lock_fd_ = -1;
+    shared_fd_ = other.shared_fd_;
+    other.shared_fd_ = -1;
     entry_ = std::move(other.entry_);
   }
   return *this;
@@ -64,7 +66,32 @@ void SqliteDataFile::let_go() {
     entry_.close_fd(lock_fd_);
     lock_fd_ = -1;
   }
+  if (shared_fd_ >= 0) {
+    ::flock(shared_fd_, LOCK_UN);
+    entry_.close_fd(shared_fd_);
+    shared_fd_ = -1;
+  }
   entry_.leave();
+}
+
+Status SqliteDataFile::hold_shared(const std::string& path) {
+  if (shared_fd_ >= 0) return Status::ok();
+  int fd = entry_.take_parked_fd();
+  if (fd < 0) {
+    Result<int> opened = open_existing(path, O_RDONLY, entry_.key());
+    if (!opened) return Error{path + ": cannot open: " + opened.error().message};
+    fd = *opened;
+  }
+  if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
+    const int err = errno;
+    entry_.close_fd(fd);
+    if (err == EWOULDBLOCK) {
+      return Error{path + ": an engine is opening it for writing; read it again once it has opened"};
+    }
+    return Error{path + ": cannot lock: " + std::strerror(err)};
+  }
+  shared_fd_ = fd;
+  return Status::ok();
 }
 
 Result<SqliteDataFile> SqliteDataFile::take(const std::string& path, bool read_only) {

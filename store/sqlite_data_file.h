@@ -1,5 +1,6 @@
 // SqliteDataFile: a data file as a SqliteStore holds it beside its SQLite connections.
 // For a writer, the exclusive advisory lock (flock) that makes it the file's one writer;
+// for a reader that reads the file as immutable, a shared one that keeps writers out;
 // for every store, its place among the process's users of the file (OpenDataFiles),
 // through which each descriptor of the file closes, so that none drops SQLite's locks.
 // take() checks the file before SQLite touches it.
@@ -23,8 +24,10 @@ class SqliteDataFile {
   static Result<SqliteDataFile> take(const std::string& path, bool read_only);
 
   SqliteDataFile() = default;
-  SqliteDataFile(SqliteDataFile&& other) noexcept : lock_fd_(other.lock_fd_), entry_(std::move(other.entry_)) {
+  SqliteDataFile(SqliteDataFile&& other) noexcept
+      : lock_fd_(other.lock_fd_), shared_fd_(other.shared_fd_), entry_(std::move(other.entry_)) {
     other.lock_fd_ = -1;
+    other.shared_fd_ = -1;
   }
   SqliteDataFile& operator=(SqliteDataFile&& other) noexcept;
   SqliteDataFile(const SqliteDataFile&) = delete;
@@ -37,6 +40,12 @@ class SqliteDataFile {
   // unguarded, dropping SQLite's locks on its real file).
   static Result<int> open_existing(const std::string& path, int flags, OpenDataFiles::Key expected);
 
+  // For a reader (taken read only) that reads the file as immutable, SQLite taking no locks
+  // then: a shared lock, held until let_go, so that no writer (whose exclusive lock take()
+  // asks for) opens the file while it is read. An error naming the file when a writer
+  // holds it.
+  Status hold_shared(const std::string& path);
+
   // The locked descriptor (-1: read only); the checkpointer starts write-backs through it.
   int fd() const { return lock_fd_; }
   // Lets go of the lock at once; the descriptor closes once no store of the file is left
@@ -45,6 +54,7 @@ class SqliteDataFile {
 
  private:
   int lock_fd_ = -1;
+  int shared_fd_ = -1;  // hold_shared's
   OpenDataFiles::Entry entry_;
 };
 

@@ -33,6 +33,46 @@ std::string now_text() {
   return format_time(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
 }
 
+// The directory a data file is in ("." for a bare name).
+std::string directory_of(const std::string& path) {
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return dir.empty() ? "." : dir;
+}
+
+// The extended result code of a connection's first read of its file (SQLITE_OK: it read).
+int first_read(sqlite3* db) {
+  sqlite3_stmt* s = nullptr;
+  int code = SQLITE_OK;
+  if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &s, nullptr) != SQLITE_OK ||
+      sqlite3_step(s) != SQLITE_ROW) {
+    code = sqlite3_extended_errcode(db);
+  }
+  sqlite3_finalize(s);
+  return code;
+}
+
+// "file://PATH?immutable=1": PATH absolute, every byte a URI could read as more than itself
+// percent-encoded. Empty when the absolute path is not known.
+std::string immutable_uri(const std::string& path) {
+  std::error_code ec;
+  const std::string absolute = std::filesystem::absolute(path, ec).string();
+  if (ec) return "";
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string uri = "file://";
+  for (const unsigned char c : absolute) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '/' ||
+                       c == '-' || c == '.' || c == '_' || c == '~';
+    if (plain) {
+      uri += static_cast<char>(c);
+    } else {
+      uri += '%';
+      uri += kHex[c >> 4];
+      uri += kHex[c & 15];
+    }
+  }
+  return uri + "?immutable=1";
+}
+
 std::string host_name() {
   char name[256] = {};
   if (::gethostname(name, sizeof name - 1) != 0) return "an unknown host";
@@ -151,6 +191,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
   sqlite3_extended_result_codes(db, 1);
   // A reader meets a checkpoint now and then; it waits for it rather than fail.
   sqlite3_busy_timeout(db, 5000);
+  if (read_only) FLOWRT_RETURN_IF_ERROR(store->read_without_a_shm(vfs));
   FLOWRT_RETURN_IF_ERROR(store->prepare_schema());
   if (!read_only) {
     FLOWRT_RETURN_IF_ERROR(store->prepare_history());
@@ -216,6 +257,34 @@ SqliteStore::~SqliteStore() {
   file_.let_go();  // last: its descriptors close only now (sqlite_data_file.h)
 }
 
+Status SqliteStore::read_without_a_shm(const std::string& vfs) {
+  const int primary = first_read(db_) & 0xff;
+  if (primary != SQLITE_READONLY && primary != SQLITE_CANTOPEN) return Status::ok();  // read, or prepare_schema names it
+  const std::string dir = directory_of(path_);
+  std::error_code ec;
+  if (std::filesystem::exists(path_ + "-shm", ec) || ::access(dir.c_str(), W_OK) == 0) return Status::ok();
+  // The lock first: no writer opens the file from now on, so a -wal found empty stays so.
+  FLOWRT_RETURN_IF_ERROR(file_.hold_shared(path_));
+  const uintmax_t wal = std::filesystem::file_size(path_ + "-wal", ec);
+  if (!ec && wal > 0) {
+    return Error{path_ + ": cannot read it: its -wal file holds commits that are not in the file yet, which SQLite "
+                 "reads through a -shm file that it cannot make beside them, as the directory " + dir +
+                 " is not writable by this user; read it as a user who may write " + dir +
+                 ", or copy the file and its -wal to a directory you may write"};
+  }
+  const std::string uri = immutable_uri(path_);
+  if (uri.empty()) return Error{path_ + ": cannot open: its absolute path is not known"};
+  sqlite3_close(db_);
+  db_ = nullptr;
+  if (const int rc = sqlite3_open_v2(uri.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
+                                     vfs.empty() ? nullptr : vfs.c_str());
+      rc != SQLITE_OK) {
+    return Error{path_ + ": cannot open: " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc))};
+  }
+  sqlite3_extended_result_codes(db_, 1);
+  return Status::ok();
+}
+
 std::string SqliteStore::open_note() const {
   if (migrated_from_ == 0) return "";
   return "migrated from data schema version " + std::to_string(migrated_from_) + " to " + std::to_string(kSchemaVersion);
@@ -232,12 +301,11 @@ Error SqliteStore::error(std::string_view what, sqlite3* db) const {
     message += " (the disk is full)";
   } else if (primary == SQLITE_READONLY && code != SQLITE_READONLY_ROLLBACK) {
     // SQLite writes a -wal and a -shm file beside the data file: its directory must be
-    // writable too, which a file that is writable itself does not show.
-    const std::string dir = std::filesystem::path(path_).parent_path().string();
-    if (::access(path_.c_str(), W_OK) != 0) {
-      message += " (the file is not writable by this user)";
-    } else if (::access(dir.empty() ? "." : dir.c_str(), W_OK) != 0) {
-      message += " (its directory " + (dir.empty() ? std::string(".") : dir) +
+    // writable too, which a file that is writable itself does not show. (A file a writer
+    // may not write is refused before SQLite opens it: SqliteDataFile::take.)
+    const std::string dir = directory_of(path_);
+    if (::access(dir.c_str(), W_OK) != 0) {
+      message += " (its directory " + dir +
                  " is not writable by this user, and SQLite keeps its -wal and -shm files beside the file)";
     }
   } else if (code == SQLITE_READONLY_ROLLBACK) {

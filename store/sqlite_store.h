@@ -19,6 +19,11 @@
 // drops the lock when the process ends, however it ends, and the next writer replaces the
 // row. A read-only store (flowrt inspect)
 // takes no lock and reads while an engine writes (WAL readers do not block the writer).
+// SQLite reads a WAL-mode file through a -shm file beside it, which a reader makes when
+// none is there (no engine has the file open): in a directory the user may not write, such
+// a file is read as immutable instead, under a shared lock that keeps writers out while it
+// is open, when its -wal holds nothing (a file closed cleanly); with commits in its -wal,
+// the open is an error saying why.
 // A file that is not a SQLite database, or is truncated or corrupt, is refused with an
 // error naming the file.
 //
@@ -117,6 +122,10 @@ class SqliteStore final : public Store {
   SqliteStore(std::string path, sqlite3* db, SqliteDataFile file, bool read_only);
   // Creates the schema in a new file, or checks the version of an existing one.
   Status prepare_schema();
+  // A reader's connection that cannot make the -shm file it reads through (class comment):
+  // replaced by an immutable one under a shared lock when the -wal holds nothing, else an
+  // error saying why; nothing when its first read works or fails for another reason.
+  Status read_without_a_shm(const std::string& vfs);
   // The history step (a writer, after the schema is ready): the indexes history reads and
   // HistoryPrune use, the keyed writes' table, and whether the file vacuums incrementally.
   Status prepare_history();

@@ -63,6 +63,37 @@ class DataTest : public ::testing::Test {
   std::string flows() const { return (dir_ / "flows").string(); }
   std::string file(const std::string& name) const { return (dir_ / name).string(); }
 
+  // Runs flowrt with `args` (stdout and stderr together) as a user who may read what the
+  // tests wrote in dir_ but may not write dir_. Root passes every permission check, so as
+  // root that is the unprivileged `postgres` user that the test command installs
+  // (runuser), running a copy of the binary (a checkout under /root is closed to it);
+  // otherwise this user, with dir_'s write permission taken away for the run. The data
+  // file's own permissions are the caller's.
+  Output run_where_the_directory_is_read_only(const std::string& args) {
+    const bool root = ::geteuid() == 0;
+    if (root && run_command("id -u postgres >/dev/null 2>&1").code != 0) {
+      ADD_FAILURE() << "no postgres user: scripts/setup-deps.sh installs Debian's postgresql, which makes it";
+      return Output{};
+    }
+    for (const fs::path& d : {dir_, dir_ / "flows"}) {  // the temporary directory above is open to all
+      fs::permissions(d, fs::perms::others_read | fs::perms::others_exec, fs::perm_options::add);
+    }
+    for (const fs::directory_entry& e : fs::recursive_directory_iterator(dir_)) {
+      if (e.is_regular_file() && e.path() != fs::path(data_)) {
+        fs::permissions(e.path(), fs::perms::others_read, fs::perm_options::add);
+      }
+    }
+    const std::string binary = file("flowrt");
+    if (!fs::exists(binary)) {
+      fs::copy_file(FLOWRT_BINARY, binary);
+      fs::permissions(binary, fs::perms::others_read | fs::perms::others_exec, fs::perm_options::add);
+    }
+    if (!root) fs::permissions(dir_, fs::perms::owner_write, fs::perm_options::remove);
+    Output out = run_command((root ? "runuser -u postgres -- " : "") + binary + " " + args + " 2>&1");
+    if (!root) fs::permissions(dir_, fs::perms::owner_write, fs::perm_options::add);
+    return out;
+  }
+
   fs::path dir_;
   std::string data_;
 };
@@ -236,36 +267,17 @@ TEST_F(DataTest, BadDataFiles_AreClearErrorsNamingThem) {
 
 // A data file the user may write, in a directory the user may not: SQLite cannot make its
 // -wal and -shm files there, so the error names the directory, not only the file (which
-// is writable); and a file the user may not write is refused as it is opened. Root passes
-// every permission check, so as root the runs are made as the unprivileged `postgres`
-// user that the test command installs (runuser); the file is left as it was.
+// is writable); and a file the user may not write is refused as it is opened. The file
+// is left as it was.
 TEST_F(DataTest, AWritableDataFileInADirectoryTheUserCannotWrite_IsAnErrorNamingTheDirectory) {
   write("events.jsonl", R"({"op": "insert", "table": "purchase", "values": {"sys_id": "p1"}})" "\n");
   const std::string events = file("events.jsonl");
   ASSERT_EQ(run_flowrt("run --flows " + flows() + " --events " + events + " --data " + data_).code, 0);
-  const std::string prefix = ::geteuid() == 0 ? "runuser -u postgres -- " : "";
-  if (!prefix.empty()) {
-    ASSERT_EQ(run_command("id -u postgres >/dev/null 2>&1").code, 0)
-        << "no postgres user: scripts/setup-deps.sh installs Debian's postgresql, which makes it";
-  }
   fs::permissions(data_, fs::perms::all & ~(fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec));
-  for (const fs::path& d : {dir_, dir_ / "flows"}) {  // the temporary directory above is open to all
-    fs::permissions(d, fs::perms::others_read | fs::perms::others_exec, fs::perm_options::add);
-  }
-  for (const char* name : {"flows/await.json", "flows/hold.json", "events.jsonl"}) {
-    fs::permissions(dir_ / name, fs::perms::others_read, fs::perm_options::add);
-  }
-  if (prefix.empty()) fs::permissions(dir_, fs::perms::owner_write, fs::perm_options::remove);
   const uintmax_t size = fs::file_size(data_);
-  // A copy the other user can run wherever the build is (a checkout under /root is not).
-  const std::string binary = file("flowrt");
-  fs::copy_file(FLOWRT_BINARY, binary);
-  fs::permissions(binary, fs::perms::others_read | fs::perms::others_exec, fs::perm_options::add);
 
-  const std::string command =
-      prefix + binary + " run --flows " + flows() + " --events " + events + " --data " + data_ + " 2>&1";
-  Output refused = run_command(command);
-  if (prefix.empty()) fs::permissions(dir_, fs::perms::owner_write, fs::perm_options::add);
+  const std::string run = "run --flows " + flows() + " --events " + events + " --data " + data_;
+  Output refused = run_where_the_directory_is_read_only(run);
   EXPECT_EQ(refused.code, 1) << refused.out;
   EXPECT_NE(refused.out.find(data_ + ": "), std::string::npos) << refused.out;
   EXPECT_NE(refused.out.find("its directory " + dir_.string() + " is not writable by this user"), std::string::npos)
@@ -276,7 +288,7 @@ TEST_F(DataTest, AWritableDataFileInADirectoryTheUserCannotWrite_IsAnErrorNaming
   // The file itself read-only to the user: refused as it is opened, naming the file.
   const fs::perms writable = fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write;
   fs::permissions(data_, writable, fs::perm_options::remove);
-  Output read_only = run_command(command);
+  Output read_only = run_where_the_directory_is_read_only(run);
   fs::permissions(data_, writable, fs::perm_options::add);
   EXPECT_EQ(read_only.code, 1) << read_only.out;
   EXPECT_NE(read_only.out.find(data_ + ": /: cannot open for writing: Permission denied"), std::string::npos)
@@ -285,6 +297,62 @@ TEST_F(DataTest, AWritableDataFileInADirectoryTheUserCannotWrite_IsAnErrorNaming
   Output inspected = run_flowrt("inspect --data " + data_);
   EXPECT_EQ(inspected.code, 0);
   EXPECT_NE(inspected.out.find("await_approval"), std::string::npos) << "its state is still there: " << inspected.out;
+}
+
+// What a user who may read a data file but not write its directory gets from inspect (an
+// operator reading a service's file, a copy on read-only media): SQLite reads a WAL-mode
+// file through a -shm file, which it cannot make there. A file closed cleanly (nothing in
+// a -wal) is read as it is, and nothing is made beside it; a file with commits in its -wal
+// is an error saying why, not a state without them.
+TEST_F(DataTest, AFileInADirectoryTheUserCannotWrite_IsInspected_UnlessItsWalHoldsCommits) {
+  write("events.jsonl", R"({"op": "insert", "table": "purchase", "values": {"sys_id": "p1"}})" "\n");
+  ASSERT_EQ(run_flowrt("run --flows " + flows() + " --events " + file("events.jsonl") + " --data " + data_).code, 0);
+  ASSERT_FALSE(fs::exists(data_ + "-wal"));
+  fs::permissions(data_, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+
+  Output inspected = run_where_the_directory_is_read_only("inspect --data " + data_);
+  EXPECT_EQ(inspected.code, 0) << inspected.out;
+  EXPECT_NE(inspected.out.find("await_approval"), std::string::npos) << inspected.out;
+  EXPECT_NE(inspected.out.find("waiting"), std::string::npos) << inspected.out;
+  EXPECT_FALSE(fs::exists(data_ + "-shm")) << "nothing is made beside it";
+  EXPECT_FALSE(fs::exists(data_ + "-wal"));
+  Output as_json = run_where_the_directory_is_read_only("inspect --data " + data_ + " --format json");
+  ASSERT_EQ(as_json.code, 0) << as_json.out;
+  EXPECT_EQ(json(as_json.out)["records"]["purchase"].as_int(), 1) << as_json.out;
+
+  // The same file with a commit in its -wal (a copy of it taken while an engine wrote it):
+  // read without the -wal, p2 would be missing; the error says why instead.
+  fs::permissions(data_, fs::perms::owner_write, fs::perm_options::add);
+  const fs::path live = dir_ / "live";
+  fs::create_directories(live);
+  fs::copy_file(data_, live / "state.db");
+  {
+    EngineOptions o;
+    o.store = "sqlite";
+    o.data_file = (live / "state.db").string();
+    Result<std::unique_ptr<Engine>> engine = Engine::open(o);
+    ASSERT_TRUE(engine.is_ok()) << engine.message();
+    ASSERT_TRUE((*engine)->insert("purchase", Value::object({{"sys_id", Value("p2")}})).is_ok());
+    (*engine)->settle(0);
+    ASSERT_TRUE(fs::exists(live / "state.db-wal"));
+    ASSERT_GT(fs::file_size(live / "state.db-wal"), 0u);
+    fs::copy_file(live / "state.db", data_, fs::copy_options::overwrite_existing);
+    fs::copy_file(live / "state.db-wal", data_ + "-wal");
+  }
+  fs::remove_all(live);
+  fs::permissions(data_, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  fs::permissions(data_ + "-wal", fs::perms::others_read, fs::perm_options::add);
+  Output refused = run_where_the_directory_is_read_only("inspect --data " + data_);
+  EXPECT_EQ(refused.code, 1) << refused.out;
+  EXPECT_NE(refused.out.find(data_ + ": cannot read it: its -wal file holds commits that are not in the file yet"),
+            std::string::npos)
+      << refused.out;
+  EXPECT_NE(refused.out.find("the directory " + dir_.string() + " is not writable by this user"), std::string::npos)
+      << refused.out;
+  EXPECT_FALSE(fs::exists(data_ + "-shm"));
+  Output with_wal = run_flowrt("inspect --data " + data_ + " --format json");  // where the directory is writable
+  ASSERT_EQ(with_wal.code, 0) << with_wal.out;
+  EXPECT_EQ(json(with_wal.out)["records"]["purchase"].as_int(), 2) << "the -wal's commit is p2: " << with_wal.out;
 }
 
 TEST_F(DataTest, ConfigStore_KeepsStateInTheFileItNames_RelativeToTheConfig) {

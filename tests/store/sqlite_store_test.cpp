@@ -205,6 +205,30 @@ TEST_F(SqliteStoreTest, APathReplacedBetweenItsStatAndItsOpen_IsRefused_TheDescr
   ::unlink(other.c_str());
 }
 
+// A reader that reads a file as immutable (in a directory where SQLite cannot make its -shm
+// file: DataTest.AFileInADirectoryTheUserCannotWrite_IsInspected_UnlessItsWalHoldsCommits
+// runs that as an unprivileged user) holds a shared lock, so that no writer changes the
+// file under it: a writer is refused while it holds it and opens once it let go; and a
+// writer's lock refuses the reader's.
+TEST_F(SqliteStoreTest, AReadersSharedHold_KeepsWritersOut_UntilItLetsGo_AndAWritersLockRefusesIt) {
+  fill(3);
+  {
+    Result<SqliteDataFile> reader = SqliteDataFile::take(path_, /*read_only=*/true);
+    ASSERT_TRUE(reader.is_ok()) << reader.message();
+    ASSERT_TRUE(reader->hold_shared(path_).is_ok());
+    ASSERT_TRUE(reader->hold_shared(path_).is_ok()) << "held already: nothing more to take";
+    EXPECT_NE(open_error().find("in use by another engine"), std::string::npos) << open_error();
+  }
+  std::unique_ptr<SqliteStore> writer = open();
+  ASSERT_NE(writer, nullptr) << "the reader let go";
+  Result<SqliteDataFile> late = SqliteDataFile::take(path_, /*read_only=*/true);
+  ASSERT_TRUE(late.is_ok()) << late.message();
+  const Status refused = late->hold_shared(path_);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.message().find(path_ + ": an engine is opening it for writing"), std::string::npos)
+      << refused.message();
+}
+
 TEST_F(SqliteStoreTest, ASecondProcess_IsRefusedNamingTheHoldersProcessId) {
   int ready[2], done[2];
   ASSERT_EQ(::pipe(ready), 0);
