@@ -163,7 +163,7 @@ int inspect_command(const CommandArgs& args) {
   }
   const StoreCounters& k = state->counters;
   const Value doc = Value::object(
-      {{"file", Value(std::string_view(options.path))},
+      {{"file", Value(data_for_display(options.path))},
        {"counters", Value::object({{"clock", time_or_null(k.clock)},
                                    {"commits", Value(static_cast<long long>(k.commit_seq))},
                                    {"contexts", Value(static_cast<long long>(k.context_seq))},

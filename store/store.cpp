@@ -77,4 +77,27 @@ bool is_postgres_url(std::string_view data) {
   return data.starts_with("postgresql://") || data.starts_with("postgres://");
 }
 
+std::string data_for_display(std::string_view data) {
+  if (!is_postgres_url(data)) return std::string(data);
+  const size_t question = std::min(data.find('?'), data.size());
+  std::string out(data.substr(0, question));
+  // postgresql://[USER[:PASSWORD]@]HOST...: the authority ends at the path.
+  const size_t start = out.find("://") + 3;
+  const size_t end = std::min(out.find('/', start), out.size());
+  const size_t at = out.rfind('@', end == start ? start : end - 1);
+  if (at != std::string::npos && at >= start) {
+    const size_t colon = out.find(':', start);
+    if (colon < at) out.replace(colon + 1, at - colon - 1, "***");
+  }
+  // ?KEY=VALUE&...: a password parameter's value.
+  std::string_view query = data.substr(question);
+  while (!query.empty()) {
+    const size_t amp = std::min(query.find('&', 1), query.size());
+    const std::string_view param = query.substr(0, amp);  // "?KEY=VALUE" or "&KEY=VALUE"
+    out += param.substr(1).starts_with("password=") ? std::string(param.substr(0, 1)) + "password=***" : std::string(param);
+    query.remove_prefix(amp);
+  }
+  return out;
+}
+
 }  // namespace flowrt

@@ -335,4 +335,9 @@ Result<std::unique_ptr<Store>> open_store(const StoreOptions& options);
 // than a SQLite file.
 bool is_postgres_url(std::string_view data);
 
+// A --data value as it may be shown (flowrt inspect names what it read): a PostgreSQL URL
+// with its password, in its user part or a `password` parameter, as "***"; anything else
+// as it is.
+std::string data_for_display(std::string_view data);
+
 }  // namespace flowrt

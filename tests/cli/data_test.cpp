@@ -355,6 +355,37 @@ TEST_F(DataTest, AFileInADirectoryTheUserCannotWrite_IsInspected_UnlessItsWalHol
   EXPECT_EQ(json(with_wal.out)["records"]["purchase"].as_int(), 2) << "the -wal's commit is p2: " << with_wal.out;
 }
 
+// inspect names what it read, but not a database URL's password: a terminal's scrollback
+// and a CI log keep what it prints. (The store's own messages name a database by its host,
+// port and name only.)
+TEST_F(DataTest, InspectOfAPostgresUrlWithAPassword_NamesItWithoutThePassword) {
+  const std::string url = fresh_postgres_schema(::testing::UnitTest::GetInstance()->current_test_info()->name());
+  ASSERT_FALSE(url.empty());
+  const std::string user = "://postgres@";
+  const size_t at = url.find(user);
+  ASSERT_NE(at, std::string::npos) << url;
+  std::string with_password = url;
+  with_password.replace(at, user.size(), "://postgres:s3cret@");  // the test server trusts its loopback
+  with_password += "&password=s3cret";
+  std::string shown = url;
+  shown.replace(at, user.size(), "://postgres:***@");
+  shown += "&password=***";
+
+  write("events.jsonl", R"({"op": "insert", "table": "purchase", "values": {"sys_id": "p1"}})" "\n");
+  Output ran = run_flowrt("run --flows " + flows() + " --events " + file("events.jsonl") + " --data '" + with_password + "'", true);
+  ASSERT_EQ(ran.code, 0) << ran.out;
+  EXPECT_EQ(ran.out.find("s3cret"), std::string::npos) << ran.out;
+  Output table = run_flowrt("inspect --data '" + with_password + "'", true);
+  ASSERT_EQ(table.code, 0) << table.out;
+  EXPECT_NE(table.out.find("data file " + shown + ": "), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find("s3cret"), std::string::npos) << table.out;
+  Output doc = run_flowrt("inspect --data '" + with_password + "' --format json");
+  ASSERT_EQ(doc.code, 0) << doc.out;
+  EXPECT_EQ(json(doc.out)["file"], Value(shown)) << doc.out;
+  EXPECT_EQ(doc.out.find("s3cret"), std::string::npos) << doc.out;
+  drop_postgres_schema(url);
+}
+
 TEST_F(DataTest, ConfigStore_KeepsStateInTheFileItNames_RelativeToTheConfig) {
   write("config.json", R"({"store": {"type": "sqlite", "path": "kept.db"}, "properties": {"durability": "full"}})");
   write("events.jsonl", R"({"op": "insert", "table": "purchase", "values": {"sys_id": "p1", "approval": "requested"}}
