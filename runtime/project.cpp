@@ -65,9 +65,10 @@ Result<std::unique_ptr<Engine>, Diagnostics> open_project(const Project& project
   Result<std::unique_ptr<Engine>> opened = Engine::open(project.options);
   if (!opened) {
     Diagnostics diags;
-    // The diagnostic names the file; the store's message begins with it too.
+    // The diagnostic names the file (the database); the store's message begins with it too.
     std::string message = opened.message();
-    const std::string& file = project.options.data_file;
+    const std::string file = project.options.store == "postgresql" ? postgres_store_name(project.options.store_url)
+                                                                    : project.options.data_file;
     if (!file.empty() && message.rfind(file + ": ", 0) == 0) message.erase(0, file.size() + 2);
     diags.add(file, "", std::move(message));
     return diags;

@@ -38,7 +38,7 @@ Result<std::string> PostgresStore::where_of(const std::string& url) {
   char* message = nullptr;
   PQconninfoOption* options = PQconninfoParse(url.c_str(), &message);
   if (!options) {
-    std::string m = message ? one_line(message) : "out of memory";
+    std::string m = message ? hide_url_passwords(one_line(message), url) : "out of memory";
     PQfreemem(message);
     return Error{"postgresql store: not a connection URL (" + m + ")"};
   }

@@ -1,6 +1,9 @@
 #include "store/store.h"
 
+#include <algorithm>
 #include <charconv>
+#include <utility>
+#include <vector>
 
 #include "store/memory_store.h"
 #include "store/postgres_store.h"
@@ -77,27 +80,61 @@ bool is_postgres_url(std::string_view data) {
   return data.starts_with("postgresql://") || data.starts_with("postgres://");
 }
 
+std::string postgres_store_name(const std::string& url) {
+  Result<std::string> where = PostgresStore::where_of(url);
+  return where ? "postgresql database " + *where : data_for_display(url);
+}
+
+namespace {
+
+// Where a PostgreSQL URL's passwords are, as [first, last) spans: its user part's
+// (postgresql://USER:PASSWORD@HOST...) and each `password` parameter's value.
+std::vector<std::pair<size_t, size_t>> password_spans(std::string_view url) {
+  std::vector<std::pair<size_t, size_t>> spans;
+  if (!is_postgres_url(url)) return spans;
+  const size_t question = std::min(url.find('?'), url.size());
+  const size_t start = url.find("://") + 3;
+  const size_t end = std::min(url.find('/', start), question);  // the authority ends at the path
+  const std::string_view authority = url.substr(start, end - start);
+  const size_t at = authority.rfind('@');
+  const size_t colon = authority.find(':');
+  if (at != std::string_view::npos && colon < at) spans.emplace_back(start + colon + 1, start + at);
+  for (size_t p = question; p < url.size();) {  // ?KEY=VALUE&KEY=VALUE...
+    const size_t next = std::min(url.find('&', p + 1), url.size());
+    const std::string_view param = url.substr(p + 1, next - p - 1);
+    if (param.starts_with("password=")) spans.emplace_back(p + 1 + std::string_view("password=").size(), next);
+    p = next;
+  }
+  return spans;
+}
+
+}  // namespace
+
 std::string data_for_display(std::string_view data) {
-  if (!is_postgres_url(data)) return std::string(data);
-  const size_t question = std::min(data.find('?'), data.size());
-  std::string out(data.substr(0, question));
-  // postgresql://[USER[:PASSWORD]@]HOST...: the authority ends at the path.
-  const size_t start = out.find("://") + 3;
-  const size_t end = std::min(out.find('/', start), out.size());
-  const size_t at = out.rfind('@', end == start ? start : end - 1);
-  if (at != std::string::npos && at >= start) {
-    const size_t colon = out.find(':', start);
-    if (colon < at) out.replace(colon + 1, at - colon - 1, "***");
-  }
-  // ?KEY=VALUE&...: a password parameter's value.
-  std::string_view query = data.substr(question);
-  while (!query.empty()) {
-    const size_t amp = std::min(query.find('&', 1), query.size());
-    const std::string_view param = query.substr(0, amp);  // "?KEY=VALUE" or "&KEY=VALUE"
-    out += param.substr(1).starts_with("password=") ? std::string(param.substr(0, 1)) + "password=***" : std::string(param);
-    query.remove_prefix(amp);
-  }
+  std::string out(data);
+  const std::vector<std::pair<size_t, size_t>> spans = password_spans(data);
+  for (auto it = spans.rbegin(); it != spans.rend(); ++it) out.replace(it->first, it->second - it->first, "***");
   return out;
+}
+
+std::string hide_url_passwords(std::string message, std::string_view url) {
+  for (const auto& [first, last] : password_spans(url)) {
+    const std::string_view password = url.substr(first, last - first);
+    if (password.empty()) continue;
+    // Only within the quoted parts: the rest is libpq's own words, which a short password
+    // may happen to spell.
+    for (size_t open = message.find('"'); open != std::string::npos;) {
+      const size_t close = message.find('"', open + 1);
+      if (close == std::string::npos) break;
+      std::string quoted = message.substr(open + 1, close - open - 1);
+      for (size_t at = quoted.find(password); at != std::string::npos; at = quoted.find(password, at + 3)) {
+        quoted.replace(at, password.size(), "***");
+      }
+      message.replace(open + 1, close - open - 1, quoted);
+      open = message.find('"', open + 1 + quoted.size() + 1);
+    }
+  }
+  return message;
 }
 
 }  // namespace flowrt

@@ -335,9 +335,18 @@ Result<std::unique_ptr<Store>> open_store(const StoreOptions& options);
 // than a SQLite file.
 bool is_postgres_url(std::string_view data);
 
+// What the postgresql store's messages call the database `url` names, before it is open:
+// "postgresql database HOST:PORT/DBNAME" (PostgresStore::describe); for a URL that does
+// not parse, the URL as data_for_display shows it.
+std::string postgres_store_name(const std::string& url);
+
 // A --data value as it may be shown (flowrt inspect names what it read): a PostgreSQL URL
 // with its password, in its user part or a `password` parameter, as "***"; anything else
 // as it is.
 std::string data_for_display(std::string_view data);
+
+// `message` (libpq's about the PostgreSQL URL `url`, which quotes the parts it cannot read)
+// with the URL's passwords in its quoted parts as "***".
+std::string hide_url_passwords(std::string message, std::string_view url);
 
 }  // namespace flowrt

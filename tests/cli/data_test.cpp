@@ -386,6 +386,31 @@ TEST_F(DataTest, InspectOfAPostgresUrlWithAPassword_NamesItWithoutThePassword) {
   drop_postgres_schema(url);
 }
 
+// A store that does not open is the run's error, named as a definition's is (FILE: /:
+// what is wrong): a database by its host, port and name; a URL that does not parse as it
+// is, its password hidden.
+TEST_F(DataTest, ARunOnAPostgresStoreThatDoesNotOpen_NamesTheDatabase_NeverItsPassword) {
+  const std::string server = postgres_server_url();
+  ASSERT_FALSE(server.empty());
+  write("events.jsonl", "");
+  const std::string run = "run --flows " + flows() + " --events " + file("events.jsonl") + " --data ";
+  Output nowhere = run_flowrt(run + "'" + server + "?options=-csearch_path%3Dno_such_schema'", true);
+  EXPECT_EQ(nowhere.code, 1) << nowhere.out;
+  const std::string where = server.substr(server.find("@") + 1);  // HOST:PORT/DBNAME
+  EXPECT_NE(nowhere.out.find("postgresql database " + where + ": /: cannot open: no schema to keep its tables in"),
+            std::string::npos)
+      << nowhere.out;
+  EXPECT_EQ(nowhere.out.find("<definition>"), std::string::npos) << nowhere.out;
+  const Value doc = json(run_flowrt(run + "'" + server + "?options=-csearch_path%3Dno_such_schema' --format json").out);
+  EXPECT_EQ(doc["errors"].at(0)["file"], Value("postgresql database " + where)) << doc.to_json();
+
+  Output garbled = run_flowrt(run + "'postgresql://app:s3cret@[::1'", true);
+  EXPECT_EQ(garbled.code, 1) << garbled.out;
+  EXPECT_NE(garbled.out.find("postgresql://app:***@[::1: /: postgresql store: not a connection URL"), std::string::npos)
+      << garbled.out;
+  EXPECT_EQ(garbled.out.find("s3cret"), std::string::npos) << garbled.out;
+}
+
 TEST_F(DataTest, ConfigStore_KeepsStateInTheFileItNames_RelativeToTheConfig) {
   write("config.json", R"({"store": {"type": "sqlite", "path": "kept.db"}, "properties": {"durability": "full"}})");
   write("events.jsonl", R"({"op": "insert", "table": "purchase", "values": {"sys_id": "p1", "approval": "requested"}}

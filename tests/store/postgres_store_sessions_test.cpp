@@ -196,6 +196,15 @@ TEST_F(PostgresStoreTest, BadUrlsAndUnreachableServers_GiveClearErrorsQuickly_Ne
   auto garbled = opened("postgresql://127.0.0.1:5432/db?no_such_option=1");
   ASSERT_FALSE(garbled.is_ok());
   EXPECT_NE(garbled.message().find("not a connection URL"), std::string::npos) << garbled.message();
+  // Nor one whose unreadable part libpq quotes, a password in it.
+  for (const char* url : {"postgresql://flowrt:s3cret-word@[::1", "postgresql://flowrt:s3cret-%zz@127.0.0.1/appdb",
+                          "postgresql://127.0.0.1/appdb?password=s3cret-%zz"}) {
+    auto quoted = opened(url);
+    ASSERT_FALSE(quoted.is_ok()) << url;
+    EXPECT_NE(quoted.message().find("not a connection URL"), std::string::npos) << quoted.message();
+    EXPECT_NE(quoted.message().find("***"), std::string::npos) << quoted.message();
+    EXPECT_EQ(quoted.message().find("s3cret"), std::string::npos) << "a password in a message: " << quoted.message();
+  }
   // The real server, a database it does not have.
   const std::string server = postgres_server_url();
   const std::string base = server.substr(0, server.rfind('/'));

@@ -24,5 +24,18 @@ TEST(DataForDisplayTest, ADatabaseUrlsPassword_IsShownAsStars_AnythingElseAsItIs
   }
 }
 
+// libpq quotes the parts of a URL it cannot read, a password among them.
+TEST(DataForDisplayTest, AUrlsPasswordsInLibpqsQuotes_AreShownAsStars_ItsOwnWordsAreNot) {
+  EXPECT_EQ(hide_url_passwords(R"(invalid percent-encoded token: "s3%zzcret")", "postgresql://x:s3%zzcret@db/x"),
+            R"(invalid percent-encoded token: "***")");
+  EXPECT_EQ(hide_url_passwords(R"(end of string reached in URI: "postgresql://x:s3cret@[bad")", "postgresql://x:s3cret@[bad"),
+            R"(end of string reached in URI: "postgresql://x:***@[bad")");
+  EXPECT_EQ(hide_url_passwords(R"("a" and "pa" then "b")", "postgresql://u:a@db/x?password=b"), R"("***" and "p***" then "***")");
+  EXPECT_EQ(hide_url_passwords("an invalid token, unquoted: a", "postgresql://u:a@db/x"), "an invalid token, unquoted: a")
+      << "libpq's own words are left as they are";
+  EXPECT_EQ(hide_url_passwords(R"(unclosed "a)", "postgresql://u:a@db/x"), R"(unclosed "a)");
+  EXPECT_EQ(hide_url_passwords(R"(quoted "x")", "data/flowrt.db"), R"(quoted "x")");
+}
+
 }  // namespace
 }  // namespace flowrt
