@@ -88,6 +88,9 @@ int bench_command(const CommandArgs& args) {
   } else if (args.has("data")) {
     throw UsageError{"--data goes with --store sqlite or postgresql"};
   }
+  if (o.workload == "recovery" && o.store != "sqlite") {
+    throw UsageError{"--workload recovery needs --store sqlite --data NEWFILE (it measures opening a file)"};
+  }
   if (o.in_flight > 0 && o.store == "memory") {
     throw UsageError{"--in-flight goes with --store sqlite or postgresql: a commit to the memory store has no durability to wait for"};
   }
@@ -95,7 +98,14 @@ int bench_command(const CommandArgs& args) {
   if (isatty(STDERR_FILENO)) {
     o.progress = [](double done) { std::fprintf(stderr, "\r%5.1f%% committed", done * 100.0); };
   }
-  bench::BenchResult r = bench::run_workload(o);
+  bench::BenchResult r;
+  try {
+    r = bench::run_workload(o);
+  } catch (const bench::StoreUnavailable& e) {
+    if (o.progress) std::fprintf(stderr, "\r                  \r");
+    std::cerr << "flowrt bench: " << e.what() << "\n";
+    return 1;
+  }
   if (o.progress) std::fprintf(stderr, "\r                  \r");
 
   if (json == "true") {

@@ -109,6 +109,12 @@ EngineOptions bench_engine_options(const BenchOptions& o) {
   return eo;
 }
 
+std::unique_ptr<Engine> open_bench_engine(const EngineOptions& options) {
+  Result<std::unique_ptr<Engine>> opened = Engine::open(options);
+  if (!opened) throw StoreUnavailable(opened.message());
+  return std::move(opened).value();
+}
+
 void fill_latency(EngineCore& core, BenchResult* r) {
   // Those whose live form left memory (released by a durable store; frozen by the memory
   // store, counted when they finished), then, with a durable store, those finished but not

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,8 @@ namespace flowrt::bench {
 
 // The engine of a record workload: real clock, `o.workers` workers, latency stamped.
 EngineOptions bench_engine_options(const BenchOptions& o);
+// An engine with `options`, opened; StoreUnavailable when its store does not open.
+std::unique_ptr<Engine> open_bench_engine(const EngineOptions& options);
 
 // Percentiles of commit-to-completion latency over the engine's finished contexts.
 void fill_latency(EngineCore& core, BenchResult* r);

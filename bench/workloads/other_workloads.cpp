@@ -64,7 +64,8 @@ void run_contended_phase(Engine& engine, const std::vector<Value>& jobs, BenchRe
 // and memory. Contended: as many jobs again, all queued behind a gate (above); this gives
 // contended hand-offs/s.
 BenchResult run_locks(const BenchOptions& o) {
-  Engine engine(bench_engine_options(o));
+  const std::unique_ptr<Engine> opened = open_bench_engine(bench_engine_options(o));
+  Engine& engine = *opened;
   load_or_throw(engine, kLocked, "locked.json");
   load_or_throw(engine, kGate, "gate.json");
   for (int i = 0; i < 4; ++i) {

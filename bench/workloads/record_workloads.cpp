@@ -47,7 +47,8 @@ void insert_users(Engine& engine) {
 }  // namespace
 
 BenchResult run_event_workload(const BenchOptions& o) {
-  Engine engine(bench_engine_options(o));
+  const std::unique_ptr<Engine> opened = open_bench_engine(bench_engine_options(o));
+  Engine& engine = *opened;
   load_or_throw(engine, kEvents, "events.json");
   insert_users(engine);
   std::vector<Value> payloads;
@@ -69,7 +70,8 @@ BenchResult run_event_workload(const BenchOptions& o) {
 }
 
 BenchResult run_record_workload(const BenchOptions& o, bool fanout) {
-  Engine engine(bench_engine_options(o));
+  const std::unique_ptr<Engine> opened = open_bench_engine(bench_engine_options(o));
+  Engine& engine = *opened;
   load_or_throw(engine, kTriage, "triage.json");
   if (fanout) load_or_throw(engine, other_flows(10000, 100), "others.json");
   insert_users(engine);

@@ -34,7 +34,8 @@ EngineOptions recovery_engine_options(const BenchOptions& o) {
 void make_waiting_file(const BenchOptions& o) {
   BenchOptions fast = o;
   fast.durability = "off";
-  Engine engine(recovery_engine_options(fast));
+  const std::unique_ptr<Engine> opened = open_bench_engine(recovery_engine_options(fast));
+  Engine& engine = *opened;
   load_or_throw(engine, kApproval, "approval.json");
   for (uint64_t i = 0; i < o.events; ++i) {
     insert_or_throw(engine, "request",
@@ -50,6 +51,9 @@ BenchResult run_recovery_workload(const BenchOptions& o) {
   if (o.store != "sqlite" || o.data_file.empty()) {
     throw std::invalid_argument("--workload recovery needs --store sqlite --data NEWFILE");
   }
+  // A file that cannot be made is told here, before the child that would make it: opened
+  // and closed (its threads joined before the fork), it is a new, empty data file.
+  open_bench_engine(recovery_engine_options(o)).reset();
   std::fflush(nullptr);
   const pid_t child = ::fork();
   if (child < 0) throw std::runtime_error("fork failed");
@@ -72,9 +76,8 @@ BenchResult run_recovery_workload(const BenchOptions& o) {
   const uint64_t rss_before = rss_bytes();
   const double cpu_before = process_cpu_seconds();
   const auto start = std::chrono::steady_clock::now();
-  Result<std::unique_ptr<Engine>> opened = Engine::open(recovery_engine_options(o));
-  if (!opened) throw std::runtime_error(opened.message());
-  Engine& engine = **opened;
+  const std::unique_ptr<Engine> opened = open_bench_engine(recovery_engine_options(o));
+  Engine& engine = *opened;
   // What opening took (the records, and each waiting context's request among them), apart
   // from what recover() builds: the contexts.
   const uint64_t rss_opened = rss_bytes();

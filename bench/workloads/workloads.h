@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,7 +52,15 @@ struct BenchResult {
   std::vector<std::pair<std::string, double>> extra;  // workload-specific figures
 };
 
+// Runs the workload `options` names. StoreUnavailable when its store does not open (a
+// --data the user gave: their error, which flowrt bench tells as such); any other
+// exception is a broken benchmark.
 BenchResult run_workload(const BenchOptions& options);
+
+// The store a workload was given does not open; what() is the store's message, naming it.
+struct StoreUnavailable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 // Resident set size now, and its peak, in bytes (from /proc/self/status).
 uint64_t rss_bytes();

@@ -101,5 +101,31 @@ TEST_P(BenchStoreTest, OptionsThatDoNotFitTheStore_AreBadUsage) {
   EXPECT_EQ(run("bench --events 100 --store memory --data " + data).code, 2) << "--data goes with a durable store";
 }
 
+// A store given by --data that does not open is the user's error: exit 1 with the store's
+// message naming it (no password), never "internal error" (exit 70, until 2026-12-07),
+// whichever workload; the recovery workload without a SQLite file is bad usage. No
+// server is needed: nothing listens on port 1.
+TEST_F(CliTest, Bench_AStoreThatDoesNotOpen_IsTheUsersError_NamingIt) {
+  const std::string missing = (dir_ / "no_such_directory" / "bench.db").string();
+  for (const char* workload : {"triage", "fanout", "events", "locks", "recovery"}) {
+    Output out = run(std::string("bench --events 10 --workload ") + workload + " --store sqlite --data " + missing);
+    EXPECT_EQ(out.code, 1) << workload << "\n" << out.out;
+    EXPECT_NE(out.out.find("flowrt bench: " + missing + ": cannot open for writing"), std::string::npos)
+        << workload << "\n" << out.out;
+    EXPECT_EQ(out.out.find("internal error"), std::string::npos) << workload << "\n" << out.out;
+  }
+  Output refused = run("bench --events 10 --store postgresql --data 'postgresql://app:s3cret@127.0.0.1:1/appdb'");
+  EXPECT_EQ(refused.code, 1) << refused.out;
+  EXPECT_NE(refused.out.find("flowrt bench: postgresql database 127.0.0.1:1/appdb: cannot connect"), std::string::npos)
+      << refused.out;
+  Output garbled = run("bench --events 10 --store postgresql --data 'postgresql://app:s3cret@[::1'");
+  EXPECT_EQ(garbled.code, 1) << garbled.out;
+  EXPECT_NE(garbled.out.find("not a connection URL"), std::string::npos) << garbled.out;
+  for (const Output& out : {refused, garbled}) EXPECT_EQ(out.out.find("s3cret"), std::string::npos) << out.out;
+  Output memory = run("bench --events 10 --workload recovery");
+  EXPECT_EQ(memory.code, 2) << memory.out;
+  EXPECT_NE(memory.out.find("--workload recovery needs --store sqlite --data NEWFILE"), std::string::npos) << memory.out;
+}
+
 }  // namespace
 }  // namespace flowrt
