@@ -671,6 +671,7 @@ void ClusterNode::stop() {
   cv_.notify_all();
   if (heartbeat_.joinable()) heartbeat_.join();
   if (lost_.load()) return;
+  if (incarnation_ == 0) return;  // it never joined (incarnations are numbered from 1)
   // Leaving frees the lead at once (the next leader need not wait for the lease). The kept
   // connection may have been ended since its last use (the database restarted, an idle
   // session cut): then once more on a new one, as open() does.
