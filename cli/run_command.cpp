@@ -1,8 +1,12 @@
 // flowrt run: load definitions, apply the events file on a virtual clock, print contexts.
 // With --data FILE the state is kept in FILE, and a later run goes on from it.
+#include <unistd.h>
+
 #include <atomic>
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -19,6 +23,18 @@
 
 namespace flowrt::cli {
 namespace {
+
+// Why the context records cannot be written to `path` (--out), as far as can be told
+// before the run: "" when they can. Checked first, so that a run whose records have
+// nowhere to go is not made (with --data it would be kept, and made again when run again).
+std::string why_out_is_not_writable(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(st)) return "it is a directory";
+  if (std::filesystem::exists(st)) return ::access(path.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return ::access(dir.empty() ? "." : dir.c_str(), W_OK | X_OK) == 0 ? "" : std::strerror(errno);
+}
 
 // SIGINT and SIGTERM during a run: the first asks the engine to stop (intake stops, the
 // run shuts down and reports); a second one ends the process at once.
@@ -144,6 +160,13 @@ int run_command(const CommandArgs& args) {
   if (!log_level.empty() && !set_engine_log_level(log_level)) {
     throw UsageError{"--log-level must be off, error, warn, info or debug"};
   }
+  if (args.has("out")) {
+    if (const std::string why = why_out_is_not_writable(args.get("out")); !why.empty()) {
+      Diagnostics diags;
+      diags.add(args.get("out"), "", "cannot write the context records: " + why + " (nothing was run)");
+      return fail(diags, EngineProperties{}.max_definition_file_bytes);
+    }
+  }
   Result<Project, Diagnostics> project = read_project(std::move(files));
   // Only the config is read yet: one with an error at a pointer was read within its own,
   // smaller limit, and a config refused for its size has no line to look up.
@@ -175,12 +198,16 @@ int run_command(const CommandArgs& args) {
 
   if (args.has("out")) {
     const std::string path = args.get("out");
+    errno = 0;
     std::ofstream out(path);
     if (out) {
       for (const ContextRecord& c : engine.contexts()) out << c.value().to_json() << "\n";
       out.close();  // a full disk shows here, when the buffer is written
     }
-    if (!out) errors.push_back(RunError{path, 0, "", false, "cannot write the context records"});
+    if (!out) {
+      const std::string why = errno != 0 ? std::string(": ") + std::strerror(errno) : std::string();
+      errors.push_back(RunError{path, 0, "", false, "cannot write the context records" + why});
+    }
   }
   if (format == "json") {
     const Value document = engine.document();

@@ -373,6 +373,37 @@ TEST_F(CliTest, Run_OutputThatCannotBeWritten_Exit1_SaysSo) {
   EXPECT_NE(stdout_full.out.find("cannot write the output to stdout"), std::string::npos) << stdout_full.out;
 }
 
+// An --out where nothing can be written is told before the run, which is not made: with
+// --data its effects would be kept, and running it again once --out is mended would apply
+// its events a second time (until 2026-12-07 the run was made and kept, then exit 1).
+TEST_F(CliTest, Run_AnOutThatCannotBeWritten_IsRefusedBeforeTheRun_NothingIsKept) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "record", "table": "t", "when": "created"}, "actions": []})");
+  write("events.jsonl", "{\"op\": \"insert\", \"table\": \"t\", \"values\": {\"sys_id\": \"a\"}}\n");
+  const std::string data = dir() + "/state.db";
+  const std::string missing = dir() + "/no_such_directory/out.jsonl";
+  Output table = run("run " + dir() + " --data " + data + " --out " + missing);
+  EXPECT_EQ(table.code, 1) << table.out;
+  EXPECT_NE(table.out.find(missing + ": /: cannot write the context records: No such file or directory (nothing was run)"),
+            std::string::npos)
+      << table.out;
+  EXPECT_EQ(table.out.find("ctx-1"), std::string::npos) << table.out;
+  EXPECT_FALSE(std::filesystem::exists(data)) << "the store was not opened";
+  Output json = run("run " + dir() + " --data " + data + " --format json --out " + dir(), " 2>/dev/null");
+  EXPECT_EQ(json.code, 1) << json.out;
+  Result<Value> parsed = parse_json(json.out);
+  ASSERT_TRUE(parsed.is_ok()) << json.out;
+  const Value& doc = *parsed;
+  EXPECT_EQ(doc["contexts"].size(), 0u) << json.out;
+  EXPECT_EQ(doc["errors"].at(0)["file"], Value(dir())) << json.out;
+  EXPECT_EQ(doc["errors"].at(0)["message"], Value("cannot write the context records: it is a directory (nothing was run)"))
+      << json.out;
+  EXPECT_FALSE(std::filesystem::exists(data));
+  // Once --out names a place, the run is made, once.
+  Output mended = run("run " + dir() + " --data " + data + " --out " + dir() + "/out.jsonl");
+  EXPECT_EQ(mended.code, 0) << mended.out;
+  EXPECT_NE(mended.out.find("1 context"), std::string::npos) << mended.out;
+}
+
 // No events.jsonl: the run says so on stderr and points at a file that looks like one;
 // --events names the file explicitly.
 TEST_F(CliTest, Run_NoEventsFile_SaysSo_PointsAtALookAlike) {
