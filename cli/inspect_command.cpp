@@ -110,7 +110,8 @@ int inspect_command(const CommandArgs& args) {
   if (!args.has("data") || args.get("data").empty()) throw UsageError{"inspect needs --data FILE"};
   const std::string format = args.get("format", "table");
   if (format != "table" && format != "json") throw UsageError{"--format must be table or json"};
-  const std::string flow = args.get("flow"), status = args.get("status");
+  const TableFilter filter = table_filter(args);
+  const std::string &flow = filter.flow, &status = filter.status;
 
   StoreOptions options;
   // A SQLite file, or a PostgreSQL database (a postgresql:// URL).

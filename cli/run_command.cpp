@@ -114,6 +114,7 @@ int run_command(const CommandArgs& args) {
   }
   const std::string format = args.get("format", "table");
   if (format != "table" && format != "json") throw UsageError{"--format must be table or json"};
+  const TableFilter filter = table_filter(args);
 
   // The project as the library opens it (runtime/project.h); --flows, --events and
   // --config name its files explicitly.
@@ -219,7 +220,7 @@ int run_command(const CommandArgs& args) {
   } else {
     std::vector<std::string> lines;
     for (const RunError& e : errors) lines.push_back(e.describe());
-    print_table(engine, lines, std::cout, TableFilter{args.get("flow"), args.get("status")});
+    print_table(engine, lines, std::cout, filter);
   }
   std::cout.flush();
   if (!std::cout) {

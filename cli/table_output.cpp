@@ -4,8 +4,18 @@
 #include <cstdio>
 
 #include "plans/time.h"
+#include "runtime/context_record.h"
 
 namespace flowrt::cli {
+
+TableFilter table_filter(const CommandArgs& args) {
+  TableFilter filter{args.get("flow"), args.get("status")};
+  if (args.has("status") && !context_status_named(filter.status)) {
+    throw UsageError{"--status must be " + std::string(kContextStatusNames) + ", not '" + filter.status + "'"};
+  }
+  return filter;
+}
+
 namespace {
 
 // The columns a string takes in a terminal: one per code point (UTF-8 continuation bytes

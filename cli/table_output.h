@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/commands.h"
 #include "runtime/engine.h"
 
 namespace flowrt::cli {
@@ -15,6 +16,9 @@ struct TableFilter {
   std::string flow;
   std::string status;
 };
+// The filter --flow and --status ask for (flowrt run and inspect); bad usage (UsageError)
+// when --status names no context status, which would list nothing without saying why.
+TableFilter table_filter(const CommandArgs& args);
 
 void print_table(const Engine& engine, const std::vector<std::string>& errors, std::ostream& out,
                  const TableFilter& filter = {});

@@ -27,6 +27,14 @@ std::string_view status_name(StepStatus s) {
   return "?";
 }
 
+std::optional<ContextStatus> context_status_named(std::string_view name) {
+  for (ContextStatus s : {ContextStatus::kInProgress, ContextStatus::kWaiting, ContextStatus::kCompleted,
+                          ContextStatus::kCancelled, ContextStatus::kError}) {
+    if (status_name(s) == name) return s;
+  }
+  return std::nullopt;
+}
+
 bool is_terminal(ContextStatus s) {
   return s == ContextStatus::kCompleted || s == ContextStatus::kCancelled || s == ContextStatus::kError;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "actions/action.h"
@@ -18,6 +19,10 @@ enum class StepStatus : uint8_t { kInProgress, kWaiting, kCompleted, kError, kSk
 std::string_view status_name(ContextStatus s);
 std::string_view status_name(StepStatus s);
 bool is_terminal(ContextStatus s);
+// The context status whose status_name is `name`; nothing for any other text.
+std::optional<ContextStatus> context_status_named(std::string_view name);
+// "in_progress, waiting, completed, cancelled or error": the names, for messages.
+constexpr std::string_view kContextStatusNames = "in_progress, waiting, completed, cancelled or error";
 
 // One entry of a record's "steps": an action step or a flow-logic node that ran. Holds its
 // own (shared) values, so a record outlives the plan it was made with.

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "plans/time.h"
+#include "runtime/context_record.h"
 #include "server/api_common.h"
 #include "server/context_summary.h"
 
@@ -33,10 +34,10 @@ std::optional<ContextListQuery> parse_context_list(const ApiRequest& req, Respon
                               "GET /api/stats counts them (queue_depth)");
       return std::nullopt;
     }
-    if (*status != "in_progress" && *status != "waiting" && !is_final_status(*status)) {
-      *error = error_response(http::status::bad_request,
-                              "query parameter status must be in_progress, waiting, completed, cancelled or error, got '" +
-                                  utf8_prefix(*status, 100) + "'");
+    if (!context_status_named(*status)) {
+      *error = error_response(http::status::bad_request, "query parameter status must be " +
+                                                             std::string(kContextStatusNames) + ", got '" +
+                                                             utf8_prefix(*status, 100) + "'");
       return std::nullopt;
     }
     q.status = *status;

@@ -122,6 +122,28 @@ TEST_F(CliTest, BadUsage_Exit2) {
   EXPECT_NE(unknown.out.find("usage:"), std::string::npos) << unknown.out;
 }
 
+// A --status that names no context status is bad usage, as the API's ?status= is a 400:
+// "complete" for "completed" would otherwise list nothing and look like an answer (until
+// 2026-12-07 it did, for run and inspect).
+TEST_F(CliTest, AStatusThatIsNoContextStatus_IsBadUsage_NamingTheStatuses) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  write("events.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n");
+  const std::string data = dir() + "/state.db";
+  ASSERT_EQ(run("run " + dir() + " --data " + data).code, 0);
+  const std::string says = "--status must be in_progress, waiting, completed, cancelled or error, not 'complete'";
+  for (const std::string& command : {"run " + dir() + " --status complete", "inspect --data " + data + " --status complete"}) {
+    Output bad = run(command);
+    EXPECT_EQ(bad.code, 2) << command << "\n" << bad.out;
+    EXPECT_NE(bad.out.find(says), std::string::npos) << command << "\n" << bad.out;
+  }
+  Output listed = run("inspect --data " + data + " --status completed");
+  EXPECT_EQ(listed.code, 0) << listed.out;
+  EXPECT_NE(listed.out.find("1 context shown"), std::string::npos) << listed.out;
+  Output ran = run("run " + dir() + " --status completed");
+  EXPECT_EQ(ran.code, 0) << ran.out;
+  EXPECT_NE(ran.out.find("ctx-1"), std::string::npos) << ran.out;
+}
+
 TEST_F(CliTest, Help_TopLevelAndPerCommand_Exit0) {
   for (const char* args : {"--help", "-h", "help"}) {
     Output o = run(args);
