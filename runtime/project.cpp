@@ -5,6 +5,7 @@
 
 #include "compiler/loader.h"
 #include "runtime/run_config.h"
+#include "store/store.h"
 
 namespace flowrt {
 namespace {
