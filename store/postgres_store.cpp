@@ -23,6 +23,34 @@ namespace {
 
 int64_t pg_clamp64(uint64_t v) { return static_cast<int64_t>(std::min<uint64_t>(v, INT64_MAX)); }
 
+// Why a session has no current schema: PostgreSQL gives none when no schema its
+// search_path names is there and usable by its role. Says which of the two it is for each
+// ("priv is there, but role app may not use it (GRANT USAGE ON SCHEMA priv TO app)");
+// "" when that cannot be read.
+std::string why_no_schema(PGconn* c) {
+  ResultPtr r(PQexec(c,
+                     "SELECT m.name, n.oid IS NOT NULL, COALESCE(has_schema_privilege(n.oid, 'USAGE'), false), "
+                     "current_user::text FROM unnest(string_to_array(current_setting('search_path'), ',')) AS x(raw) "
+                     "CROSS JOIN LATERAL (SELECT CASE WHEN btrim(x.raw) IN ('$user', '\"$user\"') THEN current_user::text "
+                     "ELSE btrim(btrim(x.raw), '\"') END AS name) m LEFT JOIN pg_namespace n ON n.nspname = m.name"));
+  if (!result_ok(r.get())) return "";
+  std::string out;
+  for (int i = 0; i < PQntuples(r.get()); ++i) {
+    const std::string name(cell_view(r.get(), i, 0));
+    const std::string role(cell_view(r.get(), i, 3));
+    if (name.empty()) continue;
+    if (!out.empty()) out += "; ";
+    if (cell_view(r.get(), i, 1) != "t") {
+      out += name + " is not there";
+    } else if (cell_view(r.get(), i, 2) != "t") {
+      out += name + " is there, but role " + role + " may not use it (GRANT USAGE ON SCHEMA " + name + " TO " + role + ")";
+    } else {
+      out += name + " is there";  // not expected: such a schema would be the current one
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 // One statement of a write: a prepared statement's name and its parameters; a record put
@@ -76,7 +104,9 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const std::string& ur
     ResultPtr r(PQexec(store->conn_, "SELECT current_schema()"));
     if (!result_ok(r.get()) || PQntuples(r.get()) != 1) return store->error("cannot read its schema");
     if (cell_null(r.get(), 0, 0)) {
-      return store->error_of("cannot open", "no schema to keep its tables in (the search_path names none that exists)");
+      const std::string why = why_no_schema(store->conn_);
+      return store->error_of("cannot open", "no schema to keep its tables in (the search_path names none that exists and "
+                                            "this role may use" + (why.empty() ? std::string() : ": " + why) + ")");
     }
     store->schema_ = cell_text(r.get(), 0, 0);
   }

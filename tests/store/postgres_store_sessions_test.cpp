@@ -216,6 +216,21 @@ TEST_F(PostgresStoreTest, BadUrlsAndUnreachableServers_GiveClearErrorsQuickly_Ne
   auto nowhere = opened(server + "?options=-csearch_path%3Dno_such_schema");
   ASSERT_FALSE(nowhere.is_ok());
   EXPECT_NE(nowhere.message().find("no schema to keep its tables in"), std::string::npos) << nowhere.message();
+  EXPECT_NE(nowhere.message().find("no_such_schema is not there"), std::string::npos) << nowhere.message();
+  // One that is there, but that the role may not use: PostgreSQL gives no schema either,
+  // and the message says which it is and what to grant.
+  const std::string schema = "t_no_usage_" + std::to_string(::getpid());
+  ASSERT_EQ(postgres_exec(server, "DROP SCHEMA IF EXISTS " + schema + "; CREATE SCHEMA " + schema +
+                                      "; DROP ROLE IF EXISTS flowrt_no_usage; CREATE ROLE flowrt_no_usage LOGIN"),
+            "");
+  const std::string as_role = "postgresql://flowrt_no_usage@" + server.substr(server.find('@') + 1);
+  auto unusable = opened(as_role + "?options=-csearch_path%3D" + schema);
+  ASSERT_FALSE(unusable.is_ok());
+  EXPECT_NE(unusable.message().find(schema + " is there, but role flowrt_no_usage may not use it (GRANT USAGE ON SCHEMA " +
+                                    schema + " TO flowrt_no_usage)"),
+            std::string::npos)
+      << unusable.message();
+  EXPECT_EQ(postgres_exec(server, "DROP SCHEMA " + schema + "; DROP ROLE flowrt_no_usage"), "");
   // An empty schema opened read only is no store.
   auto empty = PostgresStore::open(fresh_postgres_schema("empty"), SyncMode::kNormal, /*read_only=*/true);
   ASSERT_FALSE(empty.is_ok());
