@@ -45,6 +45,48 @@ TEST_F(PostgresStoreTest, ANewerSchemaVersion_IsRefused_AndLeftUnchanged) {
   EXPECT_FALSE(PostgresStore::open(url_, SyncMode::kNormal, /*read_only=*/true).is_ok());
 }
 
+// flowrt inspect on a database whose operators may read it and nothing more: a read-only
+// store opens and reads as a role with USAGE on the schema and SELECT on its tables only,
+// so it writes nothing, not even a lock's row, and creates nothing.
+TEST_F(PostgresStoreTest, AReadOnlyStore_OpensAndReadsAsARoleThatMayOnlySelect) {
+  {
+    std::unique_ptr<PostgresStore> writer = open();
+    ASSERT_NE(writer, nullptr);
+    std::vector<StoreChange> changes = records(0, 3);
+    changes.push_back(context_put(1, "completed", test_support::json(R"({"id": "ctx-1", "status": "completed"})")));
+    write(*writer, std::move(changes), 3);
+  }
+  const std::string server = postgres_server_url();
+  const std::string schema = url_.substr(url_.find("search_path%3D") + std::string("search_path%3D").size());
+  const std::string role = "flowrt_select_only_" + std::to_string(::getpid());
+  ASSERT_EQ(postgres_exec(server, "DROP ROLE IF EXISTS " + role + "; CREATE ROLE " + role + " LOGIN; GRANT USAGE ON SCHEMA " +
+                                      schema + " TO " + role + "; GRANT SELECT ON ALL TABLES IN SCHEMA " + schema + " TO " +
+                                      role),
+            "");
+  const std::string as_role = "postgresql://" + role + "@" + url_.substr(url_.find('@') + 1);
+  {
+    Result<std::unique_ptr<PostgresStore>> reader = PostgresStore::open(as_role, SyncMode::kNormal, /*read_only=*/true);
+    ASSERT_TRUE(reader.is_ok()) << reader.message();
+    Result<StoredState> state = (*reader)->load();
+    ASSERT_TRUE(state.is_ok()) << state.message();
+    ASSERT_EQ(state->tables.size(), 1u);
+    EXPECT_EQ(state->tables[0].records.size(), 3u);
+    Result<std::optional<StoredContext>> ended = (*reader)->load_context(1);
+    ASSERT_TRUE(ended.is_ok()) << ended.message();
+    ASSERT_TRUE(ended->has_value());
+    EXPECT_EQ((*ended)->status, "completed");
+    ContextQuery all;
+    Result<std::vector<StoredContext>> listed = (*reader)->list_contexts(all);
+    ASSERT_TRUE(listed.is_ok()) << listed.message();
+    EXPECT_EQ(listed->size(), 1u);
+    // As a writer, the same role is refused, naming what it lacks.
+    Result<std::unique_ptr<PostgresStore>> writer = PostgresStore::open(as_role, SyncMode::kNormal);
+    ASSERT_FALSE(writer.is_ok());
+    EXPECT_NE(writer.message().find("permission denied"), std::string::npos) << writer.message();
+  }
+  EXPECT_EQ(postgres_exec(server, "DROP OWNED BY " + role + "; DROP ROLE " + role), "");
+}
+
 TEST_F(PostgresStoreTest, ASecondWriter_IsRefusedNamingTheHolder_AReaderIsNot_AndTheNextWriterOpensOnceItCloses) {
   std::unique_ptr<PostgresStore> first = open();
   ASSERT_NE(first, nullptr);
