@@ -57,6 +57,16 @@ void read_tokens(const Value& tokens, const std::string& file, ServerConfig* out
                  "must be the token's SHA-256 as 64 hex digits (e.g. printf %s TOKEN | sha256sum)");
     } else {
       entry.sha256 = std::move(*digest);
+      // One token, one caller: a second entry of the same token would give it a second name
+      // and role, and which one a request got would depend on the lookup.
+      for (size_t j = 0; j < out->tokens.size(); ++j) {
+        if (out->tokens[j].sha256 == entry.sha256) {
+          diags->add(file, pointer_append(at, "token_sha256"),
+                     "the same token as " + pointer_append("/server/tokens", j) + " (" + out->tokens[j].name +
+                         "): a token has one name and one role");
+          break;
+        }
+      }
     }
     out->tokens.push_back(std::move(entry));
   }

@@ -139,6 +139,36 @@ TEST(ServeConfigTest, ABrokenServerSectionNamesThePointer) {
   fs::remove_all(dir);
 }
 
+// One token twice (its hex in either case) would have two names and roles, and which one a
+// request got would depend on the lookup: refused, naming the first. One name for two
+// tokens is a client with an old and a new token, and stays allowed.
+TEST(ServeConfigTest, OneTokenTwice_IsRefused_NamingTheFirst_OneNameForTwoTokensIsNot) {
+  const fs::path dir = fs::temp_directory_path() / ("flowrt-serve-tokens-" + std::to_string(::getpid()));
+  fs::create_directories(dir / "flows");
+  const std::string hex = server::to_hex(server::sha256("shared-secret"));
+  std::string upper = hex;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const std::string other = server::to_hex(server::sha256("other-secret"));
+  auto open_with = [&](const std::string& tokens) {
+    std::ofstream(dir / "config.json") << R"({"server": {"tokens": [)" + tokens + "]}}";
+    server::ServeOptions options;
+    options.dir = dir.string();
+    options.listen = "127.0.0.1:0";
+    return server::Service::open(options);
+  };
+  auto twice = open_with(R"({"name": "ci", "role": "viewer", "token_sha256": ")" + hex +
+                         R"("}, {"name": "grace", "role": "admin", "token_sha256": ")" + upper + R"("})");
+  ASSERT_FALSE(twice);
+  EXPECT_THAT(twice.error().describe(),
+              HasSubstr("/server/tokens/1/token_sha256: the same token as /server/tokens/0 (ci): a token has one name "
+                        "and one role"));
+  auto one_name = open_with(R"({"name": "ci", "role": "operator", "token_sha256": ")" + hex +
+                            R"("}, {"name": "ci", "role": "operator", "token_sha256": ")" + other + R"("})");
+  ASSERT_TRUE(one_name) << one_name.error().describe();
+  (*one_name)->stop();
+  fs::remove_all(dir);
+}
+
 class LimitsTest : public ServerFixture {
  protected:
   void SetUp() override {
