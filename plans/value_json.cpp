@@ -17,7 +17,20 @@ void write_json_string(std::string_view s, std::string& out) {
   size_t run = 0;  // start of the current run of characters that need no escaping
   for (size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') continue;
+    if (c >= 0x80) {
+      // Well-formed UTF-8 goes as it is. Any other byte (a string that did not come from
+      // JSON: a file name, an OS message, a C++ caller's bytes) goes as U+FFFD, so that the
+      // text is JSON, which a store reads back and any client parses, whatever it held.
+      if (const size_t n = utf8_sequence_length(s.data() + i, s.data() + s.size()); n > 0) {
+        i += n - 1;
+        continue;
+      }
+      out.append(s.data() + run, i - run);
+      run = i + 1;
+      out += "\xEF\xBF\xBD";
+      continue;
+    }
     out.append(s.data() + run, i - run);
     run = i + 1;
     switch (c) {

@@ -3,7 +3,8 @@
 // Parsing (json_parse.cpp) is strict RFC 8259, iterative (no recursion on nesting) and
 // enforces JsonLimits where they are met, so hostile input such as "[" x 100000 is refused
 // with a clear error at the first budget it passes instead of exhausting the stack or
-// memory. Strings must be well-formed UTF-8. Writing produces compact JSON. Writing,
+// memory. Strings must be well-formed UTF-8. Writing produces compact JSON, well-formed
+// UTF-8 whatever a string holds (an ill-formed byte is written as U+FFFD). Writing,
 // shown_value and bound_value have no depth limit (an explicit stack past 64 levels): a
 // value built in C++ nested a million deep is written whole. Free functions; thread-safe.
 #pragma once
@@ -62,7 +63,8 @@ void write_json(const Value& v, std::string& out);
 // passed, so it costs at most about `max_bytes` steps and `max_depth` frames.
 enum class ValueBound : uint8_t { kWithin, kTooLarge, kTooDeep };
 ValueBound bound_value(const Value& v, size_t max_bytes, size_t max_depth);
-// Appends `s` as a quoted JSON string.
+// Appends `s` as a quoted JSON string; each byte of `s` that is not part of well-formed
+// UTF-8 as U+FFFD.
 void write_json_string(std::string_view s, std::string& out);
 
 // The value as a message shows it: its compact JSON, cut after `max_bytes` (on a character

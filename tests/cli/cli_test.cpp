@@ -373,6 +373,20 @@ TEST_F(CliTest, Run_OutputThatCannotBeWritten_Exit1_SaysSo) {
   EXPECT_NE(stdout_full.out.find("cannot write the output to stdout"), std::string::npos) << stdout_full.out;
 }
 
+// The JSON document is UTF-8 also when what it names is not: a file name's bytes (Linux
+// allows any but '/' and NUL) are written as they are where they are UTF-8, else as U+FFFD.
+TEST_F(CliTest, Run_Json_IsUtf8_AlsoWhenAFileNameIsNot) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  write("events.jsonl", "");
+  const std::string data = dir() + "/no_such_\xFF_dir/state.db";
+  Output out = run("run " + dir() + " --format json --data '" + data + "'", " 2>/dev/null");
+  EXPECT_EQ(out.code, 1) << out.out;
+  EXPECT_TRUE(is_well_formed_utf8(out.out)) << out.out;
+  Result<Value> doc = parse_json(out.out);
+  ASSERT_TRUE(doc.is_ok()) << doc.message();
+  EXPECT_EQ((*doc)["errors"].at(0)["file"], Value(dir() + "/no_such_\xEF\xBF\xBD_dir/state.db")) << out.out;
+}
+
 // An --out where nothing can be written is told before the run, which is not made: with
 // --data its effects would be kept, and running it again once --out is mended would apply
 // its events a second time (until 2026-12-07 the run was made and kept, then exit 1).

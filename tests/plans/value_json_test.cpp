@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace flowrt {
 namespace {
 
@@ -12,6 +16,32 @@ TEST(ValueJsonTest, RoundTrip_KeepsTypesAndOrder) {
   EXPECT_TRUE((*v)["b"].is_int());
   EXPECT_TRUE((*v)["e"].is_double());
   EXPECT_EQ(v->to_json(), text);
+}
+
+// A string that did not come from JSON (a file name, an OS message, a C++ caller's bytes)
+// may hold bytes that are not UTF-8: the JSON written is still UTF-8, each such byte as
+// U+FFFD, and parses back; well-formed sequences of every length go as they are.
+TEST(ValueJsonTest, Writing_AByteThatIsNotUtf8_IsU_FFFD_TheTextParsesBack) {
+  const std::string fffd = "\xEF\xBF\xBD";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"plain", "\"plain\""},
+      {"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80", "\"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80\""},
+      {"a\xFF" "b", "\"a" + fffd + "b\""},
+      {"\xC3", "\"" + fffd + "\""},                            // a sequence cut at the end
+      {"\xE2\x82x", "\"" + fffd + fffd + "x\""},              // cut before its last byte
+      {"\xC0\xAF", "\"" + fffd + fffd + "\""},                // overlong
+      {"\xED\xA0\x80", "\"" + fffd + fffd + fffd + "\""},     // a surrogate
+      {"\x80\"\n", "\"" + fffd + "\\\"\\n\""},              // escapes still escaped
+  };
+  for (const auto& [raw, json] : cases) {
+    const std::string written = Value(std::string_view(raw)).to_json();
+    EXPECT_EQ(written, json) << raw;
+    EXPECT_TRUE(is_well_formed_utf8(written)) << written;
+    EXPECT_TRUE(parse_json(written).is_ok()) << written;
+  }
+  // Keys too, and in a whole document.
+  const Value doc = Value::object({{std::string_view("k\xFF"), Value(std::string_view("v\xFE"))}});
+  EXPECT_EQ(doc.to_json(), "{\"k" + fffd + "\":\"v" + fffd + "\"}");
 }
 
 TEST(ValueJsonTest, SyntaxError_HasLineAndColumn) {

@@ -75,6 +75,26 @@ TEST_P(DurableEngineStoresTest, RecordsContextsAndCounters_ComeBackInTheNextEngi
   EXPECT_EQ(std::adjacent_find(ids.begin(), ids.end()), ids.end()) << "a sys_id was given twice";
 }
 
+// A C++ caller's value whose bytes are not UTF-8 (JSON text, the events file and the API
+// cannot hold such a string; the library API can): the store keeps it as JSON, each such
+// byte as U+FFFD, and the next engine reads it back. Until 2026-12-07 the bytes went into
+// the stored JSON as they were: a sqlite file whose record the next engine could not parse,
+// and a PostgreSQL batch the server refused.
+TEST_P(DurableEngineStoresTest, AValueWhoseBytesAreNotUtf8_IsKeptAsU_FFFD_AndReadBack) {
+  Engine& first = reopen({kCopy});
+  const Value values = Value::object({{"sys_id", Value("o1")}, {"item", Value(std::string_view("caf\xE9"))},
+                                      {std::string_view("n\xFFte"), Value("x")}});
+  Result<Value> inserted = first.insert("order", values);
+  ASSERT_TRUE(inserted.is_ok()) << inserted.message();
+  first.settle();
+  Engine& second = reopen({kCopy});
+  const Value stored = second.record("order", "o1");
+  EXPECT_EQ(stored["item"], Value("caf\xEF\xBF\xBD")) << stored.to_json();
+  EXPECT_EQ(stored["n\xEF\xBF\xBDte"], Value("x")) << stored.to_json();
+  EXPECT_TRUE(second.insert("order", json(R"({"sys_id": "o2", "item": "desk"})")).is_ok())
+      << "the store still takes writes";
+}
+
 TEST_P(DurableEngineStoresTest, Definitions_DraftsPublishedVersionsAndLifecycle_ComeBack) {
   Engine& first = reopen({kCopy});
   ASSERT_TRUE(first.save(json(R"({"id": "later", "status": "draft", "trigger": {"type": "api"},
