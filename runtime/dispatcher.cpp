@@ -4,6 +4,7 @@
 #include <chrono>
 #include <utility>
 
+#include "plans/value_json.h"
 #include "runtime/engine_core.h"
 #include "runtime/flow_registry.h"
 #include "runtime/flow_slot.h"
@@ -345,6 +346,9 @@ Result<Value> Dispatcher::insert(std::string_view table, const Value& values, Or
   // A generated sys_id is numbered in commit order: if another insert committed an id
   // first, the record and its starts are built again with the next number.
   FLOWRT_RETURN_IF_ERROR(RecordStore::check_value_sizes(values, core_.props().max_record_value_bytes));
+  // A name the stores keep as text (a PostgreSQL server refuses any other): JSON text is
+  // UTF-8 already; a C++ caller's bytes may not be.
+  if (!is_well_formed_utf8(table)) return Error{"a table name must be UTF-8"};
   while (true) {
     uint64_t id_number = 0;
     Result<Value> record = store_.build_insert(values, core_.clock.now(), &id_number, origin.caller);

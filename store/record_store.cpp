@@ -6,6 +6,7 @@
 
 #include <boost/container/small_vector.hpp>
 
+#include "plans/value_json.h"
 #include "store/record_layout.h"
 
 namespace flowrt {
@@ -185,6 +186,9 @@ Result<Value> RecordStore::build_insert(const Value& values, TimeMs now, uint64_
     if (!given->is_string() || given->as_string().empty() || given->as_string().size() > 256) {
       return Error{"sys_id must be a non-empty string of at most 256 characters"};
     }
+    // A key the stores keep as text (a PostgreSQL server refuses any other): JSON text is
+    // UTF-8 already; a C++ caller's bytes may not be.
+    if (!is_well_formed_utf8(given->as_string())) return Error{"sys_id must be UTF-8"};
     sys_id = *given;
     if (id_number) *id_number = 0;
   } else {

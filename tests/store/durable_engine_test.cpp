@@ -80,7 +80,7 @@ TEST_P(DurableEngineStoresTest, RecordsContextsAndCounters_ComeBackInTheNextEngi
 // byte as U+FFFD, and the next engine reads it back. Until 2026-12-07 the bytes went into
 // the stored JSON as they were: a sqlite file whose record the next engine could not parse,
 // and a PostgreSQL batch the server refused.
-TEST_P(DurableEngineStoresTest, AValueWhoseBytesAreNotUtf8_IsKeptAsU_FFFD_AndReadBack) {
+TEST_P(DurableEngineStoresTest, AValueWhoseBytesAreNotUtf8_IsKeptAsU_FFFD_ATableOrSysIdSoIsRefused) {
   Engine& first = reopen({kCopy});
   const Value values = Value::object({{"sys_id", Value("o1")}, {"item", Value(std::string_view("caf\xE9"))},
                                       {std::string_view("n\xFFte"), Value("x")}});
@@ -93,6 +93,17 @@ TEST_P(DurableEngineStoresTest, AValueWhoseBytesAreNotUtf8_IsKeptAsU_FFFD_AndRea
   EXPECT_EQ(stored["n\xEF\xBF\xBDte"], Value("x")) << stored.to_json();
   EXPECT_TRUE(second.insert("order", json(R"({"sys_id": "o2", "item": "desk"})")).is_ok())
       << "the store still takes writes";
+  // A table name or a sys_id, which the stores keep as text, is refused when it is not
+  // UTF-8, and nothing is written.
+  Result<Value> bad_table = second.insert(std::string_view("t\xFF"), json(R"({"sys_id": "o3"})"));
+  ASSERT_FALSE(bad_table.is_ok());
+  EXPECT_EQ(bad_table.message(), "a table name must be UTF-8");
+  Result<Value> bad_id = second.insert("order", Value::object({{"sys_id", Value(std::string_view("o\xFF"))}}));
+  ASSERT_FALSE(bad_id.is_ok());
+  EXPECT_EQ(bad_id.message(), "sys_id must be UTF-8");
+  EXPECT_EQ(second.records("order").size(), 2u);
+  Engine& third = reopen({kCopy});
+  EXPECT_EQ(third.records("order").size(), 2u);
 }
 
 TEST_P(DurableEngineStoresTest, Definitions_DraftsPublishedVersionsAndLifecycle_ComeBack) {
