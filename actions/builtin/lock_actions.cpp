@@ -1,12 +1,16 @@
 #include "actions/builtin/lock_actions.h"
 
 #include "actions/builtin/common.h"
+#include "plans/value_json.h"
 
 namespace flowrt::builtin {
 
 StepOutcome LockAction::start(const StepCall& call) const {
   Result<std::string_view> key = string_input(call, "key");
   if (!key) return StepOutcome::failed(key.message());
+  // A lock's name is kept as text (a PostgreSQL server refuses any other). Text from JSON
+  // is UTF-8; a value a C++ caller or custom action built may not be.
+  if (!is_well_formed_utf8(*key)) return StepOutcome::failed("input 'key' must be UTF-8 (a lock's name is kept as text)");
   WaitRequest wait;
   wait.kind = WaitRequest::Kind::kLock;
   wait.lock_name = call.input("key");

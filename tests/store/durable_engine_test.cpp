@@ -80,7 +80,7 @@ TEST_P(DurableEngineStoresTest, RecordsContextsAndCounters_ComeBackInTheNextEngi
 // byte as U+FFFD, and the next engine reads it back. Until 2026-12-07 the bytes went into
 // the stored JSON as they were: a sqlite file whose record the next engine could not parse,
 // and a PostgreSQL batch the server refused.
-TEST_P(DurableEngineStoresTest, AValueWhoseBytesAreNotUtf8_IsKeptAsU_FFFD_ATableOrSysIdSoIsRefused) {
+TEST_P(DurableEngineStoresTest, AValueWhoseBytesAreNotUtf8_IsKeptAsU_FFFD_ANameMadeOfItIsRefused) {
   Engine& first = reopen({kCopy});
   const Value values = Value::object({{"sys_id", Value("o1")}, {"item", Value(std::string_view("caf\xE9"))},
                                       {std::string_view("n\xFFte"), Value("x")}});
@@ -102,8 +102,24 @@ TEST_P(DurableEngineStoresTest, AValueWhoseBytesAreNotUtf8_IsKeptAsU_FFFD_ATable
   ASSERT_FALSE(bad_id.is_ok());
   EXPECT_EQ(bad_id.message(), "sys_id must be UTF-8");
   EXPECT_EQ(second.records("order").size(), 2u);
-  Engine& third = reopen({kCopy});
+  // A lock named by such a value: the lock step fails, saying why, and the store goes on.
+  constexpr const char* kLockByName = R"({"id": "lock_by_name", "trigger": {"type": "record", "table": "job",
+    "when": "created"}, "actions": [{"action": "lock", "inputs": {"key": "{{trigger.record.name}}"}},
+    {"action": "unlock", "inputs": {"key": "{{trigger.record.name}}"}}]})";
+  Engine& third = reopen({kCopy, kLockByName});
   EXPECT_EQ(third.records("order").size(), 2u);
+  ASSERT_TRUE(third.insert("job", Value::object({{"sys_id", Value("j1")}, {"name", Value(std::string_view("n\xFF"))}}))
+                  .is_ok());
+  third.settle();
+  std::optional<ContextRecord> locked = std::nullopt;
+  for (const ContextRecord& c : third.contexts()) {
+    if (c.value()["flow"] == Value("lock_by_name")) locked = c;
+  }
+  ASSERT_TRUE(locked.has_value());
+  EXPECT_EQ(locked->status(), "error") << locked->value().to_json();
+  EXPECT_NE(locked->value().to_json().find("input 'key' must be UTF-8"), std::string::npos) << locked->value().to_json();
+  EXPECT_EQ(third.locks().size(), 0u) << third.locks().to_json();
+  EXPECT_TRUE(third.insert("order", json(R"({"sys_id": "o4"})")).is_ok()) << "the store still takes writes";
 }
 
 TEST_P(DurableEngineStoresTest, Definitions_DraftsPublishedVersionsAndLifecycle_ComeBack) {
