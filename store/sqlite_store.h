@@ -129,6 +129,8 @@ class SqliteStore final : public Store {
   // The history step (a writer, after the schema is ready): the indexes history reads and
   // HistoryPrune use, the keyed writes' table, and whether the file vacuums incrementally.
   Status prepare_history();
+  // A writer's statements learn the record tables a load found (the file's own).
+  void know_tables(const StoredState& state);
   // ", checkpoint", or ", NULL" for a file older than the column (read as it is).
   const char* checkpoint_column() const;
   // The raw rows `sql` selects (kContextColumns and a checkpoint), its parameters bound by
