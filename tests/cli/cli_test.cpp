@@ -365,6 +365,7 @@ TEST_F(CliTest, Run_OutputThatCannotBeWritten_Exit1_SaysSo) {
   Output out = run("run " + dir() + " --format json --out /dev/full");
   EXPECT_EQ(out.code, 1) << out.out;
   EXPECT_NE(out.out.find("/dev/full: cannot write the context records"), std::string::npos) << out.out;
+  EXPECT_NE(out.out.find("No space left on device"), std::string::npos) << "and why: " << out.out;
   Output table = run("run " + dir() + " --out /dev/full");
   EXPECT_EQ(table.code, 1) << table.out;
   EXPECT_NE(table.out.find("error: /dev/full: cannot write the context records"), std::string::npos) << table.out;
