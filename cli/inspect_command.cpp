@@ -36,7 +36,7 @@ Value trigger_summary(const Value& stored) {
 }
 
 Value context_row(const StoredContext& c) {
-  const Value& r = c.record;
+  const Value r = c.record.value();
   return Value::object({{"id", Value(std::string_view(c.id))},
                         {"seq", Value(static_cast<long long>(c.seq))},
                         {"flow", Value(std::string_view(c.flow))},

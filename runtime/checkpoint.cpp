@@ -19,7 +19,7 @@ ContextUpdate checkpoint_update(Context& ctx, size_t value_limit, bool with_reco
                                           {"uses", Value::array(std::move(uses))}});
   const ContextStatus status = ctx.exec().parked ? ContextStatus::kWaiting : ContextStatus::kInProgress;
   return ContextUpdate{ctx.seq, std::string(status_name(status)), -1, -1,
-                       with_record ? ctx.to_value(value_limit) : Value(), checkpoint};
+                       with_record ? JsonDoc::from_text(ctx.record_json(value_limit)) : JsonDoc(), checkpoint};
 }
 
 std::string checkpoint_plan_version(const Value& checkpoint) {

@@ -285,16 +285,8 @@ Context::Summary Context::summary() const {
   return Summary{status_.load(std::memory_order_acquire), run_ms_, steps, started_at_, ended_at_, error_};
 }
 
-Value Context::to_value(size_t value_limit) const {
-  std::optional<Value> v = snapshot(value_limit, true);
-  return std::move(*v);
-}
-
-std::optional<Value> Context::to_value_unless_resting(size_t value_limit) const {
-  return snapshot(value_limit, false);
-}
-
-std::optional<Value> Context::snapshot(size_t value_limit, bool even_resting) const {
+template <class Use>
+bool Context::with_snapshot(size_t value_limit, bool even_resting, Use&& use) const {
   // A snapshot under the record's lock (copies of the entries: shared values, no JSON
   // built), then the JSON built outside it, so a reader never holds up the context or a
   // commit that logs to it.
@@ -303,7 +295,7 @@ std::optional<Value> Context::snapshot(size_t value_limit, bool even_resting) co
   boost::container::small_vector<LogEntry, 1> logs;
   {
     SpinLockGuard lock(record_mu_);
-    if (!even_resting && resting_.load(std::memory_order_acquire)) return std::nullopt;
+    if (!even_resting && resting_.load(std::memory_order_acquire)) return false;
     if (recorded_plan_) {
       f.plan_version = recorded_plan_->version_value;
       f.variable_names = recorded_plan_->root().variable_name_list;
@@ -325,7 +317,26 @@ std::optional<Value> Context::snapshot(size_t value_limit, bool even_resting) co
   f.steps = &steps;
   f.logs = std::span<const LogEntry>(logs.data(), logs.size());
   f.value_limit = value_limit;
-  return record_to_value(f);
+  use(f);
+  return true;
+}
+
+Value Context::to_value(size_t value_limit) const {
+  Value v;
+  with_snapshot(value_limit, true, [&](const RecordFields& f) { v = record_to_value(f); });
+  return v;
+}
+
+std::optional<Value> Context::to_value_unless_resting(size_t value_limit) const {
+  std::optional<Value> v;
+  with_snapshot(value_limit, false, [&](const RecordFields& f) { v = record_to_value(f); });
+  return v;
+}
+
+std::string Context::record_json(size_t value_limit) const {
+  std::string text;
+  with_snapshot(value_limit, true, [&](const RecordFields& f) { write_record_json(f, text); });
+  return text;
 }
 
 }  // namespace flowrt

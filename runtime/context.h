@@ -183,6 +183,9 @@ class Context : public std::enable_shared_from_this<Context> {
   Value to_value(size_t value_limit = 0) const EXCLUDES(record_mu_);
   // The same snapshot, or nullopt when the context rests (its record is the store's row).
   std::optional<Value> to_value_unless_resting(size_t value_limit = 0) const EXCLUDES(record_mu_);
+  // The same snapshot as JSON text: write_json(to_value(value_limit)), written without the
+  // Value (write_record_json). REQUIRES: as to_value.
+  std::string record_json(size_t value_limit = 0) const EXCLUDES(record_mu_);
   // Summary for tables: status, run time, step count.
   struct Summary {
     ContextStatus status;
@@ -206,8 +209,11 @@ class Context : public std::enable_shared_from_this<Context> {
  private:
   friend class FrozenContext;  // reads the record under record_mu_ to pack it
 
-  // The record's JSON; nullopt when it rests, unless `even_resting` (then what is left).
-  std::optional<Value> snapshot(size_t value_limit, bool even_resting) const EXCLUDES(record_mu_);
+  // Takes a snapshot of the record under record_mu_ and gives its fields to `use` outside
+  // it; false (and `use` not called) when the context rests, unless `even_resting` (then
+  // what is left).
+  template <class Use>
+  bool with_snapshot(size_t value_limit, bool even_resting, Use&& use) const EXCLUDES(record_mu_);
 
   std::atomic<bool> cancel_{false};
   std::atomic<bool> finished_{false};

@@ -23,7 +23,9 @@ Store* history(const EngineCore& core) { return core.journal ? core.store.get() 
 Value live_record(const EngineCore& core, const Context& c, size_t limit) {
   if (std::optional<Value> own = c.to_value_unless_resting(limit)) return std::move(*own);
   Result<std::optional<StoredContext>> stored = core.store->load_context(c.seq);
-  if (stored && *stored && (*stored)->record.is_object()) return std::move((*stored)->record);
+  if (stored && *stored) {
+    if (Value record = (*stored)->record.value(); record.is_object()) return record;
+  }
   engine_log().error("{}: reading resting context {}: {}", core.store->describe(), c.id.as_string(),
                      stored ? std::string("its row holds no record") : stored.message());
   return c.to_value(limit);  // what is left in memory: without its steps
@@ -47,8 +49,10 @@ std::optional<Value> read_context_record(const EngineCore& core, std::string_vie
     return std::nullopt;
   }
   // Only an ended one: one that has not ended is in memory (or not started yet).
-  if (!*stored || !is_final_context_status((*stored)->status) || !(*stored)->record.is_object()) return std::nullopt;
-  return std::move((*stored)->record);
+  if (!*stored || !is_final_context_status((*stored)->status)) return std::nullopt;
+  Value record = (*stored)->record.value();
+  if (!record.is_object()) return std::nullopt;
+  return record;
 }
 
 std::vector<Value> read_context_records(const EngineCore& core, std::string_view flow) {
@@ -79,7 +83,7 @@ std::vector<Value> read_context_records(const EngineCore& core, std::string_view
       if (page->empty()) break;
       q.after_seq = page->back().seq;
       for (StoredContext& c : *page) {
-        if (c.record.is_object()) all.push_back(Entry{c.seq, 2, std::move(c.record)});
+        if (Value record = c.record.value(); record.is_object()) all.push_back(Entry{c.seq, 2, std::move(record)});
       }
     }
   }
@@ -139,7 +143,9 @@ std::vector<Value> read_context_page(const EngineCore& core, std::string_view fl
       engine_log().error("{}: reading contexts: {}", store->describe(), page.message());
     } else {
       for (StoredContext& c : *page) {
-        if (c.record.is_object()) all.push_back(Entry{c.seq, 2, KeptContext(), std::move(c.record)});
+        if (Value record = c.record.value(); record.is_object()) {
+          all.push_back(Entry{c.seq, 2, KeptContext(), std::move(record)});
+        }
       }
     }
   }

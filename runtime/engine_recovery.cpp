@@ -70,9 +70,9 @@ Value ended_record(const Value& record, TimeMs now, const Value& error) {
 void EngineCore::end_stored_context(const StoredContext& c, const std::string& reason, TimeMs now,
                                     JournalEntry* entry) {
   const Value error = Value::object({{"message", Value(std::string_view(reason))}, {"step", Value()}});
-  Value record;
-  if (c.record.is_object()) {
-    record = ended_record(c.record, now, error);
+  Value record = c.record.value();
+  if (record.is_object()) {
+    record = ended_record(record, now, error);
   } else {
     // Never started, or no snapshot was written: a record from what the row says.
     Result<TriggerData> trigger = trigger_from_stored(c.trigger);

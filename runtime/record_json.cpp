@@ -1,5 +1,9 @@
 #include "runtime/record_json.h"
 
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
 #include "plans/value_json.h"
 #include "runtime/context.h"
 
@@ -189,7 +193,18 @@ Value record_to_value(const RecordFields& f) {
   }
   m.add_value(Value::object(std::move(vars)));
   m.add_value(f.error);
-  return m.build();
+  Value record = m.build();
+#ifdef FLOWRT_CHECK_RECORD_TEXT
+  // The durable stores keep write_record_json's text of a record; it must be this one's.
+  std::string text;
+  write_record_json(f, text);
+  if (const std::string expected = record.to_json(); text != expected) {
+    std::fprintf(stderr, "write_record_json differs from record_to_value:\n  written: %s\n  built:   %s\n",
+                 text.c_str(), expected.c_str());
+    std::abort();
+  }
+#endif
+  return record;
 }
 
 }  // namespace flowrt

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 #include <vector>
 
 #include "plans/eval.h"
@@ -32,6 +33,9 @@ struct RecordFields {
 };
 
 Value record_to_value(const RecordFields& f);
+// Appends write_json(record_to_value(f))'s bytes to `out`, written straight from the fields
+// (runtime/record_text.cpp): what a durable store keeps for an ended context.
+void write_record_json(const RecordFields& f, std::string& out);
 // {"type": "record", "table", "operation", "sys_id"} and the like.
 // An API trigger shows the inputs the start was called with, each capped by `value_limit`
 // as step inputs are (0 = no cap).

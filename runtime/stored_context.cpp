@@ -124,8 +124,8 @@ const Value& stored_test_definition(const Value& stored_trigger) {
 
 ContextUpdate record_update(const Context& ctx, size_t value_limit) {
   const Context::Summary s = ctx.summary();
-  return ContextUpdate{ctx.seq, std::string(status_name(s.status)), s.started, s.ended, ctx.to_value(value_limit),
-                       Value()};
+  return ContextUpdate{ctx.seq, std::string(status_name(s.status)), s.started, s.ended,
+                       JsonDoc::from_text(ctx.record_json(value_limit)), Value()};
 }
 
 }  // namespace flowrt

@@ -29,8 +29,9 @@ StoredContext stored_row(const Context& ctx);
 // The definition a stored trigger's test run runs; null when the row is not a test run's.
 const Value& stored_test_definition(const Value& stored_trigger);
 // The change that brings a started context's row up to date: its status, times and
-// record as they stand (steps' inputs and outputs capped at `value_limit`; 0 = no cap).
-// Built on the thread that runs or ended the context, not on the journal's writer.
+// record as they stand (steps' inputs and outputs capped at `value_limit`; 0 = no cap),
+// the record as its JSON text. Built on the thread that runs or ended the context, not on
+// the journal's writer.
 ContextUpdate record_update(const Context& ctx, size_t value_limit);
 
 }  // namespace flowrt

@@ -20,7 +20,7 @@ case "$flavour" in
   release) flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -DFLOWRT_WERROR=ON) ;;
   asan)    flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
                   -DCMAKE_CXX_COMPILER=clang++ -DFLOWRT_SANITIZE=address,undefined -DFLOWRT_BUILD_FUZZ=ON
-                  -DFLOWRT_WERROR=ON -DFLOWRT_BUILD_BENCH=OFF -DFLOWRT_TCMALLOC=OFF) ;;
+                  -DFLOWRT_WERROR=ON -DFLOWRT_BUILD_BENCH=OFF -DFLOWRT_TCMALLOC=OFF -DFLOWRT_CHECK_RECORD_TEXT=ON) ;;
   tsan)    flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
                   -DFLOWRT_SANITIZE=thread -DFLOWRT_BUILD_BENCH=OFF) ;;
   *) echo "usage: scripts/build.sh release|asan|tsan [cmake --build args]" >&2; exit 2 ;;

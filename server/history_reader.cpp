@@ -101,10 +101,10 @@ std::optional<Value> HistoryReader::ended_record(std::string_view id) {
       "reading context " + std::string(id) + " from the database", [&](PostgresStore& s) { return s.load_context(*seq); });
   // As the leader reads a context that left its memory (runtime/context_reads.cpp): only
   // an ended one, with its record.
-  if (!stored || !*stored || !is_final_context_status((**stored).status) || !(**stored).record.is_object()) {
-    return std::nullopt;
-  }
-  return std::move((**stored).record);
+  if (!stored || !*stored || !is_final_context_status((**stored).status)) return std::nullopt;
+  Value record = (**stored).record.value();
+  if (!record.is_object()) return std::nullopt;
+  return record;
 }
 
 std::optional<std::vector<Value>> HistoryReader::ended_page(std::string_view flow, std::string_view status,
@@ -121,7 +121,7 @@ std::optional<std::vector<Value>> HistoryReader::ended_page(std::string_view flo
     // A context that ended without its record yet (the leader lists it from its memory)
     // is left out, and the page filled from further down.
     for (StoredContext& c : *rows) {
-      if (c.record.is_object() && page.size() < limit) page.push_back(std::move(c.record));
+      if (Value record = c.record.value(); record.is_object() && page.size() < limit) page.push_back(std::move(record));
     }
     if (page.size() == limit || rows->size() < q.limit || rows->back().seq <= 1) return page;
     q.up_to_seq = rows->back().seq - 1;

@@ -66,6 +66,13 @@ class Params {
     write_json(v, t);
     add(std::move(t), 1, false);
   }
+  // A document the runtime wrote as text goes as it is.
+  void json(const JsonDoc& d) {
+    if (d.is_null()) return null();
+    std::string scratch;
+    const std::string_view t = d.text(scratch);
+    add(t.data() == scratch.data() ? std::move(scratch) : std::string(t), 1, false);
+  }
   int size() const { return static_cast<int>(values_.size()); }
   // The arrays PQsendQueryPrepared and PQexecParams take; valid while this is unchanged.
   void arrays(std::vector<const char*>* values, std::vector<int>* lengths, std::vector<int>* formats) const {
@@ -222,7 +229,9 @@ inline Status context_of_row(const PGresult* res, int r, const std::string& wher
   FLOWRT_RETURN_IF_ERROR(cell_json(res, r, 8, where, what, &c.run_key));
   const bool checkpointed = !cell_null(res, r, 12);
   if (with_record || !checkpointed) {
-    FLOWRT_RETURN_IF_ERROR(cell_json(res, r, 11, where, what, &c.record));
+    Value record;
+    FLOWRT_RETURN_IF_ERROR(cell_json(res, r, 11, where, what, &record));
+    c.record = std::move(record);
   } else {
     c.record = Value();
   }

@@ -79,7 +79,8 @@ inline RawContextRow raw_context_row(sqlite3_stmt* s, bool with_checkpoint) {
 inline Status parse_context_row(RawContextRow&& raw, const std::string& path, StoredContext* out) {
   *out = std::move(raw.context);
   const std::string what = "context " + out->id;
-  Value* const into[6] = {&out->trigger, &out->inputs, &out->cause, &out->run_key, &out->record, &out->checkpoint};
+  Value record;
+  Value* const into[6] = {&out->trigger, &out->inputs, &out->cause, &out->run_key, &record, &out->checkpoint};
   for (int i = 0; i < 6; ++i) {
     *into[i] = Value();
     if (!raw.json[i]) continue;
@@ -88,6 +89,7 @@ inline Status parse_context_row(RawContextRow&& raw, const std::string& path, St
     if (i < 5) return parsed;
     *into[i] = Value::object({{"unreadable", Value(std::string_view(parsed.message()))}});
   }
+  out->record = std::move(record);
   return Status::ok();
 }
 
@@ -105,6 +107,15 @@ class Stmt {
   void bind(int i, std::string_view v) { sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT); }
   void bind_null(int i) { sqlite3_bind_null(s_, i); }
   // The value's JSON, or SQL NULL for a null value.
+  // A document the runtime wrote as text is bound as it is.
+  void bind_json(int i, const JsonDoc& d) {
+    if (d.is_null()) {
+      bind_null(i);
+      return;
+    }
+    std::string scratch;
+    bind(i, d.text(scratch));
+  }
   void bind_json(int i, const Value& v) {
     if (v.is_null()) {
       bind_null(i);

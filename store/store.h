@@ -49,6 +49,7 @@
 #include "plans/result.h"
 #include "plans/time.h"
 #include "plans/value.h"
+#include "store/json_doc.h"
 
 namespace flowrt {
 
@@ -112,7 +113,7 @@ struct StoredContext {
   Value run_key;               // the run-options key it counts under, or null
   TimeMs started = -1;
   TimeMs ended = -1;
-  Value record;                // the context record (SPEC section 10) as last written, or null
+  JsonDoc record;              // the context record (SPEC section 10) as last written, or null
   // A live context's checkpoint (runtime/checkpoint.h: where it is, its data, what it waits
   // for), as of its last durable step; null once it ended or before its first checkpoint.
   // One that cannot be read back loads as {"unreadable": "why"}.
@@ -154,7 +155,7 @@ struct ContextUpdate {         // a context moved on: its status, times and (whe
   std::string status;
   TimeMs started = -1;         // -1: unchanged
   TimeMs ended = -1;           // -1: unchanged
-  Value record;                // null: unchanged
+  JsonDoc record;              // null: unchanged
   Value checkpoint;            // null: unchanged; a final status forgets the stored one
 };
 struct LockPut {               // a lock's state now; null state: the lock is free and forgotten

@@ -59,7 +59,7 @@ std::string state_of(Store& s) {
   // ended ones from the store's history.
   for (const StoredContext& c : st->contexts) {
     out += c.id + " " + c.status + " " + std::to_string(c.started) + " " + std::to_string(c.ended) + " " +
-           c.record.to_json() + " " + c.checkpoint.to_json() + "\n";
+           c.record.value().to_json() + " " + c.checkpoint.to_json() + "\n";
   }
   ContextQuery ended;
   ended.ended_only = true;
@@ -67,7 +67,7 @@ std::string state_of(Store& s) {
   EXPECT_TRUE(history.is_ok());
   for (const StoredContext& c : *history) {
     out += c.id + " " + c.status + " " + std::to_string(c.started) + " " + std::to_string(c.ended) + " " +
-           c.record.to_json() + " " + c.checkpoint.to_json() + "\n";
+           c.record.value().to_json() + " " + c.checkpoint.to_json() + "\n";
   }
   for (const auto& t : st->tables) {
     for (const Value& r : t.records) out += t.name + " " + r.to_json() + "\n";

@@ -164,7 +164,7 @@ struct Coverage {
   }
   void end_state(const StoredState& s) {
     for (const StoredContext& c : s.contexts) {
-      for (const Value& step : c.record["steps"].items()) {
+      for (const Value& step : c.record.value()["steps"].items()) {
         if (step["id"] == Value("w") && step["outputs"]["timed_out"] == Value(true)) ++wait_timed_out;
         if (step["id"] == Value("lk") && step["outputs"]["state"] == Value("timeout")) ++lock_gave_up;
         if (step["id"] == Value("out") && step.to_json().find("lock_lost") != std::string::npos) ++lease_lost;

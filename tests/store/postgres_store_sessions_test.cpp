@@ -122,7 +122,7 @@ TEST_F(PostgresStoreTest, ReadsRunAtOnce_OnUpToKReadersConnections_OneAtATimeOnO
   for (int i = 0; i < 6; ++i) {
     ASSERT_TRUE(read[i].is_ok()) << read[i].message();
     ASSERT_TRUE(*read[i]);
-    EXPECT_EQ((*read[i])->record, json(R"({"n": )" + std::to_string(i + 1) + "}"));
+    EXPECT_EQ((*read[i])->record.value(), json(R"({"n": )" + std::to_string(i + 1) + "}"));
   }
 
   // The server ends every reader's session: the next reads connect again.
@@ -133,7 +133,7 @@ TEST_F(PostgresStoreTest, ReadsRunAtOnce_OnUpToKReadersConnections_OneAtATimeOnO
     Result<std::optional<StoredContext>> again = store->load_context(i);
     ASSERT_TRUE(again.is_ok()) << again.message();
     ASSERT_TRUE(*again);
-    EXPECT_EQ((*again)->record, json(R"({"n": )" + std::to_string(i) + "}"));
+    EXPECT_EQ((*again)->record.value(), json(R"({"n": )" + std::to_string(i) + "}"));
   }
 }
 

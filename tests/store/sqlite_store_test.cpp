@@ -400,7 +400,7 @@ TEST_F(SqliteStoreTest, AVersion3File_MovesItsEndedContextsToHistory_AndKeepsEve
     ASSERT_TRUE(ended.is_ok()) << ended.message();
     ASSERT_TRUE(ended->has_value());
     EXPECT_EQ((*ended)->status, "completed");
-    EXPECT_EQ((*ended)->record["id"], Value("ctx-1"));
+    EXPECT_EQ((*ended)->record.value()["id"], Value("ctx-1"));
     EXPECT_FALSE((*ended)->trigger.contains("record")) << "history keeps the trigger without its values";
     EXPECT_EQ((*ended)->trigger["sys_id"], Value("p1"));
     ContextQuery all;

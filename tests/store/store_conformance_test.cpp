@@ -269,7 +269,7 @@ TYPED_TEST(StoreConformanceTest, Contexts_QueuedThenUpdated_ComeBackBySeq) {
   EXPECT_EQ(e.status, "completed");
   EXPECT_EQ(e.started, 100);
   EXPECT_EQ(e.ended, 200);
-  EXPECT_EQ(e.record.to_json(), R"({"id":"ctx-1","status":"completed"})");
+  EXPECT_EQ(e.record.value().to_json(), R"({"id":"ctx-1","status":"completed"})");
   EXPECT_EQ(e.trigger.to_json(), c.trigger.to_json()) << "an event's trigger keeps its payload";
   const StoredContext& q = s.contexts[0];
   EXPECT_EQ(q.id, "ctx-2");
@@ -310,7 +310,7 @@ TYPED_TEST(StoreConformanceTest, Contexts_PutAsEnded_KeepTheirTriggerWithoutTheR
   ASSERT_TRUE(one.is_ok()) << one.message();
   ASSERT_TRUE(one->has_value());
   EXPECT_EQ((*one)->trigger.to_json(), R"({"type":"record","time":5,"table":"t","operation":"update","sys_id":"r1"})");
-  EXPECT_EQ((*one)->record.to_json(), c.record.to_json());
+  EXPECT_EQ((*one)->record.value().to_json(), c.record.value().to_json());
   EXPECT_EQ((*one)->started, 10);
   EXPECT_EQ((*one)->ended, 20);
   // Its record arrives: it joins the history, the trigger without its values.
@@ -325,7 +325,7 @@ TYPED_TEST(StoreConformanceTest, Contexts_PutAsEnded_KeepTheirTriggerWithoutTheR
   this->write({ContextUpdate{7, "completed", -1, -1, json(R"({"id":"ctx-7","status":"completed","again":true})"), Value()}});
   Result<std::optional<StoredContext>> seven = this->store_->load_context(7);
   ASSERT_TRUE(seven.is_ok() && seven->has_value());
-  EXPECT_EQ((*seven)->record.to_json(), R"({"id":"ctx-7","status":"completed","again":true})");
+  EXPECT_EQ((*seven)->record.value().to_json(), R"({"id":"ctx-7","status":"completed","again":true})");
   EXPECT_EQ((*seven)->started, 10);
 }
 
@@ -411,7 +411,7 @@ TYPED_TEST(StoreConformanceTest, History_IsNotLoaded_ButListedByFlowAndStatus_In
   EXPECT_EQ((*one)->status, "error");
   EXPECT_EQ((*one)->flow, "b");
   EXPECT_EQ((*one)->ended, 10000);
-  EXPECT_EQ((*one)->record["status"], Value("error"));
+  EXPECT_EQ((*one)->record.value()["status"], Value("error"));
   Result<std::optional<StoredContext>> none = this->store_->load_context(13);
   ASSERT_TRUE(none.is_ok()) << none.message();
   EXPECT_FALSE(none->has_value());
@@ -439,18 +439,18 @@ TYPED_TEST(StoreConformanceTest, Contexts_ListedWithoutTheRecordsOfCheckpointed_
   Result<std::vector<StoredContext>> listed = this->store_->list_contexts(q);
   ASSERT_TRUE(listed.is_ok()) << listed.message();
   ASSERT_EQ(listed->size(), 2u);
-  EXPECT_TRUE((*listed)[0].record.is_null()) << (*listed)[0].record.to_json();
+  EXPECT_TRUE((*listed)[0].record.is_null()) << (*listed)[0].record.value().to_json();
   EXPECT_EQ((*listed)[0].checkpoint.to_json(), R"({"exec":{"pc":3}})");
   EXPECT_EQ((*listed)[0].trigger.to_json(), c.trigger.to_json());
   EXPECT_EQ((*listed)[0].status, "waiting");
-  EXPECT_EQ((*listed)[1].record.to_json(), R"({"id":"ctx-2","steps":[]})") << "no checkpoint: its record comes";
+  EXPECT_EQ((*listed)[1].record.value().to_json(), R"({"id":"ctx-2","steps":[]})") << "no checkpoint: its record comes";
   q.records_of_checkpointed = true;
   listed = this->store_->list_contexts(q);
   ASSERT_TRUE(listed.is_ok()) << listed.message();
-  EXPECT_EQ((*listed)[0].record.to_json(), R"({"id":"ctx-1","steps":[1]})");
+  EXPECT_EQ((*listed)[0].record.value().to_json(), R"({"id":"ctx-1","steps":[1]})");
   Result<std::optional<StoredContext>> whole = this->store_->load_context(1);
   ASSERT_TRUE(whole.is_ok() && whole->has_value());
-  EXPECT_EQ((*whole)->record.to_json(), R"({"id":"ctx-1","steps":[1]})");
+  EXPECT_EQ((*whole)->record.value().to_json(), R"({"id":"ctx-1","steps":[1]})");
 }
 
 TYPED_TEST(StoreConformanceTest, HistoryPrune_ByAge_DeletesWhatEndedBefore_NeverWhatHasNotEnded) {

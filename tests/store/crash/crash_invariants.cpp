@@ -235,7 +235,7 @@ void CrashChecker::check_common(const StoredState& s, const Acks& acks, bool fin
   }
   for (const StoredContext& c : s.contexts) {
     if (c.flow != "hold_request" || c.record.is_null()) continue;
-    for (const Value& step : c.record["steps"].items()) {
+    for (const Value& step : c.record.value()["steps"].items()) {
       if (step["id"] != Value("lk") || !step["outputs"]["token"].is_int()) continue;
       const int64_t token = step["outputs"]["token"].as_int();
       auto [it, fresh] = token_owner_.emplace(token, std::string(c.trigger["sys_id"].as_string()));
@@ -282,7 +282,7 @@ void CrashChecker::check_common(const StoredState& s, const Acks& acks, bool fin
   const std::set<std::string> lines = side_lines(side_file_);
   for (const StoredContext& c : s.contexts) {
     if (c.record.is_null()) continue;
-    for (const Value& step : c.record["steps"].items()) {
+    for (const Value& step : c.record.value()["steps"].items()) {
       if (step["id"] != Value("side") || step["status"] != Value("completed")) continue;
       const std::string key = c.flow == "api_job" ? "job-" + op_of_payload(c.trigger) : std::string(c.trigger["sys_id"].as_string());
       if (!lines.count(c.id + " " + key)) fail(c.id + "'s custom action step completed but its call is not in the side file");
@@ -342,7 +342,7 @@ std::vector<std::string> CrashChecker::as_without_crash(const StoredState& s, co
       out.push_back("[resume] " + key + " ran without the crash (" + w->status + ") but not with it");
     } else if (it->second->status != w->status) {
       std::string why;
-      if (!it->second->record.is_null()) why = std::string(it->second->record["error"]["message"].as_string());
+      if (!it->second->record.is_null()) why = std::string(it->second->record.value()["error"]["message"].as_string());
       out.push_back("[resume] " + key + " (" + it->second->id + ") ended " + it->second->status + ", without the crash " +
                     w->status + (why.empty() ? "" : ": " + why));
     }
