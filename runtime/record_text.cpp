@@ -5,6 +5,7 @@
 // RecordTextTest and, in the sanitizer build, by record_to_value itself (record_json.cpp).
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "plans/value_json.h"
 #include "runtime/context.h"
@@ -13,225 +14,154 @@
 namespace flowrt {
 namespace {
 
-// `"key":`, for the record's own keys: plain ASCII that needs no escaping.
-void write_key(std::string_view key, std::string& out) {
-  out += '"';
-  out += key;
-  out += "\":";
-}
-
-void write_time_or_null(TimeMs t, std::string& out) {
-  if (t < 0) {
-    out += "null";
-  } else {
-    write_json_string(format_time(t), out);
+// One JSON object written member by member, in order, as write_json writes an object:
+// '{', then each "key":value with a ',' between, then '}' at close(). Keys given as
+// std::string_view literals are the record's own: plain ASCII that needs no escaping.
+class ObjectText {
+ public:
+  explicit ObjectText(std::string& out) : out_(out) { out_ += '{'; }
+  // Starts the member `key`; the caller writes its value into the returned text.
+  std::string& key(std::string_view key) {
+    if (!first_) out_ += ',';
+    first_ = false;
+    out_ += '"';
+    out_ += key;
+    out_ += "\":";
+    return out_;
   }
-}
+  // A member whose key is data (escaped as any JSON string).
+  std::string& data_key(std::string_view key) {
+    if (!first_) out_ += ',';
+    first_ = false;
+    write_json_string(key, out_);
+    out_ += ':';
+    return out_;
+  }
+  void value(std::string_view k, const Value& v) { write_json(v, key(k)); }
+  void text(std::string_view k, std::string_view s) { write_json_string(s, key(k)); }
+  void time_or_null(std::string_view k, TimeMs t) {
+    if (t < 0) {
+      key(k) += "null";
+    } else {
+      text(k, format_time(t));
+    }
+  }
+  void close() { out_ += '}'; }
+
+ private:
+  std::string& out_;
+  bool first_ = true;
+};
 
 // {key: limit_value(value), ...} over the members of `object` (none when it is not one).
 void write_limited_members(const Value& object, size_t limit, std::string& out) {
-  out += '{';
-  bool first = true;
-  for (const auto& m : object.members()) {
-    if (!first) out += ',';
-    first = false;
-    write_json_string(m.key.as_string(), out);
-    out += ':';
-    write_json(limit_value(m.value, limit), out);
-  }
-  out += '}';
+  ObjectText o(out);
+  for (const auto& m : object.members()) write_json(limit_value(m.value, limit), o.data_key(m.key.as_string()));
+  o.close();
 }
 
 void write_trigger(const TriggerData& t, size_t limit, std::string& out) {
-  out += '{';
-  write_key("type", out);
-  write_json_string(trigger_type_name(t.type), out);
+  ObjectText o(out);
+  o.text("type", trigger_type_name(t.type));
   switch (t.type) {
     case TriggerType::kRecord:
-      out += ',';
-      write_key("table", out);
-      write_json(t.table, out);
-      out += ',';
-      write_key("operation", out);
-      write_json_string(operation_name(t.operation), out);
-      out += ',';
-      write_key("sys_id", out);
-      write_json(t.sys_id, out);
+      o.value("table", t.table);
+      o.text("operation", operation_name(t.operation));
+      o.value("sys_id", t.sys_id);
       break;
     case TriggerType::kEvent:
-      out += ',';
-      write_key("name", out);
-      write_json(t.event_name, out);
+      o.value("name", t.event_name);
       break;
     case TriggerType::kSchedule:
-      out += ',';
-      write_key("time", out);
-      write_json_string(format_time(t.time), out);
+      o.text("time", format_time(t.time));
       break;
     case TriggerType::kApi:
-      if (t.payload.is_object()) {
-        out += ',';
-        write_key("inputs", out);
-        write_limited_members(t.payload, limit, out);
-      }
+      if (t.payload.is_object()) write_limited_members(t.payload, limit, o.key("inputs"));
       break;
   }
-  if (!t.caller.is_null()) {
-    out += ',';
-    write_key("caller", out);
-    write_json(t.caller, out);
-  }
-  out += '}';
+  if (!t.caller.is_null()) o.value("caller", t.caller);
+  o.close();
 }
 
 void write_step(const StepEntry& e, size_t limit, std::string& out) {
-  out += '{';
-  write_key("path", out);
-  write_json(e.path, out);
-  if (!e.node->id.is_null()) {
-    out += ',';
-    write_key("id", out);
-    write_json(e.node->id, out);
-  }
-  out += ',';
-  write_key("action", out);
-  write_json(e.node->action, out);
-  out += ',';
-  write_key("status", out);
-  write_json_string(status_name(e.status), out);
-  out += ',';
-  write_key("started_at", out);
-  write_time_or_null(e.started, out);
-  out += ',';
-  write_key("ended_at", out);
-  write_time_or_null(e.ended, out);
-  out += ',';
-  write_key("inputs", out);
-  write_limited_members(e.inputs, limit, out);
-  out += ',';
-  write_key("outputs", out);
+  ObjectText o(out);
+  o.value("path", e.path);
+  if (!e.node->id.is_null()) o.value("id", e.node->id);
+  o.value("action", e.node->action);
+  o.text("status", status_name(e.status));
+  o.time_or_null("started_at", e.started);
+  o.time_or_null("ended_at", e.ended);
+  write_limited_members(e.inputs, limit, o.key("inputs"));
   if (e.outputs.is_null()) {
-    out += "{}";
+    o.key("outputs") += "{}";
   } else {
-    write_json(limit_value(e.outputs, limit), out);
+    o.value("outputs", limit_value(e.outputs, limit));
   }
-  if (e.status == StepStatus::kError && e.outputs.contains("error")) {
-    out += ',';
-    write_key("error", out);
-    write_json(e.outputs["error"], out);
-  }
-  out += '}';
+  if (e.status == StepStatus::kError && e.outputs.contains("error")) o.value("error", e.outputs["error"]);
+  o.close();
 }
 
 void write_log(const LogEntry& l, size_t limit, std::string& out) {
-  out += '{';
-  write_key("time", out);
-  write_json_string(format_time(l.time), out);
-  out += ',';
-  write_key("level", out);
-  write_json_string(level_name(l.level), out);
-  out += ',';
-  write_key("step", out);
-  write_json(l.step, out);
-  out += ',';
-  write_key("message", out);
-  write_json(limit_text(l.message, limit), out);
-  out += '}';
+  ObjectText o(out);
+  o.text("time", format_time(l.time));
+  o.text("level", level_name(l.level));
+  o.value("step", l.step);
+  o.value("message", limit_text(l.message, limit));
+  o.close();
+}
+
+// [write(item), ...] over `items`.
+template <class Items, class Write>
+void write_array(const Items& items, std::string& out, Write&& write) {
+  out += '[';
+  bool first = true;
+  for (const auto& item : items) {
+    if (!first) out += ',';
+    first = false;
+    write(item);
+  }
+  out += ']';
 }
 
 }  // namespace
 
 void write_record_json(const RecordFields& f, std::string& out) {
-  out += '{';
-  write_key("id", out);
-  write_json(f.id, out);
-  out += ',';
-  write_key("seq", out);
-  write_json(Value(static_cast<long long>(f.seq)), out);
-  out += ',';
-  write_key("flow", out);
-  write_json(f.flow, out);
-  out += ',';
-  write_key("plan_version", out);
-  write_json(f.plan_version, out);
-  out += ',';
-  write_key("status", out);
-  write_json_string(status_name(f.status), out);
-  out += ',';
-  write_key("trigger", out);
+  const size_t limit = f.value_limit;
+  ObjectText o(out);
+  o.value("id", f.id);
+  o.value("seq", Value(static_cast<long long>(f.seq)));
+  o.value("flow", f.flow);
+  o.value("plan_version", f.plan_version);
+  o.text("status", status_name(f.status));
   if (f.trigger) {
-    write_trigger(*f.trigger, f.value_limit, out);
+    write_trigger(*f.trigger, limit, o.key("trigger"));
   } else {
-    out += "null";
+    o.key("trigger") += "null";
   }
-  out += ',';
-  write_key("cause", out);
   if (f.cause && !f.cause->context_id.is_null()) {
-    out += '{';
-    write_key("context", out);
-    write_json(f.cause->context_id, out);
-    out += ',';
-    write_key("flow", out);
-    write_json(f.cause->flow_id, out);
-    out += '}';
+    ObjectText cause(o.key("cause"));
+    cause.value("context", f.cause->context_id);
+    cause.value("flow", f.cause->flow_id);
+    cause.close();
   } else {
-    out += "null";
+    o.key("cause") += "null";
   }
-  out += ',';
-  write_key("chain", out);
-  out += '[';
-  if (f.cause && f.cause->chain) {
-    bool first = true;
-    for (const Value& flow : *f.cause->chain) {
-      if (!first) out += ',';
-      first = false;
-      write_json(flow, out);
-    }
-  }
-  out += ']';
-  out += ',';
-  write_key("started_at", out);
-  write_time_or_null(f.started, out);
-  out += ',';
-  write_key("ended_at", out);
-  write_time_or_null(f.ended, out);
-  out += ',';
-  write_key("runtime_ms", out);
-  write_json(Value(static_cast<double>(static_cast<long long>(f.run_ms * 1000)) / 1000), out);
-  out += ',';
-  write_key("steps", out);
-  out += '[';
-  if (f.steps) {
-    bool first = true;
-    for (const StepEntry& e : *f.steps) {
-      if (!first) out += ',';
-      first = false;
-      write_step(e, f.value_limit, out);
-    }
-  }
-  out += ']';
-  out += ',';
-  write_key("logs", out);
-  out += '[';
-  for (size_t i = 0; i < f.logs.size(); ++i) {
-    if (i > 0) out += ',';
-    write_log(f.logs[i], f.value_limit, out);
-  }
-  out += ']';
-  out += ',';
-  write_key("variables", out);
-  out += '{';
+  static const Chain kNoChain;
+  write_array(f.cause && f.cause->chain ? *f.cause->chain : kNoChain, o.key("chain"),
+              [&](const Value& flow) { write_json(flow, out); });
+  o.time_or_null("started_at", f.started);
+  o.time_or_null("ended_at", f.ended);
+  o.value("runtime_ms", Value(static_cast<double>(static_cast<long long>(f.run_ms * 1000)) / 1000));
+  static const std::vector<StepEntry> kNoSteps;
+  write_array(f.steps ? *f.steps : kNoSteps, o.key("steps"), [&](const StepEntry& e) { write_step(e, limit, out); });
+  write_array(f.logs, o.key("logs"), [&](const LogEntry& l) { write_log(l, limit, out); });
+  ObjectText vars(o.key("variables"));
   for (size_t i = 0; i < f.variable_names.size() && i < f.variables.size(); ++i) {
-    if (i > 0) out += ',';
-    write_json_string(f.variable_names.at(i).as_string(), out);
-    out += ':';
-    write_json(limit_value(f.variables.at(i), f.value_limit), out);
+    write_json(limit_value(f.variables.at(i), limit), vars.data_key(f.variable_names.at(i).as_string()));
   }
-  out += '}';
-  out += ',';
-  write_key("error", out);
-  write_json(f.error, out);
-  out += '}';
+  vars.close();
+  o.value("error", f.error);
+  o.close();
 }
 
 }  // namespace flowrt
