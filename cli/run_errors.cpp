@@ -1,7 +1,9 @@
 #include "cli/run_errors.h"
 
 #include <cctype>
+#include <filesystem>
 #include <map>
+#include <system_error>
 
 #include "compiler/loader.h"
 
@@ -167,7 +169,12 @@ std::vector<RunError> run_errors(const Diagnostics& diags, size_t max_file_bytes
     if (e.line == 0 && !d.file.empty() && !d.pointer.empty()) {
       auto it = texts.find(d.file);
       if (it == texts.end()) {
-        Result<std::string> text = read_file(d.file, max_file_bytes);
+        // Only a regular file is read again: a pipe's text is gone, and a FIFO would wait
+        // for a writer that will not come.
+        std::error_code ec;
+        Result<std::string> text = std::filesystem::is_regular_file(d.file, ec)
+                                       ? read_file(d.file, max_file_bytes)
+                                       : Result<std::string>(Error{"not a regular file"});
         it = texts.emplace(d.file, text ? std::move(text).value() : std::string()).first;
       }
       // The value the pointer names, or the nearest one around it that the file has.

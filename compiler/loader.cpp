@@ -12,14 +12,41 @@ namespace flowrt {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// "file [of SIZE bytes ]is larger than the limit of MAX bytes[ (BUDGET)]".
+std::string over_the_limit(std::string_view size, size_t max_bytes, std::string_view budget) {
+  return "file " + (size.empty() ? std::string() : "of " + std::string(size) + " bytes ") +
+         "is larger than the limit of " + std::to_string(max_bytes) + " bytes" +
+         (budget.empty() ? std::string() : " (" + std::string(budget) + ")");
+}
+
+// A file whose size is not known before it is read (a pipe, /dev/stdin, a FIFO, a device):
+// read to its end, refused as soon as it passes `max_bytes`.
+Result<std::string> read_stream(const std::string& path, size_t max_bytes, std::string_view budget) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{"cannot open for reading"};
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (text.size() > max_bytes) return Error{over_the_limit("", max_bytes, budget)};
+  }
+  if (in.bad()) return Error{"cannot read the whole file"};
+  return text;
+}
+
+}  // namespace
+
 Result<std::string> read_file(const std::string& path, size_t max_bytes, std::string_view budget) {
   std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec) return Error{"cannot read: " + ec.message()};
+  if (fs::is_directory(status)) return Error{"cannot read: it is a directory"};
+  if (!fs::is_regular_file(status)) return read_stream(path, max_bytes, budget);
   const auto size = fs::file_size(path, ec);
   if (ec) return Error{"cannot read: " + ec.message()};
-  if (size > max_bytes) {
-    return Error{"file of " + std::to_string(size) + " bytes is larger than the limit of " + std::to_string(max_bytes) +
-                 " bytes" + (budget.empty() ? std::string() : " (" + std::string(budget) + ")")};
-  }
+  if (size > max_bytes) return Error{over_the_limit(std::to_string(size), max_bytes, budget)};
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error{"cannot open for reading"};
   std::string text(static_cast<size_t>(size), '\0');

@@ -34,7 +34,9 @@ std::vector<Definition> load_definitions(const std::vector<std::string>& paths, 
 void check_unique_ids(const std::vector<Definition>& defs, Diagnostics* diags);
 
 // Reads a whole file, refusing one larger than `max_bytes` before reading it; the error
-// names `budget` (the property that sets the limit) when given.
+// names `budget` (the property that sets the limit) when given. A file whose size is not
+// known beforehand (a pipe such as /dev/stdin or a shell's <(...), a FIFO) is read to its
+// end and refused once it passes `max_bytes`.
 Result<std::string> read_file(const std::string& path, size_t max_bytes, std::string_view budget = {});
 
 }  // namespace flowrt

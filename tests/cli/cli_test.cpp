@@ -1,6 +1,7 @@
 // The flowrt command, run as a user runs it: exit codes and output shapes of run, validate
 // and plan (tests/cli/cli_usage_test.cpp: bench, usage, help and options).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -114,6 +115,29 @@ TEST_F(CliTest, Run_BadEventLine_Exit1_NamesTheLine) {
   EXPECT_NE(o.out.find("events.jsonl:2: unknown op 'explode'"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("\"ctx-1\""), std::string::npos);
   EXPECT_EQ(o.out.find("\"ctx-2\""), std::string::npos) << "nothing after the bad line ran";
+}
+
+// Files given as pipes: events from standard input (/dev/stdin), a definition from a FIFO.
+// Neither has a size to look at first; a bad definition in a FIFO is reported once, without
+// reading the FIFO again to find its line (which would wait for a writer for ever).
+TEST_F(CliTest, Run_EventsAndDefinitionsFromPipes_AreRead_ABadOneIsReportedWithoutAHang) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  write("events.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n{\"op\": \"explode\"}\n");
+  Output piped = run_command("cat " + dir() + "/events.jsonl | " + std::string(FLOWRT_BINARY) + " run --flows " + dir() +
+                             "/flows --events /dev/stdin --format json 2>&1");
+  EXPECT_EQ(piped.code, 1);
+  EXPECT_NE(piped.out.find("\"ctx-1\""), std::string::npos) << piped.out;
+  EXPECT_NE(piped.out.find("/dev/stdin:2: unknown op 'explode'"), std::string::npos) << piped.out;
+
+  write("bad.json", R"({"id": "g", "trigger": {"type": "api"},
+  "actions": [{"action": "nope"}]})");
+  const std::string fifo = dir() + "/g.fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  // The writer gives up after a minute too, so that nothing is left waiting if flowrt does not read.
+  Output o = run_command("(timeout 60 sh -c 'cat " + dir() + "/bad.json > " + fifo + "' &); timeout 60 " +
+                         std::string(FLOWRT_BINARY) + " run --flows " + fifo + " --events /dev/null 2>&1");
+  EXPECT_EQ(o.code, 1) << o.out;  // 124 when it hung
+  EXPECT_NE(o.out.find(fifo + ": /actions/0/action: unknown action 'nope'"), std::string::npos) << o.out;
 }
 
 TEST_F(CliTest, Run_BadDefinitions_Exit1_NothingRuns) {

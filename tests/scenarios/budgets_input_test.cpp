@@ -2,10 +2,14 @@
 // strings, definition count, templates and steps per flow. For each, the bound itself
 // passes and one past it fails with an error naming the budget, its limit and where; the
 // named hostile inputs are refused cleanly and the engine keeps working afterwards.
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <utility>
 
 #include "runtime/harness.h"
 #include "testing/flow_test.h"
@@ -98,6 +102,37 @@ TEST_F(InputBudgetsTest, EventsFileBytes_AtTheLimitRuns_OnePastIsRefusedBeforePa
                                    " bytes is larger than the limit of " + std::to_string(line.size()) +
                                    " bytes (max_events_file_bytes)");
   EXPECT_EQ(Records("t").size(), 1u) << "nothing of the refused file is applied";
+  SetProperty("max_events_file_bytes", 1 << 20);
+  ExpectStillWorking();
+}
+
+// A pipe (a FIFO here; /dev/stdin and a shell's <(...) are the same) has no size to look
+// at first: it is read to its end, and refused as soon as it passes the limit.
+TEST_F(InputBudgetsTest, EventsFileBytes_FromAPipe_AtTheLimitRuns_OnePastIsRefused) {
+  const std::string line = R"({"op": "insert", "table": "t", "values": {"n": 1}})" "\n";
+  SetProperty("max_events_file_bytes", static_cast<long long>(line.size()));
+  auto run_from_fifo = [&](const std::string& text) {
+    const std::string fifo = (dir_ / "events.fifo").string();
+    fs::remove(fifo);
+    EXPECT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    std::thread writer([&] { std::ofstream(fifo, std::ios::binary) << text; });  // opens once a reader does
+    Status s = Harness(engine()).run_file(fifo);
+    // A reader of our own, so that the writer never waits for ever for one that did not come.
+    const int unblock = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+    writer.join();
+    if (unblock >= 0) close(unblock);
+    return std::make_pair(s, fifo);
+  };
+  auto [ok, fifo] = run_from_fifo(line);
+  EXPECT_TRUE(ok.is_ok()) << ok.message();
+  EXPECT_EQ(Records("t").size(), 1u);
+  auto [refused, fifo_again] = run_from_fifo(line + "\n");
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.message(), fifo_again + ": file is larger than the limit of " + std::to_string(line.size()) +
+                                   " bytes (max_events_file_bytes)");
+  EXPECT_EQ(Records("t").size(), 1u) << "nothing of the refused pipe is applied";
+  Status directory = Harness(engine()).run_file(dir_.string());
+  EXPECT_EQ(directory.message(), dir_.string() + ": cannot read: it is a directory");
   SetProperty("max_events_file_bytes", 1 << 20);
   ExpectStillWorking();
 }
