@@ -262,9 +262,11 @@ Result<bool> PostgresCluster::answer_all(const std::vector<std::pair<uint64_t, I
   // kRowsPerStatement answers to a statement, each statement its own transaction: one
   // round trip. The fence (kAnswerFence's lock) holds the lead row until that transaction
   // commits, so a takeover waits for it; when the epoch no longer leads, nothing is
-  // updated and nobody notified. Not waiting for the flush: an answer lost with the
-  // database is answered again by the next leader ("applied before"), while the effects it
-  // reports are durable already (the leader's store batch).
+  // updated and nobody notified. The commit waits for the flush, as the session's
+  // synchronous_commit says: an answer is read by a follower and passed on to its client,
+  // and a refusal (an entry that changed nothing) lost with the database would leave its
+  // entry unanswered and above the applied number, for the next leader to apply
+  // (PostgresClusterCrashTest.AnAnswer_OutlivesADatabaseCrashRightAfterIt).
   for (size_t from = 0; from < rows.size(); from += kRowsPerStatement) {
     const size_t to = std::min(rows.size(), from + kRowsPerStatement);
     const std::initializer_list<const char*> kRow = {"::bigint", "::integer", "::text", "::bytea"};
@@ -290,7 +292,7 @@ Result<bool> PostgresCluster::answer_all(const std::vector<std::pair<uint64_t, I
              values +
              ") AS a(seq, status, reply_type, reply) WHERE i.seq = a.seq AND i.answered IS NULL AND "
              "EXISTS (SELECT 1 FROM fence) RETURNING 1) "
-             "SELECT EXISTS (SELECT 1 FROM fence), set_config('synchronous_commit', 'off', true), "
+             "SELECT EXISTS (SELECT 1 FROM fence), "
              "CASE WHEN EXISTS (SELECT 1 FROM fence) THEN pg_notify($2::text, '') END";
     };
     ResultPtr r(exec_prepared(conn_, &prepared_, "answer_" + std::to_string(to - from), sql, p));

@@ -415,3 +415,41 @@ TEST_F(PostgresClusterTest, Pruning_DeletesEveryEntryDue_MoreThanAStatementsShar
 
 }  // namespace
 }  // namespace flowrt
+
+namespace flowrt {
+namespace {
+
+// An answer recorded is durable when answer_all returns: a refusal (an entry that changed
+// nothing) that a follower has read and passed on to its client must not be lost with the
+// database, or the next leader, finding the entry unanswered, would apply it. Each round
+// crashes the server right after the answer (an immediate restart: what the WAL writer has
+// not yet written is lost).
+TEST(PostgresClusterCrashTest, AnAnswer_OutlivesADatabaseCrashRightAfterIt) {
+  test_support::PrivatePostgresServer server("answer-crash");
+  ASSERT_FALSE(server.url().empty());
+  for (int round = 0; round < 5; ++round) {
+    uint64_t seq = 0;
+    {
+      Result<std::unique_ptr<PostgresCluster>> c = PostgresCluster::connect(server.url());
+      ASSERT_TRUE(c.is_ok()) << c.message();
+      Result<int64_t> node = (*c)->join("n" + std::to_string(round), "127.0.0.1:1", 60000);
+      ASSERT_TRUE(node.is_ok()) << node.message();
+      Result<std::vector<InboxAppended>> done = (*c)->append(
+          *node, {InboxRequest{"POST", "/api/records/t", "t", "admin", true, "application/json", "{}", ""}}, "n.1");
+      ASSERT_TRUE(done.is_ok()) << done.message();
+      seq = test_support::entry_numbers(*done).at(0);
+      Result<bool> answered = (*c)->answer(seq, InboxReply{503, "application/json", "{\"error\":\"refused\"}"}, 0);
+      ASSERT_TRUE(answered.is_ok() && *answered) << (answered ? "fenced" : answered.message());
+      ASSERT_TRUE(server.restart("immediate"));
+    }
+    Result<std::unique_ptr<PostgresCluster>> again = PostgresCluster::connect(server.url());
+    ASSERT_TRUE(again.is_ok()) << again.message();
+    Result<std::optional<InboxStatus>> e = (*again)->entry(seq);
+    ASSERT_TRUE(e.is_ok() && e->has_value()) << "round " << round;
+    ASSERT_TRUE((*e)->reply.has_value()) << "round " << round << ": the answer was lost with the database";
+    EXPECT_EQ((*e)->reply->status, 503);
+  }
+}
+
+}  // namespace
+}  // namespace flowrt
