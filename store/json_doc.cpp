@@ -16,14 +16,6 @@ Value JsonDoc::value() const {
   return v.is_ok() ? std::move(*v) : Value();
 }
 
-void JsonDoc::write(std::string& out) const {
-  if (!text_.empty()) {
-    out += text_;
-  } else {
-    write_json(value_, out);
-  }
-}
-
 std::string_view JsonDoc::text(std::string& scratch) const {
   if (!text_.empty()) return text_;
   scratch.clear();

@@ -13,8 +13,8 @@
 namespace flowrt {
 
 // One JSON document, or none (null). Made from a Value (implicitly: a Value is a document)
-// or from text with from_text; either way write() appends the same bytes write_json writes
-// for the document's Value. A plain value type: copies are independent; not for concurrent
+// or from text with from_text; either way text() gives the bytes write_json writes for the
+// document's Value. A plain value type: copies are independent; not for concurrent
 // modification.
 class JsonDoc {
  public:
@@ -24,12 +24,9 @@ class JsonDoc {
   static JsonDoc from_text(std::string json);
 
   bool is_null() const { return text_.empty() && value_.is_null(); }
-  bool is_text() const { return !text_.empty(); }
   // The document as a Value: the one it was made from, or its text parsed (null when the
   // text is not JSON, which from_text's contract rules out).
   Value value() const;
-  // Appends its compact JSON text to `out`.
-  void write(std::string& out) const;
   // Its compact JSON text: the text it was made from, without a copy, or the Value's,
   // written into `scratch`.
   std::string_view text(std::string& scratch) const;
