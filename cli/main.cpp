@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
   add_command(top, run, "run", "load definitions, apply the events file on a virtual clock, print contexts", "DIR",
               "a project: flows/, events.jsonl, optionally config.json");
   add_value(run, "--flows", "flows", "DIR", "the definitions (a file or directory; with --events, instead of DIR)");
-  add_value(run, "--events", "events", "FILE", "the events file (JSON Lines)");
+  add_value(run, "--events", "events", "FILE", "the events file (JSON Lines; - for standard input)");
   add_value(run, "-c,--config", "config", "FILE", "the config file (config.json)");
   add_value(run, "-f,--format", "format", "table|json", "a table of contexts (the default) or one JSON document");
   add_value(run, "-o,--out", "out", "FILE", "also write the context records to FILE, as JSON Lines");

@@ -135,6 +135,9 @@ int run_command(const CommandArgs& args) {
   }
   files.flows = args.get("flows", files.flows);
   files.events = args.get("events", files.events);
+  // `-` is standard input, as for most commands that read a file; it is read through its
+  // name on Linux, so errors name /dev/stdin and its lines.
+  if (files.events == "-") files.events = "/dev/stdin";
   files.config = args.get("config", files.config);
 
   // Errors are printed once on stderr; --format json lists them in its one document

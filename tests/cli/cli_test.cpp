@@ -140,6 +140,22 @@ TEST_F(CliTest, Run_EventsAndDefinitionsFromPipes_AreRead_ABadOneIsReportedWitho
   EXPECT_NE(o.out.find(fifo + ": /actions/0/action: unknown action 'nope'"), std::string::npos) << o.out;
 }
 
+// `--events -` reads the events from standard input, with DIR or with --flows; a bad line
+// is named by its line of that input.
+TEST_F(CliTest, Run_EventsDash_IsStandardInput) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  write("good.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n{\"op\": \"call_flow\", \"flow\": \"f\"}\n");
+  write("bad.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n{\"op\": \"explode\"}\n");
+  const std::string flowrt = FLOWRT_BINARY;
+  Output with_dir = run_command(flowrt + " run " + dir() + " --events - --format json < " + dir() + "/good.jsonl 2>&1");
+  EXPECT_EQ(with_dir.code, 0) << with_dir.out;
+  EXPECT_NE(with_dir.out.find("\"ctx-2\""), std::string::npos) << with_dir.out;
+  Output bad = run_command("cat " + dir() + "/bad.jsonl | " + flowrt + " run --flows " + dir() + "/flows --events - 2>&1");
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("/dev/stdin:2: unknown op 'explode'"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("ctx-1"), std::string::npos) << "the line before it ran: " << bad.out;
+}
+
 TEST_F(CliTest, Run_BadDefinitions_Exit1_NothingRuns) {
   write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": [{"action": "nope"}]})");
   write("events.jsonl", "");
