@@ -1,12 +1,16 @@
 #include "server/serve.h"
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
 
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <string_view>
 
 #include "plans/value_json.h"
 #include "runtime/engine.h"
@@ -19,11 +23,29 @@
 
 namespace flowrt::server {
 
+namespace {
+
+// A host name as DNS spells one (letters, digits, '-' and '.'; no label begins with '-').
+bool is_host_name(std::string_view h) {
+  if (h.empty() || h.size() > 253) return false;
+  char before = '.';
+  for (const char c : h) {
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum && c != '-' && c != '.') return false;
+    if (before == '.' && (c == '-' || c == '.')) return false;
+    before = c;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool parse_listen(const std::string& listen, std::string* host, uint16_t* port) {
   const size_t colon = listen.rfind(':');
   if (colon == std::string::npos || colon == 0) return false;
   std::string h = listen.substr(0, colon);
-  if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  const bool bracketed = h.size() > 2 && h.front() == '[' && h.back() == ']';
+  if (bracketed) h = h.substr(1, h.size() - 2);
   unsigned p = 0;
   const char* begin = listen.data() + colon + 1;
   const char* end = listen.data() + listen.size();
@@ -31,10 +53,23 @@ bool parse_listen(const std::string& listen, std::string* host, uint16_t* port) 
   if (r.ec != std::errc() || r.ptr != end || p > 65535 || begin == end) return false;
   boost::system::error_code ec;
   (void)boost::asio::ip::make_address(h, ec);
-  if (ec) return false;
+  if (ec && (bracketed || !is_host_name(h))) return false;
   *host = h;
   *port = static_cast<uint16_t>(p);
   return true;
+}
+
+Result<std::string> listen_address(const std::string& host) {
+  boost::system::error_code ec;
+  (void)boost::asio::ip::make_address(host, ec);
+  if (!ec) return host;
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::resolver resolver(io);
+  const auto found = resolver.resolve(host, "", boost::asio::ip::tcp::resolver::passive, ec);
+  if (ec || found.empty()) {
+    return Error{"cannot resolve '" + host + "': " + (ec ? ec.message() : std::string("no address"))};
+  }
+  return found.begin()->endpoint().address().to_string();
 }
 
 namespace {
@@ -54,7 +89,16 @@ Result<ServeSetup, Diagnostics> read_serve_setup(const ServeOptions& options) {
   Diagnostics diags;
   ServeSetup setup;
   if (!parse_listen(options.listen, &setup.host, &setup.port)) {
-    diags.add("--listen", "", "'" + options.listen + "' is not HOST:PORT with HOST an IP address (127.0.0.1:8480)");
+    diags.add("--listen", "", "'" + options.listen +
+                                  "' is not HOST:PORT, HOST an IP address or a name (127.0.0.1:8480, [::1]:8480, "
+                                  "localhost:8480)");
+    return diags;
+  }
+  // A name is resolved once, here: what is bound, and checked for loopback, is its address.
+  if (Result<std::string> address = listen_address(setup.host); address) {
+    setup.host = std::move(*address);
+  } else {
+    diags.add("--listen", "", address.message());
     return diags;
   }
   Result<Project, Diagnostics> project = read_project(options.dir);

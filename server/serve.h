@@ -86,7 +86,12 @@ class Service {
   bool stopped_ = false;
 };
 
-// "HOST:PORT" or "[IPv6]:PORT" -> host and port; false when it is not that.
+// "HOST:PORT" or "[IPv6]:PORT" -> host and port; false when it is not that. HOST is an IP
+// address or a host name (not resolved here).
 bool parse_listen(const std::string& listen, std::string* host, uint16_t* port);
+// The address to listen on for HOST: an IP address as it is; a name resolved (the first
+// address the system's resolver gives, in its order of preference); an error naming it when
+// it resolves to none.
+Result<std::string> listen_address(const std::string& host);
 
 }  // namespace flowrt::server

@@ -114,8 +114,34 @@ TEST(ServeConfigTest, NonLoopbackWithoutTokensIsRefused) {
   auto s = server::Service::open(options);
   ASSERT_FALSE(s);
   EXPECT_THAT(s.error().describe(), HasSubstr("needs tokens"));
-  options.listen = "localhost:80";  // not an IP address
-  EXPECT_FALSE(server::Service::open(options));
+  options.listen = "no-such-host.invalid:80";  // a name no resolver knows (RFC 6761)
+  auto unknown = server::Service::open(options);
+  ASSERT_FALSE(unknown);
+  EXPECT_THAT(unknown.error().describe(), HasSubstr("cannot resolve 'no-such-host.invalid'"));
+  options.listen = "local host:80";
+  auto bad = server::Service::open(options);
+  ASSERT_FALSE(bad);
+  EXPECT_THAT(bad.error().describe(), HasSubstr("'local host:80' is not HOST:PORT"));
+  fs::remove_all(dir);
+}
+
+// A host name is resolved when the service opens; what it binds, and checks for loopback,
+// is the address: localhost needs no tokens, as 127.0.0.1 does not.
+TEST(ServeConfigTest, AHostName_IsResolved_LocalhostIsLoopback) {
+  const fs::path dir = fs::temp_directory_path() / ("flowrt-serve-name-" + std::to_string(::getpid()));
+  fs::create_directories(dir / "flows");
+  server::ServeOptions options;
+  options.dir = dir.string();
+  options.listen = "localhost:0";
+  options.data = (dir / "state.db").string();
+  auto s = server::Service::open(options);
+  ASSERT_TRUE(s) << s.error().describe();
+  EXPECT_NE((*s)->port(), 0);
+  (*s)->stop();
+  Result<std::string> address = server::listen_address("localhost");
+  ASSERT_TRUE(address) << address.message();
+  EXPECT_TRUE(boost::asio::ip::make_address(*address).is_loopback()) << *address;
+  EXPECT_EQ(*server::listen_address("10.1.2.3"), "10.1.2.3") << "an address is taken as it is";
   fs::remove_all(dir);
 }
 

@@ -42,8 +42,16 @@ TEST(ParseListenTest, HostAndPort) {
   EXPECT_EQ(host, "::1");
   EXPECT_FALSE(parse_listen("127.0.0.1", &host, &port));
   EXPECT_FALSE(parse_listen("127.0.0.1:99999", &host, &port));
-  EXPECT_FALSE(parse_listen("example.com:80", &host, &port));
+  ASSERT_TRUE(parse_listen("example.com:80", &host, &port)) << "a name, resolved when the service opens";
+  EXPECT_EQ(host, "example.com");
+  ASSERT_TRUE(parse_listen("localhost:0", &host, &port));
+  EXPECT_EQ(host, "localhost");
   EXPECT_FALSE(parse_listen("127.0.0.1:", &host, &port));
+  EXPECT_FALSE(parse_listen("local host:80", &host, &port));
+  EXPECT_FALSE(parse_listen("-x:80", &host, &port));
+  EXPECT_FALSE(parse_listen("a..b:80", &host, &port));
+  EXPECT_FALSE(parse_listen("[localhost]:80", &host, &port)) << "brackets hold an IPv6 address";
+  EXPECT_FALSE(parse_listen(":80", &host, &port));
 }
 
 TEST(AuthenticatorTest, TokensByTheirHash) {
