@@ -197,8 +197,9 @@ class PostgresCluster {
   // The same for many: one statement, transaction and notification for up to a few
   // hundred answers (more take a transaction for each such share, each fenced alike; false
   // from the first fenced one, and those before it stay recorded). An entry answered twice
-  // keeps the first answer. Answers are committed without waiting for the database's flush
-  // (synchronous_commit off).
+  // keeps the first answer. Each commit waits for the database's flush (the session's
+  // synchronous_commit): a follower passes an answer on as soon as it reads it, so it must
+  // outlive a crash of the database (postgres_inbox.cpp says why).
   Result<bool> answer_all(const std::vector<std::pair<uint64_t, InboxReply>>& answers, int64_t epoch);
   // The fence of answer_all ($1: the epoch): FOR KEY SHARE, which the takeover's FOR UPDATE
   // waits for and the leader's own store batches (an UPDATE of the row) do not.

@@ -283,6 +283,40 @@ TEST_F(ClusterPostgresTest, AWriteThatChangedNothing_IsAnswered_BeforeTheNextEnt
   EXPECT_EQ(second->reply->status, 201) << second->reply->body;
 }
 
+TEST_F(ClusterPostgresTest, ARefusalsAnswer_OutlivesACrashOfTheDatabaseRightAfterIt) {
+  // A follower passes a refusal on to its client as soon as it reads it. Were the answer's
+  // commit not flushed, a crash of the database could lose it, and the next leader would
+  // find the entry unanswered and apply it. A private server, crashed ("immediate") right
+  // after the answer is read, in three rounds, each with a node of its own.
+  test_support::PrivatePostgresServer database("refusal-crash");
+  ASSERT_FALSE(database.url().empty());
+  url_ = database.url();
+  const InboxRequest refused{"POST", "/api/tables/incident/records", "t", "operator", true, "application/json",
+                             R"({"number": )", ""};
+  for (int round = 0; round < 3; ++round) {
+    nodes_.clear();  // the last round's node leaves: the lead is free at once
+    server::ClusterNode& leader = join("a" + std::to_string(round));
+    ASSERT_TRUE(leader.leads()) << "round " << round;
+    uint64_t seq = 0;
+    {
+      std::unique_ptr<PostgresCluster> c = link();
+      ASSERT_TRUE(c->listen("flowrt_answers").is_ok());
+      const int64_t client = *c->join("client" + std::to_string(round), "", 60000);
+      seq = (*c->append(client, {refused}, "test.crash." + std::to_string(round)))[0].seq;
+      std::optional<InboxStatus> first = answered(*c, seq);
+      ASSERT_TRUE(first.has_value()) << "round " << round;
+      ASSERT_EQ(first->reply->status, 400) << first->reply->body;
+      ASSERT_TRUE(database.restart("immediate"));
+    }
+    std::unique_ptr<PostgresCluster> again = link();
+    Result<std::optional<InboxStatus>> e = again->entry(seq);
+    ASSERT_TRUE(e.is_ok() && e->has_value()) << "round " << round;
+    ASSERT_TRUE((*e)->reply.has_value()) << "round " << round << ": the refusal's answer was lost with the database";
+    EXPECT_EQ((*e)->reply->status, 400);
+  }
+  nodes_.clear();
+}
+
 TEST_F(ClusterPostgresTest, AnOperationDurableButUnanswered_IsNotAppliedAgainByTheNextLeader) {
   server::ClusterNode& a = join("a");
   ASSERT_TRUE(a.leads());
