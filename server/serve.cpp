@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "plans/value_json.h"
 #include "runtime/engine.h"
@@ -59,6 +60,15 @@ bool parse_listen(const std::string& listen, std::string* host, uint16_t* port) 
   return true;
 }
 
+boost::asio::ip::address preferred_listen_address(const std::vector<boost::asio::ip::address>& addresses) {
+  // An IPv4 address when the name has one: a host whose IPv6 is turned off may still list
+  // ::1 for localhost, and binding it would fail.
+  for (const auto& a : addresses) {
+    if (a.is_v4()) return a;
+  }
+  return addresses.front();
+}
+
 Result<std::string> listen_address(const std::string& host) {
   boost::system::error_code ec;
   (void)boost::asio::ip::make_address(host, ec);
@@ -69,7 +79,9 @@ Result<std::string> listen_address(const std::string& host) {
   if (ec || found.empty()) {
     return Error{"cannot resolve '" + host + "': " + (ec ? ec.message() : std::string("no address"))};
   }
-  return found.begin()->endpoint().address().to_string();
+  std::vector<boost::asio::ip::address> addresses;
+  for (const auto& entry : found) addresses.push_back(entry.endpoint().address());
+  return preferred_listen_address(addresses).to_string();
 }
 
 namespace {

@@ -5,9 +5,12 @@
 // Thread-safety: open and stop from one thread; the service runs on its own threads.
 #pragma once
 
+#include <boost/asio/ip/address.hpp>
+
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "compiler/diagnostics.h"
 #include "plans/result.h"
@@ -89,9 +92,12 @@ class Service {
 // "HOST:PORT" or "[IPv6]:PORT" -> host and port; false when it is not that. HOST is an IP
 // address or a host name (not resolved here).
 bool parse_listen(const std::string& listen, std::string* host, uint16_t* port);
-// The address to listen on for HOST: an IP address as it is; a name resolved (the first
-// address the system's resolver gives, in its order of preference); an error naming it when
+// The address to listen on for HOST: an IP address as it is; a name resolved (its first
+// IPv4 address in the resolver's order, else its first address); an error naming it when
 // it resolves to none.
 Result<std::string> listen_address(const std::string& host);
+// Of a name's addresses (REQUIRES: at least one, in the resolver's order), the one to
+// listen on: the first IPv4 address, else the first.
+boost::asio::ip::address preferred_listen_address(const std::vector<boost::asio::ip::address>& addresses);
 
 }  // namespace flowrt::server

@@ -142,6 +142,10 @@ TEST(ServeConfigTest, AHostName_IsResolved_LocalhostIsLoopback) {
   ASSERT_TRUE(address) << address.message();
   EXPECT_TRUE(boost::asio::ip::make_address(*address).is_loopback()) << *address;
   EXPECT_EQ(*server::listen_address("10.1.2.3"), "10.1.2.3") << "an address is taken as it is";
+  using boost::asio::ip::make_address;
+  EXPECT_EQ(server::preferred_listen_address({make_address("::1"), make_address("127.0.0.1")}), make_address("127.0.0.1"))
+      << "IPv4 first: a host without IPv6 may still list ::1 for localhost";
+  EXPECT_EQ(server::preferred_listen_address({make_address("::1"), make_address("fe80::1")}), make_address("::1"));
   fs::remove_all(dir);
 }
 
