@@ -311,6 +311,17 @@ TEST(SimulationCheckerTest, AGrantThatPassedAnEarlierWaiter_OrOverTheLimit_IsCau
   EXPECT_NE(over.find("over its limit 1"), std::string::npos) << over;
 }
 
+// Threads seed 26111: an insert made right after its flow was deactivated (on real
+// threads the model cannot tell whether the write saw the flow active, so it lets the
+// start vanish) took the skip entry of a later update of another record, made once the
+// flow was active again (already_running, rightly), and reported it as a wrong reason.
+// A skip entry is now this commit's only if its event is this commit's record operation.
+// Until 2026-12-07 this seed failed; the engine did what the rules say.
+TEST(SimulationCheckerTest, AStartThatMayHaveVanished_TakesNoSkipOfALaterCommitOfAnotherRecord) {
+  const SeedRun run = run_seed(26111, Variant::kThreads, nullptr);
+  EXPECT_TRUE(run.violations.empty()) << describe(run.violations);
+}
+
 // ---- real seeds, broken on purpose ----
 
 // Runs seeds from 1 until `sabotage` changes something; that run.
