@@ -183,7 +183,9 @@ void Model::match_starts(const CommitRecord& c, const std::vector<Expect>& expec
     // vanished (its flow inactive) must not take an entry another commit made — another
     // context's (its cause), or, of a record operation, one of another record or operation
     // (its event: seed 26111 of the threads variant, where an insert while the flow was
-    // inactive took the skip of a later update of another record).
+    // inactive took the skip of a later update of another record). A later skip of the same
+    // operation on the same record, by the same cause, is still taken: the entries carry
+    // no commit number to tell the two apart.
     const auto ours = [&](const Value& k) {
       if (!(parent ? k["cause"]["context"] == Value(parent->id) : k["cause"].is_null())) return false;
       if (c.kind != CommitEntry::Kind::kInsert && c.kind != CommitEntry::Kind::kUpdate &&
