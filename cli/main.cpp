@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
   add_value(run, "--events", "events", "FILE", "the events file (JSON Lines; - for standard input)");
   add_value(run, "-c,--config", "config", "FILE", "the config file (config.json)");
   add_value(run, "-f,--format", "format", "table|json", "a table of contexts (the default) or one JSON document");
-  add_value(run, "-o,--out", "out", "FILE", "also write the context records to FILE, as JSON Lines");
+  add_value(run, "-o,--out", "out", "FILE", "also write the context records to FILE, as JSON Lines (-: to stdout, the table to stderr)");
   add_value(run, "--log-level", "log-level", "LEVEL", "the engine's log on stderr: off, error, warn (the default), info or debug");
   add_value(run, "--flow", "flow", "ID", "the table lists the contexts of this flow only");
   add_value(run, "--status", "status", "STATUS", "the table lists the contexts with this status only");

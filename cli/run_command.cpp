@@ -115,6 +115,12 @@ int run_command(const CommandArgs& args) {
   const std::string format = args.get("format", "table");
   if (format != "table" && format != "json") throw UsageError{"--format must be table or json"};
   const TableFilter filter = table_filter(args);
+  // `--out -`: the records go to standard output, as JSON Lines for a pipe, and the table
+  // to standard error; a document would mix with them.
+  const bool records_to_stdout = args.has("out") && args.get("out") == "-";
+  if (records_to_stdout && format == "json") {
+    throw UsageError{"--out - and --format json would both write to standard output: name a file for --out"};
+  }
 
   // The project as the library opens it (runtime/project.h); --flows, --events and
   // --config name its files explicitly.
@@ -164,7 +170,7 @@ int run_command(const CommandArgs& args) {
   if (!log_level.empty() && !set_engine_log_level(log_level)) {
     throw UsageError{"--log-level must be off, error, warn, info or debug"};
   }
-  if (args.has("out")) {
+  if (args.has("out") && !records_to_stdout) {
     if (const std::string why = why_out_is_not_writable(args.get("out")); !why.empty()) {
       Diagnostics diags;
       diags.add(args.get("out"), "", "cannot write the context records: " + why + " (nothing was run)");
@@ -200,7 +206,9 @@ int run_command(const CommandArgs& args) {
                                ""));
   }
 
-  if (args.has("out")) {
+  if (records_to_stdout) {
+    for (const ContextRecord& c : engine.contexts()) std::cout << c.value().to_json() << "\n";
+  } else if (args.has("out")) {
     const std::string path = args.get("out");
     errno = 0;
     std::ofstream out(path);
@@ -223,7 +231,7 @@ int run_command(const CommandArgs& args) {
   } else {
     std::vector<std::string> lines;
     for (const RunError& e : errors) lines.push_back(e.describe());
-    print_table(engine, lines, std::cout, filter);
+    print_table(engine, lines, records_to_stdout ? std::cerr : std::cout, filter);
   }
   std::cout.flush();
   if (!std::cout) {

@@ -5,7 +5,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "plans/value_json.h"
 #include "tests/cli/cli_fixture.h"
@@ -154,6 +156,31 @@ TEST_F(CliTest, Run_EventsDash_IsStandardInput) {
   EXPECT_EQ(bad.code, 1) << bad.out;
   EXPECT_NE(bad.out.find("/dev/stdin:2: unknown op 'explode'"), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("ctx-1"), std::string::npos) << "the line before it ran: " << bad.out;
+}
+
+// `--out -` writes the context records to standard output, one JSON document a line, and
+// the table to standard error; with --format json both would go to standard output, which
+// is bad usage.
+TEST_F(CliTest, Run_OutDash_RecordsToStandardOutput_TheTableToStandardError) {
+  write("flows/f.json", R"({"id": "f", "trigger": {"type": "api"}, "actions": []})");
+  write("events.jsonl", "{\"op\": \"call_flow\", \"flow\": \"f\"}\n{\"op\": \"call_flow\", \"flow\": \"f\"}\n");
+  Output records = run("run " + dir() + " -o -", " 2>/dev/null");
+  EXPECT_EQ(records.code, 0) << records.out;
+  std::istringstream lines(records.out);
+  std::vector<std::string> ids;
+  for (std::string line; std::getline(lines, line);) {
+    Result<Value> v = parse_json(line);
+    ASSERT_TRUE(v.is_ok()) << "not a JSON line: " << line;
+    ids.emplace_back((*v)["id"].as_string());
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"ctx-1", "ctx-2"}));
+  Output table = run("run " + dir() + " --out -", " 2>&1 >/dev/null");
+  EXPECT_NE(table.out.find("2 contexts"), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find("\"id\""), std::string::npos) << "no record on stderr: " << table.out;
+  Output both = run("run " + dir() + " --out - --format json");
+  EXPECT_EQ(both.code, 2) << both.out;
+  EXPECT_NE(both.out.find("--out - and --format json would both write to standard output"), std::string::npos) << both.out;
+  EXPECT_FALSE(fs::exists(fs::path(dir()) / "-"));
 }
 
 TEST_F(CliTest, Run_BadDefinitions_Exit1_NothingRuns) {
